@@ -1,0 +1,281 @@
+/* util.c — see util.h. */
+#define _GNU_SOURCE
+#include "util.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+
+int lz_error_set(struct lz_error *err, int code, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->code = code;
+    }
+    return code;
+}
+
+int lz_error_prefix(struct lz_error *err, int code, const char *fmt, ...) {
+    if (!err)
+        return code;
+    char pre[LZ_ERROR_MAX], old[LZ_ERROR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof old);
+    if (err->code == 0) {
+        err->code = code;
+        snprintf(err->msg, sizeof err->msg, "%s: %s", pre, strerror(-code));
+    } else {
+        snprintf(err->msg, sizeof err->msg, "%s: %s", pre, old);
+    }
+    return err->code;
+}
+
+void *lz_xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        abort();
+    return p;
+}
+void *lz_xcalloc(size_t n, size_t m) {
+    void *p = calloc(n ? n : 1, m ? m : 1);
+    if (!p)
+        abort();
+    return p;
+}
+void *lz_xrealloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        abort();
+    return q;
+}
+char *lz_xstrdup(const char *s) {
+    char *p = strdup(s);
+    if (!p)
+        abort();
+    return p;
+}
+char *lz_xstrndup(const char *s, size_t n) {
+    char *p = strndup(s, n);
+    if (!p)
+        abort();
+    return p;
+}
+char *lz_xasprintf(const char *fmt, ...) {
+    va_list ap;
+    char *s = NULL;
+    va_start(ap, fmt);
+    int r = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (r < 0)
+        abort();
+    return s;
+}
+
+int lz_snprintf(char *buf, size_t size, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vsnprintf(buf, size, fmt, ap);
+    va_end(ap);
+    if (r < 0)
+        return -EINVAL;
+    if ((size_t)r >= size)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+ssize_t lz_read_full(int fd, void *buf, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, (char *)buf + got, n - got);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+int lz_write_full(int fd, const void *buf, size_t n) {
+    size_t done = 0;
+    while (done < n) {
+        ssize_t r = write(fd, (const char *)buf + done, n - done);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        done += (size_t)r;
+    }
+    return 0;
+}
+
+int lz_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len) {
+    _cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode))
+        return -EINVAL;
+    if ((uint64_t)st.st_size > max)
+        return -EFBIG;
+    size_t cap = (size_t)st.st_size + 1, len = 0;
+    _cleanup_free_ char *buf = lz_xmalloc(cap);
+    for (;;) {
+        if (len + 1 >= cap) {
+            if (cap > max + 1)
+                return -EFBIG;
+            cap *= 2;
+            buf = lz_xrealloc(buf, cap);
+        }
+        ssize_t r = read(fd, buf + len, cap - len - 1);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (r == 0)
+            break;
+        len += (size_t)r;
+        if (len > max)
+            return -EFBIG;
+    }
+    buf[len] = '\0';
+    *ret_buf = TAKE_PTR(buf);
+    if (ret_len)
+        *ret_len = len;
+    return 0;
+}
+
+int lz_write_file_atomic_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode) {
+    char tmp[4096];
+    int r = lz_snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    if (r < 0)
+        return r;
+    _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0)
+        return -errno;
+    r = lz_write_full(fd, buf, len);
+    if (r == 0 && fsync(fd) < 0)
+        r = -errno;
+    if (r == 0 && renameat(dirfd, tmp, dirfd, path) < 0)
+        r = -errno;
+    if (r < 0)
+        unlinkat(dirfd, tmp, 0);
+    return r;
+}
+
+int lz_mkdir_p(const char *path, mode_t mode) {
+    if (!path || path[0] != '/')
+        return -EINVAL;
+    size_t n = strlen(path);
+    _cleanup_free_ char *p = lz_xstrdup(path);
+    for (size_t i = 1; i <= n; i++) {
+        if (p[i] == '/' || p[i] == '\0') {
+            char c = p[i];
+            p[i] = '\0';
+            if (mkdir(p, mode) < 0 && errno != EEXIST)
+                return -errno;
+            p[i] = c;
+        }
+    }
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return -errno;
+    return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+static int rm_rf_children(int dfd, dev_t dev, int depth) {
+    if (depth > 4096)
+        return -ELOOP;
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return -errno;
+    }
+    int ret = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            ret = -errno;
+            continue;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            if (st.st_dev != dev) {
+                ret = -EXDEV;
+                continue;
+            }
+            int c = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (c < 0) {
+                /* A directory without r/x permission: grant it to ourselves. */
+                if (fchmodat(dirfd(d), de->d_name, 0700, 0) == 0)
+                    c = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (c < 0) {
+                    ret = -errno;
+                    continue;
+                }
+            }
+            int r = rm_rf_children(c, dev, depth + 1);
+            if (r < 0)
+                ret = r;
+            if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0 && ret == 0)
+                ret = -errno;
+        } else if (unlinkat(dirfd(d), de->d_name, 0) < 0 && ret == 0) {
+            ret = -errno;
+        }
+    }
+    closedir(d);
+    return ret;
+}
+
+int lz_rm_rf_at(int dirfd, const char *name) {
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? 0 : -errno;
+    if (!S_ISDIR(st.st_mode))
+        return unlinkat(dirfd, name, 0) < 0 ? -errno : 0;
+    int c = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (c < 0) {
+        if (fchmodat(dirfd, name, 0700, 0) == 0)
+            c = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (c < 0)
+            return -errno;
+    }
+    int r = rm_rf_children(c, st.st_dev, 0);
+    if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && r == 0)
+        r = -errno;
+    return r;
+}
+
+void lz_hex(const uint8_t *in, size_t n, char *out) {
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+const char *lz_home_dir(void) {
+    const char *h = secure_getenv("HOME");
+    if (h && h[0] == '/')
+        return h;
+    struct passwd *pw = getpwuid(getuid());
+    if (pw && pw->pw_dir && pw->pw_dir[0] == '/')
+        return pw->pw_dir;
+    return NULL;
+}

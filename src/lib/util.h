@@ -1,0 +1,87 @@
+/* util.h — shared conventions for every Lazaret module.
+ *
+ * Error contract (docs/hacking.md): a failing function returns a negative
+ * errno-style int and, when given a non-NULL `struct lz_error *`, fills it
+ * with a human message. Library code never prints; only src/cli/ and the
+ * process entry points print. Out-parameters are named ret_*, come last,
+ * and are untouched on failure. File descriptors start at -EBADF and are
+ * always O_CLOEXEC.
+ */
+#pragma once
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LZ_ERROR_MAX 1024
+
+struct lz_error {
+    int code;                 /* negative errno, 0 when unset */
+    char msg[LZ_ERROR_MAX];   /* one line, no trailing newline */
+};
+
+/* Sets err (if non-NULL) and returns code (which must be negative). */
+int lz_error_set(struct lz_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Prepends "prefix: " to an already-set message; returns err->code or code. */
+int lz_error_prefix(struct lz_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static inline void lz_freep(void *p) { free(*(void **)p); }
+static inline void lz_closep(int *fd) {
+    if (*fd >= 0) {
+        int saved = errno;
+        close(*fd);
+        errno = saved;
+    }
+    *fd = -EBADF;
+}
+static inline void lz_fclosep(FILE **f) { if (*f) fclose(*f); }
+
+#define _cleanup_(x) __attribute__((cleanup(x)))
+#define _cleanup_free_ _cleanup_(lz_freep)
+#define _cleanup_close_ _cleanup_(lz_closep)
+#define _cleanup_fclose_ _cleanup_(lz_fclosep)
+
+#define TAKE_PTR(p) ({ __typeof__(p) _t = (p); (p) = NULL; _t; })
+#define TAKE_FD(fd) ({ int _t = (fd); (fd) = -EBADF; _t; })
+
+#define LZ_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Allocation that aborts on OOM (there is no sane recovery for a CLI). */
+void *lz_xmalloc(size_t n);
+void *lz_xcalloc(size_t n, size_t m);
+void *lz_xrealloc(void *p, size_t n);
+char *lz_xstrdup(const char *s);
+char *lz_xstrndup(const char *s, size_t n);
+char *lz_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Bounded formatting into a fixed buffer: returns -ENAMETOOLONG on truncation. */
+int lz_snprintf(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Full read/write loops over EINTR and short transfers. */
+ssize_t lz_read_full(int fd, void *buf, size_t n);   /* returns bytes read (< n only at EOF) or -errno */
+int lz_write_full(int fd, const void *buf, size_t n); /* 0 or -errno */
+
+/* Reads a whole regular file (at most max bytes) opened relative to dirfd. */
+int lz_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len);
+/* Writes a file atomically (tmp + fsync + rename) relative to dirfd. */
+int lz_write_file_atomic_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode);
+
+/* mkdir -p with the given mode for every created component; absolute path. */
+int lz_mkdir_p(const char *path, mode_t mode);
+/* rm -rf relative to dirfd, never following symlinks or crossing mounts. */
+int lz_rm_rf_at(int dirfd, const char *name);
+
+/* Lowercase hex of n bytes into out (2n+1 bytes). */
+void lz_hex(const uint8_t *in, size_t n, char *out);
+
+/* $HOME, or the passwd entry's home directory. NULL if neither. */
+const char *lz_home_dir(void);
