@@ -1,5 +1,4 @@
 /* util.c — see util.h. */
-#define _GNU_SOURCE
 #include "util.h"
 
 #include <dirent.h>

@@ -1,0 +1,80 @@
+/* internal.c — the re-executed internal roles: `lazaret __coordinator` and
+ * `lazaret __supervisor`. Not for users; arguments come from the parent. */
+#include "cli.h"
+#include "coordinator.h"
+#include "supervisor.h"
+
+#include <getopt.h>
+
+static int parse_fd(const char *s) {
+    char *e;
+    errno = 0;
+    long v = strtol(s, &e, 10);
+    if (errno || *e || v < 0 || v > 65535)
+        return -1;
+    return (int)v;
+}
+
+static int coordinator(int argc, char **argv) {
+    struct lz_coordinator_args a = { .ready_fd = -1 };
+    static const struct option opts[] = {
+        { "ready-fd", required_argument, NULL, 'r' }, { "workspace", required_argument, NULL, 'w' },
+        { "domain", required_argument, NULL, 'd' },   { "fingerprint", required_argument, NULL, 'f' },
+        { "rootfs", required_argument, NULL, 'R' },   { "config", required_argument, NULL, 'c' },
+        { "profile", required_argument, NULL, 'p' },  { 0 },
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'r': a.ready_fd = parse_fd(optarg); break;
+        case 'w': a.workspace = optarg; break;
+        case 'd': a.expect_domain = optarg; break;
+        case 'f': a.expect_fingerprint = optarg; break;
+        case 'R': a.rootfs = optarg; break;
+        case 'c': a.config_path = optarg; break;
+        case 'p': a.profile = optarg; break;
+        default: return LZ_EXIT_USAGE;
+        }
+    }
+    if (!a.workspace || !a.expect_domain || !a.expect_fingerprint || !a.rootfs) {
+        lz_cli_error("__coordinator: missing arguments");
+        return LZ_EXIT_USAGE;
+    }
+    return lz_coordinator_main(&a);
+}
+
+static int supervisor(int argc, char **argv) {
+    struct lz_supervisor_args a = { .ctl_fd = -1, .start_timeout_ms = 60000 };
+    static const struct option opts[] = {
+        { "ctl-fd", required_argument, NULL, 'c' }, { "runsc", required_argument, NULL, 'r' },
+        { "state", required_argument, NULL, 's' },  { "bundle", required_argument, NULL, 'b' },
+        { "id", required_argument, NULL, 'i' },     { "overlay", required_argument, NULL, 'o' },
+        { 0 },
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': a.ctl_fd = parse_fd(optarg); break;
+        case 'r': a.runsc = optarg; break;
+        case 's': a.state_dir = optarg; break;
+        case 'b': a.bundle_dir = optarg; break;
+        case 'i': a.container_id = optarg; break;
+        case 'o': a.overlay_dir = optarg; break;
+        default: return LZ_EXIT_USAGE;
+        }
+    }
+    if (a.ctl_fd < 0 || !a.runsc || !a.state_dir || !a.bundle_dir || !a.container_id || !a.overlay_dir) {
+        lz_cli_error("__supervisor: missing arguments");
+        return LZ_EXIT_USAGE;
+    }
+    return lz_supervisor_main(&a);
+}
+
+int lz_cmd_internal(int argc, char **argv) {
+    if (!strcmp(argv[0], "__coordinator"))
+        return coordinator(argc, argv);
+    if (!strcmp(argv[0], "__supervisor"))
+        return supervisor(argc, argv);
+    lz_cli_error("unknown command '%s' (see `lazaret --help`)", argv[0]);
+    return LZ_EXIT_USAGE;
+}

@@ -1,0 +1,63 @@
+/* main.c — `lazaret` command dispatch. */
+#include "cli.h"
+#include "util.h"
+
+#include <stdarg.h>
+
+void lz_cli_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("lazaret: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static void usage(FILE *f) {
+    fputs("Usage: lazaret COMMAND [OPTIONS]\n"
+          "\n"
+          "Run AI coding agents in a rootless gVisor sandbox on this workspace.\n"
+          "\n"
+          "Commands:\n"
+          "  run [-p NAME] [--config FILE] [-- CMD ARGS...]\n"
+          "                     open a shell (or run CMD) in the sandbox of this directory\n"
+          "  config check       validate and print the resolved configuration\n"
+          "  image bootstrap    build the default Debian base image with mmdebstrap\n"
+          "  image ls           list images and prepared root filesystems\n"
+          "  doctor             check the host prerequisites\n"
+          "\n"
+          "Options:\n"
+          "  -h, --help         show this help (`lazaret COMMAND --help` for a command)\n"
+          "  -V, --version      show the version\n"
+          "\n"
+          "See lazaret(1) and lazaret.toml(5).\n",
+          f);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return LZ_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return LZ_EXIT_OK;
+    }
+    if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
+        printf("lazaret %s\n", LZ_VERSION);
+        return LZ_EXIT_OK;
+    }
+    if (!strcmp(cmd, "run"))
+        return lz_cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "config"))
+        return lz_cmd_config(argc - 1, argv + 1);
+    if (!strcmp(cmd, "image"))
+        return lz_cmd_image(argc - 1, argv + 1);
+    if (!strcmp(cmd, "doctor"))
+        return lz_cmd_doctor(argc - 1, argv + 1);
+    if (!strncmp(cmd, "__", 2))
+        return lz_cmd_internal(argc - 1, argv + 1);
+    lz_cli_error("unknown command '%s' (see `lazaret --help`)", cmd);
+    return LZ_EXIT_USAGE;
+}

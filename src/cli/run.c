@@ -1,0 +1,94 @@
+/* run.c — `lazaret run`: start or join the Domain of (profile, workspace). */
+#include "cli.h"
+#include "client.h"
+#include "config.h"
+#include "image.h"
+
+#include <getopt.h>
+#include <sodium.h>
+
+static void usage(FILE *f) {
+    fputs("Usage: lazaret run [-p|--profile NAME] [--config FILE] [-- CMD ARGS...]\n"
+          "\n"
+          "Starts (or joins) the sandbox of the current directory and the profile,\n"
+          "and attaches this terminal to it. Without CMD: an interactive login\n"
+          "shell in /workspace. With CMD: runs it; stdin/stdout/stderr are plain\n"
+          "pipes when they are not a terminal, and lazaret exits with the\n"
+          "command's status (128+N when it died of signal N).\n"
+          "\n"
+          "  -p, --profile NAME   agent profile (default: \"default\")\n"
+          "      --config FILE    configuration file (default: $XDG_CONFIG_HOME/lazaret/config.toml)\n"
+          "  -h, --help           show this help\n"
+          "\n"
+          "Exit status: the command's, or 125 when the sandbox could not be started.\n",
+          f);
+}
+
+static void progress(void *ud, const char *phase, uint64_t done, uint64_t total) {
+    bool tty = isatty(STDERR_FILENO);
+    (void)ud;
+    if (!tty) {
+        if (done == 0)
+            fprintf(stderr, "lazaret: %s\n", phase);
+        return;
+    }
+    if (total)
+        fprintf(stderr, "\r\033[Klazaret: %s %3u%%", phase, (unsigned)(done * 100 / total));
+    else
+        fprintf(stderr, "\r\033[Klazaret: %s", phase);
+    if (total && done >= total)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+int lz_cmd_run(int argc, char **argv) {
+    const char *config_path = NULL, *profile = NULL;
+    static const struct option opts[] = {
+        { "profile", required_argument, NULL, 'p' },
+        { "config", required_argument, NULL, 'c' },
+        { "help", no_argument, NULL, 'h' },
+        { 0 },
+    };
+    int c;
+    /* '+': stop at the first non-option, so CMD's own options are CMD's. */
+    while ((c = getopt_long(argc, argv, "+p:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p': profile = optarg; break;
+        case 'c': config_path = optarg; break;
+        case 'h': usage(stdout); return LZ_EXIT_OK;
+        default: usage(stderr); return LZ_EXIT_USAGE;
+        }
+    }
+    if (sodium_init() < 0) {
+        lz_cli_error("libsodium failed to initialise");
+        return LZ_EXIT_LAUNCH;
+    }
+    struct lz_error err = { 0 };
+    struct lz_config_opts co = { .config_path = config_path, .profile = profile, .workspace = NULL };
+    struct lz_config *cfg = NULL;
+    if (lz_config_load(&co, &cfg, &err) < 0) {
+        lz_cli_error("%s", err.msg);
+        return LZ_EXIT_LAUNCH;
+    }
+    if (cfg->builtin_default)
+        lz_cli_error("no configuration file found; using the built-in profile \"default\"");
+
+    struct lz_prepared prep = { 0 };
+    if (lz_image_prepare(cfg->data_root, cfg->profile.image, progress, NULL, &prep, &err) < 0) {
+        lz_cli_error("%s", err.msg);
+        lz_config_free(cfg);
+        return LZ_EXIT_LAUNCH;
+    }
+    struct lz_client_opts o = {
+        .cfg = cfg, .config_path = config_path, .profile = profile, .rootfs = prep.rootfs,
+        .argv = argv + optind, .argc = (size_t)(argc - optind),
+    };
+    int r = lz_client_session(&o, &err);
+    lz_prepared_clear(&prep);
+    lz_config_free(cfg);
+    if (r < 0) {
+        lz_cli_error("%s", err.msg);
+        return LZ_EXIT_LAUNCH;
+    }
+    return r;
+}

@@ -1,0 +1,408 @@
+/* client.c — see client.h. */
+#include "client.h"
+#include "coordinator.h"
+#include "paths.h"
+#include "proto.h"
+#include "spawn.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <termios.h>
+#include <time.h>
+
+#define START_LOCK_TIMEOUT_S 120
+#define COORD_READY_TIMEOUT_MS 120000
+
+/* Terminal state, restored from any path out (including signals). */
+static struct termios saved_termios;
+static volatile sig_atomic_t termios_saved;
+static int tty_fd = -1;
+
+static void restore_terminal(void) {
+    if (termios_saved) {
+        tcsetattr(tty_fd, TCSAFLUSH, &saved_termios);
+        termios_saved = 0;
+    }
+}
+
+static void fatal_signal(int sig) {
+    restore_terminal();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static int enter_raw(int fd) {
+    struct termios t;
+    if (tcgetattr(fd, &saved_termios) < 0)
+        return -errno;
+    tty_fd = fd;
+    termios_saved = 1;
+    atexit(restore_terminal);
+    static const int fatal[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(fatal); i++)
+        signal(fatal[i], fatal_signal);
+    t = saved_termios;
+    cfmakeraw(&t);
+    return tcsetattr(fd, TCSAFLUSH, &t) < 0 ? -errno : 0;
+}
+
+static long now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
+}
+
+static int connect_socket(const char *path) {
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof sa.sun_path)
+        return -ENAMETOOLONG;
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        int e = -errno;
+        close(fd);
+        return e;
+    }
+    return fd;
+}
+
+static volatile sig_atomic_t alarm_fired;
+static void on_alarm(int sig) {
+    (void)sig;
+    alarm_fired = 1;
+}
+
+/* Blocking flock bounded by SIGALRM (flock has no timed form). */
+static int flock_timeout(int fd, int seconds) {
+    struct sigaction sa = { .sa_handler = on_alarm }, old;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, &old);
+    alarm_fired = 0;
+    alarm((unsigned)seconds);
+    int r = flock(fd, LOCK_EX);
+    int e = errno;
+    alarm(0);
+    sigaction(SIGALRM, &old, NULL);
+    if (r == 0)
+        return 0;
+    return (e == EINTR && alarm_fired) ? -ETIMEDOUT : -e;
+}
+
+static int start_coordinator(const struct lz_client_opts *o, struct lz_error *err) {
+    const struct lz_config *c = o->cfg;
+    int r = lz_mkdir_p(c->domain_dir, 0700);
+    if (r < 0)
+        return lz_error_set(err, r, "cannot create the Domain Root %s: %s", c->domain_dir, strerror(-r));
+    _cleanup_free_ char *logp = lz_xasprintf("%s/coordinator.log", c->domain_dir);
+    _cleanup_close_ int logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (logfd < 0)
+        return lz_error_set(err, -errno, "cannot open %s: %s", logp, strerror(errno));
+    int rp[2];
+    if (pipe2(rp, O_CLOEXEC) < 0)
+        return lz_error_set(err, -errno, "pipe: %s", strerror(errno));
+    _cleanup_free_ char *self = NULL;
+    if ((r = lz_self_exe(&self)) < 0) {
+        close(rp[0]);
+        close(rp[1]);
+        return lz_error_set(err, r, "cannot find the lazaret binary");
+    }
+    char fdstr[16];
+    snprintf(fdstr, sizeof fdstr, "%d", rp[1]);
+    char *argv[20];
+    size_t n = 0;
+    argv[n++] = self;
+    argv[n++] = (char *)"__coordinator";
+    argv[n++] = (char *)"--ready-fd";
+    argv[n++] = fdstr;
+    argv[n++] = (char *)"--workspace";
+    argv[n++] = c->workspace;
+    argv[n++] = (char *)"--domain";
+    argv[n++] = (char *)c->domain_id_hex;
+    argv[n++] = (char *)"--fingerprint";
+    argv[n++] = (char *)c->fingerprint_hex;
+    argv[n++] = (char *)"--rootfs";
+    argv[n++] = (char *)o->rootfs;
+    /* The canonical file the client resolved: the coordinator runs in /. */
+    if (c->source_path) {
+        argv[n++] = (char *)"--config";
+        argv[n++] = c->source_path;
+    }
+    if (o->profile) {
+        argv[n++] = (char *)"--profile";
+        argv[n++] = (char *)o->profile;
+    }
+    argv[n] = NULL;
+    int keep[] = { rp[1] };
+    /* Detached: own session, no terminal; it outlives this client. */
+    struct lz_spawn_opts so = { .path = self, .argv = argv, .stdin_fd = -1, .stdout_fd = logfd,
+                                .stderr_fd = logfd, .keep_fds = keep, .n_keep_fds = 1,
+                                .setns_pidfd = -1, .new_session = true, .cwd = "/" };
+    struct lz_child child;
+    r = lz_spawn(&so, &child);
+    close(rp[1]);
+    if (r < 0) {
+        close(rp[0]);
+        return lz_error_set(err, r, "cannot start the Host Coordinator: %s", strerror(-r));
+    }
+    /* We never wait for it: it is detached and re-parented when we exit. */
+    lz_closep(&child.pidfd);
+
+    char line[LZ_ERROR_MAX + 16];
+    size_t len = 0;
+    long deadline = now_ms() + COORD_READY_TIMEOUT_MS;
+    for (;;) {
+        long left = deadline - now_ms();
+        if (left <= 0) {
+            close(rp[0]);
+            return lz_error_set(err, -ETIMEDOUT, "the Host Coordinator did not become ready (see %s)", logp);
+        }
+        struct pollfd p = { .fd = rp[0], .events = POLLIN };
+        int pr = poll(&p, 1, (int)left);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0)
+            continue;
+        ssize_t k = read(rp[0], line + len, sizeof line - 1 - len);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0 || (len += (size_t)k) >= sizeof line - 1 || memchr(line, '\n', len))
+            break;
+    }
+    close(rp[0]);
+    line[len] = '\0';
+    char *nl = strchr(line, '\n');
+    if (nl)
+        *nl = '\0';
+    if (!strcmp(line, "ok"))
+        return 0;
+    if (!strncmp(line, "error ", 6))
+        return lz_error_set(err, -EIO, "%s", line + 6);
+    return lz_error_set(err, -EIO, "the Host Coordinator exited during start (see %s)", logp);
+}
+
+static const char *const passed_env[] = { "TERM", "LANG", "COLORTERM", "LC_ALL", "LC_CTYPE",
+                                          "LC_MESSAGES", "LANGUAGE", "TZ" };
+
+static int attach(const struct lz_client_opts *o, int sock, bool tty, uint32_t *ret_sid,
+                  struct lz_error *err) {
+    struct lz_hello h = { .version = LZ_PROTO_VERSION, .flags = tty ? LZ_HELLO_TTY : 0 };
+    memcpy(h.domain_id, o->cfg->domain_id, 32);
+    memcpy(h.fingerprint, o->cfg->fingerprint, 32);
+    if (tty) {
+        struct winsize ws;
+        if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0) {
+            h.rows = ws.ws_row;
+            h.cols = ws.ws_col;
+        }
+    }
+    h.argv = (char **)o->argv;
+    h.argc = o->argv ? o->argc : 0;
+    char *envv[LZ_ARRAY_SIZE(passed_env) + 1];
+    size_t ne = 0;
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(passed_env); i++) {
+        const char *v = getenv(passed_env[i]);
+        if (v && strlen(v) < 256)
+            envv[ne++] = lz_xasprintf("%s=%s", passed_env[i], v);
+    }
+    envv[ne] = NULL;
+    h.envv = envv;
+    h.envc = ne;
+    h.cwd = NULL;
+    static uint8_t buf[LZ_PROTO_MAX];
+    size_t len;
+    int r = lz_hello_encode(&h, buf, sizeof buf, &len);
+    for (size_t i = 0; i < ne; i++)
+        free(envv[i]);
+    if (r < 0)
+        return lz_error_set(err, r, "the command line is too long for one session request");
+    r = lz_msg_send(sock, LZ_MSG_HELLO, 0, buf + LZ_PROTO_HDR, len - LZ_PROTO_HDR);
+    if (r < 0)
+        return lz_error_set(err, r, "cannot talk to the Host Coordinator: %s", strerror(-r));
+    for (;;) {
+        ssize_t n = lz_msg_recv(sock, buf, sizeof buf);
+        if (n <= 0)
+            return lz_error_set(err, -ECONNRESET, "the Host Coordinator closed the connection");
+        if (buf[0] == LZ_MSG_READY && n >= LZ_PROTO_HDR + 4) {
+            *ret_sid = lz_get_u32(buf + LZ_PROTO_HDR);
+            return 0;
+        }
+        if (buf[0] == LZ_MSG_REFUSED && n >= LZ_PROTO_HDR + 4) {
+            uint32_t code = lz_get_u32(buf + LZ_PROTO_HDR);
+            int mlen = (int)(n - LZ_PROTO_HDR - 4);
+            lz_error_set(err, code == LZ_REFUSE_STOPPING ? -EAGAIN : -EPERM, "%.*s", mlen,
+                         (const char *)buf + LZ_PROTO_HDR + 4);
+            return err ? err->code : -EPERM;
+        }
+        if (buf[0] == LZ_MSG_NOTICE) {
+            fprintf(stderr, "lazaret: %.*s\n", (int)(n - LZ_PROTO_HDR), (const char *)buf + LZ_PROTO_HDR);
+            continue;
+        }
+        return lz_error_set(err, -EBADMSG, "unexpected message from the Host Coordinator");
+    }
+}
+
+static int connect_or_start(const struct lz_client_opts *o, bool tty, int *ret_sock, struct lz_error *err) {
+    _cleanup_free_ char *rt = NULL;
+    int r = lz_runtime_dir(&rt, err);
+    if (r < 0)
+        return r;
+    _cleanup_free_ char *sp = lz_domain_socket_path(rt, o->cfg->domain_id_hex);
+    _cleanup_free_ char *lp = lz_domain_start_lock_path(rt, o->cfg->domain_id_hex);
+    /* A coordinator that is stopping refuses us; we then start the next
+     * generation. Bounded: a few rounds only. */
+    for (int attempt = 0; attempt < 5; attempt++) {
+        _cleanup_close_ int lk = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (lk < 0)
+            return lz_error_set(err, -errno, "cannot open %s: %s", lp, strerror(errno));
+        r = flock_timeout(lk, START_LOCK_TIMEOUT_S);
+        if (r < 0)
+            return lz_error_set(err, r, "timed out waiting for another lazaret starting this Domain");
+        int sock = connect_socket(sp);
+        if (sock == -ENOENT || sock == -ECONNREFUSED) {
+            r = start_coordinator(o, err);
+            if (r < 0)
+                return r;
+            sock = connect_socket(sp);
+        }
+        if (sock < 0)
+            return lz_error_set(err, sock, "cannot connect to the Host Coordinator at %s: %s", sp,
+                                strerror(-sock));
+        uint32_t sid;
+        r = attach(o, sock, tty, &sid, err);
+        if (r == -EAGAIN || r == -ECONNRESET) {
+            close(sock);
+            continue; /* stopping generation: go again */
+        }
+        if (r < 0) {
+            close(sock);
+            return r;
+        }
+        *ret_sock = sock;
+        return 0;
+    }
+    return lz_error_set(err, -EAGAIN, "the Domain kept stopping while we tried to join it; try again");
+}
+
+int lz_client_session(const struct lz_client_opts *o, struct lz_error *err) {
+    bool tty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
+    _cleanup_close_ int sock = -EBADF;
+    int r = connect_or_start(o, tty, &sock, err);
+    if (r < 0)
+        return r;
+
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGWINCH);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGQUIT);
+    sigaddset(&mask, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    _cleanup_close_ int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+    if (tty && (r = enter_raw(STDIN_FILENO)) < 0)
+        return lz_error_set(err, r, "cannot put the terminal in raw mode: %s", strerror(-r));
+
+    static uint8_t buf[LZ_PROTO_MAX];
+    bool stdin_open = true;
+    int status = -1;
+    bool lost = false;
+    while (status < 0) {
+        struct pollfd p[3] = {
+            { .fd = sock, .events = POLLIN },
+            { .fd = stdin_open ? STDIN_FILENO : -1, .events = POLLIN },
+            { .fd = sfd, .events = POLLIN },
+        };
+        if (poll(p, 3, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (p[2].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                if (si.ssi_signo == SIGWINCH && tty) {
+                    struct winsize ws;
+                    if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0) {
+                        uint8_t b[4];
+                        lz_put_u16(b, ws.ws_row);
+                        lz_put_u16(b + 2, ws.ws_col);
+                        lz_msg_send(sock, LZ_MSG_WINSIZE, 0, b, 4);
+                    }
+                } else if (si.ssi_signo == SIGPIPE) {
+                    /* stdout closed: handled at write */
+                } else if (!tty) {
+                    uint8_t b[4];
+                    lz_put_u32(b, si.ssi_signo);
+                    lz_msg_send(sock, LZ_MSG_SIGNAL, 0, b, 4);
+                } else if (si.ssi_signo != SIGINT && si.ssi_signo != SIGQUIT) {
+                    /* SIGTERM/SIGHUP to a terminal client: leave the session. */
+                    restore_terminal();
+                    return 128 + (int)si.ssi_signo;
+                }
+            }
+        }
+        if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+            ssize_t n = read(STDIN_FILENO, buf, 32768);
+            if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                continue;
+            if (n <= 0) {
+                stdin_open = false;
+                lz_msg_send(sock, LZ_MSG_EOF, 0, NULL, 0);
+            } else if (lz_msg_send(sock, LZ_MSG_DATA, 0, buf, (size_t)n) < 0) {
+                lost = true;
+                break;
+            }
+        }
+        if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+            ssize_t n = lz_msg_recv(sock, buf, sizeof buf);
+            if (n <= 0) {
+                lost = true;
+                break;
+            }
+            const uint8_t *pl = buf + LZ_PROTO_HDR;
+            size_t pn = (size_t)n - LZ_PROTO_HDR;
+            switch (buf[0]) {
+            case LZ_MSG_DATA: {
+                int fd = buf[1] == 2 ? STDERR_FILENO : STDOUT_FILENO;
+                if (lz_write_full(fd, pl, pn) < 0 && fd == STDOUT_FILENO) {
+                    /* stdout gone (EPIPE): the session cannot continue. */
+                    restore_terminal();
+                    return 141;
+                }
+                break;
+            }
+            case LZ_MSG_EXIT:
+                if (pn == 4)
+                    status = (int)(lz_get_u32(pl) & 0xff);
+                else
+                    lost = true;
+                break;
+            case LZ_MSG_NOTICE:
+                restore_terminal();
+                fprintf(stderr, "%slazaret: %.*s\n", tty ? "\r\n" : "", (int)pn, (const char *)pl);
+                if (tty)
+                    enter_raw(STDIN_FILENO);
+                break;
+            default:
+                break;
+            }
+            if (lost)
+                break;
+        }
+    }
+    restore_terminal();
+    if (lost || status < 0)
+        return lz_error_set(err, -ECONNRESET,
+                            "the Host Coordinator of this Domain ended unexpectedly; the session is closed");
+    return status;
+}

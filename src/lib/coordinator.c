@@ -1,0 +1,1112 @@
+/* coordinator.c — see coordinator.h. */
+#include "coordinator.h"
+#include "config.h"
+#include "ocispec.h"
+#include "paths.h"
+#include "proto.h"
+#include "spawn.h"
+#include "supervisor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <sodium.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <termios.h>
+#include <time.h>
+
+#define MAX_SESSIONS 64
+#define RS_START_TIMEOUT_MS 60000
+#define FLOCK_TIMEOUT_S 60
+#define RELEASE_GRACE_MS 2000
+#define DRAIN_TIMEOUT_MS 5000
+
+char *lz_domain_socket_path(const char *rt, const char *hex) {
+    return lz_xasprintf("%s/%s.sock", rt, hex);
+}
+char *lz_domain_start_lock_path(const char *rt, const char *hex) {
+    return lz_xasprintf("%s/%s.start", rt, hex);
+}
+
+static long now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
+}
+
+static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logmsg(const char *fmt, ...) {
+    char ts[32];
+    time_t t = time(NULL);
+    struct tm tm;
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", gmtime_r(&t, &tm));
+    fprintf(stderr, "%s hc[%d]: ", ts, (int)getpid());
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+enum sess_state { S_HELLO, S_RUNNING, S_DRAINING, S_RELEASING, S_DONE };
+
+struct outbuf { uint8_t buf[LZ_PROTO_MAX]; size_t len; };
+
+struct session {
+    int id;
+    int sock;
+    enum sess_state state;
+    bool tty;
+    struct lz_child exec;
+    int master;            /* tty: PTY master */
+    int in_w, out_r, err_r;/* pipes */
+    uint8_t *inbuf; size_t inlen, inoff; /* pending input to the exec */
+    bool in_eof_pending;
+    struct outbuf pend;    /* pending message to the client (backpressure) */
+    bool exited; int status;
+    long deadline;         /* drain / release deadline */
+    int release_step;
+    char *procfile;
+};
+
+struct hc {
+    const struct lz_coordinator_args *a;
+    struct lz_config *cfg;
+    char *rt, *gen_dir, *state_dir, *bundle_dir, *overlay_dir, *sock_path;
+    char *runsc, *shell;
+    char container_id[32];
+    struct lz_child rs;
+    int rs_ctl;
+    int listen_fd;
+    int sfd;
+    struct session *s[MAX_SESSIONS];
+    int next_id;
+    bool had_session;
+    bool stopping;
+};
+
+static void ready_reply(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ready_reply(int fd, const char *fmt, ...) {
+    if (fd < 0)
+        return;
+    char b[LZ_ERROR_MAX + 16];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b, sizeof b - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n > sizeof b - 2)
+        n = (int)sizeof b - 2;
+    b[n++] = '\n';
+    (void)lz_write_full(fd, b, (size_t)n);
+}
+
+/* ---- uid/gid maps for the Supervisor's user namespace ---- */
+
+static bool subid_range(const char *file, const char *user, uid_t uid, unsigned long *start,
+                        unsigned long *count) {
+    _cleanup_fclose_ FILE *f = fopen(file, "re");
+    if (!f)
+        return false;
+    char line[512];
+    char uidstr[16];
+    snprintf(uidstr, sizeof uidstr, "%u", (unsigned)uid);
+    while (fgets(line, sizeof line, f)) {
+        char *a = strtok(line, ":\n"), *b = strtok(NULL, ":\n"), *c = strtok(NULL, ":\n");
+        if (!a || !b || !c)
+            continue;
+        if (strcmp(a, user) && strcmp(a, uidstr))
+            continue;
+        char *e1, *e2;
+        errno = 0;
+        unsigned long s = strtoul(b, &e1, 10), n = strtoul(c, &e2, 10);
+        if (errno || *e1 || *e2 || n == 0)
+            continue;
+        *start = s;
+        *count = n > 65536 ? 65536 : n;
+        return true;
+    }
+    return false;
+}
+
+static int run_tool(char *const argv[], struct lz_error *err) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -errno;
+    struct lz_spawn_opts o = { .path = argv[0], .argv = argv, .stdin_fd = -1, .stdout_fd = p[1],
+                               .stderr_fd = p[1], .setns_pidfd = -1 };
+    struct lz_child c;
+    int r = lz_spawn(&o, &c);
+    close(p[1]);
+    if (r < 0) {
+        close(p[0]);
+        return lz_error_set(err, r, "cannot run %s: %s", argv[0], strerror(-r));
+    }
+    char out[512];
+    ssize_t n = lz_read_full(p[0], out, sizeof out - 1);
+    close(p[0]);
+    out[n > 0 ? n : 0] = '\0';
+    int st = 0;
+    r = lz_child_wait(&c, 10000, &st);
+    if (r < 0) {
+        lz_child_signal(&c, SIGKILL);
+        lz_child_wait(&c, -1, &st);
+        lz_child_close(&c);
+        return lz_error_set(err, r, "%s did not finish", argv[0]);
+    }
+    if (st != 0) {
+        char *nl = strchr(out, '\n');
+        if (nl)
+            *nl = '\0';
+        return lz_error_set(err, -EPERM, "%s failed (status %d): %s", argv[0], st, out);
+    }
+    return 0;
+}
+
+static int write_id_maps(pid_t pid, struct lz_error *err) {
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    struct passwd *pw = getpwuid(uid);
+    unsigned long us = 0, un = 0, gs = 0, gn = 0;
+    bool have_u = pw && subid_range("/etc/subuid", pw->pw_name, uid, &us, &un);
+    bool have_g = pw && subid_range("/etc/subgid", pw->pw_name, uid, &gs, &gn);
+    char pids[16], u[16], g[16], a1[24], a2[24], b1[24], b2[24];
+    snprintf(pids, sizeof pids, "%d", (int)pid);
+    snprintf(u, sizeof u, "%u", (unsigned)uid);
+    snprintf(g, sizeof g, "%u", (unsigned)gid);
+    if (have_u && have_g && access("/usr/bin/newuidmap", X_OK) == 0 &&
+        access("/usr/bin/newgidmap", X_OK) == 0) {
+        snprintf(a1, sizeof a1, "%lu", us);
+        snprintf(a2, sizeof a2, "%lu", un);
+        snprintf(b1, sizeof b1, "%lu", gs);
+        snprintf(b2, sizeof b2, "%lu", gn);
+        char *uargv[] = { (char *)"/usr/bin/newuidmap", pids, (char *)"0", u, (char *)"1",
+                          (char *)"1", a1, a2, NULL };
+        char *gargv[] = { (char *)"/usr/bin/newgidmap", pids, (char *)"0", g, (char *)"1",
+                          (char *)"1", b1, b2, NULL };
+        int r = run_tool(uargv, err);
+        if (r < 0)
+            return r;
+        return run_tool(gargv, err);
+    }
+    /* No subordinate ranges: map only ourselves (files of other owners in
+     * the image then show as nobody inside). */
+    char path[64], line[64];
+    snprintf(path, sizeof path, "/proc/%d/setgroups", (int)pid);
+    _cleanup_close_ int f1 = open(path, O_WRONLY | O_CLOEXEC);
+    if (f1 < 0 || write(f1, "deny", 4) != 4)
+        return lz_error_set(err, -errno, "cannot write %s: %s", path, strerror(errno));
+    snprintf(path, sizeof path, "/proc/%d/uid_map", (int)pid);
+    snprintf(line, sizeof line, "0 %u 1", (unsigned)uid);
+    _cleanup_close_ int f2 = open(path, O_WRONLY | O_CLOEXEC);
+    if (f2 < 0 || write(f2, line, strlen(line)) < 0)
+        return lz_error_set(err, -errno, "cannot write %s: %s", path, strerror(errno));
+    snprintf(path, sizeof path, "/proc/%d/gid_map", (int)pid);
+    snprintf(line, sizeof line, "0 %u 1", (unsigned)gid);
+    _cleanup_close_ int f3 = open(path, O_WRONLY | O_CLOEXEC);
+    if (f3 < 0 || write(f3, line, strlen(line)) < 0)
+        return lz_error_set(err, -errno, "cannot write %s: %s", path, strerror(errno));
+    return 0;
+}
+
+/* ---- generation start ---- */
+
+static int find_shell(const char *rootfs, char **ret) {
+    static const char *const cands[] = { "usr/bin/bash", "bin/bash", "usr/bin/sh", "bin/sh" };
+    _cleanup_close_ int rfd = open(rootfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rfd < 0)
+        return -errno;
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(cands); i++) {
+        struct stat st;
+        if (fstatat(rfd, cands[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
+            *ret = lz_xasprintf("/%s", cands[i]);
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
+static void add_terminfo_binds(struct lz_oci_bind **b, size_t *n) {
+    static const char *const dirs[][2] = {
+        { "/etc/terminfo", "/run/lazaret/terminfo/etc" },
+        { "/lib/terminfo", "/run/lazaret/terminfo/lib" },
+        { "/usr/share/terminfo", "/run/lazaret/terminfo/share" },
+    };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(dirs); i++) {
+        struct stat st;
+        if (stat(dirs[i][0], &st) == 0 && S_ISDIR(st.st_mode)) {
+            *b = lz_xrealloc(*b, (*n + 1) * sizeof **b);
+            (*b)[*n] = (struct lz_oci_bind){ lz_xstrdup(dirs[i][0]), lz_xstrdup(dirs[i][1]), true };
+            (*n)++;
+        }
+    }
+}
+
+static int start_generation(struct hc *h, struct lz_error *err) {
+    struct lz_config *c = h->cfg;
+    int r;
+    snprintf(h->container_id, sizeof h->container_id, "lz-%.12s", c->domain_id_hex);
+    h->gen_dir = lz_xasprintf("%s/%.12s", h->rt, c->domain_id_hex);
+    _cleanup_close_ int rtfd = open(h->rt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rtfd < 0)
+        return lz_error_set(err, -errno, "cannot open %s: %s", h->rt, strerror(errno));
+    /* We hold the Domain flock: anything left here is from a dead
+     * generation. runsc state of a dead sandbox is removed with it. */
+    char name[16];
+    snprintf(name, sizeof name, "%.12s", c->domain_id_hex);
+    lz_rm_rf_at(rtfd, name);
+    h->state_dir = lz_xasprintf("%s/runsc", h->gen_dir);
+    h->bundle_dir = lz_xasprintf("%s/bundle", h->gen_dir);
+    h->overlay_dir = lz_xasprintf("%s/overlay", c->domain_dir);
+    if ((r = lz_mkdir_p(h->state_dir, 0700)) < 0 || (r = lz_mkdir_p(h->bundle_dir, 0700)) < 0 ||
+        (r = lz_mkdir_p(h->overlay_dir, 0700)) < 0)
+        return lz_error_set(err, r, "cannot create runtime directories under %s: %s", h->gen_dir,
+                            strerror(-r));
+
+    if ((r = lz_find_runsc(&h->runsc, err)) < 0)
+        return r;
+    _cleanup_free_ char *init = NULL;
+    if ((r = lz_libexec_path("lazaret-init", &init, err)) < 0)
+        return r;
+    if (find_shell(h->a->rootfs, &h->shell) < 0)
+        h->shell = lz_xstrdup("/bin/sh");
+
+    struct lz_oci_bind *binds = NULL;
+    size_t nb = 0;
+    add_terminfo_binds(&binds, &nb);
+    for (size_t i = 0; i < c->profile.n_volumes; i++) {
+        const struct lz_volume *v = &c->profile.volumes[i];
+        (void)lz_mkdir_p(v->host, 0700);
+        binds = lz_xrealloc(binds, (nb + 1) * sizeof *binds);
+        binds[nb++] = (struct lz_oci_bind){ lz_xstrdup(v->host), lz_xstrdup(v->container), v->read_only };
+    }
+    struct lz_sandbox_spec spec = {
+        .rootfs = h->a->rootfs, .workspace = c->workspace, .init_path = init,
+        .hostname = "lazaret", .netns_path = NULL, .binds = binds, .n_binds = nb,
+    };
+    _cleanup_free_ char *json = NULL;
+    r = lz_oci_sandbox_config(&spec, &json, err);
+    lz_oci_binds_free(binds, nb);
+    if (r < 0)
+        return r;
+    _cleanup_close_ int bfd = open(h->bundle_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (bfd < 0 || (r = lz_write_file_atomic_at(bfd, "config.json", json, strlen(json), 0600)) < 0)
+        return lz_error_set(err, bfd < 0 ? -errno : r, "cannot write the OCI bundle in %s",
+                            h->bundle_dir);
+
+    /* The Runtime Supervisor, in new user + network + mount namespaces. */
+    int sp[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+        return lz_error_set(err, -errno, "socketpair: %s", strerror(errno));
+    h->rs_ctl = sp[0];
+    _cleanup_free_ char *self = NULL;
+    if ((r = lz_self_exe(&self)) < 0) {
+        close(sp[1]);
+        return lz_error_set(err, r, "cannot find the lazaret binary");
+    }
+    char fdstr[16];
+    snprintf(fdstr, sizeof fdstr, "%d", sp[1]);
+    char *argv[] = { self, (char *)"__supervisor", (char *)"--ctl-fd", fdstr,
+                     (char *)"--runsc", h->runsc, (char *)"--state", h->state_dir,
+                     (char *)"--bundle", h->bundle_dir, (char *)"--id", h->container_id,
+                     (char *)"--overlay", h->overlay_dir, NULL };
+    int keep[] = { sp[1] };
+    struct lz_spawn_opts o = {
+        .path = self, .argv = argv, .stdin_fd = -1, .stdout_fd = 2, .stderr_fd = 2,
+        .keep_fds = keep, .n_keep_fds = 1,
+        .clone_flags = CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS,
+        .setns_pidfd = -1, .barrier = true, .pdeathsig = SIGTERM,
+    };
+    r = lz_spawn(&o, &h->rs);
+    close(sp[1]);
+    if (r < 0)
+        return lz_error_set(err, r, "cannot create the Domain namespaces: %s%s", strerror(-r),
+                            r == -EPERM || r == -ENOSPC
+                                ? " (unprivileged user namespaces disabled? run `lazaret doctor`)"
+                                : "");
+    logmsg("Runtime Supervisor started (pid %d), writing ID maps", (int)h->rs.pid);
+    if ((r = write_id_maps(h->rs.pid, err)) < 0) {
+        lz_child_signal(&h->rs, SIGKILL);
+        int st;
+        lz_child_wait(&h->rs, -1, &st);
+        return lz_error_prefix(err, r, "cannot map IDs into the Domain user namespace");
+    }
+    if ((r = lz_child_release(&h->rs)) < 0)
+        return lz_error_set(err, r, "the Runtime Supervisor failed to start: %s", strerror(-r));
+
+    /* Wait for "ready" or "fail". */
+    long deadline = now_ms() + RS_START_TIMEOUT_MS + 5000;
+    for (;;) {
+        long left = deadline - now_ms();
+        if (left <= 0)
+            return lz_error_set(err, -ETIMEDOUT, "the Runtime Supervisor did not report readiness");
+        struct pollfd p = { .fd = h->rs_ctl, .events = POLLIN };
+        int pr = poll(&p, 1, (int)left);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0)
+            continue;
+        char b[2048];
+        ssize_t n = recv(h->rs_ctl, b, sizeof b - 1, 0);
+        if (n <= 0)
+            return lz_error_set(err, -EPIPE, "the Runtime Supervisor died during start (see %s/coordinator.log)",
+                                c->domain_dir);
+        b[n] = '\0';
+        if (!strncmp(b, "ready", 5)) {
+            logmsg("sandbox ready: %s", b);
+            return 0;
+        }
+        if (!strncmp(b, "fail ", 5))
+            return lz_error_set(err, -EIO, "the sandbox could not start: %s", b + 5);
+    }
+}
+
+static void stop_generation(struct hc *h) {
+    if (h->rs.pidfd >= 0) {
+        (void)send(h->rs_ctl, "stop", 4, MSG_NOSIGNAL);
+        int st;
+        /* The supervisor gives runsc 5 s + kill + delete (10 s). */
+        if (lz_child_wait(&h->rs, 30000, &st) == -ETIMEDOUT) {
+            logmsg("Runtime Supervisor did not stop in time; killing it");
+            lz_child_signal(&h->rs, SIGKILL);
+            lz_child_wait(&h->rs, -1, &st);
+        }
+        logmsg("Runtime Supervisor exited with status %d", st);
+    }
+    lz_closep(&h->rs_ctl);
+    if (h->gen_dir) {
+        _cleanup_close_ int rtfd = open(h->rt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        char name[16];
+        snprintf(name, sizeof name, "%.12s", h->cfg->domain_id_hex);
+        if (rtfd >= 0)
+            lz_rm_rf_at(rtfd, name);
+    }
+}
+
+/* ---- sessions ---- */
+
+static bool env_name_allowed(const char *kv) {
+    static const char *const allowed[] = { "TERM=", "LANG=", "COLORTERM=", "LC_ALL=", "LC_CTYPE=",
+                                           "LC_MESSAGES=", "LANGUAGE=", "TZ=" };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(allowed); i++)
+        if (!strncmp(kv, allowed[i], strlen(allowed[i])))
+            return true;
+    return false;
+}
+
+static void strv_push(char ***v, size_t *n, char *s) {
+    *v = lz_xrealloc(*v, (*n + 2) * sizeof **v);
+    (*v)[(*n)++] = s;
+    (*v)[*n] = NULL;
+}
+static void strv_free(char **v) {
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+static void session_send(struct session *s, uint8_t type, uint8_t ch, const void *p, size_t n) {
+    if (s->sock < 0)
+        return;
+    /* Control messages are small and rare; data goes through the pending
+     * buffer path in pump_output. A full socket here means the client
+     * stopped reading: it will see EOF when we close. */
+    int r = lz_msg_send(s->sock, type, ch, p, n);
+    if (r == -EAGAIN) {
+        int fl = fcntl(s->sock, F_GETFL);
+        fcntl(s->sock, F_SETFL, fl & ~O_NONBLOCK);
+        struct timeval tv = { .tv_sec = 2 };
+        setsockopt(s->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        lz_msg_send(s->sock, type, ch, p, n);
+        fcntl(s->sock, F_SETFL, fl);
+    }
+}
+
+static void session_refuse(struct session *s, uint32_t code, const char *msg) {
+    uint8_t b[LZ_ERROR_MAX + 8];
+    size_t n = strlen(msg);
+    if (n > LZ_ERROR_MAX)
+        n = LZ_ERROR_MAX;
+    lz_put_u32(b, code);
+    memcpy(b + 4, msg, n);
+    session_send(s, LZ_MSG_REFUSED, 0, b, n + 4);
+}
+
+static void session_free(struct hc *h, struct session *s) {
+    lz_closep(&s->sock);
+    lz_closep(&s->master);
+    lz_closep(&s->in_w);
+    lz_closep(&s->out_r);
+    lz_closep(&s->err_r);
+    if (s->exec.pidfd >= 0) {
+        lz_child_signal(&s->exec, SIGKILL);
+        int st;
+        lz_child_wait(&s->exec, 5000, &st);
+        lz_child_close(&s->exec);
+    }
+    if (s->procfile)
+        unlink(s->procfile);
+    free(s->procfile);
+    free(s->inbuf);
+    for (int i = 0; i < MAX_SESSIONS; i++)
+        if (h->s[i] == s)
+            h->s[i] = NULL;
+    free(s);
+}
+
+static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *hello,
+                              struct lz_error *err) {
+    struct lz_config *c = h->cfg;
+    char **env = NULL;
+    size_t ne = 0;
+    strv_push(&env, &ne, lz_xstrdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
+    strv_push(&env, &ne, lz_xstrdup("HOME=/root"));
+    strv_push(&env, &ne, lz_xstrdup("USER=root"));
+    strv_push(&env, &ne, lz_xstrdup("LAZARET=1"));
+    strv_push(&env, &ne, lz_xasprintf("LAZARET_DOMAIN=%s", c->domain_id_hex));
+    strv_push(&env, &ne, lz_xstrdup("TERMINFO_DIRS=:/run/lazaret/terminfo/etc:/run/lazaret/terminfo/lib:/run/lazaret/terminfo/share"));
+    bool have_term = false;
+    for (size_t i = 0; i < hello->envc; i++)
+        if (env_name_allowed(hello->envv[i])) {
+            if (!strncmp(hello->envv[i], "TERM=", 5))
+                have_term = true;
+            strv_push(&env, &ne, lz_xstrdup(hello->envv[i]));
+        }
+    if (!have_term && s->tty)
+        strv_push(&env, &ne, lz_xstrdup("TERM=xterm-256color"));
+    /* Profile environment: resolved values go to the process spec only,
+     * never to a log. */
+    for (size_t i = 0; i < c->profile.n_env; i++)
+        strv_push(&env, &ne, lz_xasprintf("%s=%s", c->profile.env[i].name, c->profile.env[i].value));
+
+    char *shell_argv[] = { h->shell, (char *)"-l", NULL };
+    struct lz_exec_spec es = {
+        .argv = hello->argc ? hello->argv : shell_argv,
+        .envv = env, .cwd = hello->cwd && hello->cwd[0] ? hello->cwd : "/workspace",
+        .terminal = s->tty, .rows = hello->rows, .cols = hello->cols,
+    };
+    _cleanup_free_ char *json = NULL;
+    int r = lz_oci_process_json(&es, &json, err);
+    /* The process spec holds resolved secrets: it lives in the 0700
+     * runtime directory only until runsc exec has read it. */
+    strv_free(env);
+    if (r < 0)
+        return r;
+    s->procfile = lz_xasprintf("%s/process-%d.json", h->gen_dir, s->id);
+    _cleanup_close_ int pf = open(s->procfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (pf < 0 || lz_write_full(pf, json, strlen(json)) < 0)
+        return lz_error_set(err, -errno, "cannot write %s: %s", s->procfile, strerror(errno));
+    sodium_memzero(json, strlen(json));
+
+    char *argv[] = { h->runsc, (char *)"--root", h->state_dir, (char *)"exec", (char *)"--process",
+                     s->procfile, h->container_id, NULL };
+    struct lz_spawn_opts o = {
+        .path = h->runsc, .argv = argv, .setns_pidfd = h->rs.pidfd,
+        .setns_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET,
+    };
+    _cleanup_close_ int slave = -EBADF, in_r = -EBADF, out_w = -EBADF, err_w = -EBADF;
+    if (s->tty) {
+        s->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+        if (s->master < 0 || grantpt(s->master) < 0 || unlockpt(s->master) < 0)
+            return lz_error_set(err, -errno, "cannot allocate a PTY: %s", strerror(errno));
+        slave = ioctl(s->master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (slave < 0)
+            return lz_error_set(err, -errno, "cannot open the PTY peer: %s", strerror(errno));
+        /* Raw on the host side: the guest terminal does line discipline and
+         * turns ^C/^Z/^\ into signals for the guest process group. */
+        struct termios t;
+        if (tcgetattr(slave, &t) == 0) {
+            cfmakeraw(&t);
+            tcsetattr(slave, TCSANOW, &t);
+        }
+        if (hello->rows && hello->cols) {
+            struct winsize ws = { .ws_row = hello->rows, .ws_col = hello->cols };
+            ioctl(s->master, TIOCSWINSZ, &ws);
+        }
+        o.stdin_fd = o.stdout_fd = o.stderr_fd = slave;
+        o.new_session = true;
+        o.ctty = true;
+    } else {
+        int p0[2], p1[2], p2[2];
+        if (pipe2(p0, O_CLOEXEC) < 0)
+            return -errno;
+        in_r = p0[0];
+        s->in_w = p0[1];
+        if (pipe2(p1, O_CLOEXEC) < 0)
+            return -errno;
+        s->out_r = p1[0];
+        out_w = p1[1];
+        if (pipe2(p2, O_CLOEXEC) < 0)
+            return -errno;
+        s->err_r = p2[0];
+        err_w = p2[1];
+        fcntl(s->in_w, F_SETFL, O_NONBLOCK);
+        fcntl(s->out_r, F_SETFL, O_NONBLOCK);
+        fcntl(s->err_r, F_SETFL, O_NONBLOCK);
+        o.stdin_fd = in_r;
+        o.stdout_fd = out_w;
+        o.stderr_fd = err_w;
+        o.new_session = true;
+    }
+    r = lz_spawn(&o, &s->exec);
+    if (r < 0)
+        return lz_error_set(err, r, "cannot start the session: %s", strerror(-r));
+    logmsg("session %d: exec started (pid %d, %s)", s->id, (int)s->exec.pid, s->tty ? "tty" : "pipes");
+    return 0;
+}
+
+static void session_handle_hello(struct hc *h, struct session *s, const uint8_t *buf, size_t n) {
+    struct lz_error err = { 0 };
+    struct lz_hello hello;
+    if (lz_hello_decode(buf, (size_t)n, &hello, &err) < 0) {
+        session_refuse(s, LZ_REFUSE_PROTOCOL, err.msg);
+        s->state = S_DONE;
+        return;
+    }
+    if (memcmp(hello.domain_id, h->cfg->domain_id, 32) != 0 ||
+        memcmp(hello.fingerprint, h->cfg->fingerprint, 32) != 0) {
+        session_refuse(s, LZ_REFUSE_CONFIG_MISMATCH,
+                       "this Domain is running with a different configuration; end its sessions "
+                       "(or run `lazaret stop`) and start again to apply the new one");
+        lz_hello_clear(&hello);
+        s->state = S_DONE;
+        return;
+    }
+    if (h->stopping) {
+        session_refuse(s, LZ_REFUSE_STOPPING, "the Domain is stopping");
+        lz_hello_clear(&hello);
+        s->state = S_DONE;
+        return;
+    }
+    s->tty = hello.flags & LZ_HELLO_TTY;
+    int r = session_start_exec(h, s, &hello, &err);
+    lz_hello_clear(&hello);
+    if (r < 0) {
+        session_refuse(s, LZ_REFUSE_LAUNCH, err.msg);
+        s->state = S_DONE;
+        return;
+    }
+    uint8_t sid[4];
+    lz_put_u32(sid, (uint32_t)s->id);
+    session_send(s, LZ_MSG_READY, 0, sid, sizeof sid);
+    s->state = S_RUNNING;
+    h->had_session = true;
+}
+
+/* Input from the client to the exec (PTY master or stdin pipe). */
+static void pump_input(struct session *s) {
+    int fd = s->tty ? s->master : s->in_w;
+    while (s->inbuf && s->inoff < s->inlen && fd >= 0) {
+        ssize_t w = write(fd, s->inbuf + s->inoff, s->inlen - s->inoff);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN)
+                return;
+            s->inoff = s->inlen; /* the reader is gone: drop */
+            break;
+        }
+        s->inoff += (size_t)w;
+    }
+    if (s->inoff >= s->inlen) {
+        free(s->inbuf);
+        s->inbuf = NULL;
+        s->inlen = s->inoff = 0;
+        if (s->in_eof_pending && !s->tty)
+            lz_closep(&s->in_w);
+    }
+}
+
+static void session_client_msg(struct hc *h, struct session *s, short revents) {
+    /* One input message at a time: the rest waits in the socket, which is
+     * the backpressure towards the client. A hung-up client's leftovers do
+     * not matter any more. */
+    if (s->inbuf && !(revents & (POLLHUP | POLLERR)))
+        return;
+    static uint8_t buf[LZ_PROTO_MAX];
+    ssize_t n = lz_msg_recv(s->sock, buf, sizeof buf);
+    if (n == -EAGAIN)
+        return;
+    if (n <= 0) {
+        /* Client gone: the session is released, never reattached. */
+        lz_closep(&s->sock);
+        if (s->state == S_HELLO) {
+            s->state = S_DONE;
+        } else if (s->state == S_RUNNING || s->state == S_DRAINING) {
+            s->state = S_RELEASING;
+            s->release_step = 0;
+            s->deadline = now_ms();
+        }
+        return;
+    }
+    if (s->state == S_HELLO) {
+        session_handle_hello(h, s, buf, (size_t)n);
+        return;
+    }
+    if (s->state != S_RUNNING)
+        return;
+    uint8_t type = buf[0], ch = buf[1];
+    const uint8_t *p = buf + LZ_PROTO_HDR;
+    size_t len = (size_t)n - LZ_PROTO_HDR;
+    switch ((enum lz_msg_type)type) {
+    case LZ_MSG_DATA:
+        if (ch != 0 || s->inbuf || s->in_eof_pending)
+            break;
+        s->inbuf = lz_xmalloc(len);
+        memcpy(s->inbuf, p, len);
+        s->inlen = len;
+        s->inoff = 0;
+        pump_input(s);
+        break;
+    case LZ_MSG_EOF:
+        if (s->tty) {
+            /* ^D equivalent is the client's business in tty mode. */
+        } else {
+            s->in_eof_pending = true;
+            if (!s->inbuf)
+                lz_closep(&s->in_w);
+        }
+        break;
+    case LZ_MSG_WINSIZE:
+        if (len == 4 && s->tty && s->master >= 0) {
+            struct winsize ws = { .ws_row = lz_get_u16(p), .ws_col = lz_get_u16(p + 2) };
+            ioctl(s->master, TIOCSWINSZ, &ws);
+        }
+        break;
+    case LZ_MSG_SIGNAL:
+        if (len == 4) {
+            uint32_t sig = lz_get_u32(p);
+            if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT || sig == SIGUSR1 ||
+                sig == SIGUSR2 || sig == SIGWINCH)
+                lz_child_signal(&s->exec, (int)sig);
+        }
+        break;
+    case LZ_MSG_HELLO:
+    case LZ_MSG_READY:
+    case LZ_MSG_REFUSED:
+    case LZ_MSG_EXIT:
+    case LZ_MSG_NOTICE:
+    default:
+        logmsg("session %d: unexpected message type %u; closing", s->id, type);
+        lz_closep(&s->sock);
+        s->state = S_RELEASING;
+        s->release_step = 0;
+        s->deadline = now_ms();
+        break;
+    }
+}
+
+/* Output from the exec to the client, with backpressure: while a message
+ * is pending on a full socket we stop reading its source. */
+static bool flush_pending(struct session *s) {
+    if (!s->pend.len)
+        return true;
+    if (s->sock < 0) {
+        s->pend.len = 0;
+        return true;
+    }
+    ssize_t w = send(s->sock, s->pend.buf, s->pend.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w < 0) {
+        if (errno == EAGAIN || errno == EINTR)
+            return false;
+        lz_closep(&s->sock);
+        s->pend.len = 0;
+        return true;
+    }
+    s->pend.len = 0;
+    return true;
+}
+
+static void pump_output(struct session *s, int *fdp, uint8_t ch) {
+    if (!flush_pending(s))
+        return;
+    s->pend.buf[0] = LZ_MSG_DATA;
+    s->pend.buf[1] = ch;
+    s->pend.buf[2] = s->pend.buf[3] = 0;
+    ssize_t n = read(*fdp, s->pend.buf + LZ_PROTO_HDR, 32768);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EINTR)
+            return;
+        /* EIO on a PTY master: every slave is closed. */
+        lz_closep(fdp);
+        return;
+    }
+    if (n == 0) {
+        lz_closep(fdp);
+        return;
+    }
+    s->pend.len = (size_t)n + LZ_PROTO_HDR;
+    flush_pending(s);
+}
+
+static bool outputs_open(struct session *s) {
+    return s->tty ? s->master >= 0 : (s->out_r >= 0 || s->err_r >= 0);
+}
+
+static void session_finish(struct session *s) {
+    if (s->pend.len && !flush_pending(s))
+        return;
+    if (s->sock >= 0) {
+        uint8_t st[4];
+        lz_put_u32(st, (uint32_t)s->status);
+        session_send(s, LZ_MSG_EXIT, 0, st, sizeof st);
+    }
+    logmsg("session %d: ended with status %d", s->id, s->status);
+    s->state = S_DONE;
+}
+
+static void session_tick(struct hc *h, struct session *s) {
+    if (s->exec.pidfd >= 0 && !s->exited) {
+        int st;
+        if (lz_child_try_reap(&s->exec, &st) == 1) {
+            s->exited = true;
+            s->status = st;
+            if (s->state == S_RUNNING) {
+                s->state = S_DRAINING;
+                s->deadline = now_ms() + DRAIN_TIMEOUT_MS;
+            }
+        }
+    }
+    if (s->state == S_DRAINING) {
+        if (!outputs_open(s) || now_ms() >= s->deadline) {
+            lz_closep(&s->master);
+            lz_closep(&s->out_r);
+            lz_closep(&s->err_r);
+            session_finish(s);
+        }
+    }
+    if (s->state == S_RELEASING) {
+        /* SIGHUP (by closing the PTY and signalling), grace, SIGTERM,
+         * grace, SIGKILL; then reaped. */
+        if (s->exited) {
+            s->state = S_DONE;
+            return;
+        }
+        if (now_ms() < s->deadline)
+            return;
+        switch (s->release_step++) {
+        case 0:
+            lz_closep(&s->master);
+            lz_closep(&s->in_w);
+            lz_child_signal(&s->exec, SIGHUP);
+            break;
+        case 1:
+            lz_child_signal(&s->exec, SIGTERM);
+            break;
+        default:
+            lz_child_signal(&s->exec, SIGKILL);
+            break;
+        }
+        s->deadline = now_ms() + RELEASE_GRACE_MS;
+    }
+}
+
+static int listen_socket(const char *path, struct lz_error *err) {
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof sa.sun_path)
+        return lz_error_set(err, -ENAMETOOLONG, "socket path too long: %s", path);
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return lz_error_set(err, -errno, "socket: %s", strerror(errno));
+    unlink(path); /* stale: we hold the Domain flock */
+    mode_t old = umask(0077);
+    int r = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    umask(old);
+    if (r < 0 || listen(fd, 64) < 0) {
+        r = -errno;
+        close(fd);
+        return lz_error_set(err, r, "cannot listen on %s: %s", path, strerror(-r));
+    }
+    return fd;
+}
+
+static void accept_clients(struct hc *h) {
+    for (int k = 0; k < 16; k++) {
+        int fd = accept4(h->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+            return;
+        struct ucred cr;
+        socklen_t cl = sizeof cr;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || cr.uid != getuid()) {
+            close(fd);
+            continue;
+        }
+        int slot = -1;
+        for (int i = 0; i < MAX_SESSIONS; i++)
+            if (!h->s[i]) {
+                slot = i;
+                break;
+            }
+        struct session *s = lz_xcalloc(1, sizeof *s);
+        s->sock = fd;
+        s->master = s->in_w = s->out_r = s->err_r = -EBADF;
+        s->exec = LZ_CHILD_NULL;
+        s->id = ++h->next_id;
+        s->state = S_HELLO;
+        if (slot < 0) {
+            session_refuse(s, LZ_REFUSE_LAUNCH, "too many sessions in this Domain");
+            close(fd);
+            free(s);
+            continue;
+        }
+        h->s[slot] = s;
+    }
+}
+
+static int live_sessions(struct hc *h) {
+    int n = 0;
+    for (int i = 0; i < MAX_SESSIONS; i++)
+        if (h->s[i])
+            n++;
+    return n;
+}
+
+static int take_domain_lock(const char *domain_dir, struct lz_error *err) {
+    _cleanup_free_ char *p = lz_xasprintf("%s/lock", domain_dir);
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return lz_error_set(err, -errno, "cannot open %s: %s", p, strerror(errno));
+    /* A previous generation may still be tearing down: wait, bounded. */
+    for (int i = 0; i < FLOCK_TIMEOUT_S * 10; i++) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+            return fd;
+        if (errno != EWOULDBLOCK) {
+            int e = -errno;
+            close(fd);
+            return lz_error_set(err, e, "flock %s: %s", p, strerror(-e));
+        }
+        /* flock has no timed form; 100 ms polls bounded by the loop. */
+        struct timespec ts = { 0, 100 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    close(fd);
+    return lz_error_set(err, -EBUSY, "the Domain is still held by another coordinator after %d s",
+                        FLOCK_TIMEOUT_S);
+}
+
+int lz_coordinator_main(const struct lz_coordinator_args *a) {
+    struct lz_error err = { 0 };
+    struct hc h = { .a = a, .rs = LZ_CHILD_NULL, .rs_ctl = -EBADF, .listen_fd = -EBADF, .sfd = -EBADF };
+    int ready_fd = a->ready_fd;
+    int r;
+    if (sodium_init() < 0) {
+        ready_reply(ready_fd, "error libsodium failed to initialise");
+        return 1;
+    }
+    struct lz_config_opts co = { .config_path = a->config_path, .profile = a->profile,
+                                 .workspace = a->workspace };
+    if ((r = lz_config_load(&co, &h.cfg, &err)) < 0) {
+        ready_reply(ready_fd, "error %s", err.msg);
+        return 1;
+    }
+    if (strcmp(h.cfg->domain_id_hex, a->expect_domain) || strcmp(h.cfg->fingerprint_hex, a->expect_fingerprint)) {
+        ready_reply(ready_fd, "error the configuration changed while the Domain was starting; try again");
+        lz_config_free(h.cfg);
+        return 1;
+    }
+    logmsg("coordinator for Domain %s (profile %s, workspace %s)", h.cfg->domain_id_hex,
+           h.cfg->profile.name, h.cfg->workspace);
+    _cleanup_close_ int lockfd = take_domain_lock(h.cfg->domain_dir, &err);
+    if (lockfd < 0) {
+        ready_reply(ready_fd, "error %s", err.msg);
+        lz_config_free(h.cfg);
+        return 1;
+    }
+    if ((r = lz_runtime_dir(&h.rt, &err)) < 0) {
+        ready_reply(ready_fd, "error %s", err.msg);
+        lz_config_free(h.cfg);
+        return 1;
+    }
+    h.sock_path = lz_domain_socket_path(h.rt, h.cfg->domain_id_hex);
+    /* Nobody can be connected to a socket whose coordinator we replaced. */
+    unlink(h.sock_path);
+
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    h.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+    if ((r = start_generation(&h, &err)) < 0) {
+        logmsg("start failed: %s", err.msg);
+        ready_reply(ready_fd, "error %s", err.msg);
+        stop_generation(&h);
+        lz_config_free(h.cfg);
+        return 1;
+    }
+    h.listen_fd = listen_socket(h.sock_path, &err);
+    if (h.listen_fd < 0) {
+        ready_reply(ready_fd, "error %s", err.msg);
+        stop_generation(&h);
+        lz_config_free(h.cfg);
+        return 1;
+    }
+    ready_reply(ready_fd, "ok");
+    lz_closep(&ready_fd);
+
+    long idle_deadline = now_ms() + 30000; /* the starting client must attach */
+    for (;;) {
+        struct pollfd p[3 + MAX_SESSIONS * 4];
+        struct { struct session *s; int kind; } map[3 + MAX_SESSIONS * 4];
+        size_t np = 0;
+        p[np] = (struct pollfd){ .fd = h.listen_fd, .events = POLLIN };
+        map[np++].s = NULL;
+        p[np] = (struct pollfd){ .fd = h.rs_ctl, .events = POLLIN };
+        map[np++].s = NULL;
+        p[np] = (struct pollfd){ .fd = h.sfd, .events = POLLIN };
+        map[np++].s = NULL;
+        int timeout = 1000;
+        for (int i = 0; i < MAX_SESSIONS; i++) {
+            struct session *s = h.s[i];
+            if (!s)
+                continue;
+            if (s->sock >= 0) {
+                short ev = 0;
+                if (!s->inbuf)
+                    ev |= POLLIN;
+                if (s->pend.len)
+                    ev |= POLLOUT;
+                p[np] = (struct pollfd){ .fd = s->sock, .events = ev };
+                map[np].s = s;
+                map[np++].kind = 0;
+            }
+            if (s->exec.pidfd >= 0) {
+                p[np] = (struct pollfd){ .fd = s->exec.pidfd, .events = POLLIN };
+                map[np].s = s;
+                map[np++].kind = 1;
+            }
+            int outs[2] = { s->tty ? s->master : s->out_r, s->tty ? -1 : s->err_r };
+            for (int k = 0; k < 2; k++) {
+                if (outs[k] < 0 || s->state == S_RELEASING)
+                    continue;
+                short ev = s->pend.len ? 0 : POLLIN;
+                if (k == 0 && s->inbuf)
+                    ev |= POLLOUT;
+                p[np] = (struct pollfd){ .fd = outs[k], .events = ev };
+                map[np].s = s;
+                map[np++].kind = 2 + k;
+            }
+            if (!s->tty && s->inbuf && s->in_w >= 0) {
+                p[np] = (struct pollfd){ .fd = s->in_w, .events = POLLOUT };
+                map[np].s = s;
+                map[np++].kind = 4;
+            }
+            if (s->state == S_RELEASING || s->state == S_DRAINING)
+                timeout = 100;
+        }
+        if (poll(p, np, timeout) < 0 && errno != EINTR)
+            break;
+        if (p[0].revents & POLLIN && !h.stopping)
+            accept_clients(&h);
+        if (p[1].revents) {
+            char b[256];
+            ssize_t n = recv(h.rs_ctl, b, sizeof b - 1, MSG_DONTWAIT);
+            if (n <= 0 || !strncmp(b, "exited", 6)) {
+                if (n > 0)
+                    b[n] = '\0';
+                logmsg("the sandbox ended (%s); closing all sessions", n > 0 ? b : "supervisor gone");
+                h.stopping = true;
+                for (int i = 0; i < MAX_SESSIONS; i++)
+                    if (h.s[i]) {
+                        static const char msg[] = "the sandbox stopped unexpectedly";
+                        session_send(h.s[i], LZ_MSG_NOTICE, 0, msg, sizeof msg - 1);
+                    }
+                lz_closep(&h.rs_ctl);
+            }
+        }
+        if (p[2].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            while (read(h.sfd, &si, sizeof si) == (ssize_t)sizeof si)
+                if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT || si.ssi_signo == SIGHUP) {
+                    logmsg("signal %u: stopping the Domain", si.ssi_signo);
+                    h.stopping = true;
+                    for (int i = 0; i < MAX_SESSIONS; i++)
+                        if (h.s[i]) {
+                            static const char msg[] = "the Domain is being stopped";
+                            session_send(h.s[i], LZ_MSG_NOTICE, 0, msg, sizeof msg - 1);
+                            if (h.s[i]->state == S_RUNNING) {
+                                h.s[i]->state = S_RELEASING;
+                                h.s[i]->release_step = 0;
+                                h.s[i]->deadline = now_ms();
+                            }
+                        }
+                }
+        }
+        for (size_t i = 3; i < np; i++) {
+            struct session *s = map[i].s;
+            if (!p[i].revents || !s)
+                continue;
+            switch (map[i].kind) {
+            case 0:
+                if (p[i].revents & POLLOUT)
+                    flush_pending(s);
+                if (p[i].revents & (POLLIN | POLLHUP | POLLERR))
+                    session_client_msg(&h, s, p[i].revents);
+                break;
+            case 1:
+                break; /* handled in session_tick */
+            case 2:
+                if (p[i].revents & POLLOUT)
+                    pump_input(s);
+                if (p[i].revents & (POLLIN | POLLHUP | POLLERR))
+                    pump_output(s, s->tty ? &s->master : &s->out_r, 1);
+                break;
+            case 3:
+                pump_output(s, &s->err_r, 2);
+                break;
+            case 4:
+                pump_input(s);
+                break;
+            default:
+                break;
+            }
+        }
+        for (int i = 0; i < MAX_SESSIONS; i++) {
+            struct session *s = h.s[i];
+            if (!s)
+                continue;
+            session_tick(&h, s);
+            if (s->state == S_DONE)
+                session_free(&h, s);
+        }
+        int live = live_sessions(&h);
+        bool idle_timeout = !h.had_session && live == 0 && now_ms() >= idle_deadline;
+        if ((h.had_session && live == 0) || idle_timeout || (h.stopping && live == 0) || h.rs_ctl < 0) {
+            if (live == 0 || h.rs_ctl < 0)
+                break;
+        }
+    }
+    /* Teardown: new clients must not reach this generation any more. */
+    unlink(h.sock_path);
+    lz_closep(&h.listen_fd);
+    for (int i = 0; i < MAX_SESSIONS; i++)
+        if (h.s[i])
+            session_free(&h, h.s[i]);
+    stop_generation(&h);
+    logmsg("Domain stopped");
+    free(h.rt);
+    free(h.gen_dir);
+    free(h.state_dir);
+    free(h.bundle_dir);
+    free(h.overlay_dir);
+    free(h.sock_path);
+    free(h.runsc);
+    free(h.shell);
+    lz_closep(&h.sfd);
+    lz_config_free(h.cfg);
+    return 0;
+}

@@ -1,0 +1,190 @@
+/* doctor.c — see doctor.h. */
+#include "doctor.h"
+#include "spawn.h"
+#include "supervisor.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/statvfs.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+
+static struct lz_check *add(struct lz_check **v, size_t *n, const char *name) {
+    *v = lz_xrealloc(*v, (*n + 1) * sizeof **v);
+    struct lz_check *c = &(*v)[(*n)++];
+    memset(c, 0, sizeof *c);
+    c->name = name;
+    return c;
+}
+
+static void check_kernel(struct lz_check **v, size_t *n) {
+    struct lz_check *c = add(v, n, "kernel >= 6.9 (pidfs)");
+    struct utsname u;
+    uname(&u);
+    unsigned maj = 0, min = 0;
+    sscanf(u.release, "%u.%u", &maj, &min);
+    snprintf(c->detail, sizeof c->detail, "Linux %s", u.release);
+    if (maj > 6 || (maj == 6 && min >= 9))
+        c->status = LZ_CHECK_OK;
+    else {
+        c->status = LZ_CHECK_FAIL;
+        snprintf(c->fix, sizeof c->fix, "boot a kernel >= 6.9 (Debian 12: linux-image from bookworm-backports)");
+    }
+}
+
+static void check_userns(struct lz_check **v, size_t *n) {
+    struct lz_check *c = add(v, n, "unprivileged user namespaces");
+    pid_t p = fork();
+    if (p == 0)
+        _exit(unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS) == 0 ? 0 : 1);
+    int st = 0;
+    if (p > 0)
+        waitpid(p, &st, 0);
+    if (p > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+        c->status = LZ_CHECK_OK;
+        snprintf(c->detail, sizeof c->detail, "user + network + mount namespaces can be created");
+    } else {
+        c->status = LZ_CHECK_FAIL;
+        snprintf(c->detail, sizeof c->detail, "unshare(CLONE_NEWUSER) failed");
+        snprintf(c->fix, sizeof c->fix,
+                 "enable them: sysctl kernel.unprivileged_userns_clone=1 (and "
+                 "kernel.apparmor_restrict_unprivileged_userns=0 where present)");
+    }
+    struct lz_check *s = add(v, n, "subordinate ID ranges");
+    struct passwd *pw = getpwuid(getuid());
+    bool found = false;
+    FILE *f = fopen("/etc/subuid", "re");
+    if (f && pw) {
+        char line[256];
+        size_t ln = strlen(pw->pw_name);
+        while (fgets(line, sizeof line, f))
+            if (!strncmp(line, pw->pw_name, ln) && line[ln] == ':')
+                found = true;
+    }
+    if (f)
+        fclose(f);
+    if (found && access("/usr/bin/newuidmap", X_OK) == 0) {
+        s->status = LZ_CHECK_OK;
+        snprintf(s->detail, sizeof s->detail, "/etc/subuid has a range for %s; newuidmap present",
+                 pw ? pw->pw_name : "?");
+    } else {
+        s->status = LZ_CHECK_WARN;
+        snprintf(s->detail, sizeof s->detail, "no /etc/subuid range or no newuidmap");
+        snprintf(s->fix, sizeof s->fix,
+                 "apt-get install uidmap; usermod --add-subuids 100000-165535 --add-subgids 100000-165535 %s "
+                 "(without it, files of other owners in images show as nobody)",
+                 pw ? pw->pw_name : "$USER");
+    }
+}
+
+static void check_tool(struct lz_check **v, size_t *n, const char *name, const char *const *argv,
+                       const char *want, const char *fix) {
+    struct lz_check *c = add(v, n, name);
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return;
+    struct lz_spawn_opts o = { .path = argv[0], .argv = (char *const *)argv, .stdin_fd = -1,
+                               .stdout_fd = p[1], .stderr_fd = p[1], .setns_pidfd = -1 };
+    struct lz_child ch;
+    int r = access(argv[0], X_OK) == 0 ? lz_spawn(&o, &ch) : -ENOENT;
+    close(p[1]);
+    char out[512] = "";
+    if (r == 0) {
+        ssize_t k = lz_read_full(p[0], out, sizeof out - 1);
+        out[k > 0 ? k : 0] = '\0';
+        int st;
+        if (lz_child_wait(&ch, 10000, &st) < 0) {
+            lz_child_signal(&ch, SIGKILL);
+            lz_child_wait(&ch, -1, &st);
+        }
+    }
+    close(p[0]);
+    char *nl = strchr(out, '\n');
+    if (nl)
+        *nl = '\0';
+    if (r < 0) {
+        c->status = LZ_CHECK_FAIL;
+        snprintf(c->detail, sizeof c->detail, "%s not found", argv[0]);
+        snprintf(c->fix, sizeof c->fix, "%s", fix);
+    } else if (want && !strstr(out, want)) {
+        c->status = LZ_CHECK_FAIL;
+        snprintf(c->detail, sizeof c->detail, "%s", out);
+        snprintf(c->fix, sizeof c->fix, "%s", fix);
+    } else {
+        c->status = LZ_CHECK_OK;
+        snprintf(c->detail, sizeof c->detail, "%s", out);
+    }
+}
+
+static void check_dev(struct lz_check **v, size_t *n, const char *name, const char *path) {
+    struct lz_check *c = add(v, n, name);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd >= 0) {
+        close(fd);
+        c->status = LZ_CHECK_OK;
+        snprintf(c->detail, sizeof c->detail, "%s can be opened read-write", path);
+    } else {
+        c->status = LZ_CHECK_FAIL;
+        snprintf(c->detail, sizeof c->detail, "%s: %s", path, strerror(errno));
+        snprintf(c->fix, sizeof c->fix, "sudo chmod 0666 %s (stock distributions ship it 0666; "
+                 "scripts/setup.sh does this)", path);
+    }
+}
+
+static void check_disk(struct lz_check **v, size_t *n, const char *data_root) {
+    struct lz_check *c = add(v, n, "free disk under the Storage Root");
+    const char *p = data_root;
+    _cleanup_free_ char *probe = NULL;
+    /* Walk up to the nearest existing ancestor. */
+    if (p) {
+        probe = lz_xstrdup(p);
+        while (access(probe, F_OK) < 0) {
+            char *s = strrchr(probe, '/');
+            if (!s || s == probe) {
+                probe[1] = '\0';
+                break;
+            }
+            *s = '\0';
+        }
+        p = probe;
+    } else {
+        p = lz_home_dir() ? lz_home_dir() : "/";
+    }
+    struct statvfs sv;
+    if (statvfs(p, &sv) < 0) {
+        c->status = LZ_CHECK_FAIL;
+        snprintf(c->detail, sizeof c->detail, "%s: %s", p, strerror(errno));
+        return;
+    }
+    unsigned long long freeb = (unsigned long long)sv.f_bavail * sv.f_frsize;
+    snprintf(c->detail, sizeof c->detail, "%.1f GiB free at %s", (double)freeb / (1ULL << 30), p);
+    if (freeb >= 2ULL << 30)
+        c->status = LZ_CHECK_OK;
+    else {
+        c->status = freeb >= (512ULL << 20) ? LZ_CHECK_WARN : LZ_CHECK_FAIL;
+        snprintf(c->fix, sizeof c->fix, "free some space: the default image and its prepared root "
+                 "filesystem need about 1 GiB");
+    }
+}
+
+int lz_doctor_run(const char *data_root, struct lz_check **ret, size_t *ret_n) {
+    struct lz_check *v = NULL;
+    size_t n = 0;
+    check_kernel(&v, &n);
+    check_userns(&v, &n);
+    _cleanup_free_ char *runsc = NULL;
+    const char *rs = lz_find_runsc(&runsc, NULL) == 0 ? runsc : "/usr/bin/runsc";
+    const char *ra[] = { rs, "--version", NULL };
+    check_tool(&v, &n, "runsc (gVisor) 2024 or newer", ra, "version 0.0~2024",
+               "apt-get install runsc/bookworm-backports (bookworm's own runsc cannot network on this kernel)");
+    const char *sa[] = { "/usr/bin/slirp4netns", "--version", NULL };
+    check_tool(&v, &n, "slirp4netns", sa, "slirp4netns version", "apt-get install slirp4netns");
+    check_dev(&v, &n, "/dev/fuse usable", "/dev/fuse");
+    check_dev(&v, &n, "/dev/net/tun usable", "/dev/net/tun");
+    check_disk(&v, &n, data_root);
+    *ret = v;
+    *ret_n = n;
+    return 0;
+}

@@ -1,0 +1,54 @@
+/* ocispec.h — the OCI runtime spec Lazaret hands to runsc.
+ *
+ * The sandbox runs lazaret-init as PID 1 in private PID, IPC, UTS, mount
+ * (and, through runsc's own user namespace handling, user) namespaces; no
+ * host namespace path is ever named except the Domain's own enforcement
+ * network namespace. Sessions are `runsc exec` processes described by a
+ * process spec (lz_oci_process_json).
+ *
+ * Workspace layout (SR-3, SR-4): /workspace is the canonical workspace,
+ * read-write. When it is a Git work tree, `.git` is bound again onto itself
+ * (a mount point cannot be renamed: `mv .git x` fails with EBUSY), then
+ * `.git/config` read-only (bound inside the rw parent so that Git's atomic
+ * replace on the host stays visible), and Git's hook directory, `.vscode`
+ * and `.idea` are hidden behind sandbox-local tmpfs. See docs/security.md for
+ * the full Git threat model and which layer defends each path.
+ */
+#pragma once
+
+#include "util.h"
+
+struct lz_oci_bind {
+    char *source;       /* host path (absolute) */
+    char *destination;  /* sandbox path */
+    bool read_only;
+};
+
+struct lz_sandbox_spec {
+    const char *rootfs;        /* prepared lower (absolute, no symlinks) */
+    const char *workspace;     /* canonical workspace */
+    const char *init_path;     /* host path of lazaret-init */
+    const char *hostname;
+    const char *netns_path;    /* NULL: runsc's own empty network namespace */
+    const struct lz_oci_bind *binds;  /* volumes, terminfo, ... */
+    size_t n_binds;
+};
+
+/* Builds the workspace mount list (the Git protection layout) by looking
+ * at the workspace through dirfd-relative, no-follow lookups. Appends to
+ * *binds / *tmpfs_dests. */
+int lz_oci_workspace_mounts(const char *workspace, struct lz_oci_bind **binds, size_t *n_binds,
+                            char ***tmpfs_dests, size_t *n_tmpfs, struct lz_error *err);
+
+int lz_oci_sandbox_config(const struct lz_sandbox_spec *s, char **ret_json, struct lz_error *err);
+
+struct lz_exec_spec {
+    char *const *argv;
+    char *const *envv;
+    const char *cwd;
+    bool terminal;
+    uint16_t rows, cols;
+};
+int lz_oci_process_json(const struct lz_exec_spec *e, char **ret_json, struct lz_error *err);
+
+void lz_oci_binds_free(struct lz_oci_bind *b, size_t n);

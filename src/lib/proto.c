@@ -1,0 +1,204 @@
+/* proto.c — see proto.h. */
+#include "proto.h"
+
+#include <sys/socket.h>
+
+struct wbuf { uint8_t *p; size_t cap, len; bool overflow; };
+
+static void w_bytes(struct wbuf *w, const void *b, size_t n) {
+    if (w->overflow || n > w->cap - w->len) {
+        w->overflow = true;
+        return;
+    }
+    memcpy(w->p + w->len, b, n);
+    w->len += n;
+}
+static void w_u32(struct wbuf *w, uint32_t v) {
+    uint8_t b[4];
+    lz_put_u32(b, v);
+    w_bytes(w, b, 4);
+}
+static void w_str(struct wbuf *w, const char *s) {
+    size_t n = strlen(s);
+    if (n > LZ_PROTO_STR_MAX) {
+        w->overflow = true;
+        return;
+    }
+    w_u32(w, (uint32_t)n);
+    w_bytes(w, s, n);
+}
+
+int lz_hello_encode(const struct lz_hello *h, uint8_t *buf, size_t cap, size_t *ret_len) {
+    struct wbuf w = { .p = buf, .cap = cap };
+    uint8_t hdr[LZ_PROTO_HDR] = { LZ_MSG_HELLO, 0, 0, 0 };
+    w_bytes(&w, hdr, sizeof hdr);
+    w_u32(&w, h->version);
+    w_bytes(&w, h->domain_id, 32);
+    w_bytes(&w, h->fingerprint, 32);
+    w_u32(&w, h->flags);
+    uint8_t rc[4];
+    lz_put_u16(rc, h->rows);
+    lz_put_u16(rc + 2, h->cols);
+    w_bytes(&w, rc, 4);
+    if (h->argc > LZ_PROTO_ARGV_MAX || h->envc > LZ_PROTO_ENV_MAX)
+        return -E2BIG;
+    w_u32(&w, (uint32_t)h->argc);
+    for (size_t i = 0; i < h->argc; i++)
+        w_str(&w, h->argv[i]);
+    w_u32(&w, (uint32_t)h->envc);
+    for (size_t i = 0; i < h->envc; i++)
+        w_str(&w, h->envv[i]);
+    w_str(&w, h->cwd ? h->cwd : "");
+    if (w.overflow || w.len > LZ_PROTO_MAX)
+        return -E2BIG;
+    *ret_len = w.len;
+    return 0;
+}
+
+struct rbuf { const uint8_t *p; size_t len, off; };
+
+static int r_bytes(struct rbuf *r, void *out, size_t n) {
+    if (n > r->len - r->off)
+        return -EBADMSG;
+    memcpy(out, r->p + r->off, n);
+    r->off += n;
+    return 0;
+}
+static int r_u32(struct rbuf *r, uint32_t *v) {
+    uint8_t b[4];
+    int e = r_bytes(r, b, 4);
+    if (e < 0)
+        return e;
+    *v = lz_get_u32(b);
+    return 0;
+}
+static int r_str(struct rbuf *r, char **out) {
+    uint32_t n;
+    int e = r_u32(r, &n);
+    if (e < 0)
+        return e;
+    if (n > LZ_PROTO_STR_MAX || n > r->len - r->off)
+        return -EBADMSG;
+    if (memchr(r->p + r->off, '\0', n))
+        return -EBADMSG;
+    *out = lz_xstrndup((const char *)r->p + r->off, n);
+    r->off += n;
+    return 0;
+}
+static int r_strv(struct rbuf *r, size_t max, char ***ret_v, size_t *ret_n) {
+    uint32_t n;
+    int e = r_u32(r, &n);
+    if (e < 0)
+        return e;
+    if (n > max)
+        return -E2BIG;
+    /* Each string needs at least its 4-byte length: bound n by what is left. */
+    if ((size_t)n * 4 > r->len - r->off)
+        return -EBADMSG;
+    char **v = lz_xcalloc((size_t)n + 1, sizeof *v);
+    for (uint32_t i = 0; i < n; i++) {
+        e = r_str(r, &v[i]);
+        if (e < 0) {
+            for (uint32_t j = 0; j < i; j++)
+                free(v[j]);
+            free(v);
+            return e;
+        }
+    }
+    *ret_v = v;
+    *ret_n = n;
+    return 0;
+}
+
+void lz_hello_clear(struct lz_hello *h) {
+    for (size_t i = 0; h->argv && i < h->argc; i++)
+        free(h->argv[i]);
+    for (size_t i = 0; h->envv && i < h->envc; i++)
+        free(h->envv[i]);
+    free(h->argv);
+    free(h->envv);
+    free(h->cwd);
+    memset(h, 0, sizeof *h);
+}
+
+int lz_hello_decode(const uint8_t *buf, size_t len, struct lz_hello *ret, struct lz_error *err) {
+    struct rbuf r = { .p = buf, .len = len };
+    struct lz_hello h = { 0 };
+    uint8_t hdr[LZ_PROTO_HDR];
+    uint8_t rc[4];
+    int e;
+    if (len > LZ_PROTO_MAX)
+        return lz_error_set(err, -EMSGSIZE, "hello message too large");
+    if ((e = r_bytes(&r, hdr, sizeof hdr)) < 0 || hdr[0] != LZ_MSG_HELLO)
+        return lz_error_set(err, -EBADMSG, "expected a hello message");
+    if ((e = r_u32(&r, &h.version)) < 0)
+        goto bad;
+    if (h.version != LZ_PROTO_VERSION)
+        return lz_error_set(err, -EPROTONOSUPPORT,
+                            "client speaks protocol %u, coordinator %u: use the same lazaret binary",
+                            h.version, LZ_PROTO_VERSION);
+    if ((e = r_bytes(&r, h.domain_id, 32)) < 0 || (e = r_bytes(&r, h.fingerprint, 32)) < 0 ||
+        (e = r_u32(&r, &h.flags)) < 0 || (e = r_bytes(&r, rc, 4)) < 0)
+        goto bad;
+    if (h.flags & ~LZ_HELLO_TTY) {
+        e = -EBADMSG;
+        goto bad;
+    }
+    h.rows = lz_get_u16(rc);
+    h.cols = lz_get_u16(rc + 2);
+    if ((e = r_strv(&r, LZ_PROTO_ARGV_MAX, &h.argv, &h.argc)) < 0)
+        goto bad;
+    if ((e = r_strv(&r, LZ_PROTO_ENV_MAX, &h.envv, &h.envc)) < 0)
+        goto bad;
+    for (size_t i = 0; i < h.envc; i++)
+        if (!strchr(h.envv[i], '=') || h.envv[i][0] == '=') {
+            e = -EBADMSG;
+            goto bad;
+        }
+    if ((e = r_str(&r, &h.cwd)) < 0)
+        goto bad;
+    if (r.off != r.len) {
+        e = -EBADMSG;
+        goto bad;
+    }
+    *ret = h;
+    return 0;
+bad:
+    lz_hello_clear(&h);
+    return lz_error_set(err, e, "malformed hello message");
+}
+
+int lz_msg_send(int fd, uint8_t type, uint8_t channel, const void *payload, size_t len) {
+    if (len > LZ_PROTO_DATA_MAX)
+        return -EMSGSIZE;
+    uint8_t hdr[LZ_PROTO_HDR] = { type, channel, 0, 0 };
+    struct iovec iov[2] = { { hdr, sizeof hdr }, { (void *)payload, len } };
+    struct msghdr m = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+    for (;;) {
+        ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL);
+        if (n >= 0)
+            return 0;
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
+ssize_t lz_msg_recv(int fd, uint8_t *buf, size_t cap) {
+    struct iovec iov = { buf, cap };
+    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+    for (;;) {
+        ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            return 0;
+        if (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+            return -EBADMSG;
+        if ((size_t)n < LZ_PROTO_HDR)
+            return -EBADMSG;
+        return n;
+    }
+}

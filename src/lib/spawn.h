@@ -1,0 +1,59 @@
+/* spawn.h — the spawn/reap broker.
+ *
+ * Every child Lazaret may later own durably is started here: clone3 with
+ * CLONE_PIDFD, so the parent holds a pidfd from the first instant and never
+ * signals or waits by numeric PID. A child may be held at a barrier after
+ * clone and before exec: the parent records ownership (and, for a new user
+ * namespace, writes its ID maps) and only then releases it ("causal child
+ * acquisition"). A failure between clone and exec is reported to the parent
+ * as an errno over a close-on-exec pipe, so lz_spawn() either returns a
+ * child that reached exec (or the barrier) or an error.
+ */
+#pragma once
+
+#include "util.h"
+#include <sys/types.h>
+
+struct lz_child {
+    pid_t pid;      /* locator only: never used to signal or wait */
+    int pidfd;      /* authority */
+    int barrier_fd; /* write end of the barrier pipe, -EBADF once released */
+    int status_fd;  /* read end of the exec-status pipe while at the barrier */
+};
+#define LZ_CHILD_NULL ((struct lz_child){ .pid = 0, .pidfd = -EBADF, .barrier_fd = -EBADF, .status_fd = -EBADF })
+
+struct lz_spawn_opts {
+    const char *path;           /* executable (absolute) */
+    char *const *argv;
+    char *const *envp;          /* NULL: inherit environ */
+    int stdin_fd, stdout_fd, stderr_fd; /* -1: /dev/null */
+    const int *keep_fds;        /* extra fds kept open in the child (their numbers are preserved) */
+    size_t n_keep_fds;
+    unsigned long clone_flags;  /* extra CLONE_NEW* flags for clone3 */
+    int setns_pidfd;            /* >= 0: join these namespaces of that process before exec */
+    int setns_flags;            /* CLONE_NEW* set for setns */
+    const char *cwd;            /* NULL: unchanged */
+    bool new_session;           /* setsid() */
+    bool ctty;                  /* make stdin the controlling terminal (needs new_session) */
+    bool barrier;               /* hold the child until lz_child_release() */
+    int pdeathsig;              /* 0: none */
+};
+
+/* Starts a child. On success *ret holds its pidfd (and barrier if asked). */
+int lz_spawn(const struct lz_spawn_opts *o, struct lz_child *ret);
+/* Releases a child held at its barrier and waits until it has exec'd
+ * (returns the child's errno if exec failed). */
+int lz_child_release(struct lz_child *c);
+/* pidfd_send_signal; -ESRCH once the child is gone. */
+int lz_child_signal(const struct lz_child *c, int sig);
+/* Waits for exit, at most timeout_ms (-1: forever). Returns 0 and the
+ * waitid-style status (exit code, or 128+signal) or -ETIMEDOUT. */
+int lz_child_wait(struct lz_child *c, int timeout_ms, int *ret_status);
+/* Non-blocking reap: 1 reaped, 0 still running, <0 error. */
+int lz_child_try_reap(struct lz_child *c, int *ret_status);
+/* SIGTERM, wait grace_ms, SIGKILL, wait. Returns the status. */
+int lz_child_stop(struct lz_child *c, int grace_ms, int *ret_status);
+void lz_child_close(struct lz_child *c);
+
+/* Helper: status from a siginfo_t of waitid: code or 128+signal. */
+int lz_status_from_siginfo(int code, int status);

@@ -1,0 +1,317 @@
+/* supervisor.c — see supervisor.h. */
+#include "supervisor.h"
+#include "spawn.h"
+
+#include <fcntl.h>
+#include <net/if.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#define READY_LINE "lazaret-init: ready\n"
+
+int lz_find_runsc(char **ret, struct lz_error *err) {
+    const char *env = secure_getenv("LAZARET_RUNSC");
+    if (env && env[0]) {
+        if (env[0] != '/' || access(env, X_OK) < 0)
+            return lz_error_set(err, -ENOENT, "LAZARET_RUNSC=%s is not an absolute executable path", env);
+        *ret = lz_xstrdup(env);
+        return 0;
+    }
+    static const char *const cands[] = { "/usr/bin/runsc", "/usr/local/bin/runsc", "/usr/sbin/runsc" };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(cands); i++)
+        if (access(cands[i], X_OK) == 0) {
+            *ret = lz_xstrdup(cands[i]);
+            return 0;
+        }
+    return lz_error_set(err, -ENOENT,
+                        "runsc (gVisor) not found: install it with `apt-get install runsc/bookworm-backports` "
+                        "(scripts/setup.sh does this)");
+}
+
+static long now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
+}
+
+static void ctl_send(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ctl_send(int fd, const char *fmt, ...) {
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof buf)
+        n = sizeof buf - 1;
+    (void)!send(fd, buf, (size_t)n, MSG_NOSIGNAL);
+}
+
+static int loopback_up(void) {
+    _cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return -errno;
+    struct ifreq ifr = { 0 };
+    memcpy(ifr.ifr_name, "lo", 3);
+    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+        return -errno;
+    ifr.ifr_flags |= IFF_UP;
+    return ioctl(s, SIOCSIFFLAGS, &ifr) < 0 ? -errno : 0;
+}
+
+static unsigned long ns_ino(const char *which) {
+    char p[64];
+    struct stat st;
+    snprintf(p, sizeof p, "/proc/self/ns/%s", which);
+    return stat(p, &st) == 0 ? (unsigned long)st.st_ino : 0;
+}
+
+/* Keeps the last bytes runsc wrote to stderr for the error message, and
+ * forwards everything to our stderr (the coordinator's log). */
+struct tail { char buf[2048]; size_t len; };
+static void tail_add(struct tail *t, const char *b, size_t n) {
+    (void)!write(2, b, n);
+    if (n >= sizeof t->buf) {
+        memcpy(t->buf, b + n - sizeof t->buf + 1, sizeof t->buf - 1);
+        t->len = sizeof t->buf - 1;
+    } else {
+        if (t->len + n >= sizeof t->buf) {
+            size_t drop = t->len + n - (sizeof t->buf - 1);
+            memmove(t->buf, t->buf + drop, t->len - drop);
+            t->len -= drop;
+        }
+        memcpy(t->buf + t->len, b, n);
+        t->len += n;
+    }
+    t->buf[t->len] = '\0';
+}
+static const char *tail_last_line(struct tail *t) {
+    while (t->len && (t->buf[t->len - 1] == '\n' || t->buf[t->len - 1] == '\r'))
+        t->buf[--t->len] = '\0';
+    char *nl = strrchr(t->buf, '\n');
+    return nl ? nl + 1 : t->buf;
+}
+
+static int run_runsc_cmd(const struct lz_supervisor_args *a, const char *const *tail_argv, int timeout_ms) {
+    char *argv[16];
+    size_t n = 0;
+    argv[n++] = (char *)a->runsc;
+    argv[n++] = (char *)"--root";
+    argv[n++] = (char *)a->state_dir;
+    for (; *tail_argv && n < LZ_ARRAY_SIZE(argv) - 1; tail_argv++)
+        argv[n++] = (char *)*tail_argv;
+    argv[n] = NULL;
+    struct lz_spawn_opts o = { .path = a->runsc, .argv = argv, .stdin_fd = -1, .stdout_fd = 2,
+                               .stderr_fd = 2, .setns_pidfd = -1, .pdeathsig = SIGKILL };
+    struct lz_child c;
+    int r = lz_spawn(&o, &c);
+    if (r < 0)
+        return r;
+    int st = 0;
+    r = lz_child_wait(&c, timeout_ms, &st);
+    if (r == -ETIMEDOUT) {
+        lz_child_signal(&c, SIGKILL);
+        lz_child_wait(&c, -1, &st);
+    }
+    lz_child_close(&c);
+    return r < 0 ? r : st;
+}
+
+static void reap_orphans(void) {
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+        ;
+}
+
+static void stop_sandbox(const struct lz_supervisor_args *a, struct lz_child *runsc) {
+    int st;
+    /* runsc run forwards SIGTERM to the container's init, which exits:
+     * the sandbox stops and runsc cleans up after itself. */
+    if (runsc->pidfd >= 0) {
+        lz_child_signal(runsc, SIGTERM);
+        if (lz_child_wait(runsc, 5000, &st) == -ETIMEDOUT) {
+            static const char *const kill_all[] = { "kill", "--all", NULL, "KILL", NULL };
+            const char *k[5];
+            memcpy(k, kill_all, sizeof k);
+            k[2] = a->container_id;
+            run_runsc_cmd(a, k, 5000);
+            if (lz_child_wait(runsc, 3000, &st) == -ETIMEDOUT) {
+                lz_child_signal(runsc, SIGKILL);
+                lz_child_wait(runsc, -1, &st);
+            }
+        }
+        lz_child_close(runsc);
+    }
+    const char *del[] = { "delete", "--force", a->container_id, NULL };
+    run_runsc_cmd(a, del, 10000);
+    reap_orphans();
+}
+
+int lz_supervisor_main(const struct lz_supervisor_args *a) {
+    int ctl = a->ctl_fd;
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+        ctl_send(ctl, "fail cannot become a child subreaper: %s", strerror(errno));
+        return 1;
+    }
+    /* Nothing we mount may propagate back to the host. */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+        ctl_send(ctl, "fail cannot make mounts private: %s", strerror(errno));
+        return 1;
+    }
+    int r = loopback_up();
+    if (r < 0) {
+        ctl_send(ctl, "fail cannot bring up loopback: %s", strerror(-r));
+        return 1;
+    }
+
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    _cleanup_close_ int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0) {
+        ctl_send(ctl, "fail signalfd: %s", strerror(errno));
+        return 1;
+    }
+
+    int outp[2], errp[2];
+    if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+        ctl_send(ctl, "fail pipe: %s", strerror(errno));
+        return 1;
+    }
+    _cleanup_free_ char *overlay = lz_xasprintf("--overlay2=root:dir=%s", a->overlay_dir);
+    char *argv[] = { (char *)a->runsc, (char *)"--root", (char *)a->state_dir,
+                     (char *)"--network=none", (char *)"--ignore-cgroups", overlay,
+                     (char *)"run", (char *)"--bundle", (char *)a->bundle_dir,
+                     (char *)a->container_id, NULL };
+    struct lz_spawn_opts o = { .path = a->runsc, .argv = argv, .stdin_fd = -1, .stdout_fd = outp[1],
+                               .stderr_fd = errp[1], .setns_pidfd = -1, .pdeathsig = SIGKILL };
+    struct lz_child runsc = LZ_CHILD_NULL;
+    r = lz_spawn(&o, &runsc);
+    close(outp[1]);
+    close(errp[1]);
+    if (r < 0) {
+        ctl_send(ctl, "fail cannot start runsc: %s", strerror(-r));
+        return 1;
+    }
+    struct tail t = { .len = 0 };
+    char linebuf[256];
+    size_t linelen = 0;
+    bool ready = false, stopping = false;
+    long deadline = now_ms() + a->start_timeout_ms;
+    int exit_code = 0;
+
+    for (;;) {
+        struct pollfd p[5] = {
+            { .fd = ctl, .events = POLLIN },
+            { .fd = runsc.pidfd, .events = POLLIN },
+            { .fd = outp[0], .events = POLLIN },
+            { .fd = errp[0], .events = POLLIN },
+            { .fd = sfd, .events = POLLIN },
+        };
+        int timeout = -1;
+        if (!ready) {
+            long left = deadline - now_ms();
+            if (left <= 0) {
+                ctl_send(ctl, "fail the sandbox did not start within %d s (runsc: %s)",
+                         a->start_timeout_ms / 1000, tail_last_line(&t));
+                stop_sandbox(a, &runsc);
+                return 1;
+            }
+            timeout = (int)left;
+        }
+        if (poll(p, 5, timeout) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (p[3].revents & (POLLIN | POLLHUP)) {
+            char b[1024];
+            ssize_t n = read(errp[0], b, sizeof b);
+            if (n > 0)
+                tail_add(&t, b, (size_t)n);
+            else if (n == 0)
+                p[3].fd = -1, close(errp[0]), errp[0] = -1;
+        }
+        if (p[2].revents & (POLLIN | POLLHUP)) {
+            char b[256];
+            ssize_t n = read(outp[0], b, sizeof b);
+            if (n > 0 && !ready) {
+                size_t take = (size_t)n < sizeof linebuf - 1 - linelen ? (size_t)n : sizeof linebuf - 1 - linelen;
+                memcpy(linebuf + linelen, b, take);
+                linelen += take;
+                linebuf[linelen] = '\0';
+                if (strstr(linebuf, READY_LINE)) {
+                    ready = true;
+                    ctl_send(ctl, "ready %lu %lu %lu", ns_ino("net"), ns_ino("user"), ns_ino("mnt"));
+                }
+            } else if (n == 0) {
+                close(outp[0]);
+                outp[0] = -1;
+            }
+        }
+        if (p[4].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                if (si.ssi_signo == SIGCHLD) {
+                    /* Orphans re-parented to us (we are a subreaper); our
+                     * own runsc child is reaped through its pidfd. */
+                    siginfo_t w = { 0 };
+                    while (waitid(P_ALL, 0, &w, WEXITED | WNOHANG | WNOWAIT) == 0 && w.si_pid > 0) {
+                        if (w.si_pid == runsc.pid)
+                            break;
+                        waitpid(w.si_pid, NULL, WNOHANG);
+                        memset(&w, 0, sizeof w);
+                    }
+                } else {
+                    stopping = true;
+                }
+            }
+        }
+        if (p[0].revents) {
+            char b[256];
+            ssize_t n = recv(ctl, b, sizeof b - 1, MSG_DONTWAIT);
+            if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR)))
+                stopping = true; /* coordinator gone */
+            else if (n > 0) {
+                b[n] = '\0';
+                if (!strcmp(b, "stop"))
+                    stopping = true;
+            }
+        }
+        if (stopping) {
+            stop_sandbox(a, &runsc);
+            ctl_send(ctl, "exited 0");
+            break;
+        }
+        if (p[1].revents & POLLIN) {
+            int st = 0;
+            if (lz_child_try_reap(&runsc, &st) == 1) {
+                if (!ready)
+                    ctl_send(ctl, "fail runsc exited with status %d before the sandbox was ready: %s", st,
+                             tail_last_line(&t));
+                else
+                    ctl_send(ctl, "exited %d", st);
+                stop_sandbox(a, &runsc);
+                exit_code = ready ? 0 : 1;
+                break;
+            }
+        }
+    }
+    if (outp[0] >= 0)
+        close(outp[0]);
+    if (errp[0] >= 0)
+        close(errp[0]);
+    return exit_code;
+}

@@ -1,0 +1,35 @@
+/* supervisor.h — the Runtime Supervisor (RS).
+ *
+ * The Host Coordinator starts the RS through the spawn broker with
+ * CLONE_NEWUSER|CLONE_NEWNET|CLONE_NEWNS, held at a barrier until its ID
+ * maps are written (uid 0 inside = the developer, 1..65536 = the
+ * developer's subordinate range). The RS then owns, inside those
+ * namespaces, the attached `runsc run` of the Domain's sandbox, and later
+ * the policy install, connectivity helper and State Anchor mounts.
+ *
+ * Control channel: an inherited SOCK_SEQPACKET socket (fd LZ_RS_CTL_FD).
+ * RS -> HC messages are text: "ready <netns-ino> <userns-ino> <mntns-ino>",
+ * "fail <message>", "exited <status>". HC -> RS: "stop". End of file on the
+ * channel (the coordinator died) stops the sandbox too.
+ */
+#pragma once
+
+#include "util.h"
+
+#define LZ_RS_CTL_FD 3
+
+struct lz_supervisor_args {
+    int ctl_fd;
+    const char *runsc;         /* absolute path of runsc */
+    const char *state_dir;     /* runsc --root */
+    const char *bundle_dir;    /* holds config.json */
+    const char *container_id;
+    const char *overlay_dir;   /* filestore of the root overlay */
+    int start_timeout_ms;
+};
+
+/* Runs the supervisor until the sandbox is stopped; returns an exit code. */
+int lz_supervisor_main(const struct lz_supervisor_args *a);
+
+/* Locates runsc ($LAZARET_RUNSC, then PATH). */
+int lz_find_runsc(char **ret, struct lz_error *err);
