@@ -188,6 +188,17 @@ static int start_coordinator(const struct lz_client_opts *o, struct lz_error *er
     return lz_error_set(err, -EIO, "the Host Coordinator exited during start (see %s)", logp);
 }
 
+/* Small control messages on the non-blocking socket: wait for room,
+ * bounded, rather than drop a resize or a signal. */
+static void send_control(int sock, uint8_t type, const void *p, size_t n) {
+    for (int i = 0; i < 100; i++) {
+        if (lz_msg_send(sock, type, 0, p, n) != -EAGAIN)
+            return;
+        struct pollfd pf = { .fd = sock, .events = POLLOUT };
+        poll(&pf, 1, 50);
+    }
+}
+
 static const char *const passed_env[] = { "TERM", "LANG", "COLORTERM", "LC_ALL", "LC_CTYPE",
                                           "LC_MESSAGES", "LANGUAGE", "TZ" };
 
@@ -313,13 +324,35 @@ int lz_client_session(const struct lz_client_opts *o, struct lz_error *err) {
         return lz_error_set(err, r, "cannot put the terminal in raw mode: %s", strerror(-r));
 
     static uint8_t buf[LZ_PROTO_MAX];
-    bool stdin_open = true;
+    /* stdin data waiting for room in the socket: while it waits we stop
+     * reading stdin but keep reading the socket, or a command that fills
+     * its stdout before draining its stdin would deadlock us both. */
+    static uint8_t out[LZ_PROTO_MAX];
+    size_t outlen = 0;
+    bool stdin_open = true, eof_pending = false;
     int status = -1;
     bool lost = false;
+    int fl = fcntl(sock, F_GETFL);
+    fcntl(sock, F_SETFL, fl | O_NONBLOCK);
     while (status < 0) {
+        if (outlen || eof_pending) {
+            int sr = outlen ? lz_msg_send(sock, LZ_MSG_DATA, 0, out, outlen)
+                            : lz_msg_send(sock, LZ_MSG_EOF, 0, NULL, 0);
+            if (sr == 0) {
+                if (outlen)
+                    outlen = 0;
+                else
+                    eof_pending = false;
+                continue;
+            }
+            if (sr != -EAGAIN) {
+                lost = true;
+                break;
+            }
+        }
         struct pollfd p[3] = {
-            { .fd = sock, .events = POLLIN },
-            { .fd = stdin_open ? STDIN_FILENO : -1, .events = POLLIN },
+            { .fd = sock, .events = POLLIN | ((outlen || eof_pending) ? POLLOUT : 0) },
+            { .fd = stdin_open && !outlen && !eof_pending ? STDIN_FILENO : -1, .events = POLLIN },
             { .fd = sfd, .events = POLLIN },
         };
         if (poll(p, 3, -1) < 0) {
@@ -336,14 +369,14 @@ int lz_client_session(const struct lz_client_opts *o, struct lz_error *err) {
                         uint8_t b[4];
                         lz_put_u16(b, ws.ws_row);
                         lz_put_u16(b + 2, ws.ws_col);
-                        lz_msg_send(sock, LZ_MSG_WINSIZE, 0, b, 4);
+                        send_control(sock, LZ_MSG_WINSIZE, b, 4);
                     }
                 } else if (si.ssi_signo == SIGPIPE) {
                     /* stdout closed: handled at write */
                 } else if (!tty) {
                     uint8_t b[4];
                     lz_put_u32(b, si.ssi_signo);
-                    lz_msg_send(sock, LZ_MSG_SIGNAL, 0, b, 4);
+                    send_control(sock, LZ_MSG_SIGNAL, b, 4);
                 } else if (si.ssi_signo != SIGINT && si.ssi_signo != SIGQUIT) {
                     /* SIGTERM/SIGHUP to a terminal client: leave the session. */
                     restore_terminal();
@@ -352,15 +385,14 @@ int lz_client_session(const struct lz_client_opts *o, struct lz_error *err) {
             }
         }
         if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-            ssize_t n = read(STDIN_FILENO, buf, 32768);
+            ssize_t n = read(STDIN_FILENO, out, 32768);
             if (n < 0 && (errno == EINTR || errno == EAGAIN))
                 continue;
             if (n <= 0) {
                 stdin_open = false;
-                lz_msg_send(sock, LZ_MSG_EOF, 0, NULL, 0);
-            } else if (lz_msg_send(sock, LZ_MSG_DATA, 0, buf, (size_t)n) < 0) {
-                lost = true;
-                break;
+                eof_pending = true;
+            } else {
+                outlen = (size_t)n;
             }
         }
         if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {

@@ -521,13 +521,10 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
         slave = ioctl(s->master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
         if (slave < 0)
             return lz_error_set(err, -errno, "cannot open the PTY peer: %s", strerror(errno));
-        /* Raw on the host side: the guest terminal does line discipline and
-         * turns ^C/^Z/^\ into signals for the guest process group. */
-        struct termios t;
-        if (tcgetattr(slave, &t) == 0) {
-            cfmakeraw(&t);
-            tcsetattr(slave, TCSANOW, &t);
-        }
+        /* The host PTY keeps its default (cooked) settings: runsc exec
+         * adjusts them itself, and ^C/^Z/^\ typed here become signals to
+         * the exec client, which forwards them to the guest terminal's
+         * foreground process group. */
         if (hello->rows && hello->cols) {
             struct winsize ws = { .ws_row = hello->rows, .ws_col = hello->cols };
             ioctl(s->master, TIOCSWINSZ, &ws);

@@ -101,6 +101,45 @@ static const char *tail_last_line(struct tail *t) {
     return nl ? nl + 1 : t->buf;
 }
 
+/* We are a child subreaper: runsc's sandbox and gofer processes are
+ * re-parented to us when runsc exits, and `runsc delete` waits for them to
+ * vanish, so zombies must be reaped while we wait for anything. Our own
+ * tracked child is left for its pidfd. */
+static void reap_orphans_except(const struct lz_child *keep) {
+    for (int i = 0; i < 4096; i++) {
+        siginfo_t w = { 0 };
+        if (waitid(P_ALL, 0, &w, WEXITED | WNOHANG | WNOWAIT) < 0 || w.si_pid == 0)
+            return;
+        if (keep && w.si_pid == keep->pid)
+            return;
+        waitpid(w.si_pid, NULL, WNOHANG);
+    }
+}
+
+/* lz_child_wait that keeps reaping orphans meanwhile. A child reaped as an
+ * orphan by someone else's wait counts as gone. */
+static int rs_wait(struct lz_child *c, int timeout_ms, int *ret_status) {
+    long deadline = now_ms() + timeout_ms;
+    for (;;) {
+        int r = lz_child_try_reap(c, ret_status);
+        if (r == 1)
+            return 0;
+        if (r == -ECHILD) {
+            lz_child_close(c);
+            *ret_status = 0;
+            return 0;
+        }
+        if (r < 0)
+            return r;
+        reap_orphans_except(c);
+        long left = deadline - now_ms();
+        if (timeout_ms >= 0 && left <= 0)
+            return -ETIMEDOUT;
+        struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
+        poll(&p, 1, left > 50 || timeout_ms < 0 ? 50 : (int)left);
+    }
+}
+
 static int run_runsc_cmd(const struct lz_supervisor_args *a, const char *const *tail_argv, int timeout_ms) {
     char *argv[16];
     size_t n = 0;
@@ -117,19 +156,15 @@ static int run_runsc_cmd(const struct lz_supervisor_args *a, const char *const *
     if (r < 0)
         return r;
     int st = 0;
-    r = lz_child_wait(&c, timeout_ms, &st);
+    r = rs_wait(&c, timeout_ms, &st);
     if (r == -ETIMEDOUT) {
         lz_child_signal(&c, SIGKILL);
-        lz_child_wait(&c, -1, &st);
+        rs_wait(&c, -1, &st);
     }
     lz_child_close(&c);
     return r < 0 ? r : st;
 }
 
-static void reap_orphans(void) {
-    while (waitpid(-1, NULL, WNOHANG) > 0)
-        ;
-}
 
 static void stop_sandbox(const struct lz_supervisor_args *a, struct lz_child *runsc) {
     int st;
@@ -137,22 +172,22 @@ static void stop_sandbox(const struct lz_supervisor_args *a, struct lz_child *ru
      * the sandbox stops and runsc cleans up after itself. */
     if (runsc->pidfd >= 0) {
         lz_child_signal(runsc, SIGTERM);
-        if (lz_child_wait(runsc, 5000, &st) == -ETIMEDOUT) {
+        if (rs_wait(runsc, 5000, &st) == -ETIMEDOUT) {
             static const char *const kill_all[] = { "kill", "--all", NULL, "KILL", NULL };
             const char *k[5];
             memcpy(k, kill_all, sizeof k);
             k[2] = a->container_id;
             run_runsc_cmd(a, k, 5000);
-            if (lz_child_wait(runsc, 3000, &st) == -ETIMEDOUT) {
+            if (rs_wait(runsc, 3000, &st) == -ETIMEDOUT) {
                 lz_child_signal(runsc, SIGKILL);
-                lz_child_wait(runsc, -1, &st);
+                rs_wait(runsc, -1, &st);
             }
         }
         lz_child_close(runsc);
     }
     const char *del[] = { "delete", "--force", a->container_id, NULL };
     run_runsc_cmd(a, del, 10000);
-    reap_orphans();
+    reap_orphans_except(NULL);
 }
 
 int lz_supervisor_main(const struct lz_supervisor_args *a) {
@@ -267,13 +302,7 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
                 if (si.ssi_signo == SIGCHLD) {
                     /* Orphans re-parented to us (we are a subreaper); our
                      * own runsc child is reaped through its pidfd. */
-                    siginfo_t w = { 0 };
-                    while (waitid(P_ALL, 0, &w, WEXITED | WNOHANG | WNOWAIT) == 0 && w.si_pid > 0) {
-                        if (w.si_pid == runsc.pid)
-                            break;
-                        waitpid(w.si_pid, NULL, WNOHANG);
-                        memset(&w, 0, sizeof w);
-                    }
+                    reap_orphans_except(&runsc);
                 } else {
                     stopping = true;
                 }
