@@ -15,6 +15,7 @@
 #include <sodium.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -409,8 +410,11 @@ static void strv_push(char ***v, size_t *n, char *s) {
     (*v)[*n] = NULL;
 }
 static void strv_free(char **v) {
-    for (size_t i = 0; v && v[i]; i++)
+    /* Entries may hold resolved profile secrets. */
+    for (size_t i = 0; v && v[i]; i++) {
+        sodium_memzero(v[i], strlen(v[i]));
         free(v[i]);
+    }
     free(v);
 }
 
@@ -453,8 +457,6 @@ static void session_free(struct hc *h, struct session *s) {
         lz_child_wait(&s->exec, 5000, &st);
         lz_child_close(&s->exec);
     }
-    if (s->procfile)
-        unlink(s->procfile);
     free(s->procfile);
     free(s->inbuf);
     for (int i = 0; i < MAX_SESSIONS; i++)
@@ -496,22 +498,25 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
     };
     _cleanup_free_ char *json = NULL;
     int r = lz_oci_process_json(&es, &json, err);
-    /* The process spec holds resolved secrets: it lives in the 0700
-     * runtime directory only until runsc exec has read it. */
     strv_free(env);
     if (r < 0)
         return r;
-    s->procfile = lz_xasprintf("%s/process-%d.json", h->gen_dir, s->id);
-    _cleanup_close_ int pf = open(s->procfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (pf < 0 || lz_write_full(pf, json, strlen(json)) < 0)
-        return lz_error_set(err, -errno, "cannot write %s: %s", s->procfile, strerror(errno));
+    /* The process spec holds resolved profile secrets: it goes to runsc
+     * through a sealed memfd, never through a file. */
+    _cleanup_close_ int pf = memfd_create("lazaret-process", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (pf < 0 || lz_write_full(pf, json, strlen(json)) < 0 ||
+        fcntl(pf, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 ||
+        lseek(pf, 0, SEEK_SET) < 0)
+        return lz_error_set(err, -errno, "cannot pass the process spec: %s", strerror(errno));
     sodium_memzero(json, strlen(json));
-
+    s->procfile = lz_xasprintf("/proc/self/fd/%d", pf);
     char *argv[] = { h->runsc, (char *)"--root", h->state_dir, (char *)"exec", (char *)"--process",
                      s->procfile, h->container_id, NULL };
+    int keep[] = { pf };
     struct lz_spawn_opts o = {
         .path = h->runsc, .argv = argv, .setns_pidfd = h->rs.pidfd,
         .setns_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET,
+        .keep_fds = keep, .n_keep_fds = 1,
     };
     _cleanup_close_ int slave = -EBADF, in_r = -EBADF, out_w = -EBADF, err_w = -EBADF;
     if (s->tty) {

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The whole Lazaret test suite, as CI runs it (`.ci/run` calls this).
+#
+#  1. host setup (packages, device modes, test user)   scripts/setup.sh
+#  2. build with -Werror (gcc), unit tests             build/
+#  3. ASan+UBSan build, unit tests                     build-asan/
+#  4. libFuzzer targets (clang), a short run each      build-fuzz/
+#  5. integration tests with the real runsc, as the unprivileged test user
+#
+# Options: --quick (skip sanitizer and fuzz stages), --fuzz-seconds N
+# (default 20), LAZARET_TEST_ARGS="..." extra pytest arguments.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SRC=$(pwd)
+
+quick=0
+fuzz_seconds=20
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) quick=1 ;;
+        --fuzz-seconds) fuzz_seconds=$2; shift ;;
+        *) echo "test.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+TEST_USER=${LAZARET_TEST_USER:-lztest}
+step() { printf '\n==== %s\n' "$*"; }
+
+step "setup"
+if [ "$(id -u)" -eq 0 ]; then
+    bash scripts/setup.sh >/tmp/lazaret-setup.log 2>&1 || { cat /tmp/lazaret-setup.log; exit 1; }
+else
+    sudo -n bash scripts/setup.sh >/tmp/lazaret-setup.log 2>&1 || { cat /tmp/lazaret-setup.log; exit 1; }
+fi
+tail -1 /tmp/lazaret-setup.log
+
+step "build (gcc, -Werror)"
+if [ ! -f build/build.ninja ]; then
+    meson setup build --werror >/dev/null
+fi
+ninja -C build >/dev/null
+step "unit tests"
+meson test -C build --print-errorlogs
+
+if [ "$quick" -eq 0 ]; then
+    step "unit tests under ASan+UBSan"
+    if [ ! -f build-asan/build.ninja ]; then
+        meson setup build-asan --werror -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+    fi
+    ninja -C build-asan >/dev/null
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        meson test -C build-asan --print-errorlogs
+
+    step "fuzz targets (clang libFuzzer, ${fuzz_seconds}s each)"
+    if [ ! -f build-fuzz/build.ninja ]; then
+        CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=false -Db_sanitize=address,undefined \
+            -Db_lundef=false >/dev/null
+    fi
+    ninja -C build-fuzz >/dev/null
+    for f in build-fuzz/fuzz_*; do
+        name=$(basename "$f"); name=${name#fuzz_}
+        corpus=$(mktemp -d)
+        [ -d "tests/fuzz/corpus/$name" ] && cp -r "tests/fuzz/corpus/$name/." "$corpus/"
+        "$f" -max_total_time="$fuzz_seconds" -max_len=65536 -rss_limit_mb=2048 "$corpus" \
+            >"/tmp/lazaret-fuzz-$name.log" 2>&1 || { tail -50 "/tmp/lazaret-fuzz-$name.log"; exit 1; }
+        echo "fuzz_$name: $(grep -E '^#[0-9]+.*(DONE|pulse)' "/tmp/lazaret-fuzz-$name.log" | tail -1)"
+        rm -rf "$corpus"
+    done
+fi
+
+step "integration tests (real runsc, as ${TEST_USER:-$(id -un)})"
+# Stage the binaries and tests where the unprivileged user can read them
+# (a CI clone may live under a private directory).
+stage=$(mktemp -d /var/tmp/lazaret-test.XXXXXX)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bin" "$stage/tests"
+cp build/lazaret build/lazaret-init "$stage/bin/"
+[ -x build/lazaret-router ] && cp build/lazaret-router "$stage/bin/"
+cp -r tests/integration tests/fixtures "$stage/tests/"
+chmod -R a+rX "$stage"
+export LAZARET_BIN="$stage/bin/lazaret" LAZARET_FIXTURES="$stage/tests/fixtures"
+pytest_args=(-p no:cacheprovider -q -ra ${LAZARET_TEST_ARGS:-})
+if [ "$(id -u)" -eq 0 ]; then
+    chown -R "$TEST_USER:" "$stage"
+    home=$(getent passwd "$TEST_USER" | cut -d: -f6)
+    runuser -u "$TEST_USER" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" USER="$TEST_USER" \
+        LANG=C.UTF-8 LAZARET_BIN="$LAZARET_BIN" LAZARET_FIXTURES="$LAZARET_FIXTURES" \
+        /usr/bin/python3 -m pytest "${pytest_args[@]}" "$stage/tests/integration"
+else
+    /usr/bin/python3 -m pytest "${pytest_args[@]}" "$stage/tests/integration"
+fi

@@ -1,0 +1,153 @@
+"""Shared fixtures for Lazaret's integration tests.
+
+These tests drive the real `lazaret` binary, with the real runsc, as an
+unprivileged user (scripts/test.sh runs them as the test user). Nothing is
+mocked. Every wait is bounded.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LAZARET = os.environ.get("LAZARET_BIN") or str(ROOT / "build" / "lazaret")
+FIXTURES = Path(os.environ.get("LAZARET_FIXTURES") or ROOT / "tests" / "fixtures")
+
+RUN_TIMEOUT = 120
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: needs the real default image (mmdebstrap bootstrap)")
+    if os.geteuid() == 0:
+        raise pytest.UsageError("run the integration tests as an unprivileged user (scripts/test.sh does)")
+
+
+@pytest.fixture(scope="session")
+def lazaret():
+    if not os.access(LAZARET, os.X_OK):
+        pytest.fail(f"lazaret binary not found at {LAZARET}: build first (scripts/test.sh)")
+    return LAZARET
+
+
+@pytest.fixture(scope="session")
+def storage(tmp_path_factory):
+    """A Storage Root shared by the whole session, so images are prepared once."""
+    return tmp_path_factory.mktemp("storage")
+
+
+@pytest.fixture(scope="session")
+def busybox_image(tmp_path_factory):
+    out = tmp_path_factory.mktemp("images") / "busybox-oci"
+    subprocess.run(["sh", str(FIXTURES / "make-busybox-oci.sh"), str(out)], check=True,
+                   stdout=subprocess.DEVNULL, timeout=120)
+    return out
+
+
+class Env:
+    """An isolated user environment: its own XDG dirs and config file."""
+
+    def __init__(self, base: Path, storage: Path, image: str):
+        self.base = base
+        self.home = base / "home"
+        self.config_home = base / "config"
+        self.runtime = base / "run"
+        for d in (self.home, self.config_home, self.runtime):
+            d.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.runtime, 0o700)
+        self.storage = storage
+        self.image = image
+        self.config = self.config_home / "lazaret" / "config.toml"
+        self.write_config()
+
+    def write_config(self, extra_profile="", extra=""):
+        self.config.parent.mkdir(parents=True, exist_ok=True)
+        self.config.write_text(
+            f'[storage]\ndata_root = "{self.storage}"\n\n'
+            f'{extra}\n'
+            f'[profiles.test]\nimage = "{self.image}"\n{extra_profile}\n')
+
+    def environ(self, **kw):
+        e = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+            "HOME": str(self.home),
+            "XDG_CONFIG_HOME": str(self.config_home),
+            "XDG_RUNTIME_DIR": str(self.runtime),
+            "LANG": "C.UTF-8",
+            "TERM": "xterm-256color",
+        }
+        e.update(kw)
+        return e
+
+
+def make_git_repo(path: Path):
+    path.mkdir(parents=True, exist_ok=True)
+    env = git_env()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True, env=env)
+    (path / "README").write_text("hello\n")
+    subprocess.run(["git", "-C", str(path), "add", "README"], check=True, env=env)
+    subprocess.run(["git", "-C", str(path), "commit", "-qm", "initial"], check=True, env=env)
+    return path
+
+
+def git_env(**kw):
+    e = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/nonexistent",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.invalid",
+        "GIT_COMMITTER_NAME": "Dev", "GIT_COMMITTER_EMAIL": "dev@example.invalid",
+    }
+    e.update(kw)
+    return e
+
+
+@pytest.fixture
+def env(tmp_path, storage, busybox_image):
+    return Env(tmp_path / "env", storage, f"oci:{busybox_image}")
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    return make_git_repo(tmp_path / "ws")
+
+
+def lz_run(lazaret, env, workspace, args, input=None, timeout=RUN_TIMEOUT, profile="test", **kw):
+    cmd = [lazaret, "run"] + (["-p", profile] if profile else []) + ["--"] + list(args)
+    return subprocess.run(cmd, cwd=workspace, env=env.environ(), input=input, capture_output=True,
+                          timeout=timeout, **kw)
+
+
+def user_processes(pattern: str):
+    """PIDs of our own processes whose command line contains pattern."""
+    out = subprocess.run(["pgrep", "-u", str(os.getuid()), "-f", pattern], capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()]
+
+
+def wait_until(pred, timeout=30.0, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(interval)
+    return pred()
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_sandboxes(request):
+    """After each test every Domain it started must be torn down."""
+    yield
+    ok = wait_until(lambda: not user_processes("runsc"), timeout=45)
+    if not ok:
+        for pid in user_processes("lazaret __coordinator"):
+            os.kill(pid, signal.SIGKILL)
+        for pid in user_processes("runsc"):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        pytest.fail("runsc processes were still running 45 s after the test")

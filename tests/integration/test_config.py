@@ -1,0 +1,71 @@
+"""Configuration errors are refused with a message naming file, line and key."""
+import subprocess
+
+from conftest import lz_run
+
+
+def check(lazaret, env, workspace, *args):
+    return subprocess.run([lazaret, "config", "check", *args], cwd=workspace, env=env.environ(),
+                          capture_output=True, text=True, timeout=30)
+
+
+def test_config_check_prints_ids(lazaret, env, workspace):
+    r = check(lazaret, env, workspace, "-p", "test")
+    assert r.returncode == 0, r.stderr
+    assert "Domain ID" in r.stdout or "domain" in r.stdout.lower()
+    assert "ingerprint" in r.stdout
+
+
+def test_unknown_key_refused(lazaret, env, workspace):
+    env.write_config(extra_profile='imagee = "x"\n')
+    r = check(lazaret, env, workspace, "-p", "test")
+    assert r.returncode == 1
+    assert str(env.config) in r.stderr
+    assert "imagee" in r.stderr
+    r = lz_run(lazaret, env, workspace, ["true"])
+    assert r.returncode == 125
+    assert b"imagee" in r.stderr
+
+
+def test_bad_profile_name_refused(lazaret, env, workspace):
+    env.config.write_text(f'[storage]\ndata_root = "{env.storage}"\n[profiles."Bad.Name"]\nimage = "x"\n')
+    r = check(lazaret, env, workspace, "-p", "Bad.Name")
+    assert r.returncode == 1
+    assert ":3:" in r.stderr or ":3" in r.stderr
+
+
+def test_missing_env_reference_refused(lazaret, env, workspace):
+    env.write_config(extra_profile='env = { TOKEN = "env:LZ_SURELY_UNSET_VAR" }\n')
+    r = check(lazaret, env, workspace, "-p", "test")
+    assert r.returncode == 1
+    assert "LZ_SURELY_UNSET_VAR" in r.stderr
+
+
+def test_env_values_reach_sandbox_but_not_output(lazaret, env, workspace):
+    env.write_config(extra_profile='env = { TOKEN = "env:LZ_TEST_TOKEN" }\n')
+    e = env.environ(LZ_TEST_TOKEN="s3cr3t-value")
+    r = subprocess.run([lazaret, "config", "check", "-p", "test"], cwd=workspace, env=e,
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert "s3cr3t-value" not in r.stdout + r.stderr
+    r = subprocess.run([lazaret, "run", "-p", "test", "--", "sh", "-c", "echo $TOKEN"], cwd=workspace, env=e,
+                       capture_output=True, timeout=120)
+    assert r.stdout == b"s3cr3t-value\n"
+    # Never written to disk: not in the Storage Root nor the runtime dir.
+    hits = subprocess.run(["grep", "-rl", "s3cr3t-value", str(env.storage), str(env.runtime)],
+                          capture_output=True, text=True)
+    assert hits.stdout == ""
+
+
+def test_config_inside_workspace_refused(lazaret, env, workspace):
+    cfg = workspace / "lazaret.toml"
+    cfg.write_text(env.config.read_text())
+    r = check(lazaret, env, workspace, "--config", str(cfg), "-p", "test")
+    assert r.returncode == 1
+    assert "workspace" in r.stderr
+
+
+def test_unknown_profile_refused(lazaret, env, workspace):
+    r = lz_run(lazaret, env, workspace, ["true"], profile="nosuch")
+    assert r.returncode == 125
+    assert b"nosuch" in r.stderr

@@ -1,0 +1,99 @@
+"""Interactive sessions through a real PTY (pexpect)."""
+import os
+import signal
+import subprocess
+import time
+
+import pexpect
+import pytest
+
+from conftest import user_processes, wait_until
+
+PROMPT = r"[#$] "
+
+
+def spawn(lazaret, env, workspace, args=(), rows=24, cols=80):
+    c = pexpect.spawn(lazaret, ["run", "-p", "test", *args], cwd=str(workspace), env=env.environ(),
+                      encoding="utf-8", timeout=60, dimensions=(rows, cols))
+    return c
+
+
+def test_shell_is_a_terminal_and_follows_resize(lazaret, env, workspace):
+    c = spawn(lazaret, env, workspace)
+    c.expect(PROMPT)
+    c.sendline("test -t 0 && echo IS-A-TTY; stty size; pwd")
+    c.expect("IS-A-TTY")
+    c.expect("24 80")
+    c.expect("/workspace")
+    c.setwinsize(50, 132)
+    # The resize is delivered asynchronously: ask until the shell sees it.
+    for _ in range(50):
+        c.sendline("stty size")
+        i = c.expect(["50 132", "24 80"])
+        if i == 0:
+            break
+    else:
+        pytest.fail("resize never reached the sandbox")
+    c.sendline("exit 0")
+    c.expect(pexpect.EOF)
+    c.close()
+    assert c.exitstatus == 0
+
+
+def test_ctrl_c_ctrl_z_ctrl_backslash(lazaret, env, workspace):
+    c = spawn(lazaret, env, workspace)
+    c.expect(PROMPT)
+    c.sendline("sleep 100; echo status=$?")
+    # Wait until sleep runs in the guest before interrupting it.
+    c.expect("sleep 100")
+    time.sleep(0.5)
+    c.sendintr()
+    c.expect("status=130")
+    c.sendline("sleep 101")
+    c.expect("sleep 101")
+    time.sleep(0.5)
+    c.sendcontrol("z")
+    c.expect("Stopped")
+    c.sendline("kill -9 %1; echo killed")
+    c.expect("killed")
+    c.sendline("sleep 102; echo status=$?")
+    c.expect("sleep 102")
+    time.sleep(0.5)
+    c.sendcontrol("\\")
+    c.expect("status=131")
+    c.sendline("exit 7")
+    c.expect(pexpect.EOF)
+    c.close()
+    assert c.exitstatus == 7
+
+
+def test_command_with_tty_exit_status(lazaret, env, workspace):
+    c = spawn(lazaret, env, workspace, ["--", "sh", "-c", "test -t 1 && echo TTYOUT; exit 3"])
+    c.expect("TTYOUT")
+    c.expect(pexpect.EOF)
+    c.close()
+    assert c.exitstatus == 3
+
+
+def test_terminal_restored_after_coordinator_killed(lazaret, env, workspace):
+    """kill -9 of the Host Coordinator: the client restores the terminal and says why."""
+    sh = pexpect.spawn("/bin/bash", ["--norc", "--noprofile"], cwd=str(workspace), env=env.environ(PS1="HOST$ "),
+                       encoding="utf-8", timeout=60)
+    sh.expect("HOST\\$ ")
+    sh.sendline("stty -g > /tmp/.lz-stty-before-$PPID; echo saved")
+    sh.expect("saved")
+    sh.expect("HOST\\$ ")
+    sh.sendline(f"{lazaret} run -p test; echo client-exit=$?")
+    sh.expect(PROMPT)
+    coords = user_processes("lazaret __coordinator")
+    assert len(coords) == 1
+    os.kill(coords[0], signal.SIGKILL)
+    sh.expect("client-exit=125")
+    sh.expect("HOST\\$ ")
+    assert "ended unexpectedly" in sh.before
+    sh.sendline("stty -g | cmp - /tmp/.lz-stty-before-$PPID && echo RESTORED; rm -f /tmp/.lz-stty-before-$PPID")
+    sh.expect("RESTORED")
+    sh.sendline("exit")
+    sh.expect(pexpect.EOF)
+    # The orphaned Supervisor notices and stops the sandbox.
+    assert wait_until(lambda: not user_processes("runsc"), timeout=45)
