@@ -30,10 +30,11 @@
 #define DRAIN_TIMEOUT_MS 5000
 
 char *lz_domain_socket_path(const char *rt, const char *hex) {
-    return lz_xasprintf("%s/%s.sock", rt, hex);
+    /* 128 bits of the Domain ID keep the path within sun_path. */
+    return lz_xasprintf("%s/%.32s.sock", rt, hex);
 }
 char *lz_domain_start_lock_path(const char *rt, const char *hex) {
-    return lz_xasprintf("%s/%s.start", rt, hex);
+    return lz_xasprintf("%s/%.32s.start", rt, hex);
 }
 
 static long now_ms(void) {

@@ -55,7 +55,8 @@ class Env:
         self.base = base
         self.home = base / "home"
         self.config_home = base / "config"
-        self.runtime = base / "run"
+        # A short runtime directory: Unix socket paths are limited to 108 bytes.
+        self.runtime = Path(tempfile.mkdtemp(prefix="lzrt", dir="/tmp"))
         for d in (self.home, self.config_home, self.runtime):
             d.mkdir(parents=True, exist_ok=True)
         os.chmod(self.runtime, 0o700)
