@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs the benchmarks as the unprivileged test user against build/.
+# Usage: bench/run.sh [cold_start] (default: all)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TEST_USER=${LAZARET_TEST_USER:-lztest}
+stage=$(mktemp -d /var/tmp/lazaret-bench.XXXXXX)
+trap 'rm -rf "$stage"' EXIT
+cp build/lazaret build/lazaret-init "$stage/"
+[ -x build/lazaret-router ] && cp build/lazaret-router "$stage/"
+cp bench/*.py tests/fixtures/make-busybox-oci.sh "$stage/"
+chmod -R a+rX "$stage"
+as_user() {
+    if [ "$(id -u)" -eq 0 ]; then
+        chown -R "$TEST_USER:" "$stage"
+        runuser -u "$TEST_USER" -- env -i PATH=/usr/bin:/bin HOME="$(getent passwd "$TEST_USER" | cut -d: -f6)" "$@"
+    else
+        "$@"
+    fi
+}
+as_user sh "$stage/make-busybox-oci.sh" "$stage/busybox-oci" >/dev/null
+for b in ${1:-cold_start}; do
+    as_user /usr/bin/python3 "$stage/$b.py" --lazaret "$stage/lazaret" --image "oci:$stage/busybox-oci"
+done
