@@ -28,10 +28,16 @@ def test_unknown_key_refused(lazaret, env, workspace):
 
 
 def test_bad_profile_name_refused(lazaret, env, workspace):
-    env.config.write_text(f'[storage]\ndata_root = "{env.storage}"\n[profiles."Bad.Name"]\nimage = "x"\n')
+    # A bad name on the command line...
     r = check(lazaret, env, workspace, "-p", "Bad.Name")
     assert r.returncode == 1
-    assert ":3:" in r.stderr or ":3" in r.stderr
+    assert "Bad.Name" in r.stderr
+    # ...and in the file, even when another profile is selected.
+    env.config.write_text(f'[storage]\ndata_root = "{env.storage}"\n[profiles.test]\nimage = "x"\n'
+                          f'[profiles."Bad.Name"]\nimage = "x"\n')
+    r = check(lazaret, env, workspace, "-p", "test")
+    assert r.returncode == 1
+    assert f"{env.config}:5" in r.stderr, r.stderr
 
 
 def test_missing_env_reference_refused(lazaret, env, workspace):

@@ -18,6 +18,14 @@ def spawn(lazaret, env, workspace, args=(), rows=24, cols=80):
     return c
 
 
+def start_guest_sleep(c, n):
+    """Starts a foreground job in the guest shell and returns once it runs:
+    the job announces itself, then sleeps. (Not `exec sleep`: a ^Z that lands
+    during that exec is lost in gVisor 20240729.)"""
+    c.sendline(f"sh -c 'echo STAR\"\"TED-{n}; sleep {n}'")
+    c.expect(f"STARTED-{n}")
+
+
 def test_shell_is_a_terminal_and_follows_resize(lazaret, env, workspace):
     c = spawn(lazaret, env, workspace)
     c.expect(PROMPT)
@@ -43,23 +51,31 @@ def test_shell_is_a_terminal_and_follows_resize(lazaret, env, workspace):
 def test_ctrl_c_ctrl_z_ctrl_backslash(lazaret, env, workspace):
     c = spawn(lazaret, env, workspace)
     c.expect(PROMPT)
-    c.sendline("sleep 100; echo status=$?")
-    # Wait until sleep runs in the guest before interrupting it.
-    c.expect("sleep 100")
-    time.sleep(0.5)
+    start_guest_sleep(c, 100)
     c.sendintr()
+    c.expect(PROMPT)
+    c.sendline("echo status=$?")
     c.expect("status=130")
-    c.sendline("sleep 101")
-    c.expect("sleep 101")
-    time.sleep(0.5)
-    c.sendcontrol("z")
-    c.expect("Stopped")
+    start_guest_sleep(c, 101)
+    # A ^Z forwarded in the instant the guest job starts can be lost in
+    # runsc 20240729's exec signal forwarding: press again, bounded.
+    for _ in range(5):
+        c.sendcontrol("z")
+        if c.expect(["Stopped", pexpect.TIMEOUT], timeout=3) == 0:
+            break
+    else:
+        pytest.fail("^Z never stopped the guest job")
     c.sendline("kill -9 %1; echo killed")
     c.expect("killed")
-    c.sendline("sleep 102; echo status=$?")
-    c.expect("sleep 102")
-    time.sleep(0.5)
-    c.sendcontrol("\\")
+    start_guest_sleep(c, 102)
+    for _ in range(5):  # see ^Z above
+        c.sendcontrol("\\")
+        if c.expect(["Quit", pexpect.TIMEOUT], timeout=3) == 0:
+            break
+    else:
+        pytest.fail("^\\ never reached the guest job")
+    c.expect(PROMPT)
+    c.sendline("echo status=$?")
     c.expect("status=131")
     c.sendline("exit 7")
     c.expect(pexpect.EOF)
@@ -88,9 +104,9 @@ def test_terminal_restored_after_coordinator_killed(lazaret, env, workspace):
     coords = user_processes("lazaret __coordinator")
     assert len(coords) == 1
     os.kill(coords[0], signal.SIGKILL)
+    sh.expect("ended unexpectedly")
     sh.expect("client-exit=125")
     sh.expect("HOST\\$ ")
-    assert "ended unexpectedly" in sh.before
     sh.sendline("stty -g | cmp - /tmp/.lz-stty-before-$PPID && echo RESTORED; rm -f /tmp/.lz-stty-before-$PPID")
     sh.expect("RESTORED")
     sh.sendline("exit")

@@ -17,7 +17,7 @@ def test_edits_flow_both_ways(lazaret, env, workspace):
 
 
 def test_cwd_is_workspace(lazaret, env, workspace):
-    r = lz_run(lazaret, env, workspace, ["pwd"])
+    r = lz_run(lazaret, env, workspace, ["sh", "-c", "pwd"])
     assert r.stdout == b"/workspace\n"
 
 
