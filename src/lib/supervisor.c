@@ -80,18 +80,18 @@ static unsigned long ns_ino(const char *which) {
 struct tail { char buf[2048]; size_t len; };
 static void tail_add(struct tail *t, const char *b, size_t n) {
     (void)!write(2, b, n);
-    if (n >= sizeof t->buf) {
-        memcpy(t->buf, b + n - sizeof t->buf + 1, sizeof t->buf - 1);
-        t->len = sizeof t->buf - 1;
-    } else {
-        if (t->len + n >= sizeof t->buf) {
-            size_t drop = t->len + n - (sizeof t->buf - 1);
-            memmove(t->buf, t->buf + drop, t->len - drop);
-            t->len -= drop;
-        }
-        memcpy(t->buf + t->len, b, n);
-        t->len += n;
+    const size_t cap = sizeof t->buf - 1;
+    if (n > cap) {
+        b += n - cap;
+        n = cap;
     }
+    if (t->len + n > cap) {
+        size_t drop = t->len + n - cap;
+        memmove(t->buf, t->buf + drop, t->len - drop);
+        t->len -= drop;
+    }
+    memcpy(t->buf + t->len, b, n);
+    t->len += n;
     t->buf[t->len] = '\0';
 }
 static const char *tail_last_line(struct tail *t) {
