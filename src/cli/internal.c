@@ -49,7 +49,8 @@ static int supervisor(int argc, char **argv) {
         { "ctl-fd", required_argument, NULL, 'c' }, { "runsc", required_argument, NULL, 'r' },
         { "state", required_argument, NULL, 's' },  { "bundle", required_argument, NULL, 'b' },
         { "id", required_argument, NULL, 'i' },     { "overlay", required_argument, NULL, 'o' },
-        { 0 },
+        { "router", required_argument, NULL, 'R' }, { "workspace", required_argument, NULL, 'w' },
+        { "view", required_argument, NULL, 'v' },   { 0 },
     };
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -60,10 +61,14 @@ static int supervisor(int argc, char **argv) {
         case 'b': a.bundle_dir = optarg; break;
         case 'i': a.container_id = optarg; break;
         case 'o': a.overlay_dir = optarg; break;
+        case 'R': a.router = optarg; break;
+        case 'w': a.workspace = optarg; break;
+        case 'v': a.view = optarg; break;
         default: return LZ_EXIT_USAGE;
         }
     }
-    if (a.ctl_fd < 0 || !a.runsc || !a.state_dir || !a.bundle_dir || !a.container_id || !a.overlay_dir) {
+    if (a.ctl_fd < 0 || !a.runsc || !a.state_dir || !a.bundle_dir || !a.container_id || !a.overlay_dir ||
+        !a.router || !a.workspace || !a.view) {
         lz_cli_error("__supervisor: missing arguments");
         return LZ_EXIT_USAGE;
     }

@@ -81,8 +81,8 @@ struct session {
 struct hc {
     const struct lz_coordinator_args *a;
     struct lz_config *cfg;
-    char *rt, *gen_dir, *state_dir, *bundle_dir, *overlay_dir, *sock_path;
-    char *runsc, *shell;
+    char *rt, *gen_dir, *state_dir, *bundle_dir, *overlay_dir, *sock_path, *view;
+    char *runsc, *shell, *router;
     char container_id[32];
     struct lz_child rs;
     int rs_ctl;
@@ -269,8 +269,9 @@ static int start_generation(struct hc *h, struct lz_error *err) {
     h->state_dir = lz_xasprintf("%s/runsc", h->gen_dir);
     h->bundle_dir = lz_xasprintf("%s/bundle", h->gen_dir);
     h->overlay_dir = lz_xasprintf("%s/overlay", c->domain_dir);
+    h->view = lz_xasprintf("%s/workspace", h->gen_dir);
     if ((r = lz_mkdir_p(h->state_dir, 0700)) < 0 || (r = lz_mkdir_p(h->bundle_dir, 0700)) < 0 ||
-        (r = lz_mkdir_p(h->overlay_dir, 0700)) < 0)
+        (r = lz_mkdir_p(h->overlay_dir, 0700)) < 0 || (r = lz_mkdir_p(h->view, 0700)) < 0)
         return lz_error_set(err, r, "cannot create runtime directories under %s: %s", h->gen_dir,
                             strerror(-r));
 
@@ -278,6 +279,8 @@ static int start_generation(struct hc *h, struct lz_error *err) {
         return r;
     _cleanup_free_ char *init = NULL;
     if ((r = lz_libexec_path("lazaret-init", &init, err)) < 0)
+        return r;
+    if ((r = lz_libexec_path("lazaret-router", &h->router, err)) < 0)
         return r;
     if (find_shell(h->a->rootfs, &h->shell) < 0)
         h->shell = lz_xstrdup("/bin/sh");
@@ -292,7 +295,7 @@ static int start_generation(struct hc *h, struct lz_error *err) {
         binds[nb++] = (struct lz_oci_bind){ lz_xstrdup(v->host), lz_xstrdup(v->container), v->read_only };
     }
     struct lz_sandbox_spec spec = {
-        .rootfs = h->a->rootfs, .workspace = c->workspace, .init_path = init,
+        .rootfs = h->a->rootfs, .workspace = c->workspace, .view = h->view, .init_path = init,
         .hostname = "lazaret", .netns_path = NULL, .binds = binds, .n_binds = nb,
     };
     _cleanup_free_ char *json = NULL;
@@ -320,7 +323,8 @@ static int start_generation(struct hc *h, struct lz_error *err) {
     char *argv[] = { self, (char *)"__supervisor", (char *)"--ctl-fd", fdstr,
                      (char *)"--runsc", h->runsc, (char *)"--state", h->state_dir,
                      (char *)"--bundle", h->bundle_dir, (char *)"--id", h->container_id,
-                     (char *)"--overlay", h->overlay_dir, NULL };
+                     (char *)"--overlay", h->overlay_dir, (char *)"--router", h->router,
+                     (char *)"--workspace", c->workspace, (char *)"--view", h->view, NULL };
     int keep[] = { sp[1] };
     struct lz_spawn_opts o = {
         .path = self, .argv = argv, .stdin_fd = -1, .stdout_fd = 2, .stderr_fd = 2,
@@ -1106,6 +1110,8 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
     free(h.state_dir);
     free(h.bundle_dir);
     free(h.overlay_dir);
+    free(h.view);
+    free(h.router);
     free(h.sock_path);
     free(h.runsc);
     free(h.shell);

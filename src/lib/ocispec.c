@@ -65,12 +65,12 @@ static mode_t type_at(int dirfd, const char *name) {
     return st.st_mode & S_IFMT;
 }
 
-int lz_oci_workspace_mounts(const char *ws, struct lz_oci_bind **binds, size_t *n_binds,
+int lz_oci_workspace_mounts(const char *ws, const char *view, struct lz_oci_bind **binds, size_t *n_binds,
                             char ***tmpfs, size_t *n_tmpfs, struct lz_error *err) {
     _cleanup_close_ int wfd = open(ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (wfd < 0)
         return lz_error_set(err, -errno, "cannot open workspace %s: %s", ws, strerror(errno));
-    add_bind(binds, n_binds, ws, "/workspace", false);
+    add_bind(binds, n_binds, view, "/workspace", false);
 
     mode_t git = type_at(wfd, ".git");
     if (git == S_IFDIR) {
@@ -80,7 +80,8 @@ int lz_oci_workspace_mounts(const char *ws, struct lz_oci_bind **binds, size_t *
             return lz_error_set(err, -errno, "cannot open %s: %s", gitdir, strerror(errno));
         /* .git bound onto itself: the agent cannot rename it away and
          * plant a new one whose config the host's Git would read. */
-        add_bind(binds, n_binds, gitdir, "/workspace/.git", false);
+        _cleanup_free_ char *vgit = lz_xasprintf("%s/.git", view);
+        add_bind(binds, n_binds, vgit, "/workspace/.git", false);
         if (type_at(gfd, "config") == S_IFREG) {
             _cleanup_free_ char *cfg = lz_xasprintf("%s/config", gitdir);
             add_bind(binds, n_binds, cfg, "/workspace/.git/config", true);
@@ -97,7 +98,7 @@ int lz_oci_workspace_mounts(const char *ws, struct lz_oci_bind **binds, size_t *
     } else if (git == S_IFREG) {
         /* A gitfile (linked worktree or submodule): keep it read-only so
          * it cannot be pointed at an agent-written repository. */
-        _cleanup_free_ char *gf = lz_xasprintf("%s/.git", ws);
+        _cleanup_free_ char *gf = lz_xasprintf("%s/.git", view);
         add_bind(binds, n_binds, gf, "/workspace/.git", true);
     } else if (git != 0) {
         return lz_error_set(err, -EINVAL, "%s/.git is neither a directory nor a file: refusing to start",
@@ -145,7 +146,7 @@ int lz_oci_sandbox_config(const struct lz_sandbox_spec *s, char **ret_json, stru
     struct lz_oci_bind *wb = NULL;
     size_t nwb = 0, ntmp = 0;
     char **tmpd = NULL;
-    int r = lz_oci_workspace_mounts(s->workspace, &wb, &nwb, &tmpd, &ntmp, err);
+    int r = lz_oci_workspace_mounts(s->workspace, s->view ? s->view : s->workspace, &wb, &nwb, &tmpd, &ntmp, err);
     if (r < 0) {
         json_decref(root);
         json_decref(mounts);

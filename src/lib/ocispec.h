@@ -27,6 +27,7 @@ struct lz_oci_bind {
 struct lz_sandbox_spec {
     const char *rootfs;        /* prepared lower (absolute, no symlinks) */
     const char *workspace;     /* canonical workspace */
+    const char *view;          /* the router's view of it (source of /workspace) */
     const char *init_path;     /* host path of lazaret-init */
     const char *hostname;
     const char *netns_path;    /* NULL: runsc's own empty network namespace */
@@ -35,9 +36,12 @@ struct lz_sandbox_spec {
 };
 
 /* Builds the workspace mount list (the Git protection layout) by looking
- * at the workspace through dirfd-relative, no-follow lookups. Appends to
- * *binds / *tmpfs_dests. */
-int lz_oci_workspace_mounts(const char *workspace, struct lz_oci_bind **binds, size_t *n_binds,
+ * at the workspace through dirfd-relative, no-follow lookups. Writable
+ * sources come from `view` (the router's FUSE view, which enforces the Git
+ * policy); the read-only `.git/config` is bound from the workspace itself
+ * so that the host's atomic replaces stay visible. Appends to *binds /
+ * *tmpfs_dests. */
+int lz_oci_workspace_mounts(const char *workspace, const char *view, struct lz_oci_bind **binds, size_t *n_binds,
                             char ***tmpfs_dests, size_t *n_tmpfs, struct lz_error *err);
 
 int lz_oci_sandbox_config(const struct lz_sandbox_spec *s, char **ret_json, struct lz_error *err);

@@ -190,8 +190,56 @@ static void stop_sandbox(const struct lz_supervisor_args *a, struct lz_child *ru
     reap_orphans_except(NULL);
 }
 
+/* Starts lazaret-router on the workspace and waits until it has mounted. */
+static int start_router(const struct lz_supervisor_args *a, struct lz_child *ret, char *msg, size_t msglen) {
+    int rp[2];
+    if (pipe2(rp, O_CLOEXEC) < 0)
+        return -errno;
+    char fdstr[16];
+    snprintf(fdstr, sizeof fdstr, "%d", rp[1]);
+    char *argv[] = { (char *)a->router, (char *)"--source", (char *)a->workspace, (char *)"--mountpoint",
+                     (char *)a->view, (char *)"--ready-fd", fdstr, NULL };
+    int keep[] = { rp[1] };
+    struct lz_spawn_opts o = { .path = a->router, .argv = argv, .stdin_fd = -1, .stdout_fd = 2,
+                               .stderr_fd = 2, .keep_fds = keep, .n_keep_fds = 1, .setns_pidfd = -1,
+                               .pdeathsig = SIGTERM };
+    int r = lz_spawn(&o, ret);
+    close(rp[1]);
+    if (r < 0) {
+        close(rp[0]);
+        snprintf(msg, msglen, "cannot start lazaret-router: %s", strerror(-r));
+        return r;
+    }
+    char b[16] = "";
+    struct pollfd p = { .fd = rp[0], .events = POLLIN };
+    ssize_t n = -1;
+    if (poll(&p, 1, 15000) > 0)
+        n = read(rp[0], b, sizeof b - 1);
+    close(rp[0]);
+    if (n >= 5 && !strncmp(b, "ready", 5))
+        return 0;
+    snprintf(msg, msglen, "lazaret-router did not mount the workspace view (see the coordinator log)");
+    int st;
+    lz_child_signal(ret, SIGKILL);
+    lz_child_wait(ret, -1, &st);
+    return -EIO;
+}
+
+static void stop_router(const struct lz_supervisor_args *a, struct lz_child *router) {
+    if (router->pidfd < 0)
+        return;
+    int st;
+    lz_child_signal(router, SIGTERM);
+    if (rs_wait(router, 5000, &st) == -ETIMEDOUT) {
+        lz_child_signal(router, SIGKILL);
+        rs_wait(router, -1, &st);
+    }
+    umount2(a->view, MNT_DETACH);
+}
+
 int lz_supervisor_main(const struct lz_supervisor_args *a) {
     int ctl = a->ctl_fd;
+    struct lz_child router = LZ_CHILD_NULL;
     if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
         ctl_send(ctl, "fail cannot become a child subreaper: %s", strerror(errno));
         return 1;
@@ -220,6 +268,12 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
         return 1;
     }
 
+    char msg[512];
+    if ((r = start_router(a, &router, msg, sizeof msg)) < 0) {
+        ctl_send(ctl, "fail %s", msg);
+        return 1;
+    }
+
     int outp[2], errp[2];
     if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
         ctl_send(ctl, "fail pipe: %s", strerror(errno));
@@ -238,6 +292,7 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
     close(errp[1]);
     if (r < 0) {
         ctl_send(ctl, "fail cannot start runsc: %s", strerror(-r));
+        stop_router(a, &router);
         return 1;
     }
     struct tail t = { .len = 0 };
@@ -262,6 +317,7 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
                 ctl_send(ctl, "fail the sandbox did not start within %d s (runsc: %s)",
                          a->start_timeout_ms / 1000, tail_last_line(&t));
                 stop_sandbox(a, &runsc);
+                stop_router(a, &router);
                 return 1;
             }
             timeout = (int)left;
@@ -321,6 +377,7 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
         }
         if (stopping) {
             stop_sandbox(a, &runsc);
+                stop_router(a, &router);
             ctl_send(ctl, "exited 0");
             break;
         }
@@ -333,6 +390,7 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
                 else
                     ctl_send(ctl, "exited %d", st);
                 stop_sandbox(a, &runsc);
+                stop_router(a, &router);
                 exit_code = ready ? 0 : 1;
                 break;
             }

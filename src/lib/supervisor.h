@@ -11,6 +11,11 @@
  * RS -> HC messages are text: "ready <netns-ino> <userns-ino> <mntns-ino>",
  * "fail <message>", "exited <status>". HC -> RS: "stop". End of file on the
  * channel (the coordinator died) stops the sandbox too.
+ *
+ * Before runsc starts, the RS mounts the workspace view: lazaret-router
+ * (FUSE, the Git policy) serving the workspace at `view`, which the OCI
+ * spec names as the source of /workspace. The router is stopped after the
+ * sandbox, and its mount goes away with the RS's mount namespace.
  */
 #pragma once
 
@@ -25,6 +30,9 @@ struct lz_supervisor_args {
     const char *bundle_dir;    /* holds config.json */
     const char *container_id;
     const char *overlay_dir;   /* filestore of the root overlay */
+    const char *router;        /* lazaret-router binary */
+    const char *workspace;     /* canonical workspace (router source) */
+    const char *view;          /* where the router mounts the workspace view */
     int start_timeout_ms;
 };
 
