@@ -40,6 +40,10 @@ if [ ! -f build/build.ninja ]; then
     meson setup build --werror >/dev/null
 fi
 ninja -C build >/dev/null
+step "static analysis (cppcheck)"
+cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr -D_GNU_SOURCE \
+    -Isrc/lib --suppress=missingIncludeSystem src/ && echo "cppcheck: clean"
+
 step "unit tests"
 meson test -C build --print-errorlogs
 
