@@ -87,11 +87,30 @@ ATTACKS = {
     "gitfile-in-subdir": ("mkdir -p evilrepo/objects evilrepo/refs sub2 && echo 'ref: refs/heads/main' > evilrepo/HEAD && "
                           "printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = {cmd}\\n' > evilrepo/config && "
                           "echo 'gitdir: ../evilrepo' > sub2/.git"),
-    "modules-config": ("mkdir -p .git/modules/m && printf '[core]\\n\\tfsmonitor = {cmd}\\n' > .git/modules/m/config && "
-                       "printf '[submodule \"m\"]\\n\\tpath = m\\n\\turl = ./m\\n' > .gitmodules && mkdir -p m && echo 'gitdir: ../.git/modules/m' > m/.git"),
+    "modules-config": ("mkdir -p .git/modules/m/objects .git/modules/m/refs && echo 'ref: refs/heads/main' > .git/modules/m/HEAD; "
+                       "printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = {cmd}\\n' > .git/modules/m/config; "
+                       "printf '[submodule \"m\"]\\n\\tpath = m\\n\\turl = ./m\\n' > .gitmodules; mkdir -p m; "
+                       "echo 'gitdir: ../.git/modules/m' > m/.git; "
+                       "git -c safe.directory='*' update-index --add --cacheinfo 160000,$(git -c safe.directory='*' rev-parse HEAD),m"),
     "alternates": "mkdir -p /workspace/altobj && echo /workspace/altobj > .git/objects/info/alternates",
     "worktrees": ("mkdir -p .git/worktrees/w && echo ../.. > .git/worktrees/w/commondir && "
                   "printf '[core]\\n\\tfsmonitor = {cmd}\\n' > .git/worktrees/w/config.worktree"),
+}
+
+
+# What each attack must not leave on the host (besides the sentinel).
+PLANTED = {
+    "config-append": [], "config-replace": [], "config-unlink": [],
+    "hooks": [".git/hooks/pre-commit", ".git/hooks/post-commit"],
+    "hooks-dir-swap": [".git/hooks.old", ".git/hooks/pre-commit"],
+    "dotgit-rename": [".git-moved"],
+    "commondir": [".git/commondir"],
+    "config-worktree": [".git/config.worktree"],
+    "nested-repo": ["sub/.git"],
+    "gitfile-in-subdir": ["sub2/.git"],
+    "modules-config": [".git/modules/m/config", "m/.git"],
+    "alternates": [".git/objects/info/alternates"],
+    "worktrees": [".git/worktrees/w/commondir", ".git/worktrees/w/config.worktree"],
 }
 
 
@@ -102,8 +121,12 @@ def test_git_attack_defeated(lazaret, debian, tmp_path, name):
     sentinel = tmp_path / "SENTINEL"
     cmd = f"touch {sentinel}"
     script = "cd /workspace; " + ATTACKS[name].format(cmd=cmd) + "; true"
+    config_before = (ws / ".git" / "config").read_bytes()
     r = inside(lazaret, debian, ws, script)
     assert r.returncode == 0, r.stderr.decode()
+    planted = [p for p in PLANTED[name] if (ws / p).exists() or (ws / p).is_symlink()]
+    assert planted == [], f"attack {name!r} planted {planted} on the host"
+    assert (ws / ".git" / "config").read_bytes() == config_before
     # Now the developer uses the host's own git everywhere in the tree.
     (ws / "README").write_text("developer edit\n")
     for d in [ws, ws / "subdir", ws / "sub", ws / "sub2", ws / "m", ws / "evil"]:
