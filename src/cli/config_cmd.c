@@ -1,0 +1,86 @@
+/* config_cmd.c — `lazaret config check`: load, validate and resolve the
+ * trusted host configuration for the current directory and print it. */
+#include <getopt.h>
+
+#include "cli.h"
+#include "config.h"
+
+static void usage(FILE *out) {
+    fputs("Usage: lazaret config check [--config FILE] [-p|--profile NAME]\n"
+          "\n"
+          "Loads, validates and resolves the trusted host configuration with the\n"
+          "current directory as the workspace, then prints it with environment\n"
+          "values redacted, followed by the Domain ID and the Configuration\n"
+          "Fingerprint. See lazaret.toml(5).\n"
+          "\n"
+          "  --config FILE        read FILE instead of $XDG_CONFIG_HOME/lazaret/config.toml\n"
+          "  -p, --profile NAME   select profile NAME (default: \"default\")\n"
+          "  -h, --help           show this help\n",
+          out);
+}
+
+int lz_cmd_config(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return LZ_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(stdout);
+        return LZ_EXIT_OK;
+    }
+    if (strcmp(argv[1], "check") != 0) {
+        lz_cli_error("config: unknown subcommand \"%s\" (expected \"check\")", argv[1]);
+        return LZ_EXIT_USAGE;
+    }
+
+    static const struct option longopts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "profile", required_argument, NULL, 'p' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    struct lz_config_opts opts = { 0 };
+    int sub_argc = argc - 1;
+    char **sub_argv = argv + 1;
+    int c;
+    optind = 0; /* glibc: full re-initialization, main may have used getopt */
+    opterr = 0;
+    while ((c = getopt_long(sub_argc, sub_argv, "+:p:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            opts.config_path = optarg;
+            break;
+        case 'p':
+            opts.profile = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return LZ_EXIT_OK;
+        case ':':
+            lz_cli_error("config check: option %s needs an argument", sub_argv[optind - 1]);
+            return LZ_EXIT_USAGE;
+        default:
+            lz_cli_error("config check: unknown option %s", sub_argv[optind - 1]);
+            return LZ_EXIT_USAGE;
+        }
+    }
+    if (optind < sub_argc) {
+        lz_cli_error("config check: unexpected argument \"%s\"", sub_argv[optind]);
+        return LZ_EXIT_USAGE;
+    }
+
+    struct lz_error err = { 0 };
+    _cleanup_config_ struct lz_config *cfg = NULL;
+    if (lz_config_load(&opts, &cfg, &err) < 0) {
+        lz_cli_error("%s", err.msg);
+        return LZ_EXIT_FAILURE;
+    }
+    if (cfg->builtin_default)
+        lz_cli_error("no configuration file found; using the built-in profile \"%s\"", LZ_DEFAULT_PROFILE);
+    lz_config_print(stdout, cfg);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        lz_cli_error("cannot write to standard output: %s", strerror(errno));
+        return LZ_EXIT_FAILURE;
+    }
+    return LZ_EXIT_OK;
+}

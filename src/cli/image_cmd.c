@@ -1,0 +1,291 @@
+/* image_cmd.c — `lazaret image bootstrap|ls|prepare`: the base images and
+ * prepared lowers of the Storage Root (see image.h). */
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "config.h"
+#include "image.h"
+
+static void usage(FILE *out) {
+    fputs("Usage: lazaret image COMMAND [--config FILE]\n"
+          "\n"
+          "Commands:\n"
+          "  bootstrap [--suite SUITE]  build the default base image with mmdebstrap\n"
+          "                             (stored as builtin:debian-SUITE; default bookworm)\n"
+          "  ls [--json]                list stored images and prepared lowers\n"
+          "  prepare REF [--json]       import REF if needed and prepare its lower; REF is\n"
+          "                             builtin:debian-SUITE, oci:PATH[:TAG],\n"
+          "                             oci-archive:PATH, docker-archive:PATH or a registry\n"
+          "                             reference such as docker.io/library/debian:bookworm\n"
+          "\n"
+          "Options:\n"
+          "  --config FILE              read FILE instead of the default configuration\n"
+          "  -h, --help                 show this help\n",
+          out);
+}
+
+/* ---- progress display ---- */
+
+struct progress_ui {
+    bool tty;
+    bool line_open;
+    unsigned width;
+    char phase[512];
+    int pct;
+    uint64_t shown;
+};
+
+static void human_bytes(uint64_t n, char *out, size_t size) {
+    if (n >= (UINT64_C(1) << 30))
+        snprintf(out, size, "%.1f GiB", (double)n / (double)(UINT64_C(1) << 30));
+    else if (n >= (UINT64_C(1) << 20))
+        snprintf(out, size, "%.1f MiB", (double)n / (double)(UINT64_C(1) << 20));
+    else if (n >= 1024)
+        snprintf(out, size, "%.1f KiB", (double)n / 1024.0);
+    else
+        snprintf(out, size, "%" PRIu64 " B", n);
+}
+
+static void on_progress(void *ud, const char *phase, uint64_t done, uint64_t total) {
+    struct progress_ui *ui = ud;
+    bool same = strncmp(ui->phase, phase, sizeof ui->phase - 1) == 0;
+    if (!ui->tty) {
+        /* One line per phase: logs stay readable. */
+        if (!same) {
+            fprintf(stderr, "%s\n", phase);
+            snprintf(ui->phase, sizeof ui->phase, "%s", phase);
+        }
+        return;
+    }
+    int pct = total ? (int)(done * 100 / total) : -1;
+    if (same && pct == ui->pct && (total || done - ui->shown < (UINT64_C(1) << 20)))
+        return;
+    snprintf(ui->phase, sizeof ui->phase, "%s", phase);
+    ui->pct = pct;
+    ui->shown = done;
+    char a[32] = "", b[32] = "", tail[96] = "";
+    if (total) {
+        human_bytes(done, a, sizeof a);
+        human_bytes(total, b, sizeof b);
+        snprintf(tail, sizeof tail, " %3d%% (%s / %s)", pct > 100 ? 100 : pct, a, b);
+    } else if (done) {
+        human_bytes(done, a, sizeof a);
+        snprintf(tail, sizeof tail, " %s", a);
+    }
+    size_t room = ui->width > strlen(tail) + 1 ? ui->width - strlen(tail) - 1 : 10;
+    fprintf(stderr, "\r\033[K%.*s%s", (int)room, phase, tail);
+    fflush(stderr);
+    ui->line_open = true;
+}
+
+static void progress_init(struct progress_ui *ui) {
+    memset(ui, 0, sizeof *ui);
+    ui->tty = isatty(STDERR_FILENO);
+    ui->pct = -2;
+    struct winsize ws;
+    ui->width = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20 ? ws.ws_col : 80;
+}
+
+static void progress_done(struct progress_ui *ui) {
+    if (ui->tty && ui->line_open)
+        fputs("\r\033[K", stderr);
+    ui->line_open = false;
+}
+
+/* ---- commands ---- */
+
+static int load_data_root(const char *config_path, struct lz_config **ret) {
+    struct lz_config_opts o = { .config_path = config_path, .profile = NULL, .workspace = NULL };
+    struct lz_error err = { 0 };
+    int r = lz_config_load(&o, ret, &err);
+    if (r < 0) {
+        lz_cli_error("%s", err.msg[0] ? err.msg : strerror(-r));
+        return r;
+    }
+    return 0;
+}
+
+static int cmd_bootstrap(const char *data_root, const char *suite) {
+    struct progress_ui ui;
+    progress_init(&ui);
+    struct lz_error err = { 0 };
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int r = lz_image_bootstrap(data_root, suite, on_progress, &ui, &err);
+    progress_done(&ui);
+    if (r < 0) {
+        lz_cli_error("image bootstrap: %s", err.msg[0] ? err.msg : strerror(-r));
+        return LZ_EXIT_FAILURE;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("builtin:debian-%s built in %.0f s\n", suite,
+           (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    return LZ_EXIT_OK;
+}
+
+static int cmd_ls(const char *data_root, bool json) {
+    struct lz_image_list l;
+    struct lz_error err = { 0 };
+    int r = lz_image_list(data_root, &l, &err);
+    if (r < 0) {
+        lz_cli_error("image ls: %s", err.msg[0] ? err.msg : strerror(-r));
+        return LZ_EXIT_FAILURE;
+    }
+    if (json) {
+        json_t *imgs = json_array(), *preps = json_array();
+        for (size_t i = 0; i < l.n_images; i++) {
+            const struct lz_image_info *im = &l.images[i];
+            json_array_append_new(imgs, json_pack("{s:s, s:s, s:s?, s:I}", "name", im->name, "manifest_digest",
+                                                  im->manifest_digest, "config_digest", im->config_digest,
+                                                  "size", (json_int_t)im->size));
+        }
+        for (size_t i = 0; i < l.n_prepared; i++) {
+            const struct lz_prepared_info *p = &l.prepared[i];
+            json_array_append_new(preps, json_pack("{s:s, s:s, s:s, s:s, s:I}", "artifact_id", p->artifact_id,
+                                                   "source_ref", p->source_ref, "manifest_digest",
+                                                   p->manifest_digest, "created", p->created, "size",
+                                                   (json_int_t)p->size));
+        }
+        json_t *root = json_pack("{s:o, s:o}", "images", imgs, "prepared", preps);
+        char *s = json_dumps(root, JSON_INDENT(2));
+        json_decref(root);
+        if (!s) {
+            lz_image_list_clear(&l);
+            return LZ_EXIT_FAILURE;
+        }
+        puts(s);
+        free(s);
+        lz_image_list_clear(&l);
+        return LZ_EXIT_OK;
+    }
+    char sz[32];
+    printf("IMAGES\n");
+    if (!l.n_images)
+        printf("  (none; `lazaret image bootstrap` builds the default)\n");
+    else
+        printf("  %-40s %-19s %10s\n", "NAME", "MANIFEST", "SIZE");
+    for (size_t i = 0; i < l.n_images; i++) {
+        const struct lz_image_info *im = &l.images[i];
+        human_bytes(im->size, sz, sizeof sz);
+        printf("  %-40s %-19.19s %10s\n", im->name, im->manifest_digest, sz);
+    }
+    printf("\nPREPARED LOWERS\n");
+    if (!l.n_prepared)
+        printf("  (none)\n");
+    else
+        printf("  %-12s %-40s %-20s %10s\n", "ARTIFACT", "SOURCE", "CREATED", "SIZE");
+    for (size_t i = 0; i < l.n_prepared; i++) {
+        const struct lz_prepared_info *p = &l.prepared[i];
+        human_bytes(p->size, sz, sizeof sz);
+        printf("  %-12.12s %-40s %-20s %10s\n", p->artifact_id, p->source_ref, p->created, sz);
+    }
+    lz_image_list_clear(&l);
+    return LZ_EXIT_OK;
+}
+
+static int cmd_prepare(const char *data_root, const char *ref, bool json) {
+    struct progress_ui ui;
+    progress_init(&ui);
+    struct lz_error err = { 0 };
+    struct lz_prepared p = { 0 };
+    int r = lz_image_prepare(data_root, ref, on_progress, &ui, &p, &err);
+    progress_done(&ui);
+    if (r < 0) {
+        lz_cli_error("image prepare: %s", err.msg[0] ? err.msg : strerror(-r));
+        return LZ_EXIT_FAILURE;
+    }
+    if (json) {
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "artifact_id", p.artifact_id, "rootfs", p.rootfs,
+                              "manifest_digest", p.manifest_digest, "source_ref", p.source_ref);
+        char *s = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
+        json_decref(o);
+        if (s)
+            puts(s);
+        free(s);
+    } else {
+        printf("%s %s\n", p.artifact_id, p.rootfs);
+    }
+    lz_prepared_clear(&p);
+    return LZ_EXIT_OK;
+}
+
+int lz_cmd_image(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return LZ_EXIT_USAGE;
+    }
+    const char *sub = argv[1];
+    if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
+        usage(stdout);
+        return LZ_EXIT_OK;
+    }
+    if (strcmp(sub, "bootstrap") != 0 && strcmp(sub, "ls") != 0 && strcmp(sub, "prepare") != 0) {
+        lz_cli_error("image: unknown subcommand \"%s\" (expected bootstrap, ls or prepare)", sub);
+        return LZ_EXIT_USAGE;
+    }
+    static const struct option longopts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "suite", required_argument, NULL, 's' },
+        { "json", no_argument, NULL, 'j' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *config_path = NULL, *suite = "bookworm";
+    bool json = false, suite_set = false;
+    int sub_argc = argc - 1;
+    char **sub_argv = argv + 1;
+    int c;
+    optind = 0; /* glibc: full re-initialisation */
+    opterr = 0;
+    while ((c = getopt_long(sub_argc, sub_argv, "+:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            config_path = optarg;
+            break;
+        case 's':
+            suite = optarg;
+            suite_set = true;
+            break;
+        case 'j':
+            json = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return LZ_EXIT_OK;
+        case ':':
+            lz_cli_error("image %s: option %s needs an argument", sub, sub_argv[optind - 1]);
+            return LZ_EXIT_USAGE;
+        default:
+            lz_cli_error("image %s: unknown option %s", sub, sub_argv[optind - 1]);
+            return LZ_EXIT_USAGE;
+        }
+    }
+    bool is_bootstrap = !strcmp(sub, "bootstrap"), is_ls = !strcmp(sub, "ls");
+    if ((suite_set && !is_bootstrap) || (json && is_bootstrap)) {
+        lz_cli_error("image %s: option %s does not apply", sub, suite_set ? "--suite" : "--json");
+        return LZ_EXIT_USAGE;
+    }
+    int want_args = is_bootstrap || is_ls ? 0 : 1;
+    if (sub_argc - optind != want_args) {
+        lz_cli_error("image %s: %s", sub, want_args ? "expects one image reference" : "takes no arguments");
+        return LZ_EXIT_USAGE;
+    }
+
+    struct lz_config *cfg = NULL;
+    if (load_data_root(config_path, &cfg) < 0)
+        return LZ_EXIT_FAILURE;
+    int ret;
+    if (is_bootstrap)
+        ret = cmd_bootstrap(cfg->data_root, suite);
+    else if (is_ls)
+        ret = cmd_ls(cfg->data_root, json);
+    else
+        ret = cmd_prepare(cfg->data_root, sub_argv[optind], json);
+    lz_config_free(cfg);
+    return ret;
+}

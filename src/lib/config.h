@@ -1,0 +1,139 @@
+/* config.h — trusted host configuration: load, validate, resolve.
+ *
+ * Contract
+ * --------
+ * lz_config_load() picks the configuration file (opts->config_path, else
+ * $XDG_CONFIG_HOME/lazaret/config.toml when XDG_CONFIG_HOME is set to an
+ * absolute path, else $HOME/.config/lazaret/config.toml), parses it with the
+ * strict TOML parser (toml.h), validates the closed v1 schema, resolves the
+ * selected profile against the filesystem and the host environment, and
+ * computes the Domain ID and the Configuration Fingerprint (domain_id.h).
+ *
+ *  - No file at the XDG location (and no --config): the built-in default
+ *    applies (one profile "default", see docs/lazaret.toml.5) and
+ *    builtin_default is set; printing the notice is the caller's job. A
+ *    --config path that does not exist is an error.
+ *  - A file that exists but does not define the selected profile is refused,
+ *    naming the defined profiles; there is no fallback.
+ *  - Every profile is structurally validated (types, names, tokens, '..'
+ *    segments, container paths, prefixes, allow/deny conflicts); filesystem
+ *    checks (canonical host paths, SR-2) and environment resolution apply to
+ *    the selected profile only.
+ *  - Every refusal is -EINVAL (or the errno of a failing system call) with a
+ *    message "FILE:LINE: KEY: what was wrong", e.g.
+ *    "/home/u/.config/lazaret/config.toml:12: profiles.claude.persistent_dirs[1]:
+ *    \"/usr/../etc\" has a '..' segment". Messages never contain resolved
+ *    environment values.
+ *  - The result is one owned value (free with lz_config_free); resolved env
+ *    values live only in profile.env[i].value, are never printed and never
+ *    enter the fingerprint. lz_config_free wipes them.
+ *
+ * All strings are NUL-terminated UTF-8 without interior NUL. Host paths in
+ * the result are canonical and absolute. IPv4 prefixes are canonical
+ * "a.b.c.d/len" (no host bits), deduplicated, in file order.
+ */
+#pragma once
+
+#include "util.h"
+
+#define LZ_CONFIG_MAX_FILE (1024 * 1024)
+#define LZ_CONFIG_MAX_LIST 256    /* elements of any array, entries of env */
+#define LZ_CONFIG_MAX_STRING 4096 /* bytes of any configured string */
+#define LZ_CONFIG_MAX_ENV_VALUE (128 * 1024) /* bytes of a resolved env: value */
+#define LZ_PROFILE_NAME_MAX 32
+
+/* Image of the built-in default profile: a locally bootstrapped Debian. */
+#define LZ_BUILTIN_IMAGE "builtin:debian-bookworm"
+#define LZ_DEFAULT_PROFILE "default"
+
+/* Protected sandbox destinations (the closed layout): no persistent dir or
+ * volume destination may equal, contain or lie beneath one of these. */
+#define LZ_SANDBOX_WORKSPACE "/workspace"
+#define LZ_SANDBOX_CONTROL "/run/lazaret"
+
+struct lz_volume {
+    char *host;      /* canonical absolute host path (may not exist yet if under profile_dir) */
+    char *container; /* absolute normalized destination */
+    bool read_only;  /* mode "ro" */
+    char *mode;      /* as written: "rw", "ro" or "z" ("z" means rw) */
+    bool create;     /* host does not exist and lies strictly beneath profile_dir */
+    int line;        /* line of the volume in the file (0 for built-in) */
+};
+
+struct lz_env_entry {
+    char *name;
+    char *reference; /* "env:VAR" or NULL for a literal */
+    char *value;     /* resolved (literal or host value); never printed */
+};
+
+struct lz_auto_approve {
+    char **argv;
+    size_t argc;
+    bool allow_extra_args;
+};
+
+struct lz_profile {
+    char *name;
+    char *image;
+    char **persistent_dirs; /* container paths */
+    size_t n_persistent_dirs;
+    char **allow_egress; /* canonical "a.b.c.d/len" */
+    size_t n_allow_egress;
+    char **deny_egress;
+    size_t n_deny_egress;
+    struct lz_env_entry *env; /* sorted by name */
+    size_t n_env;
+    struct lz_volume *volumes; /* file order */
+    size_t n_volumes;
+    bool ignored_state;
+};
+
+struct lz_config {
+    char *source_path;    /* canonical config file path, NULL for the built-in default */
+    bool builtin_default; /* no config file existed */
+    char *data_root;      /* canonical absolute Storage Root */
+    char **default_allow;
+    size_t n_default_allow;
+    char **default_deny;
+    size_t n_default_deny;
+    bool escalation_enabled;
+    char *escalation_socket_dir; /* canonical absolute, or NULL (runtime default) */
+    struct lz_auto_approve *auto_approve;
+    size_t n_auto_approve;
+    struct lz_profile profile; /* the selected profile, resolved */
+    char *workspace;           /* canonical workspace */
+    char *profile_dir;         /* {data_root}/{profile} */
+    char *domain_dir;          /* {data_root}/domains/{domain_id_hex} */
+    uint8_t domain_id[32];
+    char domain_id_hex[65];
+    uint8_t fingerprint[32];
+    char fingerprint_hex[65];
+    char **profile_names; /* every profile defined in the file, file order */
+    size_t n_profile_names;
+};
+
+struct lz_config_opts {
+    const char *config_path; /* --config, or NULL for XDG lookup */
+    const char *profile;     /* -p, or NULL meaning "default" */
+    const char *workspace;   /* directory, need not be canonical yet; NULL = cwd */
+};
+
+int lz_config_load(const struct lz_config_opts *opts, struct lz_config **ret, struct lz_error *err);
+void lz_config_free(struct lz_config *c);
+static inline void lz_config_freep(struct lz_config **c) { lz_config_free(*c); }
+#define _cleanup_config_ _cleanup_(lz_config_freep)
+
+/* Prints the resolved configuration for `lazaret config check` with env
+ * values redacted ("<redacted>"), plus Domain ID and fingerprint. */
+void lz_config_print(FILE *out, const struct lz_config *c);
+
+/* Helpers shared with other modules and tests. */
+
+/* ^[a-z0-9_-]{2,32}$ */
+bool lz_profile_name_valid(const char *name);
+/* Parses an IPv4 prefix "a.b.c.d/len" strictly (decimal octets without
+ * leading zeros, len 0..32, no host bits). On success writes the canonical
+ * text to ret (at least 19 bytes). On failure returns -EINVAL and a short
+ * reason in *ret_why (a static string; mentions IPv6 for IPv6 input). */
+int lz_ipv4_prefix_parse(const char *s, char ret[static 19], uint32_t *ret_addr, unsigned *ret_len,
+                         const char **ret_why);

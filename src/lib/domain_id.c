@@ -1,0 +1,148 @@
+/* domain_id.c — see domain_id.h for the exact encodings. */
+#include "domain_id.h"
+
+#include <sodium.h>
+
+static int sodium_ready(void) { return sodium_init() < 0 ? -EIO : 0; }
+
+static void put_u32(crypto_hash_sha256_state *st, uint32_t v) {
+    uint8_t b[4] = { (uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v };
+    crypto_hash_sha256_update(st, b, sizeof b);
+}
+
+static void put_byte(crypto_hash_sha256_state *st, uint8_t v) { crypto_hash_sha256_update(st, &v, 1); }
+
+static int put_bytes(crypto_hash_sha256_state *st, const void *p, size_t n) {
+    if (n > UINT32_MAX)
+        return -EINVAL;
+    put_u32(st, (uint32_t)n);
+    crypto_hash_sha256_update(st, p, n);
+    return 0;
+}
+
+static int put_str(crypto_hash_sha256_state *st, const char *s) { return put_bytes(st, s, strlen(s)); }
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* L(list): sorted bytewise and deduplicated on a copy of the pointers. */
+static int put_sorted_list(crypto_hash_sha256_state *st, char *const *list, size_t n) {
+    _cleanup_free_ char **v = lz_xcalloc(n ? n : 1, sizeof *v);
+    if (n)
+        memcpy(v, list, n * sizeof *v);
+    qsort(v, n, sizeof *v, cmp_str);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (m == 0 || strcmp(v[m - 1], v[i]) != 0)
+            v[m++] = v[i];
+    if (m > UINT32_MAX)
+        return -EINVAL;
+    put_u32(st, (uint32_t)m);
+    for (size_t i = 0; i < m; i++) {
+        int r = put_str(st, v[i]);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+int lz_domain_id_v1(const char *profile, const char *workspace, uint8_t ret_id[static LZ_DOMAIN_ID_LEN]) {
+    int r = sodium_ready();
+    if (r < 0)
+        return r;
+    if (strlen(profile) > UINT32_MAX || strlen(workspace) > UINT32_MAX)
+        return -EINVAL;
+    crypto_hash_sha256_state st;
+    crypto_hash_sha256_init(&st);
+    crypto_hash_sha256_update(&st, (const uint8_t *)LZ_DOMAIN_ID_CONTEXT, strlen(LZ_DOMAIN_ID_CONTEXT));
+    put_str(&st, profile);
+    put_str(&st, workspace);
+    crypto_hash_sha256_final(&st, ret_id);
+    return 0;
+}
+
+void lz_domain_hash(const uint8_t id[static LZ_DOMAIN_ID_LEN], char ret[static LZ_DOMAIN_HASH_LEN + 1]) {
+    char hex[2 * LZ_DOMAIN_ID_LEN + 1];
+    lz_hex(id, LZ_DOMAIN_ID_LEN, hex);
+    memcpy(ret, hex, LZ_DOMAIN_HASH_LEN);
+    ret[LZ_DOMAIN_HASH_LEN] = '\0';
+}
+
+static int cmp_env(const void *a, const void *b) {
+    return strcmp((*(const struct lz_env_entry *const *)a)->name, (*(const struct lz_env_entry *const *)b)->name);
+}
+
+int lz_config_fingerprint_v1(const struct lz_config *c, uint8_t ret_fp[static 32]) {
+    int r = sodium_ready();
+    if (r < 0)
+        return r;
+    const struct lz_profile *p = &c->profile;
+    if (!c->data_root || !p->name || !p->image || c->n_auto_approve > UINT32_MAX || p->n_env > UINT32_MAX ||
+        p->n_volumes > UINT32_MAX)
+        return -EINVAL;
+
+    crypto_hash_sha256_state st;
+    crypto_hash_sha256_init(&st);
+    crypto_hash_sha256_update(&st, (const uint8_t *)LZ_FINGERPRINT_CONTEXT, strlen(LZ_FINGERPRINT_CONTEXT));
+    crypto_hash_sha256_update(&st, c->domain_id, sizeof c->domain_id);
+    if ((r = put_str(&st, c->data_root)) < 0 ||
+        (r = put_sorted_list(&st, c->default_allow, c->n_default_allow)) < 0 ||
+        (r = put_sorted_list(&st, c->default_deny, c->n_default_deny)) < 0)
+        return r;
+    put_byte(&st, c->escalation_enabled);
+    if (c->escalation_socket_dir) {
+        put_byte(&st, 1);
+        if ((r = put_str(&st, c->escalation_socket_dir)) < 0)
+            return r;
+    } else {
+        put_byte(&st, 0);
+    }
+    put_u32(&st, (uint32_t)c->n_auto_approve);
+    for (size_t i = 0; i < c->n_auto_approve; i++) {
+        const struct lz_auto_approve *a = &c->auto_approve[i];
+        if (a->argc > UINT32_MAX)
+            return -EINVAL;
+        put_u32(&st, (uint32_t)a->argc);
+        for (size_t j = 0; j < a->argc; j++)
+            if ((r = put_str(&st, a->argv[j])) < 0)
+                return r;
+        put_byte(&st, a->allow_extra_args);
+    }
+    if ((r = put_str(&st, p->name)) < 0 || (r = put_str(&st, p->image)) < 0 ||
+        (r = put_sorted_list(&st, p->persistent_dirs, p->n_persistent_dirs)) < 0 ||
+        (r = put_sorted_list(&st, p->allow_egress, p->n_allow_egress)) < 0 ||
+        (r = put_sorted_list(&st, p->deny_egress, p->n_deny_egress)) < 0)
+        return r;
+
+    _cleanup_free_ const struct lz_env_entry **env = lz_xcalloc(p->n_env ? p->n_env : 1, sizeof *env);
+    for (size_t i = 0; i < p->n_env; i++)
+        env[i] = &p->env[i];
+    qsort(env, p->n_env, sizeof *env, cmp_env);
+    put_u32(&st, (uint32_t)p->n_env);
+    for (size_t i = 0; i < p->n_env; i++) {
+        if ((r = put_str(&st, env[i]->name)) < 0)
+            return r;
+        /* Only the reference text: the host value behind it is authority,
+         * not configuration (003 §3.2). */
+        if (env[i]->reference) {
+            put_byte(&st, 1);
+            r = put_str(&st, env[i]->reference);
+        } else {
+            put_byte(&st, 0);
+            r = put_str(&st, env[i]->value ? env[i]->value : "");
+        }
+        if (r < 0)
+            return r;
+    }
+
+    put_u32(&st, (uint32_t)p->n_volumes);
+    for (size_t i = 0; i < p->n_volumes; i++) {
+        const struct lz_volume *v = &p->volumes[i];
+        if ((r = put_str(&st, v->host)) < 0 || (r = put_str(&st, v->container)) < 0 ||
+            (r = put_str(&st, v->read_only ? "ro" : "rw")) < 0)
+            return r;
+    }
+    put_byte(&st, p->ignored_state);
+    crypto_hash_sha256_final(&st, ret_fp);
+    sodium_memzero(&st, sizeof st);
+    return 0;
+}

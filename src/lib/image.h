@@ -1,0 +1,129 @@
+/* image.h — base images and prepared lowers under the Storage Root.
+ *
+ * Layout (data_root is a canonical absolute directory):
+ *
+ *   <data_root>/images/                 Lazaret's own OCI image layout:
+ *       oci-layout, index.json          one layout holding many images; each
+ *       blobs/sha256/<hex>              manifest in index.json carries
+ *                                       "org.opencontainers.image.ref.name" =
+ *                                       Lazaret's name for the image
+ *       .lock                           flock for index.json updates
+ *       .bootstrap.lock                 serialises mmdebstrap runs
+ *       .import-*, .pull-*, .bootstrap-* private scratch (removed on exit)
+ *   <data_root>/prepared/<artifact_id>/
+ *       rootfs/                         the prepared lower (immutable)
+ *       artifact.json                   {artifact_id, preparer, source:
+ *                                       {ref, manifest_digest, config_digest},
+ *                                       layers, created, size, ...}
+ *   <data_root>/prepared/.tmp-<random>/ a preparation in progress, renamed to
+ *                                       <artifact_id> only when complete
+ *                                       (artifact.json written and the
+ *                                       filesystem synced first); never
+ *                                       deleted by anyone but its creator
+ *                                       (OR-7).
+ *
+ * Image references accepted by lz_image_prepare:
+ *   builtin:debian-<suite>   built with mmdebstrap on first use (see
+ *                            lz_image_bootstrap), then taken from the store
+ *   oci:PATH[:TAG]           an OCI layout directory; with TAG the manifest
+ *                            whose ref.name annotation is TAG, else the only
+ *                            one. If PATH itself exists it is taken whole.
+ *   oci-archive:PATH[:TAG]   a tar of an OCI layout
+ *   docker-archive:PATH[:TAG] a `docker save` tarball (manifest.json with
+ *                            Config/Layers; TAG matches RepoTags)
+ *   [docker://]REGISTRY-REF  e.g. docker.io/library/debian:bookworm; fetched
+ *                            with `skopeo copy` as transport only, the first
+ *                            time; later the stored copy is used.
+ * Store names: builtin and registry references are stored under their
+ * normalised form (registry: docker.io/library/NAME:latest rules); local
+ * sources as "oci:/abs/path[:TAG]", "oci-archive:/abs/path[:TAG]",
+ * "docker-archive:/abs/path[:TAG]". Local sources are re-read on every
+ * prepare (blobs already in the store are not copied again; archives are
+ * unpacked again). An image index is resolved to the linux/<host arch>
+ * manifest; only that manifest is stored under the name.
+ *
+ * Verification: every blob read from a source is checked against its
+ * descriptor's sha256 digest and size before it enters the store (blobs are
+ * written to a temporary name and renamed only when they match). Only
+ * sha256 digests are accepted. Layers are hashed again while prepared.
+ * docker-archive has no layer digests: uncompressed layers are checked
+ * against the config's rootfs.diff_ids; the config must parse.
+ *
+ * Prepared-artifact ID: lowercase hex of
+ *   SHA-256( "lazaret-prepared-artifact-v1"
+ *            || u32be(len(manifest_digest)) || manifest_digest
+ *            || u32be(len(LZ_PREPARER_VERSION)) || LZ_PREPARER_VERSION )
+ * where manifest_digest is the "sha256:<hex>" string of the image manifest.
+ * The same image prepared by the same preparer gives the same ID wherever it
+ * is stored; a preparer change gives a new ID. An existing complete artifact
+ * (directory present with a matching artifact.json) is reused as is.
+ *
+ * Concurrency: several processes may import and prepare at once; index.json
+ * updates hold images/.lock; two preparations of the same artifact both run
+ * and the loser of the RENAME_NOREPLACE discards its tree and reuses the
+ * winner's. Leases on prepared artifacts belong to the Storage Catalog, not
+ * to this module; nothing here deletes a published artifact.
+ *
+ * Tools are run with fork/execvp of a fixed argv (no shell), stdin
+ * /dev/null, stdout+stderr captured: each output line goes to the progress
+ * callback as a phase ("bootstrap: I: ..."), the tail into the error message.
+ */
+#pragma once
+
+#include "prepare.h"
+
+struct lz_prepared {
+    char artifact_id[65];
+    char *rootfs;           /* absolute: <data_root>/prepared/<id>/rootfs */
+    char *manifest_digest;  /* "sha256:<hex>" */
+    char *source_ref;       /* the store name of the image */
+};
+
+/* Resolves image reference `ref`, importing it into the store if needed,
+ * then prepares (or reuses) the prepared lower. Progress phases: "pull",
+ * "import", "bootstrap" (+ forwarded tool lines), "prepare" (done/total in
+ * compressed layer bytes). ret is filled only on success; free with
+ * lz_prepared_clear. */
+int lz_image_prepare(const char *data_root, const char *ref, lz_progress_fn progress, void *ud,
+                     struct lz_prepared *ret, struct lz_error *err);
+void lz_prepared_clear(struct lz_prepared *p);
+
+/* Builds the default base image with mmdebstrap (as the invoking user:
+ * root mode as root, unshare mode with subuids otherwise) and stores it as
+ * "builtin:debian-<suite>" (replacing an older image of that name). suite:
+ * [a-z0-9-]{1,32}. Needs the Debian mirror. */
+int lz_image_bootstrap(const char *data_root, const char *suite, lz_progress_fn progress, void *ud,
+                       struct lz_error *err);
+
+/* Packages added to --variant=minbase by lz_image_bootstrap. */
+#define LZ_BOOTSTRAP_PACKAGES "bash,git,ca-certificates,less,vim-tiny,procps,ncurses-base"
+
+/* Computes the prepared-artifact ID (64 hex + NUL) of a manifest digest. */
+int lz_prepared_artifact_id(const char *manifest_digest, char ret_id[65]);
+
+struct lz_image_info {
+    char *name;             /* ref.name annotation */
+    char *manifest_digest;
+    char *config_digest;    /* NULL when the manifest is unreadable */
+    uint64_t size;          /* manifest + config + layer blob sizes */
+};
+
+struct lz_prepared_info {
+    char artifact_id[65];
+    char *source_ref;
+    char *manifest_digest;
+    char *created;          /* RFC 3339 UTC */
+    uint64_t size;          /* bytes on disk, measured when prepared */
+};
+
+struct lz_image_list {
+    struct lz_image_info *images;
+    size_t n_images;
+    struct lz_prepared_info *prepared;
+    size_t n_prepared;
+};
+
+/* Lists the store's images (sorted by name) and the complete prepared
+ * artifacts (sorted by source ref, then ID). A missing store is empty. */
+int lz_image_list(const char *data_root, struct lz_image_list *ret, struct lz_error *err);
+void lz_image_list_clear(struct lz_image_list *l);

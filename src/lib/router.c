@@ -1,0 +1,487 @@
+/* router.c — see router.h. The reasons for every rule: docs/security-git.md. */
+#include "router.h"
+
+#include "util.h"
+
+#include <errno.h>
+#include <linux/fs.h> /* RENAME_NOREPLACE, RENAME_EXCHANGE */
+#include <string.h>
+
+/* A path split into components, in a private copy. */
+struct split {
+    char buf[LZ_ROUTER_PATH_MAX + 1];
+    const char *c[LZ_ROUTER_DEPTH_MAX];
+    size_t n;
+};
+
+static bool ieq(const char *a, const char *b) {
+    for (;; a++, b++) {
+        unsigned char x = (unsigned char)*a, y = (unsigned char)*b;
+        if (x >= 'A' && x <= 'Z')
+            x = (unsigned char)(x - 'A' + 'a');
+        if (y >= 'A' && y <= 'Z')
+            y = (unsigned char)(y - 'A' + 'a');
+        if (x != y)
+            return false;
+        if (!x)
+            return true;
+    }
+}
+
+static bool ieq_any(const char *s, const char *const *set, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (ieq(s, set[i]))
+            return true;
+    return false;
+}
+
+/* Length of `s` without one trailing ".lock" (any case), or 0 if it has
+ * none or nothing would remain. */
+static size_t lock_stem_len(const char *s) {
+    size_t n = strlen(s);
+    if (n <= 5 || !ieq(s + n - 5, ".lock"))
+        return 0;
+    return n - 5;
+}
+
+static bool is_gitname(const char *s) { return ieq(s, ".git"); }
+
+/* Names directly inside a Git directory whose files Git reads as
+ * configuration or runs as code (docs/security-git.md, "The rules"). */
+static const char *const protected_files[] = { "config", "config.worktree", "commondir", "gitdir" };
+/* Directories inside a Git directory that are read-only as a whole. */
+static const char *const protected_dirs[] = { "hooks", "modules", "worktrees", "branches", "remotes" };
+/* Names that make a directory look like a Git directory to Git's
+ * is_git_directory(): HEAD and either commondir or objects + refs. */
+static const char *const shape_names[] = { "HEAD", "objects", "refs", "commondir" };
+
+/* Could a protection rule relative to a Git directory start with this
+ * component? Only then is it worth asking whether its parent is one. */
+static bool is_sensitive_top(const char *c) {
+    char stem[256];
+    size_t n;
+    while ((n = lock_stem_len(c)) > 0 && n < sizeof stem) {
+        memcpy(stem, c, n);
+        stem[n] = '\0';
+        c = stem;
+    }
+    return ieq_any(c, protected_files, LZ_ARRAY_SIZE(protected_files)) ||
+           ieq_any(c, protected_dirs, LZ_ARRAY_SIZE(protected_dirs)) || ieq(c, "objects");
+}
+
+int lz_router_path_valid(const char *path) {
+    if (!path)
+        return -EINVAL;
+    size_t len = strlen(path);
+    if (len == 0)
+        return 0;
+    if (len > LZ_ROUTER_PATH_MAX)
+        return -ENAMETOOLONG;
+    const char *p = path;
+    size_t depth = 0;
+    for (;;) {
+        const char *e = strchr(p, '/');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+            return -EINVAL;
+        if (n > 255)
+            return -ENAMETOOLONG;
+        if (++depth > LZ_ROUTER_DEPTH_MAX)
+            return -ENAMETOOLONG;
+        if (!e)
+            return 0;
+        p = e + 1;
+    }
+}
+
+static int split_path(const char *path, struct split *s) {
+    int r = lz_router_path_valid(path);
+    if (r < 0)
+        return r;
+    size_t len = strlen(path);
+    memcpy(s->buf, path, len + 1);
+    s->n = 0;
+    if (len == 0)
+        return 0;
+    char *p = s->buf;
+    for (;;) {
+        s->c[s->n++] = p;
+        char *e = strchr(p, '/');
+        if (!e)
+            return 0;
+        *e = '\0';
+        p = e + 1;
+    }
+}
+
+/* The first n components joined with '/', into out (LZ_ROUTER_PATH_MAX+1). */
+static void join_prefix(const struct split *s, size_t n, char *out) {
+    size_t o = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(s->c[i]);
+        if (i)
+            out[o++] = '/';
+        memcpy(out + o, s->c[i], l);
+        o += l;
+        out[o] = '\0';
+    }
+}
+
+static int has_entry(const struct lz_router_policy *pol, const char *dir, const char *name) {
+    if (!pol->fs || !pol->fs->has_entry)
+        return -ENOSYS; /* a policy without a view of the tree fails closed */
+    int r = pol->fs->has_entry(pol->fs->ctx, dir, name);
+    return r < 0 ? r : r > 0;
+}
+
+/* 1 if the directory `dir` looks like a Git directory: HEAD plus either
+ * commondir, or objects and refs (Git's is_git_directory()). */
+static int shaped(const struct lz_router_policy *pol, const char *dir) {
+    int r = has_entry(pol, dir, "HEAD");
+    if (r <= 0)
+        return r;
+    r = has_entry(pol, dir, "commondir");
+    if (r != 0)
+        return r;
+    r = has_entry(pol, dir, "objects");
+    if (r <= 0)
+        return r;
+    return has_entry(pol, dir, "refs");
+}
+
+/* Classification of `rel`, a path relative to a Git directory. */
+static enum lz_router_class classify_rel(const char *const *c, size_t n) {
+    if (n == 0)
+        return LZ_RCLASS_FREE;
+    if (ieq_any(c[0], protected_files, LZ_ARRAY_SIZE(protected_files)))
+        return LZ_RCLASS_PROTECTED;
+    if (ieq_any(c[0], protected_dirs, LZ_ARRAY_SIZE(protected_dirs)))
+        return LZ_RCLASS_PROTECTED;
+    if (ieq(c[0], "objects")) {
+        if (n == 1)
+            return LZ_RCLASS_ANCESTOR;
+        if (!ieq(c[1], "info"))
+            return LZ_RCLASS_FREE;
+        if (n == 2)
+            return LZ_RCLASS_ANCESTOR;
+        if (ieq(c[2], "alternates") || ieq(c[2], "http-alternates"))
+            return LZ_RCLASS_PROTECTED;
+    }
+    return LZ_RCLASS_FREE;
+}
+
+static enum lz_router_class cmax(enum lz_router_class a, enum lz_router_class b) { return a > b ? a : b; }
+
+/* Component-wise: 0 if p equals q, 1 if p is below q, -1 if p is a strict
+ * ancestor of q, 2 if unrelated. */
+static int relation(const char *p, const char *q) {
+    size_t lp = strlen(p), lq = strlen(q);
+    if (lp == 0)
+        return lq == 0 ? 0 : -1;
+    if (lp == lq)
+        return strcmp(p, q) == 0 ? 0 : 2;
+    if (lp > lq)
+        return (lq == 0 || (strncmp(p, q, lq) == 0 && p[lq] == '/')) ? 1 : 2;
+    return (strncmp(q, p, lp) == 0 && q[lp] == '/') ? -1 : 2;
+}
+
+static int classify_split(const struct lz_router_policy *pol, struct split *s, enum lz_router_class *ret) {
+    enum lz_router_class cls = LZ_RCLASS_FREE;
+    char prefix[LZ_ROUTER_PATH_MAX + 1];
+    size_t n = s->n;
+
+    if (n > 0 && is_gitname(s->c[n - 1]))
+        cls = LZ_RCLASS_GITNAME;
+
+    /* Every Git directory on the path applies its rules, not only the
+     * innermost: `.git/modules/x` is a Git directory too, and its
+     * `objects/` must stay read-only because of the outer `modules/`. */
+    for (size_t g = 0; g < n; g++) {
+        bool gitdir;
+        if (g > 0 && is_gitname(s->c[g - 1])) {
+            gitdir = true;
+        } else if (is_sensitive_top(s->c[g])) {
+            join_prefix(s, g, prefix);
+            int r = shaped(pol, prefix);
+            if (r < 0)
+                return r;
+            gitdir = r > 0;
+        } else {
+            gitdir = false;
+        }
+        if (gitdir)
+            cls = cmax(cls, classify_rel(s->c + g, n - g));
+    }
+
+    /* The root is never renamed or replaced: it is nobody's ANCESTOR. */
+    if (n > 0 && pol->n_protect > 0)
+        join_prefix(s, n, prefix);
+    for (size_t i = 0; n > 0 && i < pol->n_protect; i++) {
+        int rel = relation(prefix, pol->protect[i]);
+        if (rel == 0 || rel == 1)
+            cls = cmax(cls, LZ_RCLASS_PROTECTED);
+        else if (rel == -1)
+            cls = cmax(cls, LZ_RCLASS_ANCESTOR);
+    }
+
+    /* `X.lock` is what Git (and libgit2, JGit) writes before renaming it
+     * over X: a lock sibling of anything not FREE is PROTECTED. */
+    size_t stem;
+    if (n > 0 && cls < LZ_RCLASS_PROTECTED && (stem = lock_stem_len(s->c[n - 1])) > 0) {
+        char name[256];
+        const char *saved = s->c[n - 1];
+        memcpy(name, saved, stem);
+        name[stem] = '\0';
+        s->c[n - 1] = name;
+        enum lz_router_class sib;
+        int r = classify_split(pol, s, &sib);
+        s->c[n - 1] = saved;
+        if (r < 0)
+            return r;
+        if (sib != LZ_RCLASS_FREE)
+            cls = LZ_RCLASS_PROTECTED;
+    }
+    *ret = cls;
+    return 0;
+}
+
+int lz_router_classify(const struct lz_router_policy *pol, const char *path, enum lz_router_class *ret_class) {
+    struct split s;
+    int r = split_path(path, &s);
+    if (r < 0)
+        return r;
+    enum lz_router_class c;
+    r = classify_split(pol, &s, &c);
+    if (r < 0)
+        return r;
+    *ret_class = c;
+    return 0;
+}
+
+/* Splits `path` (non-empty) into its parent directory and last name. */
+static void parent_of(const char *path, char *dir, const char **ret_name) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        dir[0] = '\0';
+        *ret_name = path;
+        return;
+    }
+    memcpy(dir, path, (size_t)(slash - path));
+    dir[slash - path] = '\0';
+    *ret_name = slash + 1;
+}
+
+/* 1 if adding `added` to directory `dir` (and, for a rename inside the same
+ * directory, taking `removed` out of it) turns a directory that is not
+ * shaped like a Git directory into one: Git's repository discovery would
+ * then read `dir/config` (a bare repository, possibly with core.worktree)
+ * as the repository's configuration. Directories named `.git` are Git
+ * directories anyway, and their HEAD is rewritten by every commit. */
+static int would_shape(const struct lz_router_policy *pol, const char *dir, const char *added, const char *removed) {
+    if (!ieq_any(added, shape_names, LZ_ARRAY_SIZE(shape_names)))
+        return 0;
+    const char *last = strrchr(dir, '/');
+    last = last ? last + 1 : dir;
+    if (is_gitname(last))
+        return 0;
+    int r = shaped(pol, dir);
+    if (r != 0)
+        return r < 0 ? r : 0;
+    bool present[LZ_ARRAY_SIZE(shape_names)];
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(shape_names); i++) {
+        if (ieq(shape_names[i], added)) {
+            present[i] = true;
+            continue;
+        }
+        if (removed && ieq(shape_names[i], removed)) {
+            present[i] = false;
+            continue;
+        }
+        r = has_entry(pol, dir, shape_names[i]);
+        if (r < 0)
+            return r;
+        present[i] = r > 0;
+    }
+    /* HEAD, objects, refs, commondir */
+    return present[0] && (present[3] || (present[1] && present[2]));
+}
+
+static int check_create(const struct lz_router_policy *pol, const struct lz_router_req *req) {
+    enum lz_router_class cls;
+    int r = lz_router_classify(pol, req->path, &cls);
+    if (r < 0)
+        return r;
+    if (req->path[0] == '\0')
+        return req->exists ? -EEXIST : -EINVAL;
+    if (req->op == LZ_ROP_LINK && req->path2) {
+        enum lz_router_class src;
+        r = lz_router_classify(pol, req->path2, &src);
+        if (r < 0)
+            return r;
+        /* A second name for a protected file would be a way to write it. */
+        if (src != LZ_RCLASS_FREE)
+            return -EPERM;
+    }
+    bool ok = cls == LZ_RCLASS_FREE || (cls == LZ_RCLASS_ANCESTOR && req->op == LZ_ROP_MKDIR);
+    if (!ok)
+        return req->exists ? -EEXIST : -EPERM;
+    if (req->exists)
+        return 0; /* the operation itself fails with EEXIST */
+    char dir[LZ_ROUTER_PATH_MAX + 1];
+    const char *name;
+    parent_of(req->path, dir, &name);
+    r = would_shape(pol, dir, name, NULL);
+    if (r < 0)
+        return r;
+    return r ? -EPERM : 0;
+}
+
+static int check_rename(const struct lz_router_policy *pol, const struct lz_router_req *req) {
+    if (req->flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
+        return -EINVAL; /* RENAME_WHITEOUT and future flags: not served */
+    if ((req->flags & RENAME_NOREPLACE) && (req->flags & RENAME_EXCHANGE))
+        return -EINVAL;
+    if (!req->path2)
+        return -EINVAL;
+    int r = lz_router_path_valid(req->path2);
+    if (r < 0)
+        return r;
+    if (req->path[0] == '\0' || req->path2[0] == '\0')
+        return -EBUSY; /* the root */
+
+    enum lz_router_class src, dst;
+    r = lz_router_classify(pol, req->path, &src);
+    if (r < 0)
+        return r;
+    r = lz_router_classify(pol, req->path2, &dst);
+    if (r < 0)
+        return r;
+    /* Neither end may be anything but FREE: moving a protected path (or a
+     * directory on the way to one) away lets a new one be planted, and
+     * moving onto one replaces it. With RENAME_EXCHANGE both ends move. */
+    if (src != LZ_RCLASS_FREE || dst != LZ_RCLASS_FREE)
+        return -EPERM;
+
+    /* Moving a directory that holds a repository would move the repository
+     * under a name the agent chose (docs/security-git.md, "Renames"). */
+    if (req->is_dir) {
+        r = has_entry(pol, req->path, ".git");
+        if (r != 0)
+            return r < 0 ? r : -EPERM;
+    }
+    if ((req->flags & RENAME_EXCHANGE) && req->is_dir2) {
+        r = has_entry(pol, req->path2, ".git");
+        if (r != 0)
+            return r < 0 ? r : -EPERM;
+    }
+
+    /* An exchange leaves both directories with the same names; a rename
+     * adds the destination name to its directory. */
+    if (!(req->flags & RENAME_EXCHANGE)) {
+        char sdir[LZ_ROUTER_PATH_MAX + 1], ddir[LZ_ROUTER_PATH_MAX + 1];
+        const char *sname, *dname;
+        parent_of(req->path, sdir, &sname);
+        parent_of(req->path2, ddir, &dname);
+        r = would_shape(pol, ddir, dname, strcmp(sdir, ddir) == 0 ? sname : NULL);
+        if (r < 0)
+            return r;
+        if (r)
+            return -EPERM;
+    }
+    return 0;
+}
+
+int lz_router_check(const struct lz_router_policy *pol, const struct lz_router_req *req) {
+    if (!pol || !req)
+        return -EINVAL;
+    int r = lz_router_path_valid(req->path);
+    if (r < 0)
+        return r;
+    if (req->op == LZ_ROP_LINK && req->path2) {
+        r = lz_router_path_valid(req->path2);
+        if (r < 0)
+            return r;
+    }
+
+    enum lz_router_class cls;
+    switch (req->op) {
+    case LZ_ROP_CREATE:
+    case LZ_ROP_MKDIR:
+    case LZ_ROP_SYMLINK:
+    case LZ_ROP_LINK:
+        return check_create(pol, req);
+    case LZ_ROP_RENAME:
+        return check_rename(pol, req);
+    case LZ_ROP_WRITE:
+    case LZ_ROP_SETATTR:
+    case LZ_ROP_UNLINK:
+    case LZ_ROP_RMDIR:
+        r = lz_router_classify(pol, req->path, &cls);
+        if (r < 0)
+            return r;
+        if ((req->op == LZ_ROP_UNLINK || req->op == LZ_ROP_RMDIR) && req->path[0] == '\0')
+            return -EBUSY;
+        return cls == LZ_RCLASS_FREE ? 0 : -EPERM;
+    }
+    return -EINVAL;
+}
+
+int lz_router_normalize(const char *in, char **ret_path) {
+    if (!in || in[0] == '/')
+        return -EINVAL;
+    size_t len = strlen(in);
+    if (len > LZ_ROUTER_PATH_MAX)
+        return -ENAMETOOLONG;
+    _cleanup_free_ char *out = lz_xmalloc(len + 1);
+    size_t o = 0;
+    const char *p = in;
+    while (*p) {
+        const char *e = strchr(p, '/');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            return -EINVAL;
+        if (n > 0 && !(n == 1 && p[0] == '.')) {
+            if (o)
+                out[o++] = '/';
+            memcpy(out + o, p, n);
+            o += n;
+        }
+        p += n;
+        if (*p == '/')
+            p++;
+    }
+    out[o] = '\0';
+    if (o == 0)
+        return -EINVAL;
+    int r = lz_router_path_valid(out);
+    if (r < 0)
+        return r;
+    *ret_path = TAKE_PTR(out);
+    return 0;
+}
+
+const char *lz_router_op_name(enum lz_router_op op) {
+    switch (op) {
+    case LZ_ROP_CREATE: return "create";
+    case LZ_ROP_MKDIR: return "mkdir";
+    case LZ_ROP_SYMLINK: return "symlink";
+    case LZ_ROP_LINK: return "link";
+    case LZ_ROP_WRITE: return "write";
+    case LZ_ROP_SETATTR: return "setattr";
+    case LZ_ROP_UNLINK: return "unlink";
+    case LZ_ROP_RMDIR: return "rmdir";
+    case LZ_ROP_RENAME: return "rename";
+    }
+    return "?";
+}
+
+const char *lz_router_class_name(enum lz_router_class c) {
+    switch (c) {
+    case LZ_RCLASS_FREE: return "free";
+    case LZ_RCLASS_ANCESTOR: return "ancestor";
+    case LZ_RCLASS_PROTECTED: return "protected";
+    case LZ_RCLASS_GITNAME: return "gitname";
+    }
+    return "?";
+}

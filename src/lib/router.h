@@ -1,0 +1,114 @@
+/* router.h — the Git-protection policy of the workspace router (pure).
+ *
+ * THE PROPERTY this module serves: nothing the agent does to the workspace
+ * may make the host's own `git` (run later by the developer anywhere in the
+ * workspace, by a prompt such as __git_ps1, or by an editor) execute a
+ * program or read a configuration file that the agent wrote. The threat
+ * model and the reasons for every rule are in docs/security-git.md.
+ *
+ * `lazaret-router` (src/router/main.c) serves the workspace through FUSE and
+ * asks lz_router_check() before every operation that changes the tree. This
+ * module never touches the file system itself: where a rule depends on what
+ * exists (is this directory shaped like a Git directory? does a directory
+ * being renamed hold a `.git`?) it asks through struct lz_router_fs, so the
+ * whole policy runs in unit tests against a fake tree.
+ *
+ * Paths are relative to the workspace root: components separated by one
+ * '/', no leading or trailing '/', no "", "." or ".." component; "" is the
+ * root. The router derives them from the kernel's view of the real parent
+ * directory (never from names the agent chose for a route to it), so a
+ * symlink `x -> .git` does not make `x/config` look harmless.
+ *
+ * Names are compared ASCII case-insensitively: `.GIT` and `.git/CONFIG` are
+ * the same files on a case-folding directory, and nothing legitimate needs
+ * the other spellings.
+ *
+ * Contract: lz_router_check() returns 0 (allowed), -EPERM (refused),
+ * -EEXIST (a creation whose target already exists: the honest answer, which
+ * lets `mkdir -p`-style callers proceed), -EINVAL (malformed request), or
+ * the negative errno an lz_router_fs callback returned (fail closed).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define LZ_ROUTER_PATH_MAX 4096 /* longest relative path the policy accepts */
+#define LZ_ROUTER_DEPTH_MAX 1024
+
+/* What a path is, seen from the policy. Ordered: a higher value never
+ * allows more than a lower one. */
+enum lz_router_class {
+    LZ_RCLASS_FREE = 0,   /* ordinary: everything allowed */
+    LZ_RCLASS_ANCESTOR,   /* a directory on the way to protected names
+                             (`.git/objects`, `.git/objects/info`, parents of
+                             --protect paths): it may be created with mkdir
+                             (a new, empty, real directory) and read, but
+                             not renamed, removed, replaced, or created as a
+                             symlink, file or link */
+    LZ_RCLASS_PROTECTED,  /* configuration or code Git reads or runs
+                             (`config`, `hooks/`, `commondir`, ...), or
+                             anything below one: read-only */
+    LZ_RCLASS_GITNAME,    /* an entry named `.git` (repository or gitfile):
+                             never created, written, renamed or removed */
+};
+
+enum lz_router_op {
+    LZ_ROP_CREATE,  /* new regular file or FIFO (create, mknod) */
+    LZ_ROP_MKDIR,
+    LZ_ROP_SYMLINK,
+    LZ_ROP_LINK,    /* new hard link: path = new name, path2 = a current
+                       name of the source (NULL if it has none) */
+    LZ_ROP_WRITE,   /* open for writing, truncate */
+    LZ_ROP_SETATTR, /* chmod, chown, utimens */
+    LZ_ROP_UNLINK,
+    LZ_ROP_RMDIR,
+    LZ_ROP_RENAME,  /* path -> path2, flags RENAME_NOREPLACE/EXCHANGE */
+};
+
+/* What the policy may ask about the real tree. has_entry returns 1 if the
+ * directory at relative path `dir` ("" = root) has an entry `name` (any
+ * type, symlinks not followed), 0 if not, or a negative errno, which makes
+ * the check fail with that error. */
+struct lz_router_fs {
+    int (*has_entry)(void *ctx, const char *dir, const char *name);
+    void *ctx;
+};
+
+struct lz_router_policy {
+    const struct lz_router_fs *fs;
+    /* Extra protected paths (normalized with lz_router_normalize, e.g. the
+     * directory named by the repository's core.hooksPath): the path and
+     * everything below it is PROTECTED, its parents are ANCESTOR. */
+    const char *const *protect;
+    size_t n_protect;
+};
+
+struct lz_router_req {
+    enum lz_router_op op;
+    const char *path;   /* the object, or the new name for creations */
+    bool exists;        /* creations: `path` is already taken.
+                           RENAME: the destination exists */
+    bool is_dir;        /* the object at `path` is a directory (RENAME) */
+    const char *path2;  /* RENAME: destination; LINK: source (or NULL) */
+    bool is_dir2;       /* RENAME_EXCHANGE: the destination is a directory */
+    unsigned flags;     /* RENAME: RENAME_NOREPLACE | RENAME_EXCHANGE */
+};
+
+/* 0 or -EINVAL: `path` is a well-formed relative path (see above). */
+int lz_router_path_valid(const char *path);
+
+/* Normalizes a user-supplied relative path ("./a//b/" -> "a/b"): refuses
+ * absolute paths, ".." and empty results with -EINVAL. */
+int lz_router_normalize(const char *in, char **ret_path);
+
+/* Classifies `path`; may call fs->has_entry to recognise directories shaped
+ * like Git directories. */
+int lz_router_classify(const struct lz_router_policy *pol, const char *path,
+                       enum lz_router_class *ret_class);
+
+/* The decision for one operation (see the contract above). */
+int lz_router_check(const struct lz_router_policy *pol, const struct lz_router_req *req);
+
+const char *lz_router_op_name(enum lz_router_op op);
+const char *lz_router_class_name(enum lz_router_class c);

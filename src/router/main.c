@@ -1,0 +1,1632 @@
+/* lazaret-router — the workspace router.
+ *
+ *   lazaret-router --source DIR --mountpoint MP [--ready-fd N]
+ *                  [--protect REL]... [--cache-timeout SECONDS]
+ *                  [--max-held-fds N] [--allow-other] [--quiet]
+ *
+ * A libfuse3 low-level passthrough of the real workspace directory that asks
+ * the Git-protection policy (src/lib/router.h, docs/security-git.md) before
+ * every operation that changes the tree. It is started by the Runtime
+ * Supervisor inside the Domain's user + mount namespace (uid 0 there is the
+ * developer), so everything it creates belongs to the developer on the host.
+ *
+ * How paths are handled (the libfuse passthrough_ll model):
+ *  - every inode the kernel knows has a record keyed by (st_dev, st_ino)
+ *    (the FUSE node id is its address) with the (parent, name) it was last
+ *    seen under, and an O_PATH|O_NOFOLLOW fd: always opened for
+ *    directories, on first need for the rest. The kernel caches inodes
+ *    until memory runs short, so fds are held within a budget (half of
+ *    RLIMIT_NOFILE, or --max-held-fds): the least recently used are closed
+ *    and reopened by name when needed, which must yield the same inode,
+ *    else the operation fails closed (ESTALE);
+ *  - a name from the kernel is one component, opened relative to its
+ *    parent's fd with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+ *    RESOLVE_NO_MAGICLINKS): no symlink inside the tree is ever followed,
+ *    so nothing outside the source directory can be reached through one;
+ *  - for the policy, the path of a directory is what the kernel says it is
+ *    now (readlink of /proc/self/fd/N), relative to the source root: it
+ *    follows host renames and cannot be chosen by the agent. A directory
+ *    that left the tree or was deleted fails closed (ESTALE, ENOENT);
+ *  - a non-directory's path is the name it was last seen under; before
+ *    that name is used for a decision it is checked to still name the same
+ *    inode, else the operation fails closed (ESTALE). A file with
+ *    several links that was ever seen under a protected name stays
+ *    protected for as long as the kernel holds it ("sticky");
+ *  - data I/O reopens the held inode through /proc/self/fd/N: that is our
+ *    own fd, not a path the agent chose, and only regular files are
+ *    reopened.
+ *
+ * Single-threaded on purpose: a policy decision and the operation it allows
+ * cannot be interleaved with another request of the agent.
+ *
+ * Caching: attribute and entry timeouts are 0 unless --cache-timeout says
+ * otherwise, no writeback cache, page cache invalidated on open and on
+ * mtime change, so edits made on the host at the same time are seen at
+ * once. A positive timeout only delays when host edits are seen: every
+ * decision is taken on the router's side from the real tree, never from
+ * what the kernel cached.
+ *
+ * Nothing here reads, logs or hides file contents; refusals are logged
+ * (path and operation, control characters escaped, rate-limited) unless
+ * --quiet.
+ */
+#define FUSE_USE_VERSION 312
+
+#include "router.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <linux/openat2.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
+#ifndef FS_CASEFOLD_FL
+#define FS_CASEFOLD_FL 0x40000000
+#endif
+
+#define RESOLVE_FLAGS (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+
+struct rt_inode {
+    struct rt_inode *hnext;    /* hash chain (or the retired list) */
+    struct rt_inode *lru_prev; /* held fds, most recently used first */
+    struct rt_inode *lru_next;
+    dev_t dev;
+    ino_t ino;
+    int fd;                    /* O_PATH | O_NOFOLLOW, or -1 while evicted */
+    mode_t type;               /* S_IFMT bits */
+    uint64_t nlookup;          /* references held by the kernel */
+    uint64_t nchild;           /* inodes naming this one as their parent */
+    struct rt_inode *parent;   /* directory where `name` was last seen (counted in its nchild) */
+    char *name;
+    bool sticky;               /* seen under a protected name while held */
+    bool is_root;
+    bool hashed;               /* in the table (false once retired) */
+};
+
+struct rt_dir {
+    DIR *dp;
+    struct dirent *entry;
+    off_t offset;
+};
+
+struct router {
+    struct rt_inode root;
+    char *root_path; /* the kernel's path of the source root */
+    size_t root_len;
+    int proc_fd;     /* /proc/self/fd */
+    struct rt_inode **buckets;
+    size_t nbuckets, count;
+    struct rt_inode *retired;
+    struct rt_inode *lru_head, *lru_tail;
+    size_t held, max_held;
+    struct lz_router_fs fs;
+    struct lz_router_policy pol;
+    char **protect;
+    size_t n_protect;
+    uid_t uid;
+    gid_t gid;
+    bool quiet;
+    double timeout;  /* attribute and entry cache timeout, seconds (default 0) */
+    time_t log_window;
+    unsigned log_count, log_dropped;
+};
+
+static int sys_openat2(int dirfd, const char *path, uint64_t flags, uint64_t mode, uint64_t resolve) {
+    struct open_how how = { .flags = flags, .mode = mode, .resolve = resolve };
+    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+}
+
+/* ---- refusal log: paths are agent-chosen bytes, so escape them ---- */
+
+static void log_escaped(FILE *f, const char *s) {
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p >= 0x20 && *p < 0x7f && *p != '\\')
+            fputc(*p, f);
+        else
+            fprintf(f, "\\x%02x", *p);
+    }
+}
+
+static void log_refusal(struct router *r, const char *op, const char *path, const char *path2, int err) {
+    if (r->quiet)
+        return;
+    time_t now = time(NULL);
+    if (now != r->log_window) {
+        if (r->log_dropped)
+            fprintf(stderr, "lazaret-router: %u more refusals not logged\n", r->log_dropped);
+        r->log_window = now;
+        r->log_count = 0;
+        r->log_dropped = 0;
+    }
+    if (++r->log_count > 20) {
+        r->log_dropped++;
+        return;
+    }
+    fprintf(stderr, "lazaret-router: refused %s ", op);
+    log_escaped(stderr, path ? path : "(no name)");
+    if (path2) {
+        fputs(" -> ", stderr);
+        log_escaped(stderr, path2);
+    }
+    fprintf(stderr, ": %s\n", strerror(-err));
+}
+
+/* ---- inode table ---- */
+
+static size_t hash_key(dev_t dev, ino_t ino) {
+    uint64_t h = (uint64_t)ino * 0x9E3779B97F4A7C15ull ^ (uint64_t)dev * 0xC2B2AE3D27D4EB4Full;
+    return (size_t)(h ^ (h >> 29));
+}
+
+static struct rt_inode *table_find(struct router *r, dev_t dev, ino_t ino) {
+    for (struct rt_inode *in = r->buckets[hash_key(dev, ino) & (r->nbuckets - 1)]; in; in = in->hnext)
+        if (in->dev == dev && in->ino == ino)
+            return in;
+    return NULL;
+}
+
+static void table_insert(struct router *r, struct rt_inode *in) {
+    if (r->count + 1 > r->nbuckets) {
+        size_t nb = r->nbuckets * 2;
+        struct rt_inode **b = lz_xcalloc(nb, sizeof *b);
+        for (size_t i = 0; i < r->nbuckets; i++) {
+            for (struct rt_inode *x = r->buckets[i], *next; x; x = next) {
+                next = x->hnext;
+                size_t h = hash_key(x->dev, x->ino) & (nb - 1);
+                x->hnext = b[h];
+                b[h] = x;
+            }
+        }
+        free(r->buckets);
+        r->buckets = b;
+        r->nbuckets = nb;
+    }
+    size_t h = hash_key(in->dev, in->ino) & (r->nbuckets - 1);
+    in->hnext = r->buckets[h];
+    r->buckets[h] = in;
+    in->hashed = true;
+    r->count++;
+}
+
+static void unlink_from(struct rt_inode **pp, struct rt_inode *in) {
+    for (; *pp; pp = &(*pp)->hnext) {
+        if (*pp == in) {
+            *pp = in->hnext;
+            return;
+        }
+    }
+}
+
+/* An evicted record whose (dev, ino) now names a different file: keep it
+ * for the kernel's references, out of the table. */
+static void table_retire(struct router *r, struct rt_inode *in) {
+    unlink_from(&r->buckets[hash_key(in->dev, in->ino) & (r->nbuckets - 1)], in);
+    r->count--;
+    in->hashed = false;
+    in->hnext = r->retired;
+    r->retired = in;
+}
+
+/* ---- held fds: a budget, least recently used closed first ---- */
+
+static void lru_remove(struct router *r, struct rt_inode *in) {
+    if (in->lru_prev)
+        in->lru_prev->lru_next = in->lru_next;
+    else
+        r->lru_head = in->lru_next;
+    if (in->lru_next)
+        in->lru_next->lru_prev = in->lru_prev;
+    else
+        r->lru_tail = in->lru_prev;
+    in->lru_prev = in->lru_next = NULL;
+    r->held--;
+}
+
+static void lru_add(struct router *r, struct rt_inode *in) {
+    in->lru_prev = NULL;
+    in->lru_next = r->lru_head;
+    if (r->lru_head)
+        r->lru_head->lru_prev = in;
+    else
+        r->lru_tail = in;
+    r->lru_head = in;
+    r->held++;
+}
+
+static void lru_touch(struct router *r, struct rt_inode *in) {
+    if (r->lru_head == in)
+        return;
+    lru_remove(r, in);
+    lru_add(r, in);
+}
+
+/* The kernel keeps inodes it looked up cached until memory runs short, so
+ * one fd per inode would run out on a big tree. Over budget, the coldest
+ * fds are closed; inode_fd() reopens them by name. Called only when a
+ * request starts, so no fd borrowed by a request is ever closed under it. */
+static void lru_trim(struct router *r) {
+    while (r->held > r->max_held && r->lru_tail) {
+        struct rt_inode *victim = r->lru_tail;
+        lru_remove(r, victim);
+        close(victim->fd);
+        victim->fd = -1;
+    }
+}
+
+static struct router *begin(fuse_req_t req) {
+    struct router *r = fuse_req_userdata(req);
+    lru_trim(r);
+    return r;
+}
+
+static struct rt_inode *inode_of(struct router *r, fuse_ino_t ino) {
+    if (ino == FUSE_ROOT_ID)
+        return &r->root;
+    return (struct rt_inode *)(uintptr_t)ino;
+}
+
+static fuse_ino_t node_id(struct rt_inode *in) { return in->is_root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)in; }
+
+/* An O_PATH fd of `in`, owned by the record (valid until the next request
+ * starts). An evicted inode is reopened by the name it was last seen under
+ * and must still be the same inode; otherwise -ESTALE. */
+static int inode_fd_at_depth(struct router *r, struct rt_inode *in, unsigned depth) {
+    if (in->fd >= 0) {
+        if (!in->is_root)
+            lru_touch(r, in);
+        return in->fd;
+    }
+    if (!in->parent || !in->name || depth > LZ_ROUTER_DEPTH_MAX)
+        return -ESTALE;
+    int pfd = inode_fd_at_depth(r, in->parent, depth + 1);
+    if (pfd < 0)
+        return pfd;
+    int fd = sys_openat2(pfd, in->name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, RESOLVE_FLAGS);
+    if (fd < 0)
+        return errno == ENOENT ? -ESTALE : -errno;
+    struct stat st;
+    if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != in->dev ||
+        st.st_ino != in->ino) {
+        close(fd);
+        return -ESTALE;
+    }
+    in->fd = fd;
+    lru_add(r, in);
+    return fd;
+}
+
+static int inode_fd(struct router *r, struct rt_inode *in) { return inode_fd_at_depth(r, in, 0); }
+
+/* Frees `in` (and then its parents) once nothing refers to it any more. */
+static void inode_release_unused(struct router *r, struct rt_inode *in) {
+    while (in && !in->is_root && in->nlookup == 0 && in->nchild == 0) {
+        struct rt_inode *p = in->parent;
+        if (in->hashed) {
+            unlink_from(&r->buckets[hash_key(in->dev, in->ino) & (r->nbuckets - 1)], in);
+            r->count--;
+        } else {
+            unlink_from(&r->retired, in);
+        }
+        if (in->fd >= 0) {
+            lru_remove(r, in);
+            close(in->fd);
+        }
+        free(in->name);
+        free(in);
+        if (p)
+            p->nchild--;
+        in = p;
+    }
+}
+
+static bool is_ancestor_or_self(struct rt_inode *a, struct rt_inode *of) {
+    unsigned n = 0;
+    for (struct rt_inode *p = of; p && n <= LZ_ROUTER_DEPTH_MAX; p = p->parent, n++)
+        if (p == a)
+            return true;
+    return n > LZ_ROUTER_DEPTH_MAX;
+}
+
+/* Records that `in` is now known as `name` in `dir`. */
+static void inode_set_name(struct router *r, struct rt_inode *in, struct rt_inode *dir, const char *name) {
+    if (in->is_root)
+        return;
+    if (in->parent == dir && in->name && strcmp(in->name, name) == 0)
+        return;
+    /* Host renames can make old records disagree; never record a cycle. */
+    if (S_ISDIR(in->type) && is_ancestor_or_self(in, dir))
+        return;
+    char *n = lz_xstrdup(name);
+    dir->nchild++;
+    struct rt_inode *old = in->parent;
+    in->parent = dir;
+    free(in->name);
+    in->name = n;
+    if (old) {
+        old->nchild--;
+        inode_release_unused(r, old);
+    }
+}
+
+static void forget_one(struct router *r, fuse_ino_t ino, uint64_t n) {
+    struct rt_inode *in = inode_of(r, ino);
+    if (in->is_root)
+        return;
+    in->nlookup = n > in->nlookup ? 0 : in->nlookup - n;
+    inode_release_unused(r, in);
+}
+
+/* The fd of an open regular file handle, or -1 (directory handles are not
+ * fds, and the kernel only passes file handles for regular files). */
+static int fh_fd(struct rt_inode *in, struct fuse_file_info *fi) {
+    return fi && S_ISREG(in->type) ? (int)fi->fh : -1;
+}
+
+/* ---- paths for the policy ---- */
+
+static int name_valid(const char *name) {
+    size_t n = strlen(name);
+    if (n == 0 || n > NAME_MAX || strchr(name, '/'))
+        return -EINVAL;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return -EINVAL;
+    return 0;
+}
+
+static int read_fd_path(struct router *r, int fd, char *buf, size_t size) {
+    char num[24];
+    snprintf(num, sizeof num, "%d", fd);
+    ssize_t n = readlinkat(r->proc_fd, num, buf, size - 1);
+    if (n < 0)
+        return -errno;
+    if ((size_t)n >= size - 1)
+        return -ENAMETOOLONG;
+    buf[n] = '\0';
+    return 0;
+}
+
+static int refresh_root_path(struct router *r) {
+    char buf[PATH_MAX + 1];
+    int rc = read_fd_path(r, r->root.fd, buf, sizeof buf);
+    if (rc < 0)
+        return rc;
+    if (buf[0] != '/')
+        return -ESTALE; /* "(unreachable)/..." */
+    free(r->root_path);
+    r->root_path = lz_xstrdup(buf);
+    r->root_len = strlen(buf);
+    return 0;
+}
+
+static const char *strip_root(struct router *r, const char *abs) {
+    if (r->root_len == 1 && r->root_path[0] == '/')
+        return abs[0] == '/' ? abs + 1 : NULL;
+    if (strncmp(abs, r->root_path, r->root_len) != 0)
+        return NULL;
+    if (abs[r->root_len] == '\0')
+        return abs + r->root_len;
+    if (abs[r->root_len] == '/')
+        return abs + r->root_len + 1;
+    return NULL;
+}
+
+/* The current path of directory fd `fd`, relative to the source root. */
+static int dir_relpath(struct router *r, int fd, char *out, size_t size) {
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    if (st.st_nlink == 0)
+        return -ENOENT;
+    char abs[PATH_MAX + 1];
+    int rc = read_fd_path(r, fd, abs, sizeof abs);
+    if (rc < 0)
+        return rc;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        const char *rel = strip_root(r, abs);
+        if (rel) {
+            size_t len = strlen(rel);
+            if (len >= size)
+                return -ENAMETOOLONG;
+            memcpy(out, rel, len + 1);
+            return 0;
+        }
+        /* The workspace directory itself may have been renamed on the host. */
+        if (attempt == 0 && refresh_root_path(r) < 0)
+            break;
+    }
+    return -ESTALE;
+}
+
+static int join_path(char *out, size_t size, const char *dir, const char *name) {
+    if (dir[0] == '\0')
+        return lz_snprintf(out, size, "%s", name);
+    return lz_snprintf(out, size, "%s/%s", dir, name);
+}
+
+static int entry_relpath(struct router *r, struct rt_inode *dir, const char *name, char *out, size_t size) {
+    char d[LZ_ROUTER_PATH_MAX + 1] = "";
+    int dfd = inode_fd(r, dir);
+    if (dfd < 0)
+        return dfd;
+    int rc = dir_relpath(r, dfd, d, sizeof d);
+    if (rc < 0)
+        return rc;
+    return join_path(out, size, d, name);
+}
+
+/* The current path of `in`. A non-directory with no link left has no path:
+ * *ret_noname is set and nothing else. `fhfd` is an open handle of it, or
+ * -1. */
+static int inode_relpath(struct router *r, struct rt_inode *in, int fhfd, char *out, size_t size,
+                         bool *ret_noname) {
+    *ret_noname = false;
+    if (S_ISDIR(in->type)) {
+        int fd = inode_fd(r, in);
+        return fd < 0 ? fd : dir_relpath(r, fd, out, size);
+    }
+    struct stat st;
+    if ((fhfd >= 0 && fstat(fhfd, &st) == 0) ||
+        (in->fd >= 0 && fstatat(in->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0)) {
+        if (st.st_nlink == 0) {
+            *ret_noname = true;
+            return 0;
+        }
+    }
+    if (!in->parent)
+        return -ESTALE;
+    int pfd = inode_fd(r, in->parent);
+    if (pfd < 0)
+        return pfd;
+    if (fstatat(pfd, in->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != in->dev || st.st_ino != in->ino)
+        return -ESTALE; /* renamed behind our back: we no longer know its name */
+    return entry_relpath(r, in->parent, in->name, out, size);
+}
+
+/* lz_router_fs.has_entry over the real tree. */
+static int fs_has_entry(void *ctx, const char *dir, const char *name) {
+    struct router *r = ctx;
+    _cleanup_close_ int owned = -EBADF;
+    int dfd = r->root.fd;
+    if (dir[0] != '\0') {
+        owned = sys_openat2(r->root.fd, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0, RESOLVE_FLAGS);
+        if (owned < 0)
+            return -errno;
+        dfd = owned;
+    }
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return 1;
+    return errno == ENOENT ? 0 : -errno;
+}
+
+static int policy(struct router *r, const struct lz_router_req *q) {
+    int rc = lz_router_check(&r->pol, q);
+    if (rc < 0 && rc != -EEXIST)
+        log_refusal(r, lz_router_op_name(q->op), q->path, q->op == LZ_ROP_RENAME ? q->path2 : NULL, rc);
+    return rc;
+}
+
+/* Policy for an operation on existing inode `in` (open for write, setattr). */
+static int policy_inode(struct router *r, struct rt_inode *in, int fhfd, enum lz_router_op op) {
+    char path[LZ_ROUTER_PATH_MAX + 1];
+    bool noname;
+    if (in->sticky) {
+        log_refusal(r, lz_router_op_name(op), in->name, NULL, -EPERM);
+        return -EPERM;
+    }
+    int rc = inode_relpath(r, in, fhfd, path, sizeof path, &noname);
+    if (rc < 0) {
+        log_refusal(r, lz_router_op_name(op), in->name, NULL, rc);
+        return rc;
+    }
+    if (noname)
+        return 0; /* no name left that could be a protected one */
+    struct lz_router_req q = { .op = op, .path = path };
+    return policy(r, &q);
+}
+
+/* Policy for creating `name` in `dir`; *ret_exists tells whether it exists. */
+static int policy_new_entry(struct router *r, struct rt_inode *dir, const char *name, enum lz_router_op op,
+                            const char *src, bool *ret_exists) {
+    char path[LZ_ROUTER_PATH_MAX + 1];
+    struct stat st;
+    int rc = name_valid(name);
+    if (rc < 0)
+        return rc;
+    int dfd = inode_fd(r, dir);
+    if (dfd < 0)
+        return dfd;
+    bool exists = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (!exists && errno != ENOENT)
+        return -errno;
+    rc = entry_relpath(r, dir, name, path, sizeof path);
+    if (rc < 0)
+        return rc;
+    struct lz_router_req q = { .op = op, .path = path, .exists = exists, .path2 = src };
+    rc = policy(r, &q);
+    if (rc < 0)
+        return rc;
+    if (ret_exists)
+        *ret_exists = exists;
+    return 0;
+}
+
+static int policy_entry(struct router *r, struct rt_inode *dir, const char *name, enum lz_router_op op) {
+    char path[LZ_ROUTER_PATH_MAX + 1];
+    int rc = name_valid(name);
+    if (rc < 0)
+        return rc;
+    rc = entry_relpath(r, dir, name, path, sizeof path);
+    if (rc < 0)
+        return rc;
+    struct lz_router_req q = { .op = op, .path = path };
+    return policy(r, &q);
+}
+
+/* ---- lookup ---- */
+
+static void fill_entry(struct router *r, struct fuse_entry_param *e, struct rt_inode *in, const struct stat *st) {
+    memset(e, 0, sizeof *e);
+    e->ino = node_id(in);
+    e->attr = *st;
+    e->attr_timeout = r->timeout;
+    e->entry_timeout = r->timeout;
+}
+
+/* The held record for (dev, ino) of type `type`, or NULL. */
+static struct rt_inode *find_live(struct router *r, const struct stat *st) {
+    struct rt_inode *in = table_find(r, st->st_dev, st->st_ino);
+    if (in && in->type != (st->st_mode & S_IFMT)) {
+        /* Only an evicted record can meet a reused inode number: a held
+         * fd pins the inode. */
+        table_retire(r, in);
+        in = NULL;
+    }
+    return in;
+}
+
+static int do_lookup(struct router *r, struct rt_inode *dir, const char *name, struct fuse_entry_param *e) {
+    int rc = name_valid(name);
+    if (rc < 0)
+        return rc;
+    int dfd = inode_fd(r, dir);
+    if (dfd < 0)
+        return dfd;
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    struct rt_inode *in = find_live(r, &st);
+    /* Directories are held open (they anchor every name below them);
+     * other inodes are reached through their (parent, name) and checked
+     * by identity, an fd being opened only when an operation needs one. */
+    _cleanup_close_ int fd = -EBADF;
+    if (S_ISDIR(st.st_mode) && (!in || in->fd < 0)) {
+        fd = sys_openat2(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, RESOLVE_FLAGS);
+        if (fd < 0)
+            return -errno;
+        if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+            return -errno;
+        in = find_live(r, &st); /* the name may have been replaced meanwhile */
+    }
+    if (!in) {
+        in = lz_xcalloc(1, sizeof *in);
+        in->dev = st.st_dev;
+        in->ino = st.st_ino;
+        in->fd = -1;
+        in->type = st.st_mode & S_IFMT;
+        table_insert(r, in);
+    }
+    if (fd >= 0 && in->fd < 0 && S_ISDIR(in->type) && !in->is_root) {
+        in->fd = TAKE_FD(fd);
+        lru_add(r, in);
+    }
+    in->nlookup++;
+    inode_set_name(r, in, dir, name);
+    /* Several names: remember if one of them is protected, so that another
+     * name cannot be used to write it. */
+    if (!S_ISDIR(in->type) && st.st_nlink > 1 && !in->sticky) {
+        char path[LZ_ROUTER_PATH_MAX + 1];
+        enum lz_router_class cls = LZ_RCLASS_PROTECTED;
+        if (entry_relpath(r, dir, name, path, sizeof path) < 0 || lz_router_classify(&r->pol, path, &cls) < 0 ||
+            cls != LZ_RCLASS_FREE)
+            in->sticky = true;
+    }
+    fill_entry(r, e, in, &st);
+    return 0;
+}
+
+static void reply_entry(fuse_req_t req, struct router *r, const struct fuse_entry_param *e) {
+    if (fuse_reply_entry(req, e) != 0)
+        forget_one(r, e->ino, 1); /* the kernel did not take the reference */
+}
+
+static void rt_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
+    struct router *r = begin(req);
+    struct fuse_entry_param e = { 0 };
+    int rc = do_lookup(r, inode_of(r, parent), name, &e);
+    if (rc < 0)
+        fuse_reply_err(req, -rc);
+    else
+        reply_entry(req, r, &e);
+}
+
+static void rt_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+    forget_one(fuse_req_userdata(req), ino, nlookup);
+    fuse_reply_none(req);
+}
+
+static void rt_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets) {
+    struct router *r = fuse_req_userdata(req);
+    for (size_t i = 0; i < count; i++)
+        forget_one(r, forgets[i].ino, forgets[i].nlookup);
+    fuse_reply_none(req);
+}
+
+/* ---- attributes ---- */
+
+static int stat_inode(struct router *r, struct rt_inode *in, struct fuse_file_info *fi, struct stat *st) {
+    int fd = fh_fd(in, fi);
+    if (fd >= 0)
+        return fstat(fd, st) < 0 ? -errno : 0;
+    if (in->fd < 0 && !S_ISDIR(in->type) && in->parent) {
+        /* By name, checked by identity: no fd needed. */
+        int pfd = inode_fd(r, in->parent);
+        if (pfd < 0)
+            return pfd;
+        if (fstatat(pfd, in->name, st, AT_SYMLINK_NOFOLLOW) < 0)
+            return errno == ENOENT ? -ESTALE : -errno;
+        return st->st_dev == in->dev && st->st_ino == in->ino ? 0 : -ESTALE;
+    }
+    fd = inode_fd(r, in);
+    if (fd < 0)
+        return fd;
+    return fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+}
+
+static void rt_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+    struct router *r = begin(req);
+    struct stat st;
+    int rc = stat_inode(r, inode_of(r, ino), fi, &st);
+    if (rc < 0)
+        fuse_reply_err(req, -rc);
+    else
+        fuse_reply_attr(req, &st, r->timeout);
+}
+
+/* Opens the inode's file for I/O through our own O_PATH fd (regular files
+ * only: checked by the callers). */
+static int reopen(struct router *r, struct rt_inode *in, int flags) {
+    int ifd = inode_fd(r, in);
+    if (ifd < 0)
+        return ifd;
+    char num[24];
+    snprintf(num, sizeof num, "%d", ifd);
+    int fd = openat(r->proc_fd, num, (flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_DIRECTORY)) | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+static void rt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid, struct fuse_file_info *fi) {
+    struct router *r = begin(req);
+    struct rt_inode *in = inode_of(r, ino);
+    int fhfd = fh_fd(in, fi), ifd = -1, rc;
+    const int meta = FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_ATIME |
+                     FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW;
+
+    if (valid & meta) {
+        rc = policy_inode(r, in, fhfd, LZ_ROP_SETATTR);
+        if (rc < 0)
+            goto fail;
+    }
+    if (valid & FUSE_SET_ATTR_SIZE) {
+        /* ftruncate on a handle opened for writing was allowed at open(). */
+        int fl = fhfd >= 0 ? fcntl(fhfd, F_GETFL) : -1;
+        if (fl >= 0 && (fl & O_ACCMODE) != O_RDONLY && !in->sticky)
+            rc = 0;
+        else
+            rc = policy_inode(r, in, fhfd, LZ_ROP_WRITE);
+        if (rc < 0)
+            goto fail;
+    }
+    if (fhfd < 0) {
+        ifd = inode_fd(r, in);
+        if (ifd < 0) {
+            rc = ifd;
+            goto fail;
+        }
+    }
+
+    if (valid & FUSE_SET_ATTR_MODE) {
+        mode_t mode = attr->st_mode & 07777;
+        if (!S_ISDIR(in->type))
+            mode &= ~(mode_t)(S_ISUID | S_ISGID); /* no set-id programs on the host */
+        else
+            mode &= ~(mode_t)S_ISUID;
+        if (fhfd >= 0)
+            rc = fchmod(fhfd, mode);
+        else if (S_ISLNK(in->type))
+            rc = (errno = EOPNOTSUPP, -1);
+        else
+            rc = (int)syscall(SYS_fchmodat2, ifd, "", mode, AT_EMPTY_PATH);
+        if (rc < 0) {
+            rc = -errno;
+            goto fail;
+        }
+    }
+    if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+        uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
+        gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
+        /* Host files stay the developer's: only our own ids are served. */
+        if ((uid != (uid_t)-1 && uid != r->uid) || (gid != (gid_t)-1 && gid != r->gid)) {
+            rc = -EPERM;
+            goto fail;
+        }
+        rc = fhfd >= 0 ? fchown(fhfd, uid, gid) : fchownat(ifd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+        if (rc < 0) {
+            rc = -errno;
+            goto fail;
+        }
+    }
+    if (valid & FUSE_SET_ATTR_SIZE) {
+        if (!S_ISREG(in->type)) {
+            rc = S_ISDIR(in->type) ? -EISDIR : -EINVAL;
+            goto fail;
+        }
+        if (fhfd >= 0) {
+            rc = ftruncate(fhfd, attr->st_size) < 0 ? -errno : 0;
+        } else {
+            _cleanup_close_ int fd = reopen(r, in, O_WRONLY);
+            if (fd < 0) {
+                rc = fd;
+                goto fail;
+            }
+            rc = ftruncate(fd, attr->st_size) < 0 ? -errno : 0;
+        }
+        if (rc < 0)
+            goto fail;
+    }
+    if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)) {
+        struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
+        if (valid & FUSE_SET_ATTR_ATIME_NOW)
+            ts[0].tv_nsec = UTIME_NOW;
+        else if (valid & FUSE_SET_ATTR_ATIME)
+            ts[0] = attr->st_atim;
+        if (valid & FUSE_SET_ATTR_MTIME_NOW)
+            ts[1].tv_nsec = UTIME_NOW;
+        else if (valid & FUSE_SET_ATTR_MTIME)
+            ts[1] = attr->st_mtim;
+        if (fhfd >= 0)
+            rc = futimens(fhfd, ts);
+        else
+            rc = utimensat(ifd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+        if (rc < 0) {
+            rc = -errno;
+            goto fail;
+        }
+    }
+    struct stat st;
+    rc = stat_inode(r, in, fi, &st);
+    if (rc < 0)
+        goto fail;
+    fuse_reply_attr(req, &st, r->timeout);
+    return;
+fail:
+    fuse_reply_err(req, -rc);
+}
+
+static void rt_readlink(fuse_req_t req, fuse_ino_t ino) {
+    struct router *r = begin(req);
+    int fd = inode_fd(r, inode_of(r, ino));
+    if (fd < 0) {
+        fuse_reply_err(req, -fd);
+        return;
+    }
+    char buf[PATH_MAX + 1];
+    ssize_t n = readlinkat(fd, "", buf, sizeof buf - 1);
+    if (n < 0) {
+        fuse_reply_err(req, errno);
+        return;
+    }
+    buf[n] = '\0';
+    fuse_reply_readlink(req, buf);
+}
+
+static void rt_statfs(fuse_req_t req, fuse_ino_t ino) {
+    struct router *r = begin(req);
+    struct statvfs sv;
+    int fd = inode_fd(r, inode_of(r, ino));
+    if (fd < 0)
+        fd = r->root.fd;
+    if (fstatvfs(fd, &sv) < 0)
+        fuse_reply_err(req, errno);
+    else
+        fuse_reply_statfs(req, &sv);
+}
+
+/* ---- creating and removing names ---- */
+
+static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, const char *target,
+                       enum lz_router_op op) {
+    struct router *r = begin(req);
+    struct rt_inode *dir = inode_of(r, parent);
+    int rc;
+    if (op == LZ_ROP_CREATE && !S_ISREG(mode) && !S_ISFIFO(mode)) {
+        rc = -EPERM; /* devices cannot work (nodev) and sockets are not served */
+        goto fail;
+    }
+    rc = policy_new_entry(r, dir, name, op, NULL, NULL);
+    if (rc < 0)
+        goto fail;
+    int dfd = inode_fd(r, dir);
+    if (dfd < 0) {
+        rc = dfd;
+        goto fail;
+    }
+    switch (op) {
+    case LZ_ROP_MKDIR:
+        rc = mkdirat(dfd, name, mode & 01777);
+        break;
+    case LZ_ROP_SYMLINK:
+        rc = symlinkat(target, dfd, name);
+        break;
+    case LZ_ROP_CREATE:
+        rc = mknodat(dfd, name, (mode & S_IFMT) | (mode & 01777), 0);
+        break;
+    case LZ_ROP_LINK:
+    case LZ_ROP_WRITE:
+    case LZ_ROP_SETATTR:
+    case LZ_ROP_UNLINK:
+    case LZ_ROP_RMDIR:
+    case LZ_ROP_RENAME:
+        rc = (errno = EINVAL, -1);
+        break;
+    }
+    if (rc < 0) {
+        rc = -errno;
+        goto fail;
+    }
+    struct fuse_entry_param e = { 0 };
+    rc = do_lookup(r, dir, name, &e);
+    if (rc < 0)
+        goto fail;
+    reply_entry(req, r, &e);
+    return;
+fail:
+    fuse_reply_err(req, -rc);
+}
+
+static void rt_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev) {
+    (void)rdev;
+    make_entry(req, parent, name, mode, NULL, LZ_ROP_CREATE);
+}
+
+static void rt_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode) {
+    make_entry(req, parent, name, S_IFDIR | (mode & 07777), NULL, LZ_ROP_MKDIR);
+}
+
+static void rt_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name) {
+    make_entry(req, parent, name, S_IFLNK | 0777, link, LZ_ROP_SYMLINK);
+}
+
+static void rt_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname) {
+    struct router *r = begin(req);
+    struct rt_inode *in = inode_of(r, ino), *dir = inode_of(r, newparent);
+    char src[LZ_ROUTER_PATH_MAX + 1];
+    bool noname;
+    int rc;
+    if (S_ISDIR(in->type)) {
+        rc = -EPERM;
+        goto fail;
+    }
+    if (in->sticky) {
+        log_refusal(r, "link", in->name, newname, -EPERM);
+        rc = -EPERM;
+        goto fail;
+    }
+    rc = inode_relpath(r, in, -1, src, sizeof src, &noname);
+    if (rc < 0)
+        goto fail;
+    if (noname) {
+        rc = -ENOENT;
+        goto fail;
+    }
+    rc = policy_new_entry(r, dir, newname, LZ_ROP_LINK, src, NULL);
+    if (rc < 0)
+        goto fail;
+    /* inode_relpath() just checked that parent/name is this inode. */
+    int sfd = inode_fd(r, in->parent), dfd = inode_fd(r, dir);
+    if (sfd < 0 || dfd < 0) {
+        rc = sfd < 0 ? sfd : dfd;
+        goto fail;
+    }
+    if (linkat(sfd, in->name, dfd, newname, 0) < 0) {
+        rc = -errno;
+        goto fail;
+    }
+    struct fuse_entry_param e = { 0 };
+    rc = do_lookup(r, dir, newname, &e);
+    if (rc < 0)
+        goto fail;
+    reply_entry(req, r, &e);
+    return;
+fail:
+    fuse_reply_err(req, -rc);
+}
+
+static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, enum lz_router_op op) {
+    struct router *r = begin(req);
+    struct rt_inode *dir = inode_of(r, parent);
+    int rc = policy_entry(r, dir, name, op);
+    if (rc == 0) {
+        int dfd = inode_fd(r, dir);
+        if (dfd < 0)
+            rc = dfd;
+        else if (unlinkat(dfd, name, op == LZ_ROP_RMDIR ? AT_REMOVEDIR : 0) < 0)
+            rc = -errno;
+    }
+    fuse_reply_err(req, -rc);
+}
+
+static void rt_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
+    remove_entry(req, parent, name, LZ_ROP_UNLINK);
+}
+
+static void rt_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
+    remove_entry(req, parent, name, LZ_ROP_RMDIR);
+}
+
+static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                      const char *newname, unsigned int flags) {
+    struct router *r = begin(req);
+    struct rt_inode *sdir = inode_of(r, parent), *ddir = inode_of(r, newparent);
+    char spath[LZ_ROUTER_PATH_MAX + 1], dpath[LZ_ROUTER_PATH_MAX + 1];
+    struct stat sst, dst;
+    int rc;
+    if ((rc = name_valid(name)) < 0 || (rc = name_valid(newname)) < 0)
+        goto fail;
+    int sfd = inode_fd(r, sdir), dfd = inode_fd(r, ddir);
+    if (sfd < 0 || dfd < 0) {
+        rc = sfd < 0 ? sfd : dfd;
+        goto fail;
+    }
+    if (fstatat(sfd, name, &sst, AT_SYMLINK_NOFOLLOW) < 0) {
+        rc = -errno;
+        goto fail;
+    }
+    bool dexists = fstatat(dfd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
+    if (!dexists && errno != ENOENT) {
+        rc = -errno;
+        goto fail;
+    }
+    if ((rc = entry_relpath(r, sdir, name, spath, sizeof spath)) < 0 ||
+        (rc = entry_relpath(r, ddir, newname, dpath, sizeof dpath)) < 0)
+        goto fail;
+    struct lz_router_req q = {
+        .op = LZ_ROP_RENAME, .path = spath, .path2 = dpath, .exists = dexists,
+        .is_dir = S_ISDIR(sst.st_mode), .is_dir2 = dexists && S_ISDIR(dst.st_mode), .flags = flags,
+    };
+    rc = policy(r, &q);
+    if (rc < 0)
+        goto fail;
+    if (renameat2(sfd, name, dfd, newname, flags) < 0) {
+        rc = -errno;
+        goto fail;
+    }
+    struct rt_inode *moved = table_find(r, sst.st_dev, sst.st_ino);
+    if (moved)
+        inode_set_name(r, moved, ddir, newname);
+    if ((flags & RENAME_EXCHANGE) && dexists) {
+        struct rt_inode *other = table_find(r, dst.st_dev, dst.st_ino);
+        if (other)
+            inode_set_name(r, other, sdir, name);
+    }
+    fuse_reply_err(req, 0);
+    return;
+fail:
+    fuse_reply_err(req, -rc);
+}
+
+/* ---- files ---- */
+
+static int open_existing(struct router *r, struct rt_inode *in, int flags) {
+    if (S_ISDIR(in->type))
+        return -EISDIR;
+    if (!S_ISREG(in->type))
+        return -EINVAL; /* the kernel opens FIFOs itself */
+    if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) {
+        int rc = policy_inode(r, in, -1, LZ_ROP_WRITE);
+        if (rc < 0)
+            return rc;
+    }
+    return reopen(r, in, flags);
+}
+
+static void rt_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+    struct router *r = begin(req);
+    int fd = open_existing(r, inode_of(r, ino), fi->flags);
+    if (fd < 0) {
+        fuse_reply_err(req, -fd);
+        return;
+    }
+    fi->fh = (uint64_t)fd;
+    fi->keep_cache = 0;
+    fi->direct_io = 0;
+    if (fuse_reply_open(req, fi) != 0)
+        close(fd);
+}
+
+static void rt_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi) {
+    struct router *r = begin(req);
+    struct rt_inode *dir = inode_of(r, parent);
+    struct fuse_entry_param e = { 0 };
+    bool exists = false;
+    int fd = -1, rc = policy_new_entry(r, dir, name, LZ_ROP_CREATE, NULL, &exists);
+    if (rc < 0)
+        goto fail;
+    if (!exists) {
+        int dfd = inode_fd(r, dir);
+        if (dfd < 0) {
+            rc = dfd;
+            goto fail;
+        }
+        fd = sys_openat2(dfd, name, (uint64_t)((fi->flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC) & ~O_NOCTTY),
+                         mode & 01777, RESOLVE_FLAGS);
+        if (fd < 0 && (errno != EEXIST || (fi->flags & O_EXCL))) {
+            rc = -errno;
+            goto fail;
+        }
+        exists = fd < 0;
+    }
+    if (exists) {
+        /* Created by someone else meanwhile: an open of the existing file,
+         * with the policy of an open. */
+        if (fi->flags & O_EXCL) {
+            rc = -EEXIST;
+            goto fail;
+        }
+        rc = do_lookup(r, dir, name, &e);
+        if (rc < 0)
+            goto fail;
+        fd = open_existing(r, inode_of(r, e.ino), fi->flags);
+        if (fd < 0) {
+            forget_one(r, e.ino, 1);
+            rc = fd;
+            goto fail;
+        }
+    } else {
+        rc = do_lookup(r, dir, name, &e);
+        if (rc < 0) {
+            close(fd);
+            goto fail;
+        }
+    }
+    fi->fh = (uint64_t)fd;
+    fi->keep_cache = 0;
+    fi->direct_io = 0;
+    if (fuse_reply_create(req, &e, fi) != 0) {
+        close(fd);
+        forget_one(r, e.ino, 1);
+    }
+    return;
+fail:
+    fuse_reply_err(req, -rc);
+}
+
+static void rt_read_buf(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+    (void)ino;
+    struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+    buf.buf[0].flags = (enum fuse_buf_flags)(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
+    buf.buf[0].fd = (int)fi->fh;
+    buf.buf[0].pos = off;
+    fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+}
+
+static void rt_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf, off_t off,
+                         struct fuse_file_info *fi) {
+    (void)ino;
+    struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in_buf));
+    out.buf[0].flags = (enum fuse_buf_flags)(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
+    out.buf[0].fd = (int)fi->fh;
+    out.buf[0].pos = off;
+    ssize_t n = fuse_buf_copy(&out, in_buf, 0);
+    if (n < 0)
+        fuse_reply_err(req, (int)-n);
+    else
+        fuse_reply_write(req, (size_t)n);
+}
+
+static void rt_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+    (void)ino;
+    /* close() of a duplicate reports delayed write errors like a real close. */
+    int fd = dup((int)fi->fh);
+    int rc = fd < 0 || close(fd) < 0 ? errno : 0;
+    fuse_reply_err(req, rc);
+}
+
+static void rt_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+    (void)ino;
+    close((int)fi->fh);
+    fuse_reply_err(req, 0);
+}
+
+static void rt_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
+    (void)ino;
+    int rc = datasync ? fdatasync((int)fi->fh) : fsync((int)fi->fh);
+    fuse_reply_err(req, rc < 0 ? errno : 0);
+}
+
+static void rt_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi) {
+    (void)ino;
+    fuse_reply_err(req, fallocate((int)fi->fh, mode, off, len) < 0 ? errno : 0);
+}
+
+static void rt_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi) {
+    (void)ino;
+    off_t res = lseek((int)fi->fh, off, whence);
+    if (res < 0)
+        fuse_reply_err(req, errno);
+    else
+        fuse_reply_lseek(req, res);
+}
+
+static void rt_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
+                               fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len,
+                               int flags) {
+    (void)ino_in;
+    (void)ino_out;
+    /* Both handles were opened through the policy; the kernel refuses a
+     * destination that is not open for writing. */
+    ssize_t n = copy_file_range((int)fi_in->fh, &off_in, (int)fi_out->fh, &off_out, len, (unsigned)flags);
+    if (n < 0)
+        fuse_reply_err(req, errno);
+    else
+        fuse_reply_write(req, (size_t)n);
+}
+
+/* ---- directories ---- */
+
+static void rt_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+    struct router *r = begin(req);
+    struct rt_inode *in = inode_of(r, ino);
+    if (!S_ISDIR(in->type)) {
+        fuse_reply_err(req, ENOTDIR);
+        return;
+    }
+    int ifd = inode_fd(r, in);
+    if (ifd < 0) {
+        fuse_reply_err(req, -ifd);
+        return;
+    }
+    int fd = openat(ifd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        fuse_reply_err(req, errno);
+        return;
+    }
+    struct rt_dir *d = lz_xcalloc(1, sizeof *d);
+    d->dp = fdopendir(fd);
+    if (!d->dp) {
+        int e = errno;
+        close(fd);
+        free(d);
+        fuse_reply_err(req, e);
+        return;
+    }
+    fi->fh = (uint64_t)(uintptr_t)d;
+    if (fuse_reply_open(req, fi) != 0) {
+        closedir(d->dp);
+        free(d);
+    }
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi, bool plus) {
+    struct router *r = begin(req);
+    struct rt_inode *dir = inode_of(r, ino);
+    struct rt_dir *d = (struct rt_dir *)(uintptr_t)fi->fh;
+    _cleanup_free_ char *buf = lz_xcalloc(1, size);
+    size_t rem = size;
+    int err = 0;
+
+    if (off != d->offset) {
+        seekdir(d->dp, off);
+        d->entry = NULL;
+        d->offset = off;
+    }
+    for (;;) {
+        if (!d->entry) {
+            errno = 0;
+            d->entry = readdir(d->dp);
+            if (!d->entry) {
+                err = errno;
+                break;
+            }
+        }
+        const char *name = d->entry->d_name;
+        off_t next = d->entry->d_off;
+        bool dot = strcmp(name, ".") == 0 || strcmp(name, "..") == 0;
+        size_t used;
+        if (plus) {
+            struct fuse_entry_param e = { 0 };
+            if (dot) {
+                memset(&e, 0, sizeof e);
+                e.attr.st_ino = d->entry->d_ino;
+                e.attr.st_mode = (mode_t)d->entry->d_type << 12;
+            } else {
+                int rc = do_lookup(r, dir, name, &e);
+                if (rc == -ENOENT) { /* removed meanwhile */
+                    d->entry = NULL;
+                    d->offset = next;
+                    continue;
+                }
+                if (rc < 0) {
+                    err = -rc;
+                    break;
+                }
+            }
+            used = fuse_add_direntry_plus(req, buf + (size - rem), rem, name, &e, next);
+            if (used > rem) {
+                if (!dot)
+                    forget_one(r, e.ino, 1);
+                break;
+            }
+        } else {
+            struct stat st = { .st_ino = d->entry->d_ino, .st_mode = (mode_t)d->entry->d_type << 12 };
+            used = fuse_add_direntry(req, buf + (size - rem), rem, name, &st, next);
+            if (used > rem)
+                break;
+        }
+        rem -= used;
+        d->entry = NULL;
+        d->offset = next;
+    }
+    /* An error after some entries: return those, the next call reports it. */
+    if (err && rem == size)
+        fuse_reply_err(req, err);
+    else
+        fuse_reply_buf(req, buf, size - rem);
+}
+
+static void rt_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+    do_readdir(req, ino, size, off, fi, false);
+}
+
+static void rt_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+    do_readdir(req, ino, size, off, fi, true);
+}
+
+static void rt_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+    (void)ino;
+    struct rt_dir *d = (struct rt_dir *)(uintptr_t)fi->fh;
+    closedir(d->dp);
+    free(d);
+    fuse_reply_err(req, 0);
+}
+
+static void rt_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
+    (void)ino;
+    int fd = dirfd(((struct rt_dir *)(uintptr_t)fi->fh)->dp);
+    int rc = datasync ? fdatasync(fd) : fsync(fd);
+    fuse_reply_err(req, rc < 0 ? errno : 0);
+}
+
+static void rt_init(void *userdata, struct fuse_conn_info *conn) {
+    (void)userdata;
+    /* Host edits must be seen: no writeback cache. No export support (it
+     * would bring lookups of ".." and by handle). No ACLs, no kill-priv
+     * offload (set-id bits are stripped here anyway), no cached symlinks. */
+    conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_EXPORT_SUPPORT | FUSE_CAP_POSIX_ACL |
+                              FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_CACHE_SYMLINKS);
+    if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+        conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+    if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+        conn->want |= FUSE_CAP_SPLICE_WRITE;
+    if (conn->capable & FUSE_CAP_SPLICE_READ)
+        conn->want |= FUSE_CAP_SPLICE_READ;
+}
+
+static const struct fuse_lowlevel_ops rt_ops = {
+    .init = rt_init,
+    .lookup = rt_lookup,
+    .forget = rt_forget,
+    .forget_multi = rt_forget_multi,
+    .getattr = rt_getattr,
+    .setattr = rt_setattr,
+    .readlink = rt_readlink,
+    .mknod = rt_mknod,
+    .mkdir = rt_mkdir,
+    .symlink = rt_symlink,
+    .link = rt_link,
+    .unlink = rt_unlink,
+    .rmdir = rt_rmdir,
+    .rename = rt_rename,
+    .open = rt_open,
+    .create = rt_create,
+    .read = rt_read_buf,
+    .write_buf = rt_write_buf,
+    .flush = rt_flush,
+    .release = rt_release,
+    .fsync = rt_fsync,
+    .opendir = rt_opendir,
+    .readdir = rt_readdir,
+    .readdirplus = rt_readdirplus,
+    .releasedir = rt_releasedir,
+    .fsyncdir = rt_fsyncdir,
+    .statfs = rt_statfs,
+    .fallocate = rt_fallocate,
+    .lseek = rt_lseek,
+    .copy_file_range = rt_copy_file_range,
+    /* No xattr, ioctl, lock or access handlers: the kernel gets ENOSYS once
+     * and then answers EOPNOTSUPP (xattrs) or handles locks locally. */
+};
+
+/* ---- process ---- */
+
+static void usage(FILE *f) {
+    fputs("usage: lazaret-router --source DIR --mountpoint MP [--ready-fd N]\n"
+          "                      [--protect REL]... [--cache-timeout SECONDS]\n"
+          "                      [--max-held-fds N] [--allow-other] [--quiet]\n",
+          f);
+}
+
+static int parse_fd(const char *s, int *ret_fd) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 0 || v > INT_MAX)
+        return -EINVAL;
+    *ret_fd = (int)v;
+    return 0;
+}
+
+/* 1 if `a` is `b` or below it (both canonical absolute paths). */
+static bool path_within(const char *a, const char *b) {
+    size_t lb = strlen(b);
+    if (lb == 1 && b[0] == '/')
+        return true;
+    return strncmp(a, b, lb) == 0 && (a[lb] == '\0' || a[lb] == '/');
+}
+
+static int setup_router(struct router *r, const char *source, const char *mountpoint, struct lz_error *err) {
+    r->root.fd = open(source, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (r->root.fd < 0)
+        return lz_error_set(err, -errno, "cannot open source %s: %s", source, strerror(errno));
+    struct stat st;
+    if (fstat(r->root.fd, &st) < 0)
+        return lz_error_set(err, -errno, "cannot stat source %s: %s", source, strerror(errno));
+    r->root.dev = st.st_dev;
+    r->root.ino = st.st_ino;
+    r->root.type = S_IFDIR;
+    r->root.is_root = true;
+    r->proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (r->proc_fd < 0)
+        return lz_error_set(err, -errno, "cannot open /proc/self/fd: %s", strerror(errno));
+    int rc = refresh_root_path(r);
+    if (rc < 0)
+        return lz_error_set(err, rc, "cannot resolve the path of %s: %s", source, strerror(-rc));
+
+    _cleanup_free_ char *mp = realpath(mountpoint, NULL);
+    if (!mp)
+        return lz_error_set(err, -errno, "cannot resolve mountpoint %s: %s", mountpoint, strerror(errno));
+    if (path_within(mp, r->root_path) || path_within(r->root_path, mp))
+        return lz_error_set(err, -EINVAL, "mountpoint %s and source %s must not contain each other", mp,
+                            r->root_path);
+
+    /* On a case-folding directory `.git/CONFIG` is `.git/config` under
+     * Unicode folding rules this policy does not implement: refuse. The
+     * agent cannot set the flag (no ioctls are served). */
+    _cleanup_close_ int dfd = openat(r->root.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int flags = 0;
+    if (dfd >= 0 && ioctl(dfd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & FS_CASEFOLD_FL))
+        return lz_error_set(err, -EINVAL, "%s is a case-folding directory: not supported", r->root_path);
+
+    r->nbuckets = 1024;
+    r->buckets = lz_xcalloc(r->nbuckets, sizeof *r->buckets);
+    table_insert(r, &r->root);
+    r->uid = geteuid();
+    r->gid = getegid();
+    r->fs.has_entry = fs_has_entry;
+    r->fs.ctx = r;
+    r->pol.fs = &r->fs;
+    r->pol.protect = (const char *const *)r->protect;
+    r->pol.n_protect = r->n_protect;
+    return 0;
+}
+
+static void free_record(struct rt_inode *in) {
+    if (in->fd >= 0)
+        close(in->fd);
+    free(in->name);
+    free(in);
+}
+
+static void teardown_router(struct router *r) {
+    for (size_t i = 0; r->buckets && i < r->nbuckets; i++) {
+        for (struct rt_inode *in = r->buckets[i], *next; in; in = next) {
+            next = in->hnext;
+            if (!in->is_root)
+                free_record(in);
+        }
+    }
+    for (struct rt_inode *in = r->retired, *next; in; in = next) {
+        next = in->hnext;
+        free_record(in);
+    }
+    free(r->buckets);
+    if (r->root.fd >= 0)
+        close(r->root.fd);
+    if (r->proc_fd >= 0)
+        close(r->proc_fd);
+    free(r->root_path);
+    for (size_t i = 0; i < r->n_protect; i++)
+        free(r->protect[i]);
+    free(r->protect);
+}
+
+int main(int argc, char **argv) {
+    static const struct option opts[] = {
+        { "source", required_argument, NULL, 's' },
+        { "mountpoint", required_argument, NULL, 'm' },
+        { "ready-fd", required_argument, NULL, 'r' },
+        { "protect", required_argument, NULL, 'p' },
+        { "cache-timeout", required_argument, NULL, 't' },
+        { "max-held-fds", required_argument, NULL, 'f' },
+        { "allow-other", no_argument, NULL, 'a' },
+        { "quiet", no_argument, NULL, 'q' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    struct router r = { .root.fd = -EBADF, .proc_fd = -EBADF };
+    const char *source = NULL, *mountpoint = NULL;
+    int ready_fd = -1, c, ret = 1;
+    bool allow_other = false;
+    struct lz_error err = { 0 };
+
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            source = optarg;
+            break;
+        case 'm':
+            mountpoint = optarg;
+            break;
+        case 'r':
+            if (parse_fd(optarg, &ready_fd) < 0 || fcntl(ready_fd, F_GETFD) < 0) {
+                fprintf(stderr, "lazaret-router: --ready-fd %s is not an open file descriptor\n", optarg);
+                return 2;
+            }
+            break;
+        case 'p': {
+            char *p;
+            if (lz_router_normalize(optarg, &p) < 0) {
+                fprintf(stderr, "lazaret-router: --protect %s: not a relative path inside the source\n", optarg);
+                return 2;
+            }
+            r.protect = lz_xrealloc(r.protect, (r.n_protect + 1) * sizeof *r.protect);
+            r.protect[r.n_protect++] = p;
+            break;
+        }
+        case 't': {
+            char *end;
+            errno = 0;
+            r.timeout = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(r.timeout >= 0.0 && r.timeout <= 60.0)) {
+                fprintf(stderr, "lazaret-router: --cache-timeout %s: want seconds between 0 and 60\n", optarg);
+                return 2;
+            }
+            break;
+        }
+        case 'f': {
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (errno || end == optarg || *end || v < 8 || v > (1ul << 24)) {
+                fprintf(stderr, "lazaret-router: --max-held-fds %s: want a number from 8 on\n", optarg);
+                return 2;
+            }
+            r.max_held = v;
+            break;
+        }
+        case 'a':
+            allow_other = true;
+            break;
+        case 'q':
+            r.quiet = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!source || !mountpoint || optind != argc) {
+        usage(stderr);
+        return 2;
+    }
+    if (ready_fd >= 0)
+        (void)fcntl(ready_fd, F_SETFD, FD_CLOEXEC);
+
+    /* Modes come from the kernel with the caller's umask applied already. */
+    umask(0);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+        fprintf(stderr, "lazaret-router: PR_SET_NO_NEW_PRIVS: %s\n", strerror(errno));
+        return 1;
+    }
+    /* One O_PATH fd per inode the kernel holds. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    /* Half for held inode fds, the rest for open files and directories. */
+    if (r.max_held == 0)
+        r.max_held = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 2 > 64
+                         ? (size_t)(rl.rlim_cur / 2)
+                         : 512;
+
+    if (setup_router(&r, source, mountpoint, &err) < 0) {
+        fprintf(stderr, "lazaret-router: %s\n", err.msg);
+        teardown_router(&r);
+        return 1;
+    }
+
+    char *fargv[] = { argv[0], (char *)"-o",
+                      allow_other ? (char *)"fsname=lazaret-router,subtype=lazaret,allow_other"
+                                  : (char *)"fsname=lazaret-router,subtype=lazaret",
+                      NULL };
+    struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
+    struct fuse_session *se = fuse_session_new(&args, &rt_ops, sizeof rt_ops, &r);
+    if (!se) {
+        fprintf(stderr, "lazaret-router: cannot create the FUSE session\n");
+        goto out;
+    }
+    if (fuse_set_signal_handlers(se) != 0) {
+        fprintf(stderr, "lazaret-router: cannot install signal handlers\n");
+        goto out_session;
+    }
+    if (fuse_session_mount(se, mountpoint) != 0) {
+        fprintf(stderr, "lazaret-router: cannot mount on %s\n", mountpoint);
+        goto out_signals;
+    }
+    if (ready_fd >= 0) {
+        int rc = lz_write_full(ready_fd, "ready\n", 6);
+        close(ready_fd);
+        ready_fd = -1;
+        if (rc < 0) {
+            fprintf(stderr, "lazaret-router: cannot report readiness: %s\n", strerror(-rc));
+            goto out_unmount;
+        }
+    }
+
+    int rc = fuse_session_loop(se);
+    /* 0 when unmounted, a signal number after SIGTERM/SIGINT/SIGHUP. */
+    ret = rc < 0 ? 1 : 0;
+    if (rc < 0)
+        fprintf(stderr, "lazaret-router: session loop failed: %s\n", strerror(-rc));
+
+out_unmount:
+    fuse_session_unmount(se);
+out_signals:
+    fuse_remove_signal_handlers(se);
+out_session:
+    fuse_session_destroy(se);
+out:
+    fuse_opt_free_args(&args);
+    if (ready_fd >= 0)
+        close(ready_fd);
+    teardown_router(&r);
+    return ret;
+}

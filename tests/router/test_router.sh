@@ -1,0 +1,519 @@
+#!/bin/bash
+# End-to-end test of lazaret-router (src/router/main.c) and its Git policy.
+#
+#   tests/router/test_router.sh /path/to/lazaret-router
+#
+# LZ_ROUTER_OPTS adds router options (e.g. "--max-held-fds 16" exercises
+# the reopen-by-name path on every operation).
+#
+# Run as root (the test switches to the unprivileged user $LZ_TEST_USER,
+# default `lztest`) or directly as an unprivileged user. Needs unshare,
+# /dev/fuse usable by that user, git, /usr/bin/python3.
+#
+# Phases:
+#  1. (host) a real repository with a nested repository, a bare-repository
+#     fixture, and a core.hooksPath directory; snapshot of what must not change;
+#  2. (agent) in a user + mount namespace (root there = the user), mount the
+#     router over the repository and try every attack through the mountpoint;
+#  3. (host) outside the namespace run the host's git (status, diff, log,
+#     commit, __git_ps1) in the root and in every subdirectory the agent
+#     touched; no sentinel may appear; the snapshot must be unchanged;
+#  4. (agent) normal Git work through the mountpoint, a 50 MiB round trip,
+#     a 5000-file storm through the router and directly;
+#  5. (host) the agent's commits are there and the repository is sound.
+#
+# Every loop and wait is bounded. Nothing leaves the temporary directory
+# except the sentinel check's positive control, which also stays in it.
+set -u
+
+ROUTER=${1:-}
+TEST_USER=${LZ_TEST_USER:-lztest}
+
+# ---------------------------------------------------------------- helpers
+PASS=0
+FAIL=0
+pass() { PASS=$((PASS + 1)); printf '  PASS  %s\n' "$*"; }
+fail() { FAIL=$((FAIL + 1)); printf '  FAIL  %s\n' "$*"; }
+
+# refuse NAME CMD...: the attack must fail.
+refuse() {
+    local name=$1 out rc
+    shift
+    out=$("$@" 2>&1)
+    rc=$?
+    if [ $rc -ne 0 ]; then
+        pass "refused: $name ($(printf '%s' "$out" | tail -n1 | sed 's/.*: //' | cut -c1-60))"
+    else
+        fail "NOT refused: $name"
+    fi
+}
+
+# allow NAME CMD...: must succeed.
+allow() {
+    local name=$1 out rc
+    shift
+    out=$("$@" 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ]; then
+        pass "allowed: $name"
+    else
+        fail "should work: $name: $(printf '%s' "$out" | tail -n2 | tr '\n' ' ')"
+    fi
+}
+
+finish() {
+    printf '%s: %d passed, %d failed\n' "$1" "$PASS" "$FAIL"
+    [ "$FAIL" -eq 0 ]
+}
+
+now_ms() { date +%s%3N; }
+
+# With --cache-timeout the kernel may show host edits that much later.
+settle() {
+    case "${LZ_ROUTER_OPTS:-}" in *cache-timeout*) sleep 1.5 ;; esac
+}
+
+# start_router MNT: mounts the router on MNT, sets RPID.
+start_router() {
+    local mnt=$1 i
+    shift
+    rm -f "$W/ready"
+    # shellcheck disable=SC2086 # LZ_ROUTER_OPTS: extra options, split on purpose
+    "$ROUTER" --source "$W/ws" --mountpoint "$mnt" --ready-fd 3 ${LZ_ROUTER_OPTS:-} "$@" 3>"$W/ready" 2>>"$W/router.log" &
+    RPID=$!
+    for i in $(seq 100); do
+        grep -qx ready "$W/ready" 2>/dev/null && return 0
+        kill -0 $RPID 2>/dev/null || break
+        sleep 0.05
+    done
+    echo "router did not become ready" >&2
+    cat "$W/router.log" >&2
+    return 1
+}
+
+# ---------------------------------------------------------------- phase 2: the agent's attacks
+phase_attacks() {
+    cd "$W" || exit 1
+    start_router "$W/mnt" --protect .husky || exit 1
+    grep -qx ready "$W/ready" && pass "router wrote 'ready' on --ready-fd"
+    local M=$W/mnt S=$W/sentinel
+    cd "$M" || exit 1
+
+    echo "-- repository configuration"
+    refuse "append fsmonitor to .git/config" sh -c "printf '[core]\n\tfsmonitor = touch $S/config\n' >> .git/config"
+    refuse "truncate .git/config" truncate -s 0 .git/config
+    refuse "chmod .git/config" chmod 666 .git/config
+    refuse "touch (utimens) .git/config" touch .git/config
+    refuse "rm .git/config" rm -f .git/config
+    refuse "mv .git/config away" mv .git/config .git/config.old
+    refuse "create .git/config.lock" sh -c 'echo x > .git/config.lock'
+    refuse "git config core.fsmonitor (config.lock)" git config core.fsmonitor "touch $S/gitconfig"
+    refuse "create .git/config.worktree" sh -c "printf '[core]\n\tfsmonitor = touch $S/cw\n' > .git/config.worktree"
+    refuse "reopen a read-only fd of .git/config for writing" /usr/bin/python3 "$W/helper.py" reopen-write .git/config
+    refuse "exchange .git/config with an agent file" sh -c "echo '[core] fsmonitor = touch $S/x' > cfg && /usr/bin/python3 $W/helper.py exchange cfg .git/config"
+    refuse "rename an agent file over .git/config" mv cfg .git/config
+    refuse "lower-case spelling .git/CONFIG" sh -c 'echo x > .git/CONFIG'
+
+    echo "-- commondir / gitdir redirection"
+    mkdir -p evilcommon/objects evilcommon/refs
+    printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = touch %s/commondir\n' "$S" > evilcommon/config
+    refuse "create .git/commondir -> agent dir" sh -c "echo '$M/evilcommon' > .git/commondir"
+    refuse "create .git/commondir (relative)" sh -c 'echo ../evilcommon > .git/commondir'
+    refuse "symlink .git/commondir" ln -s ../evilcommon/config .git/commondir
+    refuse "create .git/gitdir" sh -c 'echo x > .git/gitdir'
+
+    echo "-- hooks"
+    printf '#!/bin/sh\ntouch %s/hook\n' "$S" > evilhook
+    chmod +x evilhook
+    refuse "create .git/hooks/pre-commit" sh -c "cp evilhook .git/hooks/pre-commit"
+    refuse "symlink .git/hooks/pre-commit" ln -s ../../evilhook .git/hooks/pre-commit
+    refuse "hard link agent file as .git/hooks/post-checkout" ln evilhook .git/hooks/post-checkout
+    refuse "chmod +x a sample hook" chmod +x .git/hooks/pre-commit.sample
+    refuse "edit a sample hook" sh -c 'echo "touch x" >> .git/hooks/pre-commit.sample'
+    refuse "mv .git/hooks away" mv .git/hooks .git/hooks.old
+    refuse "rm -r .git/hooks" rm -rf .git/hooks
+    refuse "--protect .husky: edit .husky/pre-commit" sh -c "echo 'touch $S/husky' >> .husky/pre-commit"
+    refuse "--protect .husky: mv .husky away" mv .husky husky.old
+    refuse "--protect .husky: new .husky/post-checkout" cp evilhook .husky/post-checkout
+
+    echo "-- the .git directory itself"
+    refuse "mv .git x" mv .git x
+    refuse "rmdir .git" rmdir .git
+    refuse "chmod .git" chmod 777 .git
+    refuse "exchange .git with an agent dir" /usr/bin/python3 "$W/helper.py" exchange evilcommon .git
+    refuse "mkdir .git at the root (exists)" mkdir .git
+
+    echo "-- nested repositories and gitfiles"
+    mkdir -p sub2
+    refuse "mkdir sub2/.git" mkdir sub2/.git
+    refuse "mkdir sub2/.GIT (case variant)" mkdir sub2/.GIT
+    refuse "git init sub2" git init -q sub2
+    refuse "gitfile sub2/.git -> agent dir" sh -c 'echo "gitdir: ../evilcommon" > sub2/.git'
+    refuse "symlink sub2/.git -> agent dir" ln -s ../evilcommon sub2/.git
+    refuse "hard link agent file as sub2/.git" sh -c 'echo "gitdir: ../evilcommon" > gf && ln gf sub2/.git'
+    refuse "rename agent dir to sub2/.git" mv evilcommon sub2/.git
+    refuse "host nested repo: edit vendor/lib/.git/config" sh -c "printf '[core]\n\tfsmonitor = touch $S/nested\n' >> vendor/lib/.git/config"
+    refuse "host nested repo: new vendor/lib/.git/hooks/post-checkout" cp evilhook vendor/lib/.git/hooks/post-checkout
+    refuse "host nested repo: mv vendor/lib (holds .git)" mv vendor/lib vendor/lib2
+    refuse "host nested repo: mv vendor/lib/.git" mv vendor/lib/.git vendor/lib/dotgit
+
+    echo "-- repositories made without a .git name (bare-repository shape)"
+    mkdir -p evil/objects evil/refs
+    printf '[core]\n\tbare = false\n\tworktree = ..\n\tfsmonitor = touch %s/bare\n' "$S" > evil/config
+    refuse "complete a bare repository: evil/HEAD" sh -c 'echo "ref: refs/heads/main" > evil/HEAD'
+    refuse "git init --bare inside the workspace" git init -q --bare evilbare.git
+    mkdir -p evil3
+    echo "ref: refs/heads/main" > evil3/HEAD
+    refuse "HEAD + commondir shape: evil3/commondir" sh -c 'echo ../evilcommon > evil3/commondir'
+    refuse "host bare fixture: edit fixtures/bare.git/config" sh -c "printf '[core]\n\tfsmonitor = touch $S/fixture\n' >> fixtures/bare.git/config"
+    refuse "host bare fixture: new fixtures/bare.git/hooks/x" cp evilhook fixtures/bare.git/hooks/post-update
+    allow "take a fixture apart: mv bare2.git/HEAD away" mv fixtures/bare2.git/HEAD fixtures/bare2.git/HEAD.bak
+    allow "then its config is ordinary data" sh -c "printf '[core]\n\tworktree = ../..\n\tfsmonitor = touch $S/unshaped\n' >> fixtures/bare2.git/config"
+    refuse "and it can never be a repository again" mv fixtures/bare2.git/HEAD.bak fixtures/bare2.git/HEAD
+
+    echo "-- objects/info/alternates, modules, worktrees, legacy remotes"
+    refuse "create .git/objects/info/alternates" sh -c "echo '$M/evilcommon/objects' > .git/objects/info/alternates"
+    refuse "mv .git/objects/info away" mv .git/objects/info .git/objects/info.old
+    refuse "rmdir .git/objects/info" rmdir .git/objects/info
+    mkdir -p evilinfo && echo "$M/evilcommon/objects" > evilinfo/alternates
+    refuse "rename agent dir to a missing objects/info" mv evilinfo fixtures/bare.git/objects/info
+    refuse "symlink a missing objects/info to an agent dir" ln -s ../../../evilinfo fixtures/bare.git/objects/info
+    allow "mkdir a missing objects/info (a real, empty directory)" mkdir fixtures/bare.git/objects/info
+    refuse "then create alternates in it" cp evilinfo/alternates fixtures/bare.git/objects/info/alternates
+    refuse "mkdir .git/modules/x" mkdir -p .git/modules/x
+    refuse "rename agent dir to .git/modules" mv evilcommon .git/modules
+    refuse "mkdir .git/worktrees/x" mkdir -p .git/worktrees/x
+    refuse "git worktree add" git worktree add -q ../wt
+    refuse "mkdir .git/remotes (legacy remote definitions)" mkdir .git/remotes
+    refuse "create .git/branches/x" sh -c 'echo x > .git/branches/x'
+
+    echo "-- links and symlinks"
+    refuse "hard link .git/config elsewhere" ln .git/config cfglink
+    refuse "hard link .git/config via /proc/self/fd" /usr/bin/python3 "$W/helper.py" linkfd .git/config cfglink2
+    ln -s .git gitlink
+    refuse "write .git/config through symlink gitlink -> .git" sh -c 'echo x >> gitlink/config'
+    refuse "new hook through symlink gitlink/hooks/x" cp evilhook gitlink/hooks/pre-push
+    mkdir -p deep && ln -s ../.git/hooks deep/hk
+    refuse "new hook through symlink deep/hk/x" cp evilhook deep/hk/post-merge
+
+    echo "-- host hygiene"
+    refuse "mknod a device" mknod devnull c 1 3
+    refuse "chown to an unmapped uid" sh -c 'touch own && chown 4242 own'
+    allow "set-uid bit request (stripped)" sh -c 'cp /bin/true suidbin && chmod 4755 suidbin'
+
+    echo "-- allowed and harmless (see docs/security-git.md)"
+    allow "write .git/info/attributes (drivers only run if config defines them)" sh -c "echo '* filter=evil diff=evil' > .git/info/attributes"
+    allow "write .gitattributes" sh -c "echo '* filter=evil' > .gitattributes"
+    allow "write evil/config in a non-repository dir" sh -c "echo '[core] fsmonitor = touch $S/free' >> evil/config"
+
+    cd "$W" || exit 1
+    # Unmounting from outside must make the router exit by itself, cleanly.
+    umount "$W/mnt"
+    local rc i
+    for i in $(seq 100); do kill -0 $RPID 2>/dev/null || break; sleep 0.05; done
+    wait $RPID
+    rc=$?
+    [ $rc -eq 0 ] && pass "router exits 0 when unmounted" || fail "router exit status $rc after umount"
+    finish "agent attacks"
+}
+
+# ---------------------------------------------------------------- phase 4: normal work
+phase_work() {
+    cd "$W" || exit 1
+    start_router "$W/mnt" || exit 1
+    local M=$W/mnt
+    export GIT_AUTHOR_NAME=Agent GIT_AUTHOR_EMAIL=agent@example.invalid
+    export GIT_COMMITTER_NAME=Agent GIT_COMMITTER_EMAIL=agent@example.invalid
+    cd "$M" || exit 1
+
+    echo "-- normal Git work through the router"
+    git reset -q --hard HEAD 2>/dev/null
+    git clean -qfd 2>/dev/null
+    allow "edit + git add + git commit" sh -c 'echo "agent line" >> README && git add README && git commit -qm "agent: edit README"'
+    allow "git checkout -b feat" git checkout -q -b feat
+    allow "commit on feat" sh -c 'echo feature > feature.txt && git add feature.txt && git commit -qm "agent: feature"'
+    allow "git stash" sh -c 'echo wip >> README && git stash -q'
+    allow "git stash pop" git stash pop -q
+    allow "commit -a" git commit -qam "agent: wip"
+    allow "git checkout main" git checkout -q main
+    allow "git merge --no-ff feat" git merge -q --no-ff --no-edit feat
+    allow "git rebase" sh -c 'git checkout -q -b rb main~1 && echo rb > rb.txt && git add rb.txt && git commit -qm "agent: rb" && git rebase -q main && git checkout -q main && git merge -q --ff-only rb'
+    allow "git branch -d" git branch -q -d rb
+    allow "git gc" git gc -q
+    allow "git log" sh -c 'git log --oneline | grep -q "agent: feature"'
+    allow "git status clean" sh -c 'test -z "$(git status --porcelain)"'
+    git log --oneline --graph | sed 's/^/    /'
+
+    echo "-- file-system operations editors, compilers and package managers use"
+    allow "fifo, fallocate, copy_file_range, lseek, truncate, utimens, chmod, symlink, link, rename flags, statvfs" \
+        /usr/bin/python3 "$W/helper.py" ops "$M/opsdir"
+    rm -rf "$M/opsdir"
+
+    echo "-- host edits are seen at once (no caching)"
+    echo one > "$W/ws/hostfile"
+    settle
+    allow "new host file visible" grep -qx one "$M/hostfile"
+    echo two > "$W/ws/hostfile"
+    settle
+    allow "same-size host rewrite visible" grep -qx two "$M/hostfile"
+    mv "$W/ws/hostfile" "$W/ws/hostfile2"
+    settle
+    allow "host rename visible" sh -c "test ! -e '$M/hostfile' && grep -qx two '$M/hostfile2'"
+    rm -f "$W/ws/hostfile2"
+
+    echo "-- the policy follows the real location of a directory, not the agent's view"
+    mkdir -p "$M/plain"
+    # The agent holds the directory (its cwd); the host moves it into .git/hooks.
+    cd "$M/plain" || exit 1
+    mv "$W/ws/plain" "$W/ws/.git/hooks/plain"
+    refuse "create in a held directory the host moved into .git/hooks" sh -c 'echo x > newhook'
+    mv "$W/ws/.git/hooks/plain" "$W/ws/plain"
+    allow "and allowed again once it is back" sh -c 'echo x > newfile'
+    cd "$M" || exit 1
+    rm -rf "$M/plain"
+
+    echo "-- ownership"
+    touch "$M/owned-by-developer"
+
+    echo "-- 50 MiB round trip"
+    local t0 t1 t2
+    t0=$(now_ms)
+    cp "$W/big.src" "$M/big.bin"
+    sync
+    t1=$(now_ms)
+    cmp -s "$W/big.src" "$M/big.bin" && pass "50 MiB read back through the router, byte-exact" || fail "50 MiB differs through the router"
+    t2=$(now_ms)
+    cmp -s "$W/big.src" "$W/ws/big.bin" && pass "50 MiB byte-exact on the source side" || fail "50 MiB differs on the source side"
+    echo "    write 50 MiB: $((t1 - t0)) ms; read+compare: $((t2 - t1)) ms"
+    rm -f "$M/big.bin"
+
+    echo "-- 5000-file storm (create, stat, unlink)"
+    echo "    through the router:  $(/usr/bin/python3 "$W/helper.py" storm "$M/storm" 5000)"
+    echo "    directly on source:  $(/usr/bin/python3 "$W/helper.py" storm "$W/ws/storm" 5000)"
+    rmdir "$M/storm" "$W/ws/storm" 2>/dev/null
+
+    cd "$W" || exit 1
+    kill -TERM $RPID
+    local rc i
+    for i in $(seq 100); do kill -0 $RPID 2>/dev/null || break; sleep 0.05; done
+    wait $RPID
+    rc=$?
+    [ $rc -eq 0 ] && pass "router exits 0 on SIGTERM" || fail "router exit status $rc on SIGTERM"
+    mountpoint -q "$W/mnt" && fail "still mounted after SIGTERM" || pass "unmounted after SIGTERM"
+    finish "agent work"
+}
+
+# ---------------------------------------------------------------- host side
+host_setup() {
+    cd "$W" || exit 1
+    mkdir -p home sentinel mnt
+    printf '[user]\n\tname = Developer\n\temail = dev@example.invalid\n[init]\n\tdefaultBranch = main\n' > home/.gitconfig
+    git init -q ws
+    cd ws || exit 1
+    printf 'hello\n' > README
+    mkdir -p sub vendor fixtures .husky
+    printf 'sub\n' > sub/file.txt
+    printf '#!/bin/sh\nexit 0\n' > .husky/pre-commit
+    chmod +x .husky/pre-commit
+    git config core.hooksPath .husky
+    git add -A && git commit -qm "initial"
+    # A nested repository made by the developer.
+    git init -q vendor/lib && (cd vendor/lib && echo lib > lib.c && git add lib.c && git commit -qm lib)
+    # Bare repositories kept as test fixtures (not tracked).
+    git init -q --bare fixtures/bare.git
+    git init -q --bare fixtures/bare2.git
+    rmdir fixtures/bare.git/objects/info   # lets the agent try to supply one
+    printf 'vendor/\nfixtures/\n' > .git/info/exclude
+    cd "$W" || exit 1
+    head -c $((50 * 1024 * 1024)) /dev/urandom > big.src
+}
+
+snapshot() {
+    (cd "$W/ws" && find .git/config .git/hooks .husky vendor/lib/.git/config vendor/lib/.git/hooks \
+        fixtures/bare.git/config fixtures/bare.git/hooks fixtures/bare.git/HEAD \
+        -printf '%p %y %m %s\n' 2>&1 | sort
+     cd "$W/ws" && find .git/config .git/hooks .husky vendor/lib/.git/config fixtures/bare.git/config \
+        -type f -exec sha256sum {} + | sort)
+}
+
+host_git_everywhere() {
+    local d
+    for d in . sub sub2 evil evil3 evilcommon deep vendor vendor/lib fixtures/bare.git fixtures/bare2.git \
+        .husky .git; do
+        [ -d "$W/ws/$d" ] || continue
+        (cd "$W/ws/$d" &&
+            git status >/dev/null 2>&1
+            git diff >/dev/null 2>&1
+            git log -1 >/dev/null 2>&1
+            git rev-parse --git-dir --show-toplevel >/dev/null 2>&1
+            bash -c 'source /usr/lib/git-core/git-sh-prompt 2>/dev/null &&
+                     GIT_PS1_SHOWDIRTYSTATE=1 GIT_PS1_SHOWUNTRACKEDFILES=1 GIT_PS1_SHOWSTASHSTATE=1 \
+                     __git_ps1 "%s" >/dev/null 2>&1')
+    done
+}
+
+phase_host_check() {
+    cd "$W" || exit 1
+    echo "-- positive control: a planted fsmonitor is noticed by this test"
+    git init -q control && (cd control && git config core.fsmonitor "touch $W/control-sentinel" && git status >/dev/null 2>&1)
+    [ -e "$W/control-sentinel" ] && pass "control: host git runs core.fsmonitor (sentinel works)" || fail "control sentinel missing: test is blind"
+
+    echo "-- host git in every directory the agent touched"
+    host_git_everywhere
+    (cd "$W/ws" && git commit -qam "host: commit after agent" >/dev/null 2>&1)
+    (cd "$W/ws/vendor/lib" && git commit -qam "host: nested" >/dev/null 2>&1)
+    host_git_everywhere
+    if [ -z "$(ls -A "$W/sentinel")" ]; then
+        pass "no sentinel after host git status/diff/log/commit/__git_ps1 everywhere"
+    else
+        fail "SENTINELS CREATED: $(ls "$W/sentinel" | tr '\n' ' ')"
+    fi
+    snapshot > "$W/snap.after"
+    diff -u "$W/snap.before" "$W/snap.after" >/dev/null && pass "protected files unchanged (content, mode, listing)" \
+        || { fail "protected files changed"; diff -u "$W/snap.before" "$W/snap.after" | head -20; }
+    local p
+    for p in .git/commondir .git/gitdir .git/config.lock .git/config.worktree .git/objects/info/alternates \
+        .git/modules .git/worktrees .git/remotes .git/CONFIG sub2/.git sub2/.GIT evil/HEAD evil3/commondir \
+        evilbare.git/objects fixtures/bare2.git/HEAD fixtures/bare.git/objects/info/alternates cfglink cfglink2 .git/hooks/pre-commit vendor/lib2 x; do
+        [ -e "$W/ws/$p" ] || [ -L "$W/ws/$p" ] && fail "exists on host: $p" || pass "absent on host: $p"
+    done
+    [ -d "$W/ws/.git" ] && [ -d "$W/ws/vendor/lib/.git" ] && pass ".git directories still in place" || fail ".git moved"
+    local m
+    m=$(stat -c %a "$W/ws/suidbin" 2>/dev/null)
+    [ "$m" = 755 ] && pass "set-uid bit stripped on host (mode $m)" || fail "suidbin mode $m"
+    finish "host check"
+}
+
+phase_host_final() {
+    cd "$W/ws" || exit 1
+    echo "-- host sees the agent's work"
+    git log --oneline | grep -q "agent: feature" && pass "host git log shows the agent's commits" || fail "agent commits missing on host"
+    git log --oneline | grep -q "agent: rb" && pass "host sees the rebased commit" || fail "rebased commit missing"
+    git fsck --no-progress >/dev/null 2>&1 && pass "git fsck on host" || fail "git fsck failed"
+    [ "$(stat -c %U "$W/ws/owned-by-developer")" = "$(id -un)" ] && pass "agent-created file owned by $(id -un) on host" \
+        || fail "owner $(stat -c %U "$W/ws/owned-by-developer")"
+    [ -z "$(ls -A "$W/sentinel")" ] && pass "still no sentinel" || fail "sentinels: $(ls "$W/sentinel")"
+    finish "host final"
+}
+
+write_helper() {
+    cat > "$W/helper.py" <<'EOF'
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+def die(e): sys.stderr.write("error: %s\n" % os.strerror(e)); sys.exit(1)
+cmd = sys.argv[1]
+if cmd == "exchange":          # renameat2(RENAME_EXCHANGE)
+    r = libc.renameat2(-100, sys.argv[2].encode(), -100, sys.argv[3].encode(), 2)
+    if r != 0: die(ctypes.get_errno())
+elif cmd == "reopen-write":    # open read-only, then reopen the fd for writing
+    fd = os.open(sys.argv[2], os.O_RDONLY)
+    try:
+        w = os.open("/proc/self/fd/%d" % fd, os.O_WRONLY | os.O_APPEND)
+        os.write(w, b"\n[core]\n\tfsmonitor = false\n")
+    except OSError as e: die(e.errno)
+elif cmd == "linkfd":          # linkat through /proc/self/fd (AT_SYMLINK_FOLLOW)
+    fd = os.open(sys.argv[2], os.O_RDONLY)
+    r = libc.linkat(-100, ("/proc/self/fd/%d" % fd).encode(), -100, sys.argv[3].encode(), 0x400)
+    if r != 0: die(ctypes.get_errno())
+elif cmd == "ops":              # every data operation, checked
+    import errno, stat
+    d = sys.argv[2]; os.makedirs(d)
+    os.mkfifo(os.path.join(d, "fifo")); assert stat.S_ISFIFO(os.lstat(os.path.join(d, "fifo")).st_mode)
+    a, b = os.path.join(d, "a"), os.path.join(d, "b")
+    with open(a, "wb") as f: f.write(b"x" * 10000)
+    fd = os.open(a, os.O_RDWR)
+    os.posix_fallocate(fd, 0, 1 << 20); assert os.fstat(fd).st_size == 1 << 20
+    os.ftruncate(fd, 10000)
+    hole = os.lseek(fd, 0, os.SEEK_HOLE); assert hole >= 10000 - 1, hole
+    fo = os.open(b, os.O_CREAT | os.O_WRONLY, 0o644)
+    n = os.copy_file_range(fd, fo, 10000, 0, 0); assert n > 0
+    os.close(fo); os.close(fd)
+    os.truncate(b, 5000); assert os.stat(b).st_size == 5000
+    os.utime(b, (1000000000, 1000000000)); assert int(os.stat(b).st_mtime) == 1000000000
+    os.chmod(b, 0o600); assert stat.S_IMODE(os.stat(b).st_mode) == 0o600
+    os.symlink("a", os.path.join(d, "l")); assert os.readlink(os.path.join(d, "l")) == "a"
+    os.link(a, os.path.join(d, "a2")); assert os.stat(a).st_nlink == 2
+    with open(os.path.join(d, "a2"), "ab") as f: f.write(b"y")
+    r = libc.renameat2(-100, a.encode(), -100, b.encode(), 1)      # RENAME_NOREPLACE
+    assert r != 0 and ctypes.get_errno() == errno.EEXIST
+    sa, sb = os.stat(a).st_size, os.stat(b).st_size
+    r = libc.renameat2(-100, a.encode(), -100, b.encode(), 2)      # RENAME_EXCHANGE
+    assert r == 0 and os.stat(a).st_size == sb and os.stat(b).st_size == sa
+    os.rename(b, os.path.join(d, "c"))
+    try: os.setxattr(a, "user.x", b"1"); raise SystemExit("xattr accepted")
+    except OSError as e: assert e.errno in (errno.ENOTSUP, errno.EOPNOTSUPP), e
+    os.statvfs(d)
+    os.mkdir(os.path.join(d, "sub")); os.rmdir(os.path.join(d, "sub"))
+    assert sorted(os.listdir(d)) == ["a", "a2", "c", "fifo", "l"], os.listdir(d)
+elif cmd == "storm":           # create, stat, unlink N small files; times in ms
+    d, n = sys.argv[2], int(sys.argv[3])
+    os.makedirs(d, exist_ok=True)
+    names = [os.path.join(d, "f%05d" % i) for i in range(n)]
+    t0 = time.monotonic()
+    for p in names:
+        fd = os.open(p, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o644); os.write(fd, b"x"); os.close(fd)
+    t1 = time.monotonic()
+    for p in names: os.stat(p)
+    t2 = time.monotonic()
+    for p in names: os.unlink(p)
+    t3 = time.monotonic()
+    ms = lambda a, b: (b - a) * 1000
+    print("create %.0f ms, stat %.0f ms, unlink %.0f ms, total %.0f ms" % (ms(t0, t1), ms(t1, t2), ms(t2, t3), ms(t0, t3)))
+EOF
+}
+
+# ---------------------------------------------------------------- driver
+case "${LZ_PHASE:-}" in
+attacks) W=$2; ROUTER=$1; phase_attacks; exit $? ;;
+work) W=$2; ROUTER=$1; phase_work; exit $? ;;
+host-setup) W=$2; host_setup; snapshot > "$W/snap.before"; exit 0 ;;
+host-check) W=$2; phase_host_check; exit $? ;;
+host-final) W=$2; phase_host_final; exit $? ;;
+esac
+
+if [ -z "$ROUTER" ] || [ ! -x "$ROUTER" ]; then
+    echo "usage: $0 /path/to/lazaret-router" >&2
+    exit 2
+fi
+ROUTER=$(readlink -f "$ROUTER")
+
+if [ "$(id -u)" -eq 0 ]; then
+    id "$TEST_USER" >/dev/null 2>&1 || { echo "no user $TEST_USER" >&2; exit 2; }
+    as_user() { runuser -u "$TEST_USER" -- env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$W/home" LANG=C.UTF-8 "$@"; }
+else
+    as_user() { env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$W/home" LANG=C.UTF-8 "$@"; }
+fi
+
+W=$(mktemp -d /tmp/lz-router-test.XXXXXX)
+chmod 755 "$W"
+[ "$(id -u)" -eq 0 ] && chown "$TEST_USER": "$W"
+cp "$0" "$W/test_router.sh"
+chmod 755 "$W/test_router.sh"
+write_helper
+[ "$(id -u)" -eq 0 ] && chown "$TEST_USER": "$W/helper.py" "$W/test_router.sh"
+cleanup() {
+    if [ -n "${KEEP:-}" ]; then echo "kept $W"; return; fi
+    rm -rf "$W"
+}
+trap cleanup EXIT
+
+T="$W/test_router.sh"
+in_ns() { as_user env LZ_PHASE="$1" LZ_ROUTER_OPTS="${LZ_ROUTER_OPTS:-}" timeout 600 unshare --map-root-user --mount bash "$T" "$ROUTER" "$W"; }
+on_host() { as_user env LZ_PHASE="$1" timeout 600 bash "$T" "$ROUTER" "$W"; }
+
+rc=0
+echo "== phase 1: host repository ($W)"
+on_host host-setup || rc=1
+echo "== phase 2: agent attacks through the router"
+in_ns attacks || rc=1
+echo "== phase 3: host git outside the namespace"
+on_host host-check || rc=1
+echo "== phase 4: normal agent work through the router"
+in_ns work || rc=1
+echo "== phase 5: host sees the result"
+on_host host-final || rc=1
+echo "== router log (refusals)"
+sed 's/^/    /' "$W/router.log" | head -80
+echo "    ($(grep -c refused "$W/router.log") refusals logged)"
+[ $rc -eq 0 ] && echo "ALL PASSED" || echo "SOME TESTS FAILED"
+exit $rc

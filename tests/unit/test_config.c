@@ -1,0 +1,853 @@
+/* test_config.c — loading, validation and resolution of the trusted host
+ * configuration: the good fixtures, every bad fixture with its exact message,
+ * expansions, environment resolution, canonical-path and SR-2 checks in a
+ * temporary tree, and fingerprint behaviour.
+ *
+ * Layout of the temporary tree (@ below):
+ *   @/home            HOME; ~/shared exists, ~/link -> ~/shared
+ *   @/ws              the workspace, with .git/hooks and sub/
+ * Fixtures live in $LZ_TEST_SRCDIR/tests/unit/data/config/. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "config.h"
+#include "domain_id.h"
+
+static char root[1024], home[1100], ws[1100], fixtures[4096];
+
+static void xmkdir(const char *dir, const char *sub) {
+    char p[4096];
+    assert_int_equal(lz_snprintf(p, sizeof p, "%s/%s", dir, sub), 0);
+    assert_int_equal(lz_mkdir_p(p, 0700), 0);
+}
+
+static void write_file(const char *path, const char *content) {
+    assert_int_equal(lz_write_file_atomic_at(AT_FDCWD, path, content, strlen(content), 0600), 0);
+}
+
+static int setup(void **state) {
+    (void)state;
+    const char *src = getenv("LZ_TEST_SRCDIR");
+    if (!src)
+        src = ".";
+    if (lz_snprintf(fixtures, sizeof fixtures, "%s/tests/unit/data/config", src) < 0)
+        return -1;
+    char tmpl[] = "/tmp/lz-test-config-XXXXXX";
+    if (!mkdtemp(tmpl))
+        return -1;
+    /* /tmp may itself be a symlink somewhere: work with the canonical path. */
+    char *rp = realpath(tmpl, NULL);
+    if (!rp || strlen(rp) > 512)
+        return -1;
+    snprintf(root, sizeof root, "%s", rp);
+    free(rp);
+    snprintf(home, sizeof home, "%s/home", root);
+    snprintf(ws, sizeof ws, "%s/ws", root);
+    xmkdir(home, "shared");
+    xmkdir(ws, ".git/hooks");
+    xmkdir(ws, "sub");
+    char link[4096 + 16], target[4096 + 16];
+    snprintf(link, sizeof link, "%s/link", home);
+    snprintf(target, sizeof target, "%s/shared", home);
+    if (symlink(target, link) < 0)
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    return lz_rm_rf_at(AT_FDCWD, root) < 0 ? -1 : 0;
+}
+
+/* Fresh environment for every test. */
+static int env_reset(void **state) {
+    (void)state;
+    setenv("HOME", home, 1);
+    unsetenv("XDG_CONFIG_HOME");
+    unsetenv("XDG_DATA_HOME");
+    setenv("LZ_TEST_API_KEY", "sk-test-secret-value", 1);
+    setenv("LZ_TEST_VEC", "vector-secret", 1);
+    unsetenv("LZ_TEST_MISSING_VAR");
+    unsetenv("LZ_TEST_UNSET_VAR");
+    return 0;
+}
+
+static int load_path(const char *path, const char *profile, const char *workspace, struct lz_config **c,
+                     struct lz_error *err) {
+    struct lz_config_opts o = { .config_path = path, .profile = profile, .workspace = workspace ? workspace : ws };
+    memset(err, 0, sizeof *err);
+    return lz_config_load(&o, c, err);
+}
+
+static int load(const char *fixture, const char *profile, struct lz_config **c, struct lz_error *err) {
+    char p[8192];
+    snprintf(p, sizeof p, "%s/%s", fixtures, fixture);
+    return load_path(p, profile, NULL, c, err);
+}
+
+static struct lz_config *load_ok(const char *fixture, const char *profile) {
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    int r = load(fixture, profile, &c, &err);
+    if (r < 0)
+        print_error("%s: unexpected failure: %s\n", fixture, err.msg);
+    assert_int_equal(r, 0);
+    assert_non_null(c);
+    return c;
+}
+
+/* Replaces every '@' in in by the temporary root. */
+static void subst(const char *in, char *out, size_t size) {
+    size_t o = 0;
+    for (; *in && o + 1 < size; in++) {
+        if (*in == '@') {
+            int r = snprintf(out + o, size - o, "%s", root);
+            o += r > 0 ? (size_t)r : 0;
+        } else {
+            out[o++] = *in;
+        }
+    }
+    out[o < size ? o : size - 1] = '\0';
+}
+
+/* ---- good files ------------------------------------------------------- */
+
+static void test_good_claude(void **state) {
+    (void)state;
+    struct lz_config *c = load_ok("good.toml", "claude");
+    char exp[8192];
+
+    assert_false(c->builtin_default);
+    snprintf(exp, sizeof exp, "%s/good.toml", fixtures);
+    char *canon = realpath(exp, NULL);
+    assert_non_null(canon);
+    assert_string_equal(c->source_path, canon);
+    free(canon);
+    subst("@/home/data", exp, sizeof exp);
+    assert_string_equal(c->data_root, exp);
+    assert_string_equal(c->workspace, ws);
+
+    assert_int_equal(c->n_default_allow, 2);
+    assert_string_equal(c->default_allow[0], "198.51.100.53/32");
+    assert_string_equal(c->default_allow[1], "192.0.2.53/32");
+    assert_int_equal(c->n_default_deny, 3); /* the duplicate 10.0.0.0/8 is folded */
+    assert_string_equal(c->default_deny[2], "192.168.0.0/16");
+
+    assert_true(c->escalation_enabled);
+    subst("@/home/sockets", exp, sizeof exp);
+    assert_string_equal(c->escalation_socket_dir, exp);
+    assert_int_equal(c->n_auto_approve, 2);
+    assert_int_equal(c->auto_approve[0].argc, 3);
+    assert_string_equal(c->auto_approve[0].argv[2], "get-caller-identity");
+    assert_null(c->auto_approve[0].argv[3]);
+    assert_false(c->auto_approve[0].allow_extra_args);
+    assert_true(c->auto_approve[1].allow_extra_args);
+
+    const struct lz_profile *p = &c->profile;
+    assert_string_equal(p->name, "claude");
+    assert_string_equal(p->image, "docker.io/library/debian:trixie");
+    assert_int_equal(p->n_persistent_dirs, 5);
+    assert_string_equal(p->persistent_dirs[4], "/opt");
+    assert_int_equal(p->n_allow_egress, 1);
+    assert_string_equal(p->allow_egress[0], "10.222.0.0/16");
+    assert_int_equal(p->n_deny_egress, 1);
+    assert_string_equal(p->deny_egress[0], "198.18.0.0/15");
+    assert_false(p->ignored_state);
+
+    assert_int_equal(p->n_env, 2);
+    assert_string_equal(p->env[0].name, "ANTHROPIC_API_KEY");
+    assert_string_equal(p->env[0].reference, "env:LZ_TEST_API_KEY");
+    assert_string_equal(p->env[0].value, "sk-test-secret-value");
+    assert_string_equal(p->env[1].name, "LANG");
+    assert_null(p->env[1].reference);
+    assert_string_equal(p->env[1].value, "C.UTF-8");
+
+    assert_int_equal(p->n_volumes, 2);
+    subst("@/home/data/claude/claude-config", exp, sizeof exp);
+    assert_string_equal(p->volumes[0].host, exp);
+    assert_string_equal(p->volumes[0].container, "/root/.claude");
+    assert_string_equal(p->volumes[0].mode, "z");
+    assert_false(p->volumes[0].read_only);
+    assert_true(p->volumes[0].create);
+    subst("@/home/shared", exp, sizeof exp);
+    assert_string_equal(p->volumes[1].host, exp);
+    assert_true(p->volumes[1].read_only);
+    assert_false(p->volumes[1].create);
+
+    subst("@/home/data/claude", exp, sizeof exp);
+    assert_string_equal(c->profile_dir, exp);
+    uint8_t id[32];
+    char hex[65];
+    assert_int_equal(lz_domain_id_v1("claude", ws, id), 0);
+    lz_hex(id, 32, hex);
+    assert_string_equal(c->domain_id_hex, hex);
+    assert_memory_equal(c->domain_id, id, 32);
+    snprintf(exp, sizeof exp, "%s/home/data/domains/%s", root, hex);
+    assert_string_equal(c->domain_dir, exp);
+    assert_int_equal(strlen(c->fingerprint_hex), 64);
+
+    assert_int_equal(c->n_profile_names, 3);
+    assert_string_equal(c->profile_names[2], "opencode");
+    lz_config_free(c);
+}
+
+static void test_good_default_profile(void **state) {
+    (void)state;
+    /* No -p: "default" is selected; the other profiles' unset env vars and
+     * missing volume hosts do not matter. */
+    struct lz_config *c = load_ok("good.toml", NULL);
+    assert_string_equal(c->profile.name, "default");
+    assert_string_equal(c->profile.image, "docker.io/library/debian:bookworm");
+    assert_true(c->profile.ignored_state);
+    assert_int_equal(c->profile.n_env, 0);
+    assert_int_equal(c->profile.n_volumes, 0);
+    lz_config_free(c);
+}
+
+static void test_tokens(void **state) {
+    (void)state;
+    char exp[8192], hash[13], dd[4096], msg[16384];
+    uint8_t id[32];
+    char hex[65];
+    assert_int_equal(lz_domain_id_v1("tok", ws, id), 0);
+    lz_hex(id, 32, hex);
+    lz_domain_hash(id, hash);
+    snprintf(dd, sizeof dd, "%s/data/domains/%s", home, hex);
+
+    /* {domain_dir}/cache must exist: only volumes beneath {profile_dir} are
+     * created. */
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    assert_int_equal(load("tokens.toml", "tok", &c, &err), -EINVAL);
+    char *dir = realpath(fixtures, NULL);
+    snprintf(msg, sizeof msg, "%s/tokens.toml:9: profiles.tok.volumes[1].host: \"%s/cache\" does not exist (only "
+             "volumes strictly beneath {profile_dir} are created)", dir, dd);
+    free(dir);
+    assert_string_equal(err.msg, msg);
+
+    snprintf(exp, sizeof exp, "%s/cache", dd);
+    assert_int_equal(lz_mkdir_p(exp, 0700), 0);
+    c = load_ok("tokens.toml", "tok");
+    assert_string_equal(c->domain_dir, dd);
+    assert_string_equal(c->profile.volumes[1].host, exp);
+    assert_true(c->profile.volumes[1].read_only);
+    assert_false(c->profile.volumes[1].create);
+    snprintf(exp, sizeof exp, "%s/data/tok/tok-%s", home, hash);
+    assert_string_equal(c->profile.volumes[0].host, exp);
+    assert_true(c->profile.volumes[0].create);
+    snprintf(exp, sizeof exp, "%s/sub", ws);
+    assert_string_equal(c->profile.volumes[2].host, exp);
+    assert_false(c->profile.volumes[2].read_only);
+    assert_string_equal(c->profile.volumes[2].mode, "z");
+    snprintf(exp, sizeof exp, "%s/shared", home);
+    assert_string_equal(c->profile.volumes[3].host, exp);
+    lz_config_free(c);
+}
+
+static void test_tilde_with_trailing_slash_home(void **state) {
+    (void)state;
+    char h[8192];
+    snprintf(h, sizeof h, "%s/", home);
+    setenv("HOME", h, 1);
+    struct lz_config *c = load_ok("good.toml", "claude");
+    char exp[8192];
+    snprintf(exp, sizeof exp, "%s/data", home);
+    assert_string_equal(c->data_root, exp);
+    lz_config_free(c);
+}
+
+/* ---- bad files -------------------------------------------------------- */
+
+struct bad {
+    const char *file, *profile;
+    const char *msg; /* after "<fixtures>/"; '@' is the temporary root */
+};
+
+static const struct bad bad_cases[] = {
+    { "bad-auto-approve-empty.toml", "claude", "bad-auto-approve-empty.toml:2: escalation.auto_approve[0].argv: must not be empty" },
+    { "bad-auto-approve-no-argv.toml", "claude", "bad-auto-approve-no-argv.toml:1: escalation.auto_approve[0]: missing required key argv" },
+    { "bad-auto-approve-string.toml", "claude", "bad-auto-approve-string.toml:2: escalation.auto_approve[0]: expected a table, found a string" },
+    { "bad-auto-approve-type.toml", "claude", "bad-auto-approve-type.toml:2: escalation.auto_approve[0].argv[1]: expected a string, found an integer" },
+    { "bad-conflict-builtin.toml", "claude", "bad-conflict-builtin.toml:3: profiles.claude.deny_egress[0]: \"0.0.0.0/0\" is also allowed by built-in network.default_allow[0]; the same prefix cannot be both allowed and denied" },
+    { "bad-conflict-defaults.toml", "claude", "bad-conflict-defaults.toml:2: network.default_allow[0]: \"192.168.0.0/16\" is also denied by built-in network.default_deny[2]; the same prefix cannot be both allowed and denied" },
+    { "bad-conflict.toml", "claude", "bad-conflict.toml:9: profiles.claude.allow_egress[0]: \"10.0.0.0/8\" is also denied by network.default_deny[0] at line 4; the same prefix cannot be both allowed and denied" },
+    { "bad-container-control.toml", "claude", "bad-container-control.toml:3: profiles.claude.volumes[0].container: \"/run/lazaret/x\" overlaps the protected sandbox destination /run/lazaret" },
+    { "bad-container-dup.toml", "claude", "bad-container-dup.toml:5: profiles.claude.volumes[1].container: \"/data\" is also the destination of volumes[0]" },
+    { "bad-container-persistent.toml", "claude", "bad-container-persistent.toml:4: profiles.claude.volumes[0].container: \"/root\" is also persistent_dirs[0]" },
+    { "bad-container-relative.toml", "claude", "bad-container-relative.toml:3: profiles.claude.volumes[0].container: \"data\" is not an absolute path" },
+    { "bad-container-trailing.toml", "claude", "bad-container-trailing.toml:3: profiles.claude.volumes[0].container: \"/data/\" has a trailing '/'" },
+    { "bad-container-workspace.toml", "claude", "bad-container-workspace.toml:3: profiles.claude.volumes[0].container: \"/workspace/sub\" overlaps the protected sandbox destination /workspace" },
+    { "bad-data-root-symlink.toml", "claude", "bad-data-root-symlink.toml:2: storage.data_root: \"@/home/link/data\" is not canonical (its ancestor \"@/home/link\" resolves to \"@/home/shared\")" },
+    { "bad-dotdot-data-root.toml", "claude", "bad-dotdot-data-root.toml:2: storage.data_root: \"~/a/../b\" has a '..' segment" },
+    { "bad-dotdot-host.toml", "claude", "bad-dotdot-host.toml:3: profiles.claude.volumes[0].host: \"{profile_dir}/../x\" has a '..' segment" },
+    { "bad-dotdot.toml", "claude", "bad-dotdot.toml:3: profiles.claude.persistent_dirs[1]: \"/usr/../etc\" has a '..' segment" },
+    { "bad-duplicate-key.toml", "claude", "bad-duplicate-key.toml:3: duplicate key profiles.claude.image (first defined at line 2)" },
+    { "bad-env-name.toml", "claude", "bad-env-name.toml:4: profiles.claude.env.1BAD: not a valid environment variable name ([A-Za-z_][A-Za-z0-9_]*)" },
+    { "bad-env-ref.toml", "claude", "bad-env-ref.toml:3: profiles.claude.env.K: \"env:\" does not name a valid host environment variable" },
+    { "bad-env-table-type.toml", "claude", "bad-env-table-type.toml:3: profiles.claude.env: expected a table, found an array" },
+    { "bad-env-type.toml", "claude", "bad-env-type.toml:3: profiles.claude.env.K: expected a string, found an integer" },
+    { "bad-host-bits.toml", "claude", "bad-host-bits.toml:2: network.default_deny[0]: \"10.0.0.1/8\" has host bits set (did you mean \"10.0.0.0/8\"?)" },
+    { "bad-image.toml", "claude", "bad-image.toml:2: profiles.claude.image: \"a b\" is not an image reference" },
+    { "bad-ipv6.toml", "claude", "bad-ipv6.toml:2: network.default_deny[1]: \"fd00::/8\" is an IPv6 prefix; IPv6 is disabled in v1" },
+    { "bad-missing-env.toml", "claude", "bad-missing-env.toml:3: profiles.claude.env.K: host environment variable \"LZ_TEST_MISSING_VAR\" is not set" },
+    { "bad-missing-image.toml", "claude", "bad-missing-image.toml:1: profiles.claude: missing required key image" },
+    { "bad-other-profile.toml", "default", "bad-other-profile.toml:6: profiles.other.persistent_dirs[0]: \"/usr/../etc\" has a '..' segment" },
+    { "bad-persistent-dot.toml", "claude", "bad-persistent-dot.toml:3: profiles.claude.persistent_dirs[0]: \"/usr/./local\" has a '.' segment" },
+    { "bad-persistent-dup.toml", "claude", "bad-persistent-dup.toml:3: profiles.claude.persistent_dirs[1]: \"/root\" is listed twice (also persistent_dirs[0])" },
+    { "bad-persistent-overlap.toml", "claude", "bad-persistent-overlap.toml:5: profiles.claude.persistent_dirs[1]: \"/usr\" overlaps persistent_dirs[0] \"/usr/local\" (no persistent directory may contain another)" },
+    { "bad-persistent-root.toml", "claude", "bad-persistent-root.toml:3: profiles.claude.persistent_dirs[0]: \"/\" cannot be a destination" },
+    { "bad-persistent-run.toml", "claude", "bad-persistent-run.toml:3: profiles.claude.persistent_dirs[0]: \"/run\" overlaps the protected sandbox destination /run/lazaret" },
+    { "bad-persistent-type.toml", "claude", "bad-persistent-type.toml:3: profiles.claude.persistent_dirs[1]: expected a string, found an integer" },
+    { "bad-prefix-len.toml", "claude", "bad-prefix-len.toml:3: profiles.claude.allow_egress[0]: \"10.0.0.0/33\" has an invalid prefix length (0 to 32)" },
+    { "bad-prefix-no-len.toml", "claude", "bad-prefix-no-len.toml:3: profiles.claude.deny_egress[0]: \"10.0.0.1\" has no prefix length (write a.b.c.d/len, e.g. /32 for one address)" },
+    { "bad-prefix-octal.toml", "claude", "bad-prefix-octal.toml:2: network.default_allow[0]: \"010.0.0.0/8\" is not an IPv4 prefix of the form a.b.c.d/len" },
+    { "bad-prefix-type.toml", "claude", "bad-prefix-type.toml:2: network.default_allow: expected an array, found a string" },
+    { "bad-profile-key.toml", "claude", "bad-profile-key.toml:3: profiles.claude.ignored-state: unknown key (expected one of: image, persistent_dirs, allow_egress, deny_egress, env, volumes, ignored_state)" },
+    { "bad-profile-name-dot.toml", "claude", "bad-profile-name-dot.toml:1: profiles.\"a.b\": invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
+    { "bad-profile-name-short.toml", "claude", "bad-profile-name-short.toml:1: profiles.a: invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
+    { "bad-profile-name.toml", "claude", "bad-profile-name.toml:1: profiles.Claude: invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
+    { "bad-profile-reserved.toml", "claude", "bad-profile-reserved.toml:1: profiles.domains: the profile name \"domains\" is reserved ({data_root}/domains holds the Domain Roots)" },
+    { "bad-profile-type.toml", "claude", "bad-profile-type.toml:2: profiles.claude: expected a table, found a string" },
+    { "bad-redefined-table.toml", "claude", "bad-redefined-table.toml:4: table [profiles.claude] is defined twice (first at line 1)" },
+    { "bad-relative-data-root.toml", "claude", "bad-relative-data-root.toml:2: storage.data_root: \"data\" is not an absolute path" },
+    { "bad-relative-host.toml", "claude", "bad-relative-host.toml:3: profiles.claude.volumes[0].host: \"relative/dir\" is not an absolute path" },
+    { "bad-relative-socket-dir.toml", "claude", "bad-relative-socket-dir.toml:2: escalation.socket_dir: \"run/lazaret\" is not an absolute path" },
+    { "bad-relative-token.toml", "claude", "bad-relative-token.toml:3: profiles.claude.volumes[0].host: \"{profile_name}/x\" (expanded to \"claude/x\") is not an absolute path" },
+    { "bad-syntax.toml", "claude", "bad-syntax.toml:3: expected ',' or ']' in an array, found '\"'" },
+    { "bad-tilde-user.toml", "claude", "bad-tilde-user.toml:2: storage.data_root: \"~root/data\" is not an absolute path" },
+    { "bad-token-data-root.toml", "claude", "bad-token-data-root.toml:2: storage.data_root: expansion tokens are not allowed here: \"{profile_dir}/x\"" },
+    { "bad-type-section.toml", "claude", "bad-type-section.toml:1: storage: expected a table, found a string" },
+    { "bad-type.toml", "claude", "bad-type.toml:2: escalation.enabled: expected a boolean, found a string" },
+    { "bad-unknown-key.toml", "claude", "bad-unknown-key.toml:2: storage.data_roots: unknown key (expected one of: data_root)" },
+    { "bad-unknown-section.toml", "claude", "bad-unknown-section.toml:1: storag: unknown key (expected one of: storage, network, escalation, profiles)" },
+    { "bad-unknown-token.toml", "claude", "bad-unknown-token.toml:3: profiles.claude.volumes[0].host: unknown expansion token \"{home}\" in \"{home}/x\" (known: {profile_dir}, {domain_dir}, {profile_name}, {domain_hash}, {workspace_dir})" },
+    { "bad-volume-gitdir.toml", "claude", "bad-volume-gitdir.toml:3: profiles.claude.volumes[0].host: \"@/ws/.git/hooks\" is inside the workspace's .git directory (SR-4)" },
+    { "bad-volume-key.toml", "claude", "bad-volume-key.toml:3: profiles.claude.volumes[0].options: unknown key (expected one of: host, container, mode)" },
+    { "bad-volume-missing.toml", "claude", "bad-volume-missing.toml:3: profiles.claude.volumes[0].host: \"@/home/missing\" does not exist (only volumes strictly beneath {profile_dir} are created)" },
+    { "bad-volume-mode.toml", "claude", "bad-volume-mode.toml:3: profiles.claude.volumes[0].mode: \"rx\" is not a volume mode (one of \"rw\", \"ro\", \"z\")" },
+    { "bad-volume-no-mode.toml", "claude", "bad-volume-no-mode.toml:3: profiles.claude.volumes[0]: missing required key mode (one of \"rw\", \"ro\", \"z\")" },
+    { "bad-volume-storage-root.toml", "claude", "bad-volume-storage-root.toml:3: profiles.claude.volumes[0].host: \"@/home\" contains the Storage Root" },
+    { "bad-volume-symlink.toml", "claude", "bad-volume-symlink.toml:3: profiles.claude.volumes[0].host: \"@/home/link\" is not canonical (it resolves to \"@/home/shared\")" },
+    { "bad-volume-type.toml", "claude", "bad-volume-type.toml:3: profiles.claude.volumes[0]: expected a table, found a string" },
+    { "bad-volume-workspace.toml", "claude", "bad-volume-workspace.toml:3: profiles.claude.volumes[0].host: \"@/ws\" contains the workspace; it is mounted only at /workspace, with its .git protections" },
+    /* selecting a profile that is not defined: no fallback */
+    { "good.toml", "nope", "good.toml: profile \"nope\" is not defined (defined profiles: default, claude, opencode)" },
+    { "bad-unknown-key.toml", NULL, "bad-unknown-key.toml:2: storage.data_roots: unknown key (expected one of: data_root)" },
+    /* path resolution comes before environment resolution */
+    { "good.toml", "opencode", "good.toml:47: profiles.opencode.volumes[0].host: \"@/home/does-not-exist\" does not exist (only volumes strictly beneath {profile_dir} are created)" },
+};
+
+static void test_bad_fixtures(void **state) {
+    (void)state;
+    int failures = 0;
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(bad_cases); i++) {
+        const struct bad *b = &bad_cases[i];
+        struct lz_config *c = NULL;
+        struct lz_error err;
+        char tail[4096], exp[8192];
+        subst(b->msg, tail, sizeof tail);
+        char *dir = realpath(fixtures, NULL);
+        assert_non_null(dir);
+        snprintf(exp, sizeof exp, "%s/%s", dir, tail);
+        free(dir);
+        int r = load(b->file, b->profile, &c, &err);
+        if (r >= 0) {
+            print_error("%s: accepted, expected \"%s\"\n", b->file, exp);
+            lz_config_free(c);
+            failures++;
+        } else if (strcmp(err.msg, exp) != 0 || err.code != r) {
+            print_error("%s:\n   got \"%s\"\n  want \"%s\"\n", b->file, err.msg, exp);
+            failures++;
+        }
+        assert_null(c);
+    }
+    assert_int_equal(failures, 0);
+}
+
+static void test_bad_volume_domain_dir(void **state) {
+    (void)state;
+    /* {domain_dir} itself holds the Domain Store: never a volume. */
+    uint8_t id[32];
+    char hex[65], dd[8192], exp[16384];
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    assert_int_equal(lz_domain_id_v1("claude", ws, id), 0);
+    lz_hex(id, 32, hex);
+    snprintf(dd, sizeof dd, "%s/.local/share/lazaret/domains/%s", home, hex);
+    assert_int_equal(lz_mkdir_p(dd, 0700), 0);
+    assert_int_equal(load("bad-volume-domain-dir.toml", "claude", &c, &err), -EINVAL);
+    char *dir = realpath(fixtures, NULL);
+    snprintf(exp, sizeof exp, "%s/bad-volume-domain-dir.toml:3: profiles.claude.volumes[0].host: \"%s\" is Lazaret's own "
+             "state under the Storage Root; only paths strictly beneath {profile_dir} or {domain_dir} may be volumes",
+             dir, dd);
+    free(dir);
+    assert_string_equal(err.msg, exp);
+}
+
+/* ---- generated files -------------------------------------------------- */
+
+static void expect_fail_content(const char *name, const char *content, const char *profile, const char *msg_fmt) {
+    char path[8192], exp[16384], tail[8192];
+    snprintf(path, sizeof path, "%s/%s", root, name);
+    write_file(path, content);
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    int r = load_path(path, profile, NULL, &c, &err);
+    subst(msg_fmt, tail, sizeof tail);
+    snprintf(exp, sizeof exp, "%s:%s", path, tail);
+    if (r >= 0)
+        lz_config_free(c);
+    assert_true(r < 0);
+    if (strcmp(err.msg, exp) != 0)
+        print_error("got  \"%s\"\nwant \"%s\"\n", err.msg, exp);
+    assert_string_equal(err.msg, exp);
+}
+
+static void test_sr2_config_in_volume(void **state) {
+    (void)state;
+    char path[8192], exp[16384];
+    xmkdir(home, "cfg");
+    snprintf(path, sizeof path, "%s/cfg/config.toml", home);
+    write_file(path, "[profiles.claude]\nimage = \"img\"\n"
+                     "volumes = [{ host = \"~/cfg\", container = \"/cfg\", mode = \"ro\" }]\n");
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    assert_int_equal(load_path(path, "claude", NULL, &c, &err), -EINVAL);
+    snprintf(exp, sizeof exp, "%s:3: profiles.claude.volumes[0].host: \"%s/cfg\" contains the configuration file; host "
+             "configuration must not be mounted into the sandbox (SR-2)", path, home);
+    assert_string_equal(err.msg, exp);
+
+    /* the file itself as a volume */
+    write_file(path, "[profiles.claude]\nimage = \"img\"\n"
+                     "volumes = [{ host = \"~/cfg/config.toml\", container = \"/cfg\", mode = \"ro\" }]\n");
+    assert_int_equal(load_path(path, "claude", NULL, &c, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "contains the configuration file"));
+}
+
+static void test_sr2_config_in_workspace(void **state) {
+    (void)state;
+    char path[8192], exp[16384];
+    snprintf(path, sizeof path, "%s/sub/lazaret.toml", ws);
+    write_file(path, "[profiles.claude]\nimage = \"img\"\n");
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    assert_int_equal(load_path(path, "claude", NULL, &c, &err), -EINVAL);
+    snprintf(exp, sizeof exp, "%s: the configuration file is inside the workspace \"%s\"; host configuration must not "
+             "be reachable from the sandbox (SR-2)", path, ws);
+    assert_string_equal(err.msg, exp);
+
+    /* a symlink to it from outside the workspace does not help: the
+     * canonical target is what counts */
+    char link[8192];
+    snprintf(link, sizeof link, "%s/cfg-link.toml", root);
+    assert_int_equal(symlink(path, link), 0);
+    assert_int_equal(load_path(link, "claude", NULL, &c, &err), -EINVAL);
+    assert_string_equal(err.msg, exp);
+    unlink(link);
+    unlink(path);
+}
+
+static void test_data_root_in_workspace(void **state) {
+    (void)state;
+    char content[8192];
+    snprintf(content, sizeof content, "[storage]\ndata_root = \"%s/state\"\n[profiles.claude]\nimage = \"img\"\n", ws);
+    expect_fail_content("dr.toml", content, "claude",
+                        " the Storage Root \"@/ws/state\" and the workspace \"@/ws\" overlap; the sandbox could reach "
+                        "Lazaret's own state");
+    expect_fail_content("sd.toml",
+                        "[escalation]\nsocket_dir = \"~\"\n[profiles.claude]\nimage = \"img\"\n"
+                        "volumes = [{ host = \"~/shared\", container = \"/s\", mode = \"rw\" }]\n",
+                        "claude", "5: profiles.claude.volumes[0].host: \"@/home/shared\" overlaps escalation.socket_dir");
+}
+
+static void test_limits(void **state) {
+    (void)state;
+    /* arrays */
+    size_t cap = 64 * 1024;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    size_t o = (size_t)snprintf(buf, cap, "[profiles.claude]\nimage = \"img\"\npersistent_dirs = [");
+    for (int i = 0; i <= LZ_CONFIG_MAX_LIST; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "\"/d%d\",", i);
+    snprintf(buf + o, cap - o, "]\n");
+    expect_fail_content("long-list.toml", buf, "claude", "3: profiles.claude.persistent_dirs: more than 256 elements");
+
+    /* strings */
+    o = (size_t)snprintf(buf, cap, "[profiles.claude]\nimage = \"");
+    for (int i = 0; i <= LZ_CONFIG_MAX_STRING; i++)
+        buf[o++] = 'x';
+    snprintf(buf + o, cap - o, "\"\n");
+    expect_fail_content("long-string.toml", buf, "claude", "2: profiles.claude.image: string longer than 4096 bytes");
+    free(buf);
+
+    /* the file */
+    char path[8192];
+    snprintf(path, sizeof path, "%s/big.toml", root);
+    cap = LZ_CONFIG_MAX_FILE + 2;
+    buf = malloc(cap);
+    assert_non_null(buf);
+    memset(buf, '#', cap - 1);
+    buf[cap - 1] = '\0';
+    write_file(path, buf);
+    free(buf);
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    assert_int_equal(load_path(path, "claude", NULL, &c, &err), -EFBIG);
+    char exp[16384];
+    snprintf(exp, sizeof exp, "%s: larger than 1048576 bytes", path);
+    assert_string_equal(err.msg, exp);
+    unlink(path);
+}
+
+static void test_env_non_utf8(void **state) {
+    (void)state;
+    setenv("LZ_TEST_API_KEY", "bad\xff" "value", 1);
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    assert_int_equal(load("good.toml", "claude", &c, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "good.toml:37: profiles.claude.env.ANTHROPIC_API_KEY: host environment variable "
+                                    "\"LZ_TEST_API_KEY\" is not valid UTF-8"));
+    /* the value never appears in a message */
+    assert_null(strstr(err.msg, "value"));
+    setenv("LZ_TEST_API_KEY", "", 1); /* empty is a value */
+    c = load_ok("good.toml", "claude");
+    assert_string_equal(c->profile.env[0].value, "");
+    lz_config_free(c);
+}
+
+/* ---- locating the file, the built-in default -------------------------- */
+
+static void test_builtin_default(void **state) {
+    (void)state;
+    char xdg[2048], exp[8192];
+    snprintf(xdg, sizeof xdg, "%s/empty-xdg", root);
+    assert_int_equal(lz_mkdir_p(xdg, 0700), 0);
+    setenv("XDG_CONFIG_HOME", xdg, 1);
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    assert_int_equal(load_path(NULL, NULL, NULL, &c, &err), 0);
+    assert_true(c->builtin_default);
+    assert_null(c->source_path);
+    snprintf(exp, sizeof exp, "%s/.local/share/lazaret", home);
+    assert_string_equal(c->data_root, exp);
+    assert_int_equal(c->n_default_allow, 1);
+    assert_string_equal(c->default_allow[0], "0.0.0.0/0");
+    static const char *const deny[] = { "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16",
+                                        "100.64.0.0/10", "127.0.0.0/8", "224.0.0.0/4", "240.0.0.0/4" };
+    assert_int_equal(c->n_default_deny, LZ_ARRAY_SIZE(deny));
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(deny); i++)
+        assert_string_equal(c->default_deny[i], deny[i]);
+    assert_true(c->escalation_enabled);
+    assert_null(c->escalation_socket_dir);
+    assert_int_equal(c->n_auto_approve, 0);
+    assert_string_equal(c->profile.name, "default");
+    assert_string_equal(c->profile.image, LZ_BUILTIN_IMAGE);
+    assert_string_equal(c->profile.image, "builtin:debian-bookworm");
+    assert_int_equal(c->profile.n_persistent_dirs, 2);
+    assert_string_equal(c->profile.persistent_dirs[0], "/root");
+    assert_string_equal(c->profile.persistent_dirs[1], "/usr/local");
+    assert_true(c->profile.ignored_state);
+    assert_int_equal(c->profile.n_env, 0);
+    assert_int_equal(c->profile.n_volumes, 0);
+    assert_int_equal(strlen(c->fingerprint_hex), 64);
+    lz_config_free(c);
+
+    /* XDG_DATA_HOME moves the Storage Root */
+    char data[2048];
+    snprintf(data, sizeof data, "%s/xdg-data", root);
+    setenv("XDG_DATA_HOME", data, 1);
+    assert_int_equal(load_path(NULL, NULL, NULL, &c, &err), 0);
+    snprintf(exp, sizeof exp, "%s/lazaret", data);
+    assert_string_equal(c->data_root, exp);
+    lz_config_free(c);
+
+    /* only "default" exists without a file */
+    assert_int_equal(load_path(NULL, "claude", NULL, &c, &err), -ENOENT);
+    assert_string_equal(err.msg, "profile \"claude\" is not defined: no configuration file exists and the built-in "
+                                 "configuration defines only \"default\"");
+}
+
+static void test_xdg_lookup(void **state) {
+    (void)state;
+    char xdg[2048], path[8192], content[256];
+    snprintf(xdg, sizeof xdg, "%s/xdg", root);
+    snprintf(path, sizeof path, "%s/lazaret", xdg);
+    assert_int_equal(lz_mkdir_p(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/lazaret/config.toml", xdg);
+    snprintf(content, sizeof content, "[profiles.default]\nimage = \"from-xdg\"\n");
+    write_file(path, content);
+    setenv("XDG_CONFIG_HOME", xdg, 1);
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    assert_int_equal(load_path(NULL, NULL, NULL, &c, &err), 0);
+    assert_false(c->builtin_default);
+    assert_string_equal(c->source_path, path);
+    assert_string_equal(c->profile.image, "from-xdg");
+    lz_config_free(c);
+
+    /* without XDG_CONFIG_HOME: $HOME/.config/lazaret/config.toml */
+    unsetenv("XDG_CONFIG_HOME");
+    snprintf(path, sizeof path, "%s/.config/lazaret", home);
+    assert_int_equal(lz_mkdir_p(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/.config/lazaret/config.toml", home);
+    write_file(path, "[profiles.default]\nimage = \"from-home\"\n");
+    assert_int_equal(load_path(NULL, NULL, NULL, &c, &err), 0);
+    assert_string_equal(c->source_path, path);
+    assert_string_equal(c->profile.image, "from-home");
+    lz_config_free(c);
+
+    /* a relative XDG_CONFIG_HOME is ignored, as the XDG spec says */
+    setenv("XDG_CONFIG_HOME", "relative", 1);
+    assert_int_equal(load_path(NULL, NULL, NULL, &c, &err), 0);
+    assert_string_equal(c->source_path, path);
+    lz_config_free(c);
+
+    /* an existing file that does not define the selected profile refuses */
+    write_file(path, "[profiles.claude]\nimage = \"x\"\n");
+    assert_int_equal(load_path(NULL, NULL, NULL, &c, &err), -ENOENT);
+    char exp[16384];
+    snprintf(exp, sizeof exp, "%s: profile \"default\" is not defined (defined profiles: claude)", path);
+    assert_string_equal(err.msg, exp);
+    write_file(path, "# nothing\n");
+    assert_int_equal(load_path(NULL, NULL, NULL, &c, &err), -ENOENT);
+    snprintf(exp, sizeof exp, "%s: profile \"default\" is not defined (no profiles are defined)", path);
+    assert_string_equal(err.msg, exp);
+    unlink(path);
+}
+
+static void test_explicit_config_errors(void **state) {
+    (void)state;
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    char path[8192], exp[16384];
+    snprintf(path, sizeof path, "%s/nonexistent.toml", root);
+    assert_int_equal(load_path(path, NULL, NULL, &c, &err), -ENOENT);
+    snprintf(exp, sizeof exp, "%s: No such file or directory", path);
+    assert_string_equal(err.msg, exp);
+
+    assert_int_equal(load_path(root, NULL, NULL, &c, &err), -EINVAL);
+    snprintf(exp, sizeof exp, "%s: not a regular file", root);
+    assert_string_equal(err.msg, exp);
+
+    snprintf(path, sizeof path, "%s/../x.toml", root);
+    assert_int_equal(load_path(path, NULL, NULL, &c, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "not a usable path"));
+
+    assert_int_equal(load("good.toml", "Bad.Name", &c, &err), -EINVAL);
+    assert_string_equal(err.msg, "invalid profile name \"Bad.Name\" (must match ^[a-z0-9_-]{2,32}$)");
+
+    snprintf(path, sizeof path, "%s/no-such-workspace", root);
+    assert_int_equal(load("good.toml", "claude", &c, &err), 0);
+    lz_config_free(c);
+    c = NULL;
+    struct lz_config_opts o = { .workspace = path };
+    assert_int_equal(lz_config_load(&o, &c, &err), -ENOENT);
+    snprintf(exp, sizeof exp, "workspace \"%s\": No such file or directory", path);
+    assert_string_equal(err.msg, exp);
+    assert_null(c);
+}
+
+static void test_workspace_resolution(void **state) {
+    (void)state;
+    /* NULL workspace = the current directory; symlinks are resolved */
+    char cwd[4096], link[8192];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(ws), 0);
+    struct lz_config_opts o = { .profile = "claude" };
+    char p[8192];
+    snprintf(p, sizeof p, "%s/good.toml", fixtures);
+    char *abs = realpath(p, NULL);
+    assert_non_null(abs);
+    o.config_path = abs;
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    int r = lz_config_load(&o, &c, &err);
+    assert_int_equal(chdir(cwd), 0);
+    assert_int_equal(r, 0);
+    assert_string_equal(c->workspace, ws);
+    char fp1[65];
+    memcpy(fp1, c->fingerprint_hex, 65);
+    lz_config_free(c);
+
+    snprintf(link, sizeof link, "%s/ws-link", root);
+    assert_int_equal(symlink(ws, link), 0);
+    o.workspace = link;
+    assert_int_equal(lz_config_load(&o, &c, &err), 0);
+    assert_string_equal(c->workspace, ws);
+    assert_string_equal(c->fingerprint_hex, fp1);
+    lz_config_free(c);
+    unlink(link);
+    free(abs);
+}
+
+/* ---- fingerprint ------------------------------------------------------ */
+
+static void test_fingerprint_vector_file(void **state) {
+    (void)state;
+    char *usr = realpath("/usr", NULL);
+    bool usable = usr && strcmp(usr, "/usr") == 0 && strncmp(fixtures, "/usr/", 5) != 0;
+    free(usr);
+    if (!usable)
+        skip();
+    char p[8192];
+    snprintf(p, sizeof p, "%s/vector.toml", fixtures);
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    int r = load_path(p, "vector", "/usr", &c, &err);
+    if (r < 0)
+        print_error("%s\n", err.msg);
+    assert_int_equal(r, 0);
+    assert_string_equal(c->domain_id_hex, "d184cfb04f49bd36ae04439b849d476459b7a979c837dfbe2939b381fe396a8a");
+    assert_string_equal(c->fingerprint_hex, "6d20d04cf3bdfd5e1f0657a2cd64c77d82bd544eaba525a1d123e9396eb79344");
+    assert_string_equal(c->profile.volumes[0].host, "/nonexistent-lazaret-test/data/vector/v");
+    assert_true(c->profile.volumes[0].create);
+    assert_int_equal(c->n_default_deny, 2);
+    lz_config_free(c);
+}
+
+static void test_fingerprint_stability(void **state) {
+    (void)state;
+    struct lz_config *a = load_ok("good.toml", "claude");
+    struct lz_config *b = load_ok("good.toml", "claude");
+    assert_string_equal(a->fingerprint_hex, b->fingerprint_hex);
+    lz_config_free(b);
+
+    /* the host value behind env: is not configuration */
+    setenv("LZ_TEST_API_KEY", "a-completely-different-secret", 1);
+    b = load_ok("good.toml", "claude");
+    assert_string_equal(b->profile.env[0].value, "a-completely-different-secret");
+    assert_string_equal(a->fingerprint_hex, b->fingerprint_hex);
+    lz_config_free(b);
+
+    /* everything else is: another profile, another workspace, another
+     * Storage Root */
+    b = load_ok("good.toml", "default");
+    assert_string_not_equal(a->fingerprint_hex, b->fingerprint_hex);
+    lz_config_free(b);
+    struct lz_error err;
+    char sub[8192];
+    snprintf(sub, sizeof sub, "%s/sub", ws);
+    char p[8192];
+    snprintf(p, sizeof p, "%s/good.toml", fixtures);
+    assert_int_equal(load_path(p, "claude", sub, &b, &err), 0);
+    assert_string_not_equal(a->fingerprint_hex, b->fingerprint_hex);
+    assert_string_not_equal(a->domain_id_hex, b->domain_id_hex);
+    lz_config_free(b);
+    char h2[8192];
+    snprintf(h2, sizeof h2, "%s/shared", home); /* same tree, different ~ */
+    setenv("HOME", h2, 1);
+    assert_int_equal(lz_mkdir_p(h2, 0700), 0);
+    char shared2[8192 + 16];
+    snprintf(shared2, sizeof shared2, "%s/shared", h2);
+    assert_int_equal(lz_mkdir_p(shared2, 0700), 0);
+    b = load_ok("good.toml", "claude");
+    assert_string_not_equal(a->fingerprint_hex, b->fingerprint_hex);
+    assert_string_equal(a->domain_id_hex, b->domain_id_hex);
+    lz_config_free(b);
+    lz_config_free(a);
+}
+
+/* ---- printing --------------------------------------------------------- */
+
+static void test_print_redacts(void **state) {
+    (void)state;
+    struct lz_config *c = load_ok("good.toml", "claude");
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    assert_non_null(f);
+    lz_config_print(f, c);
+    fclose(f);
+    assert_null(strstr(out, "sk-test-secret-value"));
+    assert_null(strstr(out, "C.UTF-8"));
+    assert_non_null(strstr(out, "ANTHROPIC_API_KEY = \"<redacted>\"  # from \"env:LZ_TEST_API_KEY\""));
+    assert_non_null(strstr(out, "LANG = \"<redacted>\"  # literal"));
+    char line[256];
+    snprintf(line, sizeof line, "# Domain ID: %s\n", c->domain_id_hex);
+    assert_non_null(strstr(out, line));
+    snprintf(line, sizeof line, "# Configuration Fingerprint: %s\n", c->fingerprint_hex);
+    assert_non_null(strstr(out, line));
+    assert_non_null(strstr(out, "[profiles.claude]\nimage = \"docker.io/library/debian:trixie\"\n"));
+    assert_non_null(strstr(out, "mode = \"z\" },  # created on first use\n"));
+    free(out);
+    lz_config_free(c);
+}
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static void test_prefix_parse(void **state) {
+    (void)state;
+    char buf[19];
+    uint32_t addr;
+    unsigned len;
+    const char *why;
+    assert_int_equal(lz_ipv4_prefix_parse("10.0.0.0/8", buf, &addr, &len, &why), 0);
+    assert_string_equal(buf, "10.0.0.0/8");
+    assert_int_equal(addr, 0x0a000000);
+    assert_int_equal(len, 8);
+    assert_int_equal(lz_ipv4_prefix_parse("0.0.0.0/0", buf, NULL, NULL, NULL), 0);
+    assert_int_equal(lz_ipv4_prefix_parse("255.255.255.255/32", buf, NULL, NULL, NULL), 0);
+    assert_string_equal(buf, "255.255.255.255/32");
+    static const char *const bad[] = { "10.0.0.0/8 ", " 10.0.0.0/8", "10.0.0/8", "10.0.0.0.0/8", "256.0.0.0/8",
+                                       "10.0.0.0/", "10.0.0.0/08", "10.0.0.0/-1", "+1.0.0.0/8", "1.2.3.4/32x",
+                                       "", "/8", "1..2.3/8", "0x1.0.0.0/8", "1.2.3.4/1000", "00.0.0.0/0" };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(bad); i++) {
+        if (lz_ipv4_prefix_parse(bad[i], buf, NULL, NULL, &why) != -EINVAL)
+            print_error("accepted \"%s\"\n", bad[i]);
+        assert_int_equal(lz_ipv4_prefix_parse(bad[i], buf, NULL, NULL, &why), -EINVAL);
+    }
+    assert_int_equal(lz_ipv4_prefix_parse("192.168.1.1/16", buf, NULL, NULL, &why), -EINVAL);
+    assert_string_equal(why, "has host bits set");
+    assert_string_equal(buf, "192.168.0.0/16");
+    assert_int_equal(lz_ipv4_prefix_parse("::/0", buf, NULL, NULL, &why), -EINVAL);
+    assert_non_null(strstr(why, "IPv6 is disabled in v1"));
+}
+
+static void test_profile_names(void **state) {
+    (void)state;
+    assert_true(lz_profile_name_valid("default"));
+    assert_true(lz_profile_name_valid("ab"));
+    assert_true(lz_profile_name_valid("a-b_c-09"));
+    assert_true(lz_profile_name_valid("abcdefghijabcdefghijabcdefghij12"));
+    assert_false(lz_profile_name_valid("abcdefghijabcdefghijabcdefghij123"));
+    assert_false(lz_profile_name_valid("a"));
+    assert_false(lz_profile_name_valid(""));
+    assert_false(lz_profile_name_valid("Ab"));
+    assert_false(lz_profile_name_valid("a.b"));
+    assert_false(lz_profile_name_valid("a/b"));
+    assert_false(lz_profile_name_valid("a b"));
+    assert_false(lz_profile_name_valid("a$b"));
+}
+
+#define T(f) cmocka_unit_test_setup(f, env_reset)
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        T(test_good_claude),
+        T(test_good_default_profile),
+        T(test_tokens),
+        T(test_tilde_with_trailing_slash_home),
+        T(test_bad_fixtures),
+        T(test_bad_volume_domain_dir),
+        T(test_sr2_config_in_volume),
+        T(test_sr2_config_in_workspace),
+        T(test_data_root_in_workspace),
+        T(test_limits),
+        T(test_env_non_utf8),
+        T(test_builtin_default),
+        T(test_xdg_lookup),
+        T(test_explicit_config_errors),
+        T(test_workspace_resolution),
+        T(test_fingerprint_vector_file),
+        T(test_fingerprint_stability),
+        T(test_print_redacts),
+        T(test_prefix_parse),
+        T(test_profile_names),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,462 @@
+/* Unit tests for the Git-protection policy of the workspace router
+ * (router.c). The tree is a fake: a list of existing paths. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "router.h"
+#include "util.h"
+
+#include <linux/fs.h>
+
+/* ---- fake tree ---- */
+
+static const char *const *fake_paths;
+static size_t fake_n;
+static int fake_error;      /* when set, has_entry fails with it */
+static unsigned fake_calls; /* has_entry calls, to check the fast path */
+
+static int fake_has_entry(void *ctx, const char *dir, const char *name) {
+    (void)ctx;
+    fake_calls++;
+    if (fake_error)
+        return fake_error;
+    char full[LZ_ROUTER_PATH_MAX + 300];
+    if (dir[0])
+        snprintf(full, sizeof full, "%s/%s", dir, name);
+    else
+        snprintf(full, sizeof full, "%s", name);
+    for (size_t i = 0; i < fake_n; i++)
+        if (strcmp(fake_paths[i], full) == 0)
+            return 1;
+    return 0;
+}
+
+static const struct lz_router_fs fake_fs = { .has_entry = fake_has_entry };
+
+/* The tree most tests use: a repository at the root, a nested host-made
+ * repository, a host-made bare repository (a test fixture), a linked
+ * worktree administrative directory, and half-built Git-looking dirs. */
+static const char *const tree[] = {
+    ".git", ".git/HEAD", ".git/config", ".git/objects", ".git/objects/info", ".git/refs", ".git/hooks",
+    ".git/index",
+    "vendor", "vendor/lib", "vendor/lib/.git", "vendor/lib/.git/HEAD",
+    "fixtures", "fixtures/bare.git", "fixtures/bare.git/HEAD", "fixtures/bare.git/objects",
+    "fixtures/bare.git/refs", "fixtures/bare.git/config",
+    "wtlike", "wtlike/HEAD", "wtlike/commondir",
+    "evil", "evil/objects", "evil/refs",           /* missing HEAD */
+    "evil2", "evil2/HEAD", "evil2/objects",         /* missing refs */
+    "evil3", "evil3/HEAD",                          /* missing commondir */
+    "src", "src/main.c", "HEAD2", "x", "d1",
+};
+
+static struct lz_router_policy pol;
+
+static int setup(void **state) {
+    (void)state;
+    fake_paths = tree;
+    fake_n = LZ_ARRAY_SIZE(tree);
+    fake_error = 0;
+    fake_calls = 0;
+    memset(&pol, 0, sizeof pol);
+    pol.fs = &fake_fs;
+    return 0;
+}
+
+static enum lz_router_class cls(const char *path) {
+    enum lz_router_class c = LZ_RCLASS_FREE;
+    int r = lz_router_classify(&pol, path, &c);
+    if (r < 0)
+        fail_msg("classify(%s) failed: %d", path, r);
+    return c;
+}
+
+#define assert_class(path, want)                                                                             \
+    do {                                                                                                     \
+        enum lz_router_class got_ = cls(path);                                                               \
+        if (got_ != (want))                                                                                  \
+            fail_msg("%s: class %s, want %s", path, lz_router_class_name(got_), lz_router_class_name(want)); \
+    } while (0)
+
+static int chk(enum lz_router_op op, const char *path, bool exists, const char *path2) {
+    struct lz_router_req q = { .op = op, .path = path, .exists = exists, .path2 = path2 };
+    return lz_router_check(&pol, &q);
+}
+
+#define assert_op(expect, op, path, exists, path2)                                                        \
+    do {                                                                                                  \
+        int got_ = chk(op, path, exists, path2);                                                          \
+        if (got_ != (expect))                                                                             \
+            fail_msg("%s %s%s%s: %d, want %d", lz_router_op_name(op), path, (path2) ? " <- " : "",        \
+                     (path2) ? (const char *)(path2) : "", got_, expect);                                 \
+    } while (0)
+
+static int ren(const char *from, const char *to, bool is_dir, bool exists, bool is_dir2, unsigned flags) {
+    struct lz_router_req q = { .op = LZ_ROP_RENAME, .path = from, .path2 = to, .is_dir = is_dir,
+                               .exists = exists, .is_dir2 = is_dir2, .flags = flags };
+    return lz_router_check(&pol, &q);
+}
+
+#define assert_ren(expect, from, to, is_dir, exists, is_dir2, flags)                          \
+    do {                                                                                      \
+        int got_ = ren(from, to, is_dir, exists, is_dir2, flags);                             \
+        if (got_ != (expect))                                                                 \
+            fail_msg("rename %s -> %s: %d, want %d", from, to, got_, expect);                 \
+    } while (0)
+
+/* ---- classification ---- */
+
+static void test_classify_gitdir(void **state) {
+    (void)state;
+    assert_class("", LZ_RCLASS_FREE);
+    assert_class("src/main.c", LZ_RCLASS_FREE);
+    assert_class(".git", LZ_RCLASS_GITNAME);
+    assert_class("sub/.git", LZ_RCLASS_GITNAME);
+    assert_class("a/b/c/.git", LZ_RCLASS_GITNAME);
+    assert_class(".GIT", LZ_RCLASS_GITNAME);
+    assert_class("x/.Git", LZ_RCLASS_GITNAME);
+    for (const char *const *p = (const char *const[]){
+             ".git/config", ".git/CONFIG", ".GIT/config", ".git/config.worktree", ".git/commondir",
+             ".git/gitdir", ".git/hooks", ".git/hooks/pre-commit", ".git/hooks/a/b/c", ".git/modules",
+             ".git/modules/x/config", ".git/modules/x/objects/ab/cd", ".git/modules/a/modules/b/hooks/x",
+             ".git/worktrees", ".git/worktrees/wt/commondir", ".git/worktrees/wt/gitdir",
+             ".git/worktrees/wt/config.worktree", ".git/worktrees/wt/HEAD", ".git/objects/info/alternates",
+             ".git/objects/info/http-alternates", ".git/objects/INFO/Alternates", ".git/branches",
+             ".git/branches/origin", ".git/remotes/origin", "sub/.git/config", "a/b/.git/hooks/post-checkout",
+             ".git/objects/.git/config", ".git/refs/x/.git/hooks/y", NULL };
+         *p; p++)
+        assert_class(*p, LZ_RCLASS_PROTECTED);
+    assert_class(".git/objects", LZ_RCLASS_ANCESTOR);
+    assert_class(".git/objects/info", LZ_RCLASS_ANCESTOR);
+    assert_class("sub/.git/objects/info", LZ_RCLASS_ANCESTOR);
+    /* What git add/commit/checkout/stash/merge/rebase/gc write. */
+    for (const char *const *p = (const char *const[]){
+             ".git/index", ".git/index.lock", ".git/HEAD", ".git/HEAD.lock", ".git/ORIG_HEAD", ".git/FETCH_HEAD",
+             ".git/MERGE_HEAD", ".git/MERGE_MSG", ".git/COMMIT_EDITMSG", ".git/packed-refs",
+             ".git/packed-refs.lock", ".git/objects/ab/cdef0123", ".git/objects/ab/tmp_obj_XXXX",
+             ".git/objects/pack/pack-1.pack", ".git/objects/info/packs", ".git/objects/info/commit-graph",
+             ".git/refs/heads/main", ".git/refs/heads/feat.lock", ".git/refs/stash", ".git/logs/HEAD",
+             ".git/logs/refs/heads/main", ".git/rebase-merge/done", ".git/rebase-apply/0001",
+             ".git/sequencer/todo", ".git/info/exclude", ".git/info/attributes", ".git/description",
+             ".git/shallow", ".git/gc.pid", ".git/AUTO_MERGE", ".git/refs/config", ".git/logs/hooks",
+             "config", "hooks/pre-commit", "app/config/settings.py", "objects/info/alternates",
+             "modules/x", NULL };
+         *p; p++)
+        assert_class(*p, LZ_RCLASS_FREE);
+}
+
+static void test_classify_locks(void **state) {
+    (void)state;
+    assert_class(".git/config.lock", LZ_RCLASS_PROTECTED);
+    assert_class(".git/CONFIG.LOCK", LZ_RCLASS_PROTECTED);
+    assert_class(".git/config.worktree.lock", LZ_RCLASS_PROTECTED);
+    assert_class(".git/commondir.lock", LZ_RCLASS_PROTECTED);
+    assert_class(".git/config.lock.lock", LZ_RCLASS_PROTECTED);
+    assert_class(".git/hooks.lock", LZ_RCLASS_PROTECTED);
+    assert_class(".git/objects.lock", LZ_RCLASS_PROTECTED);
+    assert_class(".git/objects/info.lock", LZ_RCLASS_PROTECTED);
+    assert_class(".git/objects/info/alternates.lock", LZ_RCLASS_PROTECTED);
+    assert_class(".git/worktrees/x/commondir.lock", LZ_RCLASS_PROTECTED);
+    assert_class("sub/.git.lock", LZ_RCLASS_PROTECTED);
+    assert_class(".lock", LZ_RCLASS_FREE);
+    assert_class("foo.lock", LZ_RCLASS_FREE);
+    assert_class(".git/index.lock", LZ_RCLASS_FREE);
+    assert_class("config.lock", LZ_RCLASS_FREE);
+}
+
+static void test_classify_shaped_dirs(void **state) {
+    (void)state;
+    /* A host-made bare repository is a Git directory too. */
+    assert_class("fixtures/bare.git/config", LZ_RCLASS_PROTECTED);
+    assert_class("fixtures/bare.git/config.lock", LZ_RCLASS_PROTECTED);
+    assert_class("fixtures/bare.git/hooks/post-update", LZ_RCLASS_PROTECTED);
+    assert_class("fixtures/bare.git/objects", LZ_RCLASS_ANCESTOR);
+    assert_class("fixtures/bare.git/objects/info/alternates", LZ_RCLASS_PROTECTED);
+    assert_class("fixtures/bare.git/description", LZ_RCLASS_FREE);
+    assert_class("fixtures/bare.git/refs/heads/main", LZ_RCLASS_FREE);
+    /* HEAD + commondir is enough for Git. */
+    assert_class("wtlike/config.worktree", LZ_RCLASS_PROTECTED);
+    assert_class("wtlike/commondir", LZ_RCLASS_PROTECTED);
+    /* Incomplete shapes are not Git directories. */
+    assert_class("evil/config", LZ_RCLASS_FREE);
+    assert_class("evil2/config", LZ_RCLASS_FREE);
+    assert_class("evil3/hooks/x", LZ_RCLASS_FREE);
+}
+
+static void test_fast_path_asks_nothing(void **state) {
+    (void)state;
+    fake_calls = 0;
+    assert_class("src/lib/router.c", LZ_RCLASS_FREE);
+    assert_class(".git/objects/ab/cdef", LZ_RCLASS_FREE);
+    assert_class(".git/refs/heads/main", LZ_RCLASS_FREE);
+    assert_class(".git/config", LZ_RCLASS_PROTECTED);
+    assert_int_equal(fake_calls, 0);
+    assert_class("app/config", LZ_RCLASS_FREE); /* is `app` a Git directory? must ask */
+    assert_true(fake_calls > 0);
+}
+
+static void test_fs_errors_fail_closed(void **state) {
+    (void)state;
+    enum lz_router_class c;
+    fake_error = -EIO;
+    assert_int_equal(lz_router_classify(&pol, "app/config", &c), -EIO);
+    assert_int_equal(chk(LZ_ROP_WRITE, "app/config", false, NULL), -EIO);
+    assert_int_equal(chk(LZ_ROP_CREATE, "x/HEAD", false, NULL), -EIO);
+    assert_int_equal(ren("d1", "d2", true, false, false, 0), -EIO);
+    /* Paths that need no look at the tree still work. */
+    assert_int_equal(chk(LZ_ROP_WRITE, "src/main.c", false, NULL), 0);
+    /* No tree at all. */
+    struct lz_router_policy none = { 0 };
+    assert_int_equal(lz_router_classify(&none, "app/config", &c), -ENOSYS);
+}
+
+/* ---- the rules, per operation ---- */
+
+static void test_create_gitname_refused(void **state) {
+    (void)state;
+    assert_op(-EEXIST, LZ_ROP_MKDIR, ".git", true, NULL); /* the root one exists */
+    assert_op(-EPERM, LZ_ROP_MKDIR, ".git", false, NULL);
+    assert_op(-EPERM, LZ_ROP_MKDIR, "sub/.git", false, NULL);
+    assert_op(-EPERM, LZ_ROP_MKDIR, "sub/.GIT", false, NULL);
+    assert_op(-EPERM, LZ_ROP_CREATE, "sub/.git", false, NULL); /* a gitfile */
+    assert_op(-EPERM, LZ_ROP_SYMLINK, "sub/.git", false, NULL);
+    assert_op(-EPERM, LZ_ROP_LINK, "sub/.git", false, "x");
+    assert_op(-EPERM, LZ_ROP_MKDIR, ".git/refs/.git", false, NULL);
+    assert_op(-EPERM, LZ_ROP_CREATE, ".git/modules/x/.git", false, NULL);
+    assert_op(-EPERM, LZ_ROP_WRITE, "vendor/lib/.git", false, NULL);
+    assert_op(-EPERM, LZ_ROP_SETATTR, ".git", false, NULL);
+    assert_op(-EPERM, LZ_ROP_RMDIR, ".git", false, NULL);
+    assert_op(-EPERM, LZ_ROP_UNLINK, "sub/.git", false, NULL);
+}
+
+static void test_protected_read_only(void **state) {
+    (void)state;
+    static const char *const prot[] = {
+        ".git/config", ".git/config.lock", ".git/config.worktree", ".git/commondir", ".git/gitdir",
+        ".git/hooks/pre-commit", ".git/hooks/fsmonitor-watchman", ".git/modules/x/config",
+        ".git/modules/x/hooks/post-checkout", ".git/worktrees/x/commondir", ".git/worktrees/x/gitdir",
+        ".git/worktrees/x/config.worktree", ".git/objects/info/alternates", ".git/branches/x",
+        ".git/remotes/origin", "vendor/lib/.git/config", "fixtures/bare.git/config",
+    };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(prot); i++) {
+        assert_op(-EPERM, LZ_ROP_CREATE, prot[i], false, NULL);
+        assert_op(-EEXIST, LZ_ROP_CREATE, prot[i], true, NULL);
+        assert_op(-EPERM, LZ_ROP_SYMLINK, prot[i], false, NULL);
+        assert_op(-EPERM, LZ_ROP_MKDIR, prot[i], false, NULL);
+        assert_op(-EPERM, LZ_ROP_LINK, prot[i], false, "src/main.c");
+        assert_op(-EPERM, LZ_ROP_WRITE, prot[i], false, NULL);
+        assert_op(-EPERM, LZ_ROP_SETATTR, prot[i], false, NULL);
+        assert_op(-EPERM, LZ_ROP_UNLINK, prot[i], false, NULL);
+        assert_op(-EPERM, LZ_ROP_RMDIR, prot[i], false, NULL);
+    }
+    assert_op(-EPERM, LZ_ROP_MKDIR, ".git/hooks", false, NULL);
+    assert_op(-EPERM, LZ_ROP_MKDIR, ".git/modules", false, NULL);
+    assert_op(-EPERM, LZ_ROP_MKDIR, ".git/worktrees", false, NULL);
+    assert_op(-EPERM, LZ_ROP_RMDIR, ".git/hooks", false, NULL);
+}
+
+static void test_normal_git_allowed(void **state) {
+    (void)state;
+    assert_op(0, LZ_ROP_CREATE, ".git/index.lock", false, NULL);
+    assert_op(0, LZ_ROP_CREATE, ".git/HEAD.lock", false, NULL);
+    assert_op(0, LZ_ROP_CREATE, ".git/refs/heads/feat.lock", false, NULL);
+    assert_op(0, LZ_ROP_CREATE, ".git/objects/ab/tmp_obj_x", false, NULL);
+    assert_op(0, LZ_ROP_MKDIR, ".git/objects/ab", false, NULL);
+    assert_op(0, LZ_ROP_MKDIR, ".git/refs/heads/topic", false, NULL);
+    assert_op(0, LZ_ROP_MKDIR, ".git/rebase-merge", false, NULL);
+    assert_op(0, LZ_ROP_CREATE, ".git/COMMIT_EDITMSG", false, NULL);
+    assert_op(0, LZ_ROP_WRITE, ".git/index", false, NULL);
+    assert_op(0, LZ_ROP_WRITE, ".git/info/exclude", false, NULL);
+    assert_op(0, LZ_ROP_UNLINK, ".git/index.lock", false, NULL);
+    assert_op(0, LZ_ROP_UNLINK, ".git/refs/stash", false, NULL);
+    assert_op(0, LZ_ROP_RMDIR, ".git/objects/ab", false, NULL);
+    assert_op(0, LZ_ROP_RMDIR, ".git/rebase-merge", false, NULL);
+    assert_op(0, LZ_ROP_SETATTR, ".git/objects/pack/pack-1.pack", false, NULL);
+    assert_op(0, LZ_ROP_LINK, ".git/objects/ab/cd", false, ".git/objects/ab/tmp_obj_x");
+    assert_ren(0, ".git/index.lock", ".git/index", false, true, false, 0);
+    assert_ren(0, ".git/HEAD.lock", ".git/HEAD", false, true, false, 0);
+    assert_ren(0, ".git/refs/heads/a.lock", ".git/refs/heads/a", false, false, false, 0);
+    assert_ren(0, ".git/logs/refs/heads/a", ".git/logs/refs/heads/b", false, false, false, 0);
+    assert_ren(0, ".git/objects/ab/tmp", ".git/objects/ab/cdef", false, false, false, RENAME_NOREPLACE);
+    assert_ren(0, "src/main.c", "src/main2.c", false, false, false, 0);
+    assert_ren(0, "d1", "d2", true, false, false, 0);
+    /* HEAD may be recreated in a directory named .git. */
+    assert_op(0, LZ_ROP_CREATE, ".git/HEAD", false, NULL);
+}
+
+static void test_ancestors(void **state) {
+    (void)state;
+    /* objects/info may be made as a real directory, never as anything else. */
+    assert_op(0, LZ_ROP_MKDIR, ".git/objects/info", false, NULL);
+    assert_op(0, LZ_ROP_MKDIR, ".git/objects/info", true, NULL); /* mkdir itself says EEXIST */
+    assert_op(-EPERM, LZ_ROP_SYMLINK, ".git/objects/info", false, NULL);
+    assert_op(-EPERM, LZ_ROP_CREATE, ".git/objects/info", false, NULL);
+    assert_op(-EPERM, LZ_ROP_SYMLINK, ".git/objects", false, NULL);
+    assert_op(-EPERM, LZ_ROP_RMDIR, ".git/objects/info", false, NULL);
+    assert_op(-EPERM, LZ_ROP_SETATTR, ".git/objects", false, NULL);
+    assert_ren(-EPERM, ".git/objects/info", ".git/objects/x", true, false, false, 0);
+    assert_ren(-EPERM, "evil", ".git/objects/info", true, false, false, 0);
+    assert_ren(-EPERM, "evil", ".git/objects", true, false, false, 0);
+}
+
+static void test_link_bypasses(void **state) {
+    (void)state;
+    /* A second name for a protected file, from anywhere. */
+    assert_op(-EPERM, LZ_ROP_LINK, "x2", false, ".git/config");
+    assert_op(-EPERM, LZ_ROP_LINK, ".git/objects/ab/x", false, ".git/config");
+    assert_op(-EPERM, LZ_ROP_LINK, "y", false, ".git/hooks/pre-commit");
+    assert_op(-EPERM, LZ_ROP_LINK, "y", false, "vendor/lib/.git");
+    /* An agent file under a protected name. */
+    assert_op(-EPERM, LZ_ROP_LINK, ".git/hooks/pre-commit", false, "x");
+    assert_op(-EPERM, LZ_ROP_LINK, ".git/commondir", false, "x");
+    assert_op(-EPERM, LZ_ROP_LINK, ".git/config.lock", false, "x");
+    assert_op(-EPERM, LZ_ROP_LINK, ".git/objects/info/alternates", false, "x");
+    /* Ordinary links, and links of a file that has no name left. */
+    assert_op(0, LZ_ROP_LINK, "x2", false, "x");
+    assert_op(0, LZ_ROP_LINK, "x2", false, NULL);
+}
+
+static void test_rename_bypasses(void **state) {
+    (void)state;
+    assert_ren(-EPERM, ".git", "x", true, false, false, 0);
+    assert_ren(-EPERM, ".git", "old.git", true, false, false, RENAME_NOREPLACE);
+    assert_ren(-EPERM, "d1", ".git", true, false, false, 0);
+    assert_ren(-EPERM, "d1", "sub/.git", true, false, false, 0);
+    assert_ren(-EPERM, "x", "sub/.git", false, false, false, 0);
+    assert_ren(-EPERM, "vendor/lib/.git", "vendor/lib/git", true, false, false, 0);
+    assert_ren(-EPERM, ".git/config.lock", ".git/config", false, true, false, 0);
+    assert_ren(-EPERM, "x", ".git/config", false, true, false, 0);
+    assert_ren(-EPERM, ".git/config", "x", false, true, false, 0);
+    assert_ren(-EPERM, "x", ".git/hooks/pre-commit", false, false, false, 0);
+    assert_ren(-EPERM, "d1", ".git/hooks", true, true, true, 0);
+    assert_ren(-EPERM, ".git/hooks", "h", true, false, false, 0);
+    assert_ren(-EPERM, ".git/modules", "m", true, false, false, 0);
+    assert_ren(-EPERM, "d1", ".git/modules/x", true, false, false, 0);
+    assert_ren(-EPERM, "d1", ".git/worktrees/x", true, false, false, 0);
+    assert_ren(-EPERM, "x", ".git/objects/info/alternates", false, false, false, 0);
+    assert_ren(-EPERM, "x", ".git/commondir", false, false, false, 0);
+    /* Exchanges move both ends. */
+    assert_ren(-EPERM, "d1", ".git", true, true, true, RENAME_EXCHANGE);
+    assert_ren(-EPERM, ".git/config", "x", false, true, false, RENAME_EXCHANGE);
+    assert_ren(-EPERM, "x", ".git/config", false, true, false, RENAME_EXCHANGE);
+    assert_ren(0, "x", "src/main.c", false, true, false, RENAME_EXCHANGE);
+    /* A directory holding a repository does not move. */
+    assert_ren(-EPERM, "vendor/lib", "vendor/lib2", true, false, false, 0);
+    assert_ren(-EPERM, "d1", "vendor/lib", true, true, true, RENAME_EXCHANGE);
+    /* Deeper nesting moves (the repository keeps its protection). */
+    assert_ren(0, "vendor", "vendor2", true, false, false, 0);
+    /* A host-made bare repository may move; it stays a Git directory. */
+    assert_ren(0, "fixtures/bare.git", "fixtures/b.git", true, false, false, 0);
+    /* Flags the router does not serve, and the root. */
+    assert_ren(-EINVAL, "x", "y", false, false, false, RENAME_WHITEOUT);
+    assert_ren(-EINVAL, "x", "y", false, false, false, RENAME_EXCHANGE | RENAME_NOREPLACE);
+    assert_ren(-EBUSY, "", "y", true, false, false, 0);
+}
+
+static void test_no_new_git_directories(void **state) {
+    (void)state;
+    /* The last missing piece of HEAD + objects + refs, in any order. */
+    assert_op(-EPERM, LZ_ROP_CREATE, "evil/HEAD", false, NULL);
+    assert_op(-EPERM, LZ_ROP_SYMLINK, "evil/HEAD", false, NULL);
+    assert_op(-EPERM, LZ_ROP_LINK, "evil/HEAD", false, "x");
+    assert_op(-EPERM, LZ_ROP_MKDIR, "evil/head", false, NULL);
+    assert_op(-EPERM, LZ_ROP_MKDIR, "evil2/refs", false, NULL);
+    assert_op(-EPERM, LZ_ROP_SYMLINK, "evil2/refs", false, NULL);
+    assert_op(-EPERM, LZ_ROP_CREATE, "evil3/commondir", false, NULL);
+    assert_ren(-EPERM, "HEAD2", "evil/HEAD", false, false, false, 0);
+    assert_ren(-EPERM, "d1", "evil2/refs", true, false, false, 0);
+    assert_ren(-EPERM, "x", "evil3/commondir", false, false, false, 0);
+    /* Pieces that do not complete a shape are fine. */
+    assert_op(0, LZ_ROP_CREATE, "src/HEAD", false, NULL);
+    assert_op(0, LZ_ROP_MKDIR, "src/objects", false, NULL);
+    assert_op(0, LZ_ROP_MKDIR, "evil/x", false, NULL);
+    assert_op(0, LZ_ROP_CREATE, "evil/config", false, NULL); /* not a Git directory: never read */
+    /* Existing Git directories: more names change nothing. */
+    assert_op(0, LZ_ROP_CREATE, "fixtures/bare.git/FETCH_HEAD", false, NULL);
+    /* Taking a shape apart is allowed; putting it back is not. */
+    assert_ren(0, "fixtures/bare.git/HEAD", "fixtures/bare.git/HEAD.bak", false, false, false, 0);
+    static const char *const unshaped[] = { "fixtures", "fixtures/bare.git", "fixtures/bare.git/HEAD.bak",
+                                            "fixtures/bare.git/objects", "fixtures/bare.git/refs",
+                                            "fixtures/bare.git/config" };
+    fake_paths = unshaped;
+    fake_n = LZ_ARRAY_SIZE(unshaped);
+    assert_op(0, LZ_ROP_WRITE, "fixtures/bare.git/config", false, NULL);
+    assert_ren(-EPERM, "fixtures/bare.git/HEAD.bak", "fixtures/bare.git/HEAD", false, false, false, 0);
+    assert_op(-EPERM, LZ_ROP_CREATE, "fixtures/bare.git/HEAD", false, NULL);
+}
+
+static void test_extra_protect(void **state) {
+    (void)state;
+    static const char *const extra[] = { ".husky", "tools/githooks" };
+    pol.protect = extra;
+    pol.n_protect = LZ_ARRAY_SIZE(extra);
+    assert_class(".husky", LZ_RCLASS_PROTECTED);
+    assert_class(".husky/pre-commit", LZ_RCLASS_PROTECTED);
+    assert_class(".husky2", LZ_RCLASS_FREE);
+    assert_class("tools", LZ_RCLASS_ANCESTOR);
+    assert_class("tools/githooks/x", LZ_RCLASS_PROTECTED);
+    assert_class("tools/other", LZ_RCLASS_FREE);
+    assert_class("", LZ_RCLASS_FREE);
+    assert_op(-EPERM, LZ_ROP_WRITE, ".husky/pre-commit", false, NULL);
+    assert_op(-EPERM, LZ_ROP_CREATE, ".husky/_/h", false, NULL);
+    assert_ren(-EPERM, ".husky", "h", true, false, false, 0);
+    assert_ren(-EPERM, "d1", "tools", true, false, false, 0);
+    assert_op(-EPERM, LZ_ROP_SYMLINK, "tools", false, NULL);
+    assert_op(0, LZ_ROP_MKDIR, "tools", false, NULL);
+}
+
+static void test_paths(void **state) {
+    (void)state;
+    assert_int_equal(lz_router_path_valid(""), 0);
+    assert_int_equal(lz_router_path_valid("a/b"), 0);
+    assert_int_equal(lz_router_path_valid("/a"), -EINVAL);
+    assert_int_equal(lz_router_path_valid("a//b"), -EINVAL);
+    assert_int_equal(lz_router_path_valid("a/"), -EINVAL);
+    assert_int_equal(lz_router_path_valid("./a"), -EINVAL);
+    assert_int_equal(lz_router_path_valid("a/../.git"), -EINVAL);
+    assert_int_equal(lz_router_path_valid(NULL), -EINVAL);
+    char name[300];
+    memset(name, 'a', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    assert_int_equal(lz_router_path_valid(name), -ENAMETOOLONG);
+    _cleanup_free_ char *deep = lz_xmalloc(LZ_ROUTER_PATH_MAX + 2);
+    memset(deep, 'a', LZ_ROUTER_PATH_MAX + 1);
+    for (size_t i = 1; i < LZ_ROUTER_PATH_MAX + 1; i += 2)
+        deep[i] = '/';
+    deep[LZ_ROUTER_PATH_MAX + 1] = '\0';
+    assert_int_equal(lz_router_path_valid(deep), -ENAMETOOLONG);
+    /* Malformed requests fail. */
+    assert_op(-EINVAL, LZ_ROP_WRITE, "../x", false, NULL);
+    assert_op(-EINVAL, LZ_ROP_LINK, "x", false, "/etc/passwd");
+    assert_ren(-EINVAL, "x", ".git/../y", false, false, false, 0);
+
+    char *p = NULL;
+    assert_int_equal(lz_router_normalize("./a//b/", &p), 0);
+    assert_string_equal(p, "a/b");
+    free(p);
+    assert_int_equal(lz_router_normalize("/a", &p), -EINVAL);
+    assert_int_equal(lz_router_normalize("a/../b", &p), -EINVAL);
+    assert_int_equal(lz_router_normalize(".", &p), -EINVAL);
+    assert_int_equal(lz_router_normalize("", &p), -EINVAL);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_classify_gitdir, setup),
+        cmocka_unit_test_setup(test_classify_locks, setup),
+        cmocka_unit_test_setup(test_classify_shaped_dirs, setup),
+        cmocka_unit_test_setup(test_fast_path_asks_nothing, setup),
+        cmocka_unit_test_setup(test_fs_errors_fail_closed, setup),
+        cmocka_unit_test_setup(test_create_gitname_refused, setup),
+        cmocka_unit_test_setup(test_protected_read_only, setup),
+        cmocka_unit_test_setup(test_normal_git_allowed, setup),
+        cmocka_unit_test_setup(test_ancestors, setup),
+        cmocka_unit_test_setup(test_link_bypasses, setup),
+        cmocka_unit_test_setup(test_rename_bypasses, setup),
+        cmocka_unit_test_setup(test_no_new_git_directories, setup),
+        cmocka_unit_test_setup(test_extra_protect, setup),
+        cmocka_unit_test_setup(test_paths, setup),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
