@@ -46,10 +46,11 @@ static long now_ms(void) {
 static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logmsg(const char *fmt, ...) {
     char ts[32];
-    time_t t = time(NULL);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
     struct tm tm;
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", gmtime_r(&t, &tm));
-    fprintf(stderr, "%s hc[%d]: ", ts, (int)getpid());
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", gmtime_r(&now.tv_sec, &tm));
+    fprintf(stderr, "%s.%03ld hc[%d]: ", ts, now.tv_nsec / 1000000, (int)getpid());
     va_list ap;
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
