@@ -73,7 +73,6 @@ if [ "$quick" -eq 0 ]; then
     done
 fi
 
-step "integration tests (real runsc, as ${TEST_USER:-$(id -un)})"
 # Stage the binaries and tests where the unprivileged user can read them
 # (a CI clone may live under a private directory).
 stage=$(mktemp -d /var/tmp/lazaret-test.XXXXXX)
@@ -84,6 +83,13 @@ cp build/lazaret build/lazaret-init "$stage/bin/"
 cp -r tests/integration tests/fixtures "$stage/tests/"
 chmod -R a+rX "$stage"
 export LAZARET_BIN="$stage/bin/lazaret" LAZARET_FIXTURES="$stage/tests/fixtures"
+
+step "router end-to-end (Git attacks through lazaret-router, host git checks)"
+bash tests/router/test_router.sh "$stage/bin/lazaret-router" >/tmp/lazaret-router-e2e.log 2>&1 || {
+    cat /tmp/lazaret-router-e2e.log; exit 1; }
+grep -E "^== |ALL PASSED" /tmp/lazaret-router-e2e.log | tail -3
+
+step "integration tests (real runsc, as ${TEST_USER:-$(id -un)})"
 pytest_args=(-p no:cacheprovider -q -ra ${LAZARET_TEST_ARGS:-})
 if [ "$(id -u)" -eq 0 ]; then
     chown -R "$TEST_USER:" "$stage"
