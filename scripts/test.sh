@@ -26,6 +26,15 @@ done
 
 TEST_USER=${LAZARET_TEST_USER:-lztest}
 step() { printf '\n==== %s\n' "$*"; }
+# Runs a command, showing its output only when it fails.
+quiet() {
+    local log
+    log=$(mktemp)
+    if ! "$@" >"$log" 2>&1; then
+        cat "$log"; rm -f "$log"; echo "FAILED: $*" >&2; return 1
+    fi
+    rm -f "$log"
+}
 
 step "setup"
 if [ "$(id -u)" -eq 0 ]; then
@@ -37,9 +46,9 @@ tail -1 /tmp/lazaret-setup.log
 
 step "build (gcc, -Werror)"
 if [ ! -f build/build.ninja ]; then
-    meson setup build --werror >/dev/null
+    quiet meson setup build --werror
 fi
-ninja -C build >/dev/null
+quiet ninja -C build
 step "static analysis (cppcheck)"
 cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr -D_GNU_SOURCE \
     -Isrc/lib --suppress=missingIncludeSystem src/ && echo "cppcheck: clean"
@@ -50,18 +59,18 @@ meson test -C build --print-errorlogs
 if [ "$quick" -eq 0 ]; then
     step "unit tests under ASan+UBSan"
     if [ ! -f build-asan/build.ninja ]; then
-        meson setup build-asan --werror -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+        quiet meson setup build-asan --werror -Db_sanitize=address,undefined -Db_lundef=false
     fi
-    ninja -C build-asan >/dev/null
+    quiet ninja -C build-asan
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
         meson test -C build-asan --print-errorlogs
 
     step "fuzz targets (clang libFuzzer, ${fuzz_seconds}s each)"
     if [ ! -f build-fuzz/build.ninja ]; then
-        CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=false -Db_sanitize=address,undefined \
-            -Db_lundef=false >/dev/null
+        CC=clang quiet meson setup build-fuzz -Dfuzz=true -Dtests=false -Db_sanitize=address,undefined \
+            -Db_lundef=false
     fi
-    ninja -C build-fuzz >/dev/null
+    quiet ninja -C build-fuzz
     for f in build-fuzz/fuzz_*; do
         name=$(basename "$f"); name=${name#fuzz_}
         corpus=$(mktemp -d)
