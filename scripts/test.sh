@@ -72,6 +72,7 @@ if [ "$quick" -eq 0 ]; then
     fi
     quiet ninja -C build-fuzz
     for f in build-fuzz/fuzz_*; do
+        [ -f "$f" ] && [ -x "$f" ] || continue
         name=$(basename "$f"); name=${name#fuzz_}
         corpus=$(mktemp -d)
         [ -d "tests/fuzz/corpus/$name" ] && cp -r "tests/fuzz/corpus/$name/." "$corpus/"
