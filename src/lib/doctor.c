@@ -36,13 +36,18 @@ static void check_kernel(struct lz_check **v, size_t *n) {
 
 static void check_userns(struct lz_check **v, size_t *n) {
     struct lz_check *c = add(v, n, "unprivileged user namespaces");
-    pid_t p = fork();
-    if (p == 0)
-        _exit(unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS) == 0 ? 0 : 1);
-    int st = 0;
-    if (p > 0)
-        waitpid(p, &st, 0);
-    if (p > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+    /* Exactly what the coordinator does for the Runtime Supervisor. */
+    char *argv[] = { (char *)"/bin/true", NULL };
+    struct lz_spawn_opts o = { .path = "/bin/true", .argv = argv, .stdin_fd = -1, .stdout_fd = -1,
+                               .stderr_fd = -1, .setns_pidfd = -1,
+                               .clone_flags = CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS };
+    struct lz_child ch;
+    int st = -1;
+    if (lz_spawn(&o, &ch) == 0 && lz_child_wait(&ch, 10000, &st) < 0) {
+        lz_child_signal(&ch, SIGKILL);
+        lz_child_wait(&ch, -1, &st);
+    }
+    if (st == 0) {
         c->status = LZ_CHECK_OK;
         snprintf(c->detail, sizeof c->detail, "user + network + mount namespaces can be created");
     } else {
