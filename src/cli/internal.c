@@ -50,7 +50,8 @@ static int supervisor(int argc, char **argv) {
         { "state", required_argument, NULL, 's' },  { "bundle", required_argument, NULL, 'b' },
         { "id", required_argument, NULL, 'i' },     { "overlay", required_argument, NULL, 'o' },
         { "router", required_argument, NULL, 'R' }, { "workspace", required_argument, NULL, 'w' },
-        { "view", required_argument, NULL, 'v' },   { 0 },
+        { "view", required_argument, NULL, 'v' },   { "protect", required_argument, NULL, 'P' },
+        { 0 },
     };
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -64,6 +65,12 @@ static int supervisor(int argc, char **argv) {
         case 'R': a.router = optarg; break;
         case 'w': a.workspace = optarg; break;
         case 'v': a.view = optarg; break;
+        case 'P':
+            if (a.n_protect < 64) {
+                a.protect = lz_xrealloc(a.protect, (a.n_protect + 1) * sizeof *a.protect);
+                a.protect[a.n_protect++] = optarg;
+            }
+            break;
         default: return LZ_EXIT_USAGE;
         }
     }

@@ -1,6 +1,7 @@
 /* coordinator.c — see coordinator.h. */
 #include "coordinator.h"
 #include "config.h"
+#include "gitconfig.h"
 #include "ocispec.h"
 #include "paths.h"
 #include "proto.h"
@@ -321,11 +322,29 @@ static int start_generation(struct hc *h, struct lz_error *err) {
     }
     char fdstr[16];
     snprintf(fdstr, sizeof fdstr, "%d", sp[1]);
-    char *argv[] = { self, (char *)"__supervisor", (char *)"--ctl-fd", fdstr,
-                     (char *)"--runsc", h->runsc, (char *)"--state", h->state_dir,
-                     (char *)"--bundle", h->bundle_dir, (char *)"--id", h->container_id,
-                     (char *)"--overlay", h->overlay_dir, (char *)"--router", h->router,
-                     (char *)"--workspace", c->workspace, (char *)"--view", h->view, NULL };
+    /* Hook and include paths of the host's Git config that point into the
+     * workspace are kept read-only by the router as well. */
+    char **protect = NULL;
+    size_t n_protect = 0;
+    if ((r = lz_git_protected_paths(c->workspace, &protect, &n_protect, err)) < 0) {
+        close(sp[1]);
+        return r;
+    }
+    char *argv[32 + 2 * 64];
+    size_t na = 0;
+    char *fixed[] = { self, (char *)"__supervisor", (char *)"--ctl-fd", fdstr,
+                      (char *)"--runsc", h->runsc, (char *)"--state", h->state_dir,
+                      (char *)"--bundle", h->bundle_dir, (char *)"--id", h->container_id,
+                      (char *)"--overlay", h->overlay_dir, (char *)"--router", h->router,
+                      (char *)"--workspace", c->workspace, (char *)"--view", h->view };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(fixed); i++)
+        argv[na++] = fixed[i];
+    for (size_t i = 0; i < n_protect && i < 64; i++) {
+        logmsg("host Git config points into the workspace: %s is kept read-only", protect[i]);
+        argv[na++] = (char *)"--protect";
+        argv[na++] = protect[i];
+    }
+    argv[na] = NULL;
     int keep[] = { sp[1] };
     struct lz_spawn_opts o = {
         .path = self, .argv = argv, .stdin_fd = -1, .stdout_fd = 2, .stderr_fd = 2,
@@ -335,6 +354,7 @@ static int start_generation(struct hc *h, struct lz_error *err) {
     };
     r = lz_spawn(&o, &h->rs);
     close(sp[1]);
+    lz_strv_free(protect, n_protect);
     if (r < 0)
         return lz_error_set(err, r, "cannot create the Domain namespaces: %s%s", strerror(-r),
                             r == -EPERM || r == -ENOSPC

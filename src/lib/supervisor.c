@@ -197,8 +197,20 @@ static int start_router(const struct lz_supervisor_args *a, struct lz_child *ret
         return -errno;
     char fdstr[16];
     snprintf(fdstr, sizeof fdstr, "%d", rp[1]);
-    char *argv[] = { (char *)a->router, (char *)"--source", (char *)a->workspace, (char *)"--mountpoint",
-                     (char *)a->view, (char *)"--ready-fd", fdstr, NULL };
+    char *argv[16 + 2 * 64];
+    size_t n = 0;
+    argv[n++] = (char *)a->router;
+    argv[n++] = (char *)"--source";
+    argv[n++] = (char *)a->workspace;
+    argv[n++] = (char *)"--mountpoint";
+    argv[n++] = (char *)a->view;
+    argv[n++] = (char *)"--ready-fd";
+    argv[n++] = fdstr;
+    for (size_t i = 0; i < a->n_protect && i < 64; i++) {
+        argv[n++] = (char *)"--protect";
+        argv[n++] = a->protect[i];
+    }
+    argv[n] = NULL;
     int keep[] = { rp[1] };
     struct lz_spawn_opts o = { .path = a->router, .argv = argv, .stdin_fd = -1, .stdout_fd = 2,
                                .stderr_fd = 2, .keep_fds = keep, .n_keep_fds = 1, .setns_pidfd = -1,
@@ -212,11 +224,11 @@ static int start_router(const struct lz_supervisor_args *a, struct lz_child *ret
     }
     char b[16] = "";
     struct pollfd p = { .fd = rp[0], .events = POLLIN };
-    ssize_t n = -1;
+    ssize_t got = -1;
     if (poll(&p, 1, 15000) > 0)
-        n = read(rp[0], b, sizeof b - 1);
+        got = read(rp[0], b, sizeof b - 1);
     close(rp[0]);
-    if (n >= 5 && !strncmp(b, "ready", 5))
+    if (got >= 5 && !strncmp(b, "ready", 5))
         return 0;
     snprintf(msg, msglen, "lazaret-router did not mount the workspace view (see the coordinator log)");
     int st;

@@ -33,6 +33,8 @@ struct lz_supervisor_args {
     const char *router;        /* lazaret-router binary */
     const char *workspace;     /* canonical workspace (router source) */
     const char *view;          /* where the router mounts the workspace view */
+    char **protect;            /* extra workspace-relative paths the router keeps read-only */
+    size_t n_protect;
     int start_timeout_ms;
 };
 

@@ -149,3 +149,29 @@ def test_default_image_shell(lazaret, debian, workspace):
     out = r.stdout.decode()
     assert out.splitlines()[0].startswith("12")
     assert "\n0\n" in out
+
+
+def test_hooks_path_inside_workspace_protected(lazaret, debian, tmp_path):
+    """husky-style: the host's core.hooksPath names a workspace directory."""
+    ws = make_git_repo(tmp_path / "husky")
+    (ws / ".husky").mkdir()
+    (ws / ".husky" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    (ws / ".husky" / "pre-commit").chmod(0o755)
+    host_git(ws, "config", "core.hooksPath", ".husky")
+    sentinel = tmp_path / "SENTINEL"
+    r = inside(lazaret, debian, ws, f"""
+        cd /workspace
+        printf '#!/bin/sh\\ntouch {sentinel}\\n' > .husky/pre-commit
+        printf '#!/bin/sh\\ntouch {sentinel}\\n' > .husky/post-commit; chmod +x .husky/post-commit
+        mv .husky .husky-old; mkdir -p .husky; printf '#!/bin/sh\\ntouch {sentinel}\\n' > .husky/pre-commit
+        true
+    """)
+    assert r.returncode == 0
+    (ws / "README").write_text("edit\n")
+    host_git(ws, "commit", "-qam", "with hooks")
+    assert not sentinel.exists()
+    assert (ws / ".husky" / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n"
+    assert not (ws / ".husky" / "post-commit").exists()
+    # Other files of the workspace stay writable.
+    r = inside(lazaret, debian, ws, "echo ok > /workspace/other.txt")
+    assert (ws / "other.txt").read_text() == "ok\n"
