@@ -18,6 +18,7 @@ struct loader {
     const char *file; /* name used in messages: canonical config path */
     struct lz_error *err;
     const char *home; /* may be NULL: then "~" cannot be expanded */
+    int data_root_line, socket_dir_line; /* 0 when not from the file */
 };
 
 /* One prefix list with the line of every element, for conflict messages. */
@@ -856,6 +857,7 @@ static int parse_escalation(struct loader *ld, struct lz_config *c, const struct
             (r = check_canonical(ld, v->line, "escalation.socket_dir", p, &exists)) < 0)
             return r;
         c->escalation_socket_dir = TAKE_PTR(p);
+        ld->socket_dir_line = v->line;
     }
     v = lz_toml_table_get(t, "auto_approve");
     if (!v)
@@ -902,10 +904,9 @@ static int resolve_paths(struct loader *ld, struct lz_config *c) {
     char d[DISP_MAX], d2[DISP_MAX], key[160];
     int r;
     if (paths_overlap(c->data_root, c->workspace))
-        return lz_error_set(ld->err, -EINVAL,
-                            "%s: the Storage Root %s and the workspace %s overlap; the sandbox could reach "
-                            "Lazaret's own state",
-                            ld->file, disp(c->data_root, d, sizeof d), disp(c->workspace, d2, sizeof d2));
+        return cerr(ld, ld->data_root_line, ld->data_root_line ? "storage.data_root" : NULL,
+                    "the Storage Root %s and the workspace %s overlap; the sandbox could reach Lazaret's own state",
+                    disp(c->data_root, d, sizeof d), disp(c->workspace, d2, sizeof d2));
     /* SR-2: host configuration never lies beneath a path the sandbox sees. */
     if (c->source_path && path_within(c->source_path, c->workspace))
         return lz_error_set(ld->err, -EINVAL,
@@ -914,8 +915,8 @@ static int resolve_paths(struct loader *ld, struct lz_config *c) {
                             ld->file, disp(c->workspace, d, sizeof d));
 
     if (c->escalation_socket_dir && paths_overlap(c->escalation_socket_dir, c->workspace))
-        return lz_error_set(ld->err, -EINVAL, "%s: escalation.socket_dir %s and the workspace %s overlap", ld->file,
-                            disp(c->escalation_socket_dir, d, sizeof d), disp(c->workspace, d2, sizeof d2));
+        return cerr(ld, ld->socket_dir_line, "escalation.socket_dir", "%s and the workspace %s overlap",
+                    disp(c->escalation_socket_dir, d, sizeof d), disp(c->workspace, d2, sizeof d2));
     _cleanup_free_ char *gitdir = lz_xasprintf("%s/.git", c->workspace);
     for (size_t i = 0; i < c->profile.n_volumes; i++) {
         struct lz_volume *v = &c->profile.volumes[i];
@@ -1133,6 +1134,7 @@ static int load_file(struct loader *ld, struct lz_config *c, const char *profile
         if (strcmp(p, "/") == 0)
             return cerr(ld, v->line, "storage.data_root", "\"/\" cannot be the Storage Root");
         c->data_root = TAKE_PTR(p);
+        ld->data_root_line = v->line;
     } else if ((r = default_data_root(ld, &c->data_root)) < 0) {
         return r;
     }
@@ -1175,7 +1177,8 @@ static int load_file(struct loader *ld, struct lz_config *c, const char *profile
         return cerr(ld, t->line, "profiles", "more than %d profiles", LZ_CONFIG_MAX_LIST);
     c->profile_names = lz_xcalloc(np ? np : 1, sizeof(char *));
     ssize_t sel = -1;
-    struct profile_in selected = { 0 };
+    /* Freed on every return below; emptied once moved into c. */
+    __attribute__((cleanup(profile_in_done))) struct profile_in selected = { 0 };
     for (size_t i = 0; i < np; i++) {
         const struct lz_toml_entry *e = &t->u.table.entries[i];
         if (!lz_profile_name_valid(e->key))
@@ -1197,10 +1200,8 @@ static int load_file(struct loader *ld, struct lz_config *c, const char *profile
         } else {
             profile_in_done(&pi);
         }
-        if (r < 0) {
-            profile_in_done(&selected);
+        if (r < 0)
             return r;
-        }
     }
     if (sel < 0) {
         char list[512] = "";
@@ -1218,7 +1219,6 @@ static int load_file(struct loader *ld, struct lz_config *c, const char *profile
     memset(&selected.p, 0, sizeof selected.p);
     prefix_list_take(&selected.allow, &c->profile.allow_egress, &c->profile.n_allow_egress);
     prefix_list_take(&selected.deny, &c->profile.deny_egress, &c->profile.n_deny_egress);
-    profile_in_done(&selected);
     prefix_list_take(&defallow, &c->default_allow, &c->n_default_allow);
     prefix_list_take(&defdeny, &c->default_deny, &c->n_default_deny);
 

@@ -129,7 +129,7 @@ int lz_hello_decode(const uint8_t *buf, size_t len, struct lz_hello *ret, struct
     int e;
     if (len > LZ_PROTO_MAX)
         return lz_error_set(err, -EMSGSIZE, "hello message too large");
-    if ((e = r_bytes(&r, hdr, sizeof hdr)) < 0 || hdr[0] != LZ_MSG_HELLO)
+    if ((e = r_bytes(&r, hdr, sizeof hdr)) < 0 || hdr[0] != LZ_MSG_HELLO || hdr[1] || hdr[2] || hdr[3])
         return lz_error_set(err, -EBADMSG, "expected a hello message");
     if ((e = r_u32(&r, &h.version)) < 0)
         goto bad;

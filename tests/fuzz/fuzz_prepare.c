@@ -38,6 +38,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int base_fd = -EBADF;
 static char canary_path[256];
+static char base_path[256];
+
+static void remove_base(void) {
+    lz_prepare_remove_tree(AT_FDCWD, base_path);
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
@@ -51,8 +56,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     base_fd = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (base_fd < 0 || mkdirat(base_fd, "canary", 0755) < 0)
         abort();
-    if (lz_snprintf(canary_path, sizeof canary_path, "%s/canary", tmpl) < 0)
+    if (lz_snprintf(canary_path, sizeof canary_path, "%s/canary", tmpl) < 0 ||
+        lz_snprintf(base_path, sizeof base_path, "%s", tmpl) < 0)
         abort();
+    atexit(remove_base);
     free(tmpl);
     return 0;
 }

@@ -21,6 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char scratch[256], cfg_path[300], ws_path[300];
 
+static void cleanup(void) { lz_rm_rf_at(AT_FDCWD, scratch); }
+
 /* A private HOME with a workspace, so the validator sees a stable tree. */
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
@@ -41,6 +43,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     unsetenv("XDG_CONFIG_HOME");
     unsetenv("XDG_DATA_HOME");
     setenv("LZ_FUZZ_VAR", "value", 1);
+    atexit(cleanup);
     return 0;
 }
 

@@ -310,6 +310,7 @@ static const struct bad bad_cases[] = {
     { "bad-profile-key.toml", "claude", "bad-profile-key.toml:3: profiles.claude.ignored-state: unknown key (expected one of: image, persistent_dirs, allow_egress, deny_egress, env, volumes, ignored_state)" },
     { "bad-profile-name-dot.toml", "claude", "bad-profile-name-dot.toml:1: profiles.\"a.b\": invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
     { "bad-profile-name-short.toml", "claude", "bad-profile-name-short.toml:1: profiles.a: invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
+    { "bad-profile-name-after.toml", "claude", "bad-profile-name-after.toml:6: profiles.Other: invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
     { "bad-profile-name.toml", "claude", "bad-profile-name.toml:1: profiles.Claude: invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
     { "bad-profile-reserved.toml", "claude", "bad-profile-reserved.toml:1: profiles.domains: the profile name \"domains\" is reserved ({data_root}/domains holds the Domain Roots)" },
     { "bad-profile-type.toml", "claude", "bad-profile-type.toml:2: profiles.claude: expected a table, found a string" },
@@ -457,8 +458,11 @@ static void test_data_root_in_workspace(void **state) {
     char content[8192];
     snprintf(content, sizeof content, "[storage]\ndata_root = \"%s/state\"\n[profiles.claude]\nimage = \"img\"\n", ws);
     expect_fail_content("dr.toml", content, "claude",
-                        " the Storage Root \"@/ws/state\" and the workspace \"@/ws\" overlap; the sandbox could reach "
-                        "Lazaret's own state");
+                        "2: storage.data_root: the Storage Root \"@/ws/state\" and the workspace \"@/ws\" overlap; the "
+                        "sandbox could reach Lazaret's own state");
+    snprintf(content, sizeof content, "[escalation]\nsocket_dir = \"%s/sub\"\n[profiles.claude]\nimage = \"img\"\n", ws);
+    expect_fail_content("sd-ws.toml", content, "claude",
+                        "2: escalation.socket_dir: \"@/ws/sub\" and the workspace \"@/ws\" overlap");
     expect_fail_content("sd.toml",
                         "[escalation]\nsocket_dir = \"~\"\n[profiles.claude]\nimage = \"img\"\n"
                         "volumes = [{ host = \"~/shared\", container = \"/s\", mode = \"rw\" }]\n",
