@@ -44,13 +44,14 @@ static int coordinator(int argc, char **argv) {
 }
 
 static int supervisor(int argc, char **argv) {
-    struct lz_supervisor_args a = { .ctl_fd = -1, .start_timeout_ms = 60000 };
+    struct lz_supervisor_args a = { .ctl_fd = -1, .policy_fd = -1, .start_timeout_ms = 60000 };
     static const struct option opts[] = {
         { "ctl-fd", required_argument, NULL, 'c' }, { "runsc", required_argument, NULL, 'r' },
         { "state", required_argument, NULL, 's' },  { "bundle", required_argument, NULL, 'b' },
         { "id", required_argument, NULL, 'i' },     { "overlay", required_argument, NULL, 'o' },
         { "router", required_argument, NULL, 'R' }, { "workspace", required_argument, NULL, 'w' },
         { "view", required_argument, NULL, 'v' },   { "protect", required_argument, NULL, 'P' },
+        { "policy-fd", required_argument, NULL, 'F' }, { "policy-digest", required_argument, NULL, 'D' },
         { 0 },
     };
     int c;
@@ -65,6 +66,8 @@ static int supervisor(int argc, char **argv) {
         case 'R': a.router = optarg; break;
         case 'w': a.workspace = optarg; break;
         case 'v': a.view = optarg; break;
+        case 'F': a.policy_fd = parse_fd(optarg); break;
+        case 'D': a.policy_digest = optarg; break;
         case 'P':
             if (a.n_protect < 64) {
                 a.protect = lz_xrealloc(a.protect, (a.n_protect + 1) * sizeof *a.protect);
@@ -75,7 +78,7 @@ static int supervisor(int argc, char **argv) {
         }
     }
     if (a.ctl_fd < 0 || !a.runsc || !a.state_dir || !a.bundle_dir || !a.container_id || !a.overlay_dir ||
-        !a.router || !a.workspace || !a.view) {
+        !a.router || !a.workspace || !a.view || a.policy_fd < 0 || !a.policy_digest) {
         lz_cli_error("__supervisor: missing arguments");
         return LZ_EXIT_USAGE;
     }

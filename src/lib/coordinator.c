@@ -2,6 +2,7 @@
 #include "coordinator.h"
 #include "config.h"
 #include "gitconfig.h"
+#include "netpolicy.h"
 #include "ocispec.h"
 #include "paths.h"
 #include "proto.h"
@@ -87,7 +88,12 @@ struct hc {
     char *runsc, *shell, *router;
     char container_id[32];
     struct lz_child rs;
+    struct lz_child slirp;
     int rs_ctl;
+    struct lz_netpolicy policy;
+    uint8_t policy_digest[32];
+    uint8_t sidecar_id[16];
+    uint8_t readiness[32];
     int listen_fd;
     int sfd;
     struct session *s[MAX_SESSIONS];
@@ -255,10 +261,124 @@ static void add_terminfo_binds(struct lz_oci_bind **b, size_t *n) {
     }
 }
 
+static int start_slirp(struct hc *h, struct lz_error *err) {
+    static const char *const cands[] = { "/usr/bin/slirp4netns", "/usr/local/bin/slirp4netns" };
+    const char *path = NULL;
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(cands) && !path; i++)
+        if (access(cands[i], X_OK) == 0)
+            path = cands[i];
+    if (!path)
+        return lz_error_set(err, -ENOENT, "slirp4netns not found: apt-get install slirp4netns");
+    int rp[2];
+    if (pipe2(rp, O_CLOEXEC) < 0)
+        return lz_error_set(err, -errno, "pipe: %s", strerror(errno));
+    char pid[16], ready[32];
+    snprintf(pid, sizeof pid, "%d", (int)h->rs.pid);
+    snprintf(ready, sizeof ready, "--ready-fd=%d", rp[1]);
+    /* --disable-host-loopback: 10.0.2.2 does not lead to the host's
+     * loopback; sandbox and seccomp: the helper locks itself down. */
+    char *argv[] = { (char *)path, (char *)"--configure", (char *)"--mtu=65520",
+                     (char *)"--disable-host-loopback", (char *)"--enable-sandbox",
+                     (char *)"--enable-seccomp", ready, pid, (char *)LZ_NET_TAP, NULL };
+    int keep[] = { rp[1] };
+    struct lz_spawn_opts o = { .path = path, .argv = argv, .stdin_fd = -1, .stdout_fd = 2, .stderr_fd = 2,
+                               .keep_fds = keep, .n_keep_fds = 1, .setns_pidfd = -1, .pdeathsig = SIGTERM };
+    int r = lz_spawn(&o, &h->slirp);
+    close(rp[1]);
+    if (r < 0) {
+        close(rp[0]);
+        return lz_error_set(err, r, "cannot start slirp4netns: %s", strerror(-r));
+    }
+    char b[8] = "";
+    struct pollfd p = { .fd = rp[0], .events = POLLIN };
+    ssize_t n = poll(&p, 1, 15000) > 0 ? read(rp[0], b, sizeof b) : -1;
+    close(rp[0]);
+    if (n < 1 || b[0] != '1')
+        return lz_error_set(err, -EIO, "the connectivity helper (slirp4netns) did not become ready; "
+                                       "is /dev/net/tun usable? (lazaret doctor)");
+    return 0;
+}
+
+/* Network readiness fingerprint: SHA-256 over Domain ID, generation,
+ * Configuration Fingerprint, Network Sidecar ID, policy digest and the
+ * enforcement namespace's identity. */
+static void readiness_fingerprint(struct hc *h, unsigned long netns_ino) {
+    crypto_hash_sha256_state st;
+    crypto_hash_sha256_init(&st);
+    static const char ctx[] = "lazaret-network-readiness-v1";
+    crypto_hash_sha256_update(&st, (const uint8_t *)ctx, sizeof ctx - 1);
+    crypto_hash_sha256_update(&st, h->cfg->domain_id, 32);
+    uint8_t gen[8] = { 0, 0, 0, 0, 0, 0, 0, 1 }; /* generations are durable in a later step */
+    crypto_hash_sha256_update(&st, gen, 8);
+    crypto_hash_sha256_update(&st, h->cfg->fingerprint, 32);
+    crypto_hash_sha256_update(&st, h->sidecar_id, 16);
+    crypto_hash_sha256_update(&st, h->policy_digest, 32);
+    uint8_t ino[8];
+    for (int i = 0; i < 8; i++)
+        ino[i] = (uint8_t)((uint64_t)netns_ino >> (56 - 8 * i));
+    crypto_hash_sha256_update(&st, ino, 8);
+    crypto_hash_sha256_final(&st, h->readiness);
+    char hex[65];
+    lz_hex(h->readiness, 32, hex);
+    logmsg("network readiness fingerprint %s", hex);
+}
+
+/* The OCI bundle: written once the Supervisor exists, since the spec names
+ * its network namespace. */
+static int write_bundle(struct hc *h, struct lz_error *err) {
+    struct lz_config *c = h->cfg;
+    int r;
+    _cleanup_free_ char *init = NULL;
+    if ((r = lz_libexec_path("lazaret-init", &init, err)) < 0)
+        return r;
+    struct lz_oci_bind *binds = NULL;
+    size_t nb = 0;
+    add_terminfo_binds(&binds, &nb);
+    for (size_t i = 0; i < c->profile.n_volumes; i++) {
+        const struct lz_volume *v = &c->profile.volumes[i];
+        (void)lz_mkdir_p(v->host, 0700);
+        binds = lz_xrealloc(binds, (nb + 1) * sizeof *binds);
+        binds[nb++] = (struct lz_oci_bind){ lz_xstrdup(v->host), lz_xstrdup(v->container), v->read_only };
+    }
+    /* The sandbox's resolver is the connectivity helper's DNS forwarder. */
+    static const struct { const char *name, *dest, *text; } netfiles[] = {
+        { "resolv.conf", "/etc/resolv.conf", "nameserver 10.0.2.3\n" },
+        { "hosts", "/etc/hosts", "127.0.0.1\tlocalhost\n127.0.1.1\tlazaret\n" },
+        { "hostname", "/etc/hostname", "lazaret\n" },
+    };
+    _cleanup_close_ int gfd = open(h->gen_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(netfiles); i++) {
+        if (gfd < 0 || lz_write_file_atomic_at(gfd, netfiles[i].name, netfiles[i].text,
+                                               strlen(netfiles[i].text), 0644) < 0)
+            continue;
+        binds = lz_xrealloc(binds, (nb + 1) * sizeof *binds);
+        binds[nb++] = (struct lz_oci_bind){ lz_xasprintf("%s/%s", h->gen_dir, netfiles[i].name),
+                                            lz_xstrdup(netfiles[i].dest), true };
+    }
+    char netns[64];
+    snprintf(netns, sizeof netns, "/proc/%d/ns/net", (int)h->rs.pid);
+    struct lz_sandbox_spec spec = {
+        .rootfs = h->a->rootfs, .workspace = c->workspace, .view = h->view, .init_path = init,
+        .hostname = "lazaret", .netns_path = netns, .binds = binds, .n_binds = nb,
+    };
+    _cleanup_free_ char *json = NULL;
+    r = lz_oci_sandbox_config(&spec, &json, err);
+    lz_oci_binds_free(binds, nb);
+    if (r < 0)
+        return r;
+    _cleanup_close_ int bfd = open(h->bundle_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (bfd < 0 || (r = lz_write_file_atomic_at(bfd, "config.json", json, strlen(json), 0600)) < 0) {
+        return lz_error_set(err, bfd < 0 ? -errno : r, "cannot write the OCI bundle in %s", h->bundle_dir);
+    }
+
+    return 0;
+}
+
 static int start_generation(struct hc *h, struct lz_error *err) {
     struct lz_config *c = h->cfg;
     int r;
     snprintf(h->container_id, sizeof h->container_id, "lz-%.12s", c->domain_id_hex);
+    randombytes_buf(h->sidecar_id, sizeof h->sidecar_id);
     h->gen_dir = lz_xasprintf("%s/%.12s", h->rt, c->domain_id_hex);
     _cleanup_close_ int rtfd = open(h->rt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (rtfd < 0)
@@ -287,28 +407,28 @@ static int start_generation(struct hc *h, struct lz_error *err) {
     if (find_shell(h->a->rootfs, &h->shell) < 0)
         h->shell = lz_xstrdup("/bin/sh");
 
-    struct lz_oci_bind *binds = NULL;
-    size_t nb = 0;
-    add_terminfo_binds(&binds, &nb);
-    for (size_t i = 0; i < c->profile.n_volumes; i++) {
-        const struct lz_volume *v = &c->profile.volumes[i];
-        (void)lz_mkdir_p(v->host, 0700);
-        binds = lz_xrealloc(binds, (nb + 1) * sizeof *binds);
-        binds[nb++] = (struct lz_oci_bind){ lz_xstrdup(v->host), lz_xstrdup(v->container), v->read_only };
-    }
-    struct lz_sandbox_spec spec = {
-        .rootfs = h->a->rootfs, .workspace = c->workspace, .view = h->view, .init_path = init,
-        .hostname = "lazaret", .netns_path = NULL, .binds = binds, .n_binds = nb,
-    };
-    _cleanup_free_ char *json = NULL;
-    r = lz_oci_sandbox_config(&spec, &json, err);
-    lz_oci_binds_free(binds, nb);
+    /* The generation's network policy, derived from trusted configuration
+     * only, goes to the Supervisor as canonical bytes in a sealed memfd. */
+    uint32_t *host_addrs = NULL;
+    size_t n_host = 0;
+    lz_host_ipv4_addrs(&host_addrs, &n_host);
+    r = lz_netpolicy_derive(c, host_addrs, n_host, &h->policy, err);
+    free(host_addrs);
     if (r < 0)
         return r;
-    _cleanup_close_ int bfd = open(h->bundle_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (bfd < 0 || (r = lz_write_file_atomic_at(bfd, "config.json", json, strlen(json), 0600)) < 0)
-        return lz_error_set(err, bfd < 0 ? -errno : r, "cannot write the OCI bundle in %s",
-                            h->bundle_dir);
+    _cleanup_free_ uint8_t *pbytes = NULL;
+    size_t plen = 0;
+    lz_netpolicy_encode(&h->policy, &pbytes, &plen);
+    lz_netpolicy_digest(pbytes, plen, h->policy_digest);
+    char pdigest[65];
+    lz_hex(h->policy_digest, 32, pdigest);
+    _cleanup_close_ int pfd = memfd_create("lazaret-netpolicy", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (pfd < 0 || lz_write_full(pfd, pbytes, plen) < 0 ||
+        fcntl(pfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 ||
+        lseek(pfd, 0, SEEK_SET) < 0)
+        return lz_error_set(err, -errno, "cannot pass the network policy: %s", strerror(errno));
+    char pfdstr[16];
+    snprintf(pfdstr, sizeof pfdstr, "%d", pfd);
 
     /* The Runtime Supervisor, in new user + network + mount namespaces. */
     int sp[2];
@@ -336,7 +456,8 @@ static int start_generation(struct hc *h, struct lz_error *err) {
                       (char *)"--runsc", h->runsc, (char *)"--state", h->state_dir,
                       (char *)"--bundle", h->bundle_dir, (char *)"--id", h->container_id,
                       (char *)"--overlay", h->overlay_dir, (char *)"--router", h->router,
-                      (char *)"--workspace", c->workspace, (char *)"--view", h->view };
+                      (char *)"--workspace", c->workspace, (char *)"--view", h->view,
+                      (char *)"--policy-fd", pfdstr, (char *)"--policy-digest", pdigest };
     for (size_t i = 0; i < LZ_ARRAY_SIZE(fixed); i++)
         argv[na++] = fixed[i];
     for (size_t i = 0; i < n_protect && i < 64; i++) {
@@ -345,10 +466,10 @@ static int start_generation(struct hc *h, struct lz_error *err) {
         argv[na++] = protect[i];
     }
     argv[na] = NULL;
-    int keep[] = { sp[1] };
+    int keep[] = { sp[1], pfd };
     struct lz_spawn_opts o = {
         .path = self, .argv = argv, .stdin_fd = -1, .stdout_fd = 2, .stderr_fd = 2,
-        .keep_fds = keep, .n_keep_fds = 1,
+        .keep_fds = keep, .n_keep_fds = 2,
         .clone_flags = CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS,
         .setns_pidfd = -1, .barrier = true, .pdeathsig = SIGTERM,
     };
@@ -370,6 +491,16 @@ static int start_generation(struct hc *h, struct lz_error *err) {
     if ((r = lz_child_release(&h->rs)) < 0)
         return lz_error_set(err, r, "the Runtime Supervisor failed to start: %s", strerror(-r));
 
+    /* The connectivity helper, in our (host) network namespace, attached to
+     * the enforcement namespace; ownership recorded before readiness. */
+    if ((r = start_slirp(h, err)) < 0)
+        return r;
+    logmsg("connectivity helper slirp4netns started (pid %d)", (int)h->slirp.pid);
+
+    if ((r = write_bundle(h, err)) < 0)
+        return r;
+    (void)send(h->rs_ctl, "net", 3, MSG_NOSIGNAL);
+
     /* Wait for "ready" or "fail". */
     long deadline = now_ms() + RS_START_TIMEOUT_MS + 5000;
     for (;;) {
@@ -389,6 +520,9 @@ static int start_generation(struct hc *h, struct lz_error *err) {
                                 c->domain_dir);
         b[n] = '\0';
         if (!strncmp(b, "ready", 5)) {
+            unsigned long netns_ino = 0;
+            sscanf(b, "ready %lu", &netns_ino);
+            readiness_fingerprint(h, netns_ino);
             logmsg("sandbox ready: %s", b);
             return 0;
         }
@@ -410,6 +544,11 @@ static void stop_generation(struct hc *h) {
         logmsg("Runtime Supervisor exited with status %d", st);
     }
     lz_closep(&h->rs_ctl);
+    if (h->slirp.pidfd >= 0) {
+        int st;
+        lz_child_stop(&h->slirp, 3000, &st);
+    }
+    lz_netpolicy_clear(&h->policy);
     if (h->gen_dir) {
         _cleanup_close_ int rtfd = open(h->rt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         char name[16];
@@ -924,7 +1063,7 @@ static int take_domain_lock(const char *domain_dir, struct lz_error *err) {
 
 int lz_coordinator_main(const struct lz_coordinator_args *a) {
     struct lz_error err = { 0 };
-    struct hc h = { .a = a, .rs = LZ_CHILD_NULL, .rs_ctl = -EBADF, .listen_fd = -EBADF, .sfd = -EBADF };
+    struct hc h = { .a = a, .rs = LZ_CHILD_NULL, .slirp = LZ_CHILD_NULL, .rs_ctl = -EBADF, .listen_fd = -EBADF, .sfd = -EBADF };
     int ready_fd = a->ready_fd;
     int r;
     if (sodium_init() < 0) {

@@ -1,6 +1,11 @@
 /* supervisor.c — see supervisor.h. */
 #include "supervisor.h"
+#include "netpolicy.h"
 #include "spawn.h"
+
+#include <linux/capability.h>
+#include <sodium.h>
+#include <sys/syscall.h>
 
 #include <fcntl.h>
 #include <net/if.h>
@@ -249,6 +254,72 @@ static void stop_router(const struct lz_supervisor_args *a, struct lz_child *rou
     umount2(a->view, MNT_DETACH);
 }
 
+/* Waits for the coordinator's "net" (the helper is attached), then installs
+ * the policy it sent, checks it from this namespace's own view, and drops
+ * CAP_NET_ADMIN from the bounding set so that nothing started after this
+ * (router, runsc, the sandbox) can ever change it. */
+static int setup_network(const struct lz_supervisor_args *a, char *msg, size_t msglen) {
+    struct pollfd p = { .fd = a->ctl_fd, .events = POLLIN };
+    char b[64];
+    if (poll(&p, 1, 30000) <= 0) {
+        snprintf(msg, msglen, "the connectivity helper was not attached in time");
+        return -ETIMEDOUT;
+    }
+    ssize_t n = recv(a->ctl_fd, b, sizeof b - 1, 0);
+    if (n != 3 || memcmp(b, "net", 3)) {
+        snprintf(msg, msglen, "the coordinator went away during network setup");
+        return -EPIPE;
+    }
+    uint8_t buf[LZ_NETPOLICY_MAX_RULES * 6 + 64];
+    ssize_t len = pread(a->policy_fd, buf, sizeof buf, 0);
+    close(a->policy_fd);
+    if (len < 0) {
+        snprintf(msg, msglen, "cannot read the network policy: %s", strerror(errno));
+        return -EIO;
+    }
+    uint8_t d[32];
+    char hex[65];
+    lz_netpolicy_digest(buf, (size_t)len, d);
+    lz_hex(d, 32, hex);
+    if (strcmp(hex, a->policy_digest) != 0) {
+        snprintf(msg, msglen, "the network policy does not match its digest");
+        return -EBADMSG;
+    }
+    struct lz_error err = { 0 };
+    struct lz_netpolicy pol;
+    int r = lz_netpolicy_decode(buf, (size_t)len, &pol, &err);
+    if (r == 0)
+        r = lz_netpolicy_install(&pol, &err);
+    if (r == 0)
+        r = lz_netpolicy_probe(&pol, &err);
+    lz_netpolicy_clear(&pol);
+    if (r < 0) {
+        snprintf(msg, msglen, "%s", err.msg);
+        return r;
+    }
+    if (prctl(PR_CAPBSET_DROP, CAP_NET_ADMIN, 0, 0, 0) < 0 || prctl(PR_CAPBSET_DROP, CAP_NET_RAW, 0, 0, 0) < 0) {
+        snprintf(msg, msglen, "cannot drop network-administration capabilities: %s", strerror(errno));
+        return -errno;
+    }
+    /* And from our own sets: the policy is final for this generation. */
+    struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+    struct __user_cap_data_struct caps[2];
+    if (syscall(SYS_capget, &hdr, caps) == 0) {
+        for (int i = 0; i < 2; i++) {
+            uint32_t drop = 0;
+            if (CAP_NET_ADMIN / 32 == i)
+                drop |= 1u << (CAP_NET_ADMIN % 32);
+            if (CAP_NET_RAW / 32 == i)
+                drop |= 1u << (CAP_NET_RAW % 32);
+            caps[i].effective &= ~drop;
+            caps[i].permitted &= ~drop;
+            caps[i].inheritable &= ~drop;
+        }
+        syscall(SYS_capset, &hdr, caps);
+    }
+    return 0;
+}
+
 int lz_supervisor_main(const struct lz_supervisor_args *a) {
     int ctl = a->ctl_fd;
     struct lz_child router = LZ_CHILD_NULL;
@@ -281,6 +352,10 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
     }
 
     char msg[512];
+    if ((r = setup_network(a, msg, sizeof msg)) < 0) {
+        ctl_send(ctl, "fail %s", msg);
+        return 1;
+    }
     if ((r = start_router(a, &router, msg, sizeof msg)) < 0) {
         ctl_send(ctl, "fail %s", msg);
         return 1;
@@ -293,7 +368,7 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
     }
     _cleanup_free_ char *overlay = lz_xasprintf("--overlay2=root:dir=%s", a->overlay_dir);
     char *argv[] = { (char *)a->runsc, (char *)"--root", (char *)a->state_dir,
-                     (char *)"--network=none", (char *)"--ignore-cgroups", overlay,
+                     (char *)"--network=host", (char *)"--ignore-cgroups", overlay,
                      (char *)"run", (char *)"--bundle", (char *)a->bundle_dir,
                      (char *)a->container_id, NULL };
     struct lz_spawn_opts o = { .path = a->runsc, .argv = argv, .stdin_fd = -1, .stdout_fd = outp[1],

@@ -9,7 +9,8 @@
  *
  * Control channel: an inherited SOCK_SEQPACKET socket (fd LZ_RS_CTL_FD).
  * RS -> HC messages are text: "ready <netns-ino> <userns-ino> <mntns-ino>",
- * "fail <message>", "exited <status>". HC -> RS: "stop". End of file on the
+ * "fail <message>", "exited <status>". HC -> RS: "net" (the connectivity
+ * helper is attached: install the policy), "stop". End of file on the
  * channel (the coordinator died) stops the sandbox too.
  *
  * Before runsc starts, the RS mounts the workspace view: lazaret-router
@@ -34,6 +35,8 @@ struct lz_supervisor_args {
     const char *workspace;     /* canonical workspace (router source) */
     const char *view;          /* where the router mounts the workspace view */
     char **protect;            /* extra workspace-relative paths the router keeps read-only */
+    int policy_fd;             /* sealed memfd: canonical network policy bytes */
+    const char *policy_digest; /* hex SHA-256 the bytes must have */
     size_t n_protect;
     int start_timeout_ms;
 };

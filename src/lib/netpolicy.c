@@ -1,0 +1,316 @@
+/* netpolicy.c — see netpolicy.h. */
+#include "netpolicy.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <libmnl/libmnl.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sodium.h>
+#include <sys/socket.h>
+#include <time.h>
+
+static uint32_t mask_of(unsigned len) { return len ? 0xffffffffu << (32 - len) : 0; }
+
+static int rule_cmp(const void *a, const void *b) {
+    const struct lz_netrule *x = a, *y = b;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    return 0;
+}
+
+static void add_rule(struct lz_netpolicy *p, uint32_t addr, unsigned len, uint8_t action) {
+    addr &= mask_of(len);
+    for (size_t i = 0; i < p->n; i++)
+        if (p->rules[i].addr == addr && p->rules[i].len == len) {
+            /* The same prefix allowed and denied: deny wins. */
+            if (action == LZ_NET_DENY)
+                p->rules[i].action = LZ_NET_DENY;
+            return;
+        }
+    p->rules = lz_xrealloc(p->rules, (p->n + 1) * sizeof *p->rules);
+    p->rules[p->n++] = (struct lz_netrule){ addr, (uint8_t)len, action };
+}
+
+static int add_list(struct lz_netpolicy *p, char *const *v, size_t n, uint8_t action, struct lz_error *err) {
+    for (size_t i = 0; i < n; i++) {
+        char canon[19];
+        uint32_t addr;
+        unsigned len;
+        const char *why = NULL;
+        if (lz_ipv4_prefix_parse(v[i], canon, &addr, &len, &why) < 0)
+            return lz_error_set(err, -EINVAL, "invalid prefix \"%s\": %s", v[i], why ? why : "not IPv4 CIDR");
+        add_rule(p, addr, len, action);
+    }
+    return 0;
+}
+
+int lz_netpolicy_derive(const struct lz_config *c, const uint32_t *host, size_t n_host, struct lz_netpolicy *ret,
+                        struct lz_error *err) {
+    struct lz_netpolicy p = { 0 };
+    int r;
+    /* Allows first, so that a deny of the same prefix wins in add_rule. */
+    if ((r = add_list(&p, c->default_allow, c->n_default_allow, LZ_NET_ALLOW, err)) < 0 ||
+        (r = add_list(&p, c->profile.allow_egress, c->profile.n_allow_egress, LZ_NET_ALLOW, err)) < 0 ||
+        (r = add_list(&p, c->default_deny, c->n_default_deny, LZ_NET_DENY, err)) < 0 ||
+        (r = add_list(&p, c->profile.deny_egress, c->profile.n_deny_egress, LZ_NET_DENY, err)) < 0) {
+        lz_netpolicy_clear(&p);
+        return r;
+    }
+    /* The host itself: slirp4netns connects from the host, so a host
+     * address would reach the host's own services. */
+    for (size_t i = 0; i < n_host; i++)
+        add_rule(&p, host[i], 32, LZ_NET_DENY);
+    /* The helper's network: only its DNS forwarder is reachable; its
+     * gateway alias (the host, loopback disabled) and the rest are not. */
+    add_rule(&p, LZ_NET_GW & mask_of(24), 24, LZ_NET_DENY);
+    add_rule(&p, LZ_NET_DNS, 32, LZ_NET_ALLOW);
+    for (size_t i = 0; i < p.n; i++)
+        if (p.rules[i].addr == LZ_NET_DNS && p.rules[i].len == 32)
+            p.rules[i].action = LZ_NET_ALLOW; /* DNS is part of the policy, not configurable */
+    if (p.n > LZ_NETPOLICY_MAX_RULES) {
+        lz_netpolicy_clear(&p);
+        return lz_error_set(err, -E2BIG, "the network policy has more than %d prefixes", LZ_NETPOLICY_MAX_RULES);
+    }
+    qsort(p.rules, p.n, sizeof *p.rules, rule_cmp);
+    *ret = p;
+    return 0;
+}
+
+int lz_host_ipv4_addrs(uint32_t **ret, size_t *ret_n) {
+    struct ifaddrs *ifa = NULL;
+    if (getifaddrs(&ifa) < 0)
+        return -errno;
+    uint32_t *v = NULL;
+    size_t n = 0;
+    for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+            continue;
+        uint32_t a = ntohl(((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr.s_addr);
+        if ((a >> 24) == 127)
+            continue; /* 127/8 is denied as a prefix already */
+        v = lz_xrealloc(v, (n + 1) * sizeof *v);
+        v[n++] = a;
+    }
+    freeifaddrs(ifa);
+    *ret = v;
+    *ret_n = n;
+    return 0;
+}
+
+int lz_netpolicy_encode(const struct lz_netpolicy *p, uint8_t **ret_buf, size_t *ret_len) {
+    size_t ml = strlen(LZ_NETPOLICY_MAGIC);
+    size_t len = ml + 4 + p->n * 6;
+    uint8_t *b = lz_xmalloc(len), *q = b;
+    memcpy(q, LZ_NETPOLICY_MAGIC, ml);
+    q += ml;
+    uint32_t n = htonl((uint32_t)p->n);
+    memcpy(q, &n, 4);
+    q += 4;
+    for (size_t i = 0; i < p->n; i++) {
+        uint32_t a = htonl(p->rules[i].addr);
+        memcpy(q, &a, 4);
+        q[4] = p->rules[i].len;
+        q[5] = p->rules[i].action;
+        q += 6;
+    }
+    *ret_buf = b;
+    *ret_len = len;
+    return 0;
+}
+
+int lz_netpolicy_decode(const uint8_t *buf, size_t len, struct lz_netpolicy *ret, struct lz_error *err) {
+    size_t ml = strlen(LZ_NETPOLICY_MAGIC);
+    if (len < ml + 4 || memcmp(buf, LZ_NETPOLICY_MAGIC, ml))
+        return lz_error_set(err, -EBADMSG, "network policy: bad header");
+    uint32_t n;
+    memcpy(&n, buf + ml, 4);
+    n = ntohl(n);
+    if (n > LZ_NETPOLICY_MAX_RULES || len != ml + 4 + (size_t)n * 6)
+        return lz_error_set(err, -EBADMSG, "network policy: bad length");
+    struct lz_netpolicy p = { .rules = lz_xcalloc(n ? n : 1, sizeof *p.rules), .n = n };
+    const uint8_t *q = buf + ml + 4;
+    for (uint32_t i = 0; i < n; i++, q += 6) {
+        uint32_t a;
+        memcpy(&a, q, 4);
+        p.rules[i] = (struct lz_netrule){ ntohl(a), q[4], q[5] };
+        bool bad = q[4] > 32 || (q[5] != LZ_NET_ALLOW && q[5] != LZ_NET_DENY) ||
+                   (p.rules[i].addr & ~mask_of(q[4])) != 0 ||
+                   (i > 0 && rule_cmp(&p.rules[i - 1], &p.rules[i]) >= 0);
+        if (bad) {
+            lz_netpolicy_clear(&p);
+            return lz_error_set(err, -EBADMSG, "network policy: rule %u is not canonical", i);
+        }
+    }
+    *ret = p;
+    return 0;
+}
+
+void lz_netpolicy_digest(const uint8_t *buf, size_t len, uint8_t ret[32]) {
+    crypto_hash_sha256(ret, buf, len);
+}
+
+enum lz_net_action lz_netpolicy_lookup(const struct lz_netpolicy *p, uint32_t addr) {
+    int best = -1;
+    enum lz_net_action act = LZ_NET_DENY; /* no route: nothing allowed */
+    for (size_t i = 0; i < p->n; i++) {
+        const struct lz_netrule *r = &p->rules[i];
+        if ((addr & mask_of(r->len)) == r->addr && (int)r->len > best) {
+            best = r->len;
+            act = (enum lz_net_action)r->action;
+        }
+    }
+    return act;
+}
+
+void lz_netpolicy_clear(struct lz_netpolicy *p) {
+    free(p->rules);
+    p->rules = NULL;
+    p->n = 0;
+}
+
+/* ---- installation (in the enforcement namespace) ---- */
+
+struct nl {
+    struct mnl_socket *s;
+    unsigned seq;
+    uint32_t portid;
+};
+
+static int nl_talk(struct nl *nl, struct nlmsghdr *h) {
+    char buf[8192];
+    h->nlmsg_seq = ++nl->seq;
+    if (mnl_socket_sendto(nl->s, h, h->nlmsg_len) < 0)
+        return -errno;
+    ssize_t n = mnl_socket_recvfrom(nl->s, buf, sizeof buf);
+    if (n < 0)
+        return -errno;
+    int r = mnl_cb_run(buf, (size_t)n, h->nlmsg_seq, nl->portid, NULL, NULL);
+    return r < 0 ? -errno : 0;
+}
+
+static int route(struct nl *nl, int cmd, unsigned flags, uint32_t dst, unsigned len, unsigned char type,
+                 unsigned char scope, uint32_t gw, unsigned oif, bool onlink) {
+    char buf[8192];
+    struct nlmsghdr *h = mnl_nlmsg_put_header(buf);
+    h->nlmsg_type = (uint16_t)cmd;
+    h->nlmsg_flags = (uint16_t)(NLM_F_REQUEST | NLM_F_ACK | flags);
+    struct rtmsg *rtm = mnl_nlmsg_put_extra_header(h, sizeof *rtm);
+    rtm->rtm_family = AF_INET;
+    rtm->rtm_dst_len = (unsigned char)len;
+    rtm->rtm_table = RT_TABLE_MAIN;
+    rtm->rtm_protocol = cmd == RTM_DELROUTE ? RTPROT_UNSPEC : RTPROT_STATIC;
+    rtm->rtm_scope = scope;
+    rtm->rtm_type = type;
+    if (onlink)
+        rtm->rtm_flags |= RTNH_F_ONLINK;
+    uint32_t d = htonl(dst);
+    if (len)
+        mnl_attr_put_u32(h, RTA_DST, d);
+    if (gw) {
+        uint32_t g = htonl(gw);
+        mnl_attr_put_u32(h, RTA_GATEWAY, g);
+    }
+    if (oif)
+        mnl_attr_put_u32(h, RTA_OIF, oif);
+    return nl_talk(nl, h);
+}
+
+static int write_sysctl(const char *path, const char *v) {
+    _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno; /* no IPv6 in this kernel: fine */
+    return lz_write_full(fd, v, strlen(v));
+}
+
+int lz_netpolicy_install(const struct lz_netpolicy *p, struct lz_error *err) {
+    unsigned tap = if_nametoindex(LZ_NET_TAP);
+    if (!tap)
+        return lz_error_set(err, -ENODEV, "the connectivity helper's %s is missing", LZ_NET_TAP);
+    int r;
+    if ((r = write_sysctl("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1")) < 0 ||
+        (r = write_sysctl("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1")) < 0)
+        return lz_error_set(err, r, "cannot disable IPv6 in the Domain network namespace: %s", strerror(-r));
+    struct nl nl = { .s = mnl_socket_open(NETLINK_ROUTE) };
+    if (!nl.s)
+        return lz_error_set(err, -errno, "netlink: %s", strerror(errno));
+    if (mnl_socket_bind(nl.s, 0, MNL_SOCKET_AUTOPID) < 0) {
+        r = -errno;
+        mnl_socket_close(nl.s);
+        return lz_error_set(err, r, "netlink bind: %s", strerror(-r));
+    }
+    nl.portid = mnl_socket_get_portid(nl.s);
+    nl.seq = (unsigned)time(NULL);
+    /* What slirp4netns --configure set up is replaced by the policy: the
+     * default route and the helper's connected /24 (same keys: REPLACE). */
+    route(&nl, RTM_DELROUTE, 0, 0, 0, RTN_UNICAST, RT_SCOPE_NOWHERE, 0, 0, false);
+    route(&nl, RTM_DELROUTE, 0, LZ_NET_GW & 0xffffff00u, 24, RTN_UNICAST, RT_SCOPE_NOWHERE, 0, tap, false);
+    bool have_default = false;
+    for (size_t i = 0; i < p->n && r >= 0; i++) {
+        const struct lz_netrule *x = &p->rules[i];
+        if (x->len == 0)
+            have_default = true;
+        if (x->action == LZ_NET_DENY)
+            r = route(&nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, x->addr, x->len, RTN_PROHIBIT,
+                      RT_SCOPE_UNIVERSE, 0, 0, false);
+        else if (x->addr == LZ_NET_DNS && x->len == 32)
+            r = route(&nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, x->addr, 32, RTN_UNICAST, RT_SCOPE_LINK, 0,
+                      tap, false);
+        else
+            r = route(&nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, x->addr, x->len, RTN_UNICAST,
+                      RT_SCOPE_UNIVERSE, LZ_NET_GW, tap, true);
+        if (r < 0)
+            lz_error_set(err, r, "cannot install the route for %u.%u.%u.%u/%u: %s", x->addr >> 24,
+                         (x->addr >> 16) & 255, (x->addr >> 8) & 255, x->addr & 255, x->len, strerror(-r));
+    }
+    if (r >= 0 && !have_default) {
+        r = route(&nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, 0, 0, RTN_PROHIBIT, RT_SCOPE_UNIVERSE, 0, 0, false);
+        if (r < 0)
+            lz_error_set(err, r, "cannot install the default deny route: %s", strerror(-r));
+    }
+    mnl_socket_close(nl.s);
+    return r < 0 ? r : 0;
+}
+
+/* 0 if the kernel would route to addr, else the connect() errno (negative). */
+static int route_check(uint32_t addr) {
+    _cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return -errno;
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53), .sin_addr.s_addr = htonl(addr) };
+    return connect(s, (struct sockaddr *)&sa, sizeof sa) < 0 ? -errno : 0;
+}
+
+int lz_netpolicy_probe(const struct lz_netpolicy *p, struct lz_error *err) {
+    /* One address inside every prefix: the kernel's decision must be the
+     * policy's, deny as an immediate EACCES/ENETUNREACH. */
+    for (size_t i = 0; i < p->n; i++) {
+        uint32_t a = p->rules[i].addr | (p->rules[i].len < 31 ? 1u : 0u);
+        /* 127/8 is the namespace's own loopback (local table): the
+         * sandbox's loopback works; the host's is another namespace. */
+        if ((a >> 24) == 127)
+            continue;
+        enum lz_net_action want = lz_netpolicy_lookup(p, a);
+        int r = route_check(a);
+        bool denied = r == -EACCES || r == -ENETUNREACH || r == -EPERM;
+        if ((want == LZ_NET_DENY && !denied) || (want == LZ_NET_ALLOW && r != 0))
+            return lz_error_set(err, -EIO,
+                                "network readiness probe: %u.%u.%u.%u should be %s but connect() gave %s",
+                                a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255,
+                                want == LZ_NET_DENY ? "denied" : "allowed", r ? strerror(-r) : "success");
+    }
+    if (route_check(LZ_NET_DNS) != 0)
+        return lz_error_set(err, -EIO, "network readiness probe: the DNS forwarder 10.0.2.3 is unreachable");
+    _cleanup_close_ int s6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s6 >= 0) {
+        struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_port = htons(53) };
+        inet_pton(AF_INET6, "2001:db8::1", &sa6.sin6_addr);
+        if (connect(s6, (struct sockaddr *)&sa6, sizeof sa6) == 0)
+            return lz_error_set(err, -EIO, "network readiness probe: IPv6 is routable but must be disabled");
+    }
+    return 0;
+}

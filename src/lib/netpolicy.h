@@ -1,0 +1,72 @@
+/* netpolicy.h — the derived network policy of a Domain generation.
+ *
+ * The Host Coordinator derives the policy from trusted host configuration
+ * only ([network] default_allow/default_deny, the profile's allow_egress/
+ * deny_egress, the host's own addresses, the connectivity helper's DNS), and
+ * hands it to the Runtime Supervisor as canonical bytes; the Supervisor
+ * checks the digest and installs it as routes in the enforcement network
+ * namespace, where the sandbox's sockets live (runsc --network=host inside
+ * that namespace: see docs/network.md).
+ *
+ * Semantics: longest prefix wins (the kernel's own route lookup). A DENY
+ * prefix becomes a `prohibit` route: connect() fails at once with EACCES
+ * and nothing is sent. An ALLOW prefix becomes a route via the
+ * connectivity helper's gateway. When the same prefix is both allowed and
+ * denied (config check refuses that within one file; across levels it can
+ * still arise from host addresses), DENY wins. Without an allow for
+ * 0.0.0.0/0 everything not allowed is denied.
+ *
+ * Canonical encoding (LZ_NETPOLICY_MAGIC, then u32be count, then per rule
+ * u32be address, u8 prefix length, u8 action (1 allow, 2 deny)), rules
+ * sorted by (length, address), no duplicates, host bits zero. The policy
+ * digest is SHA-256 over those bytes.
+ */
+#pragma once
+
+#include "config.h"
+#include "util.h"
+
+#define LZ_NETPOLICY_MAGIC "LZNETPOL1"
+#define LZ_NETPOLICY_MAX_RULES 1024
+
+/* The connectivity helper's fixed network (slirp4netns defaults). */
+#define LZ_NET_TAP "tap0"
+#define LZ_NET_ADDR 0x0a000264u  /* 10.0.2.100 */
+#define LZ_NET_GW 0x0a000202u    /* 10.0.2.2 */
+#define LZ_NET_DNS 0x0a000203u   /* 10.0.2.3 */
+
+enum lz_net_action { LZ_NET_ALLOW = 1, LZ_NET_DENY = 2 };
+
+struct lz_netrule {
+    uint32_t addr;  /* host byte order, host bits zero */
+    uint8_t len;
+    uint8_t action;
+};
+
+struct lz_netpolicy {
+    struct lz_netrule *rules;
+    size_t n;
+};
+
+/* Derives the policy. host_addrs: the host's own IPv4 addresses (host
+ * byte order), each denied as a /32 (slirp4netns connects from the host). */
+int lz_netpolicy_derive(const struct lz_config *c, const uint32_t *host_addrs, size_t n_host,
+                        struct lz_netpolicy *ret, struct lz_error *err);
+/* The host's IPv4 addresses (getifaddrs). */
+int lz_host_ipv4_addrs(uint32_t **ret, size_t *ret_n);
+
+int lz_netpolicy_encode(const struct lz_netpolicy *p, uint8_t **ret_buf, size_t *ret_len);
+/* Decodes untrusted bytes, enforcing canonical form. */
+int lz_netpolicy_decode(const uint8_t *buf, size_t len, struct lz_netpolicy *ret, struct lz_error *err);
+void lz_netpolicy_digest(const uint8_t *buf, size_t len, uint8_t ret[32]);
+/* The action the policy gives an address (longest prefix). */
+enum lz_net_action lz_netpolicy_lookup(const struct lz_netpolicy *p, uint32_t addr);
+void lz_netpolicy_clear(struct lz_netpolicy *p);
+
+/* In the enforcement namespace (Runtime Supervisor): replaces the routes
+ * slirp4netns configured with the policy's, disables IPv6. */
+int lz_netpolicy_install(const struct lz_netpolicy *p, struct lz_error *err);
+/* Pre-publication probe from the namespace's own view: a denied address
+ * must be refused at once, DNS and an allowed address must be routable,
+ * IPv6 must be unavailable. Sends no packet (UDP connect only). */
+int lz_netpolicy_probe(const struct lz_netpolicy *p, struct lz_error *err);
