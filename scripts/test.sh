@@ -99,6 +99,13 @@ bash tests/router/test_router.sh "$stage/bin/lazaret-router" >/tmp/lazaret-route
     cat /tmp/lazaret-router-e2e.log; exit 1; }
 grep -E "^== |ALL PASSED" /tmp/lazaret-router-e2e.log | tail -3
 
+step "network isolation tests (root makes the test hosts; lazaret runs as ${TEST_USER})"
+if [ "$(id -u)" -eq 0 ]; then
+    LAZARET_TEST_USER="$TEST_USER" /usr/bin/python3 -m pytest -p no:cacheprovider -q -ra tests/network
+else
+    echo "skipped: creating test hosts needs root (CI runs as root)"
+fi
+
 step "integration tests (real runsc, as ${TEST_USER:-$(id -un)})"
 pytest_args=(-p no:cacheprovider -q -ra ${LAZARET_TEST_ARGS:-})
 if [ "$(id -u)" -eq 0 ]; then

@@ -264,6 +264,9 @@ static void add_terminfo_binds(struct lz_oci_bind **b, size_t *n) {
 static int start_slirp(struct hc *h, struct lz_error *err) {
     static const char *const cands[] = { "/usr/bin/slirp4netns", "/usr/local/bin/slirp4netns" };
     const char *path = NULL;
+    const char *env = secure_getenv("LAZARET_SLIRP4NETNS");
+    if (env && env[0] == '/')
+        path = env;
     for (size_t i = 0; i < LZ_ARRAY_SIZE(cands) && !path; i++)
         if (access(cands[i], X_OK) == 0)
             path = cands[i];
