@@ -1184,9 +1184,13 @@ static int load_file(struct loader *ld, struct lz_config *c, const char *profile
         if (!lz_profile_name_valid(e->key))
             return cerr(ld, e->line, NULL, "profiles.%s: invalid profile name (must match ^[a-z0-9_-]{2,32}$)",
                         kdisp(e->key, d, sizeof d));
-        if (strcmp(e->key, "domains") == 0)
-            return cerr(ld, e->line, NULL, "profiles.domains: the profile name \"domains\" is reserved "
-                        "({data_root}/domains holds the Domain Roots)");
+        /* {data_root}/{profile} must not collide with Lazaret's own
+         * directories of the Storage Root. */
+        static const char *const reserved[] = { "domains", "images", "prepared" };
+        for (size_t k = 0; k < LZ_ARRAY_SIZE(reserved); k++)
+            if (strcmp(e->key, reserved[k]) == 0)
+                return cerr(ld, e->line, NULL, "profiles.%s: the profile name \"%s\" is reserved "
+                            "({data_root}/%s is Lazaret's own)", reserved[k], reserved[k], reserved[k]);
         char key[64];
         snprintf(key, sizeof key, "profiles.%s", e->key);
         if ((r = want_type(ld, e->value, LZ_TOML_TABLE, key)) < 0)
