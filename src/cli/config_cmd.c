@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "netpolicy.h"
 
 static void usage(FILE *out) {
     fputs("Usage: lazaret config check [--config FILE] [-p|--profile NAME]\n"
@@ -17,6 +18,37 @@ static void usage(FILE *out) {
           "  -p, --profile NAME   select profile NAME (default: \"default\")\n"
           "  -h, --help           show this help\n",
           out);
+}
+
+/* The effective network policy of the selected profile, as the Runtime
+ * Supervisor would install it (docs/network.md). */
+static void print_policy(const struct lz_config *cfg) {
+    uint32_t *host = NULL;
+    size_t nh = 0;
+    lz_host_ipv4_addrs(&host, &nh);
+    struct lz_netpolicy p;
+    struct lz_error err = { 0 };
+    int r = lz_netpolicy_derive(cfg, host, nh, &p, &err);
+    free(host);
+    if (r < 0) {
+        printf("\nnetwork policy: %s\n", err.msg);
+        return;
+    }
+    printf("\nnetwork policy (IPv4; longest prefix wins, deny wins on an equal prefix; IPv6 disabled)\n");
+    printf("  %-20s %s\n", "prefix", "action");
+    bool have_default = false;
+    for (size_t i = 0; i < p.n; i++) {
+        char pre[32];
+        uint32_t a = p.rules[i].addr;
+        snprintf(pre, sizeof pre, "%u.%u.%u.%u/%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255,
+                 p.rules[i].len);
+        if (p.rules[i].len == 0)
+            have_default = true;
+        printf("  %-20s %s\n", pre, p.rules[i].action == LZ_NET_ALLOW ? "allow" : "deny");
+    }
+    if (!have_default)
+        printf("  %-20s %s\n", "0.0.0.0/0", "deny (nothing else allowed)");
+    lz_netpolicy_clear(&p);
 }
 
 int lz_cmd_config(int argc, char **argv) {
@@ -78,6 +110,7 @@ int lz_cmd_config(int argc, char **argv) {
     if (cfg->builtin_default)
         lz_cli_error("no configuration file found; using the built-in profile \"%s\"", LZ_DEFAULT_PROFILE);
     lz_config_print(stdout, cfg);
+    print_policy(cfg);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         lz_cli_error("cannot write to standard output: %s", strerror(errno));
         return LZ_EXIT_FAILURE;
