@@ -52,12 +52,6 @@ static int enter_raw(int fd) {
     return tcsetattr(fd, TCSAFLUSH, &t) < 0 ? -errno : 0;
 }
 
-static long now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
-}
-
 static int connect_socket(const char *path) {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
     if (strlen(path) >= sizeof sa.sun_path)
@@ -157,9 +151,9 @@ static int start_coordinator(const struct lz_client_opts *o, struct lz_error *er
 
     char line[LZ_ERROR_MAX + 16];
     size_t len = 0;
-    long deadline = now_ms() + COORD_READY_TIMEOUT_MS;
+    long deadline = lz_now_ms() + COORD_READY_TIMEOUT_MS;
     for (;;) {
-        long left = deadline - now_ms();
+        long left = deadline - lz_now_ms();
         if (left <= 0) {
             close(rp[0]);
             return lz_error_set(err, -ETIMEDOUT, "the Host Coordinator did not become ready (see %s)", logp);
@@ -309,16 +303,8 @@ int lz_client_session(const struct lz_client_opts *o, struct lz_error *err) {
     if (r < 0)
         return r;
 
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGWINCH);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGHUP);
-    sigaddset(&mask, SIGQUIT);
-    sigaddset(&mask, SIGPIPE);
-    sigprocmask(SIG_BLOCK, &mask, NULL);
-    _cleanup_close_ int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    static const int sigs[] = { SIGWINCH, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, 0 };
+    _cleanup_close_ int sfd = lz_signalfd_block(sigs);
 
     if (tty && (r = enter_raw(STDIN_FILENO)) < 0)
         return lz_error_set(err, r, "cannot put the terminal in raw mode: %s", strerror(-r));

@@ -39,12 +39,6 @@ char *lz_domain_start_lock_path(const char *rt, const char *hex) {
     return lz_xasprintf("%s/%.32s.start", rt, hex);
 }
 
-static long now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
-}
-
 static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logmsg(const char *fmt, ...) {
     char ts[32];
@@ -505,9 +499,9 @@ static int start_generation(struct hc *h, struct lz_error *err) {
     (void)send(h->rs_ctl, "net", 3, MSG_NOSIGNAL);
 
     /* Wait for "ready" or "fail". */
-    long deadline = now_ms() + RS_START_TIMEOUT_MS + 5000;
+    long deadline = lz_now_ms() + RS_START_TIMEOUT_MS + 5000;
     for (;;) {
-        long left = deadline - now_ms();
+        long left = deadline - lz_now_ms();
         if (left <= 0)
             return lz_error_set(err, -ETIMEDOUT, "the Runtime Supervisor did not report readiness");
         struct pollfd p = { .fd = h->rs_ctl, .events = POLLIN };
@@ -814,7 +808,7 @@ static void session_client_msg(struct hc *h, struct session *s, short revents) {
         } else if (s->state == S_RUNNING || s->state == S_DRAINING) {
             s->state = S_RELEASING;
             s->release_step = 0;
-            s->deadline = now_ms();
+            s->deadline = lz_now_ms();
         }
         return;
     }
@@ -870,7 +864,7 @@ static void session_client_msg(struct hc *h, struct session *s, short revents) {
         lz_closep(&s->sock);
         s->state = S_RELEASING;
         s->release_step = 0;
-        s->deadline = now_ms();
+        s->deadline = lz_now_ms();
         break;
     }
 }
@@ -942,12 +936,12 @@ static void session_tick(struct hc *h, struct session *s) {
             s->status = st;
             if (s->state == S_RUNNING) {
                 s->state = S_DRAINING;
-                s->deadline = now_ms() + DRAIN_TIMEOUT_MS;
+                s->deadline = lz_now_ms() + DRAIN_TIMEOUT_MS;
             }
         }
     }
     if (s->state == S_DRAINING) {
-        if (!outputs_open(s) || now_ms() >= s->deadline) {
+        if (!outputs_open(s) || lz_now_ms() >= s->deadline) {
             lz_closep(&s->master);
             lz_closep(&s->out_r);
             lz_closep(&s->err_r);
@@ -961,7 +955,7 @@ static void session_tick(struct hc *h, struct session *s) {
             s->state = S_DONE;
             return;
         }
-        if (now_ms() < s->deadline)
+        if (lz_now_ms() < s->deadline)
             return;
         switch (s->release_step++) {
         case 0:
@@ -976,7 +970,7 @@ static void session_tick(struct hc *h, struct session *s) {
             lz_child_signal(&s->exec, SIGKILL);
             break;
         }
-        s->deadline = now_ms() + RELEASE_GRACE_MS;
+        s->deadline = lz_now_ms() + RELEASE_GRACE_MS;
     }
 }
 
@@ -1101,15 +1095,8 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
     /* Nobody can be connected to a socket whose coordinator we replaced. */
     unlink(h.sock_path);
 
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGHUP);
-    sigaddset(&mask, SIGCHLD);
-    sigaddset(&mask, SIGPIPE);
-    sigprocmask(SIG_BLOCK, &mask, NULL);
-    h.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE, 0 };
+    h.sfd = lz_signalfd_block(sigs);
 
     if ((r = start_generation(&h, &err)) < 0) {
         logmsg("start failed: %s", err.msg);
@@ -1128,7 +1115,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
     ready_reply(ready_fd, "ok");
     lz_closep(&ready_fd);
 
-    long idle_deadline = now_ms() + 30000; /* the starting client must attach */
+    long idle_deadline = lz_now_ms() + 30000; /* the starting client must attach */
     for (;;) {
         struct pollfd p[3 + MAX_SESSIONS * 4];
         struct { struct session *s; int kind; } map[3 + MAX_SESSIONS * 4];
@@ -1211,7 +1198,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
                             if (h.s[i]->state == S_RUNNING) {
                                 h.s[i]->state = S_RELEASING;
                                 h.s[i]->release_step = 0;
-                                h.s[i]->deadline = now_ms();
+                                h.s[i]->deadline = lz_now_ms();
                             }
                         }
                 }
@@ -1254,7 +1241,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
                 session_free(&h, s);
         }
         int live = live_sessions(&h);
-        bool idle_timeout = !h.had_session && live == 0 && now_ms() >= idle_deadline;
+        bool idle_timeout = !h.had_session && live == 0 && lz_now_ms() >= idle_deadline;
         if ((h.had_session && live == 0) || idle_timeout || (h.stopping && live == 0) || h.rs_ctl < 0) {
             if (live == 0 || h.rs_ctl < 0)
                 break;

@@ -41,12 +41,6 @@ int lz_find_runsc(char **ret, struct lz_error *err) {
                         "(scripts/setup.sh does this)");
 }
 
-static long now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
-}
-
 static void ctl_send(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void ctl_send(int fd, const char *fmt, ...) {
     char buf[2048];
@@ -124,7 +118,7 @@ static void reap_orphans_except(const struct lz_child *keep) {
 /* lz_child_wait that keeps reaping orphans meanwhile. A child reaped as an
  * orphan by someone else's wait counts as gone. */
 static int rs_wait(struct lz_child *c, int timeout_ms, int *ret_status) {
-    long deadline = now_ms() + timeout_ms;
+    long deadline = lz_now_ms() + timeout_ms;
     for (;;) {
         int r = lz_child_try_reap(c, ret_status);
         if (r == 1)
@@ -137,7 +131,7 @@ static int rs_wait(struct lz_child *c, int timeout_ms, int *ret_status) {
         if (r < 0)
             return r;
         reap_orphans_except(c);
-        long left = deadline - now_ms();
+        long left = deadline - lz_now_ms();
         if (timeout_ms >= 0 && left <= 0)
             return -ETIMEDOUT;
         struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
@@ -338,16 +332,10 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
         return 1;
     }
 
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGHUP);
-    sigaddset(&mask, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &mask, NULL);
-    _cleanup_close_ int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD, 0 };
+    _cleanup_close_ int sfd = lz_signalfd_block(sigs);
     if (sfd < 0) {
-        ctl_send(ctl, "fail signalfd: %s", strerror(errno));
+        ctl_send(ctl, "fail signalfd: %s", strerror(-sfd));
         return 1;
     }
 
@@ -386,7 +374,7 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
     char linebuf[256];
     size_t linelen = 0;
     bool ready = false, stopping = false;
-    long deadline = now_ms() + a->start_timeout_ms;
+    long deadline = lz_now_ms() + a->start_timeout_ms;
     int exit_code = 0;
 
     for (;;) {
@@ -399,7 +387,7 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
         };
         int timeout = -1;
         if (!ready) {
-            long left = deadline - now_ms();
+            long left = deadline - lz_now_ms();
             if (left <= 0) {
                 ctl_send(ctl, "fail the sandbox did not start within %d s (runsc: %s)",
                          a->start_timeout_ms / 1000, tail_last_line(&t));

@@ -4,7 +4,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <time.h>
 
 int lz_error_set(struct lz_error *err, int code, const char *fmt, ...) {
     if (err) {
@@ -277,4 +280,21 @@ const char *lz_home_dir(void) {
     if (pw && pw->pw_dir && pw->pw_dir[0] == '/')
         return pw->pw_dir;
     return NULL;
+}
+
+long lz_now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
+}
+
+int lz_signalfd_block(const int *signals) {
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (; *signals; signals++)
+        sigaddset(&mask, *signals);
+    if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+        return -errno;
+    int fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    return fd < 0 ? -errno : fd;
 }

@@ -83,5 +83,12 @@ int lz_rm_rf_at(int dirfd, const char *name);
 /* Lowercase hex of n bytes into out (2n+1 bytes). */
 void lz_hex(const uint8_t *in, size_t n, char *out);
 
+/* CLOCK_MONOTONIC in milliseconds, for bounding waits. */
+long lz_now_ms(void);
+
+/* Blocks the given signals (a 0-terminated list) and returns a
+ * non-blocking, close-on-exec signalfd for them, or -errno. */
+int lz_signalfd_block(const int *signals);
+
 /* $HOME, or the passwd entry's home directory. NULL if neither. */
 const char *lz_home_dir(void);
