@@ -68,28 +68,6 @@ static int connect_socket(const char *path) {
     return fd;
 }
 
-static volatile sig_atomic_t alarm_fired;
-static void on_alarm(int sig) {
-    (void)sig;
-    alarm_fired = 1;
-}
-
-/* Blocking flock bounded by SIGALRM (flock has no timed form). */
-static int flock_timeout(int fd, int seconds) {
-    struct sigaction sa = { .sa_handler = on_alarm }, old;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGALRM, &sa, &old);
-    alarm_fired = 0;
-    alarm((unsigned)seconds);
-    int r = flock(fd, LOCK_EX);
-    int e = errno;
-    alarm(0);
-    sigaction(SIGALRM, &old, NULL);
-    if (r == 0)
-        return 0;
-    return (e == EINTR && alarm_fired) ? -ETIMEDOUT : -e;
-}
-
 static int start_coordinator(const struct lz_client_opts *o, struct lz_error *err) {
     const struct lz_config *c = o->cfg;
     int r = lz_mkdir_p(c->domain_dir, 0700);
@@ -267,7 +245,7 @@ static int connect_or_start(const struct lz_client_opts *o, bool tty, int *ret_s
         _cleanup_close_ int lk = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (lk < 0)
             return lz_error_set(err, -errno, "cannot open %s: %s", lp, strerror(errno));
-        r = flock_timeout(lk, START_LOCK_TIMEOUT_S);
+        r = lz_flock_timeout(lk, START_LOCK_TIMEOUT_S);
         if (r < 0)
             return lz_error_set(err, r, "timed out waiting for another lazaret starting this Domain");
         int sock = connect_socket(sp);

@@ -1041,17 +1041,12 @@ static int take_domain_lock(const char *domain_dir, struct lz_error *err) {
     if (fd < 0)
         return lz_error_set(err, -errno, "cannot open %s: %s", p, strerror(errno));
     /* A previous generation may still be tearing down: wait, bounded. */
-    for (int i = 0; i < FLOCK_TIMEOUT_S * 10; i++) {
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-            return fd;
-        if (errno != EWOULDBLOCK) {
-            int e = -errno;
-            close(fd);
-            return lz_error_set(err, e, "flock %s: %s", p, strerror(-e));
-        }
-        /* flock has no timed form; 100 ms polls bounded by the loop. */
-        struct timespec ts = { 0, 100 * 1000 * 1000 };
-        nanosleep(&ts, NULL);
+    int r = lz_flock_timeout(fd, FLOCK_TIMEOUT_S);
+    if (r == 0)
+        return fd;
+    if (r != -ETIMEDOUT) {
+        close(fd);
+        return lz_error_set(err, r, "flock %s: %s", p, strerror(-r));
     }
     close(fd);
     return lz_error_set(err, -EBUSY, "the Domain is still held by another coordinator after %d s",

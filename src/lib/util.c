@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -298,3 +299,26 @@ int lz_signalfd_block(const int *signals) {
     int fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     return fd < 0 ? -errno : fd;
 }
+
+static volatile sig_atomic_t alarm_fired;
+static void on_alarm(int sig) {
+    (void)sig;
+    alarm_fired = 1;
+}
+
+/* Blocking flock bounded by SIGALRM (flock has no timed form). */
+int lz_flock_timeout(int fd, int seconds) {
+    struct sigaction sa = { .sa_handler = on_alarm }, old;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, &old);
+    alarm_fired = 0;
+    alarm((unsigned)seconds);
+    int r = flock(fd, LOCK_EX);
+    int e = errno;
+    alarm(0);
+    sigaction(SIGALRM, &old, NULL);
+    if (r == 0)
+        return 0;
+    return (e == EINTR && alarm_fired) ? -ETIMEDOUT : -e;
+}
+

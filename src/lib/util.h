@@ -90,5 +90,9 @@ long lz_now_ms(void);
  * non-blocking, close-on-exec signalfd for them, or -errno. */
 int lz_signalfd_block(const int *signals);
 
+/* flock(LOCK_EX) bounded by SIGALRM (flock has no timed form); -ETIMEDOUT
+ * when it was not granted within `seconds`. */
+int lz_flock_timeout(int fd, int seconds);
+
 /* $HOME, or the passwd entry's home directory. NULL if neither. */
 const char *lz_home_dir(void);
