@@ -175,3 +175,25 @@ def test_hooks_path_inside_workspace_protected(lazaret, debian, tmp_path):
     # Other files of the workspace stay writable.
     r = inside(lazaret, debian, ws, "echo ok > /workspace/other.txt")
     assert (ws / "other.txt").read_text() == "ok\n"
+
+
+def test_fullscreen_editor_and_colours(lazaret, debian, workspace):
+    """A full-screen program on the real terminal: vim edits and saves a file;
+    terminfo for the host's TERM is there (256 colours)."""
+    import pexpect
+    c = pexpect.spawn(lazaret, ["run", "-p", "test"], cwd=str(workspace),
+                      env=debian.environ(TERM="xterm-256color"), encoding="utf-8", timeout=60,
+                      dimensions=(30, 100))
+    c.expect(r"[#$] ")
+    c.sendline("tput colors; tput cols")
+    c.expect("256")
+    c.expect("100")
+    c.sendline("vim.tiny -N -u NONE /workspace/note.txt")
+    c.expect(r"note\.txt")  # the status line of the full-screen editor
+    c.send("ihello from vim")
+    c.send("\x1b")
+    c.send(":wq\r")
+    c.expect(r"[#$] ")
+    c.sendline("exit")
+    c.expect(pexpect.EOF)
+    assert (workspace / "note.txt").read_text() == "hello from vim\n"
