@@ -276,6 +276,129 @@ int lz_netpolicy_install(const struct lz_netpolicy *p, struct lz_error *err) {
     return r < 0 ? r : 0;
 }
 
+struct observed {
+    struct lz_netrule r[LZ_NETPOLICY_MAX_RULES + 8];
+    size_t n;
+    bool overflow;
+    uint32_t tap_addr;
+    unsigned tap_len;
+    unsigned tap;
+};
+
+static int route_attr_cb(const struct nlattr *a, void *data) {
+    const struct nlattr **tb = data;
+    int type = mnl_attr_get_type(a);
+    if (mnl_attr_type_valid(a, RTA_MAX) > 0)
+        tb[type] = a;
+    return MNL_CB_OK;
+}
+
+static int route_cb(const struct nlmsghdr *h, void *data) {
+    struct observed *o = data;
+    const struct rtmsg *rtm = mnl_nlmsg_get_payload(h);
+    if (rtm->rtm_family != AF_INET || rtm->rtm_table != RT_TABLE_MAIN)
+        return MNL_CB_OK;
+    const struct nlattr *tb[RTA_MAX + 1] = { 0 };
+    mnl_attr_parse(h, sizeof *rtm, route_attr_cb, tb);
+    uint32_t dst = tb[RTA_DST] ? ntohl(mnl_attr_get_u32(tb[RTA_DST])) : 0;
+    if (o->n >= LZ_ARRAY_SIZE(o->r)) {
+        o->overflow = true;
+        return MNL_CB_OK;
+    }
+    uint8_t act = rtm->rtm_type == RTN_PROHIBIT ? LZ_NET_DENY : rtm->rtm_type == RTN_UNICAST ? LZ_NET_ALLOW : 0;
+    o->r[o->n++] = (struct lz_netrule){ dst, rtm->rtm_dst_len, act };
+    return MNL_CB_OK;
+}
+
+static int addr_cb(const struct nlmsghdr *h, void *data) {
+    struct observed *o = data;
+    const struct ifaddrmsg *ifa = mnl_nlmsg_get_payload(h);
+    if (ifa->ifa_family != AF_INET || ifa->ifa_index != o->tap)
+        return MNL_CB_OK;
+    const struct nlattr *a;
+    mnl_attr_for_each(a, h, sizeof *ifa) {
+        if (mnl_attr_get_type(a) == IFA_LOCAL && mnl_attr_get_payload_len(a) == 4) {
+            o->tap_addr = ntohl(mnl_attr_get_u32(a));
+            o->tap_len = ifa->ifa_prefixlen;
+        }
+    }
+    return MNL_CB_OK;
+}
+
+static int dump(struct mnl_socket *s, uint16_t type, mnl_cb_t cb, void *data) {
+    char buf[8192];
+    struct nlmsghdr *h = mnl_nlmsg_put_header(buf);
+    h->nlmsg_type = type;
+    h->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    h->nlmsg_seq = (unsigned)time(NULL);
+    struct rtgenmsg *g = mnl_nlmsg_put_extra_header(h, sizeof *g);
+    g->rtgen_family = AF_INET;
+    if (mnl_socket_sendto(s, h, h->nlmsg_len) < 0)
+        return -errno;
+    unsigned portid = mnl_socket_get_portid(s);
+    for (int i = 0; i < 4096; i++) {
+        ssize_t n = mnl_socket_recvfrom(s, buf, sizeof buf);
+        if (n < 0)
+            return -errno;
+        int r = mnl_cb_run(buf, (size_t)n, h->nlmsg_seq, portid, cb, data);
+        if (r < 0)
+            return -errno;
+        if (r == MNL_CB_STOP)
+            return 0;
+    }
+    return -E2BIG;
+}
+
+int lz_netpolicy_observe(const struct lz_netpolicy *p, char *sum, size_t cap, struct lz_error *err) {
+    static struct observed o;
+    memset(&o, 0, sizeof o);
+    o.tap = if_nametoindex(LZ_NET_TAP);
+    struct mnl_socket *s = mnl_socket_open(NETLINK_ROUTE);
+    if (!s)
+        return lz_error_set(err, -errno, "netlink: %s", strerror(errno));
+    int r = mnl_socket_bind(s, 0, MNL_SOCKET_AUTOPID) < 0 ? -errno : 0;
+    if (r == 0)
+        r = dump(s, RTM_GETROUTE, route_cb, &o);
+    if (r == 0)
+        r = dump(s, RTM_GETADDR, addr_cb, &o);
+    mnl_socket_close(s);
+    if (r < 0)
+        return lz_error_set(err, r, "cannot read the namespace's routes back: %s", strerror(-r));
+    if (o.overflow)
+        return lz_error_set(err, -E2BIG, "the namespace holds more routes than the policy");
+    /* Every policy rule present with its type; nothing else except the
+     * default deny we add when the policy has no /0. */
+    size_t deny = 0, allow = 0, extra = 0;
+    for (size_t i = 0; i < o.n; i++) {
+        bool found = false;
+        for (size_t j = 0; j < p->n && !found; j++)
+            found = p->rules[j].addr == o.r[i].addr && p->rules[j].len == o.r[i].len &&
+                    p->rules[j].action == o.r[i].action;
+        if (!found && !(o.r[i].len == 0 && o.r[i].action == LZ_NET_DENY))
+            extra++;
+        if (o.r[i].action == LZ_NET_DENY)
+            deny++;
+        else if (o.r[i].action == LZ_NET_ALLOW)
+            allow++;
+    }
+    size_t matched = 0;
+    for (size_t j = 0; j < p->n; j++)
+        for (size_t i = 0; i < o.n; i++)
+            if (p->rules[j].addr == o.r[i].addr && p->rules[j].len == o.r[i].len &&
+                p->rules[j].action == o.r[i].action) {
+                matched++;
+                break;
+            }
+    if (extra || matched != p->n)
+        return lz_error_set(err, -EIO,
+                            "the namespace's routes differ from the policy (%zu of %zu rules present, %zu unexpected)",
+                            matched, p->n, extra);
+    if (o.tap_addr != LZ_NET_ADDR || o.tap_len != 24)
+        return lz_error_set(err, -EIO, "%s does not carry 10.0.2.100/24", LZ_NET_TAP);
+    snprintf(sum, cap, "routes=%zu deny=%zu allow=%zu addr=10.0.2.100/24", o.n, deny, allow);
+    return 0;
+}
+
 /* 0 if the kernel would route to addr, else the connect() errno (negative). */
 static int route_check(uint32_t addr) {
     _cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

@@ -66,6 +66,12 @@ void lz_netpolicy_clear(struct lz_netpolicy *p);
 /* In the enforcement namespace (Runtime Supervisor): replaces the routes
  * slirp4netns configured with the policy's, disables IPv6. */
 int lz_netpolicy_install(const struct lz_netpolicy *p, struct lz_error *err);
+/* Reads back, with netlink, what the namespace holds: the main table's
+ * IPv4 routes must be exactly the policy's (type and prefix), and tap0 must
+ * carry 10.0.2.100/24. Writes a one-line summary of what it saw into
+ * ret_summary ("routes=N deny=D allow=A addr=10.0.2.100/24"). */
+int lz_netpolicy_observe(const struct lz_netpolicy *p, char *ret_summary, size_t cap, struct lz_error *err);
+
 /* Pre-publication probe from the namespace's own view: a denied address
  * must be refused at once, DNS and an allowed address must be routable,
  * IPv6 must be unavailable. Sends no packet (UDP connect only). */

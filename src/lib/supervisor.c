@@ -252,7 +252,8 @@ static void stop_router(const struct lz_supervisor_args *a, struct lz_child *rou
  * the policy it sent, checks it from this namespace's own view, and drops
  * CAP_NET_ADMIN from the bounding set so that nothing started after this
  * (router, runsc, the sandbox) can ever change it. */
-static int setup_network(const struct lz_supervisor_args *a, char *msg, size_t msglen) {
+static int setup_network(const struct lz_supervisor_args *a, char *msg, size_t msglen, char *observed,
+                         size_t obslen) {
     struct pollfd p = { .fd = a->ctl_fd, .events = POLLIN };
     char b[64];
     if (poll(&p, 1, 30000) <= 0) {
@@ -284,6 +285,8 @@ static int setup_network(const struct lz_supervisor_args *a, char *msg, size_t m
     int r = lz_netpolicy_decode(buf, (size_t)len, &pol, &err);
     if (r == 0)
         r = lz_netpolicy_install(&pol, &err);
+    if (r == 0)
+        r = lz_netpolicy_observe(&pol, observed, obslen, &err);
     if (r == 0)
         r = lz_netpolicy_probe(&pol, &err);
     lz_netpolicy_clear(&pol);
@@ -340,7 +343,8 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
     }
 
     char msg[512];
-    if ((r = setup_network(a, msg, sizeof msg)) < 0) {
+    char observed[128] = "";
+    if ((r = setup_network(a, msg, sizeof msg, observed, sizeof observed)) < 0) {
         ctl_send(ctl, "fail %s", msg);
         return 1;
     }
@@ -420,7 +424,8 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
                 linebuf[linelen] = '\0';
                 if (strstr(linebuf, READY_LINE)) {
                     ready = true;
-                    ctl_send(ctl, "ready %lu %lu %lu", ns_ino("net"), ns_ino("user"), ns_ino("mnt"));
+                    ctl_send(ctl, "ready %lu %lu %lu %s", ns_ino("net"), ns_ino("user"), ns_ino("mnt"),
+                             observed);
                 }
             } else if (n == 0) {
                 close(outp[0]);

@@ -8,7 +8,8 @@
  * the policy install, connectivity helper and State Anchor mounts.
  *
  * Control channel: an inherited SOCK_SEQPACKET socket (fd LZ_RS_CTL_FD).
- * RS -> HC messages are text: "ready <netns-ino> <userns-ino> <mntns-ino>",
+ * RS -> HC messages are text: "ready <netns-ino> <userns-ino> <mntns-ino>
+ * routes=N deny=D allow=A addr=..." (what it read back from the namespace),
  * "fail <message>", "exited <status>". HC -> RS: "net" (the connectivity
  * helper is attached: install the policy), "stop". End of file on the
  * channel (the coordinator died) stops the sandbox too.
