@@ -344,10 +344,13 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
 
     char msg[512];
     char observed[128] = "";
+    long t_net = lz_now_ms();
     if ((r = setup_network(a, msg, sizeof msg, observed, sizeof observed)) < 0) {
         ctl_send(ctl, "fail %s", msg);
         return 1;
     }
+    fprintf(stderr, "rs[%d]: network policy installed, read back and probed in %ld ms (%s)\n", (int)getpid(),
+            lz_now_ms() - t_net, observed);
     if ((r = start_router(a, &router, msg, sizeof msg)) < 0) {
         ctl_send(ctl, "fail %s", msg);
         return 1;

@@ -43,7 +43,9 @@ def tcp():
 def udp():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((ip, 53))
     while True:
-        d, a = s.recvfrom(2048); log.write(f"udp {a[0]}\n"); s.sendto(b"UDP-" + ip.encode() + b"\n", a)
+        d, a = s.recvfrom(2048); log.write(f"udp {a[0]}\n")
+        if len(d) >= 12:  # answer like a DNS server: NXDOMAIN for anything
+            s.sendto(d[:2] + b"\x81\x83" + d[4:6] + b"\x00" * 6 + d[12:], a)
 threading.Thread(target=udp, daemon=True).start()
 print("ready", flush=True)
 tcp()
@@ -242,3 +244,29 @@ def test_broken_helper_refuses_domain(user_env):
     assert "connectivity helper" in r.stderr
     assert "should-not-run" not in r.stdout
     assert no_leftovers(user_env["uid"])
+
+
+def test_dns_through_the_helpers_resolver(testhosts, user_env, tmp_path):
+    """The sandbox's resolver (10.0.2.3) forwards to the host's resolver: here
+    the test's own host, named in a private /etc/resolv.conf for this run."""
+    allowed, alog = testhosts["allowed"]
+    write_config(user_env)
+    resolv = tmp_path / "resolv.conf"
+    resolv.write_text(f"nameserver {allowed}\n")
+    resolv.chmod(0o644)
+    before = alog.read_text().count("udp")
+    environ = {"PATH": "/usr/bin:/bin", "HOME": str(user_env["base"]),
+               "XDG_CONFIG_HOME": str(user_env["base"] / "config"),
+               "XDG_RUNTIME_DIR": str(user_env["base"] / "run"), "LANG": "C.UTF-8"}
+    inner = (["runuser", "-u", USER, "--", "env", "-i"] + [f"{k}={v}" for k, v in environ.items()] +
+             [LAZARET, "run", "-p", "net", "--", "busybox", "sh", "-c",
+              "cat /etc/resolv.conf; busybox nslookup lazaret.test 2>&1; echo rc=$?"])
+    r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                        f'mount --bind "{resolv}" /etc/resolv.conf && exec "$@"', "sh", *inner],
+                       cwd=user_env["base"] / "ws", capture_output=True, text=True, timeout=120)
+    out = r.stdout + r.stderr
+    assert "nameserver 10.0.2.3" in out, out
+    # The query went through slirp4netns's forwarder to the test's resolver,
+    # and its NXDOMAIN answer came back to the sandbox.
+    assert alog.read_text().count("udp") > before, out
+    assert "NXDOMAIN" in out or "can't find" in out or "can't resolve" in out, out
