@@ -177,11 +177,13 @@ def test_sandbox_cannot_change_the_policy(testhosts, user_env):
         busybox ip addr add 10.213.7.9/24 dev tap0 2>&1; echo "addr-add=$?"
         busybox nc -w 3 {denied} 8080 </dev/null 2>&1; echo "tcp-denied=$?"
         busybox ping -c 1 -W 1 {denied} 2>&1; echo "raw=$?"
+        busybox arping -c 1 -w 1 -I tap0 {denied} 2>&1; echo "packet=$?"
     """)
     out = r.stdout + r.stderr
     assert "route-del=0" not in out and "route-add=0" not in out and "addr-add=0" not in out
     assert "tcp-denied=1" in out
     assert "raw=0" not in out
+    assert "packet=0" not in out and "packet=" in out
     assert dlog.read_text() == ""
 
 
