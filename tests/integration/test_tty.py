@@ -27,6 +27,16 @@ def start_guest_sleep(c, n):
     c.expect(f"STARTED-{n}")
 
 
+def press_until(c, key, pattern, failure):
+    """Presses Ctrl-key until pattern shows, at most 5 times: the sleep of
+    start_guest_sleep may still be forking when the first key arrives."""
+    for _ in range(5):
+        c.sendcontrol(key)
+        if c.expect([pattern, pexpect.TIMEOUT], timeout=3) == 0:
+            return
+    pytest.fail(failure)
+
+
 def test_shell_is_a_terminal_and_follows_resize(lazaret, env, workspace):
     c = spawn(lazaret, env, workspace)
     c.expect(PROMPT)
@@ -53,30 +63,15 @@ def test_ctrl_c_ctrl_z_ctrl_backslash(lazaret, env, workspace):
     c = spawn(lazaret, env, workspace)
     c.expect(PROMPT)
     start_guest_sleep(c, 100)
-    for _ in range(5):
-        c.sendintr()
-        if c.expect([PROMPT, pexpect.TIMEOUT], timeout=3) == 0:
-            break
-    else:
-        pytest.fail("^C never reached the guest job")
+    press_until(c, "c", PROMPT, "^C never reached the guest job")
     c.sendline("echo status=$?")
     c.expect("status=130")
     start_guest_sleep(c, 101)
-    for _ in range(5):
-        c.sendcontrol("z")
-        if c.expect(["Stopped", pexpect.TIMEOUT], timeout=3) == 0:
-            break
-    else:
-        pytest.fail("^Z never stopped the guest job")
+    press_until(c, "z", "Stopped", "^Z never stopped the guest job")
     c.sendline("kill -9 %1; echo killed")
     c.expect("killed")
     start_guest_sleep(c, 102)
-    for _ in range(5):
-        c.sendcontrol("\\")
-        if c.expect(["Quit", pexpect.TIMEOUT], timeout=3) == 0:
-            break
-    else:
-        pytest.fail("^\\ never reached the guest job")
+    press_until(c, "\\", "Quit", "^\\ never reached the guest job")
     c.expect(PROMPT)
     c.sendline("echo status=$?")
     c.expect("status=131")
