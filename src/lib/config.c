@@ -905,7 +905,8 @@ static int resolve_paths(struct loader *ld, struct lz_config *c) {
     int r;
     if (paths_overlap(c->data_root, c->workspace))
         return cerr(ld, ld->data_root_line, ld->data_root_line ? "storage.data_root" : NULL,
-                    "the Storage Root %s and the workspace %s overlap; the sandbox could reach Lazaret's own state",
+                    "the Storage Root %s and the workspace %s overlap; the sandbox could reach Lazaret's own "
+                    "state; run lazaret in a project directory, or set [storage] data_root outside the workspace",
                     disp(c->data_root, d, sizeof d), disp(c->workspace, d2, sizeof d2));
     /* SR-2: host configuration never lies beneath a path the sandbox sees. */
     if (c->source_path && path_within(c->source_path, c->workspace))

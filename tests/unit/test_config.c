@@ -460,7 +460,8 @@ static void test_data_root_in_workspace(void **state) {
     snprintf(content, sizeof content, "[storage]\ndata_root = \"%s/state\"\n[profiles.claude]\nimage = \"img\"\n", ws);
     expect_fail_content("dr.toml", content, "claude",
                         "2: storage.data_root: the Storage Root \"@/ws/state\" and the workspace \"@/ws\" overlap; the "
-                        "sandbox could reach Lazaret's own state");
+                        "sandbox could reach Lazaret's own state; run lazaret in a project directory, or set [storage] "
+                        "data_root outside the workspace");
     snprintf(content, sizeof content, "[escalation]\nsocket_dir = \"%s/sub\"\n[profiles.claude]\nimage = \"img\"\n", ws);
     expect_fail_content("sd-ws.toml", content, "claude",
                         "2: escalation.socket_dir: \"@/ws/sub\" and the workspace \"@/ws\" overlap");
