@@ -142,36 +142,15 @@ static bool subid_range(const char *file, const char *user, uid_t uid, unsigned 
 }
 
 static int run_tool(char *const argv[], struct lz_error *err) {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return -errno;
-    struct lz_spawn_opts o = { .path = argv[0], .argv = argv, .stdin_fd = -1, .stdout_fd = p[1],
-                               .stderr_fd = p[1], .setns_pidfd = -1 };
-    struct lz_child c;
-    int r = lz_spawn(&o, &c);
-    close(p[1]);
-    if (r < 0) {
-        close(p[0]);
-        return lz_error_set(err, r, "cannot run %s: %s", argv[0], strerror(-r));
-    }
     char out[512];
-    ssize_t n = lz_read_full(p[0], out, sizeof out - 1);
-    close(p[0]);
-    out[n > 0 ? n : 0] = '\0';
     int st = 0;
-    r = lz_child_wait(&c, 10000, &st);
-    if (r < 0) {
-        lz_child_signal(&c, SIGKILL);
-        lz_child_wait(&c, -1, &st);
-        lz_child_close(&c);
+    int r = lz_spawn_capture(argv, 10000, out, sizeof out, &st);
+    if (r == -ETIMEDOUT)
         return lz_error_set(err, r, "%s did not finish", argv[0]);
-    }
-    if (st != 0) {
-        char *nl = strchr(out, '\n');
-        if (nl)
-            *nl = '\0';
+    if (r < 0)
+        return lz_error_set(err, r, "cannot run %s: %s", argv[0], strerror(-r));
+    if (st != 0)
         return lz_error_set(err, -EPERM, "%s failed (status %d): %s", argv[0], st, out);
-    }
     return 0;
 }
 

@@ -241,3 +241,38 @@ void lz_child_close(struct lz_child *c) {
     lz_closep(&c->barrier_fd);
     lz_closep(&c->status_fd);
 }
+
+int lz_spawn_capture(char *const argv[], int timeout_ms, char *out, size_t cap, int *ret_status) {
+    int p[2];
+    if (cap)
+        out[0] = '\0';
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -errno;
+    struct lz_spawn_opts o = { .path = argv[0], .argv = argv, .stdin_fd = -1, .stdout_fd = p[1],
+                               .stderr_fd = p[1], .setns_pidfd = -1 };
+    struct lz_child c;
+    int r = lz_spawn(&o, &c);
+    close(p[1]);
+    if (r < 0) {
+        close(p[0]);
+        return r;
+    }
+    if (cap) {
+        ssize_t n = lz_read_full(p[0], out, cap - 1);
+        out[n > 0 ? n : 0] = '\0';
+        char *nl = strchr(out, '\n');
+        if (nl)
+            *nl = '\0';
+    }
+    close(p[0]);
+    int st = 0;
+    r = lz_child_wait(&c, timeout_ms, &st);
+    if (r < 0) {
+        lz_child_signal(&c, SIGKILL);
+        lz_child_wait(&c, -1, &st);
+        lz_child_close(&c);
+        return r;
+    }
+    *ret_status = st;
+    return 0;
+}

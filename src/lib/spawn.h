@@ -55,5 +55,13 @@ int lz_child_try_reap(struct lz_child *c, int *ret_status);
 int lz_child_stop(struct lz_child *c, int grace_ms, int *ret_status);
 void lz_child_close(struct lz_child *c);
 
+/* Runs argv[0] (absolute) with stdin /dev/null and stdout+stderr captured,
+ * for short tool runs (newuidmap, `runsc --version`). The first line of
+ * the output (at most cap-1 bytes read) lands in out. Waits at most
+ * timeout_ms after the output closes, then kills. Returns 0 with the exit
+ * status in *ret_status, -ETIMEDOUT when it had to be killed, or the spawn
+ * error. */
+int lz_spawn_capture(char *const argv[], int timeout_ms, char *out, size_t cap, int *ret_status);
+
 /* Helper: status from a siginfo_t of waitid: code or 128+signal. */
 int lz_status_from_siginfo(int code, int status);
