@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the benchmarks as the unprivileged test user against build/.
-# Usage: bench/run.sh [cold_start] (default: all)
+# Usage: bench/run.sh [cold_start|anchor ...] (default: cold_start)
+# LAZARET_BENCH_DEBIAN=builtin:debian-bookworm adds the apt-get part of anchor.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TEST_USER=${LAZARET_TEST_USER:-lztest}
@@ -19,6 +20,10 @@ as_user() {
     fi
 }
 as_user sh "$stage/make-busybox-oci.sh" "$stage/busybox-oci" >/dev/null
-for b in ${1:-cold_start}; do
-    as_user /usr/bin/python3 "$stage/$b.py" --lazaret "$stage/lazaret" --image "oci:$stage/busybox-oci"
+for b in ${@:-cold_start}; do
+    extra=()
+    if [ "$b" = anchor ] && [ -n "${LAZARET_BENCH_DEBIAN:-}" ]; then
+        extra=(--debian-image "$LAZARET_BENCH_DEBIAN")
+    fi
+    as_user /usr/bin/python3 "$stage/$b.py" --lazaret "$stage/lazaret" --image "oci:$stage/busybox-oci" "${extra[@]}"
 done

@@ -20,7 +20,7 @@ static int coordinator(int argc, char **argv) {
     static const struct option opts[] = {
         { "ready-fd", required_argument, NULL, 'r' }, { "workspace", required_argument, NULL, 'w' },
         { "domain", required_argument, NULL, 'd' },   { "fingerprint", required_argument, NULL, 'f' },
-        { "rootfs", required_argument, NULL, 'R' },   { "config", required_argument, NULL, 'c' },
+        { "artifact", required_argument, NULL, 'R' }, { "config", required_argument, NULL, 'c' },
         { "profile", required_argument, NULL, 'p' },  { 0 },
     };
     int c;
@@ -30,13 +30,13 @@ static int coordinator(int argc, char **argv) {
         case 'w': a.workspace = optarg; break;
         case 'd': a.expect_domain = optarg; break;
         case 'f': a.expect_fingerprint = optarg; break;
-        case 'R': a.rootfs = optarg; break;
+        case 'R': a.artifact_id = optarg; break;
         case 'c': a.config_path = optarg; break;
         case 'p': a.profile = optarg; break;
         default: return LZ_EXIT_USAGE;
         }
     }
-    if (!a.workspace || !a.expect_domain || !a.expect_fingerprint || !a.rootfs) {
+    if (!a.workspace || !a.expect_domain || !a.expect_fingerprint || !a.artifact_id) {
         lz_cli_error("__coordinator: missing arguments");
         return LZ_EXIT_USAGE;
     }
@@ -52,6 +52,8 @@ static int supervisor(int argc, char **argv) {
         { "router", required_argument, NULL, 'R' }, { "workspace", required_argument, NULL, 'w' },
         { "view", required_argument, NULL, 'v' },   { "protect", required_argument, NULL, 'P' },
         { "policy-fd", required_argument, NULL, 'F' }, { "policy-digest", required_argument, NULL, 'D' },
+        { "rootfs", required_argument, NULL, 'L' }, { "anchor-root", required_argument, NULL, 'A' },
+        { "anchor-target", required_argument, NULL, 'T' }, { "persist", required_argument, NULL, 'p' },
         { 0 },
     };
     int c;
@@ -68,6 +70,15 @@ static int supervisor(int argc, char **argv) {
         case 'v': a.view = optarg; break;
         case 'F': a.policy_fd = parse_fd(optarg); break;
         case 'D': a.policy_digest = optarg; break;
+        case 'L': a.rootfs = optarg; break;
+        case 'A': a.anchor_root = optarg; break;
+        case 'T': a.anchor_target = optarg; break;
+        case 'p':
+            if (a.n_persist < 256) {
+                a.persist = lz_xrealloc(a.persist, (a.n_persist + 1) * sizeof *a.persist);
+                a.persist[a.n_persist++] = optarg;
+            }
+            break;
         case 'P':
             if (a.n_protect < 64) {
                 a.protect = lz_xrealloc(a.protect, (a.n_protect + 1) * sizeof *a.protect);
@@ -78,7 +89,8 @@ static int supervisor(int argc, char **argv) {
         }
     }
     if (a.ctl_fd < 0 || !a.runsc || !a.state_dir || !a.bundle_dir || !a.container_id || !a.overlay_dir ||
-        !a.router || !a.workspace || !a.view || a.policy_fd < 0 || !a.policy_digest) {
+        !a.router || !a.workspace || !a.view || a.policy_fd < 0 || !a.policy_digest ||
+        (a.n_persist && (!a.rootfs || !a.anchor_root || !a.anchor_target))) {
         lz_cli_error("__supervisor: missing arguments");
         return LZ_EXIT_USAGE;
     }

@@ -80,7 +80,7 @@ int lz_cmd_run(int argc, char **argv) {
         return LZ_EXIT_LAUNCH;
     }
     struct lz_client_opts o = {
-        .cfg = cfg, .config_path = config_path, .profile = profile, .rootfs = prep.rootfs,
+        .cfg = cfg, .config_path = config_path, .profile = profile, .artifact_id = prep.artifact_id,
         .argv = argv + optind, .argc = (size_t)(argc - optind),
     };
     int r = lz_client_session(&o, &err);

@@ -100,8 +100,8 @@ static int start_coordinator(const struct lz_client_opts *o, struct lz_error *er
     argv[n++] = (char *)c->domain_id_hex;
     argv[n++] = (char *)"--fingerprint";
     argv[n++] = (char *)c->fingerprint_hex;
-    argv[n++] = (char *)"--rootfs";
-    argv[n++] = (char *)o->rootfs;
+    argv[n++] = (char *)"--artifact";
+    argv[n++] = (char *)o->artifact_id;
     /* The canonical file the client resolved: the coordinator runs in /. */
     if (c->source_path) {
         argv[n++] = (char *)"--config";

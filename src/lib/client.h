@@ -17,7 +17,7 @@ struct lz_client_opts {
     const struct lz_config *cfg;
     const char *config_path;   /* passed on to the coordinator */
     const char *profile;
-    const char *rootfs;        /* prepared lower */
+    const char *artifact_id;   /* the prepared lower (prepared-artifact ID) */
     char *const *argv;         /* command, or NULL/empty for a login shell */
     size_t argc;
 };

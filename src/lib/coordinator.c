@@ -1,5 +1,9 @@
 /* coordinator.c — see coordinator.h. */
 #include "coordinator.h"
+#include "anchor.h"
+#include "catalog.h"
+#include "recovery.h"
+#include "store.h"
 #include "config.h"
 #include "gitconfig.h"
 #include "netpolicy.h"
@@ -94,7 +98,67 @@ struct hc {
     int next_id;
     bool had_session;
     bool stopping;
+    /* Durable generation (store.h). */
+    struct lz_store *st;
+    int64_t gen;
+    char *rootfs;                  /* <data_root>/prepared/<artifact>/rootfs */
+    char *anchor_root, *anchor_target;
+    char anchor_ident[4096];       /* "" until the anchor is mounted */
+    uint64_t rs_userns;            /* the Domain user namespace of this generation */
+    bool recorded[LZ_ROLE_COUNT];  /* participant rows written for this generation */
+    bool rs_exited_msg;            /* the Supervisor reported the sandbox gone */
 };
+
+/* One participant transition, logged with the model's vocabulary. */
+static int record(struct hc *h, enum lz_role role, enum lz_pstate state, const char *artifact, const char *mount,
+                  const char *evidence, struct lz_error *err) {
+    int r = lz_store_part_set(h->st, h->gen, role, state, artifact, mount, evidence, err);
+    if (r < 0)
+        return lz_error_prefix(err, r, "cannot record %s %s", lz_role_name(role), lz_pstate_name(state));
+    h->recorded[role] = true;
+    logmsg("store: generation %lld %s -> %s", (long long)h->gen, lz_role_name(role), lz_pstate_name(state));
+    return 0;
+}
+
+static int record_proc(struct hc *h, enum lz_role role, const char *slot, const char *phase, const struct lz_child *c,
+                       struct lz_error *err) {
+    struct lz_procid id;
+    int r = lz_procid_from_pidfd(c->pidfd, c->pid, &id);
+    if (r < 0)
+        return lz_error_set(err, r, "cannot read the pidfs identity of the %s: %s", slot, strerror(-r));
+    if ((r = lz_store_proc_set(h->st, h->gen, role, slot, phase, &id, err)) < 0)
+        return r;
+    char t[160];
+    lz_procid_format(&id, t, sizeof t);
+    logmsg("store: generation %lld %s process %s %s (%s)", (long long)h->gen, lz_role_name(role), slot, phase, t);
+    return 0;
+}
+
+/* Next message from the Supervisor, at most timeout_ms. Returns its length,
+ * 0 when the Supervisor is gone, -ETIMEDOUT. */
+static ssize_t rs_recv(struct hc *h, int timeout_ms, char *b, size_t len) {
+    long deadline = lz_now_ms() + timeout_ms;
+    for (;;) {
+        if (h->rs_ctl < 0)
+            return 0;
+        long left = deadline - lz_now_ms();
+        if (left <= 0)
+            return -ETIMEDOUT;
+        struct pollfd p = { .fd = h->rs_ctl, .events = POLLIN };
+        int pr = poll(&p, 1, (int)left);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0)
+            continue;
+        ssize_t n = recv(h->rs_ctl, b, len - 1, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (n <= 0)
+            return 0;
+        b[n] = '\0';
+        return n;
+    }
+}
 
 static void ready_reply(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void ready_reply(int fd, const char *fmt, ...) {
@@ -258,12 +322,19 @@ static int start_slirp(struct hc *h, struct lz_error *err) {
                      (char *)"--enable-seccomp", ready, pid, (char *)LZ_NET_TAP, NULL };
     int keep[] = { rp[1] };
     struct lz_spawn_opts o = { .path = path, .argv = argv, .stdin_fd = -1, .stdout_fd = 2, .stderr_fd = 2,
-                               .keep_fds = keep, .n_keep_fds = 1, .setns_pidfd = -1, .pdeathsig = SIGTERM };
+                               .keep_fds = keep, .n_keep_fds = 1, .setns_pidfd = -1, .pdeathsig = SIGTERM,
+                               .barrier = true };
     int r = lz_spawn(&o, &h->slirp);
     close(rp[1]);
     if (r < 0) {
         close(rp[0]);
         return lz_error_set(err, r, "cannot start slirp4netns: %s", strerror(-r));
+    }
+    /* Staged ownership before the helper may proceed. */
+    if ((r = record_proc(h, LZ_ROLE_HELPER, "slirp4netns", "staged", &h->slirp, err)) < 0 ||
+        (r = lz_child_release(&h->slirp)) < 0) {
+        close(rp[0]);
+        return r < 0 && !err->msg[0] ? lz_error_set(err, r, "slirp4netns failed to start: %s", strerror(-r)) : r;
     }
     char b[8] = "";
     struct pollfd p = { .fd = rp[0], .events = POLLIN };
@@ -272,7 +343,7 @@ static int start_slirp(struct hc *h, struct lz_error *err) {
     if (n < 1 || b[0] != '1')
         return lz_error_set(err, -EIO, "the connectivity helper (slirp4netns) did not become ready; "
                                        "is /dev/net/tun usable? (lazaret doctor)");
-    return 0;
+    return record_proc(h, LZ_ROLE_HELPER, "slirp4netns", "committed", &h->slirp, err);
 }
 
 /* Network readiness fingerprint: SHA-256 over Domain ID, generation,
@@ -284,7 +355,9 @@ static void readiness_fingerprint(struct hc *h, unsigned long netns_ino) {
     static const char ctx[] = "lazaret-network-readiness-v1";
     crypto_hash_sha256_update(&st, (const uint8_t *)ctx, sizeof ctx - 1);
     crypto_hash_sha256_update(&st, h->cfg->domain_id, 32);
-    uint8_t gen[8] = { 0, 0, 0, 0, 0, 0, 0, 1 }; /* generations are durable in a later step */
+    uint8_t gen[8];
+    for (int i = 0; i < 8; i++)
+        gen[i] = (uint8_t)((uint64_t)h->gen >> (56 - 8 * i));
     crypto_hash_sha256_update(&st, gen, 8);
     crypto_hash_sha256_update(&st, h->cfg->fingerprint, 32);
     crypto_hash_sha256_update(&st, h->sidecar_id, 16);
@@ -333,13 +406,19 @@ static int write_bundle(struct hc *h, struct lz_error *err) {
     }
     char netns[64];
     snprintf(netns, sizeof netns, "/proc/%d/ns/net", (int)h->rs.pid);
+    struct lz_oci_bind *anchors = lz_xcalloc(c->profile.n_persistent_dirs + 1, sizeof *anchors);
+    for (size_t i = 0; i < c->profile.n_persistent_dirs; i++)
+        anchors[i] = (struct lz_oci_bind){ lz_xasprintf("%s%s", h->anchor_target, c->profile.persistent_dirs[i]),
+                                           lz_xstrdup(c->profile.persistent_dirs[i]), false };
     struct lz_sandbox_spec spec = {
-        .rootfs = h->a->rootfs, .workspace = c->workspace, .view = h->view, .init_path = init,
+        .rootfs = h->rootfs, .workspace = c->workspace, .view = h->view, .init_path = init,
         .hostname = "lazaret", .netns_path = netns, .binds = binds, .n_binds = nb,
+        .anchors = anchors, .n_anchors = c->profile.n_persistent_dirs,
     };
     _cleanup_free_ char *json = NULL;
     r = lz_oci_sandbox_config(&spec, &json, err);
     lz_oci_binds_free(binds, nb);
+    lz_oci_binds_free(anchors, c->profile.n_persistent_dirs);
     if (r < 0)
         return r;
     _cleanup_close_ int bfd = open(h->bundle_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -368,6 +447,7 @@ static int start_generation(struct hc *h, struct lz_error *err) {
     h->bundle_dir = lz_xasprintf("%s/bundle", h->gen_dir);
     h->overlay_dir = lz_xasprintf("%s/overlay", c->domain_dir);
     h->view = lz_xasprintf("%s/workspace", h->gen_dir);
+    h->anchor_target = lz_xasprintf("%s/anchor", h->gen_dir);
     if ((r = lz_mkdir_p(h->state_dir, 0700)) < 0 || (r = lz_mkdir_p(h->bundle_dir, 0700)) < 0 ||
         (r = lz_mkdir_p(h->overlay_dir, 0700)) < 0 || (r = lz_mkdir_p(h->view, 0700)) < 0)
         return lz_error_set(err, r, "cannot create runtime directories under %s: %s", h->gen_dir,
@@ -380,7 +460,7 @@ static int start_generation(struct hc *h, struct lz_error *err) {
         return r;
     if ((r = lz_libexec_path("lazaret-router", &h->router, err)) < 0)
         return r;
-    if (find_shell(h->a->rootfs, &h->shell) < 0)
+    if (find_shell(h->rootfs, &h->shell) < 0)
         h->shell = lz_xstrdup("/bin/sh");
 
     /* The generation's network policy, derived from trusted configuration
@@ -406,6 +486,17 @@ static int start_generation(struct hc *h, struct lz_error *err) {
     char pfdstr[16];
     snprintf(pfdstr, sizeof pfdstr, "%d", pfd);
 
+    /* The prepared lower: intent, the exact catalog lease, lease held. */
+    if ((r = record(h, LZ_ROLE_PREPARED_LOWER, LZ_P_INTENT, h->a->artifact_id, NULL, NULL, err)) < 0)
+        return r;
+    lz_crash_point("lower-intent");
+    if ((r = lz_catalog_lease_acquire(c->data_root, h->a->artifact_id, c->domain_id_hex, h->gen, err)) < 0)
+        return r;
+    lz_crash_point("lease-inserted");
+    if ((r = record(h, LZ_ROLE_PREPARED_LOWER, LZ_P_LEASE_HELD, NULL, NULL, NULL, err)) < 0)
+        return r;
+    lz_crash_point("lease-held");
+
     /* The Runtime Supervisor, in new user + network + mount namespaces. */
     int sp[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
@@ -426,7 +517,7 @@ static int start_generation(struct hc *h, struct lz_error *err) {
         close(sp[1]);
         return r;
     }
-    char *argv[32 + 2 * 64];
+    char *argv[40 + 2 * 64 + 2 * 256];
     size_t na = 0;
     char *fixed[] = { self, (char *)"__supervisor", (char *)"--ctl-fd", fdstr,
                       (char *)"--runsc", h->runsc, (char *)"--state", h->state_dir,
@@ -441,7 +532,22 @@ static int start_generation(struct hc *h, struct lz_error *err) {
         argv[na++] = (char *)"--protect";
         argv[na++] = protect[i];
     }
+    if (c->profile.n_persistent_dirs) {
+        char *anc[] = { (char *)"--rootfs", h->rootfs, (char *)"--anchor-root", h->anchor_root,
+                        (char *)"--anchor-target", h->anchor_target };
+        for (size_t i = 0; i < LZ_ARRAY_SIZE(anc); i++)
+            argv[na++] = anc[i];
+        for (size_t i = 0; i < c->profile.n_persistent_dirs && i < 256; i++) {
+            argv[na++] = (char *)"--persist";
+            argv[na++] = c->profile.persistent_dirs[i];
+        }
+    }
     argv[na] = NULL;
+    if ((r = record(h, LZ_ROLE_SANDBOX, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0) {
+        close(sp[1]);
+        lz_strv_free(protect, n_protect);
+        return r;
+    }
     int keep[] = { sp[1], pfd };
     struct lz_spawn_opts o = {
         .path = self, .argv = argv, .stdin_fd = -1, .stdout_fd = 2, .stderr_fd = 2,
@@ -458,6 +564,32 @@ static int start_generation(struct hc *h, struct lz_error *err) {
                                 ? " (unprivileged user namespaces disabled? run `lazaret doctor`)"
                                 : "");
     logmsg("Runtime Supervisor started (pid %d), writing ID maps", (int)h->rs.pid);
+    /* Staged ownership, with the namespaces it made, before it may run. */
+    {
+        char ev[160];
+        unsigned long long ino[3] = { 0, 0, 0 };
+        static const char *const nsn[3] = { "user", "mnt", "net" };
+        for (int i = 0; i < 3; i++) {
+            char p[64];
+            struct stat sb;
+            snprintf(p, sizeof p, "/proc/%d/ns/%s", (int)h->rs.pid, nsn[i]);
+            if (stat(p, &sb) == 0)
+                ino[i] = (unsigned long long)sb.st_ino;
+        }
+        /* The pidfd still names that process: the inodes are its own. */
+        struct pollfd pp = { .fd = h->rs.pidfd, .events = POLLIN };
+        if (poll(&pp, 1, 0) != 0 || !ino[0]) {
+            lz_child_signal(&h->rs, SIGKILL);
+            return lz_error_set(err, -ESRCH, "the Runtime Supervisor died before it was recorded");
+        }
+        h->rs_userns = ino[0];
+        snprintf(ev, sizeof ev, "userns=%llu mntns=%llu netns=%llu", ino[0], ino[1], ino[2]);
+        if ((r = record(h, LZ_ROLE_SANDBOX, LZ_P_INTENT, NULL, NULL, ev, err)) < 0 ||
+            (r = record_proc(h, LZ_ROLE_SANDBOX, "supervisor", "staged", &h->rs, err)) < 0) {
+            lz_child_signal(&h->rs, SIGKILL);
+            return r;
+        }
+    }
     if ((r = write_id_maps(h->rs.pid, err)) < 0) {
         lz_child_signal(&h->rs, SIGKILL);
         int st;
@@ -467,11 +599,40 @@ static int start_generation(struct hc *h, struct lz_error *err) {
     if ((r = lz_child_release(&h->rs)) < 0)
         return lz_error_set(err, r, "the Runtime Supervisor failed to start: %s", strerror(-r));
 
+    /* The State Anchor: intent, the mount (by the Supervisor), prepared
+     * with its mount identity. */
+    if (c->profile.n_persistent_dirs) {
+        if ((r = record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_INTENT, h->a->artifact_id, NULL, NULL, err)) < 0)
+            return r;
+        lz_crash_point("anchor-intent");
+        (void)send(h->rs_ctl, "anchor", 6, MSG_NOSIGNAL);
+        char b[4200];
+        ssize_t n = rs_recv(h, 30000, b, sizeof b);
+        if (n <= 0)
+            return lz_error_set(err, -EIO, "the Runtime Supervisor did not mount the State Anchor");
+        if (!strncmp(b, "fail ", 5))
+            return lz_error_set(err, -EIO, "cannot mount the State Anchor: %s", b + 5);
+        if (strncmp(b, "anchored ", 9))
+            return lz_error_set(err, -EPROTO, "unexpected message from the Runtime Supervisor: %.64s", b);
+        snprintf(h->anchor_ident, sizeof h->anchor_ident, "%s", b + 9);
+        lz_crash_point("anchor-mounted");
+        if ((r = record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_PREPARED, NULL, h->anchor_ident, NULL, err)) < 0)
+            return r;
+        logmsg("State Anchor mounted: %s", h->anchor_ident);
+        lz_crash_point("anchor-prepared");
+    }
+    if ((r = record(h, LZ_ROLE_GIT_ROUTING, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
+        (r = record(h, LZ_ROLE_NETWORK, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
+        (r = record(h, LZ_ROLE_HELPER, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0)
+        return r;
+
     /* The connectivity helper, in our (host) network namespace, attached to
      * the enforcement namespace; ownership recorded before readiness. */
     if ((r = start_slirp(h, err)) < 0)
         return r;
     logmsg("connectivity helper slirp4netns started (pid %d)", (int)h->slirp.pid);
+    if ((r = record(h, LZ_ROLE_HELPER, LZ_P_COMMITTED, NULL, NULL, NULL, err)) < 0)
+        return r;
 
     if ((r = write_bundle(h, err)) < 0)
         return r;
@@ -500,6 +661,14 @@ static int start_generation(struct hc *h, struct lz_error *err) {
             sscanf(b, "ready %lu", &netns_ino);
             readiness_fingerprint(h, netns_ino);
             logmsg("sandbox ready: %s", b);
+            char rhex[65], ev[256];
+            lz_hex(h->readiness, 32, rhex);
+            snprintf(ev, sizeof ev, "readiness=%s policy=%s", rhex, pdigest);
+            if ((r = record(h, LZ_ROLE_NETWORK, LZ_P_COMMITTED, NULL, NULL, ev, err)) < 0 ||
+                (r = record(h, LZ_ROLE_GIT_ROUTING, LZ_P_PREPARED, NULL, NULL, NULL, err)) < 0 ||
+                (r = record_proc(h, LZ_ROLE_SANDBOX, "supervisor", "committed", &h->rs, err)) < 0 ||
+                (r = record(h, LZ_ROLE_SANDBOX, LZ_P_COMMITTED, NULL, NULL, NULL, err)) < 0)
+                return r;
             return 0;
         }
         if (!strncmp(b, "fail ", 5))
@@ -507,11 +676,77 @@ static int start_generation(struct hc *h, struct lz_error *err) {
     }
 }
 
+/* Waits (bounded) for the Supervisor to report `what` ("exited",
+ * "unmounted"); true when it did. Other reports are logged. */
+static bool rs_await(struct hc *h, const char *what, int timeout_ms, char *b, size_t len) {
+    long deadline = lz_now_ms() + timeout_ms;
+    for (;;) {
+        long left = deadline - lz_now_ms();
+        ssize_t n = rs_recv(h, left > 0 ? (int)left : 0, b, len);
+        if (n <= 0) {
+            if (n == 0)
+                lz_closep(&h->rs_ctl);
+            return false;
+        }
+        if (!strncmp(b, what, strlen(what)))
+            return true;
+        if (!strncmp(b, "unmount-failed ", 15)) {
+            logmsg("the Supervisor could not unmount the State Anchor: %s", b + 15);
+            return false;
+        }
+        logmsg("Supervisor: %s", b);
+    }
+}
+
+/* The release order of the model: publication, sandbox (and the Git router
+ * with it), the connectivity helper and network, the State Anchor (exact
+ * unmount, then independent absence proof), the prepared-lower lease. Each
+ * step records its release intent first and clean only once the resource is
+ * proven gone; a step that cannot prove it leaves the generation "failed"
+ * for the next coordinator's recovery. */
 static void stop_generation(struct hc *h) {
+    struct lz_error err = { 0 };
+    bool rec = h->st && h->gen > 0;
+    bool proven = true;
+    char b[512];
+    if (rec)
+        lz_store_gen_set_state(h->st, h->gen, "stopping", NULL);
+    if (rec && h->recorded[LZ_ROLE_PUBLICATION]) {
+        record(h, LZ_ROLE_PUBLICATION, LZ_P_RELEASE_INTENT, NULL, NULL, NULL, &err);
+        if (h->sock_path)
+            unlink(h->sock_path);
+        record(h, LZ_ROLE_PUBLICATION, LZ_P_CLEAN, NULL, NULL, NULL, &err);
+    }
     if (h->rs.pidfd >= 0) {
+        if (rec)
+            record(h, LZ_ROLE_SANDBOX, LZ_P_RELEASE_INTENT, NULL, NULL, NULL, &err);
         (void)send(h->rs_ctl, "stop", 4, MSG_NOSIGNAL);
-        int st;
         /* The supervisor gives runsc 5 s + kill + delete (10 s). */
+        if (!h->rs_exited_msg && h->rs_ctl >= 0 && !rs_await(h, "exited", 30000, b, sizeof b))
+            logmsg("the Supervisor did not report the sandbox stopped");
+    }
+    if (h->slirp.pidfd >= 0) {
+        int st;
+        if (rec)
+            record(h, LZ_ROLE_HELPER, LZ_P_RELEASE_INTENT, NULL, NULL, NULL, &err);
+        lz_child_stop(&h->slirp, 3000, &st);
+        if (rec)
+            record(h, LZ_ROLE_HELPER, LZ_P_CLEAN, NULL, NULL, NULL, &err);
+    } else if (rec && h->recorded[LZ_ROLE_HELPER]) {
+        record(h, LZ_ROLE_HELPER, LZ_P_CLEAN, NULL, NULL, NULL, &err);
+    }
+    if (h->anchor_ident[0] && rec) {
+        record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_RELEASE_INTENT, NULL, NULL, NULL, &err);
+        lz_crash_point("anchor-release-intent");
+        (void)send(h->rs_ctl, "unmount", 7, MSG_NOSIGNAL);
+        if (h->rs_ctl < 0 || !rs_await(h, "unmounted", 30000, b, sizeof b)) {
+            logmsg("the State Anchor unmount was not confirmed by the Supervisor");
+            proven = false;
+        }
+        lz_crash_point("anchor-unmounted");
+    }
+    if (h->rs.pidfd >= 0) {
+        int st;
         if (lz_child_wait(&h->rs, 30000, &st) == -ETIMEDOUT) {
             logmsg("Runtime Supervisor did not stop in time; killing it");
             lz_child_signal(&h->rs, SIGKILL);
@@ -520,11 +755,50 @@ static void stop_generation(struct hc *h) {
         logmsg("Runtime Supervisor exited with status %d", st);
     }
     lz_closep(&h->rs_ctl);
-    if (h->slirp.pidfd >= 0) {
-        int st;
-        lz_child_stop(&h->slirp, 3000, &st);
-    }
     lz_netpolicy_clear(&h->policy);
+    /* Independent absence proof: nothing left in the Domain user namespace
+     * (runsc, gofer, sandbox, router, exec clients: all gone), so no mount
+     * namespace holding the anchor is left either. */
+    if (h->rs_userns && lz_ns_wait_unused("user", h->rs_userns, 10000) < 0) {
+        logmsg("processes are still running in the Domain user namespace; the State Anchor is not released");
+        proven = false;
+    }
+    if (rec && proven) {
+        if (h->recorded[LZ_ROLE_SANDBOX])
+            record(h, LZ_ROLE_SANDBOX, LZ_P_CLEAN, NULL, NULL, NULL, &err);
+        if (h->recorded[LZ_ROLE_NETWORK])
+            record(h, LZ_ROLE_NETWORK, LZ_P_CLEAN, NULL, NULL, NULL, &err);
+        if (h->recorded[LZ_ROLE_GIT_ROUTING])
+            record(h, LZ_ROLE_GIT_ROUTING, LZ_P_CLEAN, NULL, NULL, NULL, &err);
+        bool ok = true;
+        if (h->recorded[LZ_ROLE_STATE_ANCHOR] || h->recorded[LZ_ROLE_PREPARED_LOWER]) {
+            ok = lz_store_begin(h->st, &err) == 0;
+            if (ok && h->recorded[LZ_ROLE_STATE_ANCHOR])
+                ok = record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_CLEAN, NULL, NULL, NULL, &err) == 0;
+            if (ok && h->recorded[LZ_ROLE_PREPARED_LOWER])
+                ok = record(h, LZ_ROLE_PREPARED_LOWER, LZ_P_RELEASE_INTENT, NULL, NULL, NULL, &err) == 0;
+            if (ok)
+                ok = lz_store_commit(h->st, &err) == 0;
+            else
+                lz_store_rollback(h->st);
+        }
+        lz_crash_point("lower-release-intent");
+        if (ok && h->recorded[LZ_ROLE_PREPARED_LOWER]) {
+            int r = lz_catalog_lease_release(h->cfg->data_root, h->a->artifact_id, h->cfg->domain_id_hex, h->gen,
+                                             &err);
+            ok = r >= 0;
+            lz_crash_point("lease-removed");
+            if (ok)
+                ok = record(h, LZ_ROLE_PREPARED_LOWER, LZ_P_CLEAN, NULL, NULL, NULL, &err) == 0;
+        }
+        if (ok)
+            ok = lz_store_gen_set_state(h->st, h->gen, "clean", &err) == 0;
+        if (!ok)
+            logmsg("release of generation %lld incomplete: %s", (long long)h->gen, err.msg);
+    } else if (rec) {
+        lz_store_gen_set_state(h->st, h->gen, "failed", NULL);
+        logmsg("generation %lld left for recovery by the next start", (long long)h->gen);
+    }
     if (h->gen_dir) {
         _cleanup_close_ int rtfd = open(h->rt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         char name[16];
@@ -1032,6 +1306,11 @@ static int take_domain_lock(const char *domain_dir, struct lz_error *err) {
                         FLOCK_TIMEOUT_S);
 }
 
+static void recovery_log(void *ud, const char *msg) {
+    (void)ud;
+    logmsg("%s", msg);
+}
+
 int lz_coordinator_main(const struct lz_coordinator_args *a) {
     struct lz_error err = { 0 };
     struct hc h = { .a = a, .rs = LZ_CHILD_NULL, .slirp = LZ_CHILD_NULL, .rs_ctl = -EBADF, .listen_fd = -EBADF, .sfd = -EBADF };
@@ -1069,6 +1348,36 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
     /* Nobody can be connected to a socket whose coordinator we replaced. */
     unlink(h.sock_path);
 
+    /* The Domain Store: identity checked (SR-11), interrupted generations
+     * recovered, then this generation recorded. */
+    if (strlen(a->artifact_id) != 64 || strspn(a->artifact_id, "0123456789abcdef") != 64) {
+        ready_reply(ready_fd, "error invalid prepared-artifact ID");
+        lz_config_free(h.cfg);
+        return 1;
+    }
+    h.rootfs = lz_xasprintf("%s/prepared/%s/rootfs", h.cfg->data_root, a->artifact_id);
+    struct lz_store_identity sid = { .domain_id = h.cfg->domain_id_hex, .profile = h.cfg->profile.name,
+                                     .workspace = h.cfg->workspace };
+    struct lz_procid self_id;
+    int64_t anchor_gen = 1;
+    _cleanup_free_ char *ag = NULL;
+    if ((r = lz_store_open(h.cfg->domain_dir, &sid, true, &h.st, &err)) < 0 ||
+        (r = lz_domain_recover(h.st, h.cfg->data_root, h.cfg->domain_id_hex, recovery_log, NULL, &err)) < 0 ||
+        (r = lz_procid_self(&self_id)) < 0 ||
+        (r = lz_store_gen_begin(h.st, h.cfg->fingerprint_hex, &self_id, &h.gen, &err)) < 0) {
+        if (r < 0 && !err.msg[0])
+            lz_error_set(&err, r, "cannot read this coordinator's identity: %s", strerror(-r));
+        logmsg("start refused: %s", err.msg);
+        ready_reply(ready_fd, "error %s", err.msg);
+        lz_store_close(h.st);
+        lz_config_free(h.cfg);
+        return 1;
+    }
+    if (lz_store_meta_get(h.st, "anchor_gen", &ag, NULL) == 0)
+        anchor_gen = strtoll(ag, NULL, 10);
+    h.anchor_root = lz_xasprintf("%s/anchor-%lld", h.cfg->domain_dir, (long long)anchor_gen);
+    logmsg("generation %lld (State Anchor %s)", (long long)h.gen, h.anchor_root);
+
     static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE, 0 };
     h.sfd = lz_signalfd_block(sigs);
 
@@ -1079,13 +1388,19 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
         lz_config_free(h.cfg);
         return 1;
     }
-    h.listen_fd = listen_socket(h.sock_path, &err);
+    if (record(&h, LZ_ROLE_PUBLICATION, LZ_P_INTENT, NULL, NULL, NULL, &err) == 0)
+        h.listen_fd = listen_socket(h.sock_path, &err);
+    if (h.listen_fd >= 0 &&
+        (record(&h, LZ_ROLE_PUBLICATION, LZ_P_COMMITTED, NULL, NULL, h.sock_path, &err) < 0 ||
+         lz_store_gen_set_state(h.st, h.gen, "running", &err) < 0))
+        lz_closep(&h.listen_fd);
     if (h.listen_fd < 0) {
         ready_reply(ready_fd, "error %s", err.msg);
         stop_generation(&h);
         lz_config_free(h.cfg);
         return 1;
     }
+    lz_crash_point("running");
     ready_reply(ready_fd, "ok");
     lz_closep(&ready_fd);
 
@@ -1096,7 +1411,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
         size_t np = 0;
         p[np] = (struct pollfd){ .fd = h.listen_fd, .events = POLLIN };
         map[np++].s = NULL;
-        p[np] = (struct pollfd){ .fd = h.rs_ctl, .events = POLLIN };
+        p[np] = (struct pollfd){ .fd = h.rs_exited_msg ? -1 : h.rs_ctl, .events = POLLIN };
         map[np++].s = NULL;
         p[np] = (struct pollfd){ .fd = h.sfd, .events = POLLIN };
         map[np++].s = NULL;
@@ -1147,8 +1462,10 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
             char b[256];
             ssize_t n = recv(h.rs_ctl, b, sizeof b - 1, MSG_DONTWAIT);
             if (n <= 0 || !strncmp(b, "exited", 6)) {
-                if (n > 0)
+                if (n > 0) {
                     b[n] = '\0';
+                    h.rs_exited_msg = true;
+                }
                 logmsg("the sandbox ended (%s); closing all sessions", n > 0 ? b : "supervisor gone");
                 h.stopping = true;
                 for (int i = 0; i < MAX_SESSIONS; i++)
@@ -1156,7 +1473,8 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
                         static const char msg[] = "the sandbox stopped unexpectedly";
                         session_send(h.s[i], LZ_MSG_NOTICE, 0, msg, sizeof msg - 1);
                     }
-                lz_closep(&h.rs_ctl);
+                if (n <= 0)
+                    lz_closep(&h.rs_ctl);
             }
         }
         if (p[2].revents & POLLIN) {
@@ -1216,8 +1534,9 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
         }
         int live = live_sessions(&h);
         bool idle_timeout = !h.had_session && live == 0 && lz_now_ms() >= idle_deadline;
-        if ((h.had_session && live == 0) || idle_timeout || (h.stopping && live == 0) || h.rs_ctl < 0) {
-            if (live == 0 || h.rs_ctl < 0)
+        bool rs_gone = h.rs_ctl < 0 || h.rs_exited_msg;
+        if ((h.had_session && live == 0) || idle_timeout || (h.stopping && live == 0) || rs_gone) {
+            if (live == 0 || rs_gone)
                 break;
         }
     }
@@ -1229,6 +1548,10 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
             session_free(&h, h.s[i]);
     stop_generation(&h);
     logmsg("Domain stopped");
+    lz_store_close(h.st);
+    free(h.rootfs);
+    free(h.anchor_root);
+    free(h.anchor_target);
     free(h.rt);
     free(h.gen_dir);
     free(h.state_dir);

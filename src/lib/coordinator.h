@@ -26,7 +26,7 @@ struct lz_coordinator_args {
     const char *workspace;
     const char *expect_domain; /* hex */
     const char *expect_fingerprint; /* hex */
-    const char *rootfs;        /* prepared lower */
+    const char *artifact_id;   /* prepared lower: <data_root>/prepared/<id>/rootfs */
     int ready_fd;
 };
 

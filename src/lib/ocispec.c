@@ -138,6 +138,8 @@ int lz_oci_sandbox_config(const struct lz_sandbox_spec *s, char **ret_json, stru
     static const char *const hide_o[] = { "nosuid", "nodev", "noexec", "mode=755", NULL };
     static const char *const rw_o[] = { "rbind", "rw", NULL };
     static const char *const ro_o[] = { "rbind", "ro", NULL };
+    for (size_t i = 0; i < s->n_anchors; i++)
+        json_array_append_new(mounts, mount_json(s->anchors[i].destination, "bind", s->anchors[i].source, rw_o));
     json_array_append_new(mounts, mount_json("/proc", "proc", "proc", proc_o));
     json_array_append_new(mounts, mount_json("/tmp", "tmpfs", "tmpfs", tmp_o));
     json_array_append_new(mounts, mount_json("/run", "tmpfs", "tmpfs", run_o));

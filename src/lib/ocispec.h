@@ -31,6 +31,9 @@ struct lz_sandbox_spec {
     const char *init_path;     /* host path of lazaret-init */
     const char *hostname;
     const char *netns_path;    /* NULL: runsc's own empty network namespace */
+    const struct lz_oci_bind *anchors; /* State Anchor layers: mounted first, so that the
+                                         * network files and volumes land on top of them */
+    size_t n_anchors;
     const struct lz_oci_bind *binds;  /* volumes, terminfo, ... */
     size_t n_binds;
 };

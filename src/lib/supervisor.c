@@ -1,5 +1,6 @@
 /* supervisor.c — see supervisor.h. */
 #include "supervisor.h"
+#include "anchor.h"
 #include "netpolicy.h"
 #include "spawn.h"
 
@@ -317,9 +318,39 @@ static int setup_network(const struct lz_supervisor_args *a, char *msg, size_t m
     return 0;
 }
 
+/* Waits (bounded) for one command from the coordinator. 0 when it came,
+ * -EPIPE when the coordinator went away, -ETIMEDOUT, -EPROTO for another
+ * command (its text in got). */
+static int wait_command(int ctl, const char *want, int timeout_ms, char *got, size_t gotlen) {
+    long deadline = lz_now_ms() + timeout_ms;
+    for (;;) {
+        long left = deadline - lz_now_ms();
+        if (left <= 0)
+            return -ETIMEDOUT;
+        struct pollfd p = { .fd = ctl, .events = POLLIN };
+        int pr = poll(&p, 1, (int)left);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0)
+            continue;
+        ssize_t n = recv(ctl, got, gotlen - 1, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (n <= 0)
+            return -EPIPE;
+        got[n] = '\0';
+        if (!strcmp(got, want))
+            return 0;
+        if (strcmp(want, "unmount") == 0 && !strcmp(got, "stop"))
+            continue; /* already stopped */
+        return -EPROTO;
+    }
+}
+
+static int run_sandbox(const struct lz_supervisor_args *a);
+
 int lz_supervisor_main(const struct lz_supervisor_args *a) {
     int ctl = a->ctl_fd;
-    struct lz_child router = LZ_CHILD_NULL;
     if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
         ctl_send(ctl, "fail cannot become a child subreaper: %s", strerror(errno));
         return 1;
@@ -329,6 +360,47 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
         ctl_send(ctl, "fail cannot make mounts private: %s", strerror(errno));
         return 1;
     }
+    if (a->n_persist == 0)
+        return run_sandbox(a);
+
+    /* The State Anchor, after the coordinator committed its intent. */
+    char got[256];
+    int r = wait_command(ctl, "anchor", 30000, got, sizeof got);
+    if (r < 0) {
+        ctl_send(ctl, "fail the coordinator did not ask for the State Anchor");
+        return 1;
+    }
+    struct lz_anchor_dir *ad = NULL;
+    lz_anchor_layout(a->anchor_root, a->anchor_target, a->persist, a->n_persist, &ad);
+    char ident[4096];
+    struct lz_error err = { 0 };
+    if ((r = lz_anchor_mount(a->rootfs, a->anchor_root, ad, a->n_persist, ident, sizeof ident, &err)) < 0) {
+        ctl_send(ctl, "fail %s", err.msg);
+        lz_anchor_layout_free(ad, a->n_persist);
+        return 1;
+    }
+    ctl_send(ctl, "anchored %s", ident);
+    int code = run_sandbox(a);
+    if (code != 0)
+        ctl_send(ctl, "exited %d", code); /* after a "fail": nothing runs any more */
+    /* The sandbox is gone. Unmount when the coordinator says so (it records
+     * the release intent first), or at once when it is gone (lease loss). */
+    r = wait_command(ctl, "unmount", 30000, got, sizeof got);
+    if (r == -EPROTO)
+        fprintf(stderr, "rs[%d]: unexpected command \"%s\"; unmounting the State Anchor\n", (int)getpid(), got);
+    if ((r = lz_anchor_unmount(ad, a->n_persist, ident, &err)) < 0) {
+        ctl_send(ctl, "unmount-failed %s", err.msg);
+        code = 1;
+    } else {
+        ctl_send(ctl, "unmounted");
+    }
+    lz_anchor_layout_free(ad, a->n_persist);
+    return code;
+}
+
+static int run_sandbox(const struct lz_supervisor_args *a) {
+    int ctl = a->ctl_fd;
+    struct lz_child router = LZ_CHILD_NULL;
     int r = loopback_up();
     if (r < 0) {
         ctl_send(ctl, "fail cannot bring up loopback: %s", strerror(-r));
@@ -399,7 +471,7 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
                 ctl_send(ctl, "fail the sandbox did not start within %d s (runsc: %s)",
                          a->start_timeout_ms / 1000, tail_last_line(&t));
                 stop_sandbox(a, &runsc);
-                stop_router(a, &router);
+            stop_router(a, &router);
                 return 1;
             }
             timeout = (int)left;
@@ -460,7 +532,7 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
         }
         if (stopping) {
             stop_sandbox(a, &runsc);
-                stop_router(a, &router);
+            stop_router(a, &router);
             ctl_send(ctl, "exited 0");
             break;
         }
@@ -473,7 +545,7 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
                 else
                     ctl_send(ctl, "exited %d", st);
                 stop_sandbox(a, &runsc);
-                stop_router(a, &router);
+            stop_router(a, &router);
                 exit_code = ready ? 0 : 1;
                 break;
             }

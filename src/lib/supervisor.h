@@ -10,9 +10,16 @@
  * Control channel: an inherited SOCK_SEQPACKET socket (fd LZ_RS_CTL_FD).
  * RS -> HC messages are text: "ready <netns-ino> <userns-ino> <mntns-ino>
  * routes=N deny=D allow=A addr=..." (what it read back from the namespace),
- * "fail <message>", "exited <status>". HC -> RS: "net" (the connectivity
- * helper is attached: install the policy), "stop". End of file on the
- * channel (the coordinator died) stops the sandbox too.
+ * "fail <message>", "exited <status>", "anchored <mount identity>",
+ * "unmounted", "unmount-failed <message>". HC -> RS, in this order:
+ * "anchor" (mount the State Anchor, anchor.h; the coordinator committed its
+ * intent), "net" (the connectivity helper is attached: install the policy,
+ * start the router and the sandbox), "stop", "unmount" (after the sandbox
+ * and the helper are stopped and the anchor's release intent is committed).
+ * End of file on the channel (the coordinator died: lease loss) stops the
+ * sandbox and unmounts the anchor without waiting for "unmount"; only a
+ * coordinator holding the Domain lock ever releases the prepared-lower
+ * lease.
  *
  * Before runsc starts, the RS mounts the workspace view: lazaret-router
  * (FUSE, the Git policy) serving the workspace at `view`, which the OCI
@@ -39,6 +46,11 @@ struct lz_supervisor_args {
     int policy_fd;             /* sealed memfd: canonical network policy bytes */
     const char *policy_digest; /* hex SHA-256 the bytes must have */
     size_t n_protect;
+    const char *rootfs;        /* prepared lower (State Anchor lower) */
+    const char *anchor_root;   /* <domain_dir>/anchor-<N> */
+    const char *anchor_target; /* <gen_dir>/anchor */
+    char **persist;            /* persistent dirs (sandbox paths) */
+    size_t n_persist;
     int start_timeout_ms;
 };
 

@@ -1,0 +1,169 @@
+/* recovery.c — see recovery.h. */
+#include "recovery.h"
+#include "anchor.h"
+#include "catalog.h"
+
+#include <inttypes.h>
+
+#define KILL_WAIT_MS 10000
+#define NS_WAIT_MS 10000
+
+static void logf_(lz_recovery_log_fn log, void *ud, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void logf_(lz_recovery_log_fn log, void *ud, const char *fmt, ...) {
+    if (!log)
+        return;
+    char b[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    log(ud, b);
+}
+
+uint64_t lz_evidence_u64(const char *evidence, const char *key) {
+    if (!evidence)
+        return 0;
+    size_t kl = strlen(key);
+    for (const char *s = evidence; *s;) {
+        if (!strncmp(s, key, kl) && s[kl] == '=')
+            return strtoull(s + kl + 1, NULL, 10);
+        s = strchr(s, ' ');
+        if (!s)
+            break;
+        s++;
+    }
+    return 0;
+}
+
+static const struct lz_store_part *find_part(const struct lz_store_snapshot *s, int64_t gen, enum lz_role role) {
+    for (size_t i = 0; i < s->n_parts; i++)
+        if (s->parts[i].gen == gen && s->parts[i].role == role)
+            return &s->parts[i];
+    return NULL;
+}
+
+static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, const struct lz_store_gen *g,
+                       const char *data_root, const char *domain_id, lz_recovery_log_fn log, void *ud,
+                       struct lz_error *err) {
+    int r;
+    int64_t gen = g->gen;
+    logf_(log, ud, "recovery: generation %" PRId64 " was left %s", gen, g->state);
+    const struct lz_store_part *lower = find_part(s, gen, LZ_ROLE_PREPARED_LOWER);
+    const struct lz_store_part *anchor = find_part(s, gen, LZ_ROLE_STATE_ANCHOR);
+    const struct lz_store_part *sandbox = find_part(s, gen, LZ_ROLE_SANDBOX);
+
+    /* A held lease the catalog does not have is inconsistent: fail closed
+     * before touching anything. */
+    if (lower && lower->state == LZ_P_LEASE_HELD && lower->artifact_id) {
+        r = lz_catalog_lease_held(data_root, lower->artifact_id, domain_id, gen, err);
+        if (r < 0)
+            return r;
+        if (r == 0)
+            return lz_error_set(err, -EBADMSG,
+                                "the Domain Store says generation %" PRId64 " holds a lease on prepared "
+                                "artifact %.12s, but the Storage Catalog has no such lease; refusing to "
+                                "guess (see `lazaret state verify`)",
+                                gen, lower->artifact_id);
+    }
+
+    /* 1. Exact processes, Supervisor first. */
+    static const enum lz_role order[] = { LZ_ROLE_SANDBOX, LZ_ROLE_HELPER, LZ_ROLE_GIT_ROUTING,
+                                          LZ_ROLE_STATE_ANCHOR, LZ_ROLE_NETWORK, LZ_ROLE_PUBLICATION,
+                                          LZ_ROLE_PREPARED_LOWER };
+    for (size_t k = 0; k < LZ_ARRAY_SIZE(order); k++)
+        for (size_t i = 0; i < s->n_procs; i++) {
+            const struct lz_store_proc *p = &s->procs[i];
+            if (p->gen != gen || p->role != order[k])
+                continue;
+            r = lz_procid_kill(&p->id, KILL_WAIT_MS);
+            if (r < 0)
+                return lz_error_set(err, r, "recovery: the %s process %s (pid %" PRId64 ") did not exit",
+                                    lz_role_name(p->role), p->slot, p->id.pid);
+            logf_(log, ud, "recovery: %s %s process (pid %" PRId64 ", %s): %s", lz_role_name(p->role), p->slot,
+                  p->id.pid, p->phase, r == 1 ? "killed" : "already gone (not signalled)");
+        }
+
+    /* 2. Independent absence proof: nothing left in the Domain user
+     * namespace of that generation (this boot only). */
+    uint64_t userns = sandbox ? lz_evidence_u64(sandbox->evidence, "userns") : 0;
+    bool same_boot = g->hc.boot_id[0] && !strcmp(g->hc.boot_id, lz_boot_id());
+    if (userns && same_boot) {
+        r = lz_ns_wait_unused("user", userns, NS_WAIT_MS);
+        if (r < 0)
+            return lz_error_set(err, -EBUSY,
+                                "recovery: processes of generation %" PRId64 " are still running in its user "
+                                "namespace (%" PRIu64 ") and are not recorded as Lazaret's; refusing to touch "
+                                "its State Anchor",
+                                gen, userns);
+    }
+
+    /* 3. Records, in the release order. */
+    bool anchor_live = anchor && anchor->state != LZ_P_CLEAN;
+    bool lower_live = lower && lower->state != LZ_P_CLEAN;
+    if (anchor_live) {
+        if ((r = lz_store_begin(st, err)) < 0)
+            return r;
+        if ((r = lz_store_part_set(st, gen, LZ_ROLE_STATE_ANCHOR, LZ_P_CLEAN, NULL, NULL, NULL, err)) < 0 ||
+            (lower_live && lower->state != LZ_P_RELEASE_INTENT &&
+             (r = lz_store_part_set(st, gen, LZ_ROLE_PREPARED_LOWER, LZ_P_RELEASE_INTENT, NULL, NULL, NULL, err)) <
+                 0)) {
+            lz_store_rollback(st);
+            return r;
+        }
+        if ((r = lz_store_commit(st, err)) < 0)
+            return r;
+        logf_(log, ud, "recovery: State Anchor of generation %" PRId64 " is unmounted (proven) and clean", gen);
+    }
+    if (lower_live) {
+        if (lower->state != LZ_P_RELEASE_INTENT && !anchor_live &&
+            (r = lz_store_part_set(st, gen, LZ_ROLE_PREPARED_LOWER, LZ_P_RELEASE_INTENT, NULL, NULL, NULL, err)) < 0)
+            return r;
+        if (lower->artifact_id) {
+            r = lz_catalog_lease_release(data_root, lower->artifact_id, domain_id, gen, err);
+            if (r < 0)
+                return r;
+            logf_(log, ud, "recovery: lease of generation %" PRId64 " on %.12s %s", gen, lower->artifact_id,
+                  r == 1 ? "removed" : "was already absent");
+        }
+        if ((r = lz_store_part_set(st, gen, LZ_ROLE_PREPARED_LOWER, LZ_P_CLEAN, NULL, NULL, NULL, err)) < 0)
+            return r;
+    }
+    if ((r = lz_store_begin(st, err)) < 0)
+        return r;
+    for (size_t i = 0; i < s->n_parts; i++) {
+        const struct lz_store_part *p = &s->parts[i];
+        if (p->gen != gen || p->state == LZ_P_CLEAN || p->role == LZ_ROLE_PREPARED_LOWER ||
+            p->role == LZ_ROLE_STATE_ANCHOR)
+            continue;
+        if ((r = lz_store_part_set(st, gen, p->role, LZ_P_CLEAN, NULL, NULL, NULL, err)) < 0) {
+            lz_store_rollback(st);
+            return r;
+        }
+    }
+    if ((r = lz_store_gen_set_state(st, gen, "clean", err)) < 0) {
+        lz_store_rollback(st);
+        return r;
+    }
+    if ((r = lz_store_commit(st, err)) < 0)
+        return r;
+    logf_(log, ud, "recovery: generation %" PRId64 " is clean", gen);
+    return 0;
+}
+
+int lz_domain_recover(struct lz_store *st, const char *data_root, const char *domain_id, lz_recovery_log_fn log,
+                      void *ud, struct lz_error *err) {
+    struct lz_store_snapshot s;
+    int r = lz_store_read(st, &s, err);
+    if (r < 0)
+        return r;
+    int n = 0;
+    for (size_t i = 0; i < s.n_gens && r >= 0; i++) {
+        if (!strcmp(s.gens[i].state, "clean"))
+            continue;
+        r = recover_gen(st, &s, &s.gens[i], data_root, domain_id, log, ud, err);
+        if (r == 0)
+            n++;
+    }
+    lz_store_snapshot_clear(&s);
+    return r < 0 ? r : n;
+}

@@ -1,0 +1,142 @@
+/* store.h — the Domain Store: the durable record of one Domain.
+ *
+ * One SQLite database per Domain Root, <domain_dir>/domain.db, opened only
+ * by the process holding the Domain flock (<domain_dir>/lock): the Host
+ * Coordinator, or a `lazaret state` command acting on an inactive Domain.
+ * The store version (PRAGMA application_id and user_version) is checked
+ * before any row is read; an unknown version is refused and nothing is
+ * written. The stored Domain identity (ID, profile, workspace) must equal
+ * the caller's before anything is reused (SR-11).
+ *
+ * Records (STRICT tables):
+ *   meta          domain_id, profile, workspace, created_ms, last_used_ms,
+ *                 anchor_gen (the current State Anchor directory,
+ *                 <domain_dir>/anchor-<N>), reset intent
+ *   generations   one row per generation: state starting|running|stopping|
+ *                 clean|failed, the Configuration Fingerprint, the owning
+ *                 coordinator's pidfs identity, times
+ *   participants  (generation, role): role prepared_lower|state_anchor|
+ *                 git_routing|network|helper|sandbox|publication, state
+ *                 intent|lease_held|prepared|committed|release_intent|clean,
+ *                 and the physical evidence: artifact_id, mount identity,
+ *                 free-form evidence (e.g. the network readiness
+ *                 fingerprint)
+ *   processes     (generation, role, slot): phase staged|committed and the
+ *                 pidfs identity (procid.h); cleared when the role is clean
+ *
+ * Every change is one transaction (synchronous=FULL): intent is committed
+ * before the physical step it announces, and clean only after absence is
+ * proven (see docs/state.md for the acquisition and release orders).
+ * Several changes that must land together go inside lz_store_begin() /
+ * lz_store_commit().
+ */
+#pragma once
+
+#include "procid.h"
+#include "util.h"
+
+enum lz_role {
+    LZ_ROLE_PREPARED_LOWER,
+    LZ_ROLE_STATE_ANCHOR,
+    LZ_ROLE_GIT_ROUTING,
+    LZ_ROLE_NETWORK,
+    LZ_ROLE_HELPER,
+    LZ_ROLE_SANDBOX,
+    LZ_ROLE_PUBLICATION,
+    LZ_ROLE_COUNT
+};
+
+enum lz_pstate {
+    LZ_P_INTENT,
+    LZ_P_LEASE_HELD,
+    LZ_P_PREPARED,
+    LZ_P_COMMITTED,
+    LZ_P_RELEASE_INTENT,
+    LZ_P_CLEAN,
+};
+
+const char *lz_role_name(enum lz_role r);
+const char *lz_pstate_name(enum lz_pstate s);
+int lz_pstate_parse(const char *s);   /* enum value or -EINVAL */
+int lz_role_parse(const char *s);
+
+struct lz_store;
+
+struct lz_store_identity {
+    const char *domain_id;  /* 64 hex */
+    const char *profile;
+    const char *workspace;
+};
+
+/* Opens (creating when absent and `create`) the store of domain_dir.
+ * -ENOENT when absent and !create. */
+int lz_store_open(const char *domain_dir, const struct lz_store_identity *id, bool create,
+                  struct lz_store **ret, struct lz_error *err);
+void lz_store_close(struct lz_store *st);
+
+int lz_store_begin(struct lz_store *st, struct lz_error *err);
+int lz_store_commit(struct lz_store *st, struct lz_error *err);
+void lz_store_rollback(struct lz_store *st);
+
+/* meta */
+int lz_store_meta_get(struct lz_store *st, const char *key, char **ret, struct lz_error *err); /* -ENOENT */
+int lz_store_meta_set(struct lz_store *st, const char *key, const char *value, struct lz_error *err);
+int lz_store_meta_del(struct lz_store *st, const char *key, struct lz_error *err);
+
+/* generations */
+int lz_store_gen_begin(struct lz_store *st, const char *fingerprint, const struct lz_procid *hc,
+                       int64_t *ret_gen, struct lz_error *err);
+int lz_store_gen_set_state(struct lz_store *st, int64_t gen, const char *state, struct lz_error *err);
+
+/* participants: set the state; artifact/mount/evidence NULL keeps the
+ * recorded value. Moving to LZ_P_CLEAN clears evidence and process slots. */
+int lz_store_part_set(struct lz_store *st, int64_t gen, enum lz_role role, enum lz_pstate state,
+                      const char *artifact_id, const char *mount, const char *evidence,
+                      struct lz_error *err);
+/* process slots: phase "staged" or "committed". */
+int lz_store_proc_set(struct lz_store *st, int64_t gen, enum lz_role role, const char *slot,
+                      const char *phase, const struct lz_procid *id, struct lz_error *err);
+
+/* A snapshot of the whole store, for recovery and the state commands. */
+struct lz_store_gen {
+    int64_t gen;
+    char state[16];
+    char *fingerprint;
+    struct lz_procid hc;
+    int64_t started_ms, ended_ms;
+};
+struct lz_store_part {
+    int64_t gen;
+    enum lz_role role;
+    enum lz_pstate state;
+    char *artifact_id, *mount, *evidence;
+};
+struct lz_store_proc {
+    int64_t gen;
+    enum lz_role role;
+    char slot[32];
+    char phase[16];
+    struct lz_procid id;
+};
+struct lz_store_snapshot {
+    char *domain_id, *profile, *workspace;
+    int64_t created_ms, last_used_ms, anchor_gen;
+    char *reset_intent; /* NULL when none */
+    struct lz_store_gen *gens;
+    size_t n_gens;
+    struct lz_store_part *parts;
+    size_t n_parts;
+    struct lz_store_proc *procs;
+    size_t n_procs;
+};
+int lz_store_read(struct lz_store *st, struct lz_store_snapshot *ret, struct lz_error *err);
+void lz_store_snapshot_clear(struct lz_store_snapshot *s);
+
+/* PRAGMA integrity_check and foreign_key_check: 0 ok, -EBADMSG with the
+ * first problem in err. */
+int lz_store_check(struct lz_store *st, struct lz_error *err);
+
+/* Test-only crash hook: when $LAZARET_TEST_CRASH equals `step`, the process
+ * kills itself with SIGKILL right there (tests/integration/test_state.py
+ * drives it). Logs nothing; costs one getenv. */
+void lz_crash_point(const char *step);
