@@ -193,8 +193,14 @@ int lz_anchor_unmount(const struct lz_anchor_dir *d, size_t n, const char *ident
             }
         }
         /* Absence: whatever is at the target now is not the recorded mount. */
-        if (mount_id_of(d[i].target, &have) == 0 && have == want)
+        if (mount_id_of(d[i].target, &have) == 0 && have == want) {
             r = lz_error_set(err, -EBUSY, "the State Anchor of %s is still mounted", d[i].path);
+            continue;
+        }
+        /* overlayfs leaves its scratch dir mode 000: make the Domain Root
+         * removable with plain tools (rm -rf, file managers). */
+        _cleanup_free_ char *ww = lz_xasprintf("%s/work", d[i].work);
+        (void)chmod(ww, 0700);
     }
     return r;
 }

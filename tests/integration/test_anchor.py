@@ -212,13 +212,14 @@ def test_coordinator_killed_at_each_durable_step_is_recovered(lazaret, penv, wor
     # The next run recovers: exact records cleaned, a fresh generation works.
     out = run_ok(lazaret, penv, workspace, "cat /root/marker")
     assert "before-crash" in out
+    # That generation's own teardown finishes after the client returned.
+    assert wait_until(lambda: not sandbox_processes(), timeout=45)
     gens = store_rows(ddir, "SELECT gen, state FROM generations ORDER BY gen")
     assert all(s == "clean" for _, s in gens), gens
     parts = store_rows(ddir, "SELECT gen, role, state FROM participants WHERE state != 'clean'")
     assert parts == []
     assert store_rows(ddir, "SELECT count(*) FROM processes") == [(0,)]
     assert catalog_leases(penv, domain_id) == []
-    assert wait_until(lambda: not sandbox_processes(), timeout=45)
     log = (ddir / "coordinator.log").read_text()
     assert "recovery: generation" in log
 
@@ -240,6 +241,7 @@ def test_stale_record_of_a_reused_pid_is_never_signalled(lazaret, penv, workspac
         con.close()
         assert n == 1
         run_ok(lazaret, penv, workspace, "true")
+        assert wait_until(lambda: not sandbox_processes(), timeout=45)
         assert decoy.poll() is None, "the decoy with the recorded PID was signalled"
         log = (ddir / "coordinator.log").read_text()
         assert "already gone (not signalled)" in log
@@ -260,6 +262,7 @@ def test_other_boot_records_are_not_signalled(lazaret, penv, workspace):
     r = subprocess.run([lazaret, "run", "-p", "test", "--", "true"], cwd=workspace, env=e,
                        capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr
+    assert wait_until(lambda: not sandbox_processes(), timeout=45)
     assert all(s == "clean" for _, s in store_rows(ddir, "SELECT gen, state FROM generations"))
 
 
@@ -267,6 +270,7 @@ def test_unknown_store_version_is_refused(lazaret, penv, workspace):
     before = domain_dirs(penv)
     run_ok(lazaret, penv, workspace, "true")
     ddir = domain_dir_of(penv, workspace, before)
+    assert wait_until(lambda: not sandbox_processes(), timeout=45)
     con = sqlite3.connect(ddir / "domain.db")
     con.execute("PRAGMA user_version = 99")
     con.close()
