@@ -14,6 +14,7 @@
 #include "supervisor.h"
 
 #include <fcntl.h>
+#include <jansson.h>
 #include <poll.h>
 #include <pwd.h>
 #include <sched.h>
@@ -77,7 +78,17 @@ struct session {
     long deadline;         /* drain / release deadline */
     int release_step;
     char *procfile;
+    char *command;         /* program name, for `lazaret ps` */
+    int64_t started_wall;  /* ms since the epoch */
+    bool recorded;         /* a Session Terminal record exists */
+    bool release_recorded;
 };
+
+static int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 struct hc {
     const struct lz_coordinator_args *a;
@@ -584,8 +595,11 @@ static int start_generation(struct hc *h, struct lz_error *err) {
         }
         h->rs_userns = ino[0];
         snprintf(ev, sizeof ev, "userns=%llu mntns=%llu netns=%llu", ino[0], ino[1], ino[2]);
-        if ((r = record(h, LZ_ROLE_SANDBOX, LZ_P_INTENT, NULL, NULL, ev, err)) < 0 ||
-            (r = record_proc(h, LZ_ROLE_SANDBOX, "supervisor", "staged", &h->rs, err)) < 0) {
+        if ((r = lz_store_begin(h->st, err)) < 0 ||
+            (r = record(h, LZ_ROLE_SANDBOX, LZ_P_INTENT, NULL, NULL, ev, err)) < 0 ||
+            (r = record_proc(h, LZ_ROLE_SANDBOX, "supervisor", "staged", &h->rs, err)) < 0 ||
+            (r = lz_store_commit(h->st, err)) < 0) {
+            lz_store_rollback(h->st);
             lz_child_signal(&h->rs, SIGKILL);
             return r;
         }
@@ -621,10 +635,16 @@ static int start_generation(struct hc *h, struct lz_error *err) {
         logmsg("State Anchor mounted: %s", h->anchor_ident);
         lz_crash_point("anchor-prepared");
     }
+    /* Three intents, one transaction. */
+    if ((r = lz_store_begin(h->st, err)) < 0)
+        return r;
     if ((r = record(h, LZ_ROLE_GIT_ROUTING, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
         (r = record(h, LZ_ROLE_NETWORK, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
-        (r = record(h, LZ_ROLE_HELPER, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0)
+        (r = record(h, LZ_ROLE_HELPER, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
+        (r = lz_store_commit(h->st, err)) < 0) {
+        lz_store_rollback(h->st);
         return r;
+    }
 
     /* The connectivity helper, in our (host) network namespace, attached to
      * the enforcement namespace; ownership recorded before readiness. */
@@ -664,11 +684,17 @@ static int start_generation(struct hc *h, struct lz_error *err) {
             char rhex[65], ev[256];
             lz_hex(h->readiness, 32, rhex);
             snprintf(ev, sizeof ev, "readiness=%s policy=%s", rhex, pdigest);
+            /* Readiness commits network, router and sandbox together. */
+            if ((r = lz_store_begin(h->st, err)) < 0)
+                return r;
             if ((r = record(h, LZ_ROLE_NETWORK, LZ_P_COMMITTED, NULL, NULL, ev, err)) < 0 ||
                 (r = record(h, LZ_ROLE_GIT_ROUTING, LZ_P_PREPARED, NULL, NULL, NULL, err)) < 0 ||
                 (r = record_proc(h, LZ_ROLE_SANDBOX, "supervisor", "committed", &h->rs, err)) < 0 ||
-                (r = record(h, LZ_ROLE_SANDBOX, LZ_P_COMMITTED, NULL, NULL, NULL, err)) < 0)
+                (r = record(h, LZ_ROLE_SANDBOX, LZ_P_COMMITTED, NULL, NULL, NULL, err)) < 0 ||
+                (r = lz_store_commit(h->st, err)) < 0) {
+                lz_store_rollback(h->st);
                 return r;
+            }
             return 0;
         }
         if (!strncmp(b, "fail ", 5))
@@ -866,13 +892,25 @@ static void session_free(struct hc *h, struct session *s) {
     lz_closep(&s->in_w);
     lz_closep(&s->out_r);
     lz_closep(&s->err_r);
+    if (s->recorded && !s->release_recorded) {
+        s->release_recorded = true;
+        lz_store_session_set(h->st, h->gen, s->id, "release_intent", s->tty, NULL, NULL, NULL, NULL);
+    }
     if (s->exec.pidfd >= 0) {
         lz_child_signal(&s->exec, SIGKILL);
         int st;
         lz_child_wait(&s->exec, 5000, &st);
         lz_child_close(&s->exec);
     }
+    if (s->recorded) {
+        struct lz_error err = { 0 };
+        if ((!s->release_recorded &&
+             lz_store_session_set(h->st, h->gen, s->id, "release_intent", s->tty, NULL, NULL, NULL, &err) < 0) ||
+            lz_store_session_set(h->st, h->gen, s->id, "clean", s->tty, NULL, NULL, NULL, &err) < 0)
+            logmsg("session %d: cannot record its release: %s", s->id, err.msg);
+    }
     free(s->procfile);
+    free(s->command);
     free(s->inbuf);
     for (int i = 0; i < MAX_SESSIONS; i++)
         if (h->s[i] == s)
@@ -931,8 +969,16 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
     struct lz_spawn_opts o = {
         .path = h->runsc, .argv = argv, .setns_pidfd = h->rs.pidfd,
         .setns_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET,
-        .keep_fds = keep, .n_keep_fds = 1,
+        .keep_fds = keep, .n_keep_fds = 1, .barrier = true,
     };
+    /* The Session Terminal: intent before the exec client exists. */
+    const char *prog = es.argv[0] ? es.argv[0] : "";
+    const char *slash = strrchr(prog, '/');
+    s->command = lz_xstrdup(slash && slash[1] ? slash + 1 : prog);
+    s->started_wall = wall_ms();
+    if ((r = lz_store_session_set(h->st, h->gen, s->id, "intent", s->tty, s->command, NULL, NULL, err)) < 0)
+        return r;
+    s->recorded = true;
     _cleanup_close_ int slave = -EBADF, in_r = -EBADF, out_w = -EBADF, err_w = -EBADF;
     if (s->tty) {
         s->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
@@ -977,7 +1023,23 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
     r = lz_spawn(&o, &s->exec);
     if (r < 0)
         return lz_error_set(err, r, "cannot start the session: %s", strerror(-r));
-    logmsg("session %d: exec started (pid %d, %s)", s->id, (int)s->exec.pid, s->tty ? "tty" : "pipes");
+    /* Staged ownership before the exec client may run; committed after. */
+    struct lz_procid id;
+    if ((r = lz_procid_from_pidfd(s->exec.pidfd, s->exec.pid, &id)) < 0 ||
+        (r = lz_store_session_set(h->st, h->gen, s->id, "intent", s->tty, NULL, "staged", &id, err)) < 0) {
+        lz_child_signal(&s->exec, SIGKILL);
+        return err->msg[0] ? r : lz_error_set(err, r, "cannot identify the session's exec client");
+    }
+    lz_crash_point("session-staged");
+    if ((r = lz_child_release(&s->exec)) < 0)
+        return lz_error_set(err, r, "cannot start the session: %s", strerror(-r));
+    if ((r = lz_store_session_set(h->st, h->gen, s->id, "running", s->tty, NULL, "committed", &id, err)) < 0) {
+        lz_child_signal(&s->exec, SIGKILL);
+        return r;
+    }
+    logmsg("session %d: exec started (pid %d, %s); model: SessionRunning", s->id, (int)s->exec.pid,
+           s->tty ? "tty" : "pipes");
+    lz_crash_point("session-running");
     return 0;
 }
 
@@ -1017,6 +1079,79 @@ static void session_handle_hello(struct hc *h, struct session *s, const uint8_t 
     session_send(s, LZ_MSG_READY, 0, sid, sizeof sid);
     s->state = S_RUNNING;
     h->had_session = true;
+}
+
+/* Stops the Domain: every session is told why and released (SIGHUP,
+ * grace, SIGTERM, grace, SIGKILL; with force, SIGKILL at once). */
+static void begin_stop(struct hc *h, const char *why, bool force) {
+    if (!h->stopping)
+        logmsg("stopping the Domain: %s; model: DomainStop", why);
+    h->stopping = true;
+    for (int i = 0; i < MAX_SESSIONS; i++) {
+        struct session *s = h->s[i];
+        if (!s || s->state == S_DONE)
+            continue;
+        session_send(s, LZ_MSG_NOTICE, 0, why, strlen(why));
+        if (s->state == S_RUNNING || (force && s->state == S_RELEASING)) {
+            s->state = S_RELEASING;
+            if (force && s->release_step < 2) {
+                if (s->recorded && !s->release_recorded) {
+                    s->release_recorded = true;
+                    lz_store_session_set(h->st, h->gen, s->id, "release_intent", s->tty, NULL, NULL, NULL, NULL);
+                }
+                lz_closep(&s->master);
+                lz_closep(&s->in_w);
+                s->release_step = 2;
+            }
+            s->deadline = lz_now_ms();
+        }
+    }
+}
+
+/* `lazaret ps` / `lazaret stop` on a control connection. */
+static void control_request(struct hc *h, struct session *s, const uint8_t *buf, size_t n) {
+    s->state = S_DONE;
+    if (buf[0] == LZ_MSG_STOP) {
+        if (n != LZ_PROTO_HDR + 4 || buf[1] != 0 || buf[2] != 0 || buf[3] != 0) {
+            session_refuse(s, LZ_REFUSE_PROTOCOL, "malformed stop request");
+            return;
+        }
+        uint32_t flags = lz_get_u32(buf + LZ_PROTO_HDR);
+        uint8_t st[4] = { 0 };
+        session_send(s, LZ_MSG_EXIT, 0, st, sizeof st);
+        begin_stop(h, (flags & LZ_STOP_FORCE) ? "the Domain is being stopped (lazaret stop --force)"
+                                              : "the Domain is being stopped (lazaret stop)",
+                   flags & LZ_STOP_FORCE);
+        return;
+    }
+    if (n != LZ_PROTO_HDR || buf[1] != 0 || buf[2] != 0 || buf[3] != 0) {
+        session_refuse(s, LZ_REFUSE_PROTOCOL, "malformed status request");
+        return;
+    }
+    json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:i,s:s,s:b}", "domain_id", h->cfg->domain_id_hex, "profile",
+                          h->cfg->profile.name, "workspace", h->cfg->workspace, "generation", (json_int_t)h->gen,
+                          "coordinator_pid", (int)getpid(), "fingerprint", h->cfg->fingerprint_hex, "stopping",
+                          h->stopping);
+    json_object_set_new(o, "domain_dir", json_string(h->cfg->domain_dir));
+    json_t *arr = json_array();
+    for (int i = 0; i < MAX_SESSIONS; i++) {
+        struct session *t = h->s[i];
+        if (!t || t == s || !t->recorded)
+            continue;
+        static const char *const names[] = { "starting", "running", "draining", "releasing", "done" };
+        json_array_append_new(arr, json_pack("{s:i,s:b,s:s,s:I,s:s}", "session", t->id, "tty", t->tty, "command",
+                                             t->command ? t->command : "", "started_ms",
+                                             (json_int_t)t->started_wall, "state", names[t->state]));
+    }
+    json_object_set_new(o, "sessions", arr);
+    char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!txt || strlen(txt) > LZ_PROTO_DATA_MAX) {
+        session_refuse(s, LZ_REFUSE_PROTOCOL, "status too large");
+    } else {
+        session_send(s, LZ_MSG_STATUS_REPLY, 0, txt, strlen(txt));
+    }
+    free(txt);
 }
 
 /* Input from the client to the exec (PTY master or stdin pipe). */
@@ -1066,7 +1201,10 @@ static void session_client_msg(struct hc *h, struct session *s, short revents) {
         return;
     }
     if (s->state == S_HELLO) {
-        session_handle_hello(h, s, buf, (size_t)n);
+        if (buf[0] == LZ_MSG_STATUS || buf[0] == LZ_MSG_STOP)
+            control_request(h, s, buf, (size_t)n);
+        else
+            session_handle_hello(h, s, buf, (size_t)n);
         return;
     }
     if (s->state != S_RUNNING)
@@ -1112,6 +1250,9 @@ static void session_client_msg(struct hc *h, struct session *s, short revents) {
     case LZ_MSG_REFUSED:
     case LZ_MSG_EXIT:
     case LZ_MSG_NOTICE:
+    case LZ_MSG_STATUS:
+    case LZ_MSG_STATUS_REPLY:
+    case LZ_MSG_STOP:
     default:
         logmsg("session %d: unexpected message type %u; closing", s->id, type);
         lz_closep(&s->sock);
@@ -1205,13 +1346,22 @@ static void session_tick(struct hc *h, struct session *s) {
         /* SIGHUP (by closing the PTY and signalling), grace, SIGTERM,
          * grace, SIGKILL; then reaped. */
         if (s->exited) {
-            s->state = S_DONE;
+            /* A client still connected (the Domain is being stopped) gets
+             * the exit status of its command. */
+            if (s->sock >= 0)
+                session_finish(s);
+            else
+                s->state = S_DONE;
             return;
         }
         if (lz_now_ms() < s->deadline)
             return;
         switch (s->release_step++) {
         case 0:
+            if (s->recorded && !s->release_recorded) {
+                s->release_recorded = true;
+                lz_store_session_set(h->st, h->gen, s->id, "release_intent", s->tty, NULL, NULL, NULL, NULL);
+            }
             lz_closep(&s->master);
             lz_closep(&s->in_w);
             lz_child_signal(&s->exec, SIGHUP);
@@ -1481,18 +1631,8 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
             struct signalfd_siginfo si;
             while (read(h.sfd, &si, sizeof si) == (ssize_t)sizeof si)
                 if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT || si.ssi_signo == SIGHUP) {
-                    logmsg("signal %u: stopping the Domain", si.ssi_signo);
-                    h.stopping = true;
-                    for (int i = 0; i < MAX_SESSIONS; i++)
-                        if (h.s[i]) {
-                            static const char msg[] = "the Domain is being stopped";
-                            session_send(h.s[i], LZ_MSG_NOTICE, 0, msg, sizeof msg - 1);
-                            if (h.s[i]->state == S_RUNNING) {
-                                h.s[i]->state = S_RELEASING;
-                                h.s[i]->release_step = 0;
-                                h.s[i]->deadline = lz_now_ms();
-                            }
-                        }
+                    logmsg("signal %u", si.ssi_signo);
+                    begin_stop(&h, "the Domain is being stopped", false);
                 }
         }
         for (size_t i = 3; i < np; i++) {

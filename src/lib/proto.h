@@ -40,7 +40,14 @@ enum lz_msg_type {
     LZ_MSG_SIGNAL = 7,    /* c->hc: u32 signal number (non-tty sessions) */
     LZ_MSG_EXIT = 8,      /* hc->c: u32 status (code, or 128+signal) */
     LZ_MSG_NOTICE = 9,    /* hc->c: a line to print on stderr */
+    /* Control connections (`lazaret ps`, `lazaret stop`): the first and
+     * only message instead of HELLO. */
+    LZ_MSG_STATUS = 10,   /* c->hc: no payload; reply STATUS_REPLY */
+    LZ_MSG_STATUS_REPLY = 11, /* hc->c: JSON object (see docs/lazaret.1, ps --json) */
+    LZ_MSG_STOP = 12,     /* c->hc: u32 flags (LZ_STOP_FORCE); reply EXIT 0 once accepted */
 };
+
+#define LZ_STOP_FORCE 0x1u
 
 /* Refusal codes of LZ_MSG_REFUSED. */
 enum lz_refusal {

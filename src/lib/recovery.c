@@ -83,6 +83,19 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
                   p->id.pid, p->phase, r == 1 ? "killed" : "already gone (not signalled)");
         }
 
+    /* Session Terminals: their exec clients, exactly. */
+    for (size_t i = 0; i < s->n_sessions; i++) {
+        const struct lz_store_session *t = &s->sessions[i];
+        if (t->gen != gen || !strcmp(t->state, "clean") || !strcmp(t->phase, "unassigned"))
+            continue;
+        r = lz_procid_kill(&t->exec, KILL_WAIT_MS);
+        if (r < 0)
+            return lz_error_set(err, r, "recovery: the exec client of session %" PRId64 " did not exit",
+                                t->session);
+        logf_(log, ud, "recovery: session %" PRId64 " exec client (pid %" PRId64 "): %s", t->session, t->exec.pid,
+              r == 1 ? "killed" : "already gone (not signalled)");
+    }
+
     /* 2. Independent absence proof: nothing left in the Domain user
      * namespace of that generation (this boot only). */
     uint64_t userns = sandbox ? lz_evidence_u64(sandbox->evidence, "userns") : 0;
@@ -136,6 +149,14 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
             p->role == LZ_ROLE_STATE_ANCHOR)
             continue;
         if ((r = lz_store_part_set(st, gen, p->role, LZ_P_CLEAN, NULL, NULL, NULL, err)) < 0) {
+            lz_store_rollback(st);
+            return r;
+        }
+    }
+    for (size_t i = 0; i < s->n_sessions; i++) {
+        const struct lz_store_session *t = &s->sessions[i];
+        if (t->gen == gen && strcmp(t->state, "clean") &&
+            (r = lz_store_session_set(st, gen, t->session, "clean", t->tty, NULL, NULL, NULL, err)) < 0) {
             lz_store_rollback(st);
             return r;
         }

@@ -70,7 +70,16 @@ static const char schema[] =
     "  boot_id TEXT NOT NULL, pidfs_dev INTEGER NOT NULL, pidfs_ino INTEGER NOT NULL,"
     "  pid INTEGER NOT NULL, start_time INTEGER NOT NULL,"
     "  PRIMARY KEY(gen, role, slot),"
-    "  FOREIGN KEY(gen, role) REFERENCES participants(gen, role)) STRICT;";
+    "  FOREIGN KEY(gen, role) REFERENCES participants(gen, role)) STRICT;"
+    "CREATE TABLE sessions("
+    "  gen INTEGER NOT NULL REFERENCES generations(gen),"
+    "  session INTEGER NOT NULL,"
+    "  state TEXT NOT NULL CHECK(state IN ('intent','running','release_intent','clean')),"
+    "  tty INTEGER NOT NULL, command TEXT NOT NULL,"
+    "  phase TEXT NOT NULL CHECK(phase IN ('unassigned','staged','committed')),"
+    "  boot_id TEXT, pidfs_dev INTEGER, pidfs_ino INTEGER, pid INTEGER, start_time INTEGER,"
+    "  started_ms INTEGER NOT NULL, ended_ms INTEGER,"
+    "  PRIMARY KEY(gen, session)) STRICT;";
 
 static int db_error(struct lz_store *st, struct lz_error *err, const char *what) {
     return lz_error_set(err, -EIO, "Domain Store: %s: %s", what, sqlite3_errmsg(st->db));
@@ -201,7 +210,7 @@ int lz_store_open(const char *domain_dir, const struct lz_store_identity *id, bo
             r = lz_error_set(err, -ENOENT, "the Domain has no store (%s)", path);
             goto fail;
         }
-        if ((r = exec_sql(st, "PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL;", err)) < 0 ||
+        if ((r = exec_sql(st, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err)) < 0 ||
             (r = lz_store_begin(st, err)) < 0)
             goto fail;
         char ms[32];
@@ -352,6 +361,29 @@ int lz_store_proc_set(struct lz_store *st, int64_t gen, enum lz_role role, const
                (int64_t)id->ino, id->pid, id->start_time);
 }
 
+int lz_store_session_set(struct lz_store *st, int64_t gen, int64_t session, const char *state, bool tty,
+                         const char *command, const char *phase, const struct lz_procid *exec,
+                         struct lz_error *err) {
+    if (!strcmp(state, "clean"))
+        return run(st, err,
+                   "UPDATE sessions SET state = 'clean', phase = 'unassigned', boot_id = NULL, pidfs_dev = NULL, "
+                   "pidfs_ino = NULL, pid = NULL, start_time = NULL, ended_ms = ?3 WHERE gen = ?1 AND session = ?2",
+                   "iii", gen, session, wall_ms());
+    if (!strcmp(state, "intent") && !exec)
+        return run(st, err,
+                   "INSERT INTO sessions(gen, session, state, tty, command, phase, started_ms) "
+                   "VALUES(?1, ?2, 'intent', ?3, ?4, 'unassigned', ?5)",
+                   "iiiti", gen, session, (int64_t)tty, command ? command : "", wall_ms());
+    if (exec)
+        return run(st, err,
+                   "UPDATE sessions SET state = ?3, phase = ?4, boot_id = ?5, pidfs_dev = ?6, pidfs_ino = ?7, "
+                   "pid = ?8, start_time = ?9 WHERE gen = ?1 AND session = ?2",
+                   "iittt" "iiii", gen, session, state, phase, exec->boot_id, (int64_t)exec->dev, (int64_t)exec->ino,
+                   exec->pid, exec->start_time);
+    return run(st, err, "UPDATE sessions SET state = ?3 WHERE gen = ?1 AND session = ?2", "iit", gen, session,
+               state);
+}
+
 static char *col_dup(sqlite3_stmt *s, int i) {
     const unsigned char *t = sqlite3_column_text(s, i);
     return t ? lz_xstrdup((const char *)t) : NULL;
@@ -427,6 +459,28 @@ int lz_store_read(struct lz_store *st, struct lz_store_snapshot *ret, struct lz_
         p->id.start_time = sqlite3_column_int64(q, 8);
     }
     sqlite3_finalize(q);
+    if (sqlite3_prepare_v2(st->db,
+                           "SELECT gen, session, state, tty, command, phase, boot_id, pidfs_dev, pidfs_ino, pid, "
+                           "start_time, started_ms, ended_ms FROM sessions ORDER BY gen, session",
+                           -1, &q, NULL) != SQLITE_OK)
+        goto dberr;
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        s.sessions = lz_xrealloc(s.sessions, (s.n_sessions + 1) * sizeof *s.sessions);
+        struct lz_store_session *p = &s.sessions[s.n_sessions++];
+        *p = (struct lz_store_session){ .gen = sqlite3_column_int64(q, 0), .session = sqlite3_column_int64(q, 1) };
+        col_copy(q, 2, p->state, sizeof p->state);
+        p->tty = sqlite3_column_int64(q, 3) != 0;
+        p->command = col_dup(q, 4);
+        col_copy(q, 5, p->phase, sizeof p->phase);
+        col_copy(q, 6, p->exec.boot_id, sizeof p->exec.boot_id);
+        p->exec.dev = (uint64_t)sqlite3_column_int64(q, 7);
+        p->exec.ino = (uint64_t)sqlite3_column_int64(q, 8);
+        p->exec.pid = sqlite3_column_int64(q, 9);
+        p->exec.start_time = sqlite3_column_int64(q, 10);
+        p->started_ms = sqlite3_column_int64(q, 11);
+        p->ended_ms = sqlite3_column_int64(q, 12);
+    }
+    sqlite3_finalize(q);
     *ret = s;
     return 0;
 dberr:
@@ -450,6 +504,9 @@ void lz_store_snapshot_clear(struct lz_store_snapshot *s) {
     }
     free(s->parts);
     free(s->procs);
+    for (size_t i = 0; i < s->n_sessions; i++)
+        free(s->sessions[i].command);
+    free(s->sessions);
     *s = (struct lz_store_snapshot){ 0 };
 }
 

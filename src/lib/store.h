@@ -23,8 +23,14 @@
  *                 fingerprint)
  *   processes     (generation, role, slot): phase staged|committed and the
  *                 pidfs identity (procid.h); cleared when the role is clean
+ *   sessions      (generation, session): the Session Terminals, state
+ *                 intent|running|release_intent|clean, the command, and the
+ *                 exec client's slot (unassigned|staged|committed + pidfs
+ *                 identity), cleared when clean
  *
- * Every change is one transaction (synchronous=FULL): intent is committed
+ * Every change is one transaction (write-ahead log, synchronous=FULL: one
+ * fsync per commit, durable across a crash of any process and of the
+ * machine): intent is committed
  * before the physical step it announces, and clean only after absence is
  * proven (see docs/state.md for the acquisition and release orders).
  * Several changes that must land together go inside lz_store_begin() /
@@ -97,6 +103,13 @@ int lz_store_part_set(struct lz_store *st, int64_t gen, enum lz_role role, enum 
 int lz_store_proc_set(struct lz_store *st, int64_t gen, enum lz_role role, const char *slot,
                       const char *phase, const struct lz_procid *id, struct lz_error *err);
 
+/* Session Terminals: state "intent" (inserts; tty, command), "running" or
+ * "release_intent" (phase "staged"/"committed" with the exec client's
+ * identity, or NULL to keep it), "clean" (clears the identity). */
+int lz_store_session_set(struct lz_store *st, int64_t gen, int64_t session, const char *state, bool tty,
+                         const char *command, const char *phase, const struct lz_procid *exec,
+                         struct lz_error *err);
+
 /* A snapshot of the whole store, for recovery and the state commands. */
 struct lz_store_gen {
     int64_t gen;
@@ -118,6 +131,15 @@ struct lz_store_proc {
     char phase[16];
     struct lz_procid id;
 };
+struct lz_store_session {
+    int64_t gen, session;
+    char state[16];
+    bool tty;
+    char *command;
+    char phase[16];
+    struct lz_procid exec; /* valid when phase is staged or committed */
+    int64_t started_ms, ended_ms;
+};
 struct lz_store_snapshot {
     char *domain_id, *profile, *workspace;
     int64_t created_ms, last_used_ms, anchor_gen;
@@ -128,6 +150,8 @@ struct lz_store_snapshot {
     size_t n_parts;
     struct lz_store_proc *procs;
     size_t n_procs;
+    struct lz_store_session *sessions;
+    size_t n_sessions;
 };
 int lz_store_read(struct lz_store *st, struct lz_store_snapshot *ret, struct lz_error *err);
 void lz_store_snapshot_clear(struct lz_store_snapshot *s);

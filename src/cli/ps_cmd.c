@@ -1,0 +1,185 @@
+/* ps_cmd.c — `lazaret ps` and `lazaret stop`: the running Domains of this
+ * user, asked through their coordinators' control sockets (control.h). */
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <time.h>
+
+#include "cli.h"
+#include "config.h"
+#include "control.h"
+#include "coordinator.h"
+#include "paths.h"
+
+static void ps_usage(FILE *f) {
+    fputs("Usage: lazaret ps [--json]\n"
+          "\n"
+          "List the running Domains of this user and their sessions.\n",
+          f);
+}
+
+static void since(int64_t ms, char *buf, size_t len) {
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int lz_cmd_ps(int argc, char **argv) {
+    bool as_json = false;
+    static const struct option opts[] = { { "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' },
+                                          { 0 } };
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': as_json = true; break;
+        case 'h': ps_usage(stdout); return LZ_EXIT_OK;
+        default: ps_usage(stderr); return LZ_EXIT_USAGE;
+        }
+    }
+    if (optind != argc) {
+        ps_usage(stderr);
+        return LZ_EXIT_USAGE;
+    }
+    struct lz_error err = { 0 };
+    json_t *list = NULL;
+    if (lz_control_list(&list, &err) < 0) {
+        lz_cli_error("%s", err.msg);
+        return LZ_EXIT_FAILURE;
+    }
+    if (as_json) {
+        char *s = json_dumps(list, JSON_INDENT(2));
+        puts(s ? s : "[]");
+        free(s);
+        json_decref(list);
+        return LZ_EXIT_OK;
+    }
+    if (json_array_size(list) == 0)
+        puts("no running Domains");
+    size_t i;
+    json_t *d;
+    json_array_foreach(list, i, d) {
+        json_t *ss = json_object_get(d, "sessions");
+        printf("%.12s  profile %s  generation %" JSON_INTEGER_FORMAT "  %zu session%s%s\n    workspace %s\n",
+               json_string_value(json_object_get(d, "domain_id")), json_string_value(json_object_get(d, "profile")),
+               json_integer_value(json_object_get(d, "generation")), json_array_size(ss),
+               json_array_size(ss) == 1 ? "" : "s",
+               json_is_true(json_object_get(d, "stopping")) ? "  (stopping)" : "",
+               json_string_value(json_object_get(d, "workspace")));
+        size_t k;
+        json_t *s;
+        json_array_foreach(ss, k, s) {
+            char t[32];
+            since(json_integer_value(json_object_get(s, "started_ms")), t, sizeof t);
+            printf("    session %" JSON_INTEGER_FORMAT "  %-5s %-9s since %s  %s\n",
+                   json_integer_value(json_object_get(s, "session")), json_is_true(json_object_get(s, "tty")) ? "tty" : "pipes",
+                   json_string_value(json_object_get(s, "state")), t,
+                   json_string_value(json_object_get(s, "command")));
+        }
+    }
+    json_decref(list);
+    return LZ_EXIT_OK;
+}
+
+static void stop_usage(FILE *f) {
+    fputs("Usage: lazaret stop [DOMAIN] [--force] [-p NAME] [--config FILE]\n"
+          "\n"
+          "Stop a running Domain: its sessions are told why and ended (SIGHUP, then\n"
+          "SIGTERM, then SIGKILL after a grace period each), then the sandbox, the\n"
+          "network helper and the State Anchor are released. Persistent state stays.\n"
+          "\n"
+          "DOMAIN is a Domain ID or a unique prefix of one (see `lazaret ps`); without\n"
+          "it, the Domain of the current directory and profile (-p, default profile).\n"
+          "\n"
+          "Options:\n"
+          "  --force          end the sessions with SIGKILL at once\n"
+          "  -p, --profile    profile of the current directory's Domain\n"
+          "  --config FILE    read FILE instead of the default configuration\n",
+          f);
+}
+
+int lz_cmd_stop(int argc, char **argv) {
+    bool force = false;
+    const char *profile = NULL, *config_path = NULL;
+    static const struct option opts[] = { { "force", no_argument, NULL, 'f' },
+                                          { "profile", required_argument, NULL, 'p' },
+                                          { "config", required_argument, NULL, 'c' },
+                                          { "help", no_argument, NULL, 'h' },
+                                          { 0 } };
+    int c;
+    while ((c = getopt_long(argc, argv, "p:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'f': force = true; break;
+        case 'p': profile = optarg; break;
+        case 'c': config_path = optarg; break;
+        case 'h': stop_usage(stdout); return LZ_EXIT_OK;
+        default: stop_usage(stderr); return LZ_EXIT_USAGE;
+        }
+    }
+    if (argc - optind > 1) {
+        stop_usage(stderr);
+        return LZ_EXIT_USAGE;
+    }
+    const char *want = optind < argc ? argv[optind] : NULL;
+    struct lz_error err = { 0 };
+    _cleanup_free_ char *want_id = NULL;
+    if (!want) {
+        struct lz_config_opts co = { .config_path = config_path, .profile = profile, .workspace = NULL };
+        struct lz_config *cfg = NULL;
+        if (lz_config_load(&co, &cfg, &err) < 0) {
+            lz_cli_error("%s", err.msg);
+            return LZ_EXIT_FAILURE;
+        }
+        want_id = lz_xstrdup(cfg->domain_id_hex);
+        lz_config_free(cfg);
+    } else {
+        size_t l = strlen(want);
+        if (l < 4 || l > 64 || strspn(want, "0123456789abcdef") != l) {
+            lz_cli_error("\"%s\" is not a Domain ID or a prefix of one (4 to 64 lowercase hex digits; see "
+                         "`lazaret ps`)",
+                         want);
+            return LZ_EXIT_USAGE;
+        }
+    }
+    json_t *list = NULL;
+    if (lz_control_list(&list, &err) < 0) {
+        lz_cli_error("%s", err.msg);
+        return LZ_EXIT_FAILURE;
+    }
+    json_t *hit = NULL;
+    size_t nhit = 0, i;
+    json_t *d;
+    json_array_foreach(list, i, d) {
+        const char *id = json_string_value(json_object_get(d, "domain_id"));
+        if (!id)
+            continue;
+        if (want_id ? !strcmp(id, want_id) : !strncmp(id, want, strlen(want))) {
+            hit = d;
+            nhit++;
+        }
+    }
+    if (nhit != 1) {
+        if (nhit == 0)
+            lz_cli_error("%s is not running (see `lazaret ps`)",
+                         want ? want : "the Domain of this directory");
+        else
+            lz_cli_error("%s matches %zu running Domains; give more digits (see `lazaret ps`)", want, nhit);
+        json_decref(list);
+        return LZ_EXIT_FAILURE;
+    }
+    const char *sock = json_string_value(json_object_get(hit, "socket"));
+    _cleanup_free_ char *ddir = lz_xstrdup(json_string_value(json_object_get(hit, "domain_dir")) ?: "");
+    _cleanup_free_ char *id = lz_xstrdup(json_string_value(json_object_get(hit, "domain_id")));
+    int r = lz_control_stop(sock, force, &err);
+    json_decref(list);
+    if (r < 0) {
+        lz_cli_error("%s", err.msg);
+        return LZ_EXIT_FAILURE;
+    }
+    if (ddir[0] && lz_control_wait_stopped(ddir, 90, &err) < 0) {
+        lz_cli_error("%s", err.msg);
+        return LZ_EXIT_FAILURE;
+    }
+    fprintf(stderr, "lazaret: Domain %.12s stopped\n", id);
+    return LZ_EXIT_OK;
+}
