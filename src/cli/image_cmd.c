@@ -1,5 +1,5 @@
-/* image_cmd.c — `lazaret image bootstrap|ls|prepare`: the base images and
- * prepared lowers of the Storage Root (see image.h). */
+/* image_cmd.c — `lazaret image bootstrap|ls|prepare|gc`: the base images and
+ * prepared lowers of the Storage Root (see image.h, catalog.h). */
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "catalog.h"
 #include "cli.h"
 #include "config.h"
 #include "image.h"
@@ -22,6 +23,9 @@ static void usage(FILE *out) {
           "                             builtin:debian-SUITE, oci:PATH[:TAG],\n"
           "                             oci-archive:PATH, docker-archive:PATH or a registry\n"
           "                             reference such as docker.io/library/debian:bookworm\n"
+          "  gc [--dry-run] [--json]    reclaim unleased prepared lowers per [storage]\n"
+          "                             prepared_keep_days and prepared_max_bytes, and\n"
+          "                             abandoned preparations\n"
           "\n"
           "Options:\n"
           "  --config FILE              read FILE instead of the default configuration\n"
@@ -214,6 +218,76 @@ static int cmd_prepare(const char *data_root, const char *ref, bool json) {
     return LZ_EXIT_OK;
 }
 
+struct gc_out {
+    bool json, dry_run;
+    json_t *reclaimed, *kept, *failed;
+};
+
+static void on_gc_event(void *ud, const struct lz_gc_event *ev) {
+    struct gc_out *o = ud;
+    if (o->json) {
+        json_t *a = ev->action == LZ_GC_RECLAIMED ? o->reclaimed : ev->action == LZ_GC_KEPT ? o->kept : o->failed;
+        json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:s}", "kind", ev->kind, "name", ev->name, "size",
+                                           (json_int_t)ev->size, "reason", ev->reason));
+        return;
+    }
+    char sz[32] = "-";
+    if (ev->size)
+        human_bytes(ev->size, sz, sizeof sz);
+    switch (ev->action) {
+    case LZ_GC_RECLAIMED:
+        printf("%-15s %-8s %-12.12s %10s  %s\n", o->dry_run ? "would reclaim" : "reclaimed", ev->kind, ev->name, sz,
+               ev->reason);
+        break;
+    case LZ_GC_KEPT:
+        printf("%-15s %-8s %-12.12s %10s  %s\n", "kept", ev->kind, ev->name, sz, ev->reason);
+        break;
+    case LZ_GC_FAILED:
+        printf("%-15s %-8s %-12.12s %10s  %s\n", "FAILED", ev->kind, ev->name, sz, ev->reason);
+        break;
+    }
+}
+
+static int cmd_gc(const struct lz_config *cfg, bool dry_run, bool json) {
+    struct gc_out o = { .json = json, .dry_run = dry_run };
+    if (json) {
+        o.reclaimed = json_array();
+        o.kept = json_array();
+        o.failed = json_array();
+    }
+    struct lz_gc_policy pol = { .keep_days = cfg->prepared_keep_days, .max_bytes = cfg->prepared_max_bytes };
+    struct lz_gc_result res = { 0 };
+    struct lz_error err = { 0 };
+    int r = lz_catalog_gc(cfg->data_root, &pol, dry_run, on_gc_event, &o, &res, &err);
+    if (r < 0) {
+        json_decref(o.reclaimed);
+        json_decref(o.kept);
+        json_decref(o.failed);
+        lz_cli_error("image gc: %s", err.msg[0] ? err.msg : strerror(-r));
+        return LZ_EXIT_FAILURE;
+    }
+    if (json) {
+        json_t *root = json_pack("{s:b, s:s, s:{s:I, s:I}, s:{s:I, s:I}, s:o, s:o, s:o}", "dry_run", dry_run,
+                                 "data_root", cfg->data_root, "policy", "prepared_keep_days",
+                                 (json_int_t)cfg->prepared_keep_days, "prepared_max_bytes",
+                                 (json_int_t)cfg->prepared_max_bytes, "total", "count",
+                                 (json_int_t)res.n_reclaimed, "bytes", (json_int_t)res.bytes_reclaimed, "reclaimed",
+                                 o.reclaimed, "kept", o.kept, "failed", o.failed);
+        char *s = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
+        json_decref(root);
+        if (!s)
+            return LZ_EXIT_FAILURE;
+        puts(s);
+        free(s);
+    } else {
+        char sz[32];
+        human_bytes(res.bytes_reclaimed, sz, sizeof sz);
+        printf("%s %zu item%s, %s%s\n", dry_run ? "would reclaim" : "reclaimed", res.n_reclaimed,
+               res.n_reclaimed == 1 ? "" : "s", sz, res.n_failed ? "; some could not be removed (see above)" : "");
+    }
+    return res.n_failed ? LZ_EXIT_FAILURE : LZ_EXIT_OK;
+}
+
 int lz_cmd_image(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
@@ -224,19 +298,21 @@ int lz_cmd_image(int argc, char **argv) {
         usage(stdout);
         return LZ_EXIT_OK;
     }
-    if (strcmp(sub, "bootstrap") != 0 && strcmp(sub, "ls") != 0 && strcmp(sub, "prepare") != 0) {
-        lz_cli_error("image: unknown subcommand \"%s\" (expected bootstrap, ls or prepare)", sub);
+    if (strcmp(sub, "bootstrap") != 0 && strcmp(sub, "ls") != 0 && strcmp(sub, "prepare") != 0 &&
+        strcmp(sub, "gc") != 0) {
+        lz_cli_error("image: unknown subcommand \"%s\" (expected bootstrap, ls, prepare or gc)", sub);
         return LZ_EXIT_USAGE;
     }
     static const struct option longopts[] = {
         { "config", required_argument, NULL, 'c' },
         { "suite", required_argument, NULL, 's' },
         { "json", no_argument, NULL, 'j' },
+        { "dry-run", no_argument, NULL, 'n' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     const char *config_path = NULL, *suite = "bookworm";
-    bool json = false, suite_set = false;
+    bool json = false, suite_set = false, dry_run = false;
     int sub_argc = argc - 1;
     char **sub_argv = argv + 1;
     int c;
@@ -254,6 +330,9 @@ int lz_cmd_image(int argc, char **argv) {
         case 'j':
             json = true;
             break;
+        case 'n':
+            dry_run = true;
+            break;
         case 'h':
             usage(stdout);
             return LZ_EXIT_OK;
@@ -265,12 +344,13 @@ int lz_cmd_image(int argc, char **argv) {
             return LZ_EXIT_USAGE;
         }
     }
-    bool is_bootstrap = !strcmp(sub, "bootstrap"), is_ls = !strcmp(sub, "ls");
-    if ((suite_set && !is_bootstrap) || (json && is_bootstrap)) {
-        lz_cli_error("image %s: option %s does not apply", sub, suite_set ? "--suite" : "--json");
+    bool is_bootstrap = !strcmp(sub, "bootstrap"), is_ls = !strcmp(sub, "ls"), is_gc = !strcmp(sub, "gc");
+    if ((suite_set && !is_bootstrap) || (json && is_bootstrap) || (dry_run && !is_gc)) {
+        lz_cli_error("image %s: option %s does not apply", sub,
+                     suite_set && !is_bootstrap ? "--suite" : dry_run && !is_gc ? "--dry-run" : "--json");
         return LZ_EXIT_USAGE;
     }
-    int want_args = is_bootstrap || is_ls ? 0 : 1;
+    int want_args = is_bootstrap || is_ls || is_gc ? 0 : 1;
     if (sub_argc - optind != want_args) {
         lz_cli_error("image %s: %s", sub, want_args ? "expects one image reference" : "takes no arguments");
         return LZ_EXIT_USAGE;
@@ -284,6 +364,8 @@ int lz_cmd_image(int argc, char **argv) {
         ret = cmd_bootstrap(cfg->data_root, suite);
     else if (is_ls)
         ret = cmd_ls(cfg->data_root, json);
+    else if (is_gc)
+        ret = cmd_gc(cfg, dry_run, json);
     else
         ret = cmd_prepare(cfg->data_root, sub_argv[optind], json);
     lz_config_free(cfg);

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <sys/stat.h>
 
@@ -309,6 +310,23 @@ static int check_array(struct loader *ld, const struct lz_toml_value *v, const c
         return r;
     if (v->u.array.n > LZ_CONFIG_MAX_LIST)
         return cerr(ld, v->line, key, "more than %d elements", LZ_CONFIG_MAX_LIST);
+    return 0;
+}
+
+/* An integer in [0, max]. */
+static int get_count(struct loader *ld, const struct lz_toml_value *t, const char *name, const char *key,
+                     int64_t max, int64_t def, int64_t *ret) {
+    const struct lz_toml_value *v = lz_toml_table_get(t, name);
+    if (!v) {
+        *ret = def;
+        return 0;
+    }
+    int r = want_type(ld, v, LZ_TOML_INTEGER, key);
+    if (r < 0)
+        return r;
+    if (v->u.integer < 0 || v->u.integer > max)
+        return cerr(ld, v->line, key, "%" PRId64 " is out of range (0 to %" PRId64 ")", v->u.integer, max);
+    *ret = v->u.integer;
     return 0;
 }
 
@@ -1071,6 +1089,8 @@ static int load_builtin(struct loader *ld, struct lz_config *c, const char *prof
         return lz_error_set(ld->err, -ENOENT, "profile \"%s\" is not defined: no configuration file exists and "
                             "the built-in configuration defines only \"%s\"", profile, LZ_DEFAULT_PROFILE);
     c->builtin_default = true;
+    c->prepared_keep_days = LZ_PREPARED_KEEP_DAYS_DEFAULT;
+    c->prepared_max_bytes = LZ_PREPARED_MAX_BYTES_DEFAULT;
     int r = default_data_root(ld, &c->data_root);
     if (r < 0)
         return r;
@@ -1086,9 +1106,11 @@ static int load_builtin(struct loader *ld, struct lz_config *c, const char *prof
     struct lz_profile *p = &c->profile;
     p->name = lz_xstrdup(LZ_DEFAULT_PROFILE);
     p->image = lz_xstrdup(LZ_BUILTIN_IMAGE);
-    p->persistent_dirs = lz_xcalloc(2, sizeof(char *));
-    p->persistent_dirs[p->n_persistent_dirs++] = lz_xstrdup("/root");
-    p->persistent_dirs[p->n_persistent_dirs++] = lz_xstrdup("/usr/local");
+    /* Where a package manager writes, so that `apt-get install` persists. */
+    static const char *const pdirs[] = { "/etc", "/opt", "/root", "/usr", "/var" };
+    p->persistent_dirs = lz_xcalloc(LZ_ARRAY_SIZE(pdirs), sizeof(char *));
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(pdirs); i++)
+        p->persistent_dirs[p->n_persistent_dirs++] = lz_xstrdup(pdirs[i]);
     p->ignored_state = true;
     c->profile_names = lz_xcalloc(1, sizeof(char *));
     c->profile_names[c->n_profile_names++] = lz_xstrdup(LZ_DEFAULT_PROFILE);
@@ -1118,8 +1140,20 @@ static int load_file(struct loader *ld, struct lz_config *c, const char *profile
     const struct lz_toml_value *t = lz_toml_table_get(root, "storage"), *v;
     if (t) {
         if ((r = want_type(ld, t, LZ_TOML_TABLE, "storage")) < 0 ||
-            (r = check_keys(ld, t, "storage", (const char *const[]){ "data_root", NULL })) < 0)
+            (r = check_keys(ld, t, "storage",
+                            (const char *const[]){ "data_root", "prepared_keep_days", "prepared_max_bytes", NULL })) <
+                0)
             return r;
+    }
+    {
+        int64_t days, bytes;
+        if ((r = get_count(ld, t, "prepared_keep_days", "storage.prepared_keep_days", LZ_PREPARED_KEEP_DAYS_MAX,
+                           LZ_PREPARED_KEEP_DAYS_DEFAULT, &days)) < 0 ||
+            (r = get_count(ld, t, "prepared_max_bytes", "storage.prepared_max_bytes", INT64_MAX,
+                           LZ_PREPARED_MAX_BYTES_DEFAULT, &bytes)) < 0)
+            return r;
+        c->prepared_keep_days = days;
+        c->prepared_max_bytes = (uint64_t)bytes;
     }
     if ((v = lz_toml_table_get(t, "data_root"))) {
         _cleanup_free_ char *p = NULL;
@@ -1313,6 +1347,8 @@ void lz_config_print(FILE *out, const struct lz_config *c) {
     fprintf(out, "# configuration: %s\n", c->builtin_default ? "built-in default" : disp(c->source_path, d, sizeof d));
     fprintf(out, "# workspace: %s\n", disp(c->workspace, d, sizeof d));
     fprintf(out, "\n[storage]\ndata_root = %s\n", disp(c->data_root, d, sizeof d));
+    fprintf(out, "prepared_keep_days = %" PRId64 "\nprepared_max_bytes = %" PRIu64 "\n", c->prepared_keep_days,
+            c->prepared_max_bytes);
     fprintf(out, "\n[network]\n");
     print_list(out, "default_allow", c->default_allow, c->n_default_allow);
     print_list(out, "default_deny", c->default_deny, c->n_default_deny);

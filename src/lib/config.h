@@ -46,6 +46,11 @@
 #define LZ_BUILTIN_IMAGE "builtin:debian-bookworm"
 #define LZ_DEFAULT_PROFILE "default"
 
+/* [storage] product GC policy of prepared lowers (see catalog.h). */
+#define LZ_PREPARED_KEEP_DAYS_DEFAULT 14
+#define LZ_PREPARED_KEEP_DAYS_MAX 1000000
+#define LZ_PREPARED_MAX_BYTES_DEFAULT 0 /* no budget */
+
 /* Protected sandbox destinations (the closed layout): no persistent dir or
  * volume destination may equal, contain or lie beneath one of these. */
 #define LZ_SANDBOX_WORKSPACE "/workspace"
@@ -92,6 +97,9 @@ struct lz_config {
     char *source_path;    /* canonical config file path, NULL for the built-in default */
     bool builtin_default; /* no config file existed */
     char *data_root;      /* canonical absolute Storage Root */
+    /* gc policy: neither enters the Domain ID nor the fingerprint */
+    int64_t prepared_keep_days;  /* unleased and unused for more than N days is reclaimed; 0 = any unleased */
+    uint64_t prepared_max_bytes; /* 0 = no budget */
     char **default_allow;
     size_t n_default_allow;
     char **default_deny;

@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "catalog.h"
+
 #define MAX_JSON (4u << 20)
 #define MAX_LAYERS 1024
 #define MAX_BLOB (UINT64_C(64) << 30)
@@ -61,7 +63,8 @@ static void progress_report(lz_progress_fn fn, void *ud, const char *phase, uint
 
 static int open_beneath(int dirfd, const char *path, int flags, bool allow_symlinks) {
     struct open_how how = {
-        .flags = (uint64_t)(flags | O_CLOEXEC | O_NOCTTY),
+        /* openat2 refuses O_PATH with any flag but O_DIRECTORY/O_NOFOLLOW. */
+        .flags = (uint64_t)(flags | O_CLOEXEC | ((flags & O_PATH) ? 0 : O_NOCTTY)),
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | (allow_symlinks ? 0 : RESOLVE_NO_SYMLINKS),
     };
     long r;
@@ -1406,10 +1409,11 @@ int lz_prepared_artifact_id(const char *manifest_digest, char ret_id[65]) {
     return 0;
 }
 
-/* A complete artifact: <id>/artifact.json names id, <id>/rootfs is a dir. */
-static int artifact_load(int prepared_fd, const char *id, json_t **ret) {
+/* A complete artifact: <dir>/artifact.json names id, <dir>/rootfs is a
+ * directory (dir is id once published, a .tmp-* name before). */
+static int artifact_load(int prepared_fd, const char *dir, const char *id, json_t **ret) {
     char p[128];
-    int r = lz_snprintf(p, sizeof p, "%s/artifact.json", id);
+    int r = lz_snprintf(p, sizeof p, "%s/artifact.json", dir);
     if (r < 0)
         return r;
     _cleanup_free_ char *buf = NULL;
@@ -1422,15 +1426,47 @@ static int artifact_load(int prepared_fd, const char *id, json_t **ret) {
     if (!j)
         return -EBADMSG;
     const char *aid = json_str(j, "artifact_id");
+    _cleanup_close_ int dfd = open_beneath(prepared_fd, dir, O_RDONLY | O_DIRECTORY, false);
     struct stat s;
-    r = lz_snprintf(p, sizeof p, "%s/rootfs", id);
-    if (!aid || strcmp(aid, id) != 0 || r < 0 || fstatat(prepared_fd, p, &s, AT_SYMLINK_NOFOLLOW) < 0 ||
+    if (!aid || strcmp(aid, id) != 0 || dfd < 0 || fstatat(dfd, "rootfs", &s, AT_SYMLINK_NOFOLLOW) < 0 ||
         !S_ISDIR(s.st_mode)) {
         json_decref(j);
         return -EBADMSG;
     }
     *ret = j;
     return 0;
+}
+
+static void info_from_json(json_t *a, const char *id, struct lz_prepared_info *pi) {
+    memset(pi, 0, sizeof *pi);
+    snprintf(pi->artifact_id, sizeof pi->artifact_id, "%s", id);
+    json_t *src = json_object_get(a, "source");
+    pi->source_ref = lz_xstrdup(json_str(src, "ref") ?: "");
+    pi->manifest_digest = lz_xstrdup(json_str(src, "manifest_digest") ?: "");
+    pi->created = lz_xstrdup(json_str(a, "created") ?: "");
+    json_t *sz = json_object_get(a, "size");
+    pi->size = json_is_integer(sz) && json_integer_value(sz) > 0 ? (uint64_t)json_integer_value(sz) : 0;
+}
+
+int lz_prepared_info_read(int prepared_fd, const char *dir, const char *artifact_id, struct lz_prepared_info *ret) {
+    if (!dir || !artifact_id || strlen(artifact_id) != 64)
+        return -EINVAL;
+    json_t *a = NULL;
+    int r = artifact_load(prepared_fd, dir, artifact_id, &a);
+    if (r < 0)
+        return r;
+    info_from_json(a, artifact_id, ret);
+    json_decref(a);
+    return 0;
+}
+
+void lz_prepared_info_clear(struct lz_prepared_info *p) {
+    if (!p)
+        return;
+    free(p->source_ref);
+    free(p->manifest_digest);
+    free(p->created);
+    *p = (struct lz_prepared_info){ 0 };
 }
 
 static __thread uint64_t tree_bytes;
@@ -1471,8 +1507,12 @@ static int prepare_artifact(const char *data_root, const struct store *st, const
     if (pfd < 0)
         return lz_error_set(err, -errno, "%s: %m", pdir);
     json_t *existing = NULL;
-    if (artifact_load(pfd, id, &existing) == 0) {
+    if (artifact_load(pfd, id, id, &existing) == 0) {
         json_decref(existing);
+        /* Reuse: known to the catalog (and not being reclaimed) first. */
+        r = lz_catalog_register(data_root, id, err);
+        if (r < 0)
+            return r;
         fill_prepared(data_root, id, mdigest, name, ret);
         return 0;
     }
@@ -1493,11 +1533,20 @@ static int prepare_artifact(const char *data_root, const struct store *st, const
         return r;
     }
 
+    /* The durable intent comes first: a tree whose creator dies is then
+     * reclaimable by gc, and a tree without an intent is never touched. */
     char tmp[64];
     random_name(".tmp-", tmp);
-    if (mkdirat(pfd, tmp, 0700) < 0) {
+    r = lz_catalog_prepare_begin(data_root, tmp, id, err);
+    if (r < 0) {
         manifest_clear(&m);
-        return lz_error_set(err, -errno, "cannot create %s/%s: %m", pdir, tmp);
+        return r;
+    }
+    if (mkdirat(pfd, tmp, 0700) < 0) {
+        r = lz_error_set(err, -errno, "cannot create %s/%s: %m", pdir, tmp);
+        lz_catalog_prepare_forget(data_root, tmp, NULL);
+        manifest_clear(&m);
+        return r;
     }
     _cleanup_close_ int tfd = open_beneath(pfd, tmp, O_RDONLY | O_DIRECTORY, false);
     _cleanup_close_ int rfd = -EBADF;
@@ -1563,27 +1612,23 @@ static int prepare_artifact(const char *data_root, const struct store *st, const
         r = lz_error_set(err, -errno, "cannot sync prepared tree: %m");
         goto fail;
     }
-    if (renameat2(pfd, tmp, pfd, id, RENAME_NOREPLACE) < 0) {
-        if (errno != EEXIST && errno != ENOTEMPTY) {
-            r = lz_error_set(err, -errno, "cannot publish prepared artifact %s: %m", id);
-            goto fail;
-        }
+    r = lz_catalog_prepare_publish(data_root, pfd, tmp, id, err);
+    if (r < 0)
+        goto fail;
+    if (r == 1) {
         /* Someone else published it first: theirs is as good as ours. */
-        lz_prepare_remove_tree(pfd, tmp);
-        if (artifact_load(pfd, id, &existing) < 0) {
-            manifest_clear(&m);
-            return lz_error_set(err, -EBADMSG, "prepared artifact %s exists but is incomplete", id);
-        }
-        json_decref(existing);
-    } else {
-        fsync(pfd);
+        if (lz_prepare_remove_tree(pfd, tmp) == 0)
+            lz_catalog_prepare_forget(data_root, tmp, NULL);
     }
     manifest_clear(&m);
     fill_prepared(data_root, id, mdigest, name, ret);
     return 0;
 
 fail:
-    lz_prepare_remove_tree(pfd, tmp);
+    /* The tree first, then the intent: an intent without its tree is
+     * harmless, a tree without an intent would never be reclaimed. */
+    if (lz_prepare_remove_tree(pfd, tmp) == 0)
+        lz_catalog_prepare_forget(data_root, tmp, NULL);
     manifest_clear(&m);
     return r;
 }
@@ -1713,21 +1758,13 @@ int lz_image_list(const char *data_root, struct lz_image_list *ret, struct lz_er
             if (de->d_name[0] == '.' || strlen(de->d_name) != 64)
                 continue;
             json_t *a = NULL;
-            if (artifact_load(dirfd(dir), de->d_name, &a) < 0)
+            if (artifact_load(dirfd(dir), de->d_name, de->d_name, &a) < 0)
                 continue;
             if (l.n_prepared == cap) {
                 cap = cap ? cap * 2 : 8;
                 l.prepared = lz_xrealloc(l.prepared, cap * sizeof *l.prepared);
             }
-            struct lz_prepared_info *pi = &l.prepared[l.n_prepared++];
-            memset(pi, 0, sizeof *pi);
-            memcpy(pi->artifact_id, de->d_name, 65);
-            json_t *src = json_object_get(a, "source");
-            pi->source_ref = lz_xstrdup(json_str(src, "ref") ?: "");
-            pi->manifest_digest = lz_xstrdup(json_str(src, "manifest_digest") ?: "");
-            pi->created = lz_xstrdup(json_str(a, "created") ?: "");
-            json_t *sz = json_object_get(a, "size");
-            pi->size = json_is_integer(sz) && json_integer_value(sz) > 0 ? (uint64_t)json_integer_value(sz) : 0;
+            info_from_json(a, de->d_name, &l.prepared[l.n_prepared++]);
             json_decref(a);
         }
         closedir(dir);

@@ -19,8 +19,22 @@
  *                                       <artifact_id> only when complete
  *                                       (artifact.json written and the
  *                                       filesystem synced first); never
- *                                       deleted by anyone but its creator
- *                                       (OR-7).
+ *                                       deleted by anyone but its creator,
+ *                                       except by `lazaret image gc` once its
+ *                                       recorded owner is gone (OR-7)
+ *   <data_root>/prepared/.reclaim-<id>/ an artifact being deleted by gc
+ *   <data_root>/catalog.db, storage-catalog.lock, storage-gc.lock
+ *                                       the Storage Catalog (catalog.h)
+ *
+ * Prepare intent and publication (catalog.h): before .tmp-<random> is
+ * created, a prepare intent (tmp name, artifact ID, this process's pidfs
+ * identity) is recorded in the catalog. Publication is one catalog section:
+ * the RENAME_NOREPLACE to <artifact_id> happens under the catalog lock, in
+ * the transaction that records the artifact 'ready' and deletes the intent.
+ * A creator that fails, or loses the race to publish, deletes its tree and
+ * then its intent. A published artifact that is reused is registered in the
+ * catalog if it is not there yet (no lease is taken here), and its last use
+ * is updated; an artifact that gc is reclaiming is not reused (-ESTALE).
  *
  * Image references accepted by lz_image_prepare:
  *   builtin:debian-<suite>   built with mmdebstrap on first use (see
@@ -62,7 +76,8 @@
  * updates hold images/.lock; two preparations of the same artifact both run
  * and the loser of the RENAME_NOREPLACE discards its tree and reuses the
  * winner's. Leases on prepared artifacts belong to the Storage Catalog, not
- * to this module; nothing here deletes a published artifact.
+ * to this module; nothing here deletes a published artifact (only
+ * lz_catalog_gc does, and never a leased one).
  *
  * Tools are run with fork/execvp of a fixed argv (no shell), stdin
  * /dev/null, stdout+stderr captured: each output line goes to the progress
@@ -122,6 +137,14 @@ struct lz_image_list {
     struct lz_prepared_info *prepared;
     size_t n_prepared;
 };
+
+/* Reads the artifact.json of the complete prepared tree <prepared_fd>/<dir>
+ * (dir is the artifact ID once published, or a .tmp-* name before) and
+ * checks that it names artifact_id and has a rootfs/ directory; nothing is
+ * followed out of prepared_fd. -ENOENT when absent, -EBADMSG when
+ * incomplete or naming another ID. Free with lz_prepared_info_clear. */
+int lz_prepared_info_read(int prepared_fd, const char *dir, const char *artifact_id, struct lz_prepared_info *ret);
+void lz_prepared_info_clear(struct lz_prepared_info *p);
 
 /* Lists the store's images (sorted by name) and the complete prepared
  * artifacts (sorted by source ref, then ID). A missing store is empty. */

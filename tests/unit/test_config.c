@@ -325,7 +325,7 @@ static const struct bad bad_cases[] = {
     { "bad-token-data-root.toml", "claude", "bad-token-data-root.toml:2: storage.data_root: expansion tokens are not allowed here: \"{profile_dir}/x\"" },
     { "bad-type-section.toml", "claude", "bad-type-section.toml:1: storage: expected a table, found a string" },
     { "bad-type.toml", "claude", "bad-type.toml:2: escalation.enabled: expected a boolean, found a string" },
-    { "bad-unknown-key.toml", "claude", "bad-unknown-key.toml:2: storage.data_roots: unknown key (expected one of: data_root)" },
+    { "bad-unknown-key.toml", "claude", "bad-unknown-key.toml:2: storage.data_roots: unknown key (expected one of: data_root, prepared_keep_days, prepared_max_bytes)" },
     { "bad-unknown-section.toml", "claude", "bad-unknown-section.toml:1: storag: unknown key (expected one of: storage, network, escalation, profiles)" },
     { "bad-unknown-token.toml", "claude", "bad-unknown-token.toml:3: profiles.claude.volumes[0].host: unknown expansion token \"{home}\" in \"{home}/x\" (known: {profile_dir}, {domain_dir}, {profile_name}, {domain_hash}, {workspace_dir})" },
     { "bad-volume-gitdir.toml", "claude", "bad-volume-gitdir.toml:3: profiles.claude.volumes[0].host: \"@/ws/.git/hooks\" is inside the workspace's .git directory (SR-4)" },
@@ -339,7 +339,7 @@ static const struct bad bad_cases[] = {
     { "bad-volume-workspace.toml", "claude", "bad-volume-workspace.toml:3: profiles.claude.volumes[0].host: \"@/ws\" contains the workspace; it is mounted only at /workspace, with its .git protections" },
     /* selecting a profile that is not defined: no fallback */
     { "good.toml", "nope", "good.toml: profile \"nope\" is not defined (defined profiles: default, claude, opencode)" },
-    { "bad-unknown-key.toml", NULL, "bad-unknown-key.toml:2: storage.data_roots: unknown key (expected one of: data_root)" },
+    { "bad-unknown-key.toml", NULL, "bad-unknown-key.toml:2: storage.data_roots: unknown key (expected one of: data_root, prepared_keep_days, prepared_max_bytes)" },
     /* path resolution comes before environment resolution */
     { "good.toml", "opencode", "good.toml:47: profiles.opencode.volumes[0].host: \"@/home/does-not-exist\" does not exist (only volumes strictly beneath {profile_dir} are created)" },
 };
@@ -471,6 +471,38 @@ static void test_data_root_in_workspace(void **state) {
                         "claude", "5: profiles.claude.volumes[0].host: \"@/home/shared\" overlaps escalation.socket_dir");
 }
 
+static void test_gc_keys(void **state) {
+    (void)state;
+    char path[8192];
+    snprintf(path, sizeof path, "%s/gc.toml", root);
+    write_file(path, "[storage]\nprepared_keep_days = 0\nprepared_max_bytes = 10737418240\n"
+                     "[profiles.claude]\nimage = \"img\"\n");
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    assert_int_equal(load_path(path, "claude", NULL, &c, &err), 0);
+    assert_int_equal(c->prepared_keep_days, 0);
+    assert_int_equal(c->prepared_max_bytes, UINT64_C(10737418240));
+    uint8_t fp[32];
+    memcpy(fp, c->fingerprint, sizeof fp);
+    lz_config_free(c);
+    /* the gc policy is not part of the Configuration Fingerprint */
+    write_file(path, "[storage]\n[profiles.claude]\nimage = \"img\"\n");
+    assert_int_equal(load_path(path, "claude", NULL, &c, &err), 0);
+    assert_int_equal(c->prepared_keep_days, 14);
+    assert_int_equal(c->prepared_max_bytes, 0);
+    assert_memory_equal(c->fingerprint, fp, sizeof fp);
+    lz_config_free(c);
+
+    expect_fail_content("gc-neg.toml", "[storage]\nprepared_keep_days = -1\n[profiles.claude]\nimage = \"img\"\n",
+                        "claude", "2: storage.prepared_keep_days: -1 is out of range (0 to 1000000)");
+    expect_fail_content("gc-big.toml", "[storage]\nprepared_keep_days = 1000001\n[profiles.claude]\nimage = \"img\"\n",
+                        "claude", "2: storage.prepared_keep_days: 1000001 is out of range (0 to 1000000)");
+    expect_fail_content("gc-negb.toml", "[storage]\nprepared_max_bytes = -5\n[profiles.claude]\nimage = \"img\"\n",
+                        "claude", "2: storage.prepared_max_bytes: -5 is out of range (0 to 9223372036854775807)");
+    expect_fail_content("gc-type.toml", "[storage]\nprepared_max_bytes = \"10G\"\n[profiles.claude]\nimage = \"img\"\n",
+                        "claude", "2: storage.prepared_max_bytes: expected an integer, found a string");
+}
+
 static void test_limits(void **state) {
     (void)state;
     /* arrays */
@@ -554,9 +586,13 @@ static void test_builtin_default(void **state) {
     assert_string_equal(c->profile.name, "default");
     assert_string_equal(c->profile.image, LZ_BUILTIN_IMAGE);
     assert_string_equal(c->profile.image, "builtin:debian-bookworm");
-    assert_int_equal(c->profile.n_persistent_dirs, 2);
-    assert_string_equal(c->profile.persistent_dirs[0], "/root");
-    assert_string_equal(c->profile.persistent_dirs[1], "/usr/local");
+    /* where a package manager writes: `apt-get install` persists */
+    static const char *const pdirs[] = { "/etc", "/opt", "/root", "/usr", "/var" };
+    assert_int_equal(c->profile.n_persistent_dirs, LZ_ARRAY_SIZE(pdirs));
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(pdirs); i++)
+        assert_string_equal(c->profile.persistent_dirs[i], pdirs[i]);
+    assert_int_equal(c->prepared_keep_days, 14);
+    assert_int_equal(c->prepared_max_bytes, 0);
     assert_true(c->profile.ignored_state);
     assert_int_equal(c->profile.n_env, 0);
     assert_int_equal(c->profile.n_volumes, 0);
@@ -843,6 +879,7 @@ int main(void) {
         T(test_sr2_config_in_volume),
         T(test_sr2_config_in_workspace),
         T(test_data_root_in_workspace),
+        T(test_gc_keys),
         T(test_limits),
         T(test_env_non_utf8),
         T(test_builtin_default),
