@@ -1556,14 +1556,17 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
 
     long idle_deadline = lz_now_ms() + 30000; /* the starting client must attach */
     for (;;) {
-        struct pollfd p[3 + MAX_SESSIONS * 4];
-        struct { struct session *s; int kind; } map[3 + MAX_SESSIONS * 4];
+        struct pollfd p[4 + MAX_SESSIONS * 4];
+        struct { struct session *s; int kind; } map[4 + MAX_SESSIONS * 4];
         size_t np = 0;
         p[np] = (struct pollfd){ .fd = h.listen_fd, .events = POLLIN };
         map[np++].s = NULL;
         p[np] = (struct pollfd){ .fd = h.rs_exited_msg ? -1 : h.rs_ctl, .events = POLLIN };
         map[np++].s = NULL;
         p[np] = (struct pollfd){ .fd = h.sfd, .events = POLLIN };
+        map[np++].s = NULL;
+        /* The connectivity helper: its loss ends the generation. */
+        p[np] = (struct pollfd){ .fd = h.stopping ? -1 : h.slirp.pidfd, .events = POLLIN };
         map[np++].s = NULL;
         int timeout = 1000;
         for (int i = 0; i < MAX_SESSIONS; i++) {
@@ -1635,7 +1638,14 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
                     begin_stop(&h, "the Domain is being stopped", false);
                 }
         }
-        for (size_t i = 3; i < np; i++) {
+        if (p[3].revents & POLLIN) {
+            int st = 0;
+            if (lz_child_try_reap(&h.slirp, &st) == 1) {
+                logmsg("the connectivity helper (slirp4netns) exited with status %d", st);
+                begin_stop(&h, "the Domain's network helper (slirp4netns) died; the Domain is stopped", true);
+            }
+        }
+        for (size_t i = 4; i < np; i++) {
             struct session *s = map[i].s;
             if (!p[i].revents || !s)
                 continue;
