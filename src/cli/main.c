@@ -24,6 +24,11 @@ static void usage(FILE *f) {
           "  config check       validate and print the resolved configuration\n"
           "  image bootstrap    build the default Debian base image with mmdebstrap\n"
           "  image ls           list images and prepared root filesystems\n"
+          "  state ls|inspect|verify|reset\n"
+          "                     list, check or reset the Domains' persistent state\n"
+          "  ps [--json]        list running Domains and their sessions\n"
+          "  stop [DOMAIN] [--force]\n"
+          "                     stop a running Domain (default: this directory's)\n"
           "  doctor             check the host prerequisites\n"
           "\n"
           "Options:\n"
@@ -56,6 +61,12 @@ int main(int argc, char **argv) {
         return lz_cmd_image(argc - 1, argv + 1);
     if (!strcmp(cmd, "doctor"))
         return lz_cmd_doctor(argc - 1, argv + 1);
+    if (!strcmp(cmd, "state"))
+        return lz_cmd_state(argc - 1, argv + 1);
+    if (!strcmp(cmd, "ps"))
+        return lz_cmd_ps(argc - 1, argv + 1);
+    if (!strcmp(cmd, "stop"))
+        return lz_cmd_stop(argc - 1, argv + 1);
     if (!strncmp(cmd, "__", 2))
         return lz_cmd_internal(argc - 1, argv + 1);
     lz_cli_error("unknown command '%s' (see `lazaret --help`)", cmd);

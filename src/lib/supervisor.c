@@ -457,12 +457,13 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
     int exit_code = 0;
 
     for (;;) {
-        struct pollfd p[5] = {
+        struct pollfd p[6] = {
             { .fd = ctl, .events = POLLIN },
             { .fd = runsc.pidfd, .events = POLLIN },
             { .fd = outp[0], .events = POLLIN },
             { .fd = errp[0], .events = POLLIN },
             { .fd = sfd, .events = POLLIN },
+            { .fd = router.pidfd, .events = POLLIN },
         };
         int timeout = -1;
         if (!ready) {
@@ -476,7 +477,7 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
             }
             timeout = (int)left;
         }
-        if (poll(p, 5, timeout) < 0) {
+        if (poll(p, 6, timeout) < 0) {
             if (errno == EINTR)
                 continue;
             break;
@@ -528,6 +529,20 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
                 b[n] = '\0';
                 if (!strcmp(b, "stop"))
                     stopping = true;
+            }
+        }
+        if (p[5].revents & POLLIN) {
+            int st = 0;
+            if (lz_child_try_reap(&router, &st) == 1) {
+                /* Without the router the workspace view is gone (and with it
+                 * the Git policy): the sandbox cannot go on. */
+                fprintf(stderr, "rs[%d]: lazaret-router exited with status %d; stopping the sandbox\n",
+                        (int)getpid(), st);
+                stop_sandbox(a, &runsc);
+                stop_router(a, &router);
+                ctl_send(ctl, ready ? "exited router" : "fail the workspace view (lazaret-router) exited");
+                exit_code = 1;
+                break;
             }
         }
         if (stopping) {

@@ -126,7 +126,7 @@ def lz_run(lazaret, env, workspace, args, input=None, timeout=RUN_TIMEOUT, profi
 def user_processes(pattern: str):
     """PIDs of our own processes whose command line contains pattern."""
     out = subprocess.run(["pgrep", "-u", str(os.getuid()), "-f", pattern], capture_output=True, text=True)
-    return [int(p) for p in out.stdout.split()]
+    return [int(p) for p in out.stdout.split() if int(p) != os.getpid()]
 
 
 def wait_until(pred, timeout=30.0, interval=0.05):

@@ -14,7 +14,7 @@ def spawn(lazaret, env, workspace):
 def test_two_sessions_share_one_sandbox(lazaret, env, workspace):
     a = spawn(lazaret, env, workspace)
     a.expect(PROMPT)
-    a.sendline("echo from-a > /tmp/shared; echo WROTE")
+    a.sendline("echo from-a > /tmp/shared; echo WRO''TE")
     a.expect("WROTE")
     coords = user_processes("lazaret __coordinator")
     assert len(coords) == 1

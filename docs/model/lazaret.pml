@@ -1,0 +1,1134 @@
+/*
+ * lazaret.pml -- Promela model of Lazaret's application protocol.
+ *
+ * Our own rendering of the TLA+ module `Lazaret` (docs/protocol/Lazaret.tla
+ * and docs/protocol/Lazaret.cfg in the specification seed
+ * 000-spec-reorganization): the same state variables, the same actions
+ * (each one an `inline` named exactly after the TLA+ action, whose body is a
+ * single `d_step`, i.e. one atomic transition), the same twelve invariants
+ * and the same four liveness properties, under the same weak fairness.
+ *
+ * Checked by tests/model/check.sh; see docs/model/README.md.
+ *
+ * Encoding rules
+ *   - Every TLA+ action A(x) == /\ guard /\ effect becomes
+ *       inline A(x) { d_step { guard -> effect } }
+ *     so one TLA+ step is one Promela transition; variables the TLA+ action
+ *     leaves UNCHANGED are not touched.
+ *   - Spec's fairness  \A d : WF_vars(DomainProgress(d)),
+ *                      \A s : WF_vars(SessionProgress(s)),
+ *                      \A r : WF_vars(RequestProgress(r))
+ *     becomes one process per conjunct whose loop offers exactly the
+ *     disjuncts of that Progress formula (DomainProc(d), SessionProc(s),
+ *     RequestProc(r)); pan's weak fairness (-f) then says: a process that is
+ *     continuously enabled eventually moves, which is WF of the disjunction.
+ *   - The actions of Next outside every Progress formula (DisconnectSession,
+ *     FailDomain, ReceiveEscalation) carry no fairness in Spec. They live in
+ *     one Environment process that can also stutter, so pan's
+ *     per-process fairness never forces them to happen.
+ *   - Every process loop head is an end state: Lazaret.cfg has
+ *     CHECK_DEADLOCK FALSE ("fully closed or failed application states
+ *     intentionally have no successor").
+ *
+ * Build-time switches (spin -D...):
+ *   FIXTURE_WIDE         extra fixture, not the seed's: adds Domain D2 with
+ *                        session S3 and request R4 (authenticated, ShellCmd,
+ *                        an auto-approval rule matches).
+ *   FIXTURE_MISMATCH     extra fixture, not the seed's: S2 carries another
+ *                        Configuration Fingerprint ("config-b") so that
+ *                        RejectConfigurationMismatch becomes reachable.
+ *   TLA_INVARIANTS_ONLY  the monitor asserts the twelve TLA+ invariants only
+ *                        (used to show what the extras add).
+ *   NO_STUTTER           drop the Environment's stutter step so that a state
+ *                        without successors is visible to the monitor's
+ *                        `timeout` check (QuiescentStateClean). Used by the
+ *                        safety run; reachable states are the same.
+ *   BUG_TEARDOWN_ORDER   deliberately broken: StopSidecar no longer waits
+ *                        for the sandbox to stop (self-test, must fail
+ *                        OrderedNetworkStartup).
+ *   BUG_ANCHOR_ORDER     deliberately broken: UnmountStateAnchor no longer
+ *                        waits for the sandbox and the sidecar to stop
+ *                        (self-test, must fail ResourceNesting; none of the
+ *                        twelve TLA+ invariants sees it).
+ *   BUG_UNAUTHENTICATED  deliberately broken: ReceiveEscalation ignores the
+ *                        certificate and signature (self-test, must fail
+ *                        AuthenticatedRequestsOnly).
+ *   BUG_AUTO_SHELL       deliberately broken: AutoApprove no longer refuses
+ *                        a command that needs a shell (self-test, must fail
+ *                        AutoApprovalNoShell on FIXTURE_WIDE; the seed
+ *                        fixture cannot see it, its only shell request R3
+ *                        is unauthenticated).
+ *   BUG_NO_DECISION      deliberately broken: the developer never answers
+ *                        and requests never time out (self-test, must fail
+ *                        RequestEventuallyResolves).
+ *   BUG_NO_TEARDOWN      deliberately broken: BeginTeardown never happens
+ *                        (self-test, must fail EmptyDomainStopsWhenIdle).
+ */
+
+/* ---------------------------------------------------------------------
+ * Fixture: Lazaret.cfg (DomainsFixture, SessionsFixture, ...)
+ * ------------------------------------------------------------------- */
+
+#if defined(FIXTURE_WIDE)
+/* Extra fixture, NOT the seed's: a second Domain D2 with one session S3 and
+ * one authenticated request R4 for a command that needs a shell although an
+ * auto-approval rule matches it. */
+#define ND 2
+#define NS 3
+#define NR 4
+#else
+#define ND 1                    /* DomainsFixture  == {D1}                */
+#define NS 2                    /* SessionsFixture == {S1, S2}            */
+#define NR 3                    /* RequestsFixture == {R1, R2, R3}        */
+#endif
+#define NC 4                    /* CommandsFixture == {ExactCmd, PromptCmd, ShellCmd, EditedCmd} */
+
+#define D1 0
+#define D2 1                    /* FIXTURE_WIDE only */
+#define S1 0
+#define S2 1
+#define S3 2                    /* FIXTURE_WIDE only */
+#define R1 0
+#define R2 1
+#define R3 2
+#define R4 3                    /* FIXTURE_WIDE only */
+#define ExactCmd  0
+#define PromptCmd 1
+#define ShellCmd  2
+#define EditedCmd 3
+
+#define NoSession NS            /* NoSession \notin Sessions */
+#define NoRequest NR            /* NoRequest \notin Requests */
+#define NoCommand NC            /* NoCommand \notin Commands */
+
+#define CONFIG_A 1              /* the string "config-a" */
+#define CONFIG_B 2              /* the string "config-b" (FIXTURE_MISMATCH only) */
+
+/* SessionDomainFixture == (S1 :> D1) @@ (S2 :> D1)      [wide: S3 :> D2] */
+#if defined(FIXTURE_WIDE)
+#define SessionDomain(s)        (((s) == S3) -> D2 : D1)
+#else
+#define SessionDomain(s)        D1
+#endif
+/* SessionFingerprintFixture == (S1 :> "config-a") @@ (S2 :> "config-a")
+ *                                         [mismatch: S2 :> "config-b"] */
+#if defined(FIXTURE_MISMATCH)
+#define SessionFingerprint(s)   (((s) == S2) -> CONFIG_B : CONFIG_A)
+#else
+#define SessionFingerprint(s)   CONFIG_A
+#endif
+/* DomainFingerprintFixture == D1 :> "config-a"          [wide: D2 :> "config-a"] */
+#define DomainFingerprint(d)    CONFIG_A
+/* ConfigSafeFixture == D1 :> TRUE                       [wide: D2 :> TRUE] */
+#define ConfigSafe(d)           true
+/* RequestSessionFixture == (R1 :> S1) @@ (R2 :> S2) @@ (R3 :> S1)   [wide: R4 :> S3] */
+#define RequestSession(r)       (((r) == R2) -> S2 : (((r) == R4) -> S3 : S1))
+/* RequestCommandFixture == (R1 :> ExactCmd) @@ (R2 :> PromptCmd) @@ (R3 :> ShellCmd)
+ *                                                       [wide: R4 :> ShellCmd] */
+#define RequestCommand(r)       (((r) == R1) -> ExactCmd : (((r) == R2) -> PromptCmd : ShellCmd))
+/* CertificateValidFixture == (R1 :> TRUE) @@ (R2 :> TRUE) @@ (R3 :> FALSE)  [wide: R4 :> TRUE] */
+#define CertificateValid(r)     ((r) != R3)
+/* SignatureValidFixture == (R1 :> TRUE) @@ (R2 :> TRUE) @@ (R3 :> FALSE)    [wide: R4 :> TRUE] */
+#define SignatureValid(r)       ((r) != R3)
+/* AutoRuleMatchesFixture == (R1 :> TRUE) @@ (R2 :> FALSE) @@ (R3 :> TRUE)   [wide: R4 :> TRUE] */
+#define AutoRuleMatches(r)      ((r) != R2)
+/* CommandRequiresShellFixture: only ShellCmd is TRUE */
+#define CommandRequiresShell(c) ((c) == ShellCmd)
+
+/* Quantifiers over the finite fixture sets, unrolled for the sizes above.
+ * P is a two-argument predicate macro P(element, extra). */
+#if defined(FIXTURE_WIDE)
+#define ALL_D(P, a) (P(0, a) && P(1, a))
+#define ALL_S(P, a) (P(0, a) && P(1, a) && P(2, a))
+#define ALL_R(P, a) (P(0, a) && P(1, a) && P(2, a) && P(3, a))
+#else
+#define ALL_D(P, a) (P(0, a))
+#define ALL_S(P, a) (P(0, a) && P(1, a))
+#define ALL_R(P, a) (P(0, a) && P(1, a) && P(2, a))
+#endif
+
+/* ---------------------------------------------------------------------
+ * Value sets (DomainPhases, CoordinatorStates, ...). The TLA+ strings get a
+ * prefix naming their set because Promela has one mtype name space:
+ *   D_ DomainPhases        C_ CoordinatorStates   M_ MountStates
+ *   X_ ResourceStates      S_ SessionPhases       T_ TerminalRoutes
+ *   K_ ConnectionStates    Q_ RequestPhases       A_ ApprovalSources
+ * ------------------------------------------------------------------- */
+
+mtype = {
+    D_Absent, D_Starting, D_Ready, D_Stopping, D_Failed,
+    C_Absent, C_Starting, C_Ready, C_Stopping, C_Failed,
+    M_Unmounted, M_Mounted,
+    X_Stopped, X_Ready, X_Failed,
+    S_New, S_Waiting, S_Registering, S_Attached, S_Prompting,
+    S_HostExecuting, S_Closed, S_Failed,
+    T_Detached, T_Sandbox, T_Prompt, T_HostProcess,
+    K_Disconnected, K_Connected,
+    Q_Unused, Q_Verified, Q_AwaitingApproval, Q_Approved, Q_Executing,
+    Q_Completed, Q_Denied, Q_TimedOut, Q_Cancelled, Q_Failed,
+    A_NoApproval, A_AutoRule, A_Developer
+};
+
+/* ---------------------------------------------------------------------
+ * VARIABLES, with Init as their initial values.
+ * ------------------------------------------------------------------- */
+
+typedef SessionSet { bool has[NS] };    /* a subset of Sessions */
+
+mtype domainPhase[ND]      = D_Absent;        /* [d |-> "Absent"]      */
+mtype coordinatorState[ND] = C_Absent;        /* [d |-> "Absent"]      */
+mtype stateAnchorState[ND] = M_Unmounted;     /* [d |-> "Unmounted"]   */
+mtype sidecarState[ND]     = X_Stopped;       /* [d |-> "Stopped"]     */
+mtype sandboxState[ND]     = X_Stopped;       /* [d |-> "Stopped"]     */
+bool  trustReady[ND];                         /* [d |-> FALSE]         */
+byte  lockOwner[ND]        = NoSession;       /* [d |-> NoSession]     */
+bool  published[ND];                          /* {}                    */
+SessionSet registered[ND];                    /* [d |-> {}]            */
+SessionSet connected[ND];                     /* [d |-> {}]            */
+mtype sessionPhase[NS]     = S_New;           /* [s |-> "New"]         */
+mtype terminalRoute[NS]    = T_Detached;      /* [s |-> "Detached"]    */
+mtype connectionState[NS]  = K_Disconnected;  /* [s |-> "Disconnected"]*/
+byte  activeRequest[NS]    = NoRequest;       /* [s |-> NoRequest]     */
+mtype requestPhase[NR]     = Q_Unused;        /* [r |-> "Unused"]      */
+mtype approvalSource[NR]   = A_NoApproval;    /* [r |-> NoApproval]    */
+byte  approvedCommand[NR]  = NoCommand;       /* [r |-> NoCommand]     */
+bool  hostRunning[NR];                        /* {}                    */
+
+hidden byte ii;     /* loop index inside d_step only; not part of the state */
+hidden byte stutter; /* target of the Environment's stuttering step; not part of the state */
+
+/* ---------------------------------------------------------------------
+ * Operators
+ * ------------------------------------------------------------------- */
+
+#define Dom(s)          SessionDomain(s)
+#define ReqSession(r)   RequestSession(r)
+#define ReqDomain(r)    Dom(ReqSession(r))
+
+/* TerminalRequestPhases */
+#define TerminalRequestPhase(p) \
+    ((p) == Q_Completed || (p) == Q_Denied || (p) == Q_TimedOut || \
+     (p) == Q_Cancelled || (p) == Q_Failed)
+#define IsTerminalRequest(r)    TerminalRequestPhase(requestPhase[r])
+
+/* the phases that make a session a member of Interested(d) */
+#define InterestedPhase(p) \
+    ((p) == S_Waiting || (p) == S_Registering || (p) == S_Attached || \
+     (p) == S_Prompting || (p) == S_HostExecuting)
+#define InterestedIn(s, d)      (Dom(s) == (d) && InterestedPhase(sessionPhase[s]))
+#define NotInterestedIn(s, d)   (!InterestedIn(s, d))
+/* Interested(d) = {} */
+#define NoneInterested(d)       ALL_S(NotInterestedIn, d)
+#define NotRegistered(s, d)     (!registered[d].has[s])
+#define NotConnected(s, d)      (!connected[d].has[s])
+
+/* ---------------------------------------------------------------------
+ * Action coverage (like TLC's coverage report). With spin -DCOVERAGE each
+ * action counts the transitions pan explores through it and pan prints
+ * "coverage <Action> <count>" when it exits; the counters live outside the
+ * state vector and do not change the search.
+ * ------------------------------------------------------------------- */
+
+#define ACT_StartNewDomain 0
+#define ACT_StartReadySession 1
+#define ACT_WaitForDomain 2
+#define ACT_RestartWaitingDomain 3
+#define ACT_MountStateAnchor 4
+#define ACT_CreateTrustAnchor 5
+#define ACT_StartSidecar 6
+#define ACT_StartSandbox 7
+#define ACT_PublishDomain 8
+#define ACT_AdvanceWaitingSession 9
+#define ACT_RejectConfigurationMismatch 10
+#define ACT_RegisterSession 11
+#define ACT_DisconnectSession 12
+#define ACT_BeginTeardown 13
+#define ACT_StopSandbox 14
+#define ACT_StopSidecar 15
+#define ACT_UnmountStateAnchor 16
+#define ACT_FinishTeardown 17
+#define ACT_ReceiveEscalation 18
+#define ACT_AutoApprove 19
+#define ACT_QueuePrompt 20
+#define ACT_BeginPrompt 21
+#define ACT_DeveloperApprove 22
+#define ACT_DeveloperDeny 23
+#define ACT_StartHostExecution 24
+#define ACT_CompleteHostExecution 25
+#define ACT_TimeoutRequest 26
+#define ACT_FailDomain 27
+#define ACT_ResetFailedDomain 28
+#define N_ACTIONS 29
+
+#ifdef COVERAGE
+c_decl {
+    static const char *lz_action_name[N_ACTIONS] = {
+        "StartNewDomain",
+        "StartReadySession",
+        "WaitForDomain",
+        "RestartWaitingDomain",
+        "MountStateAnchor",
+        "CreateTrustAnchor",
+        "StartSidecar",
+        "StartSandbox",
+        "PublishDomain",
+        "AdvanceWaitingSession",
+        "RejectConfigurationMismatch",
+        "RegisterSession",
+        "DisconnectSession",
+        "BeginTeardown",
+        "StopSandbox",
+        "StopSidecar",
+        "UnmountStateAnchor",
+        "FinishTeardown",
+        "ReceiveEscalation",
+        "AutoApprove",
+        "QueuePrompt",
+        "BeginPrompt",
+        "DeveloperApprove",
+        "DeveloperDeny",
+        "StartHostExecution",
+        "CompleteHostExecution",
+        "TimeoutRequest",
+        "FailDomain",
+        "ResetFailedDomain"
+    };
+    static unsigned long lz_action_count[N_ACTIONS];
+    static int lz_cover_armed;
+    static void lz_cover_dump(void)
+    {
+        int k;
+        for (k = 0; k < N_ACTIONS; k++)
+            printf("coverage %s %lu\n", lz_action_name[k], lz_action_count[k]);
+    }
+}
+#define COVER(k) c_code { if (!lz_cover_armed) { lz_cover_armed = 1; atexit(lz_cover_dump); } lz_action_count[k]++; }
+#else
+#define COVER(k) skip
+#endif
+
+/* ---------------------------------------------------------------------
+ * Domain and Session lifecycle
+ * ------------------------------------------------------------------- */
+
+/* TLA+: StartNewDomain(s) */
+inline StartNewDomain(s) {
+    d_step {
+        sessionPhase[s] == S_New &&
+        ConfigSafe(Dom(s)) &&
+        domainPhase[Dom(s)] == D_Absent
+        ->
+        domainPhase[Dom(s)] = D_Starting;
+        coordinatorState[Dom(s)] = C_Starting;
+        lockOwner[Dom(s)] = s;
+        sessionPhase[s] = S_Waiting;
+        COVER(ACT_StartNewDomain);
+        printf("ACTION StartNewDomain(s%d)\n", s)
+    }
+}
+
+/* TLA+: StartReadySession(s) */
+inline StartReadySession(s) {
+    d_step {
+        sessionPhase[s] == S_New &&
+        domainPhase[Dom(s)] == D_Ready &&
+        SessionFingerprint(s) == DomainFingerprint(Dom(s))
+        ->
+        sessionPhase[s] = S_Registering;
+        connectionState[s] = K_Connected;
+        COVER(ACT_StartReadySession);
+        printf("ACTION StartReadySession(s%d)\n", s)
+    }
+}
+
+/* TLA+: WaitForDomain(s) */
+inline WaitForDomain(s) {
+    d_step {
+        sessionPhase[s] == S_New &&
+        (domainPhase[Dom(s)] == D_Starting || domainPhase[Dom(s)] == D_Stopping)
+        ->
+        sessionPhase[s] = S_Waiting;
+        COVER(ACT_WaitForDomain);
+        printf("ACTION WaitForDomain(s%d)\n", s)
+    }
+}
+
+/* TLA+: RestartWaitingDomain(s) */
+inline RestartWaitingDomain(s) {
+    d_step {
+        sessionPhase[s] == S_Waiting &&
+        ConfigSafe(Dom(s)) &&
+        domainPhase[Dom(s)] == D_Absent
+        ->
+        domainPhase[Dom(s)] = D_Starting;
+        coordinatorState[Dom(s)] = C_Starting;
+        lockOwner[Dom(s)] = s;
+        COVER(ACT_RestartWaitingDomain);
+        printf("ACTION RestartWaitingDomain(s%d)\n", s)
+    }
+}
+
+/* TLA+: MountStateAnchor(d) */
+inline MountStateAnchor(d) {
+    d_step {
+        domainPhase[d] == D_Starting &&
+        coordinatorState[d] == C_Starting &&
+        stateAnchorState[d] == M_Unmounted
+        ->
+        stateAnchorState[d] = M_Mounted;
+        COVER(ACT_MountStateAnchor);
+        printf("ACTION MountStateAnchor(d%d)\n", d)
+    }
+}
+
+/* TLA+: CreateTrustAnchor(d) */
+inline CreateTrustAnchor(d) {
+    d_step {
+        domainPhase[d] == D_Starting &&
+        coordinatorState[d] == C_Starting &&
+        !trustReady[d]
+        ->
+        trustReady[d] = true;
+        COVER(ACT_CreateTrustAnchor);
+        printf("ACTION CreateTrustAnchor(d%d)\n", d)
+    }
+}
+
+/* TLA+: StartSidecar(d) */
+inline StartSidecar(d) {
+    d_step {
+        domainPhase[d] == D_Starting &&
+        stateAnchorState[d] == M_Mounted &&
+        trustReady[d] &&
+        sidecarState[d] == X_Stopped
+        ->
+        sidecarState[d] = X_Ready;
+        COVER(ACT_StartSidecar);
+        printf("ACTION StartSidecar(d%d)\n", d)
+    }
+}
+
+/* TLA+: StartSandbox(d) */
+inline StartSandbox(d) {
+    d_step {
+        domainPhase[d] == D_Starting &&
+        sidecarState[d] == X_Ready &&
+        sandboxState[d] == X_Stopped
+        ->
+        sandboxState[d] = X_Ready;
+        COVER(ACT_StartSandbox);
+        printf("ACTION StartSandbox(d%d)\n", d)
+    }
+}
+
+/* TLA+: PublishDomain(d) */
+inline PublishDomain(d) {
+    d_step {
+        domainPhase[d] == D_Starting &&
+        coordinatorState[d] == C_Starting &&
+        stateAnchorState[d] == M_Mounted &&
+        sidecarState[d] == X_Ready &&
+        sandboxState[d] == X_Ready &&
+        trustReady[d]
+        ->
+        domainPhase[d] = D_Ready;
+        coordinatorState[d] = C_Ready;
+        lockOwner[d] = NoSession;
+        published[d] = true;
+        COVER(ACT_PublishDomain);
+        printf("ACTION PublishDomain(d%d)\n", d)
+    }
+}
+
+/* TLA+: AdvanceWaitingSession(s) */
+inline AdvanceWaitingSession(s) {
+    d_step {
+        sessionPhase[s] == S_Waiting &&
+        domainPhase[Dom(s)] == D_Ready &&
+        SessionFingerprint(s) == DomainFingerprint(Dom(s))
+        ->
+        sessionPhase[s] = S_Registering;
+        connectionState[s] = K_Connected;
+        COVER(ACT_AdvanceWaitingSession);
+        printf("ACTION AdvanceWaitingSession(s%d)\n", s)
+    }
+}
+
+/* TLA+: RejectConfigurationMismatch(s) */
+inline RejectConfigurationMismatch(s) {
+    d_step {
+        (sessionPhase[s] == S_New || sessionPhase[s] == S_Waiting) &&
+        domainPhase[Dom(s)] == D_Ready &&
+        SessionFingerprint(s) != DomainFingerprint(Dom(s))
+        ->
+        sessionPhase[s] = S_Failed;
+        terminalRoute[s] = T_Detached;
+        connectionState[s] = K_Disconnected;
+        COVER(ACT_RejectConfigurationMismatch);
+        printf("ACTION RejectConfigurationMismatch(s%d)\n", s)
+    }
+}
+
+/* TLA+: RegisterSession(s) */
+inline RegisterSession(s) {
+    d_step {
+        sessionPhase[s] == S_Registering &&
+        connectionState[s] == K_Connected &&
+        domainPhase[Dom(s)] == D_Ready &&
+        SessionFingerprint(s) == DomainFingerprint(Dom(s))
+        ->
+        registered[Dom(s)].has[s] = true;
+        connected[Dom(s)].has[s] = true;
+        sessionPhase[s] = S_Attached;
+        terminalRoute[s] = T_Sandbox;
+        COVER(ACT_RegisterSession);
+        printf("ACTION RegisterSession(s%d)\n", s)
+    }
+}
+
+/* TLA+: DisconnectSession(s)   (no fairness in Spec) */
+inline DisconnectSession(s) {
+    d_step {
+        InterestedPhase(sessionPhase[s])
+        ->
+        registered[Dom(s)].has[s] = false;
+        connected[Dom(s)].has[s] = false;
+        sessionPhase[s] = S_Closed;
+        terminalRoute[s] = T_Detached;
+        connectionState[s] = K_Disconnected;
+        /* r == activeRequest[s] */
+        if
+        :: activeRequest[s] != NoRequest ->
+            if
+            :: !IsTerminalRequest(activeRequest[s]) ->
+                requestPhase[activeRequest[s]] = Q_Cancelled
+            :: else -> skip
+            fi;
+            hostRunning[activeRequest[s]] = false
+        :: else -> skip
+        fi;
+        activeRequest[s] = NoRequest;
+        COVER(ACT_DisconnectSession);
+        printf("ACTION DisconnectSession(s%d)\n", s)
+    }
+}
+
+/* TLA+: BeginTeardown(d) */
+inline BeginTeardown(d) {
+    d_step {
+        domainPhase[d] == D_Ready &&
+        NoneInterested(d) &&
+        ALL_S(NotRegistered, d) &&
+        ALL_S(NotConnected, d) &&
+#ifdef BUG_NO_TEARDOWN
+        false &&
+#endif
+        true
+        ->
+        domainPhase[d] = D_Stopping;
+        coordinatorState[d] = C_Stopping;
+        published[d] = false;
+        COVER(ACT_BeginTeardown);
+        printf("ACTION BeginTeardown(d%d)\n", d)
+    }
+}
+
+/* TLA+: StopSandbox(d) */
+inline StopSandbox(d) {
+    d_step {
+        domainPhase[d] == D_Stopping &&
+        sandboxState[d] == X_Ready
+        ->
+        sandboxState[d] = X_Stopped;
+        COVER(ACT_StopSandbox);
+        printf("ACTION StopSandbox(d%d)\n", d)
+    }
+}
+
+/* TLA+: StopSidecar(d) */
+inline StopSidecar(d) {
+    d_step {
+        domainPhase[d] == D_Stopping &&
+#ifndef BUG_TEARDOWN_ORDER
+        sandboxState[d] == X_Stopped &&
+#endif
+        sidecarState[d] == X_Ready
+        ->
+        sidecarState[d] = X_Stopped;
+        COVER(ACT_StopSidecar);
+        printf("ACTION StopSidecar(d%d)\n", d)
+    }
+}
+
+/* TLA+: UnmountStateAnchor(d) */
+inline UnmountStateAnchor(d) {
+    d_step {
+        domainPhase[d] == D_Stopping &&
+#ifndef BUG_ANCHOR_ORDER
+        sandboxState[d] == X_Stopped &&
+        sidecarState[d] == X_Stopped &&
+#endif
+        stateAnchorState[d] == M_Mounted
+        ->
+        stateAnchorState[d] = M_Unmounted;
+        COVER(ACT_UnmountStateAnchor);
+        printf("ACTION UnmountStateAnchor(d%d)\n", d)
+    }
+}
+
+/* TLA+: FinishTeardown(d) */
+inline FinishTeardown(d) {
+    d_step {
+        domainPhase[d] == D_Stopping &&
+        stateAnchorState[d] == M_Unmounted &&
+        sidecarState[d] == X_Stopped &&
+        sandboxState[d] == X_Stopped
+        ->
+        domainPhase[d] = D_Absent;
+        coordinatorState[d] = C_Absent;
+        trustReady[d] = false;
+        lockOwner[d] = NoSession;
+        COVER(ACT_FinishTeardown);
+        printf("ACTION FinishTeardown(d%d)\n", d)
+    }
+}
+
+/* ---------------------------------------------------------------------
+ * Host escalation protocol
+ * ------------------------------------------------------------------- */
+
+/* TLA+: ReceiveEscalation(r)   (no fairness in Spec) */
+inline ReceiveEscalation(r) {
+    d_step {
+        requestPhase[r] == Q_Unused &&
+        sessionPhase[ReqSession(r)] == S_Attached &&
+        activeRequest[ReqSession(r)] == NoRequest &&
+        registered[ReqDomain(r)].has[ReqSession(r)] &&
+        connected[ReqDomain(r)].has[ReqSession(r)] &&
+#ifndef BUG_UNAUTHENTICATED
+        CertificateValid(r) &&
+        SignatureValid(r) &&
+#endif
+        true
+        ->
+        requestPhase[r] = Q_Verified;
+        activeRequest[ReqSession(r)] = r;
+        COVER(ACT_ReceiveEscalation);
+        printf("ACTION ReceiveEscalation(r%d)\n", r)
+    }
+}
+
+/* TLA+: AutoApprove(r) */
+inline AutoApprove(r) {
+    d_step {
+        requestPhase[r] == Q_Verified &&
+        AutoRuleMatches(r) &&
+#ifndef BUG_AUTO_SHELL
+        !CommandRequiresShell(RequestCommand(r)) &&
+#endif
+        true
+        ->
+        requestPhase[r] = Q_Approved;
+        approvalSource[r] = A_AutoRule;
+        approvedCommand[r] = RequestCommand(r);
+        COVER(ACT_AutoApprove);
+        printf("ACTION AutoApprove(r%d)\n", r)
+    }
+}
+
+/* TLA+: QueuePrompt(r) */
+inline QueuePrompt(r) {
+    d_step {
+        requestPhase[r] == Q_Verified &&
+        !(AutoRuleMatches(r) && !CommandRequiresShell(RequestCommand(r)))
+        ->
+        requestPhase[r] = Q_AwaitingApproval;
+        COVER(ACT_QueuePrompt);
+        printf("ACTION QueuePrompt(r%d)\n", r)
+    }
+}
+
+/* TLA+: BeginPrompt(r) */
+inline BeginPrompt(r) {
+    d_step {
+        requestPhase[r] == Q_AwaitingApproval &&
+        sessionPhase[ReqSession(r)] == S_Attached &&
+        activeRequest[ReqSession(r)] == r
+        ->
+        sessionPhase[ReqSession(r)] = S_Prompting;
+        terminalRoute[ReqSession(r)] = T_Prompt;
+        COVER(ACT_BeginPrompt);
+        printf("ACTION BeginPrompt(r%d)\n", r)
+    }
+}
+
+/* TLA+: DeveloperApprove(r, cmd) */
+inline DeveloperApprove(r, cmd) {
+    d_step {
+        requestPhase[r] == Q_AwaitingApproval &&
+        sessionPhase[ReqSession(r)] == S_Prompting
+        /* cmd \in Commands: the caller offers one option per command */
+        ->
+        requestPhase[r] = Q_Approved;
+        approvalSource[r] = A_Developer;
+        approvedCommand[r] = cmd;
+        COVER(ACT_DeveloperApprove);
+        printf("ACTION DeveloperApprove(r%d, c%d)\n", r, cmd)
+    }
+}
+
+/* TLA+: DeveloperDeny(r) */
+inline DeveloperDeny(r) {
+    d_step {
+        requestPhase[r] == Q_AwaitingApproval &&
+        sessionPhase[ReqSession(r)] == S_Prompting
+        ->
+        requestPhase[r] = Q_Denied;
+        sessionPhase[ReqSession(r)] = S_Attached;
+        terminalRoute[ReqSession(r)] = T_Sandbox;
+        activeRequest[ReqSession(r)] = NoRequest;
+        COVER(ACT_DeveloperDeny);
+        printf("ACTION DeveloperDeny(r%d)\n", r)
+    }
+}
+
+/* TLA+: StartHostExecution(r) */
+inline StartHostExecution(r) {
+    d_step {
+        requestPhase[r] == Q_Approved &&
+        activeRequest[ReqSession(r)] == r &&
+        connected[ReqDomain(r)].has[ReqSession(r)] &&
+        (sessionPhase[ReqSession(r)] == S_Attached ||
+         sessionPhase[ReqSession(r)] == S_Prompting)
+        ->
+        requestPhase[r] = Q_Executing;
+        sessionPhase[ReqSession(r)] = S_HostExecuting;
+        terminalRoute[ReqSession(r)] = T_HostProcess;
+        hostRunning[r] = true;
+        COVER(ACT_StartHostExecution);
+        printf("ACTION StartHostExecution(r%d)\n", r)
+    }
+}
+
+/* TLA+: CompleteHostExecution(r) */
+inline CompleteHostExecution(r) {
+    d_step {
+        requestPhase[r] == Q_Executing &&
+        hostRunning[r]
+        ->
+        requestPhase[r] = Q_Completed;
+        hostRunning[r] = false;
+        sessionPhase[ReqSession(r)] = S_Attached;
+        terminalRoute[ReqSession(r)] = T_Sandbox;
+        activeRequest[ReqSession(r)] = NoRequest;
+        COVER(ACT_CompleteHostExecution);
+        printf("ACTION CompleteHostExecution(r%d)\n", r)
+    }
+}
+
+/* TLA+: TimeoutRequest(r) */
+inline TimeoutRequest(r) {
+    d_step {
+        (requestPhase[r] == Q_Verified ||
+         requestPhase[r] == Q_AwaitingApproval ||
+         requestPhase[r] == Q_Approved) &&
+        activeRequest[ReqSession(r)] == r
+        ->
+        requestPhase[r] = Q_TimedOut;
+        sessionPhase[ReqSession(r)] = S_Attached;
+        terminalRoute[ReqSession(r)] = T_Sandbox;
+        activeRequest[ReqSession(r)] = NoRequest;
+        COVER(ACT_TimeoutRequest);
+        printf("ACTION TimeoutRequest(r%d)\n", r)
+    }
+}
+
+/* ---------------------------------------------------------------------
+ * Failure and recovery
+ * ------------------------------------------------------------------- */
+
+/* TLA+: FailDomain(d)   (no fairness in Spec) */
+inline FailDomain(d) {
+    d_step {
+        (domainPhase[d] == D_Starting || domainPhase[d] == D_Ready ||
+         domainPhase[d] == D_Stopping)
+        ->
+        domainPhase[d] = D_Failed;
+        coordinatorState[d] = C_Failed;
+        stateAnchorState[d] = M_Unmounted;
+        sidecarState[d] = X_Stopped;
+        sandboxState[d] = X_Stopped;
+        trustReady[d] = false;
+        lockOwner[d] = NoSession;
+        published[d] = false;
+        for (ii : 0 .. NS - 1) {
+            registered[d].has[ii] = false;
+            connected[d].has[ii] = false;
+            if
+            :: Dom(ii) == d ->
+                if
+                :: sessionPhase[ii] != S_New && sessionPhase[ii] != S_Closed ->
+                    sessionPhase[ii] = S_Failed
+                :: else -> skip
+                fi;
+                terminalRoute[ii] = T_Detached;
+                connectionState[ii] = K_Disconnected;
+                activeRequest[ii] = NoRequest
+            :: else -> skip
+            fi
+        };
+        for (ii : 0 .. NR - 1) {
+            if
+            :: ReqDomain(ii) == d ->
+                if
+                :: requestPhase[ii] != Q_Unused && !IsTerminalRequest(ii) ->
+                    requestPhase[ii] = Q_Failed
+                :: else -> skip
+                fi;
+                hostRunning[ii] = false     /* hostRunning \ RequestsForDomain(d) */
+            :: else -> skip
+            fi
+        };
+        ii = 0;
+        COVER(ACT_FailDomain);
+        printf("ACTION FailDomain(d%d)\n", d)
+    }
+}
+
+/* TLA+: ResetFailedDomain(d) */
+inline ResetFailedDomain(d) {
+    d_step {
+        domainPhase[d] == D_Failed
+        ->
+        domainPhase[d] = D_Absent;
+        coordinatorState[d] = C_Absent;
+        COVER(ACT_ResetFailedDomain);
+        printf("ACTION ResetFailedDomain(d%d)\n", d)
+    }
+}
+
+/* ---------------------------------------------------------------------
+ * Processes = the fairness partition of Spec
+ * ------------------------------------------------------------------- */
+
+/* WF_vars(DomainProgress(d)) */
+proctype DomainProc(byte d) {
+end_DomainProgress:
+    do
+    :: MountStateAnchor(d)
+    :: CreateTrustAnchor(d)
+    :: StartSidecar(d)
+    :: StartSandbox(d)
+    :: PublishDomain(d)
+    :: BeginTeardown(d)
+    :: StopSandbox(d)
+    :: StopSidecar(d)
+    :: UnmountStateAnchor(d)
+    :: FinishTeardown(d)
+    :: ResetFailedDomain(d)
+    od
+}
+
+/* WF_vars(SessionProgress(s)) */
+proctype SessionProc(byte s) {
+end_SessionProgress:
+    do
+    :: StartNewDomain(s)
+    :: StartReadySession(s)
+    :: WaitForDomain(s)
+    :: RestartWaitingDomain(s)
+    :: AdvanceWaitingSession(s)
+    :: RejectConfigurationMismatch(s)
+    :: RegisterSession(s)
+    od
+}
+
+/* WF_vars(RequestProgress(r)) */
+proctype RequestProc(byte r) {
+end_RequestProgress:
+    do
+    :: AutoApprove(r)
+    :: QueuePrompt(r)
+    :: BeginPrompt(r)
+#ifndef BUG_NO_DECISION
+    /* \E cmd \in Commands : DeveloperApprove(r, cmd) */
+    :: DeveloperApprove(r, ExactCmd)
+    :: DeveloperApprove(r, PromptCmd)
+    :: DeveloperApprove(r, ShellCmd)
+    :: DeveloperApprove(r, EditedCmd)
+    :: DeveloperDeny(r)
+#endif
+    :: StartHostExecution(r)
+    :: CompleteHostExecution(r)
+#ifndef BUG_NO_DECISION
+    :: TimeoutRequest(r)
+#endif
+    od
+}
+
+/* The rest of Next: \E s : DisconnectSession(s), \E d : FailDomain(d),
+ * \E r : ReceiveEscalation(r). Not fair in Spec; the stutter option keeps
+ * pan's process fairness from forcing any of them. */
+proctype Environment() {
+end_Environment:
+    do
+    :: DisconnectSession(S1)
+    :: DisconnectSession(S2)
+    :: FailDomain(D1)
+    :: ReceiveEscalation(R1)
+    :: ReceiveEscalation(R2)
+    :: ReceiveEscalation(R3)
+#if defined(FIXTURE_WIDE)
+    :: DisconnectSession(S3)
+    :: FailDomain(D2)
+    :: ReceiveEscalation(R4)
+#endif
+#ifndef NO_STUTTER
+    :: stutter = 0  /* stuttering step: changes no stored variable */
+#endif
+    od
+}
+
+init {
+    atomic {
+        run DomainProc(D1);
+        run SessionProc(S1);
+        run SessionProc(S2);
+        run RequestProc(R1);
+        run RequestProc(R2);
+        run RequestProc(R3);
+#if defined(FIXTURE_WIDE)
+        run DomainProc(D2);
+        run SessionProc(S3);
+        run RequestProc(R4);
+#endif
+        run Environment()
+    }
+}
+
+/* ---------------------------------------------------------------------
+ * Safety properties (Lazaret.cfg INVARIANTS)
+ * ------------------------------------------------------------------- */
+
+#define IsDomainPhase(x) ((x) == D_Absent || (x) == D_Starting || \
+    (x) == D_Ready || (x) == D_Stopping || (x) == D_Failed)
+#define IsCoordinatorState(x) ((x) == C_Absent || (x) == C_Starting || \
+    (x) == C_Ready || (x) == C_Stopping || (x) == C_Failed)
+#define IsMountState(x) ((x) == M_Unmounted || (x) == M_Mounted)
+#define IsResourceState(x) ((x) == X_Stopped || (x) == X_Ready || (x) == X_Failed)
+#define IsSessionPhase(x) ((x) == S_New || (x) == S_Waiting || \
+    (x) == S_Registering || (x) == S_Attached || (x) == S_Prompting || \
+    (x) == S_HostExecuting || (x) == S_Closed || (x) == S_Failed)
+#define IsTerminalRoute(x) ((x) == T_Detached || (x) == T_Sandbox || \
+    (x) == T_Prompt || (x) == T_HostProcess)
+#define IsConnectionState(x) ((x) == K_Disconnected || (x) == K_Connected)
+#define IsRequestPhase(x) ((x) == Q_Unused || (x) == Q_Verified || \
+    (x) == Q_AwaitingApproval || (x) == Q_Approved || (x) == Q_Executing || \
+    TerminalRequestPhase(x))
+#define IsApprovalSource(x) ((x) == A_NoApproval || (x) == A_AutoRule || \
+    (x) == A_Developer)
+
+/* TypeOK (the BOOLEAN and SUBSET members are bool arrays: typed by construction) */
+#define TypeOK_d(d, _) (IsDomainPhase(domainPhase[d]) && \
+    IsCoordinatorState(coordinatorState[d]) && \
+    IsMountState(stateAnchorState[d]) && IsResourceState(sidecarState[d]) && \
+    IsResourceState(sandboxState[d]) && lockOwner[d] <= NoSession)
+#define TypeOK_s(s, _) (IsSessionPhase(sessionPhase[s]) && \
+    IsTerminalRoute(terminalRoute[s]) && \
+    IsConnectionState(connectionState[s]) && activeRequest[s] <= NoRequest)
+#define TypeOK_r(r, _) (IsRequestPhase(requestPhase[r]) && \
+    IsApprovalSource(approvalSource[r]) && approvedCommand[r] <= NoCommand)
+#define TypeOK (ALL_D(TypeOK_d, 0) && ALL_S(TypeOK_s, 0) && ALL_R(TypeOK_r, 0))
+
+/* ConfigurationConfinement */
+#define CC_d(d, _) (domainPhase[d] == D_Absent || ConfigSafe(d))
+#define ConfigurationConfinement ALL_D(CC_d, 0)
+
+/* OrderedNetworkStartup */
+#define ONS_d(d, _) (sandboxState[d] != X_Ready || sidecarState[d] == X_Ready)
+#define OrderedNetworkStartup ALL_D(ONS_d, 0)
+
+/* PublishedDomainsReady */
+#define PDR_d(d, _) (!published[d] || \
+    (domainPhase[d] == D_Ready && coordinatorState[d] == C_Ready && \
+     stateAnchorState[d] == M_Mounted && sidecarState[d] == X_Ready && \
+     sandboxState[d] == X_Ready && trustReady[d]))
+#define PublishedDomainsReady ALL_D(PDR_d, 0)
+
+/* RegisteredSessionsConnected */
+#define RSC_ds(s, d) (!registered[d].has[s] || connected[d].has[s])
+#define RSC_d(d, _) ALL_S(RSC_ds, d)
+#define RegisteredSessionsConnected ALL_D(RSC_d, 0)
+
+/* AttachedSessionsValid */
+#define ASV_s(s, _) (!(sessionPhase[s] == S_Attached || \
+      sessionPhase[s] == S_Prompting || sessionPhase[s] == S_HostExecuting) || \
+    (registered[Dom(s)].has[s] && connected[Dom(s)].has[s] && \
+     domainPhase[Dom(s)] == D_Ready && \
+     SessionFingerprint(s) == DomainFingerprint(Dom(s))))
+#define AttachedSessionsValid ALL_S(ASV_s, 0)
+
+/* AuthenticatedRequestsOnly */
+#define ARO_r(r, _) (requestPhase[r] == Q_Unused || \
+    (CertificateValid(r) && SignatureValid(r)))
+#define AuthenticatedRequestsOnly ALL_R(ARO_r, 0)
+
+/* HostExecutionAuthorized */
+#define HEA_r(r, _) (!hostRunning[r] || \
+    (requestPhase[r] == Q_Executing && \
+     (approvalSource[r] == A_AutoRule || approvalSource[r] == A_Developer) && \
+     approvedCommand[r] < NC))
+#define HostExecutionAuthorized ALL_R(HEA_r, 0)
+
+/* AutoApprovalNoShell */
+#define AANS_r(r, _) (approvalSource[r] != A_AutoRule || \
+    (approvedCommand[r] == RequestCommand(r) && \
+     !CommandRequiresShell(approvedCommand[r])))
+#define AutoApprovalNoShell ALL_R(AANS_r, 0)
+
+/* TerminalIsolation */
+#define TI_s(s, _) (sessionPhase[s] != S_Prompting || terminalRoute[s] == T_Prompt)
+#define TerminalIsolation ALL_S(TI_s, 0)
+
+/* NoOrphanHostProcess */
+#define NOHP_r(r, _) (!hostRunning[r] || \
+    (activeRequest[ReqSession(r)] == r && \
+     sessionPhase[ReqSession(r)] == S_HostExecuting && \
+     connectionState[ReqSession(r)] == K_Connected))
+#define NoOrphanHostProcess ALL_R(NOHP_r, 0)
+
+/* StateAnchorOwnership */
+#define SAO_d(d, _) (stateAnchorState[d] != M_Mounted || \
+    coordinatorState[d] == C_Starting || coordinatorState[d] == C_Ready || \
+    coordinatorState[d] == C_Stopping)
+#define StateAnchorOwnership ALL_D(SAO_d, 0)
+
+/* Not in the TLA+ model (extra, ours): the start/teardown order as a state
+ * property. OrderedNetworkStartup says the sandbox runs only inside a
+ * running sidecar; no TLA+ invariant says that the sidecar runs only on a
+ * mounted State Anchor and a Trust Anchor, i.e. that the anchor is mounted
+ * before and unmounted after the network and the sandbox. */
+#define RN_d(d, _) ((sandboxState[d] != X_Ready || sidecarState[d] == X_Ready) && \
+    (sidecarState[d] != X_Ready || (stateAnchorState[d] == M_Mounted && trustReady[d])))
+#define ResourceNesting ALL_D(RN_d, 0)
+
+/* Not in the TLA+ model (extra, ours): a state without any successor is a
+ * fully closed or failed application state, as the comment in Lazaret.cfg
+ * claims. Only evaluated when the Environment cannot stutter (NO_STUTTER). */
+#define QC_d(d, _) (domainPhase[d] == D_Absent && coordinatorState[d] == C_Absent && \
+    stateAnchorState[d] == M_Unmounted && sidecarState[d] == X_Stopped && \
+    sandboxState[d] == X_Stopped && !trustReady[d] && \
+    lockOwner[d] == NoSession && !published[d] && \
+    ALL_S(NotRegistered, d) && ALL_S(NotConnected, d))
+#define QC_s(s, _) ((sessionPhase[s] == S_Closed || sessionPhase[s] == S_Failed) && \
+    terminalRoute[s] == T_Detached && connectionState[s] == K_Disconnected && \
+    activeRequest[s] == NoRequest)
+#define QC_r(r, _) ((requestPhase[r] == Q_Unused || IsTerminalRequest(r)) && \
+    !hostRunning[r])
+#define QuiescentStateClean (ALL_D(QC_d, 0) && ALL_S(QC_s, 0) && ALL_R(QC_r, 0))
+
+/* Checked in every reachable state: a guard is evaluated in every state, and
+ * only a violated invariant enables its assert. */
+active proctype Invariants() {
+end_Invariants:
+    do
+    :: atomic { !(TypeOK) -> printf("VIOLATED TypeOK\n"); assert(TypeOK) }
+    :: atomic { !(ConfigurationConfinement) -> printf("VIOLATED ConfigurationConfinement\n"); assert(ConfigurationConfinement) }
+    :: atomic { !(OrderedNetworkStartup) -> printf("VIOLATED OrderedNetworkStartup\n"); assert(OrderedNetworkStartup) }
+    :: atomic { !(PublishedDomainsReady) -> printf("VIOLATED PublishedDomainsReady\n"); assert(PublishedDomainsReady) }
+    :: atomic { !(RegisteredSessionsConnected) -> printf("VIOLATED RegisteredSessionsConnected\n"); assert(RegisteredSessionsConnected) }
+    :: atomic { !(AttachedSessionsValid) -> printf("VIOLATED AttachedSessionsValid\n"); assert(AttachedSessionsValid) }
+    :: atomic { !(AuthenticatedRequestsOnly) -> printf("VIOLATED AuthenticatedRequestsOnly\n"); assert(AuthenticatedRequestsOnly) }
+    :: atomic { !(HostExecutionAuthorized) -> printf("VIOLATED HostExecutionAuthorized\n"); assert(HostExecutionAuthorized) }
+    :: atomic { !(AutoApprovalNoShell) -> printf("VIOLATED AutoApprovalNoShell\n"); assert(AutoApprovalNoShell) }
+    :: atomic { !(TerminalIsolation) -> printf("VIOLATED TerminalIsolation\n"); assert(TerminalIsolation) }
+    :: atomic { !(NoOrphanHostProcess) -> printf("VIOLATED NoOrphanHostProcess\n"); assert(NoOrphanHostProcess) }
+    :: atomic { !(StateAnchorOwnership) -> printf("VIOLATED StateAnchorOwnership\n"); assert(StateAnchorOwnership) }
+#ifndef TLA_INVARIANTS_ONLY
+    /* extras, ours */
+    :: atomic { !(ResourceNesting) -> printf("VIOLATED ResourceNesting\n"); assert(ResourceNesting) }
+    :: atomic { timeout -> printf("CHECK QuiescentStateClean\n"); assert(QuiescentStateClean) }
+#endif
+    od
+}
+
+/* ---------------------------------------------------------------------
+ * Liveness properties (Lazaret.cfg PROPERTIES), checked with pan -a -f.
+ * P ~> Q is [](P -> <>Q); \A over the fixture is a conjunction.
+ * ------------------------------------------------------------------- */
+
+#define SessNew(s)       (sessionPhase[s] == S_New)
+#define SessResolved(s)  (sessionPhase[s] == S_Attached || \
+                          sessionPhase[s] == S_Closed || sessionPhase[s] == S_Failed)
+#define ReqVerified(r)   (requestPhase[r] == Q_Verified)
+#define ReqResolved(r)   (requestPhase[r] == Q_Completed || requestPhase[r] == Q_Denied || \
+                          requestPhase[r] == Q_TimedOut || requestPhase[r] == Q_Cancelled || \
+                          requestPhase[r] == Q_Failed)
+#define SessOffTerm(s)   (sessionPhase[s] == S_Prompting || sessionPhase[s] == S_HostExecuting)
+#define TermRestored(s)  (terminalRoute[s] == T_Sandbox || terminalRoute[s] == T_Detached)
+/* Interested(d) = {}, spelled out per fixture: the ltl parser cannot read
+ * the conditional expression inside SessionDomain(s). */
+#define IdleD1           (!InterestedPhase(sessionPhase[S1]) && \
+                          !InterestedPhase(sessionPhase[S2]))
+#define IdleD2           (!InterestedPhase(sessionPhase[S3]))
+#define Absent(d)        (domainPhase[d] == D_Absent)
+
+/* (Spin's ltl parser wants a binary operator at the end of a line, not at
+ * the start of the next one.) */
+
+/* SessionEventuallyResolves ==
+ *   \A s : sessionPhase[s] = "New" ~> sessionPhase[s] \in {"Attached","Closed","Failed"} */
+ltl SessionEventuallyResolves {
+    [] (
+#if defined(FIXTURE_WIDE)
+        (SessNew(S3) -> <> SessResolved(S3)) &&
+#endif
+        (SessNew(S1) -> <> SessResolved(S1)) &&
+        (SessNew(S2) -> <> SessResolved(S2)))
+}
+
+/* RequestEventuallyResolves ==
+ *   \A r : requestPhase[r] = "Verified" ~> requestPhase[r] \in TerminalRequestPhases */
+ltl RequestEventuallyResolves {
+    [] (
+#if defined(FIXTURE_WIDE)
+        (ReqVerified(R4) -> <> ReqResolved(R4)) &&
+#endif
+        (ReqVerified(R1) -> <> ReqResolved(R1)) &&
+        (ReqVerified(R2) -> <> ReqResolved(R2)) &&
+        (ReqVerified(R3) -> <> ReqResolved(R3)))
+}
+
+/* PromptEventuallyRestoresTerminal ==
+ *   \A s : sessionPhase[s] \in {"Prompting","HostExecuting"}
+ *            ~> terminalRoute[s] \in {"Sandbox","Detached"} */
+ltl PromptEventuallyRestoresTerminal {
+    [] (
+#if defined(FIXTURE_WIDE)
+        (SessOffTerm(S3) -> <> TermRestored(S3)) &&
+#endif
+        (SessOffTerm(S1) -> <> TermRestored(S1)) &&
+        (SessOffTerm(S2) -> <> TermRestored(S2)))
+}
+
+/* EmptyDomainEventuallyStops ==
+ *   \A d : (<>[](Interested(d) = {})) => <>(domainPhase[d] = "Absent")
+ * Verbatim. Evaluated, as in TLA+, at the first state of a behaviour, where
+ * Init already has domainPhase = "Absent": it holds on every behaviour,
+ * whatever the protocol does (see the BUG_NO_TEARDOWN self-test). */
+ltl EmptyDomainEventuallyStops {
+#if defined(FIXTURE_WIDE)
+    ((<> [] IdleD2) -> <> Absent(D2)) &&
+#endif
+    ((<> [] IdleD1) -> <> Absent(D1))
+}
+
+/* Not in the TLA+ model (extra, ours): what EmptyDomainEventuallyStops is
+ * meant to say -- once the Domain stays idle for ever, it ends up stopped
+ * for ever. */
+ltl EmptyDomainStopsWhenIdle {
+#if defined(FIXTURE_WIDE)
+    ((<> [] IdleD2) -> <> [] Absent(D2)) &&
+#endif
+    ((<> [] IdleD1) -> <> [] Absent(D1))
+}
