@@ -105,14 +105,34 @@ static const char *tail_last_line(struct tail *t) {
  * re-parented to us when runsc exits, and `runsc delete` waits for them to
  * vanish, so zombies must be reaped while we wait for anything. Our own
  * tracked child is left for its pidfd. */
+/* Our own children (runsc, the router) are reaped through their pidfds
+ * only; every other child is an orphan re-parented to us (we are a
+ * subreaper) and is reaped here, one PID at a time from our children list,
+ * so that a zombie of ours never hides the orphans behind it. */
+static const struct lz_child *owned[2];
+
+static bool is_owned(pid_t pid) {
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(owned); i++)
+        if (owned[i] && owned[i]->pidfd >= 0 && owned[i]->pid == pid)
+            return true;
+    return false;
+}
+
 static void reap_orphans_except(const struct lz_child *keep) {
-    for (int i = 0; i < 4096; i++) {
+    (void)keep;
+    /* WNOWAIT peeks at one zombie at a time; ours stay for their pidfds. */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+    _cleanup_fclose_ FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    long pid;
+    for (int i = 0; i < 4096 && fscanf(f, "%ld", &pid) == 1; i++) {
+        if (is_owned((pid_t)pid))
+            continue;
         siginfo_t w = { 0 };
-        if (waitid(P_ALL, 0, &w, WEXITED | WNOHANG | WNOWAIT) < 0 || w.si_pid == 0)
-            return;
-        if (keep && w.si_pid == keep->pid)
-            return;
-        waitpid(w.si_pid, NULL, WNOHANG);
+        if (waitid(P_PID, (id_t)pid, &w, WEXITED | WNOHANG) < 0)
+            continue;
     }
 }
 
@@ -401,6 +421,7 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
 static int run_sandbox(const struct lz_supervisor_args *a) {
     int ctl = a->ctl_fd;
     struct lz_child router = LZ_CHILD_NULL;
+    owned[1] = &router;
     int r = loopback_up();
     if (r < 0) {
         ctl_send(ctl, "fail cannot bring up loopback: %s", strerror(-r));
@@ -441,6 +462,7 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
     struct lz_spawn_opts o = { .path = a->runsc, .argv = argv, .stdin_fd = -1, .stdout_fd = outp[1],
                                .stderr_fd = errp[1], .setns_pidfd = -1, .pdeathsig = SIGKILL };
     struct lz_child runsc = LZ_CHILD_NULL;
+    owned[0] = &runsc;
     r = lz_spawn(&o, &runsc);
     close(outp[1]);
     close(errp[1]);
@@ -533,7 +555,7 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
         }
         if (p[5].revents & POLLIN) {
             int st = 0;
-            if (lz_child_try_reap(&router, &st) == 1) {
+            if (lz_child_try_reap(&router, &st) != 0) {
                 /* Without the router the workspace view is gone (and with it
                  * the Git policy): the sandbox cannot go on. */
                 fprintf(stderr, "rs[%d]: lazaret-router exited with status %d; stopping the sandbox\n",
