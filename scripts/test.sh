@@ -5,7 +5,8 @@
 #  2. build with -Werror (gcc), unit tests             build/
 #  3. ASan+UBSan build, unit tests                     build-asan/
 #  4. libFuzzer targets (clang), a short run each      build-fuzz/
-#  5. integration tests with the real runsc, as the unprivileged test user
+#  5. the protocol model (Promela) checked with spin   tests/model/check.sh
+#  6. integration tests with the real runsc, as the unprivileged test user
 #
 # Options: --quick (skip sanitizer and fuzz stages), --fuzz-seconds N
 # (default 20), LAZARET_TEST_ARGS="..." extra pytest arguments.
@@ -83,6 +84,10 @@ if [ "$quick" -eq 0 ]; then
     done
 fi
 
+step "protocol model (spin: invariants, liveness under weak fairness, self-tests)"
+bash tests/model/check.sh >/tmp/lazaret-model.log 2>&1 || { cat /tmp/lazaret-model.log; exit 1; }
+tail -3 /tmp/lazaret-model.log
+
 # Stage the binaries and tests where the unprivileged user can read them
 # (a CI clone may live under a private directory).
 stage=$(mktemp -d /var/tmp/lazaret-test.XXXXXX)
@@ -91,6 +96,7 @@ mkdir -p "$stage/bin" "$stage/tests"
 cp build/lazaret build/lazaret-init "$stage/bin/"
 [ -x build/lazaret-router ] && cp build/lazaret-router "$stage/bin/"
 cp -r tests/integration tests/fixtures "$stage/tests/"
+cp docs/model/lazaret.pml "$stage/tests/fixtures/"
 chmod -R a+rX "$stage"
 export LAZARET_BIN="$stage/bin/lazaret" LAZARET_FIXTURES="$stage/tests/fixtures"
 

@@ -59,6 +59,27 @@ static void logmsg(const char *fmt, ...) {
     fputc('\n', stderr);
 }
 
+/* Debug log of the protocol model's actions (docs/model/lazaret.pml), with
+ * the model's action names, when LAZARET_DEBUG is set: the implementation's
+ * transitions are traceable to the model (tests/integration/test_domains.py
+ * checks the order). */
+static void model_action(const char *action, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void model_action(const char *action, const char *fmt, ...) {
+    static int debug = -1;
+    if (debug < 0) {
+        const char *e = getenv("LAZARET_DEBUG");
+        debug = e && *e && strcmp(e, "0") != 0;
+    }
+    if (!debug)
+        return;
+    char b[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    logmsg("debug: model %s(%s)", action, b);
+}
+
 enum sess_state { S_HELLO, S_RUNNING, S_DRAINING, S_RELEASING, S_DONE };
 
 struct outbuf { uint8_t buf[LZ_PROTO_MAX]; size_t len; };
@@ -633,6 +654,7 @@ static int start_generation(struct hc *h, struct lz_error *err) {
         if ((r = record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_PREPARED, NULL, h->anchor_ident, NULL, err)) < 0)
             return r;
         logmsg("State Anchor mounted: %s", h->anchor_ident);
+        model_action("MountStateAnchor", "d=%.12s", c->domain_id_hex);
         lz_crash_point("anchor-prepared");
     }
     /* Three intents, one transaction. */
@@ -653,6 +675,7 @@ static int start_generation(struct hc *h, struct lz_error *err) {
     logmsg("connectivity helper slirp4netns started (pid %d)", (int)h->slirp.pid);
     if ((r = record(h, LZ_ROLE_HELPER, LZ_P_COMMITTED, NULL, NULL, NULL, err)) < 0)
         return r;
+    model_action("StartSidecar", "d=%.12s", c->domain_id_hex);
 
     if ((r = write_bundle(h, err)) < 0)
         return r;
@@ -695,6 +718,7 @@ static int start_generation(struct hc *h, struct lz_error *err) {
                 lz_store_rollback(h->st);
                 return r;
             }
+            model_action("StartSandbox", "d=%.12s", c->domain_id_hex);
             return 0;
         }
         if (!strncmp(b, "fail ", 5))
@@ -737,6 +761,7 @@ static void stop_generation(struct hc *h) {
     char b[512];
     if (rec)
         lz_store_gen_set_state(h->st, h->gen, "stopping", NULL);
+    model_action("BeginTeardown", "d=%.12s", h->cfg->domain_id_hex);
     if (rec && h->recorded[LZ_ROLE_PUBLICATION]) {
         record(h, LZ_ROLE_PUBLICATION, LZ_P_RELEASE_INTENT, NULL, NULL, NULL, &err);
         if (h->sock_path)
@@ -750,6 +775,7 @@ static void stop_generation(struct hc *h) {
         /* The supervisor gives runsc 5 s + kill + delete (10 s). */
         if (!h->rs_exited_msg && h->rs_ctl >= 0 && !rs_await(h, "exited", 30000, b, sizeof b))
             logmsg("the Supervisor did not report the sandbox stopped");
+        model_action("StopSandbox", "d=%.12s", h->cfg->domain_id_hex);
     }
     if (h->slirp.pidfd >= 0) {
         int st;
@@ -758,6 +784,7 @@ static void stop_generation(struct hc *h) {
         lz_child_stop(&h->slirp, 3000, &st);
         if (rec)
             record(h, LZ_ROLE_HELPER, LZ_P_CLEAN, NULL, NULL, NULL, &err);
+        model_action("StopSidecar", "d=%.12s", h->cfg->domain_id_hex);
     } else if (rec && h->recorded[LZ_ROLE_HELPER]) {
         record(h, LZ_ROLE_HELPER, LZ_P_CLEAN, NULL, NULL, NULL, &err);
     }
@@ -817,8 +844,12 @@ static void stop_generation(struct hc *h) {
             if (ok)
                 ok = record(h, LZ_ROLE_PREPARED_LOWER, LZ_P_CLEAN, NULL, NULL, NULL, &err) == 0;
         }
+        if (ok && h->anchor_ident[0])
+            model_action("UnmountStateAnchor", "d=%.12s", h->cfg->domain_id_hex);
         if (ok)
             ok = lz_store_gen_set_state(h->st, h->gen, "clean", &err) == 0;
+        if (ok)
+            model_action("FinishTeardown", "d=%.12s", h->cfg->domain_id_hex);
         if (!ok)
             logmsg("release of generation %lld incomplete: %s", (long long)h->gen, err.msg);
     } else if (rec) {
@@ -1037,8 +1068,8 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
         lz_child_signal(&s->exec, SIGKILL);
         return r;
     }
-    logmsg("session %d: exec started (pid %d, %s); model: SessionRunning", s->id, (int)s->exec.pid,
-           s->tty ? "tty" : "pipes");
+    logmsg("session %d: exec started (pid %d, %s)", s->id, (int)s->exec.pid, s->tty ? "tty" : "pipes");
+    model_action("RegisterSession", "s=%d", s->id);
     lz_crash_point("session-running");
     return 0;
 }
@@ -1053,6 +1084,7 @@ static void session_handle_hello(struct hc *h, struct session *s, const uint8_t 
     }
     if (memcmp(hello.domain_id, h->cfg->domain_id, 32) != 0 ||
         memcmp(hello.fingerprint, h->cfg->fingerprint, 32) != 0) {
+        model_action("RejectConfigurationMismatch", "s=%d", s->id);
         session_refuse(s, LZ_REFUSE_CONFIG_MISMATCH,
                        "this Domain is running with a different configuration; end its sessions "
                        "(or run `lazaret stop`) and start again to apply the new one");
@@ -1085,7 +1117,7 @@ static void session_handle_hello(struct hc *h, struct session *s, const uint8_t 
  * grace, SIGTERM, grace, SIGKILL; with force, SIGKILL at once). */
 static void begin_stop(struct hc *h, const char *why, bool force) {
     if (!h->stopping)
-        logmsg("stopping the Domain: %s; model: DomainStop", why);
+        logmsg("stopping the Domain: %s", why);
     h->stopping = true;
     for (int i = 0; i < MAX_SESSIONS; i++) {
         struct session *s = h->s[i];
@@ -1111,21 +1143,18 @@ static void begin_stop(struct hc *h, const char *why, bool force) {
 /* `lazaret ps` / `lazaret stop` on a control connection. */
 static void control_request(struct hc *h, struct session *s, const uint8_t *buf, size_t n) {
     s->state = S_DONE;
-    if (buf[0] == LZ_MSG_STOP) {
-        if (n != LZ_PROTO_HDR + 4 || buf[1] != 0 || buf[2] != 0 || buf[3] != 0) {
-            session_refuse(s, LZ_REFUSE_PROTOCOL, "malformed stop request");
-            return;
-        }
-        uint32_t flags = lz_get_u32(buf + LZ_PROTO_HDR);
+    uint8_t type;
+    uint32_t flags;
+    if (lz_control_decode(buf, n, &type, &flags) < 0) {
+        session_refuse(s, LZ_REFUSE_PROTOCOL, "malformed control request");
+        return;
+    }
+    if (type == LZ_MSG_STOP) {
         uint8_t st[4] = { 0 };
         session_send(s, LZ_MSG_EXIT, 0, st, sizeof st);
         begin_stop(h, (flags & LZ_STOP_FORCE) ? "the Domain is being stopped (lazaret stop --force)"
                                               : "the Domain is being stopped (lazaret stop)",
                    flags & LZ_STOP_FORCE);
-        return;
-    }
-    if (n != LZ_PROTO_HDR || buf[1] != 0 || buf[2] != 0 || buf[3] != 0) {
-        session_refuse(s, LZ_REFUSE_PROTOCOL, "malformed status request");
         return;
     }
     json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:i,s:s,s:b}", "domain_id", h->cfg->domain_id_hex, "profile",
@@ -1191,6 +1220,8 @@ static void session_client_msg(struct hc *h, struct session *s, short revents) {
     if (n <= 0) {
         /* Client gone: the session is released, never reattached. */
         lz_closep(&s->sock);
+        if (s->state != S_DONE)
+            model_action("DisconnectSession", "s=%d", s->id);
         if (s->state == S_HELLO) {
             s->state = S_DONE;
         } else if (s->state == S_RUNNING || s->state == S_DRAINING) {
@@ -1459,6 +1490,8 @@ static int take_domain_lock(const char *domain_dir, struct lz_error *err) {
 static void recovery_log(void *ud, const char *msg) {
     (void)ud;
     logmsg("%s", msg);
+    if (strstr(msg, " is clean") && !strncmp(msg, "recovery: generation", 20))
+        model_action("ResetFailedDomain", "%s", msg + 10);
 }
 
 int lz_coordinator_main(const struct lz_coordinator_args *a) {
@@ -1527,6 +1560,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
         anchor_gen = strtoll(ag, NULL, 10);
     h.anchor_root = lz_xasprintf("%s/anchor-%lld", h.cfg->domain_dir, (long long)anchor_gen);
     logmsg("generation %lld (State Anchor %s)", (long long)h.gen, h.anchor_root);
+    model_action("StartNewDomain", "d=%.12s", h.cfg->domain_id_hex);
 
     static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE, 0 };
     h.sfd = lz_signalfd_block(sigs);
@@ -1550,6 +1584,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
         lz_config_free(h.cfg);
         return 1;
     }
+    model_action("PublishDomain", "d=%.12s", h.cfg->domain_id_hex);
     lz_crash_point("running");
     ready_reply(ready_fd, "ok");
     lz_closep(&ready_fd);
@@ -1620,6 +1655,8 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
                     h.rs_exited_msg = true;
                 }
                 logmsg("the sandbox ended (%s); closing all sessions", n > 0 ? b : "supervisor gone");
+                if (!h.stopping)
+                    model_action("FailDomain", "d=%.12s", h.cfg->domain_id_hex);
                 h.stopping = true;
                 for (int i = 0; i < MAX_SESSIONS; i++)
                     if (h.s[i]) {

@@ -202,3 +202,22 @@ ssize_t lz_msg_recv(int fd, uint8_t *buf, size_t cap) {
         return n;
     }
 }
+
+int lz_control_decode(const uint8_t *buf, size_t len, uint8_t *ret_type, uint32_t *ret_flags) {
+    if (len < LZ_PROTO_HDR || buf[1] != 0 || buf[2] != 0 || buf[3] != 0)
+        return -EBADMSG;
+    if (buf[0] == LZ_MSG_STATUS && len == LZ_PROTO_HDR) {
+        *ret_type = LZ_MSG_STATUS;
+        *ret_flags = 0;
+        return 0;
+    }
+    if (buf[0] == LZ_MSG_STOP && len == LZ_PROTO_HDR + 4) {
+        uint32_t f = lz_get_u32(buf + LZ_PROTO_HDR);
+        if (f & ~LZ_STOP_FORCE)
+            return -EBADMSG;
+        *ret_type = LZ_MSG_STOP;
+        *ret_flags = f;
+        return 0;
+    }
+    return -EBADMSG;
+}

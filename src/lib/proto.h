@@ -75,6 +75,10 @@ int lz_hello_encode(const struct lz_hello *h, uint8_t *buf, size_t cap, size_t *
 int lz_hello_decode(const uint8_t *buf, size_t len, struct lz_hello *ret, struct lz_error *err);
 void lz_hello_clear(struct lz_hello *h);
 
+/* Decodes an untrusted control request (STATUS or STOP, header
+ * included): 0 and its type and flags, or -EBADMSG. */
+int lz_control_decode(const uint8_t *buf, size_t len, uint8_t *ret_type, uint32_t *ret_flags);
+
 /* Sends one message; blocking unless the fd is non-blocking (then -EAGAIN). */
 int lz_msg_send(int fd, uint8_t type, uint8_t channel, const void *payload, size_t len);
 /* Receives one message into buf (cap >= LZ_PROTO_MAX). Returns its length,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from conftest import lz_run, user_processes, wait_until
+from conftest import FIXTURES, lz_run, user_processes, wait_until
 
 PROMPT = r"[#$] "
 
@@ -243,3 +243,30 @@ def test_coordinator_killed_while_a_session_starts(lazaret, env, workspace, step
     finally:
         con.close()
     assert rows and all(r == ("clean", "unassigned") for r in rows), rows
+
+
+MODEL_ORDER = ["StartNewDomain", "MountStateAnchor", "StartSidecar", "StartSandbox", "PublishDomain",
+               "RegisterSession", "BeginTeardown", "StopSandbox", "StopSidecar", "UnmountStateAnchor",
+               "FinishTeardown"]
+
+
+def test_transitions_follow_the_protocol_model(lazaret, env, workspace):
+    """With LAZARET_DEBUG the coordinator logs each modelled transition with
+    the action name of docs/model/lazaret.pml: a Domain's life follows the
+    model's order (anchor, sidecar, sandbox up; sandbox, sidecar, anchor
+    down)."""
+    env.write_config(extra_profile='persistent_dirs = ["/root"]')
+    e = env.environ(LAZARET_DEBUG="1")
+    r = subprocess.run([lazaret, "run", "-p", "test", "--", "true"], cwd=workspace, env=e, capture_output=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert wait_until(lambda: not sandbox_processes(), timeout=45)
+    log = (domain_dir_for(env, workspace) / "coordinator.log").read_text()
+    actions = [line.split("debug: model ")[1].split("(")[0] for line in log.splitlines() if "debug: model " in line]
+    assert actions == MODEL_ORDER, actions
+    # The action names are the model's own.
+    staged = FIXTURES / "lazaret.pml"
+    pml = staged if staged.exists() else Path(__file__).resolve().parents[2] / "docs" / "model" / "lazaret.pml"
+    text = pml.read_text()
+    for a in MODEL_ORDER:
+        assert f"inline {a}(" in text, a
