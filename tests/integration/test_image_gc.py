@@ -4,6 +4,9 @@ session storage that the other tests prepare into."""
 import json
 import os
 import stat
+import tempfile
+import time
+from pathlib import Path
 import subprocess
 
 import pytest
@@ -160,3 +163,63 @@ def test_usage(lazaret, gc_env):
     out = gc_json(lazaret, e)
     assert out["total"] == {"count": 0, "bytes": 0}
     assert not e["data_root"].exists()
+
+
+def test_shared_artifact_kept_until_both_domains_release_it(lazaret, tmp_path, busybox_image):
+    """Two Domains on one prepared artifact: each running generation holds a
+    lease; gc (keep 0 days) never removes the artifact while any lease is
+    left, and reclaims it once both Domains stopped."""
+    import pexpect
+    import sqlite3
+
+    data_root = tmp_path / "data"
+    cfg = tmp_path / "xdg" / "lazaret" / "config.toml"
+    write_config(cfg, data_root, f"oci:{busybox_image}", "prepared_keep_days = 0")
+    rt = Path(tempfile.mkdtemp(prefix="lzrt", dir="/tmp"))  # socket paths: at most 108 bytes
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path / "home"),
+           "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "XDG_RUNTIME_DIR": str(rt), "LANG": "C.UTF-8"}
+    sessions = []
+    for name in ("ws1", "ws2"):
+        ws = tmp_path / name
+        ws.mkdir()
+        c = pexpect.spawn(lazaret, ["run"], cwd=str(ws), env=env, encoding="utf-8", timeout=90)
+        c.expect(r"[#$] ")
+        sessions.append(c)
+
+    def leases():
+        con = sqlite3.connect(f"file:{data_root / 'catalog.db'}?mode=ro", uri=True)
+        try:
+            return con.execute("SELECT artifact_id, domain_id FROM leases").fetchall()
+        finally:
+            con.close()
+
+    def gc():
+        r = subprocess.run([lazaret, "image", "gc", "--json"], cwd=tmp_path / "ws2", env=env, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    held = leases()
+    assert len(held) == 2 and held[0][0] == held[1][0] and held[0][1] != held[1][1]
+    aid = held[0][0]
+    gc()
+    assert (data_root / "prepared" / aid / "rootfs").is_dir()
+    sessions[0].sendline("exit")
+    sessions[0].expect(pexpect.EOF)
+    deadline = time.monotonic() + 45
+    while len(leases()) != 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(leases()) == 1
+    gc()
+    assert (data_root / "prepared" / aid / "rootfs").is_dir()
+    # The remaining Domain still works on it.
+    sessions[1].sendline("echo al''ive")
+    sessions[1].expect("\r\nalive\r\n")
+    sessions[1].sendline("exit")
+    sessions[1].expect(pexpect.EOF)
+    deadline = time.monotonic() + 45
+    while leases() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert leases() == []
+    gc()
+    assert not (data_root / "prepared" / aid).exists()
