@@ -152,3 +152,13 @@ def no_leftover_sandboxes(request):
             except ProcessLookupError:
                 pass
         pytest.fail("runsc processes were still running 45 s after the test")
+
+
+@pytest.fixture(scope="session")
+def debian(tmp_path_factory, storage, lazaret):
+    """An environment on the built-in Debian image, bootstrapped once."""
+    e = Env(tmp_path_factory.mktemp("debian-env"), storage, "builtin:debian-bookworm")
+    ws = make_git_repo(tmp_path_factory.mktemp("warm") / "ws")
+    r = lz_run(lazaret, e, ws, ["git", "--version"], timeout=900)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")[-2000:]
+    return e

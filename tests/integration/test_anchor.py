@@ -279,3 +279,38 @@ def test_unknown_store_version_is_refused(lazaret, penv, workspace):
     assert r.returncode != 0
     assert b"version 99" in r.stderr
     assert (ddir / "domain.db").read_bytes() == data
+
+
+@pytest.mark.slow
+def test_apt_get_install_and_dotfiles_persist_in_the_default_layout(lazaret, debian, workspace, tmp_path):
+    """The real Debian image with the default persistent dirs: a package
+    installed with apt-get (from a local .deb, no network), a `pip install
+    --user`-style tree under ~/.local and a ~/.bashrc edit are there in the
+    next session of the same Domain and absent in another Domain."""
+    debian.write_config(extra_profile='persistent_dirs = ["/etc", "/opt", "/root", "/usr", "/var"]')
+    pkg = tmp_path / "pkg"
+    (pkg / "DEBIAN").mkdir(parents=True)
+    (pkg / "DEBIAN/control").write_text("Package: lzdemo\nVersion: 1.0\nArchitecture: all\n"
+                                        "Maintainer: t <t@example.invalid>\nDescription: test\n")
+    (pkg / "usr/bin").mkdir(parents=True)
+    (pkg / "usr/bin/lzdemo").write_text("#!/bin/sh\necho lzdemo-ran\n")
+    (pkg / "usr/bin/lzdemo").chmod(0o755)
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(pkg), str(workspace / "lzdemo.deb")],
+                   check=True, capture_output=True)
+    r = lz_run(lazaret, debian, workspace, ["bash", "-c",
+               "apt-get install -y -q ./lzdemo.deb >/dev/null 2>&1 || dpkg -i lzdemo.deb; "
+               "mkdir -p ~/.local/bin && printf '#!/bin/sh\\necho pip-tool\\n' > ~/.local/bin/ptool && "
+               "chmod +x ~/.local/bin/ptool && echo 'alias ll=\"ls -l\" # lz-marker' >> ~/.bashrc"],
+               timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert wait_until(lambda: not sandbox_processes(), timeout=45)
+    r = lz_run(lazaret, debian, workspace, ["bash", "-c",
+               "lzdemo; dpkg -s lzdemo | grep Status; ~/.local/bin/ptool; grep -c lz-marker ~/.bashrc"])
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    assert "lzdemo-ran" in out and "install ok installed" in out and "pip-tool" in out, out
+    other = make_git_repo(tmp_path / "other")
+    r = lz_run(lazaret, debian, other, ["bash", "-c", "command -v lzdemo; dpkg -s lzdemo; ls ~/.local; "
+                                                     "grep -c lz-marker ~/.bashrc; true"])
+    out = r.stdout.decode()
+    assert "lzdemo" not in out and "ptool" not in out, out

@@ -16,16 +16,6 @@ from conftest import Env, git_env, lz_run, make_git_repo
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="session")
-def debian(tmp_path_factory, storage, lazaret):
-    """An environment on the built-in Debian image, bootstrapped once."""
-    e = Env(tmp_path_factory.mktemp("debian-env"), storage, "builtin:debian-bookworm")
-    ws = make_git_repo(tmp_path_factory.mktemp("warm") / "ws")
-    r = lz_run(lazaret, e, ws, ["git", "--version"], timeout=900)
-    assert r.returncode == 0, r.stderr.decode(errors="replace")[-2000:]
-    return e
-
-
 def host_git(ws, *args, **kw):
     return subprocess.run(["git", "-C", str(ws), *args], env=git_env(), capture_output=True, text=True,
                           timeout=60, **kw)
