@@ -52,21 +52,6 @@ static int enter_raw(int fd) {
     return tcsetattr(fd, TCSAFLUSH, &t) < 0 ? -errno : 0;
 }
 
-static int connect_socket(const char *path) {
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    if (strlen(path) >= sizeof sa.sun_path)
-        return -ENAMETOOLONG;
-    memcpy(sa.sun_path, path, strlen(path) + 1);
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-        int e = -errno;
-        close(fd);
-        return e;
-    }
-    return fd;
-}
 
 static int start_coordinator(const struct lz_client_opts *o, struct lz_error *err) {
     const struct lz_config *c = o->cfg;
@@ -248,12 +233,12 @@ static int connect_or_start(const struct lz_client_opts *o, bool tty, int *ret_s
         r = lz_flock_timeout(lk, START_LOCK_TIMEOUT_S);
         if (r < 0)
             return lz_error_set(err, r, "timed out waiting for another lazaret starting this Domain");
-        int sock = connect_socket(sp);
+        int sock = lz_proto_connect(sp);
         if (sock == -ENOENT || sock == -ECONNREFUSED) {
             r = start_coordinator(o, err);
             if (r < 0)
                 return r;
-            sock = connect_socket(sp);
+            sock = lz_proto_connect(sp);
         }
         if (sock < 0)
             return lz_error_set(err, sock, "cannot connect to the Host Coordinator at %s: %s", sp,

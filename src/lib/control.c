@@ -12,26 +12,11 @@
 
 #define CONTROL_TIMEOUT_MS 5000
 
-static int connect_to(const char *path) {
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    if (strlen(path) >= sizeof sa.sun_path)
-        return -ENAMETOOLONG;
-    memcpy(sa.sun_path, path, strlen(path) + 1);
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-        int e = -errno;
-        close(fd);
-        return e;
-    }
-    return fd;
-}
 
 /* One request, one reply (bounded). */
 static ssize_t request(const char *sock_path, uint8_t type, const void *payload, size_t len, uint8_t *reply,
                        size_t cap, struct lz_error *err) {
-    _cleanup_close_ int fd = connect_to(sock_path);
+    _cleanup_close_ int fd = lz_proto_connect(sock_path);
     if (fd < 0)
         return lz_error_set(err, fd, "cannot connect to %s: %s", sock_path, strerror(-fd));
     int r = lz_msg_send(fd, type, 0, payload, len);

@@ -6,6 +6,7 @@
 #include "store.h"
 #include "config.h"
 #include "gitconfig.h"
+#include "idmap.h"
 #include "netpolicy.h"
 #include "ocispec.h"
 #include "paths.h"
@@ -209,92 +210,6 @@ static void ready_reply(int fd, const char *fmt, ...) {
     (void)lz_write_full(fd, b, (size_t)n);
 }
 
-/* ---- uid/gid maps for the Supervisor's user namespace ---- */
-
-static bool subid_range(const char *file, const char *user, uid_t uid, unsigned long *start,
-                        unsigned long *count) {
-    _cleanup_fclose_ FILE *f = fopen(file, "re");
-    if (!f)
-        return false;
-    char line[512];
-    char uidstr[16];
-    snprintf(uidstr, sizeof uidstr, "%u", (unsigned)uid);
-    while (fgets(line, sizeof line, f)) {
-        char *a = strtok(line, ":\n"), *b = strtok(NULL, ":\n"), *c = strtok(NULL, ":\n");
-        if (!a || !b || !c)
-            continue;
-        if (strcmp(a, user) && strcmp(a, uidstr))
-            continue;
-        char *e1, *e2;
-        errno = 0;
-        unsigned long s = strtoul(b, &e1, 10), n = strtoul(c, &e2, 10);
-        if (errno || *e1 || *e2 || n == 0)
-            continue;
-        *start = s;
-        *count = n > 65536 ? 65536 : n;
-        return true;
-    }
-    return false;
-}
-
-static int run_tool(char *const argv[], struct lz_error *err) {
-    char out[512];
-    int st = 0;
-    int r = lz_spawn_capture(argv, 10000, out, sizeof out, &st);
-    if (r == -ETIMEDOUT)
-        return lz_error_set(err, r, "%s did not finish", argv[0]);
-    if (r < 0)
-        return lz_error_set(err, r, "cannot run %s: %s", argv[0], strerror(-r));
-    if (st != 0)
-        return lz_error_set(err, -EPERM, "%s failed (status %d): %s", argv[0], st, out);
-    return 0;
-}
-
-static int write_id_maps(pid_t pid, struct lz_error *err) {
-    uid_t uid = getuid();
-    gid_t gid = getgid();
-    struct passwd *pw = getpwuid(uid);
-    unsigned long us = 0, un = 0, gs = 0, gn = 0;
-    bool have_u = pw && subid_range("/etc/subuid", pw->pw_name, uid, &us, &un);
-    bool have_g = pw && subid_range("/etc/subgid", pw->pw_name, uid, &gs, &gn);
-    char pids[16], u[16], g[16], a1[24], a2[24], b1[24], b2[24];
-    snprintf(pids, sizeof pids, "%d", (int)pid);
-    snprintf(u, sizeof u, "%u", (unsigned)uid);
-    snprintf(g, sizeof g, "%u", (unsigned)gid);
-    if (have_u && have_g && access("/usr/bin/newuidmap", X_OK) == 0 &&
-        access("/usr/bin/newgidmap", X_OK) == 0) {
-        snprintf(a1, sizeof a1, "%lu", us);
-        snprintf(a2, sizeof a2, "%lu", un);
-        snprintf(b1, sizeof b1, "%lu", gs);
-        snprintf(b2, sizeof b2, "%lu", gn);
-        char *uargv[] = { (char *)"/usr/bin/newuidmap", pids, (char *)"0", u, (char *)"1",
-                          (char *)"1", a1, a2, NULL };
-        char *gargv[] = { (char *)"/usr/bin/newgidmap", pids, (char *)"0", g, (char *)"1",
-                          (char *)"1", b1, b2, NULL };
-        int r = run_tool(uargv, err);
-        if (r < 0)
-            return r;
-        return run_tool(gargv, err);
-    }
-    /* No subordinate ranges: map only ourselves (files of other owners in
-     * the image then show as nobody inside). */
-    char path[64], line[64];
-    snprintf(path, sizeof path, "/proc/%d/setgroups", (int)pid);
-    _cleanup_close_ int f1 = open(path, O_WRONLY | O_CLOEXEC);
-    if (f1 < 0 || write(f1, "deny", 4) != 4)
-        return lz_error_set(err, -errno, "cannot write %s: %s", path, strerror(errno));
-    snprintf(path, sizeof path, "/proc/%d/uid_map", (int)pid);
-    snprintf(line, sizeof line, "0 %u 1", (unsigned)uid);
-    _cleanup_close_ int f2 = open(path, O_WRONLY | O_CLOEXEC);
-    if (f2 < 0 || write(f2, line, strlen(line)) < 0)
-        return lz_error_set(err, -errno, "cannot write %s: %s", path, strerror(errno));
-    snprintf(path, sizeof path, "/proc/%d/gid_map", (int)pid);
-    snprintf(line, sizeof line, "0 %u 1", (unsigned)gid);
-    _cleanup_close_ int f3 = open(path, O_WRONLY | O_CLOEXEC);
-    if (f3 < 0 || write(f3, line, strlen(line)) < 0)
-        return lz_error_set(err, -errno, "cannot write %s: %s", path, strerror(errno));
-    return 0;
-}
 
 /* ---- generation start ---- */
 
@@ -625,7 +540,7 @@ static int start_generation(struct hc *h, struct lz_error *err) {
             return r;
         }
     }
-    if ((r = write_id_maps(h->rs.pid, err)) < 0) {
+    if ((r = lz_idmap_write(h->rs.pid, err)) < 0) {
         lz_child_signal(&h->rs, SIGKILL);
         int st;
         lz_child_wait(&h->rs, -1, &st);

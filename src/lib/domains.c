@@ -1,5 +1,6 @@
 /* domains.c — see domains.h. */
 #include "domains.h"
+#include "idmap.h"
 #include "config.h"
 #include "domain_id.h"
 #include "paths.h"
@@ -1028,55 +1029,13 @@ void lz_verify_result_clear(struct lz_verify_result *r) {
 
 /* ---- deletion in the Domain's user namespace ---- */
 
-static bool subid_range(const char *file, const char *user, uid_t uid, unsigned long *ret_start,
-                        unsigned long *ret_count) {
-    _cleanup_fclose_ FILE *f = fopen(file, "re");
-    if (!f)
-        return false;
-    char line[512], uidstr[16];
-    snprintf(uidstr, sizeof uidstr, "%u", (unsigned)uid);
-    while (fgets(line, sizeof line, f)) {
-        char *save = NULL;
-        char *a = strtok_r(line, ":\n", &save), *b = strtok_r(NULL, ":\n", &save), *c = strtok_r(NULL, ":\n", &save);
-        if (!a || !b || !c || (strcmp(a, user) && strcmp(a, uidstr)))
-            continue;
-        char *e1, *e2;
-        errno = 0;
-        unsigned long s = strtoul(b, &e1, 10), n = strtoul(c, &e2, 10);
-        if (errno || *e1 || *e2 || n == 0)
-            continue;
-        /* The coordinator maps at most 65536 (the sandbox's IDs 1..65536). */
-        *ret_start = s;
-        *ret_count = n > 65536 ? 65536 : n;
-        return true;
-    }
-    return false;
-}
-
-static int run_map_tool(char **argv, struct lz_error *err) {
-    char out[256];
-    int st = 0;
-    int r = lz_spawn_capture(argv, 10000, out, sizeof out, &st);
-    if (r < 0)
-        return lz_error_set(err, r, "cannot run %s: %s", argv[0], strerror(-r));
-    if (st != 0)
-        return lz_error_set(err, -EPERM, "%s failed (status %d): %s", argv[0], st, out);
-    return 0;
-}
-
 /* Deletes dirfd/name as root of a new user namespace with the mapping the
  * Domain's sandbox had (the caller's ID as 0, its subordinate range from
  * 1): files a non-root sandbox user left are then ours to delete, and
  * nothing else is. -EPERM when there is no subordinate range (then every
  * file is the caller's own already). */
 static int rm_tree_userns(int dirfd, const char *name, struct lz_error *err) {
-    uid_t uid = getuid();
-    gid_t gid = getgid();
-    struct passwd *pw = getpwuid(uid);
-    unsigned long us = 0, un = 0, gs = 0, gn = 0;
-    if (!pw || !subid_range("/etc/subuid", pw->pw_name, uid, &us, &un) ||
-        !subid_range("/etc/subgid", pw->pw_name, uid, &gs, &gn) || access("/usr/bin/newuidmap", X_OK) < 0 ||
-        access("/usr/bin/newgidmap", X_OK) < 0)
+    if (!lz_idmap_have_subids())
         return -EPERM;
     _cleanup_free_ char *self = NULL;
     int r = lz_self_exe(&self);
@@ -1092,20 +1051,9 @@ static int rm_tree_userns(int dirfd, const char *name, struct lz_error *err) {
     struct lz_child ch;
     if ((r = lz_spawn(&o, &ch)) < 0)
         return lz_error_set(err, r, "cannot create a user namespace: %s", strerror(-r));
-    char pid[16], u[16], g[16], a1[24], a2[24], b1[24], b2[24];
-    snprintf(pid, sizeof pid, "%d", (int)ch.pid);
-    snprintf(u, sizeof u, "%u", (unsigned)uid);
-    snprintf(g, sizeof g, "%u", (unsigned)gid);
-    snprintf(a1, sizeof a1, "%lu", us);
-    snprintf(a2, sizeof a2, "%lu", un);
-    snprintf(b1, sizeof b1, "%lu", gs);
-    snprintf(b2, sizeof b2, "%lu", gn);
-    char *uargv[] = { (char *)"/usr/bin/newuidmap", pid, (char *)"0", u, (char *)"1", (char *)"1", a1, a2, NULL };
-    char *gargv[] = { (char *)"/usr/bin/newgidmap", pid, (char *)"0", g, (char *)"1", (char *)"1", b1, b2, NULL };
     int st = 0;
     /* The child waits at its barrier: the PID still names it. */
-    if ((r = run_map_tool(uargv, err)) < 0 || (r = run_map_tool(gargv, err)) < 0 ||
-        (r = lz_child_release(&ch)) < 0) {
+    if ((r = lz_idmap_write(ch.pid, err)) < 0 || (r = lz_child_release(&ch)) < 0) {
         if (r < 0 && !err->msg[0])
             lz_error_set(err, r, "cannot start the deletion helper: %s", strerror(-r));
         lz_child_signal(&ch, SIGKILL);

@@ -2,6 +2,7 @@
 #include "proto.h"
 
 #include <sys/socket.h>
+#include <sys/un.h>
 
 struct wbuf { uint8_t *p; size_t cap, len; bool overflow; };
 
@@ -220,4 +221,20 @@ int lz_control_decode(const uint8_t *buf, size_t len, uint8_t *ret_type, uint32_
         return 0;
     }
     return -EBADMSG;
+}
+
+int lz_proto_connect(const char *path) {
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof sa.sun_path)
+        return -ENAMETOOLONG;
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        int e = -errno;
+        close(fd);
+        return e;
+    }
+    return fd;
 }

@@ -79,6 +79,10 @@ void lz_hello_clear(struct lz_hello *h);
  * included): 0 and its type and flags, or -EBADMSG. */
 int lz_control_decode(const uint8_t *buf, size_t len, uint8_t *ret_type, uint32_t *ret_flags);
 
+/* Connects a SOCK_SEQPACKET, close-on-exec socket to the Unix socket at
+ * path (a coordinator's control socket). fd or -errno. */
+int lz_proto_connect(const char *path);
+
 /* Sends one message; blocking unless the fd is non-blocking (then -EAGAIN). */
 int lz_msg_send(int fd, uint8_t type, uint8_t channel, const void *payload, size_t len);
 /* Receives one message into buf (cap >= LZ_PROTO_MAX). Returns its length,
