@@ -44,7 +44,7 @@ def lz(ws):
 
 def wait_gone():
     for _ in range(600):
-        if subprocess.run(["pgrep", "-u", str(os.getuid()), "-f", "lazaret __coordinator"],
+        if subprocess.run(["pgrep", "-u", str(os.getuid()), "-f", "lazaret-core __coordinator"],
                           capture_output=True).returncode != 0:
             return
         time.sleep(0.05)

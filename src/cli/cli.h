@@ -20,5 +20,12 @@ int lz_cmd_ps(int argc, char **argv);       /* lazaret ps */
 int lz_cmd_stop(int argc, char **argv);     /* lazaret stop */
 int lz_cmd_internal(int argc, char **argv); /* __coordinator / __supervisor */
 
+/* The process's argv as main() received it. */
+extern char **lz_cli_argv;
+
+/* Replaces this process with lazaret-core (the full implementation, in
+ * libexec) running the same command line. Returns only on failure. */
+int lz_cli_exec_core(void);
+
 /* Prints "lazaret: <msg>\n" to stderr. */
 void lz_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

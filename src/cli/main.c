@@ -4,14 +4,6 @@
 
 #include <stdarg.h>
 
-void lz_cli_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("lazaret: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
 
 static void usage(FILE *f) {
     fputs("Usage: lazaret COMMAND [OPTIONS]\n"
@@ -40,6 +32,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    lz_cli_argv = argv;
     if (argc < 2) {
         usage(stderr);
         return LZ_EXIT_USAGE;

@@ -24,6 +24,7 @@ static void usage(FILE *f) {
           f);
 }
 
+#ifndef LZ_THIN
 static void progress(void *ud, const char *phase, uint64_t done, uint64_t total) {
     bool tty = isatty(STDERR_FILENO);
     (void)ud;
@@ -39,6 +40,33 @@ static void progress(void *ud, const char *phase, uint64_t done, uint64_t total)
     if (total && done >= total)
         fputc('\n', stderr);
     fflush(stderr);
+}
+
+#endif
+
+/* The image is prepared only when this run starts the Domain. */
+struct prep_ctx {
+    const struct lz_config *cfg;
+    struct lz_prepared prep;
+};
+
+static int prepare_lower(void *ud, const char **ret, struct lz_error *err) {
+#ifdef LZ_THIN
+    /* No coordinator runs: starting one is lazaret-core's work. */
+    (void)ud;
+    (void)ret;
+    int code = lz_cli_exec_core();
+    return lz_error_set(err, -ENOEXEC, "cannot start the Domain (status %d)", code);
+#else
+    struct prep_ctx *pc = ud;
+    if (!pc->prep.rootfs) {
+        int r = lz_image_prepare(pc->cfg->data_root, pc->cfg->profile.image, progress, NULL, &pc->prep, err);
+        if (r < 0)
+            return r;
+    }
+    *ret = pc->prep.artifact_id;
+    return 0;
+#endif
 }
 
 int lz_cmd_run(int argc, char **argv) {
@@ -70,21 +98,20 @@ int lz_cmd_run(int argc, char **argv) {
         lz_cli_error("%s", err.msg);
         return LZ_EXIT_LAUNCH;
     }
+#ifndef LZ_THIN
     if (cfg->builtin_default)
         lz_cli_error("no configuration file found; using the built-in profile \"default\"");
+#endif
 
-    struct lz_prepared prep = { 0 };
-    if (lz_image_prepare(cfg->data_root, cfg->profile.image, progress, NULL, &prep, &err) < 0) {
-        lz_cli_error("%s", err.msg);
-        lz_config_free(cfg);
-        return LZ_EXIT_LAUNCH;
-    }
+    struct prep_ctx pc = { .cfg = cfg };
     struct lz_client_opts o = {
-        .cfg = cfg, .config_path = config_path, .profile = profile, .artifact_id = prep.artifact_id,
-        .argv = argv + optind, .argc = (size_t)(argc - optind),
+        .cfg = cfg, .config_path = config_path, .profile = profile, .prepare = prepare_lower,
+        .prepare_ud = &pc, .argv = argv + optind, .argc = (size_t)(argc - optind),
     };
     int r = lz_client_session(&o, &err);
-    lz_prepared_clear(&prep);
+#ifndef LZ_THIN
+    lz_prepared_clear(&pc.prep);
+#endif
     lz_config_free(cfg);
     if (r < 0) {
         lz_cli_error("%s", err.msg);

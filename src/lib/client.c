@@ -54,6 +54,10 @@ static int enter_raw(int fd) {
 
 
 static int start_coordinator(const struct lz_client_opts *o, struct lz_error *err) {
+    const char *artifact_id = NULL;
+    int prep_r = o->prepare(o->prepare_ud, &artifact_id, err);
+    if (prep_r < 0)
+        return prep_r;
     const struct lz_config *c = o->cfg;
     int r = lz_mkdir_p(c->domain_dir, 0700);
     if (r < 0)
@@ -86,7 +90,7 @@ static int start_coordinator(const struct lz_client_opts *o, struct lz_error *er
     argv[n++] = (char *)"--fingerprint";
     argv[n++] = (char *)c->fingerprint_hex;
     argv[n++] = (char *)"--artifact";
-    argv[n++] = (char *)o->artifact_id;
+    argv[n++] = (char *)artifact_id;
     /* The canonical file the client resolved: the coordinator runs in /. */
     if (c->source_path) {
         argv[n++] = (char *)"--config";

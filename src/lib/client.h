@@ -17,7 +17,12 @@ struct lz_client_opts {
     const struct lz_config *cfg;
     const char *config_path;   /* passed on to the coordinator */
     const char *profile;
-    const char *artifact_id;   /* the prepared lower (prepared-artifact ID) */
+    /* The prepared lower (prepared-artifact ID), asked for only when no
+     * coordinator runs and one must be started: joining a running Domain
+     * needs no image work. Returns 0 and sets *ret (owned by the callee
+     * until the session ends) or -errno with err set. */
+    int (*prepare)(void *ud, const char **ret, struct lz_error *err);
+    void *prepare_ud;
     char *const *argv;         /* command, or NULL/empty for a login shell */
     size_t argc;
 };

@@ -37,13 +37,6 @@
 #define RELEASE_GRACE_MS 2000
 #define DRAIN_TIMEOUT_MS 5000
 
-char *lz_domain_socket_path(const char *rt, const char *hex) {
-    /* 128 bits of the Domain ID keep the path within sun_path. */
-    return lz_xasprintf("%s/%.32s.sock", rt, hex);
-}
-char *lz_domain_start_lock_path(const char *rt, const char *hex) {
-    return lz_xasprintf("%s/%.32s.start", rt, hex);
-}
 
 static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logmsg(const char *fmt, ...) {

@@ -32,6 +32,4 @@ struct lz_coordinator_args {
 
 int lz_coordinator_main(const struct lz_coordinator_args *a);
 
-/* Socket and start-lock paths of a Domain under the runtime directory. */
-char *lz_domain_socket_path(const char *runtime_dir, const char *domain_hex);
-char *lz_domain_start_lock_path(const char *runtime_dir, const char *domain_hex);
+#include "paths.h" /* lz_domain_socket_path, lz_domain_start_lock_path */

@@ -72,3 +72,11 @@ int lz_libexec_path(const char *name, char **ret, struct lz_error *err) {
     return lz_error_set(err, -ENOENT, "%s not found next to lazaret or in %s: reinstall lazaret",
                         name, LZ_LIBEXECDIR);
 }
+
+char *lz_domain_socket_path(const char *rt, const char *hex) {
+    /* 128 bits of the Domain ID keep the path within sun_path. */
+    return lz_xasprintf("%s/%.32s.sock", rt, hex);
+}
+char *lz_domain_start_lock_path(const char *rt, const char *hex) {
+    return lz_xasprintf("%s/%.32s.start", rt, hex);
+}

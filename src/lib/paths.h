@@ -17,3 +17,7 @@ int lz_runtime_dir(char **ret, struct lz_error *err);
 int lz_libexec_path(const char *name, char **ret, struct lz_error *err);
 /* Absolute path of the running lazaret binary. */
 int lz_self_exe(char **ret);
+
+/* Socket and start-lock paths of a Domain under the runtime directory. */
+char *lz_domain_socket_path(const char *runtime_dir, const char *domain_hex);
+char *lz_domain_start_lock_path(const char *runtime_dir, const char *domain_hex);

@@ -144,7 +144,7 @@ def no_leftover_sandboxes(request):
     yield
     ok = wait_until(lambda: not user_processes("runsc"), timeout=45)
     if not ok:
-        for pid in user_processes("lazaret __coordinator"):
+        for pid in user_processes("lazaret-core __coordinator"):
             os.kill(pid, signal.SIGKILL)
         for pid in user_processes("runsc"):
             try:

@@ -55,8 +55,8 @@ def catalog_leases(env, domain_id):
 
 
 def sandbox_processes():
-    return [p for pat in ("runsc", "slirp4netns", "lazaret-router", "lazaret __supervisor",
-                          "lazaret __coordinator") for p in user_processes(pat)]
+    return [p for pat in ("runsc", "slirp4netns", "lazaret-router", "lazaret-core __supervisor",
+                          "lazaret-core __coordinator") for p in user_processes(pat)]
 
 
 @pytest.fixture

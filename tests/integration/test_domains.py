@@ -25,8 +25,8 @@ def spawn(lazaret, env, workspace, args=()):
 
 
 def sandbox_processes():
-    return [p for pat in ("runsc", "slirp4netns", "lazaret-router", "lazaret __supervisor",
-                          "lazaret __coordinator") for p in user_processes(pat)]
+    return [p for pat in ("runsc", "slirp4netns", "lazaret-router", "lazaret-core __supervisor",
+                          "lazaret-core __coordinator") for p in user_processes(pat)]
 
 
 def domain_dir_for(env, workspace):

@@ -16,13 +16,13 @@ def test_two_sessions_share_one_sandbox(lazaret, env, workspace):
     a.expect(PROMPT)
     a.sendline("echo from-a > /tmp/shared; echo WRO''TE")
     a.expect("WROTE")
-    coords = user_processes("lazaret __coordinator")
+    coords = user_processes("lazaret-core __coordinator")
     assert len(coords) == 1
     # A second session joins the same sandbox: it sees A's /tmp.
     r = lz_run(lazaret, env, workspace, ["cat", "/tmp/shared"])
     assert r.returncode == 0, r.stderr
     assert r.stdout == b"from-a\n"
-    assert user_processes("lazaret __coordinator") == coords
+    assert user_processes("lazaret-core __coordinator") == coords
     # Leaving B does not stop the Domain A still uses.
     a.sendline("cat /tmp/shared")
     a.expect("from-a")

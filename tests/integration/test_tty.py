@@ -99,7 +99,7 @@ def test_terminal_restored_after_coordinator_killed(lazaret, env, workspace):
     sh.expect("HOST\\$ ")
     sh.sendline(f"{lazaret} run -p test; echo client-exit=$?")
     sh.expect(PROMPT)
-    coords = user_processes("lazaret __coordinator")
+    coords = user_processes("lazaret-core __coordinator")
     assert len(coords) == 1
     os.kill(coords[0], signal.SIGKILL)
     sh.expect("ended unexpectedly")

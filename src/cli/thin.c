@@ -1,0 +1,43 @@
+/* thin.c — the `lazaret` front end.
+ *
+ * Joining a running Domain is the hot path (`lazaret run` in a second
+ * terminal, an agent's tool calls): this binary does only that, plus `ps`
+ * and `stop`, and links none of the image, Git or netlink libraries, so it
+ * starts in a few milliseconds. Everything else — starting a Domain (image
+ * preparation), the other commands, the coordinator and the supervisor —
+ * is lazaret-core (libexec), which this binary execs with the same command
+ * line.
+ */
+#include "cli.h"
+#include "paths.h"
+#include "util.h"
+
+int lz_cli_exec_core(void) {
+    struct lz_error err = { 0 };
+    _cleanup_free_ char *core = NULL;
+    if (lz_libexec_path("lazaret-core", &core, &err) < 0) {
+        lz_cli_error("%s", err.msg);
+        return LZ_EXIT_LAUNCH;
+    }
+    execv(core, lz_cli_argv);
+    lz_cli_error("cannot run %s: %s", core, strerror(errno));
+    return LZ_EXIT_LAUNCH;
+}
+
+int main(int argc, char **argv) {
+    lz_cli_argv = argv;
+    if (argc >= 2) {
+        const char *cmd = argv[1];
+        if (!strcmp(cmd, "run"))
+            return lz_cmd_run(argc - 1, argv + 1);
+        if (!strcmp(cmd, "ps"))
+            return lz_cmd_ps(argc - 1, argv + 1);
+        if (!strcmp(cmd, "stop"))
+            return lz_cmd_stop(argc - 1, argv + 1);
+        if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
+            printf("lazaret %s\n", LZ_VERSION);
+            return LZ_EXIT_OK;
+        }
+    }
+    return lz_cli_exec_core();
+}
