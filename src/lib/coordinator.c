@@ -27,6 +27,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <termios.h>
 #include <time.h>
@@ -133,6 +134,7 @@ struct hc {
     uint64_t rs_userns;            /* the Domain user namespace of this generation */
     bool recorded[LZ_ROLE_COUNT];  /* participant rows written for this generation */
     bool rs_exited_msg;            /* the Supervisor reported the sandbox gone */
+    struct lz_procid router_id, runsc_id; /* the Supervisor's children, as staged */
 };
 
 /* One participant transition, logged with the model's vocabulary. */
@@ -158,6 +160,46 @@ static int record_proc(struct hc *h, enum lz_role role, const char *slot, const 
     lz_procid_format(&id, t, sizeof t);
     logmsg("store: generation %lld %s process %s %s (%s)", (long long)h->gen, lz_role_name(role), slot, phase, t);
     return 0;
+}
+
+/* "stage <slot> <pid>": the Supervisor holds that child (lazaret-router or
+ * runsc) at its barrier. Its identity is read through our own pidfd for
+ * the PID (the child is the Supervisor's and cannot be reaped before it is
+ * released, so the PID names exactly it) and recorded staged; then the
+ * Supervisor is told to release it. */
+static int stage_rs_child(struct hc *h, const char *arg, struct lz_error *err) {
+    char slot[16];
+    int pid = 0, n = 0;
+    if (sscanf(arg, "%15s %d%n", slot, &pid, &n) != 2 || arg[n] != '\0' || pid <= 0 ||
+        (strcmp(slot, "router") && strcmp(slot, "runsc")))
+        return lz_error_set(err, -EPROTO, "unexpected message from the Runtime Supervisor");
+    enum lz_role role = !strcmp(slot, "router") ? LZ_ROLE_GIT_ROUTING : LZ_ROLE_SANDBOX;
+    struct lz_child c = { .pid = pid, .pidfd = (int)syscall(SYS_pidfd_open, pid, 0), .barrier_fd = -EBADF,
+                          .status_fd = -EBADF };
+    if (c.pidfd < 0)
+        return lz_error_set(err, -errno, "cannot open the Supervisor's %s: %s", slot, strerror(errno));
+    int r = record_proc(h, role, slot, "staged", &c, err);
+    struct lz_procid *keep = !strcmp(slot, "router") ? &h->router_id : &h->runsc_id;
+    if (r == 0)
+        r = lz_procid_from_pidfd(c.pidfd, c.pid, keep);
+    close(c.pidfd);
+    if (r < 0)
+        return r;
+    lz_crash_point(role == LZ_ROLE_GIT_ROUTING ? "router-staged" : "runsc-staged");
+    char reply[32];
+    snprintf(reply, sizeof reply, "staged %s", slot);
+    (void)send(h->rs_ctl, reply, strlen(reply), MSG_NOSIGNAL);
+    return 0;
+}
+
+/* At readiness the staged Supervisor children become committed. */
+static int commit_rs_children(struct hc *h, struct lz_error *err) {
+    int r = 0;
+    if (h->router_id.ino)
+        r = lz_store_proc_set(h->st, h->gen, LZ_ROLE_GIT_ROUTING, "router", "committed", &h->router_id, err);
+    if (r == 0 && h->runsc_id.ino)
+        r = lz_store_proc_set(h->st, h->gen, LZ_ROLE_SANDBOX, "runsc", "committed", &h->runsc_id, err);
+    return r;
 }
 
 /* Next message from the Supervisor, at most timeout_ms. Returns its length,
@@ -607,6 +649,11 @@ static int start_generation(struct hc *h, struct lz_error *err) {
             return lz_error_set(err, -EPIPE, "the Runtime Supervisor died during start (see %s/coordinator.log)",
                                 c->domain_dir);
         b[n] = '\0';
+        if (!strncmp(b, "stage ", 6)) {
+            if ((r = stage_rs_child(h, b + 6, err)) < 0)
+                return r;
+            continue;
+        }
         if (!strncmp(b, "ready", 5)) {
             unsigned long netns_ino = 0;
             sscanf(b, "ready %lu", &netns_ino);
@@ -621,6 +668,7 @@ static int start_generation(struct hc *h, struct lz_error *err) {
             if ((r = record(h, LZ_ROLE_NETWORK, LZ_P_COMMITTED, NULL, NULL, ev, err)) < 0 ||
                 (r = record(h, LZ_ROLE_GIT_ROUTING, LZ_P_PREPARED, NULL, NULL, NULL, err)) < 0 ||
                 (r = record_proc(h, LZ_ROLE_SANDBOX, "supervisor", "committed", &h->rs, err)) < 0 ||
+                (r = commit_rs_children(h, err)) < 0 ||
                 (r = record(h, LZ_ROLE_SANDBOX, LZ_P_COMMITTED, NULL, NULL, NULL, err)) < 0 ||
                 (r = lz_store_commit(h->st, err)) < 0) {
                 lz_store_rollback(h->st);

@@ -1,6 +1,7 @@
 /* supervisor.c — see supervisor.h. */
 #include "supervisor.h"
 #include "anchor.h"
+#include "store.h" /* lz_crash_point */
 #include "netpolicy.h"
 #include "spawn.h"
 
@@ -211,6 +212,43 @@ static void stop_sandbox(const struct lz_supervisor_args *a, struct lz_child *ru
 }
 
 /* Starts lazaret-router on the workspace and waits until it has mounted. */
+/* Causal child acquisition across the Supervisor/coordinator boundary: the
+ * child waits at its barrier while the coordinator records its staged
+ * ownership (it opens its own pidfd for the PID: the child cannot be reaped,
+ * so the PID names it); only the coordinator's "staged" releases it. */
+static int stage_child(int ctl, const char *slot, struct lz_child *c, char *msg, size_t msglen) {
+    ctl_send(ctl, "stage %s %d", slot, (int)c->pid);
+    long deadline = lz_now_ms() + 10000;
+    char want[64], b[128];
+    snprintf(want, sizeof want, "staged %s", slot);
+    for (;;) {
+        long left = deadline - lz_now_ms();
+        struct pollfd p = { .fd = ctl, .events = POLLIN };
+        int pr = left > 0 ? poll(&p, 1, (int)left) : 0;
+        if (pr < 0 && errno == EINTR)
+            continue;
+        ssize_t n = pr > 0 ? recv(ctl, b, sizeof b - 1, MSG_DONTWAIT) : -1;
+        if (n < 0 && pr > 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (n <= 0) {
+            snprintf(msg, msglen, "the coordinator did not record the %s", slot);
+            return -EPIPE;
+        }
+        b[n] = '\0';
+        if (!strcmp(b, want))
+            break;
+        if (!strcmp(b, "stop")) {
+            snprintf(msg, msglen, "stopped while starting the %s", slot);
+            return -ECANCELED;
+        }
+    }
+    int r = lz_child_release(c);
+    if (r < 0)
+        snprintf(msg, msglen, "the %s failed to start: %s", slot, strerror(-r));
+    lz_crash_point(!strcmp(slot, "router") ? "rs-router-released" : "rs-runsc-released");
+    return r;
+}
+
 static int start_router(const struct lz_supervisor_args *a, struct lz_child *ret, char *msg, size_t msglen) {
     int rp[2];
     if (pipe2(rp, O_CLOEXEC) < 0)
@@ -234,12 +272,19 @@ static int start_router(const struct lz_supervisor_args *a, struct lz_child *ret
     int keep[] = { rp[1] };
     struct lz_spawn_opts o = { .path = a->router, .argv = argv, .stdin_fd = -1, .stdout_fd = 2,
                                .stderr_fd = 2, .keep_fds = keep, .n_keep_fds = 1, .setns_pidfd = -1,
-                               .pdeathsig = SIGTERM };
+                               .pdeathsig = SIGTERM, .barrier = true };
     int r = lz_spawn(&o, ret);
     close(rp[1]);
     if (r < 0) {
         close(rp[0]);
         snprintf(msg, msglen, "cannot start lazaret-router: %s", strerror(-r));
+        return r;
+    }
+    if ((r = stage_child(a->ctl_fd, "router", ret, msg, msglen)) < 0) {
+        close(rp[0]);
+        int st;
+        lz_child_signal(ret, SIGKILL);
+        lz_child_wait(ret, -1, &st);
         return r;
     }
     char b[16] = "";
@@ -400,11 +445,13 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
         return 1;
     }
     ctl_send(ctl, "anchored %s", ident);
+    lz_crash_point("rs-anchored");
     int code = run_sandbox(a);
     if (code != 0)
         ctl_send(ctl, "exited %d", code); /* after a "fail": nothing runs any more */
     /* The sandbox is gone. Unmount when the coordinator says so (it records
      * the release intent first), or at once when it is gone (lease loss). */
+    lz_crash_point("rs-sandbox-stopped");
     r = wait_command(ctl, "unmount", 30000, got, sizeof got);
     if (r == -EPROTO)
         fprintf(stderr, "rs[%d]: unexpected command \"%s\"; unmounting the State Anchor\n", (int)getpid(), got);
@@ -460,7 +507,7 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
                      (char *)"run", (char *)"--bundle", (char *)a->bundle_dir,
                      (char *)a->container_id, NULL };
     struct lz_spawn_opts o = { .path = a->runsc, .argv = argv, .stdin_fd = -1, .stdout_fd = outp[1],
-                               .stderr_fd = errp[1], .setns_pidfd = -1, .pdeathsig = SIGKILL };
+                               .stderr_fd = errp[1], .setns_pidfd = -1, .pdeathsig = SIGKILL, .barrier = true };
     struct lz_child runsc = LZ_CHILD_NULL;
     owned[0] = &runsc;
     r = lz_spawn(&o, &runsc);
@@ -468,6 +515,14 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
     close(errp[1]);
     if (r < 0) {
         ctl_send(ctl, "fail cannot start runsc: %s", strerror(-r));
+        stop_router(a, &router);
+        return 1;
+    }
+    if ((r = stage_child(ctl, "runsc", &runsc, msg, sizeof msg)) < 0) {
+        int st;
+        lz_child_signal(&runsc, SIGKILL);
+        lz_child_wait(&runsc, -1, &st);
+        ctl_send(ctl, "fail %s", msg);
         stop_router(a, &router);
         return 1;
     }

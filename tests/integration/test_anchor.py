@@ -188,7 +188,7 @@ def test_symlinked_persistent_dir_is_refused(lazaret, env, workspace, tmp_path):
 
 
 START_STEPS = ["lower-intent", "lease-inserted", "lease-held", "anchor-intent", "anchor-mounted",
-               "anchor-prepared", "running"]
+               "anchor-prepared", "router-staged", "runsc-staged", "running"]
 RELEASE_STEPS = ["anchor-release-intent", "anchor-unmounted", "lower-release-intent", "lease-removed"]
 
 

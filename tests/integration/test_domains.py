@@ -270,3 +270,30 @@ def test_transitions_follow_the_protocol_model(lazaret, env, workspace):
     text = pml.read_text()
     for a in MODEL_ORDER:
         assert f"inline {a}(" in text, a
+
+
+@pytest.mark.parametrize("step", ["rs-anchored", "rs-router-released", "rs-runsc-released", "rs-sandbox-stopped"])
+def test_supervisor_killed_at_each_step_is_recovered(lazaret, env, workspace, step):
+    """The Runtime Supervisor dies (SIGKILL, test-only hook) at each of its
+    steps: the session ends with a clear error or the generation is left
+    for recovery, nothing of it survives, and the next run works."""
+    env.write_config(extra_profile='persistent_dirs = ["/root"]')
+    r = lz_run(lazaret, env, workspace, ["sh", "-c", "echo kept > /root/k"])
+    assert r.returncode == 0, r.stderr
+    assert wait_until(lambda: not sandbox_processes(), timeout=45)
+    e = env.environ(LAZARET_TEST_CRASH=step)
+    r = subprocess.run([lazaret, "run", "-p", "test", "--", "true"], cwd=workspace, env=e, capture_output=True,
+                       timeout=120)
+    if step != "rs-sandbox-stopped":
+        assert r.returncode != 0 and r.stderr, r
+    assert wait_until(lambda: not sandbox_processes(), timeout=60), sandbox_processes()
+    r = lz_run(lazaret, env, workspace, ["cat", "/root/k"])
+    assert r.returncode == 0 and r.stdout == b"kept\n", r.stderr
+    assert wait_until(lambda: not sandbox_processes(), timeout=45)
+    ddir = domain_dir_for(env, workspace)
+    assert all(s == "clean" for _, s in generations(ddir)), generations(ddir)
+    con = sqlite3.connect(f"file:{ddir / 'domain.db'}?mode=ro", uri=True)
+    try:
+        assert con.execute("SELECT count(*) FROM processes").fetchone() == (0,)
+    finally:
+        con.close()
