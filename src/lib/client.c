@@ -113,8 +113,9 @@ static int start_coordinator(const struct lz_client_opts *o, struct lz_error *er
         close(rp[0]);
         return lz_error_set(err, r, "cannot start the Host Coordinator: %s", strerror(-r));
     }
-    /* We never wait for it: it is detached and re-parented when we exit. */
-    lz_closep(&child.pidfd);
+    /* Once ready it is detached: we never wait for it, and it is
+     * re-parented when we exit. A coordinator that failed to start has
+     * cleaned up before answering: we reap it (bounded), leaving nothing. */
 
     char line[LZ_ERROR_MAX + 16];
     size_t len = 0;
@@ -123,6 +124,7 @@ static int start_coordinator(const struct lz_client_opts *o, struct lz_error *er
         long left = deadline - lz_now_ms();
         if (left <= 0) {
             close(rp[0]);
+            lz_child_close(&child);
             return lz_error_set(err, -ETIMEDOUT, "the Host Coordinator did not become ready (see %s)", logp);
         }
         struct pollfd p = { .fd = rp[0], .events = POLLIN };
@@ -142,8 +144,13 @@ static int start_coordinator(const struct lz_client_opts *o, struct lz_error *er
     char *nl = strchr(line, '\n');
     if (nl)
         *nl = '\0';
-    if (!strcmp(line, "ok"))
+    if (!strcmp(line, "ok")) {
+        lz_child_close(&child);
         return 0;
+    }
+    int st;
+    if (lz_child_wait(&child, 10000, &st) < 0)
+        lz_child_close(&child);
     if (!strncmp(line, "error ", 6))
         return lz_error_set(err, -EIO, "%s", line + 6);
     return lz_error_set(err, -EIO, "the Host Coordinator exited during start (see %s)", logp);

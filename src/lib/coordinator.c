@@ -1523,8 +1523,9 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
 
     if ((r = start_generation(&h, &err)) < 0) {
         logmsg("start failed: %s", err.msg);
-        ready_reply(ready_fd, "error %s", err.msg);
+        /* The client hears of the failure once nothing of it is left. */
         stop_generation(&h);
+        ready_reply(ready_fd, "error %s", err.msg);
         lz_config_free(h.cfg);
         return 1;
     }
@@ -1535,8 +1536,8 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
          lz_store_gen_set_state(h.st, h.gen, "running", &err) < 0))
         lz_closep(&h.listen_fd);
     if (h.listen_fd < 0) {
-        ready_reply(ready_fd, "error %s", err.msg);
         stop_generation(&h);
+        ready_reply(ready_fd, "error %s", err.msg);
         lz_config_free(h.cfg);
         return 1;
     }
