@@ -635,20 +635,13 @@ static int start_generation(struct hc *h, struct lz_error *err) {
     long deadline = lz_now_ms() + RS_START_TIMEOUT_MS + 5000;
     for (;;) {
         long left = deadline - lz_now_ms();
-        if (left <= 0)
-            return lz_error_set(err, -ETIMEDOUT, "the Runtime Supervisor did not report readiness");
-        struct pollfd p = { .fd = h->rs_ctl, .events = POLLIN };
-        int pr = poll(&p, 1, (int)left);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0)
-            continue;
         char b[2048];
-        ssize_t n = recv(h->rs_ctl, b, sizeof b - 1, 0);
+        ssize_t n = rs_recv(h, left > 0 ? (int)left : 0, b, sizeof b);
+        if (n == -ETIMEDOUT)
+            return lz_error_set(err, -ETIMEDOUT, "the Runtime Supervisor did not report readiness");
         if (n <= 0)
             return lz_error_set(err, -EPIPE, "the Runtime Supervisor died during start (see %s/coordinator.log)",
                                 c->domain_dir);
-        b[n] = '\0';
         if (!strncmp(b, "stage ", 6)) {
             if ((r = stage_rs_child(h, b + 6, err)) < 0)
                 return r;
