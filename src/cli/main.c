@@ -16,6 +16,8 @@ static void usage(FILE *f) {
           "  config check       validate and print the resolved configuration\n"
           "  image bootstrap    build the default Debian base image with mmdebstrap\n"
           "  image ls           list images and prepared root filesystems\n"
+          "  image gc [--dry-run]\n"
+          "                     reclaim prepared root filesystems no Domain uses\n"
           "  state ls|inspect|verify|reset\n"
           "                     list, check or reset the Domains' persistent state\n"
           "  ps [--json]        list running Domains and their sessions\n"
