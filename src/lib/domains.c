@@ -80,6 +80,18 @@ static int open_root(int domfd, const char *data_root, const char *id, struct lz
     return lz_error_set(err, -errno, "cannot open %s/domains/%s: %s", data_root, id, strerror(errno));
 }
 
+/* The Domain Root of a validated 64-hex ID under <data_root>/domains. */
+static int open_domain_by_id(const char *data_root, const char *id, struct lz_error *err) {
+    if (!lz_domain_id_valid(id))
+        return lz_error_set(err, -EINVAL, "invalid Domain ID");
+    _cleanup_close_ int domfd = open_domains_dir(data_root, err);
+    if (domfd == -ENOENT)
+        return lz_error_set(err, -ENOENT, "no Domain %s: %s/domains does not exist", id, data_root);
+    if (domfd < 0)
+        return domfd;
+    return open_root(domfd, data_root, id, err);
+}
+
 /* The path lz_store_open() needs, checked to still name the directory we
  * hold (a swap for a symlink between the two is refused). */
 static int root_path(const char *data_root, const char *id, int rootfd, char **ret, struct lz_error *err) {
@@ -515,18 +527,11 @@ static void add_pdir(struct lz_domain_info *in, const char *path, int upperfd, c
 
 int lz_domain_inspect(const char *data_root, const char *config_path, const char *id, struct lz_domain_info *ret,
                       struct lz_error *err) {
-    if (!lz_domain_id_valid(id))
-        return lz_error_set(err, -EINVAL, "invalid Domain ID");
-    struct lz_domain_info in = { 0 };
-    snprintf(in.id, sizeof in.id, "%s", id);
-    _cleanup_close_ int domfd = open_domains_dir(data_root, err);
-    if (domfd == -ENOENT)
-        return lz_error_set(err, -ENOENT, "no Domain %s: %s/domains does not exist", id, data_root);
-    if (domfd < 0)
-        return domfd;
-    _cleanup_close_ int rootfd = open_root(domfd, data_root, id, err);
+    _cleanup_close_ int rootfd = open_domain_by_id(data_root, id, err);
     if (rootfd < 0)
         return rootfd;
+    struct lz_domain_info in = { 0 };
+    snprintf(in.id, sizeof in.id, "%s", id);
     _cleanup_close_ int lockfd = -EBADF, anchorfd = -EBADF;
     int r = lock_domain(rootfd, &lockfd, err);
     if (r < 0)
@@ -1101,17 +1106,6 @@ static int rm_tree(int dirfd, const char *name, struct lz_error *err) {
 
 /* ---- reset ---- */
 
-static void logf_(lz_domain_log_fn log, void *ud, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void logf_(lz_domain_log_fn log, void *ud, const char *fmt, ...) {
-    if (!log)
-        return;
-    char b[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b, sizeof b, fmt, ap);
-    va_end(ap);
-    log(ud, b);
-}
 
 struct rlog {
     lz_domain_log_fn log;
@@ -1148,7 +1142,7 @@ static int rm_other_anchors(int rootfd, int64_t keep, lz_domain_log_fn log, void
     for (size_t i = 0; i < n && r == 0; i++) {
         r = rm_tree(rootfd, names[i], err);
         if (r == 0)
-            logf_(log, ud, "deleted %s, the leftover of an interrupted reset", names[i]);
+            lz_recovery_logf(log, ud, "deleted %s, the leftover of an interrupted reset", names[i]);
     }
     strv_free(names, n);
     return r;
@@ -1195,14 +1189,7 @@ static int meta_int(struct lz_store *st, const char *key, int64_t *ret, struct l
 }
 
 int lz_domain_reset(const char *data_root, const char *id, lz_domain_log_fn log, void *ud, struct lz_error *err) {
-    if (!lz_domain_id_valid(id))
-        return lz_error_set(err, -EINVAL, "invalid Domain ID");
-    _cleanup_close_ int domfd = open_domains_dir(data_root, err);
-    if (domfd == -ENOENT)
-        return lz_error_set(err, -ENOENT, "no Domain %s: %s/domains does not exist", id, data_root);
-    if (domfd < 0)
-        return domfd;
-    _cleanup_close_ int rootfd = open_root(domfd, data_root, id, err);
+    _cleanup_close_ int rootfd = open_domain_by_id(data_root, id, err);
     if (rootfd < 0)
         return rootfd;
     _cleanup_close_ int lockfd = -EBADF;
@@ -1223,7 +1210,7 @@ int lz_domain_reset(const char *data_root, const char *id, lz_domain_log_fn log,
         /* Never started: the store precedes every anchor, so any is junk. */
         if ((r = rm_other_anchors(rootfd, 0, log, ud, err)) < 0 || (r = empty_overlay(rootfd, err)) < 0)
             return r;
-        logf_(log, ud, "no Domain Store (the Domain never started): nothing persistent to reset");
+        lz_recovery_logf(log, ud, "no Domain Store (the Domain never started): nothing persistent to reset");
         return 0;
     }
     if (r < 0)
@@ -1259,7 +1246,7 @@ int lz_domain_reset(const char *data_root, const char *id, lz_domain_log_fn log,
             return lz_error_set(err, -errno, "fsync of the Domain Root: %s", strerror(errno));
         if ((r = lz_store_meta_del(st, "reset_intent", err)) < 0)
             return r;
-        logf_(log, ud, "finished an interrupted reset: deleted %s", intent);
+        lz_recovery_logf(log, ud, "finished an interrupted reset: deleted %s", intent);
     }
     if ((r = rm_other_anchors(rootfd, n, log, ud, err)) < 0)
         return r;
@@ -1284,7 +1271,7 @@ int lz_domain_reset(const char *data_root, const char *id, lz_domain_log_fn log,
     if ((r = lz_store_commit(st, err)) < 0)
         return r;
     lz_crash_point("reset-committed");
-    logf_(log, ud, "the Domain now uses the new, empty State Anchor %s", next);
+    lz_recovery_logf(log, ud, "the Domain now uses the new, empty State Anchor %s", next);
 
     /* 3. The old layers. */
     if ((r = rm_tree(rootfd, cur, err)) < 0)
@@ -1294,7 +1281,7 @@ int lz_domain_reset(const char *data_root, const char *id, lz_domain_log_fn log,
     if (fsync(rootfd) < 0)
         return lz_error_set(err, -errno, "fsync of the Domain Root: %s", strerror(errno));
     lz_crash_point("reset-deleted");
-    logf_(log, ud, "deleted the old State Anchor %s", cur);
+    lz_recovery_logf(log, ud, "deleted the old State Anchor %s", cur);
 
     /* 4. Done. */
     if ((r = lz_store_meta_del(st, "reset_intent", err)) < 0)

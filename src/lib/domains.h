@@ -41,6 +41,7 @@
 #pragma once
 
 #include "catalog.h"
+#include "recovery.h"
 #include "store.h"
 #include "util.h"
 
@@ -145,7 +146,7 @@ void lz_verify_result_clear(struct lz_verify_result *r);
 
 /* ---- reset ---- */
 
-typedef void (*lz_domain_log_fn)(void *ud, const char *msg);
+typedef lz_recovery_log_fn lz_domain_log_fn;
 
 /* See the contract above. -EBUSY when the Domain is running. log (may be
  * NULL) receives one line per step taken. */

@@ -29,6 +29,9 @@
 
 typedef void (*lz_recovery_log_fn)(void *ud, const char *msg);
 
+/* Formats one line and hands it to log (nothing when log is NULL). */
+void lz_recovery_logf(lz_recovery_log_fn log, void *ud, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Returns the number of generations recovered (>= 0) or -errno. */
 int lz_domain_recover(struct lz_store *st, const char *data_root, const char *domain_id, lz_recovery_log_fn log,
                       void *ud, struct lz_error *err);
