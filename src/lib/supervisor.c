@@ -212,35 +212,51 @@ static void stop_sandbox(const struct lz_supervisor_args *a, struct lz_child *ru
 }
 
 /* Starts lazaret-router on the workspace and waits until it has mounted. */
+/* Waits (bounded) for one command from the coordinator. 0 when it came,
+ * -EPIPE when the coordinator went away, -ETIMEDOUT, -EPROTO for another
+ * command (its text in got). */
+static int wait_command(int ctl, const char *want, int timeout_ms, char *got, size_t gotlen) {
+    long deadline = lz_now_ms() + timeout_ms;
+    for (;;) {
+        long left = deadline - lz_now_ms();
+        if (left <= 0)
+            return -ETIMEDOUT;
+        struct pollfd p = { .fd = ctl, .events = POLLIN };
+        int pr = poll(&p, 1, (int)left);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0)
+            continue;
+        ssize_t n = recv(ctl, got, gotlen - 1, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (n <= 0)
+            return -EPIPE;
+        got[n] = '\0';
+        if (!strcmp(got, want))
+            return 0;
+        if (strcmp(want, "unmount") == 0 && !strcmp(got, "stop"))
+            continue; /* already stopped */
+        return -EPROTO;
+    }
+}
+
 /* Causal child acquisition across the Supervisor/coordinator boundary: the
  * child waits at its barrier while the coordinator records its staged
  * ownership (it opens its own pidfd for the PID: the child cannot be reaped,
  * so the PID names it); only the coordinator's "staged" releases it. */
 static int stage_child(int ctl, const char *slot, struct lz_child *c, char *msg, size_t msglen) {
     ctl_send(ctl, "stage %s %d", slot, (int)c->pid);
-    long deadline = lz_now_ms() + 10000;
-    char want[64], b[128];
+    char want[64], got[128];
     snprintf(want, sizeof want, "staged %s", slot);
-    for (;;) {
-        long left = deadline - lz_now_ms();
-        struct pollfd p = { .fd = ctl, .events = POLLIN };
-        int pr = left > 0 ? poll(&p, 1, (int)left) : 0;
-        if (pr < 0 && errno == EINTR)
-            continue;
-        ssize_t n = pr > 0 ? recv(ctl, b, sizeof b - 1, MSG_DONTWAIT) : -1;
-        if (n < 0 && pr > 0 && (errno == EAGAIN || errno == EINTR))
-            continue;
-        if (n <= 0) {
-            snprintf(msg, msglen, "the coordinator did not record the %s", slot);
-            return -EPIPE;
-        }
-        b[n] = '\0';
-        if (!strcmp(b, want))
-            break;
-        if (!strcmp(b, "stop")) {
-            snprintf(msg, msglen, "stopped while starting the %s", slot);
-            return -ECANCELED;
-        }
+    int w = wait_command(ctl, want, 10000, got, sizeof got);
+    if (w == -EPROTO && !strcmp(got, "stop")) {
+        snprintf(msg, msglen, "stopped while starting the %s", slot);
+        return -ECANCELED;
+    }
+    if (w < 0) {
+        snprintf(msg, msglen, "the coordinator did not record the %s", slot);
+        return w == -EPROTO ? -EPIPE : w;
     }
     int r = lz_child_release(c);
     if (r < 0)
@@ -381,35 +397,6 @@ static int setup_network(const struct lz_supervisor_args *a, char *msg, size_t m
         syscall(SYS_capset, &hdr, caps);
     }
     return 0;
-}
-
-/* Waits (bounded) for one command from the coordinator. 0 when it came,
- * -EPIPE when the coordinator went away, -ETIMEDOUT, -EPROTO for another
- * command (its text in got). */
-static int wait_command(int ctl, const char *want, int timeout_ms, char *got, size_t gotlen) {
-    long deadline = lz_now_ms() + timeout_ms;
-    for (;;) {
-        long left = deadline - lz_now_ms();
-        if (left <= 0)
-            return -ETIMEDOUT;
-        struct pollfd p = { .fd = ctl, .events = POLLIN };
-        int pr = poll(&p, 1, (int)left);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0)
-            continue;
-        ssize_t n = recv(ctl, got, gotlen - 1, MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-            continue;
-        if (n <= 0)
-            return -EPIPE;
-        got[n] = '\0';
-        if (!strcmp(got, want))
-            return 0;
-        if (strcmp(want, "unmount") == 0 && !strcmp(got, "stop"))
-            continue; /* already stopped */
-        return -EPROTO;
-    }
 }
 
 static int run_sandbox(const struct lz_supervisor_args *a);
