@@ -36,7 +36,14 @@ def lazaret():
 
 @pytest.fixture(scope="session")
 def storage(tmp_path_factory):
-    """A Storage Root shared by the whole session, so images are prepared once."""
+    """A Storage Root shared by the whole session, so images are prepared once.
+
+    LAZARET_TEST_STORAGE names a directory to keep across sessions instead
+    (development only: the Debian bootstrap then happens once, not per run)."""
+    keep = os.environ.get("LAZARET_TEST_STORAGE")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        return Path(keep)
     return tmp_path_factory.mktemp("storage")
 
 
