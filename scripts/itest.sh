@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Development helper: run some integration tests (as root) against build/,
+# as an unprivileged test user, without the rest of scripts/test.sh.
+#
+#   scripts/itest.sh [-u USER] [-s STORAGE] [PYTEST ARGS...]
+#
+# -u: the test user (default lztest; must have subordinate ID ranges).
+# -s: keep this Storage Root across runs (LAZARET_TEST_STORAGE), so the
+#     Debian image is bootstrapped once. Default: a fresh one per run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+user=lztest storage=
+while getopts "u:s:" o; do
+    case "$o" in
+        u) user=$OPTARG ;;
+        s) storage=$OPTARG ;;
+        *) exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+[ "$(id -u)" -eq 0 ] || { echo "itest.sh: run as root (it switches to $user)" >&2; exit 2; }
+ninja -C build >/dev/null
+stage=$(mktemp -d /var/tmp/lazaret-itest.XXXXXX)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bin" "$stage/tests"
+cp build/lazaret build/lazaret-core build/lazaret-init build/lazaret-router "$stage/bin/"
+cp -r tests/integration tests/fixtures "$stage/tests/"
+cp docs/model/lazaret.pml "$stage/tests/fixtures/"
+chmod -R a+rX "$stage"
+chown -R "$user:" "$stage"
+if [ -n "$storage" ]; then
+    mkdir -p "$storage"; chown "$user:" "$storage"
+fi
+home=$(getent passwd "$user" | cut -d: -f6)
+runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" USER="$user" LANG=C.UTF-8 \
+    LAZARET_BIN="$stage/bin/lazaret" LAZARET_FIXTURES="$stage/tests/fixtures" \
+    ${storage:+LAZARET_TEST_STORAGE="$storage"} \
+    /usr/bin/python3 -m pytest -p no:cacheprovider -q -ra "$@" "$stage/tests/integration"
