@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <linux/fs.h> /* RENAME_NOREPLACE, RENAME_EXCHANGE */
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 
 /* A path split into components, in a private copy. */
 struct split {
@@ -307,6 +309,100 @@ static int would_shape(const struct lz_router_policy *pol, const char *dir, cons
     return present[0] && (present[3] || (present[1] && present[2]));
 }
 
+/* The innermost Git directory that strictly contains the path of `s`:
+ * *ret_g is the number of its components (0: none). A directory named
+ * `.git` is one by name; any other must be shaped like one (asked for
+ * every ancestor: only links, renames and special files pay for this). */
+static int git_root(const struct lz_router_policy *pol, const struct split *s, size_t *ret_g) {
+    char prefix[LZ_ROUTER_PATH_MAX + 1];
+    for (size_t g = s->n; g-- > 1;) {
+        if (is_gitname(s->c[g - 1])) {
+            *ret_g = g;
+            return 0;
+        }
+        join_prefix(s, g, prefix);
+        int r = shaped(pol, prefix);
+        if (r < 0)
+            return r;
+        if (r > 0) {
+            *ret_g = g;
+            return 0;
+        }
+    }
+    *ret_g = 0;
+    return 0;
+}
+
+static bool is_index_name(const char *c) {
+    return ieq(c, "index") || (strncasecmp(c, "sharedindex.", 12) == 0 && c[12] != '\0');
+}
+
+int lz_router_is_index(const struct lz_router_policy *pol, const char *path, size_t *ret_gitdir_len) {
+    struct split s;
+    int r = split_path(path, &s);
+    if (r < 0)
+        return r;
+    if (s.n < 2 || !is_index_name(s.c[s.n - 1]))
+        return 0; /* the cheap answer for every other name */
+    size_t g;
+    if ((r = git_root(pol, &s, &g)) < 0)
+        return r;
+    if (g == 0 || g != s.n - 1)
+        return 0;
+    if (ret_gitdir_len)
+        *ret_gitdir_len = (size_t)(s.c[s.n - 1] - s.buf) - 1;
+    return 1;
+}
+
+static unsigned req_type(unsigned type, bool is_dir) { return type ? type : is_dir ? S_IFDIR : S_IFREG; }
+
+/* May the object (type, nlink) that now lives at `from` (inside Git
+ * directory prefix from_g of `fs`, 0 = none) move to `to` (inside to_g of
+ * `ts`)? Only the contents of Git directories are restricted: nothing the
+ * host's git could later write or append through may enter one. */
+static int check_entering(const struct split *fs, size_t from_g, const struct split *ts, size_t to_g, unsigned type,
+                          unsigned long nlink) {
+    if (to_g == 0)
+        return 0;
+    if (S_ISLNK(type))
+        return -EPERM;
+    if (S_ISREG(type))
+        return nlink > 1 ? -EXDEV : 0; /* a copy has one link */
+    if (!S_ISDIR(type))
+        return -EPERM; /* FIFOs, sockets, devices */
+    /* A directory may move within its own Git directory (whose contents
+     * obey these rules already); one from elsewhere may hold links: a
+     * copy (mv's answer to EXDEV) brings it in entry by entry, each
+     * checked. */
+    bool same = from_g == to_g;
+    for (size_t i = 0; same && i < to_g; i++)
+        same = strcmp(fs->c[i], ts->c[i]) == 0;
+    return same ? 0 : -EXDEV;
+}
+
+/* The Git-directory content rules for creations (see lz_router_check). */
+static int check_create_gitdir(const struct lz_router_policy *pol, const struct lz_router_req *req) {
+    struct split s;
+    int r = split_path(req->path, &s);
+    if (r < 0)
+        return r;
+    if (s.n == 0)
+        return 0;
+    bool special = req->op == LZ_ROP_SYMLINK || req->op == LZ_ROP_LINK ||
+                   (req->op == LZ_ROP_CREATE && req->type && !S_ISREG(req->type));
+    if (!special && !is_index_name(s.c[s.n - 1]))
+        return 0;
+    size_t g;
+    if ((r = git_root(pol, &s, &g)) < 0)
+        return r;
+    if (g == 0)
+        return 0;
+    if (special)
+        return -EPERM; /* links and FIFOs never enter a Git directory */
+    /* An index only by a checked rename (lz_router_is_index). */
+    return g == s.n - 1 ? -EPERM : 0;
+}
+
 static int check_create(const struct lz_router_policy *pol, const struct lz_router_req *req) {
     enum lz_router_class cls;
     int r = lz_router_classify(pol, req->path, &cls);
@@ -322,12 +418,22 @@ static int check_create(const struct lz_router_policy *pol, const struct lz_rout
         /* A second name for a protected file would be a way to write it. */
         if (src != LZ_RCLASS_FREE)
             return -EPERM;
+        /* Nor may a file inside a Git directory get a second name: the
+         * host's git writes such files in place. */
+        struct split ss;
+        size_t sg;
+        if ((r = split_path(req->path2, &ss)) < 0 || (r = git_root(pol, &ss, &sg)) < 0)
+            return r;
+        if (sg > 0)
+            return -EPERM;
     }
     bool ok = cls == LZ_RCLASS_FREE || (cls == LZ_RCLASS_ANCESTOR && req->op == LZ_ROP_MKDIR);
     if (!ok)
         return req->exists ? -EEXIST : -EPERM;
     if (req->exists)
         return 0; /* the operation itself fails with EEXIST */
+    if ((r = check_create_gitdir(pol, req)) < 0)
+        return r;
     char dir[LZ_ROUTER_PATH_MAX + 1];
     const char *name;
     parent_of(req->path, dir, &name);
@@ -376,6 +482,18 @@ static int check_rename(const struct lz_router_policy *pol, const struct lz_rout
             return r < 0 ? r : -EPERM;
     }
 
+    /* What enters a Git directory (either way, for an exchange). */
+    struct split fs, ts;
+    size_t fg, tg;
+    if ((r = split_path(req->path, &fs)) < 0 || (r = split_path(req->path2, &ts)) < 0 ||
+        (r = git_root(pol, &fs, &fg)) < 0 || (r = git_root(pol, &ts, &tg)) < 0)
+        return r;
+    r = check_entering(&fs, fg, &ts, tg, req_type(req->type, req->is_dir), req->nlink);
+    if (r == 0 && (req->flags & RENAME_EXCHANGE))
+        r = check_entering(&ts, tg, &fs, fg, req_type(req->type2, req->is_dir2), req->nlink2);
+    if (r < 0)
+        return r;
+
     /* An exchange leaves both directories with the same names; a rename
      * adds the destination name to its directory. */
     if (!(req->flags & RENAME_EXCHANGE)) {
@@ -422,7 +540,15 @@ int lz_router_check(const struct lz_router_policy *pol, const struct lz_router_r
             return r;
         if ((req->op == LZ_ROP_UNLINK || req->op == LZ_ROP_RMDIR) && req->path[0] == '\0')
             return -EBUSY;
-        return cls == LZ_RCLASS_FREE ? 0 : -EPERM;
+        if (cls != LZ_RCLASS_FREE)
+            return -EPERM;
+        if (req->op == LZ_ROP_WRITE) {
+            /* An index changes only by a checked rename over it. */
+            r = lz_router_is_index(pol, req->path, NULL);
+            if (r != 0)
+                return r < 0 ? r : -EPERM;
+        }
+        return 0;
     }
     return -EINVAL;
 }

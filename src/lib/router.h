@@ -93,6 +93,13 @@ struct lz_router_req {
     const char *path2;  /* RENAME: destination; LINK: source (or NULL) */
     bool is_dir2;       /* RENAME_EXCHANGE: the destination is a directory */
     unsigned flags;     /* RENAME: RENAME_NOREPLACE | RENAME_EXCHANGE */
+    /* What the object is (S_IFMT bits; 0 = a directory if is_dir, else a
+     * regular file) and how many links it has (0 = 1): for CREATE the new
+     * object, for LINK and RENAME the source, type2/nlink2 the destination
+     * of a RENAME_EXCHANGE. Inside Git directories only real directories
+     * and single-link regular files may appear (docs/security-git.md). */
+    unsigned type, type2;
+    unsigned long nlink, nlink2;
 };
 
 /* 0 or -EINVAL: `path` is a well-formed relative path (see above). */
@@ -107,7 +114,21 @@ int lz_router_normalize(const char *in, char **ret_path);
 int lz_router_classify(const struct lz_router_policy *pol, const char *path,
                        enum lz_router_class *ret_class);
 
-/* The decision for one operation (see the contract above). */
+/* 1 if `path` names a Git index inside a Git directory (`index`,
+ * `sharedindex.*`), 0 if not, or a negative errno. Such a file may only
+ * appear by a rename whose source the caller has checked with
+ * lz_gitindex_verify() (the host's git trusts every entry of an index it
+ * reads); lz_router_check() refuses every other way to create or write it.
+ * On success *ret_gitdir_len (may be NULL) is the length of the Git
+ * directory's own path within `path` (its config tells the hash length). */
+int lz_router_is_index(const struct lz_router_policy *pol, const char *path, size_t *ret_gitdir_len);
+
+/* The decision for one operation (see the contract above). Besides the
+ * classes: nothing but real directories and single-link regular files
+ * enters a Git directory (no symlink, hard link, FIFO, or directory moved
+ * in from elsewhere: the host's git would later write or append through
+ * them, e.g. COMMIT_EDITMSG -> config); refusals of moves that a copy
+ * would satisfy are -EXDEV, so `mv` falls back to copying. */
 int lz_router_check(const struct lz_router_policy *pol, const struct lz_router_req *req);
 
 const char *lz_router_op_name(enum lz_router_op op);

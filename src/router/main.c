@@ -52,6 +52,7 @@
  */
 #define FUSE_USE_VERSION 312
 
+#include "gitindex.h"
 #include "router.h"
 #include "util.h"
 
@@ -93,6 +94,7 @@ struct rt_inode {
     struct rt_inode *parent;   /* directory where `name` was last seen (counted in its nchild) */
     char *name;
     bool sticky;               /* seen under a protected name while held */
+    bool sealed;               /* a checked Git index now: no more writes through any handle */
     bool is_root;
     bool hashed;               /* in the table (false once retired) */
 };
@@ -141,9 +143,10 @@ static void log_escaped(FILE *f, const char *s) {
     }
 }
 
-static void log_refusal(struct router *r, const char *op, const char *path, const char *path2, int err) {
+/* Rate limit: at most 20 refusals a second are logged. */
+static bool log_allowed(struct router *r) {
     if (r->quiet)
-        return;
+        return false;
     time_t now = time(NULL);
     if (now != r->log_window) {
         if (r->log_dropped)
@@ -154,8 +157,25 @@ static void log_refusal(struct router *r, const char *op, const char *path, cons
     }
     if (++r->log_count > 20) {
         r->log_dropped++;
-        return;
+        return false;
     }
+    return true;
+}
+
+/* A refusal with a reason (already escaped by whoever made it). */
+static void log_refusal_why(struct router *r, const char *op, const char *path, const char *why) {
+    if (!log_allowed(r))
+        return;
+    fprintf(stderr, "lazaret-router: refused %s ", op);
+    log_escaped(stderr, path ? path : "(no name)");
+    fputs(": ", stderr);
+    log_escaped(stderr, why);
+    fputc('\n', stderr);
+}
+
+static void log_refusal(struct router *r, const char *op, const char *path, const char *path2, int err) {
+    if (!log_allowed(r))
+        return;
     fprintf(stderr, "lazaret-router: refused %s ", op);
     log_escaped(stderr, path ? path : "(no name)");
     if (path2) {
@@ -540,8 +560,8 @@ static int policy_inode(struct router *r, struct rt_inode *in, int fhfd, enum lz
 }
 
 /* Policy for creating `name` in `dir`; *ret_exists tells whether it exists. */
-static int policy_new_entry(struct router *r, struct rt_inode *dir, const char *name, enum lz_router_op op,
-                            const char *src, bool *ret_exists) {
+static int policy_new_entry_typed(struct router *r, struct rt_inode *dir, const char *name, enum lz_router_op op,
+                                  const char *src, unsigned type, bool *ret_exists) {
     char path[LZ_ROUTER_PATH_MAX + 1];
     struct stat st;
     int rc = name_valid(name);
@@ -556,13 +576,18 @@ static int policy_new_entry(struct router *r, struct rt_inode *dir, const char *
     rc = entry_relpath(r, dir, name, path, sizeof path);
     if (rc < 0)
         return rc;
-    struct lz_router_req q = { .op = op, .path = path, .exists = exists, .path2 = src };
+    struct lz_router_req q = { .op = op, .path = path, .exists = exists, .path2 = src, .type = type };
     rc = policy(r, &q);
     if (rc < 0)
         return rc;
     if (ret_exists)
         *ret_exists = exists;
     return 0;
+}
+
+static int policy_new_entry(struct router *r, struct rt_inode *dir, const char *name, enum lz_router_op op,
+                            const char *src, bool *ret_exists) {
+    return policy_new_entry_typed(r, dir, name, op, src, 0, ret_exists);
 }
 
 static int policy_entry(struct router *r, struct rt_inode *dir, const char *name, enum lz_router_op op) {
@@ -731,6 +756,10 @@ static void rt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
         if (rc < 0)
             goto fail;
     }
+    if ((valid & FUSE_SET_ATTR_SIZE) && in->sealed) {
+        rc = -EPERM;
+        goto fail;
+    }
     if (valid & FUSE_SET_ATTR_SIZE) {
         /* ftruncate on a handle opened for writing was allowed at open(). */
         int fl = fhfd >= 0 ? fcntl(fhfd, F_GETFL) : -1;
@@ -867,7 +896,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
         rc = -EPERM; /* devices cannot work (nodev) and sockets are not served */
         goto fail;
     }
-    rc = policy_new_entry(r, dir, name, op, NULL, NULL);
+    rc = policy_new_entry_typed(r, dir, name, op, NULL, op == LZ_ROP_CREATE ? (mode & S_IFMT) : 0, NULL);
     if (rc < 0)
         goto fail;
     int dfd = inode_fd(r, dir);
@@ -988,6 +1017,88 @@ static void rt_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
     remove_entry(req, parent, name, LZ_ROP_RMDIR);
 }
 
+#ifndef LZ_GITINDEX_MAX
+/* The largest index the router reads to check (a 1M-file index is ~100 MiB). */
+#define LZ_GITINDEX_MAX ((size_t)512 << 20)
+#endif
+
+/* Reads at most `max` bytes of a regular file opened relative to dfd
+ * (no symlink followed) into a new buffer. */
+static int read_small(int dfd, const char *name, size_t max, const struct stat *want, char **ret_buf,
+                      size_t *ret_len) {
+    _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode) || (want && (st.st_dev != want->st_dev || st.st_ino != want->st_ino)))
+        return -ESTALE;
+    if ((uint64_t)st.st_size > max)
+        return -EFBIG;
+    size_t cap = (size_t)st.st_size, len = 0;
+    _cleanup_free_ char *buf = lz_xmalloc(cap + 1);
+    while (len < cap) {
+        ssize_t n = pread(fd, buf + len, cap - len, (off_t)len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            break; /* shrank meanwhile: check what is there */
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    *ret_buf = TAKE_PTR(buf);
+    *ret_len = len;
+    return 0;
+}
+
+/* The object ID length of the repository whose Git directory is the first
+ * gitdir_len bytes of `path`: its config is the developer's (read-only to
+ * the agent), so it says how the host's git will read the index. */
+static unsigned gitdir_hash_len(struct router *r, const char *path, size_t gitdir_len) {
+    char cfg[LZ_ROUTER_PATH_MAX + 16];
+    if (gitdir_len + sizeof "/config" > sizeof cfg)
+        return 20;
+    memcpy(cfg, path, gitdir_len);
+    memcpy(cfg + gitdir_len, "/config", sizeof "/config");
+    _cleanup_close_ int fd = sys_openat2(r->root.fd, cfg, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0, RESOLVE_FLAGS);
+    if (fd < 0)
+        return 20; /* lz_gitindex_verify() checks the other length too */
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    char num[24];
+    snprintf(num, sizeof num, "%d", fd);
+    if (read_small(r->proc_fd, num, 1 << 20, NULL, &text, &len) < 0)
+        return 20;
+    return lz_git_config_hash_len(text, len);
+}
+
+/* Refuses (EPERM, logged with the reason) a file that must not become the
+ * index at `dpath`: see lz_gitindex_verify(). */
+static int check_index(struct router *r, int dfd, const char *name, const struct stat *st, const char *dpath,
+                       size_t gitdir_len) {
+    if (!S_ISREG(st->st_mode))
+        return -EPERM;
+    _cleanup_free_ char *buf = NULL;
+    size_t len = 0;
+    int rc = read_small(dfd, name, LZ_GITINDEX_MAX, st, &buf, &len);
+    if (rc == -EFBIG) {
+        log_refusal_why(r, "index", dpath, "larger than the router checks");
+        return -EPERM;
+    }
+    if (rc < 0)
+        return rc;
+    struct lz_error err = { 0 };
+    rc = lz_gitindex_verify(buf, len, gitdir_hash_len(r, dpath, gitdir_len), &err);
+    if (rc < 0) {
+        log_refusal_why(r, "index", dpath, err.msg[0] ? err.msg : "refused");
+        return -EPERM;
+    }
+    return 0;
+}
+
 static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
                       const char *newname, unsigned int flags) {
     struct router *r = begin(req);
@@ -1017,21 +1128,41 @@ static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
     struct lz_router_req q = {
         .op = LZ_ROP_RENAME, .path = spath, .path2 = dpath, .exists = dexists,
         .is_dir = S_ISDIR(sst.st_mode), .is_dir2 = dexists && S_ISDIR(dst.st_mode), .flags = flags,
+        .type = sst.st_mode & S_IFMT, .nlink = sst.st_nlink,
+        .type2 = dexists ? dst.st_mode & S_IFMT : 0, .nlink2 = dexists ? dst.st_nlink : 0,
     };
     rc = policy(r, &q);
     if (rc < 0)
+        goto fail;
+    /* A file becoming a Git index (git's index.lock -> index, a split
+     * index's sharedindex_XXXXXX -> sharedindex.<hash>) is checked first:
+     * the host's git trusts every entry of the index it reads. */
+    size_t gitdir_len = 0;
+    int to_index = lz_router_is_index(&r->pol, dpath, &gitdir_len);
+    int from_index = (flags & RENAME_EXCHANGE) ? lz_router_is_index(&r->pol, spath, NULL) : 0;
+    if (to_index < 0 || from_index < 0) {
+        rc = to_index < 0 ? to_index : from_index;
+        goto fail;
+    }
+    if (to_index && (rc = check_index(r, sfd, name, &sst, dpath, gitdir_len)) < 0)
+        goto fail;
+    if (from_index && (rc = check_index(r, dfd, newname, &dst, spath, gitdir_len)) < 0)
         goto fail;
     if (renameat2(sfd, name, dfd, newname, flags) < 0) {
         rc = -errno;
         goto fail;
     }
     struct rt_inode *moved = table_find(r, sst.st_dev, sst.st_ino);
-    if (moved)
+    if (moved) {
         inode_set_name(r, moved, ddir, newname);
+        moved->sealed = to_index > 0;
+    }
     if ((flags & RENAME_EXCHANGE) && dexists) {
         struct rt_inode *other = table_find(r, dst.st_dev, dst.st_ino);
-        if (other)
+        if (other) {
             inode_set_name(r, other, sdir, name);
+            other->sealed = from_index > 0;
+        }
     }
     fuse_reply_err(req, 0);
     return;
@@ -1134,9 +1265,22 @@ static void rt_read_buf(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, 
     fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
 }
 
+/* A handle opened for writing before its file became a checked Git index
+ * (index.lock renamed over index) must not change it afterwards. */
+static bool sealed(struct router *r, fuse_ino_t ino) {
+    struct rt_inode *in = inode_of(r, ino);
+    if (!in->sealed)
+        return false;
+    log_refusal(r, "write", in->name, NULL, -EPERM);
+    return true;
+}
+
 static void rt_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf, off_t off,
                          struct fuse_file_info *fi) {
-    (void)ino;
+    if (sealed(begin(req), ino)) {
+        fuse_reply_err(req, EPERM);
+        return;
+    }
     struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in_buf));
     out.buf[0].flags = (enum fuse_buf_flags)(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
     out.buf[0].fd = (int)fi->fh;
@@ -1169,7 +1313,10 @@ static void rt_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 }
 
 static void rt_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi) {
-    (void)ino;
+    if (sealed(begin(req), ino)) {
+        fuse_reply_err(req, EPERM);
+        return;
+    }
     fuse_reply_err(req, fallocate((int)fi->fh, mode, off, len) < 0 ? errno : 0);
 }
 
@@ -1186,7 +1333,10 @@ static void rt_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, 
                                fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len,
                                int flags) {
     (void)ino_in;
-    (void)ino_out;
+    if (sealed(begin(req), ino_out)) {
+        fuse_reply_err(req, EPERM);
+        return;
+    }
     /* Both handles were opened through the policy; the kernel refuses a
      * destination that is not open for writing. */
     ssize_t n = copy_file_range((int)fi_in->fh, &off_in, (int)fi_out->fh, &off_out, len, (unsigned)flags);

@@ -217,6 +217,115 @@ phase_attacks() {
     finish "agent attacks"
 }
 
+# ---------------------------------------------------------------- phase 2b: links and indexes the host's git writes through
+# plant_host_writes DIR SENT VICTIM: from inside, leave what the host's git
+# would later write through (or act on). Run on the router mount, and on a
+# plain copy of the same repository (the positive control: the host's git
+# must fire there, or this test could not see a failure).
+plant_host_writes() {
+    local D=$1 S=$2 V=$3
+    cd "$D" || exit 1
+    export GIT_AUTHOR_NAME=Agent GIT_AUTHOR_EMAIL=agent@example.invalid
+    export GIT_COMMITTER_NAME=Agent GIT_COMMITTER_EMAIL=agent@example.invalid
+    # 1. COMMIT_EDITMSG -> config, after a commit whose message is config text.
+    git commit -q --allow-empty -m "$(printf '[core]\n\tfsmonitor = touch %s/editmsg' "$S")" >/dev/null 2>&1
+    rm -f .git/COMMIT_EDITMSG
+    try "symlink .git/COMMIT_EDITMSG -> config" ln -s config .git/COMMIT_EDITMSG
+    # 2. the HEAD reflog appended into a file of the developer's outside the workspace
+    try "symlink .git/logs/HEAD -> a developer file" sh -c "rm -f .git/logs/HEAD && ln -s '$V/bashrc' .git/logs/HEAD"
+    # 3. a reflog directory replaced by a symlink to a directory outside
+    try "directory .git/logs/refs replaced by a symlink" sh -c "rm -rf .git/logs/refs && ln -s '$V/dir' .git/logs/refs"
+    # 4. MERGE_MSG hard link to a tracked file, rewritten by the host's merge/commit
+    try "hard link README as .git/MERGE_MSG" ln README .git/MERGE_MSG
+    # (mv copies on EXDEV: planted only if a second link arrived)
+    try "rename a hard-linked file into .git" sh -c 'ln README hl && mv hl .git/SQUASH_MSG && test "$(stat -c %h .git/SQUASH_MSG)" -gt 1'
+    try "FIFO .git/TAG_EDITMSG" mkfifo .git/TAG_EDITMSG
+    try "rename a directory with a symlink inside into .git" sh -c "mkdir -p carry && ln -sf '$V/bashrc' carry/ORIG_HEAD && mv carry .git/rebase-apply"
+    # 5. a crafted index: a hook, the config, and a path outside the work tree
+    local blob cfg
+    blob=$(printf '#!/bin/sh\ntouch %s/index-hook\n' "$S" | git hash-object -w --stdin)
+    cfg=$(printf '[core]\n\tfsmonitor = touch %s/index-config\n' "$S" | git hash-object -w --stdin)
+    /usr/bin/python3 "$W/helper.py" craft-index evil.idx "100755:$blob:.git/hooks/post-checkout" \
+        "100644:$cfg:.git/config" "100644:$blob:../escaped-by-index" "100644:$blob:README"
+    try "crafted index by index.lock rename" sh -c 'cp evil.idx .git/index.lock && mv .git/index.lock .git/index'
+    try "crafted index written in place" cp evil.idx .git/index
+    try "crafted index through a handle kept open across the rename" \
+        /usr/bin/python3 "$W/helper.py" write-after-rename .git/index evil.idx
+    rm -rf .git/index.lock evil.idx .git/rebase-apply carry hl .git/SQUASH_MSG .git/TAG_EDITMSG .git/MERGE_MSG
+    cd "$W" || exit 1
+}
+
+# try NAME CMD...: expected to be refused through the router and to work
+# on the control copy; records the outcome, the host check judges.
+try() {
+    local name=$1
+    shift
+    if "$@" >/dev/null 2>&1; then echo "planted: $name"; else echo "refused: $name"; fi
+}
+
+phase_hostwrites() {
+    cd "$W" || exit 1
+    start_router "$W/mnt" --protect .husky || exit 1
+    echo "-- through the router"
+    plant_host_writes "$W/mnt" "$W/sentinel" "$W/victim" | tee "$W/planted.router" | sed 's/^/    /'
+    echo "-- on the plain control copy"
+    plant_host_writes "$W/ctl" "$W/ctl-sentinel" "$W/ctl-victim" | tee "$W/planted.ctl" | sed 's/^/    /'
+    if grep -q '^planted' "$W/planted.router"; then
+        fail "the router let the agent plant: $(grep '^planted' "$W/planted.router" | cut -d: -f2 | tr '\n' ';')"
+    else
+        pass "every link, FIFO and crafted index refused by the router"
+    fi
+    local n
+    n=$(grep -c '^planted' "$W/planted.ctl")
+    [ "$n" -eq "$(wc -l < "$W/planted.ctl")" ] && pass "control: all $n planted on the plain copy" \
+        || fail "control: only $n planted on the plain copy"
+    umount "$W/mnt"
+    wait $RPID
+    finish "host-write attacks"
+}
+
+# The developer's everyday commands in a repository the agent left (the
+# index ones first: a config the amend rewrote breaks every later command).
+host_git_daily() {
+    local D=$1
+    (cd "$D" &&
+        git status >/dev/null 2>&1
+        git checkout -- . >/dev/null 2>&1
+        git restore . >/dev/null 2>&1
+        git checkout-index -a -f >/dev/null 2>&1
+        git status >/dev/null 2>&1
+        git commit -q --amend --no-edit >/dev/null 2>&1
+        git status >/dev/null 2>&1
+        git stash >/dev/null 2>&1
+        git status >/dev/null 2>&1)
+}
+
+phase_hostwrites_check() {
+    cd "$W" || exit 1
+    host_git_daily "$W/ws"
+    [ -z "$(ls -A "$W/sentinel")" ] && pass "router: no sentinel after the host's checkout/restore/amend/stash" \
+        || fail "router: SENTINELS $(ls -A "$W/sentinel" | tr '\n' ' ')"
+    [ "$(cat "$W/victim/bashrc")" = "# bashrc" ] && pass "router: developer file untouched" || fail "router: developer file written"
+    [ -z "$(ls -A "$W/victim/dir")" ] && pass "router: nothing written outside" || fail "router: written outside"
+    [ ! -e "$W/escaped-by-index" ] && pass "router: no file outside the work tree" || fail "router: index escaped"
+    grep -q fsmonitor "$W/ws/.git/config" && fail "router: .git/config gained fsmonitor" || pass "router: .git/config clean"
+    [ "$(cat "$W/ws/README")" != "$(cat "$W/ws/.husky/pre-commit")" ] || fail "router: README replaced"
+
+    host_git_daily "$W/ctl"
+    local s c
+    c=$(ls -A "$W/ctl-sentinel" | tr '\n' ' ')
+    for s in editmsg index-config; do
+        [ -e "$W/ctl-sentinel/$s" ] && pass "control: host git ran the planted '$s' on the plain copy" \
+            || fail "control: '$s' did not fire on the plain copy (test blind; fired: $c)"
+    done
+    [ "$(cat "$W/ctl-victim/bashrc")" != "# bashrc" ] && pass "control: the reflog was appended to the developer's file" \
+        || fail "control: developer file unchanged on the plain copy"
+    [ -n "$(ls -A "$W/ctl-victim/dir")" ] && pass "control: host git wrote into a directory outside" \
+        || fail "control: nothing written outside on the plain copy"
+    echo "    control also: $( [ -e "$W/escaped-by-index" ] && echo "index entry ../escaped-by-index written outside;" ) fired: $c"
+    finish "host-write check"
+}
+
 # ---------------------------------------------------------------- phase 4: normal work
 phase_work() {
     cd "$W" || exit 1
@@ -325,6 +434,12 @@ host_setup() {
     rmdir fixtures/bare.git/objects/info   # lets the agent try to supply one
     printf 'vendor/\nfixtures/\n' > .git/info/exclude
     cd "$W" || exit 1
+    # The positive control of phase 2b: a plain copy, and the developer's
+    # files outside each repository that a write-through would reach.
+    cp -a ws ctl
+    mkdir -p ctl-sentinel victim/dir ctl-victim/dir
+    echo "# bashrc" > victim/bashrc
+    echo "# bashrc" > ctl-victim/bashrc
     head -c $((50 * 1024 * 1024)) /dev/urandom > big.src
 }
 
@@ -445,6 +560,30 @@ elif cmd == "ops":              # every data operation, checked
     os.statvfs(d)
     os.mkdir(os.path.join(d, "sub")); os.rmdir(os.path.join(d, "sub"))
     assert sorted(os.listdir(d)) == ["a", "a2", "c", "fifo", "l"], os.listdir(d)
+elif cmd == "craft-index":     # a version-2 index with the given entries, as Git would read it
+    import hashlib, struct
+    ents = []
+    for spec in sys.argv[3:]:
+        mode, oid, path = spec.split(":", 2)
+        ents.append((path.encode(), int(mode, 8), bytes.fromhex(oid)))
+    ents.sort()
+    out = b"DIRC" + struct.pack(">II", 2, len(ents))
+    for path, mode, oid in ents:
+        e = struct.pack(">10I", 0, 0, 0, 0, 0, 0, mode, 0, 0, 0) + oid + struct.pack(">H", min(len(path), 0xFFF)) + path
+        e += b"\0" * (8 - len(e) % 8)
+        out += e
+    out += hashlib.sha1(out).digest()
+    open(sys.argv[2], "wb").write(out)
+elif cmd == "write-after-rename":   # index.lock with the current index, renamed, then written through the old fd
+    idx, evil = sys.argv[2], open(sys.argv[3], "rb").read()
+    good = open(idx, "rb").read()
+    fd = os.open(idx + ".lock", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    os.write(fd, good)
+    os.rename(idx + ".lock", idx)
+    try:
+        os.pwrite(fd, evil, 0)
+        os.ftruncate(fd, len(evil))
+    except OSError as e: die(e.errno)
 elif cmd == "storm":           # create, stat, unlink N small files; times in ms
     d, n = sys.argv[2], int(sys.argv[3])
     os.makedirs(d, exist_ok=True)
@@ -468,6 +607,8 @@ attacks) W=$2; ROUTER=$1; phase_attacks; exit $? ;;
 work) W=$2; ROUTER=$1; phase_work; exit $? ;;
 host-setup) W=$2; host_setup; snapshot > "$W/snap.before"; exit 0 ;;
 host-check) W=$2; phase_host_check; exit $? ;;
+hostwrites) W=$2; ROUTER=$1; phase_hostwrites; exit $? ;;
+hostwrites-check) W=$2; phase_hostwrites_check; exit $? ;;
 host-final) W=$2; phase_host_final; exit $? ;;
 esac
 
@@ -508,6 +649,10 @@ echo "== phase 2: agent attacks through the router"
 in_ns attacks || rc=1
 echo "== phase 3: host git outside the namespace"
 on_host host-check || rc=1
+echo "== phase 2b: links and indexes the host's git would write through"
+in_ns hostwrites || rc=1
+echo "== phase 3b: the host's everyday git, on the router's tree and on the plain control copy"
+on_host hostwrites-check || rc=1
 echo "== phase 4: normal agent work through the router"
 in_ns work || rc=1
 echo "== phase 5: host sees the result"

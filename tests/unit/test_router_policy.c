@@ -9,6 +9,7 @@
 #include "util.h"
 
 #include <linux/fs.h>
+#include <sys/stat.h>
 
 /* ---- fake tree ---- */
 
@@ -266,14 +267,16 @@ static void test_normal_git_allowed(void **state) {
     assert_op(0, LZ_ROP_MKDIR, ".git/refs/heads/topic", false, NULL);
     assert_op(0, LZ_ROP_MKDIR, ".git/rebase-merge", false, NULL);
     assert_op(0, LZ_ROP_CREATE, ".git/COMMIT_EDITMSG", false, NULL);
-    assert_op(0, LZ_ROP_WRITE, ".git/index", false, NULL);
+    assert_op(-EPERM, LZ_ROP_WRITE, ".git/index", false, NULL); /* only by a checked rename */
     assert_op(0, LZ_ROP_WRITE, ".git/info/exclude", false, NULL);
     assert_op(0, LZ_ROP_UNLINK, ".git/index.lock", false, NULL);
     assert_op(0, LZ_ROP_UNLINK, ".git/refs/stash", false, NULL);
     assert_op(0, LZ_ROP_RMDIR, ".git/objects/ab", false, NULL);
     assert_op(0, LZ_ROP_RMDIR, ".git/rebase-merge", false, NULL);
     assert_op(0, LZ_ROP_SETATTR, ".git/objects/pack/pack-1.pack", false, NULL);
-    assert_op(0, LZ_ROP_LINK, ".git/objects/ab/cd", false, ".git/objects/ab/tmp_obj_x");
+    /* Git links a loose object into place and renames when link fails. */
+    assert_op(-EPERM, LZ_ROP_LINK, ".git/objects/ab/cd", false, ".git/objects/ab/tmp_obj_x");
+    assert_ren(0, ".git/objects/ab/tmp_obj_x", ".git/objects/ab/cd", false, false, false, 0);
     assert_ren(0, ".git/index.lock", ".git/index", false, true, false, 0);
     assert_ren(0, ".git/HEAD.lock", ".git/HEAD", false, true, false, 0);
     assert_ren(0, ".git/refs/heads/a.lock", ".git/refs/heads/a", false, false, false, 0);
@@ -352,6 +355,95 @@ static void test_rename_bypasses(void **state) {
     assert_ren(-EINVAL, "x", "y", false, false, false, RENAME_WHITEOUT);
     assert_ren(-EINVAL, "x", "y", false, false, false, RENAME_EXCHANGE | RENAME_NOREPLACE);
     assert_ren(-EBUSY, "", "y", true, false, false, 0);
+}
+
+
+static int ren_typed(const char *from, const char *to, unsigned type, unsigned long nlink, bool exists,
+                     unsigned type2, unsigned long nlink2, unsigned flags) {
+    struct lz_router_req q = { .op = LZ_ROP_RENAME, .path = from, .path2 = to, .is_dir = S_ISDIR(type),
+                               .exists = exists, .is_dir2 = S_ISDIR(type2), .flags = flags,
+                               .type = type, .nlink = nlink, .type2 = type2, .nlink2 = nlink2 };
+    return lz_router_check(&pol, &q);
+}
+
+static int create_typed(const char *path, unsigned type) {
+    struct lz_router_req q = { .op = LZ_ROP_CREATE, .path = path, .type = type };
+    return lz_router_check(&pol, &q);
+}
+
+/* Nothing the host's git would write or append through may enter a Git
+ * directory: COMMIT_EDITMSG -> config, logs -> elsewhere, a hard link to a
+ * file outside, a FIFO that blocks the prompt. */
+static void test_gitdir_contents(void **state) {
+    (void)state;
+    static const char *const inside[] = {
+        ".git/COMMIT_EDITMSG", ".git/MERGE_MSG", ".git/ORIG_HEAD", ".git/FETCH_HEAD", ".git/logs/HEAD",
+        ".git/logs/refs/heads/main", ".git/logs/refs", ".git/rebase-merge/done", ".git/gc.log",
+        ".git/sequencer/todo", ".git/x/y/z", "vendor/lib/.git/COMMIT_EDITMSG", "fixtures/bare.git/FETCH_HEAD",
+        "fixtures/bare.git/logs/refs",
+    };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(inside); i++) {
+        assert_op(-EPERM, LZ_ROP_SYMLINK, inside[i], false, NULL);
+        assert_op(-EPERM, LZ_ROP_LINK, inside[i], false, "src/main.c");
+        assert_op(-EPERM, LZ_ROP_LINK, inside[i], false, NULL);
+        assert_int_equal(create_typed(inside[i], S_IFIFO), -EPERM);
+        assert_int_equal(create_typed(inside[i], S_IFREG), 0);
+        assert_op(0, LZ_ROP_MKDIR, inside[i], false, NULL);
+        /* into it: a symlink never, a multi-link file or a directory from
+         * elsewhere only as a copy (EXDEV), a single-link file yes */
+        assert_int_equal(ren_typed("x", inside[i], S_IFLNK, 1, false, 0, 0, 0), -EPERM);
+        assert_int_equal(ren_typed("x", inside[i], S_IFREG, 2, false, 0, 0, 0), -EXDEV);
+        assert_int_equal(ren_typed("x", inside[i], S_IFIFO, 1, false, 0, 0, 0), -EPERM);
+        assert_int_equal(ren_typed("d1", inside[i], S_IFDIR, 2, false, 0, 0, 0), -EXDEV);
+        assert_int_equal(ren_typed("x", inside[i], S_IFREG, 1, true, S_IFREG, 1, 0), 0);
+        /* an exchange moves both ways */
+        assert_int_equal(ren_typed(inside[i], "x", S_IFREG, 1, true, S_IFLNK, 1, RENAME_EXCHANGE), -EPERM);
+        assert_int_equal(ren_typed(inside[i], "d1", S_IFREG, 1, true, S_IFDIR, 2, RENAME_EXCHANGE), -EXDEV);
+        /* a second name for a file inside one */
+        assert_op(-EPERM, LZ_ROP_LINK, "elsewhere", false, inside[i]);
+    }
+    /* Directories move within their own Git directory (git itself never
+     * needs more), not from another one. */
+    assert_int_equal(ren_typed(".git/rebase-merge", ".git/rebase-merge.old", S_IFDIR, 2, false, 0, 0, 0), 0);
+    assert_int_equal(ren_typed("vendor/lib/.git/logs", ".git/logs2", S_IFDIR, 2, false, 0, 0, 0), -EXDEV);
+    /* Outside Git directories nothing changes. */
+    assert_op(0, LZ_ROP_SYMLINK, "src/link", false, NULL);
+    assert_op(0, LZ_ROP_SYMLINK, "gitish/COMMIT_EDITMSG", false, NULL);
+    assert_op(0, LZ_ROP_LINK, "src/l2", false, "src/main.c");
+    assert_int_equal(create_typed("src/fifo", S_IFIFO), 0);
+    assert_int_equal(ren_typed("x", "src/y", S_IFLNK, 1, false, 0, 0, 0), 0);
+    assert_int_equal(ren_typed("d1", "src/d1", S_IFDIR, 2, false, 0, 0, 0), 0);
+    /* Moving out of a Git directory is fine. */
+    assert_int_equal(ren_typed(".git/COMMIT_EDITMSG", "msg", S_IFREG, 1, false, 0, 0, 0), 0);
+}
+
+/* An index is a program for the host's git: it appears only by a rename
+ * the router checks (the caller validates the source). */
+static void test_index_only_by_rename(void **state) {
+    (void)state;
+    size_t gl = 0;
+    assert_int_equal(lz_router_is_index(&pol, ".git/index", &gl), 1);
+    assert_int_equal(gl, 4);
+    assert_int_equal(lz_router_is_index(&pol, "vendor/lib/.git/sharedindex.0123abcd", &gl), 1);
+    assert_int_equal(gl, strlen("vendor/lib/.git"));
+    assert_int_equal(lz_router_is_index(&pol, "fixtures/bare.git/index", &gl), 1);
+    assert_int_equal(lz_router_is_index(&pol, "src/index", NULL), 0);
+    assert_int_equal(lz_router_is_index(&pol, "index", NULL), 0);
+    assert_int_equal(lz_router_is_index(&pol, ".git/index.lock", NULL), 0);
+    assert_int_equal(lz_router_is_index(&pol, ".git/sharedindex_AbC123", NULL), 0); /* git's temp name */
+    assert_int_equal(lz_router_is_index(&pol, ".git/refs/index", NULL), 0);
+    assert_op(-EPERM, LZ_ROP_WRITE, ".git/index", false, NULL);
+    assert_op(-EPERM, LZ_ROP_WRITE, "vendor/lib/.git/index", false, NULL);
+    assert_op(-EPERM, LZ_ROP_CREATE, ".git/sharedindex.0123", false, NULL);
+    assert_op(-EINVAL, LZ_ROP_MKDIR, ".git/index2/../index", false, NULL); /* malformed */
+    assert_op(-EPERM, LZ_ROP_MKDIR, ".git/index", false, NULL);
+    assert_op(-EPERM, LZ_ROP_MKDIR, "vendor/lib/.git/index", false, NULL);
+    assert_op(0, LZ_ROP_CREATE, ".git/index.lock", false, NULL);
+    assert_op(0, LZ_ROP_CREATE, ".git/sharedindex_AbC123", false, NULL);
+    assert_op(0, LZ_ROP_UNLINK, ".git/index", false, NULL);
+    assert_op(0, LZ_ROP_SETATTR, ".git/index", false, NULL); /* chmod, utimes; size is a write */
+    assert_op(0, LZ_ROP_WRITE, "src/index", false, NULL);
+    assert_ren(0, ".git/index.lock", ".git/index", false, true, false, 0);
 }
 
 static void test_no_new_git_directories(void **state) {
@@ -457,6 +549,8 @@ int main(void) {
         cmocka_unit_test_setup(test_no_new_git_directories, setup),
         cmocka_unit_test_setup(test_extra_protect, setup),
         cmocka_unit_test_setup(test_paths, setup),
+        cmocka_unit_test_setup(test_gitdir_contents, setup),
+        cmocka_unit_test_setup(test_index_only_by_rename, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
