@@ -10,14 +10,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 user=lztest storage=
-while getopts "u:s:" o; do
-    case "$o" in
-        u) user=$OPTARG ;;
-        s) storage=$OPTARG ;;
-        *) exit 2 ;;
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -u) user=$2; shift 2 ;;
+        -s) storage=$2; shift 2 ;;
+        *) break ;;   # the rest is for pytest
     esac
 done
-shift $((OPTIND - 1))
 [ "$(id -u)" -eq 0 ] || { echo "itest.sh: run as root (it switches to $user)" >&2; exit 2; }
 ninja -C build >/dev/null
 stage=$(mktemp -d /var/tmp/lazaret-itest.XXXXXX)
