@@ -5,24 +5,26 @@
 #   scripts/itest.sh [-u USER] [-s STORAGE] [PYTEST ARGS...]
 #
 # -u: the test user (default lztest; must have subordinate ID ranges).
+# -b: the build directory (default build/).
 # -s: keep this Storage Root across runs (LAZARET_TEST_STORAGE), so the
 #     Debian image is bootstrapped once. Default: a fresh one per run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-user=lztest storage=
+user=lztest storage= bdir=build
 while [ $# -gt 0 ]; do
     case "$1" in
         -u) user=$2; shift 2 ;;
         -s) storage=$2; shift 2 ;;
+        -b) bdir=$2; shift 2 ;;
         *) break ;;   # the rest is for pytest
     esac
 done
 [ "$(id -u)" -eq 0 ] || { echo "itest.sh: run as root (it switches to $user)" >&2; exit 2; }
-ninja -C build >/dev/null
+ninja -C "$bdir" >/dev/null
 stage=$(mktemp -d /var/tmp/lazaret-itest.XXXXXX)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/tests"
-cp build/lazaret build/lazaret-core build/lazaret-init build/lazaret-router "$stage/bin/"
+cp "$bdir"/lazaret "$bdir"/lazaret-core "$bdir"/lazaret-init "$bdir"/lazaret-router "$stage/bin/"
 cp -r tests/integration tests/fixtures "$stage/tests/"
 cp docs/model/lazaret.pml "$stage/tests/fixtures/"
 chmod -R a+rX "$stage"

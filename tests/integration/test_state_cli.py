@@ -398,3 +398,57 @@ def test_usage_errors(lazaret, senv):
         r = state(lazaret, senv, *args)
         assert r.returncode == 2, (args, r.stderr)
         assert msg in r.stderr, (args, r.stderr)
+
+
+def test_verify_during_start_stop_storm_reports_no_error(lazaret, senv, tmp_path):
+    """Four workspaces whose Domains start and stop over and over (each a
+    loop of `lazaret run -- sleep 2`, staggered) while `state verify` runs
+    back to back: a healthy machine never gets an error. (verify compared
+    a catalog read at the start of its run with Domain Stores read later,
+    and took a generation that ended meanwhile for an orphan lease.)"""
+    import threading
+    wss = [make_git_repo(tmp_path / f"ws{i}") for i in range(4)]
+    stop = threading.Event()
+    failures = []
+
+    def loop(ws, delay):
+        time.sleep(delay)
+        while not stop.is_set():
+            r = subprocess.run([lazaret, "run", "-p", "test", "--", "sleep", "2"], cwd=ws, env=senv.environ(),
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+            if r.returncode != 0:
+                failures.append(r.stderr.decode(errors="replace"))
+                return
+
+    threads = [threading.Thread(target=loop, args=(ws, 0.5 * i)) for i, ws in enumerate(wss)]
+    for t in threads:
+        t.start()
+    verifies = 0
+    bad = None
+    try:
+        end = time.monotonic() + 25
+        while time.monotonic() < end and not failures:
+            r = state(lazaret, senv, "verify")
+            verifies += 1
+            if r.returncode != 0 or any(ln.lstrip().startswith("error") for ln in r.stdout.splitlines()):
+                bad = f"rc={r.returncode}\n{r.stdout}\n{r.stderr}"
+                break
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=180)
+    assert not failures, failures[0]
+    assert bad is None, f"verify reported an error on a healthy machine after {verifies} runs:\n{bad}"
+    assert verifies >= 10, "verify ran too rarely to mean anything"
+
+    # Control: the same verify does see a real orphan lease (one whose
+    # Domain has no Domain Root), so its silence above means something.
+    db = str(Path(senv.storage) / "catalog.db")
+    sql = ("insert into leases (artifact_id, domain_id, generation, created_ms) "
+           "select artifact_id, '" + "f" * 64 + "', 7, 0 from artifacts limit 1")
+    subprocess.run(["sqlite3", db, sql], check=True, capture_output=True, timeout=30)
+    r = state(lazaret, senv, "verify")
+    assert r.returncode != 0 and "orphan lease" in r.stdout + r.stderr, r.stdout + r.stderr
+    subprocess.run(["sqlite3", db, "delete from leases where domain_id = '" + "f" * 64 + "'"], check=True,
+                   capture_output=True, timeout=30)
