@@ -220,6 +220,19 @@ static int route(struct nl *nl, int cmd, unsigned flags, uint32_t dst, unsigned 
     return nl_talk(nl, h);
 }
 
+/* The route of one policy rule: a deny is `prohibit`, the DNS forwarder is
+ * on-link on tap0, any other allow goes via the helper's gateway. */
+static int policy_route(struct nl *nl, uint32_t addr, unsigned len, uint8_t action, unsigned tap) {
+    if (action == LZ_NET_DENY)
+        return route(nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, addr, len, RTN_PROHIBIT, RT_SCOPE_UNIVERSE, 0,
+                     0, false);
+    if (addr == LZ_NET_DNS && len == 32)
+        return route(nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, addr, 32, RTN_UNICAST, RT_SCOPE_LINK, 0, tap,
+                     false);
+    return route(nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, addr, len, RTN_UNICAST, RT_SCOPE_UNIVERSE,
+                 LZ_NET_GW, tap, true);
+}
+
 static int write_sysctl(const char *path, const char *v) {
     _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
@@ -254,15 +267,7 @@ int lz_netpolicy_install(const struct lz_netpolicy *p, struct lz_error *err) {
         const struct lz_netrule *x = &p->rules[i];
         if (x->len == 0)
             have_default = true;
-        if (x->action == LZ_NET_DENY)
-            r = route(&nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, x->addr, x->len, RTN_PROHIBIT,
-                      RT_SCOPE_UNIVERSE, 0, 0, false);
-        else if (x->addr == LZ_NET_DNS && x->len == 32)
-            r = route(&nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, x->addr, 32, RTN_UNICAST, RT_SCOPE_LINK, 0,
-                      tap, false);
-        else
-            r = route(&nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, x->addr, x->len, RTN_UNICAST,
-                      RT_SCOPE_UNIVERSE, LZ_NET_GW, tap, true);
+        r = policy_route(&nl, x->addr, x->len, x->action, tap);
         if (r < 0)
             lz_error_set(err, r, "cannot install the route for %u.%u.%u.%u/%u: %s", x->addr >> 24,
                          (x->addr >> 16) & 255, (x->addr >> 8) & 255, x->addr & 255, x->len, strerror(-r));
@@ -437,3 +442,58 @@ int lz_netpolicy_probe(const struct lz_netpolicy *p, struct lz_error *err) {
     }
     return 0;
 }
+
+/* ---- single routes, for the host-address follower (netfollow.h) ---- */
+
+static int nl_open(struct nl *nl) {
+    *nl = (struct nl){ .s = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC) };
+    if (!nl->s)
+        return -errno;
+    if (mnl_socket_bind(nl->s, 0, MNL_SOCKET_AUTOPID) < 0) {
+        int r = -errno;
+        mnl_socket_close(nl->s);
+        return r;
+    }
+    nl->portid = mnl_socket_get_portid(nl->s);
+    nl->seq = (unsigned)time(NULL);
+    return 0;
+}
+
+int lz_netpolicy_route_set(uint32_t addr, unsigned len, int action) {
+    unsigned tap = if_nametoindex(LZ_NET_TAP);
+    if (!tap)
+        return -ENODEV;
+    struct nl nl;
+    int r = nl_open(&nl);
+    if (r < 0)
+        return r;
+    if (action == 0)
+        r = route(&nl, RTM_DELROUTE, 0, addr, len, RTN_UNSPEC, RT_SCOPE_NOWHERE, 0, 0, false);
+    else
+        r = policy_route(&nl, addr, len, (uint8_t)action, tap);
+    mnl_socket_close(nl.s);
+    return r;
+}
+
+int lz_netpolicy_route_get(uint32_t addr, unsigned len) {
+    /* A dump of the main table (the policy's routes are few): the exact
+     * prefix's type, as lz_netpolicy_observe reads it. */
+    struct observed *o = lz_xcalloc(1, sizeof *o);
+    struct mnl_socket *s = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+    int r = !s ? -errno : mnl_socket_bind(s, 0, MNL_SOCKET_AUTOPID) < 0 ? -errno : 0;
+    if (r == 0)
+        r = dump(s, RTM_GETROUTE, route_cb, o);
+    if (s)
+        mnl_socket_close(s);
+    if (r == 0 && o->overflow)
+        r = -E2BIG;
+    for (size_t i = 0; r == 0 && i < o->n; i++)
+        if (o->r[i].addr == addr && o->r[i].len == len) {
+            r = o->r[i].action ? o->r[i].action : -EPROTO;
+            break;
+        }
+    free(o);
+    return r;
+}
+
+int lz_netpolicy_route_check(uint32_t addr) { return route_check(addr); }
