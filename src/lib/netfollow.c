@@ -49,10 +49,8 @@ int lz_netfollow_open_host_socket(struct lz_error *err) {
     _cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
     if (fd < 0)
         return lz_error_set(err, -errno, "cannot watch the host's addresses (netlink): %s", strerror(errno));
-    /* Room for bursts (many addresses at once); an overflow is not fatal
-     * (ENOBUFS makes the follower re-dump), only slower. */
-    int sz = 1 << 20;
-    (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz);
+    /* The default receive buffer: a burst that overflows it is not lost
+     * (ENOBUFS makes the follower re-dump all addresses and reconcile). */
     struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = RTMGRP_IPV4_IFADDR };
     if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
         return lz_error_set(err, -errno, "cannot watch the host's addresses (netlink bind): %s", strerror(errno));
@@ -137,7 +135,7 @@ static int deny(struct lz_netfollow *f, uint32_t a, const char *why, struct lz_e
                             s, got, c ? strerror(-c) : "routable");
     f->added = lz_xrealloc(f->added, (f->n_added + 1) * sizeof *f->added);
     f->added[f->n_added++] = a;
-    logf_(f, "host address %s %s: /32 deny installed and read back in %.1f ms", s, why,
+    logf_(f, "host address %s %s: /32 deny installed and read back in %.2f ms", s, why,
           (double)(now_us() - t0) / 1000.0);
     return 0;
 }
@@ -164,7 +162,7 @@ static int undeny(struct lz_netfollow *f, uint32_t a, struct lz_error *err) {
             f->added[i] = f->added[--f->n_added];
             break;
         }
-    logf_(f, "host address %s is gone: its /32 deny %s and read back in %.1f ms", s,
+    logf_(f, "host address %s is gone: its /32 deny %s and read back in %.2f ms", s,
           act ? "replaced by the configured route" : "removed", (double)(now_us() - t0) / 1000.0);
     return 0;
 }
@@ -317,7 +315,7 @@ int lz_netfollow_reconcile(struct lz_netfollow *f, const char *why, struct lz_er
         if ((r = undeny(f, rm[i], err)) < 0)
             return r;
     logf_(f, "host addresses reconciled (%s): %zu IPv4 addresses, %zu followed denies (+%zu -%zu), %d dump(s), "
-             "%.1f ms", why, n_host, f->n_added, na, nr, attempts, (double)(now_us() - t0) / 1000.0);
+             "%.2f ms", why, n_host, f->n_added, na, nr, attempts, (double)(now_us() - t0) / 1000.0);
     return 0;
 }
 

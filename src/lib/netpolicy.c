@@ -475,25 +475,37 @@ int lz_netpolicy_route_set(uint32_t addr, unsigned len, int action) {
     return r;
 }
 
+struct want_route {
+    uint32_t addr;
+    unsigned len;
+    int action;
+};
+
+static int want_cb(const struct nlmsghdr *h, void *data) {
+    struct want_route *w = data;
+    const struct rtmsg *rtm = mnl_nlmsg_get_payload(h);
+    if (rtm->rtm_family != AF_INET || rtm->rtm_table != RT_TABLE_MAIN || rtm->rtm_dst_len != w->len)
+        return MNL_CB_OK;
+    const struct nlattr *tb[RTA_MAX + 1] = { 0 };
+    mnl_attr_parse(h, sizeof *rtm, route_attr_cb, tb);
+    uint32_t dst = tb[RTA_DST] ? ntohl(mnl_attr_get_u32(tb[RTA_DST])) : 0;
+    if (dst == w->addr)
+        w->action = rtm->rtm_type == RTN_PROHIBIT ? LZ_NET_DENY : rtm->rtm_type == RTN_UNICAST ? LZ_NET_ALLOW : -EPROTO;
+    return MNL_CB_OK;
+}
+
 int lz_netpolicy_route_get(uint32_t addr, unsigned len) {
-    /* A dump of the main table (the policy's routes are few): the exact
-     * prefix's type, as lz_netpolicy_observe reads it. */
-    struct observed *o = lz_xcalloc(1, sizeof *o);
+    /* A dump of the main table, as lz_netpolicy_observe reads it, looking
+     * for the exact prefix (not a lookup: a prohibit route's lookup is an
+     * error, not the route). */
+    struct want_route w = { addr, len, 0 };
     struct mnl_socket *s = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
     int r = !s ? -errno : mnl_socket_bind(s, 0, MNL_SOCKET_AUTOPID) < 0 ? -errno : 0;
     if (r == 0)
-        r = dump(s, RTM_GETROUTE, route_cb, o);
+        r = dump(s, RTM_GETROUTE, want_cb, &w);
     if (s)
         mnl_socket_close(s);
-    if (r == 0 && o->overflow)
-        r = -E2BIG;
-    for (size_t i = 0; r == 0 && i < o->n; i++)
-        if (o->r[i].addr == addr && o->r[i].len == len) {
-            r = o->r[i].action ? o->r[i].action : -EPROTO;
-            break;
-        }
-    free(o);
-    return r;
+    return r < 0 ? r : w.action;
 }
 
 int lz_netpolicy_route_check(uint32_t addr) { return route_check(addr); }

@@ -45,6 +45,7 @@ struct lz_supervisor_args {
     char **protect;            /* extra workspace-relative paths the router keeps read-only */
     int policy_fd;             /* sealed memfd: canonical network policy bytes */
     const char *policy_digest; /* hex SHA-256 the bytes must have */
+    int addr_fd;               /* host-namespace address watch (netfollow.h), or -1 */
     size_t n_protect;
     const char *rootfs;        /* prepared lower (State Anchor lower) */
     const char *anchor_root;   /* <domain_dir>/anchor-<N> */
