@@ -11,7 +11,9 @@
  * RS -> HC messages are text: "ready <netns-ino> <userns-ino> <mntns-ino>
  * routes=N deny=D allow=A addr=..." (what it read back from the namespace),
  * "fail <message>", "exited <status>", "anchored <mount identity>",
- * "unmounted", "unmount-failed <message>". HC -> RS, in this order:
+ * "unmounted", "unmount-failed <message>" ("exited address-follow": the
+ * host-address follower failed, netfollow.h, and the sandbox was stopped).
+ * HC -> RS, in this order:
  * "anchor" (mount the State Anchor, anchor.h; the coordinator committed its
  * intent), "net" (the connectivity helper is attached: install the policy,
  * start the router and the sandbox), "stop", "unmount" (after the sandbox
