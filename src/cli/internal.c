@@ -44,7 +44,7 @@ static int coordinator(int argc, char **argv) {
 }
 
 static int supervisor(int argc, char **argv) {
-    struct lz_supervisor_args a = { .ctl_fd = -1, .policy_fd = -1, .start_timeout_ms = 60000 };
+    struct lz_supervisor_args a = { .ctl_fd = -1, .policy_fd = -1, .addr_fd = -1, .start_timeout_ms = 60000 };
     static const struct option opts[] = {
         { "ctl-fd", required_argument, NULL, 'c' }, { "runsc", required_argument, NULL, 'r' },
         { "state", required_argument, NULL, 's' },  { "bundle", required_argument, NULL, 'b' },
@@ -52,6 +52,7 @@ static int supervisor(int argc, char **argv) {
         { "router", required_argument, NULL, 'R' }, { "workspace", required_argument, NULL, 'w' },
         { "view", required_argument, NULL, 'v' },   { "protect", required_argument, NULL, 'P' },
         { "policy-fd", required_argument, NULL, 'F' }, { "policy-digest", required_argument, NULL, 'D' },
+        { "addr-fd", required_argument, NULL, 'N' },
         { "rootfs", required_argument, NULL, 'L' }, { "anchor-root", required_argument, NULL, 'A' },
         { "anchor-target", required_argument, NULL, 'T' }, { "persist", required_argument, NULL, 'p' },
         { 0 },
@@ -70,6 +71,7 @@ static int supervisor(int argc, char **argv) {
         case 'v': a.view = optarg; break;
         case 'F': a.policy_fd = parse_fd(optarg); break;
         case 'D': a.policy_digest = optarg; break;
+        case 'N': a.addr_fd = parse_fd(optarg); break;
         case 'L': a.rootfs = optarg; break;
         case 'A': a.anchor_root = optarg; break;
         case 'T': a.anchor_target = optarg; break;

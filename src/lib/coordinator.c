@@ -8,6 +8,7 @@
 #include "gitconfig.h"
 #include "idmap.h"
 #include "netpolicy.h"
+#include "netfollow.h"
 #include "ocispec.h"
 #include "paths.h"
 #include "proto.h"
@@ -445,6 +446,19 @@ static int start_generation(struct hc *h, struct lz_error *err) {
     if (find_shell(h->rootfs, &h->shell) < 0)
         h->shell = lz_xstrdup("/bin/sh");
 
+    /* The host's address changes, watched from here (the host namespace)
+     * from before the snapshot below; the Supervisor follows them
+     * (netfollow.h). LAZARET_TEST_NETFOLLOW=off is for tests only: it shows
+     * that a new host address is reachable without the follower. */
+    _cleanup_close_ int afd = -EBADF;
+    const char *nf = getenv("LAZARET_TEST_NETFOLLOW");
+    if (nf && !strcmp(nf, "off"))
+        logmsg("WARNING: host addresses are NOT followed (LAZARET_TEST_NETFOLLOW=off, tests only)");
+    else if ((afd = lz_netfollow_open_host_socket(err)) < 0)
+        return afd;
+    char afdstr[16];
+    snprintf(afdstr, sizeof afdstr, "%d", afd);
+
     /* The generation's network policy, derived from trusted configuration
      * only, goes to the Supervisor as canonical bytes in a sealed memfd. */
     uint32_t *host_addrs = NULL;
@@ -509,6 +523,10 @@ static int start_generation(struct hc *h, struct lz_error *err) {
                       (char *)"--policy-fd", pfdstr, (char *)"--policy-digest", pdigest };
     for (size_t i = 0; i < LZ_ARRAY_SIZE(fixed); i++)
         argv[na++] = fixed[i];
+    if (afd >= 0) {
+        argv[na++] = (char *)"--addr-fd";
+        argv[na++] = afdstr;
+    }
     for (size_t i = 0; i < n_protect && i < 64; i++) {
         logmsg("host Git config points into the workspace: %s is kept read-only", protect[i]);
         argv[na++] = (char *)"--protect";
@@ -530,10 +548,10 @@ static int start_generation(struct hc *h, struct lz_error *err) {
         lz_strv_free(protect, n_protect);
         return r;
     }
-    int keep[] = { sp[1], pfd };
+    int keep[] = { sp[1], pfd, afd };
     struct lz_spawn_opts o = {
         .path = self, .argv = argv, .stdin_fd = -1, .stdout_fd = 2, .stderr_fd = 2,
-        .keep_fds = keep, .n_keep_fds = 2,
+        .keep_fds = keep, .n_keep_fds = afd >= 0 ? 3 : 2,
         .clone_flags = CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS,
         .setns_pidfd = -1, .barrier = true, .pdeathsig = SIGTERM,
     };

@@ -220,6 +220,19 @@ static int route(struct nl *nl, int cmd, unsigned flags, uint32_t dst, unsigned 
     return nl_talk(nl, h);
 }
 
+/* The route of one policy rule: a deny is `prohibit`, the DNS forwarder is
+ * on-link on tap0, any other allow goes via the helper's gateway. */
+static int policy_route(struct nl *nl, uint32_t addr, unsigned len, uint8_t action, unsigned tap) {
+    if (action == LZ_NET_DENY)
+        return route(nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, addr, len, RTN_PROHIBIT, RT_SCOPE_UNIVERSE, 0,
+                     0, false);
+    if (addr == LZ_NET_DNS && len == 32)
+        return route(nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, addr, 32, RTN_UNICAST, RT_SCOPE_LINK, 0, tap,
+                     false);
+    return route(nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, addr, len, RTN_UNICAST, RT_SCOPE_UNIVERSE,
+                 LZ_NET_GW, tap, true);
+}
+
 static int write_sysctl(const char *path, const char *v) {
     _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
@@ -254,15 +267,7 @@ int lz_netpolicy_install(const struct lz_netpolicy *p, struct lz_error *err) {
         const struct lz_netrule *x = &p->rules[i];
         if (x->len == 0)
             have_default = true;
-        if (x->action == LZ_NET_DENY)
-            r = route(&nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, x->addr, x->len, RTN_PROHIBIT,
-                      RT_SCOPE_UNIVERSE, 0, 0, false);
-        else if (x->addr == LZ_NET_DNS && x->len == 32)
-            r = route(&nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, x->addr, 32, RTN_UNICAST, RT_SCOPE_LINK, 0,
-                      tap, false);
-        else
-            r = route(&nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, x->addr, x->len, RTN_UNICAST,
-                      RT_SCOPE_UNIVERSE, LZ_NET_GW, tap, true);
+        r = policy_route(&nl, x->addr, x->len, x->action, tap);
         if (r < 0)
             lz_error_set(err, r, "cannot install the route for %u.%u.%u.%u/%u: %s", x->addr >> 24,
                          (x->addr >> 16) & 255, (x->addr >> 8) & 255, x->addr & 255, x->len, strerror(-r));
@@ -437,3 +442,70 @@ int lz_netpolicy_probe(const struct lz_netpolicy *p, struct lz_error *err) {
     }
     return 0;
 }
+
+/* ---- single routes, for the host-address follower (netfollow.h) ---- */
+
+static int nl_open(struct nl *nl) {
+    *nl = (struct nl){ .s = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC) };
+    if (!nl->s)
+        return -errno;
+    if (mnl_socket_bind(nl->s, 0, MNL_SOCKET_AUTOPID) < 0) {
+        int r = -errno;
+        mnl_socket_close(nl->s);
+        return r;
+    }
+    nl->portid = mnl_socket_get_portid(nl->s);
+    nl->seq = (unsigned)time(NULL);
+    return 0;
+}
+
+int lz_netpolicy_route_set(uint32_t addr, unsigned len, int action) {
+    unsigned tap = if_nametoindex(LZ_NET_TAP);
+    if (!tap)
+        return -ENODEV;
+    struct nl nl;
+    int r = nl_open(&nl);
+    if (r < 0)
+        return r;
+    if (action == 0)
+        r = route(&nl, RTM_DELROUTE, 0, addr, len, RTN_UNSPEC, RT_SCOPE_NOWHERE, 0, 0, false);
+    else
+        r = policy_route(&nl, addr, len, (uint8_t)action, tap);
+    mnl_socket_close(nl.s);
+    return r;
+}
+
+struct want_route {
+    uint32_t addr;
+    unsigned len;
+    int action;
+};
+
+static int want_cb(const struct nlmsghdr *h, void *data) {
+    struct want_route *w = data;
+    const struct rtmsg *rtm = mnl_nlmsg_get_payload(h);
+    if (rtm->rtm_family != AF_INET || rtm->rtm_table != RT_TABLE_MAIN || rtm->rtm_dst_len != w->len)
+        return MNL_CB_OK;
+    const struct nlattr *tb[RTA_MAX + 1] = { 0 };
+    mnl_attr_parse(h, sizeof *rtm, route_attr_cb, tb);
+    uint32_t dst = tb[RTA_DST] ? ntohl(mnl_attr_get_u32(tb[RTA_DST])) : 0;
+    if (dst == w->addr)
+        w->action = rtm->rtm_type == RTN_PROHIBIT ? LZ_NET_DENY : rtm->rtm_type == RTN_UNICAST ? LZ_NET_ALLOW : -EPROTO;
+    return MNL_CB_OK;
+}
+
+int lz_netpolicy_route_get(uint32_t addr, unsigned len) {
+    /* A dump of the main table, as lz_netpolicy_observe reads it, looking
+     * for the exact prefix (not a lookup: a prohibit route's lookup is an
+     * error, not the route). */
+    struct want_route w = { addr, len, 0 };
+    struct mnl_socket *s = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+    int r = !s ? -errno : mnl_socket_bind(s, 0, MNL_SOCKET_AUTOPID) < 0 ? -errno : 0;
+    if (r == 0)
+        r = dump(s, RTM_GETROUTE, want_cb, &w);
+    if (s)
+        mnl_socket_close(s);
+    return r < 0 ? r : w.action;
+}
+
+int lz_netpolicy_route_check(uint32_t addr) { return route_check(addr); }

@@ -76,3 +76,15 @@ int lz_netpolicy_observe(const struct lz_netpolicy *p, char *ret_summary, size_t
  * must be refused at once, DNS and an allowed address must be routable,
  * IPv6 must be unavailable. Sends no packet (UDP connect only). */
 int lz_netpolicy_probe(const struct lz_netpolicy *p, struct lz_error *err);
+
+/* Single routes in the enforcement namespace, for the host-address
+ * follower (netfollow.h); CAP_NET_ADMIN must be in effect for _set.
+ * _set installs the route of one rule exactly as lz_netpolicy_install does
+ * (action LZ_NET_DENY or LZ_NET_ALLOW, replacing whatever the prefix had),
+ * or removes the prefix's route (action 0). _get reads the main table back:
+ * the action of the route for exactly addr/len, 0 when there is none, or a
+ * negative errno. _check: 0 if the kernel would route to addr, else the
+ * negative errno connect() gives (a deny gives -EACCES). */
+int lz_netpolicy_route_set(uint32_t addr, unsigned len, int action);
+int lz_netpolicy_route_get(uint32_t addr, unsigned len);
+int lz_netpolicy_route_check(uint32_t addr);

@@ -3,6 +3,7 @@
 #include "anchor.h"
 #include "store.h" /* lz_crash_point */
 #include "netpolicy.h"
+#include "netfollow.h"
 #include "spawn.h"
 
 #include <linux/capability.h>
@@ -330,12 +331,26 @@ static void stop_router(const struct lz_supervisor_args *a, struct lz_child *rou
     umount2(a->view, MNT_DETACH);
 }
 
+/* The follower's changes, with wall-clock time like the coordinator's own
+ * lines (its handling time is in the line). */
+static void follow_log(const char *line) {
+    char ts[32];
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct tm tm;
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", gmtime_r(&now.tv_sec, &tm));
+    fprintf(stderr, "%s.%03ld rs[%d]: %s\n", ts, now.tv_nsec / 1000000, (int)getpid(), line);
+}
+
 /* Waits for the coordinator's "net" (the helper is attached), then installs
  * the policy it sent, checks it from this namespace's own view, and drops
  * CAP_NET_ADMIN from the bounding set so that nothing started after this
- * (router, runsc, the sandbox) can ever change it. */
+ * (router, runsc, the sandbox) can ever change it. With the host-address
+ * watch (a->addr_fd, netfollow.h) it starts the follower (*ret_follow) and
+ * keeps CAP_NET_ADMIN in its own permitted set only, for the follower's
+ * /32 denies. */
 static int setup_network(const struct lz_supervisor_args *a, char *msg, size_t msglen, char *observed,
-                         size_t obslen) {
+                         size_t obslen, struct lz_netfollow **ret_follow) {
     struct pollfd p = { .fd = a->ctl_fd, .events = POLLIN };
     char b[64];
     if (poll(&p, 1, 30000) <= 0) {
@@ -371,16 +386,28 @@ static int setup_network(const struct lz_supervisor_args *a, char *msg, size_t m
         r = lz_netpolicy_observe(&pol, observed, obslen, &err);
     if (r == 0)
         r = lz_netpolicy_probe(&pol, &err);
+    /* The follower, with a first reconcile: it closes the window between
+     * the coordinator's snapshot of the host's addresses and now. */
+    struct lz_netfollow *follow = NULL;
+    if (r == 0 && a->addr_fd >= 0 && (r = lz_netfollow_new(a->addr_fd, &pol, follow_log, &follow, &err)) == 0)
+        r = lz_netfollow_reconcile(follow, "start", &err);
     lz_netpolicy_clear(&pol);
     if (r < 0) {
+        lz_netfollow_free(follow);
         snprintf(msg, msglen, "%s", err.msg);
         return r;
     }
     if (prctl(PR_CAPBSET_DROP, CAP_NET_ADMIN, 0, 0, 0) < 0 || prctl(PR_CAPBSET_DROP, CAP_NET_RAW, 0, 0, 0) < 0) {
-        snprintf(msg, msglen, "cannot drop network-administration capabilities: %s", strerror(errno));
-        return -errno;
+        r = -errno;
+        lz_netfollow_free(follow);
+        snprintf(msg, msglen, "cannot drop network-administration capabilities: %s", strerror(-r));
+        return r;
     }
-    /* And from our own sets: the policy is final for this generation. */
+    /* And from our own sets: the policy is final for this generation, but
+     * for the follower's host-address denies. Those keep CAP_NET_ADMIN in
+     * our permitted set (raised into the effective set only around a route
+     * change); not being in the bounding, inheritable or ambient sets, it
+     * reaches nothing we exec. */
     struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
     struct __user_cap_data_struct caps[2];
     if (syscall(SYS_capget, &hdr, caps) == 0) {
@@ -391,11 +418,15 @@ static int setup_network(const struct lz_supervisor_args *a, char *msg, size_t m
             if (CAP_NET_RAW / 32 == i)
                 drop |= 1u << (CAP_NET_RAW % 32);
             caps[i].effective &= ~drop;
-            caps[i].permitted &= ~drop;
             caps[i].inheritable &= ~drop;
+            if (follow && CAP_NET_ADMIN / 32 == i)
+                drop &= ~(1u << (CAP_NET_ADMIN % 32));
+            caps[i].permitted &= ~drop;
         }
         syscall(SYS_capset, &hdr, caps);
     }
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    *ret_follow = follow;
     return 0;
 }
 
@@ -472,7 +503,8 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
     char msg[512];
     char observed[128] = "";
     long t_net = lz_now_ms();
-    if ((r = setup_network(a, msg, sizeof msg, observed, sizeof observed)) < 0) {
+    struct lz_netfollow *follow = NULL;
+    if ((r = setup_network(a, msg, sizeof msg, observed, sizeof observed, &follow)) < 0) {
         ctl_send(ctl, "fail %s", msg);
         return 1;
     }
@@ -521,13 +553,14 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
     int exit_code = 0;
 
     for (;;) {
-        struct pollfd p[6] = {
+        struct pollfd p[7] = {
             { .fd = ctl, .events = POLLIN },
             { .fd = runsc.pidfd, .events = POLLIN },
             { .fd = outp[0], .events = POLLIN },
             { .fd = errp[0], .events = POLLIN },
             { .fd = sfd, .events = POLLIN },
             { .fd = router.pidfd, .events = POLLIN },
+            { .fd = follow ? lz_netfollow_fd(follow) : -1, .events = POLLIN },
         };
         int timeout = -1;
         if (!ready) {
@@ -541,7 +574,7 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
             }
             timeout = (int)left;
         }
-        if (poll(p, 6, timeout) < 0) {
+        if (poll(p, 7, timeout) < 0) {
             if (errno == EINTR)
                 continue;
             break;
@@ -609,6 +642,21 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
                 break;
             }
         }
+        if (p[6].revents) {
+            struct lz_error ferr = { 0 };
+            if (lz_netfollow_process(follow, &ferr) < 0) {
+                /* A host address may be reachable: fail closed. */
+                fprintf(stderr, "rs[%d]: %s; stopping the sandbox\n", (int)getpid(), ferr.msg);
+                stop_sandbox(a, &runsc);
+                stop_router(a, &router);
+                if (ready)
+                    ctl_send(ctl, "exited address-follow");
+                else
+                    ctl_send(ctl, "fail %s", ferr.msg);
+                exit_code = 1;
+                break;
+            }
+        }
         if (stopping) {
             stop_sandbox(a, &runsc);
             stop_router(a, &router);
@@ -634,5 +682,6 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
         close(outp[0]);
     if (errp[0] >= 0)
         close(errp[0]);
+    lz_netfollow_free(follow);
     return exit_code;
 }

@@ -11,7 +11,9 @@
  * RS -> HC messages are text: "ready <netns-ino> <userns-ino> <mntns-ino>
  * routes=N deny=D allow=A addr=..." (what it read back from the namespace),
  * "fail <message>", "exited <status>", "anchored <mount identity>",
- * "unmounted", "unmount-failed <message>". HC -> RS, in this order:
+ * "unmounted", "unmount-failed <message>" ("exited address-follow": the
+ * host-address follower failed, netfollow.h, and the sandbox was stopped).
+ * HC -> RS, in this order:
  * "anchor" (mount the State Anchor, anchor.h; the coordinator committed its
  * intent), "net" (the connectivity helper is attached: install the policy,
  * start the router and the sandbox), "stop", "unmount" (after the sandbox
@@ -45,6 +47,7 @@ struct lz_supervisor_args {
     char **protect;            /* extra workspace-relative paths the router keeps read-only */
     int policy_fd;             /* sealed memfd: canonical network policy bytes */
     const char *policy_digest; /* hex SHA-256 the bytes must have */
+    int addr_fd;               /* host-namespace address watch (netfollow.h), or -1 */
     size_t n_protect;
     const char *rootfs;        /* prepared lower (State Anchor lower) */
     const char *anchor_root;   /* <domain_dir>/anchor-<N> */

@@ -272,3 +272,274 @@ def test_dns_through_the_helpers_resolver(testhosts, user_env, tmp_path):
     # and its NXDOMAIN answer came back to the sandbox.
     assert alog.read_text().count("udp") > before, out
     assert "NXDOMAIN" in out or "can't find" in out or "can't resolve" in out, out
+
+
+# ---- host addresses gained while a Domain runs (src/lib/netfollow.h) ----
+
+NEW_ADDR = "198.18.7.77"  # inside the allowed test host's /24, on a test-made veth
+DUMMY = "lzt-nf0"
+FOLLOW_SCRIPT = f"""
+    busybox nc -w 5 198.18.7.2 8080 </dev/null; echo "before-allowed=$?"
+    echo phase1
+    read go
+    i=0
+    while [ $i -lt 20 ]; do
+        out=$(busybox nc -w 1 {NEW_ADDR} 8080 </dev/null 2>&1); echo "new[$i]: rc=$? $out"
+        case "$out" in *"Permission denied"*|*HELLO*) break;; esac
+        i=$((i+1)); busybox sleep 0.1
+    done
+    busybox nc -w 5 198.18.7.2 8080 </dev/null; echo "after-allowed=$?"
+    echo phase2
+    read go
+    out=$(busybox nc -w 1 {NEW_ADDR} 8080 </dev/null 2>&1); echo "gone: $out"
+    echo phase3
+"""
+
+
+class Session:
+    """A `lazaret run` whose stdin the test feeds and whose output it reads
+    line by line, each wait bounded."""
+
+    def __init__(self, e, script, env=None):
+        import queue
+        environ = {"PATH": "/usr/bin:/bin", "HOME": str(e["base"]), "XDG_CONFIG_HOME": str(e["base"] / "config"),
+                   "XDG_RUNTIME_DIR": str(e["base"] / "run"), "LANG": "C.UTF-8"}
+        environ.update(env or {})
+        args = (["runuser", "-u", USER, "--", "env", "-i"] + [f"{k}={v}" for k, v in environ.items()] +
+                [LAZARET, "run", "-p", "net", "--", "busybox", "sh", "-c", script])
+        self.p = subprocess.Popen(args, cwd=e["base"] / "ws", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
+        self.lines = []
+        self.q = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.p.stdout:
+            self.q.put(line.rstrip("\n"))
+        self.q.put(None)
+
+    def until(self, marker, timeout):
+        import queue
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                line = self.q.get(timeout=max(0.01, end - time.monotonic()))
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            self.lines.append(line)
+            if line == marker:
+                return True
+        return False
+
+    def send(self, text):
+        self.p.stdin.write(text)
+        self.p.stdin.flush()
+
+    def out(self):
+        return "\n".join(self.lines)
+
+    def close(self):
+        try:
+            self.p.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait(timeout=10)
+
+
+def supervisor_pid(uid):
+    r = subprocess.run(["pgrep", "-u", str(uid), "-f", "__supervisor"], capture_output=True, text=True)
+    pids = r.stdout.split()
+    assert len(pids) == 1, f"expected one Runtime Supervisor of {USER}, found {pids}"
+    return pids[0]
+
+
+def enforcement_route(pid, prefix):
+    """The enforcement namespace's route for exactly this prefix, read from
+    the host side (root enters the Supervisor's network namespace)."""
+    return sh("nsenter", "-t", pid, "-n", "ip", "-4", "route", "list", "exact", prefix).stdout.strip()
+
+
+def poll(fn, timeout):
+    end = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v or time.monotonic() >= end:
+            return v
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def host_address_server():
+    """A test-made interface in the namespace lazaret runs in (the host side
+    of slirp4netns: a veth pair, both ends here; the kernel may lack the
+    dummy driver), without addresses yet, and a TCP server on NEW_ADDR (bound
+    before the address exists, IP_FREEBIND) that records every connection."""
+    subprocess.run(["ip", "link", "del", DUMMY], capture_output=True)
+    sh("ip", "link", "add", DUMMY, "type", "veth", "peer", "name", DUMMY + "p")
+    sh("ip", "link", "set", DUMMY, "up")
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.setsockopt(socket.SOL_IP, 15, 1)  # IP_FREEBIND
+    srv.bind((NEW_ADDR, 8080))
+    srv.listen(16)
+    srv.settimeout(0.2)
+    hits = []
+    stop = threading.Event()
+
+    def accept():
+        while not stop.is_set():
+            try:
+                c, a = srv.accept()
+                hits.append(a[0])
+                c.sendall(b"HELLO-FROM-HOST-ADDRESS\n")
+                c.close()
+            except socket.timeout:
+                pass
+            except OSError:
+                return
+    th = threading.Thread(target=accept, daemon=True)
+    th.start()
+    yield hits
+    stop.set()
+    th.join(timeout=5)
+    srv.close()
+    subprocess.run(["ip", "link", "del", DUMMY], capture_output=True)
+
+
+def run_follow_scenario(user_env, hits, env=None, expect_follow=True):
+    write_config(user_env, extra_profile='allow_egress = ["198.18.7.0/24"]\n')
+    s = Session(user_env, FOLLOW_SCRIPT, env=env)
+    try:
+        assert s.until("phase1", 90), s.out()
+        assert "HELLO-FROM-198.18.7.2" in s.out() and "before-allowed=0" in s.out(), s.out()
+        rs = supervisor_pid(user_env["uid"])
+        assert enforcement_route(rs, f"{NEW_ADDR}/32") == ""
+        # The host gains an address inside the allowed prefix.
+        t0 = time.monotonic()
+        sh("ip", "addr", "add", f"{NEW_ADDR}/32", "dev", DUMMY)
+        route = poll(lambda: enforcement_route(rs, f"{NEW_ADDR}/32"), 2.0 if expect_follow else 0.5)
+        t_route = time.monotonic() - t0
+        s.send("go\n")
+        assert s.until("phase2", 30), s.out()
+        return s, rs, route, t_route
+    except BaseException:
+        s.close()
+        raise
+
+
+def test_new_host_address_is_denied_while_running(testhosts, user_env, host_address_server):
+    hits = host_address_server
+    s, rs, route, t_route = run_follow_scenario(user_env, hits)
+    try:
+        out = s.out()
+        # Within the bound, a prohibit /32 in the enforcement namespace...
+        assert route.startswith(f"prohibit {NEW_ADDR}"), (route, out)
+        assert t_route < 2.0
+        # ...so the sandbox's connect fails at once, the host's server saw
+        # nothing, and the allowed test host still answers.
+        assert "new[0]: rc=1" in out and "Permission denied" in out, out
+        assert "HELLO-FROM-HOST-ADDRESS" not in out and hits == [], out
+        assert "after-allowed=0" in out and out.count("HELLO-FROM-198.18.7.2") == 2, out
+        # The address goes away: the follower's /32 goes with it.
+        sh("ip", "addr", "del", f"{NEW_ADDR}/32", "dev", DUMMY)
+        assert poll(lambda: enforcement_route(rs, f"{NEW_ADDR}/32") == "", 2.0), \
+            enforcement_route(rs, f"{NEW_ADDR}/32")
+        # The configured routes are untouched: the allowed /24 is still there.
+        assert "via 10.0.2.2" in enforcement_route(rs, "198.18.7.0/24")
+        s.send("go\n")
+        assert s.until("phase3", 30), s.out()
+        assert "gone:" in s.out() and "Permission denied" not in s.out().split("gone:")[1], s.out()
+    finally:
+        s.close()
+    assert s.p.returncode == 0, s.out()
+    logs = list(user_env["base"].glob("data/**/coordinator.log"))
+    log = "\n".join(p.read_text(errors="replace") for p in logs)
+    print("\n".join(line for line in log.splitlines() if " rs[" in line and "host address" in line))
+    assert f"host address {NEW_ADDR} appeared (RTM_NEWADDR): /32 deny installed and read back in" in log, log[-3000:]
+    assert f"host address {NEW_ADDR} is gone: its /32 deny removed" in log, log[-3000:]
+    assert no_leftovers(user_env["uid"])
+
+
+def test_new_host_address_reachable_without_follower(testhosts, user_env, host_address_server):
+    """Positive control: with the follower switched off (a test-only switch),
+    the same address is reachable from the sandbox: the host's server
+    answers. This is what the test above would see without the defence."""
+    hits = host_address_server
+    s, rs, route, _ = run_follow_scenario(user_env, hits, env={"LAZARET_TEST_NETFOLLOW": "off"},
+                                          expect_follow=False)
+    try:
+        out = s.out()
+        assert route == "", route
+        assert "HELLO-FROM-HOST-ADDRESS" in out and hits, out
+        s.send("go\n")
+        assert s.until("phase3", 30), s.out()
+    finally:
+        s.close()
+    assert no_leftovers(user_env["uid"])
+
+
+def test_host_address_present_at_start_is_denied(testhosts, user_env, host_address_server):
+    """The start-time snapshot (and the follower's first reconcile) deny an
+    address the host already has, even inside an allowed prefix."""
+    hits = host_address_server
+    write_config(user_env, extra_profile='allow_egress = ["198.18.7.0/24"]\n')
+    sh("ip", "addr", "add", f"{NEW_ADDR}/32", "dev", DUMMY)
+    r = lz(user_env, f"busybox nc -w 2 {NEW_ADDR} 8080 </dev/null 2>&1; echo rc=$?; "
+                     f"busybox nc -w 5 198.18.7.2 8080 </dev/null; echo allowed=$?")
+    out = r.stdout + r.stderr
+    assert "Permission denied" in out and "HELLO-FROM-HOST-ADDRESS" not in out and hits == [], out
+    assert "HELLO-FROM-198.18.7.2" in out, out
+
+
+def test_address_burst_overflow_is_reconciled(testhosts, user_env, host_address_server):
+    """Events lost to overflow (ENOBUFS) are not lost silently: the follower
+    re-dumps the host's addresses and reconciles. The Supervisor is held
+    stopped while the host gains many addresses at once, so its socket
+    overflows for certain."""
+    n = 600
+    addrs = [f"198.18.{8 + i // 250}.{1 + i % 250}" for i in range(n)]
+    write_config(user_env, extra_profile='allow_egress = ["198.18.7.0/24"]\n')
+    probe = " ".join(addrs[::97])
+    s = Session(user_env, f"""
+        echo phase1
+        read go
+        for a in {probe}; do busybox nc -w 1 $a 8080 </dev/null 2>&1; done
+        busybox nc -w 5 198.18.7.2 8080 </dev/null; echo "allowed=$?"
+        echo phase2
+    """)
+    batch = Path(tempfile.mkdtemp(prefix="lznf")) / "batch"
+
+    def denies():
+        out = sh("nsenter", "-t", rs, "-n", "ip", "-4", "route", "list", "type", "prohibit").stdout
+        return sum(1 for line in out.splitlines() if line.split()[1] in wanted)
+    wanted = set(addrs)
+    try:
+        assert s.until("phase1", 90), s.out()
+        rs = supervisor_pid(user_env["uid"])
+        os.kill(int(rs), 19)  # SIGSTOP
+        try:
+            batch.write_text("".join(f"address add {a}/32 dev {DUMMY}\n" for a in addrs))
+            sh("ip", "-batch", str(batch))
+        finally:
+            os.kill(int(rs), 18)  # SIGCONT
+        assert poll(lambda: denies() == n, 20.0), denies()
+        s.send("go\n")
+        assert s.until("phase2", 60), s.out()
+        out = s.out()
+        assert out.count("Permission denied") == len(addrs[::97]) and "allowed=0" in out, out
+        batch.write_text("".join(f"address del {a}/32 dev {DUMMY}\n" for a in addrs))
+        sh("ip", "-batch", str(batch))
+        assert poll(lambda: denies() == 0, 20.0), denies()
+    finally:
+        s.close()
+        shutil.rmtree(batch.parent, ignore_errors=True)
+    log = "\n".join(p.read_text(errors="replace") for p in user_env["base"].glob("data/**/coordinator.log"))
+    print("\n".join(line for line in log.splitlines() if " rs[" in line and "host address" in line))
+    assert "host addresses reconciled (events lost (ENOBUFS))" in log, log[-3000:]
+    assert no_leftovers(user_env["uid"])
