@@ -242,8 +242,10 @@ size_t lz_gitscan_tokens(const char *script, char ***ret) {
             if (!eq)
                 continue;
             v = eq + 1;
-        } else if (strchr(v, '=') && !strchr(v, '/')) {
-            v = strchr(v, '=') + 1; /* VAR=value */
+        } else {
+            size_t il = strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_0123456789");
+            if (il > 0 && v[il] == '=' && !isdigit((unsigned char)v[0]))
+                v += il + 1; /* VAR=value */
         }
         if (!v[0] || strpbrk(v, "$`*?[\\") || !strcmp(v, ".") || !strcmp(v, ".."))
             continue;
