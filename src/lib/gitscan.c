@@ -326,7 +326,7 @@ char *lz_gitscan_precommit_config(const char *script) {
 
 size_t lz_gitscan_next_entry(char *buf, size_t len, size_t off, bool with_scope, struct lz_gitcfg_entry *e) {
     *e = (struct lz_gitcfg_entry){ 0 };
-    char *fields[3];
+    char *fields[3] = { NULL, NULL, NULL };
     size_t nf = with_scope ? 3 : 2;
     size_t o = off;
     for (size_t i = 0; i < nf; i++) {
