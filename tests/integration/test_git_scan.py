@@ -22,9 +22,9 @@ def host_git(ws, *args, home=None, **kw):
 def writable_inside(lazaret, env, ws, paths):
     """Tries to append to each workspace-relative path from inside; returns
     {path: True if the write went through}."""
-    script = "cd /workspace\n" + "".join(
-        f"if echo agent >> '{p}' 2>/dev/null; then echo 'W {p}'; else echo 'R {p}'; fi\n" for p in paths)
-    r = lz_run(lazaret, env, ws, ["sh", "-c", script])
+    script = ('cd /workspace; while read -r p; do '
+              'if echo agent >> "$p" 2>/dev/null; then echo "W $p"; else echo "R $p"; fi; done')
+    r = lz_run(lazaret, env, ws, ["sh", "-c", script], input="".join(p + "\n" for p in paths).encode())
     assert r.returncode == 0, r.stderr.decode(errors="replace")
     out = {}
     for line in r.stdout.decode().splitlines():
@@ -122,6 +122,7 @@ def test_link_in_git_dir_refuses_start(lazaret, env, workspace, tmp_path):
     ws = workspace
     target = tmp_path / "elsewhere"
     target.write_text("")
+    (ws / ".git" / "COMMIT_EDITMSG").unlink()
     (ws / ".git" / "COMMIT_EDITMSG").symlink_to(target)
     r = lz_run(lazaret, env, ws, ["sh", "-c", "echo started"])
     err = r.stderr.decode()
