@@ -845,7 +845,10 @@ static int walk_gitdir_at(struct scan *s, int dfd, const char *abs, const char *
         s->bound = "depth";
         return -E2BIG;
     }
-    bool is_gd = has_entry(dfd, "HEAD");
+    /* logs/ has a HEAD too: a Git directory also has objects and refs
+     * (modules/<name>) or a commondir (worktrees/<id>) */
+    bool is_gd = has_entry(dfd, "HEAD") &&
+                 (has_entry(dfd, "commondir") || (has_entry(dfd, "objects") && has_entry(dfd, "refs")));
     if (is_gd && depth > 0)
         scan_repo_gitdir(s, abs);
     int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
