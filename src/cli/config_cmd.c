@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "gitscan.h"
 #include "netpolicy.h"
 
 static void usage(FILE *out) {
@@ -12,7 +13,9 @@ static void usage(FILE *out) {
           "Loads, validates and resolves the trusted host configuration with the\n"
           "current directory as the workspace, then prints it with environment\n"
           "values redacted, followed by the Domain ID and the Configuration\n"
-          "Fingerprint. See lazaret.toml(5).\n"
+          "Fingerprint, the network policy, and the workspace paths the host's Git\n"
+          "reads or runs that a Domain keeps read-only (with notices about what it\n"
+          "cannot). See lazaret.toml(5) and docs/security-git.md.\n"
           "\n"
           "  --config FILE        read FILE instead of $XDG_CONFIG_HOME/lazaret/config.toml\n"
           "  -p, --profile NAME   select profile NAME (default: \"default\")\n"
@@ -49,6 +52,37 @@ static void print_policy(const struct lz_config *cfg) {
     if (!have_default)
         printf("  %-20s %s\n", "0.0.0.0/0", "deny (nothing else allowed)");
     lz_netpolicy_clear(&p);
+}
+
+/* What the host's Git reads or runs from the workspace, as the Host
+ * Coordinator will protect it at Domain start (docs/security-git.md). */
+static int print_git(const struct lz_config *cfg) {
+    struct lz_gitscan g;
+    struct lz_error err = { 0 };
+    long t0 = lz_now_ms();
+    if (lz_gitscan_run(cfg->workspace, NULL, &g, &err) < 0) {
+        printf("\nhost Git: a Domain would not start: %s\n", err.msg);
+        return -1;
+    }
+    long ms = lz_now_ms() - t0;
+    printf("\nhost Git (paths kept read-only inside the sandbox; %zu repositories, %zu entries scanned in %ld ms)\n",
+           g.n_repos, g.n_entries, ms);
+    if (g.git_missing)
+        printf("  git is not installed on this host: nothing to protect\n");
+    else if (!g.n_protect)
+        printf("  (none beyond the Git directories)\n");
+    for (size_t i = 0; i < g.n_protect; i++)
+        printf("  %s\n", g.protect[i]);
+    if (getenv("LAZARET_DEBUG_GITSCAN"))
+        for (size_t i = 0; i < g.n_log; i++)
+            printf("  log: %s\n", g.log[i]);
+    if (g.n_notices) {
+        printf("\nhost Git notices (what Lazaret cannot keep read-only)\n");
+        for (size_t i = 0; i < g.n_notices; i++)
+            printf("  NOTICE: %s\n", g.notices[i]);
+    }
+    lz_gitscan_clear(&g);
+    return 0;
 }
 
 int lz_cmd_config(int argc, char **argv) {
@@ -111,9 +145,10 @@ int lz_cmd_config(int argc, char **argv) {
         lz_cli_error("no configuration file found; using the built-in profile \"%s\"", LZ_DEFAULT_PROFILE);
     lz_config_print(stdout, cfg);
     print_policy(cfg);
+    int gr = print_git(cfg);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         lz_cli_error("cannot write to standard output: %s", strerror(errno));
         return LZ_EXIT_FAILURE;
     }
-    return LZ_EXIT_OK;
+    return gr < 0 ? LZ_EXIT_FAILURE : LZ_EXIT_OK;
 }

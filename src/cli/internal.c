@@ -82,10 +82,9 @@ static int supervisor(int argc, char **argv) {
             }
             break;
         case 'P':
-            if (a.n_protect < 64) {
-                a.protect = lz_xrealloc(a.protect, (a.n_protect + 1) * sizeof *a.protect);
-                a.protect[a.n_protect++] = optarg;
-            }
+            /* every path: the coordinator bounded their number (gitscan.h) */
+            a.protect = lz_xrealloc(a.protect, (a.n_protect + 1) * sizeof *a.protect);
+            a.protect[a.n_protect++] = optarg;
             break;
         default: return LZ_EXIT_USAGE;
         }

@@ -5,7 +5,7 @@
 #include "recovery.h"
 #include "store.h"
 #include "config.h"
-#include "gitconfig.h"
+#include "gitscan.h"
 #include "idmap.h"
 #include "netpolicy.h"
 #include "netfollow.h"
@@ -126,6 +126,7 @@ struct hc {
     int next_id;
     bool had_session;
     bool stopping;
+    struct lz_gitscan git;         /* what the host's Git reads from the workspace */
     /* Durable generation (store.h). */
     struct lz_store *st;
     int64_t gen;
@@ -505,15 +506,22 @@ static int start_generation(struct hc *h, struct lz_error *err) {
     }
     char fdstr[16];
     snprintf(fdstr, sizeof fdstr, "%d", sp[1]);
-    /* Hook and include paths of the host's Git config that point into the
-     * workspace are kept read-only by the router as well. */
-    char **protect = NULL;
-    size_t n_protect = 0;
-    if ((r = lz_git_protected_paths(c->workspace, &protect, &n_protect, err)) < 0) {
+    /* What the host's Git reads or runs from the workspace is kept
+     * read-only by the router as well (gitscan.h); all of it, or no Domain. */
+    long scan_t0 = lz_now_ms();
+    lz_gitscan_clear(&h->git);
+    if ((r = lz_gitscan_run(c->workspace, NULL, &h->git, err)) < 0) {
         close(sp[1]);
         return r;
     }
-    char *argv[40 + 2 * 64 + 2 * 256];
+    logmsg("host Git scan: %zu repositories, %zu entries, %zu protected paths, %ld ms", h->git.n_repos,
+           h->git.n_entries, h->git.n_protect, lz_now_ms() - scan_t0);
+    for (size_t i = 0; i < h->git.n_log; i++)
+        logmsg("host Git: %s", h->git.log[i]);
+    for (size_t i = 0; i < h->git.n_notices; i++)
+        logmsg("NOTICE: %s", h->git.notices[i]);
+    size_t n_persist = c->profile.n_persistent_dirs;
+    _cleanup_free_ char **argv = lz_xcalloc(32 + 2 * h->git.n_protect + 2 * n_persist, sizeof *argv);
     size_t na = 0;
     char *fixed[] = { self, (char *)"__supervisor", (char *)"--ctl-fd", fdstr,
                       (char *)"--runsc", h->runsc, (char *)"--state", h->state_dir,
@@ -527,17 +535,16 @@ static int start_generation(struct hc *h, struct lz_error *err) {
         argv[na++] = (char *)"--addr-fd";
         argv[na++] = afdstr;
     }
-    for (size_t i = 0; i < n_protect && i < 64; i++) {
-        logmsg("host Git config points into the workspace: %s is kept read-only", protect[i]);
+    for (size_t i = 0; i < h->git.n_protect; i++) {
         argv[na++] = (char *)"--protect";
-        argv[na++] = protect[i];
+        argv[na++] = h->git.protect[i];
     }
-    if (c->profile.n_persistent_dirs) {
+    if (n_persist) {
         char *anc[] = { (char *)"--rootfs", h->rootfs, (char *)"--anchor-root", h->anchor_root,
                         (char *)"--anchor-target", h->anchor_target };
         for (size_t i = 0; i < LZ_ARRAY_SIZE(anc); i++)
             argv[na++] = anc[i];
-        for (size_t i = 0; i < c->profile.n_persistent_dirs && i < 256; i++) {
+        for (size_t i = 0; i < n_persist; i++) {
             argv[na++] = (char *)"--persist";
             argv[na++] = c->profile.persistent_dirs[i];
         }
@@ -545,7 +552,6 @@ static int start_generation(struct hc *h, struct lz_error *err) {
     argv[na] = NULL;
     if ((r = record(h, LZ_ROLE_SANDBOX, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0) {
         close(sp[1]);
-        lz_strv_free(protect, n_protect);
         return r;
     }
     int keep[] = { sp[1], pfd, afd };
@@ -557,7 +563,6 @@ static int start_generation(struct hc *h, struct lz_error *err) {
     };
     r = lz_spawn(&o, &h->rs);
     close(sp[1]);
-    lz_strv_free(protect, n_protect);
     if (r < 0)
         return lz_error_set(err, r, "cannot create the Domain namespaces: %s%s", strerror(-r),
                             r == -EPERM || r == -ENOSPC
@@ -1073,6 +1078,12 @@ static void session_handle_hello(struct hc *h, struct session *s, const uint8_t 
         s->state = S_DONE;
         return;
     }
+    /* The host-Git notices, once, on the terminal of the first session. */
+    if (!h->had_session)
+        for (size_t i = 0; i < h->git.n_notices; i++) {
+            _cleanup_free_ char *m = lz_xasprintf("NOTICE: %s", h->git.notices[i]);
+            session_send(s, LZ_MSG_NOTICE, 0, m, strlen(m));
+        }
     uint8_t sid[4];
     lz_put_u32(sid, (uint32_t)s->id);
     session_send(s, LZ_MSG_READY, 0, sid, sizeof sid);
@@ -1718,6 +1729,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
     free(h.runsc);
     free(h.shell);
     lz_closep(&h.sfd);
+    lz_gitscan_clear(&h.git);
     lz_config_free(h.cfg);
     return 0;
 }

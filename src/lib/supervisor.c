@@ -272,7 +272,7 @@ static int start_router(const struct lz_supervisor_args *a, struct lz_child *ret
         return -errno;
     char fdstr[16];
     snprintf(fdstr, sizeof fdstr, "%d", rp[1]);
-    char *argv[16 + 2 * 64];
+    _cleanup_free_ char **argv = lz_xcalloc(16 + 2 * a->n_protect, sizeof *argv);
     size_t n = 0;
     argv[n++] = (char *)a->router;
     argv[n++] = (char *)"--source";
@@ -281,7 +281,7 @@ static int start_router(const struct lz_supervisor_args *a, struct lz_child *ret
     argv[n++] = (char *)a->view;
     argv[n++] = (char *)"--ready-fd";
     argv[n++] = fdstr;
-    for (size_t i = 0; i < a->n_protect && i < 64; i++) {
+    for (size_t i = 0; i < a->n_protect; i++) {
         argv[n++] = (char *)"--protect";
         argv[n++] = a->protect[i];
     }

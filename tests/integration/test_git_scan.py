@@ -1,0 +1,153 @@
+"""What the host's Git reads or runs from the workspace is read-only inside.
+
+At Domain start the Host Coordinator asks the host's git (src/lib/gitscan.c)
+which configuration files and hooks it would use, in every repository of
+the workspace, and passes those inside the workspace to lazaret-router
+--protect. Each test attacks from inside the sandbox (busybox sh, as root)
+and has two controls: the same write on a path that is not protected
+succeeds, and on the host the protected file is live (the host's git reads
+or runs it), so a write that got through would matter.
+"""
+import os
+import subprocess
+
+from conftest import git_env, lz_run, make_git_repo
+
+
+def host_git(ws, *args, home=None, **kw):
+    env = git_env(HOME=str(home)) if home else git_env()
+    return subprocess.run(["git", "-C", str(ws), *args], env=env, capture_output=True, text=True, timeout=60, **kw)
+
+
+def writable_inside(lazaret, env, ws, paths):
+    """Tries to append to each workspace-relative path from inside; returns
+    {path: True if the write went through}."""
+    script = ('cd /workspace; while read -r p; do '
+              'if echo agent >> "$p" 2>/dev/null; then echo "W $p"; else echo "R $p"; fi; done')
+    r = lz_run(lazaret, env, ws, ["sh", "-c", script], input="".join(p + "\n" for p in paths).encode())
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    out = {}
+    for line in r.stdout.decode().splitlines():
+        if line[:2] in ("W ", "R "):
+            out[line[2:]] = line[0] == "W"
+    assert set(out) == set(paths), r.stdout.decode()
+    return out
+
+
+def test_home_gitconfig_relative_include(lazaret, env):
+    """~/.gitconfig `include.path = proj/inc.cfg` is relative to HOME."""
+    ws = make_git_repo(env.home / "proj")
+    (ws / "inc.cfg").write_text("[lazaret]\n\tprobe = home-include\n")
+    (env.home / ".gitconfig").write_text("[include]\n\tpath = proj/inc.cfg\n")
+    # Control: the host's git (with this HOME) reads the file.
+    assert host_git(ws, "config", "lazaret.probe", home=env.home).stdout.strip() == "home-include"
+    w = writable_inside(lazaret, env, ws, ["inc.cfg", "free.cfg"])
+    assert w == {"inc.cfg": False, "free.cfg": True}
+    assert (ws / "inc.cfg").read_text() == "[lazaret]\n\tprobe = home-include\n"
+
+
+def test_includeif_onbranch_not_current(lazaret, env, workspace):
+    """An includeIf for a branch that is not checked out is protected too:
+    the agent could switch to that branch."""
+    ws = workspace
+    (ws / "cfg").mkdir()
+    (ws / "cfg" / "evil.cfg").write_text("[lazaret]\n\tprobe = onbranch\n")
+    host_git(ws, "config", "includeIf.onbranch:evil.path", "../cfg/evil.cfg")
+    # Controls: not read now, read once the branch is current.
+    assert host_git(ws, "config", "lazaret.probe").stdout.strip() == ""
+    w = writable_inside(lazaret, env, ws, ["cfg/evil.cfg", "cfg/free.cfg"])
+    assert w == {"cfg/evil.cfg": False, "cfg/free.cfg": True}
+    host_git(ws, "checkout", "-qb", "evil")
+    assert host_git(ws, "config", "lazaret.probe").stdout.strip() == "onbranch"
+
+
+def test_nested_repo_hooks_path(lazaret, env, workspace):
+    ws = workspace
+    nested = make_git_repo(ws / "vendor" / "lib")
+    (nested / "hooks").mkdir()
+    (nested / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    (nested / "hooks" / "pre-commit").chmod(0o755)
+    host_git(nested, "config", "core.hooksPath", "hooks")
+    w = writable_inside(lazaret, env, ws, ["vendor/lib/hooks/pre-commit", "vendor/lib/hooks/post-commit",
+                                           "vendor/lib/other.txt"])
+    assert w == {"vendor/lib/hooks/pre-commit": False, "vendor/lib/hooks/post-commit": False,
+                 "vendor/lib/other.txt": True}
+    assert (nested / "hooks" / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n"
+
+
+def test_hook_symlink_target_and_script_words(lazaret, env, workspace, tmp_path):
+    """.git/hooks/pre-commit -> ../../scripts/pre-commit, which runs
+    ./scripts/lint.sh: both are read-only inside."""
+    ws = workspace
+    ran = tmp_path / "RAN"
+    (ws / "scripts").mkdir()
+    (ws / "scripts" / "pre-commit").write_text("#!/bin/sh\n./scripts/lint.sh\n")
+    (ws / "scripts" / "lint.sh").write_text(f"#!/bin/sh\ntouch {ran}\n")
+    for f in ("pre-commit", "lint.sh"):
+        (ws / "scripts" / f).chmod(0o755)
+    (ws / ".git" / "hooks" / "pre-commit").symlink_to("../../scripts/pre-commit")
+    w = writable_inside(lazaret, env, ws, ["scripts/pre-commit", "scripts/lint.sh", "scripts/other.sh"])
+    assert w == {"scripts/pre-commit": False, "scripts/lint.sh": False, "scripts/other.sh": True}
+    # Control: the host's git runs exactly these files on commit.
+    (ws / "README").write_text("edit\n")
+    assert host_git(ws, "commit", "-qam", "c").returncode == 0
+    assert ran.exists()
+
+
+def test_pre_commit_config_and_notice(lazaret, env, workspace):
+    ws = workspace
+    hook = ws / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/usr/bin/env bash\n# File generated by pre-commit: https://pre-commit.com\n"
+                    "ARGS=(hook-impl --config=.pre-commit-config.yaml --hook-type=pre-commit)\n"
+                    "exec pre-commit \"${ARGS[@]}\"\n")
+    hook.chmod(0o755)
+    (ws / ".pre-commit-config.yaml").write_text("repos: []\n")
+    (ws / "package.json").write_text("{}\n")
+    r = lz_run(lazaret, env, ws, ["sh", "-c",
+                                  "cd /workspace; echo x >> .pre-commit-config.yaml && echo W1; echo x >> package.json && echo W2"])
+    out, err = r.stdout.decode(), r.stderr.decode()
+    assert "W1" not in out and "W2" in out
+    assert (ws / ".pre-commit-config.yaml").read_text() == "repos: []\n"
+    # The notice reaches the developer's terminal, once.
+    assert err.count("repo: local") == 1, err
+    # And `lazaret config check` lists both.
+    r = subprocess.run([lazaret, "config", "check", "-p", "test"], cwd=ws, env=env.environ(), capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "  .pre-commit-config.yaml\n" in r.stdout
+    assert "NOTICE:" in r.stdout and "repo: local" in r.stdout
+
+
+def test_link_in_git_dir_refuses_start(lazaret, env, workspace, tmp_path):
+    ws = workspace
+    target = tmp_path / "elsewhere"
+    target.write_text("")
+    (ws / ".git" / "COMMIT_EDITMSG").unlink()
+    (ws / ".git" / "COMMIT_EDITMSG").symlink_to(target)
+    r = lz_run(lazaret, env, ws, ["sh", "-c", "echo started"])
+    err = r.stderr.decode()
+    assert r.returncode != 0 and "started" not in r.stdout.decode()
+    assert ".git/COMMIT_EDITMSG (symlink)" in err and "would write through this link" in err, err
+    # Control: the host's git does write through it.
+    (ws / "README").write_text("edit\n")
+    host_git(ws, "commit", "-qam", "through the link")
+    assert "through the link" in target.read_text()
+    # Removed, the Domain starts.
+    (ws / ".git" / "COMMIT_EDITMSG").unlink()
+    r = lz_run(lazaret, env, ws, ["sh", "-c", "echo started"])
+    assert r.returncode == 0 and "started" in r.stdout.decode(), r.stderr.decode()
+
+
+def test_hundred_protected_paths(lazaret, env, workspace):
+    """No silent cap: 100 include targets are all read-only inside."""
+    ws = workspace
+    (ws / "inc").mkdir()
+    names = [f"inc/{i:03d}.cfg" for i in range(100)]
+    for n in names:
+        (ws / n).write_text("")
+        host_git(ws, "config", "--add", "include.path", f"../{n}")
+    assert len(host_git(ws, "config", "--get-all", "include.path").stdout.split()) == 100
+    w = writable_inside(lazaret, env, ws, names + ["inc/free.cfg"])
+    assert [n for n in names if w[n]] == []
+    assert w["inc/free.cfg"] is True
+    assert all((ws / n).read_text() == "" for n in names)
