@@ -307,9 +307,9 @@ static int start_slirp(struct hc *h, struct lz_error *err) {
                      (char *)"--enable-seccomp", ready, pid, (char *)LZ_NET_TAP, NULL };
     int keep[] = { rp[1] };
     _cleanup_env_ char **envp = lz_env_build(LZ_ENV_HELPER);
-    struct lz_spawn_opts o = { .path = path, .argv = argv, .envp = envp, .stdin_fd = -1, .stdout_fd = 2, .stderr_fd = 2,
-                               .keep_fds = keep, .n_keep_fds = 1, .setns_pidfd = -1, .pdeathsig = SIGTERM,
-                               .barrier = true };
+    struct lz_spawn_opts o = { .path = path, .argv = argv, .envp = envp, .stdin_fd = -1, .stdout_fd = 2,
+                               .stderr_fd = 2, .keep_fds = keep, .n_keep_fds = 1, .setns_pidfd = -1,
+                               .pdeathsig = SIGTERM, .barrier = true };
     int r = lz_spawn(&o, &h->slirp);
     close(rp[1]);
     if (r < 0) {

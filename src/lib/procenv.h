@@ -13,9 +13,10 @@
  *
  *  - LZ_ENV_HELPER: foreign helpers and the router (runsc run/exec/kill/
  *    delete and, through runsc, runsc-gofer and runsc-sandbox;
- *    slirp4netns; lazaret-router; newuidmap; the doctor's probes): only
- *    LZ_HELPER_PATH. lz_spawn() uses it when no envp is given.
- *  - LZ_ENV_SUPERVISOR: the Runtime Supervisor (and `state __rm-tree`):
+ *    slirp4netns; lazaret-router; newuidmap; `state __rm-tree`; the
+ *    doctor's probes): only LZ_HELPER_PATH. lz_spawn() uses it when no
+ *    envp is given.
+ *  - LZ_ENV_SUPERVISOR: the Runtime Supervisor:
  *    LZ_HELPER_PATH plus Lazaret's own debug/test hooks (LZ_ENV_HOOKS),
  *    copied from the caller when set.
  *  - LZ_ENV_COORDINATOR: the Host Coordinator: the above plus the

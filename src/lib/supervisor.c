@@ -287,9 +287,9 @@ static int start_router(const struct lz_supervisor_args *a, struct lz_child *ret
     }
     argv[n] = NULL;
     int keep[] = { rp[1] };
-    struct lz_spawn_opts o = { .path = a->router, .argv = argv, .envp = lz_helper_envp, .stdin_fd = -1, .stdout_fd = 2,
-                               .stderr_fd = 2, .keep_fds = keep, .n_keep_fds = 1, .setns_pidfd = -1,
-                               .pdeathsig = SIGTERM, .barrier = true };
+    struct lz_spawn_opts o = { .path = a->router, .argv = argv, .envp = lz_helper_envp, .stdin_fd = -1,
+                               .stdout_fd = 2, .stderr_fd = 2, .keep_fds = keep, .n_keep_fds = 1,
+                               .setns_pidfd = -1, .pdeathsig = SIGTERM, .barrier = true };
     int r = lz_spawn(&o, ret);
     close(rp[1]);
     if (r < 0) {
@@ -496,8 +496,9 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
                      (char *)a->container_id, NULL };
     /* runsc passes its environment on to runsc-gofer and runsc-sandbox:
      * the bare helper set (procenv.h), never ours. */
-    struct lz_spawn_opts o = { .path = a->runsc, .argv = argv, .envp = lz_helper_envp, .stdin_fd = -1, .stdout_fd = outp[1],
-                               .stderr_fd = errp[1], .setns_pidfd = -1, .pdeathsig = SIGKILL, .barrier = true };
+    struct lz_spawn_opts o = { .path = a->runsc, .argv = argv, .envp = lz_helper_envp, .stdin_fd = -1,
+                               .stdout_fd = outp[1], .stderr_fd = errp[1], .setns_pidfd = -1,
+                               .pdeathsig = SIGKILL, .barrier = true };
     struct lz_child runsc = LZ_CHILD_NULL;
     owned[0] = &runsc;
     r = lz_spawn(&o, &runsc);
