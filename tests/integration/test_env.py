@@ -67,9 +67,10 @@ def scan(pids, needles):
     hits, unreadable = [], []
     for pid in pids:
         try:
+            base = os.path.basename(cmdline(pid)[0])
             with open(f"/proc/{pid}/environ", "rb") as f:
                 env = f.read()
-        except FileNotFoundError:
+        except (FileNotFoundError, IndexError):
             continue
         except PermissionError:
             unreadable.append((pid, "environ"))
@@ -90,7 +91,7 @@ def scan(pids, needles):
                 target = os.readlink(path)
             except OSError:
                 continue
-            if target.startswith("/memfd:runsc-memory") and os.path.basename(cmdline(pid)[0]) == "runsc-sandbox":
+            if target.startswith("/memfd:runsc-memory") and base == "runsc-sandbox":
                 # The guest's RAM: the sandbox's own processes, which are
                 # meant to hold the value (their environment lives there).
                 continue
