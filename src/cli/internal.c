@@ -16,12 +16,13 @@ static int parse_fd(const char *s) {
 }
 
 static int coordinator(int argc, char **argv) {
-    struct lz_coordinator_args a = { .ready_fd = -1 };
+    struct lz_coordinator_args a = { .ready_fd = -1, .env_fd = -1 };
     static const struct option opts[] = {
         { "ready-fd", required_argument, NULL, 'r' }, { "workspace", required_argument, NULL, 'w' },
         { "domain", required_argument, NULL, 'd' },   { "fingerprint", required_argument, NULL, 'f' },
         { "artifact", required_argument, NULL, 'R' }, { "config", required_argument, NULL, 'c' },
-        { "profile", required_argument, NULL, 'p' },  { 0 },
+        { "profile", required_argument, NULL, 'p' },  { "env-fd", required_argument, NULL, 'e' },
+        { 0 },
     };
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -33,6 +34,7 @@ static int coordinator(int argc, char **argv) {
         case 'R': a.artifact_id = optarg; break;
         case 'c': a.config_path = optarg; break;
         case 'p': a.profile = optarg; break;
+        case 'e': a.env_fd = parse_fd(optarg); break;
         default: return LZ_EXIT_USAGE;
         }
     }

@@ -2,6 +2,7 @@
 #include "client.h"
 #include "coordinator.h"
 #include "paths.h"
+#include "procenv.h"
 #include "proto.h"
 #include "spawn.h"
 
@@ -75,9 +76,22 @@ static int start_coordinator(const struct lz_client_opts *o, struct lz_error *er
         close(rp[1]);
         return lz_error_set(err, r, "cannot find the lazaret binary");
     }
-    char fdstr[16];
+    /* The coordinator starts with a minimal environment (procenv.h), so
+     * that no secret of ours shows in its /proc/PID/environ for the life
+     * of the Domain; the values of the host variables the profile
+     * references go to it in a sealed memfd that it reads and closes
+     * before it starts anything. */
+    _cleanup_close_ int envfd = -EBADF;
+    if ((r = lz_envpass_create(c, &envfd, err)) < 0) {
+        close(rp[0]);
+        close(rp[1]);
+        return r;
+    }
+    _cleanup_env_ char **envp = lz_env_build(LZ_ENV_COORDINATOR);
+    char fdstr[16], envfdstr[16];
     snprintf(fdstr, sizeof fdstr, "%d", rp[1]);
-    char *argv[20];
+    snprintf(envfdstr, sizeof envfdstr, "%d", envfd);
+    char *argv[24];
     size_t n = 0;
     argv[n++] = self;
     argv[n++] = (char *)"__coordinator";
@@ -91,6 +105,8 @@ static int start_coordinator(const struct lz_client_opts *o, struct lz_error *er
     argv[n++] = (char *)c->fingerprint_hex;
     argv[n++] = (char *)"--artifact";
     argv[n++] = (char *)artifact_id;
+    argv[n++] = (char *)"--env-fd";
+    argv[n++] = envfdstr;
     /* The canonical file the client resolved: the coordinator runs in /. */
     if (c->source_path) {
         argv[n++] = (char *)"--config";
@@ -101,14 +117,15 @@ static int start_coordinator(const struct lz_client_opts *o, struct lz_error *er
         argv[n++] = (char *)o->profile;
     }
     argv[n] = NULL;
-    int keep[] = { rp[1] };
+    int keep[] = { rp[1], envfd };
     /* Detached: own session, no terminal; it outlives this client. */
-    struct lz_spawn_opts so = { .path = self, .argv = argv, .stdin_fd = -1, .stdout_fd = logfd,
-                                .stderr_fd = logfd, .keep_fds = keep, .n_keep_fds = 1,
+    struct lz_spawn_opts so = { .path = self, .argv = argv, .envp = envp, .stdin_fd = -1, .stdout_fd = logfd,
+                                .stderr_fd = logfd, .keep_fds = keep, .n_keep_fds = 2,
                                 .setns_pidfd = -1, .new_session = true, .cwd = "/" };
     struct lz_child child;
     r = lz_spawn(&so, &child);
     close(rp[1]);
+    lz_closep(&envfd);
     if (r < 0) {
         close(rp[0]);
         return lz_error_set(err, r, "cannot start the Host Coordinator: %s", strerror(-r));

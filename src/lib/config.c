@@ -20,6 +20,8 @@ struct loader {
     struct lz_error *err;
     const char *home; /* may be NULL: then "~" cannot be expanded */
     int data_root_line, socket_dir_line; /* 0 when not from the file */
+    const char *(*lookup_env)(void *ud, const char *name); /* NULL: secure_getenv */
+    void *lookup_env_ud;
 };
 
 /* One prefix list with the line of every element, for conflict messages. */
@@ -983,7 +985,7 @@ static int resolve_env(struct loader *ld, struct lz_config *c, const struct lz_t
         int line = te ? te->value->line : 0;
         snprintf(key, sizeof key, "profiles.%s.env.%s", c->profile.name, e->name);
         const char *var = e->reference + 4;
-        const char *val = secure_getenv(var);
+        const char *val = ld->lookup_env ? ld->lookup_env(ld->lookup_env_ud, var) : secure_getenv(var);
         if (!val)
             return cerr(ld, line, key, "host environment variable %s is not set", disp(var, d, sizeof d));
         size_t n = strlen(val);
@@ -1280,7 +1282,8 @@ int lz_config_load(const struct lz_config_opts *opts, struct lz_config **ret, st
                             disp(profile, d, sizeof d));
 
     _cleanup_config_ struct lz_config *c = lz_xcalloc(1, sizeof *c);
-    struct loader ld = { .err = err, .home = lz_home_dir() };
+    struct loader ld = { .err = err, .home = lz_home_dir(), .lookup_env = opts ? opts->lookup_env : NULL,
+                         .lookup_env_ud = opts ? opts->lookup_env_ud : NULL };
     int r = resolve_workspace(opts, c, err);
     if (r < 0)
         return r;

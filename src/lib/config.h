@@ -124,6 +124,12 @@ struct lz_config_opts {
     const char *config_path; /* --config, or NULL for XDG lookup */
     const char *profile;     /* -p, or NULL meaning "default" */
     const char *workspace;   /* directory, need not be canonical yet; NULL = cwd */
+    /* Where env:VAR references are resolved; NULL: this process's own
+     * environment (secure_getenv). The coordinator, which runs with a
+     * minimal environment, resolves from the values its client handed over
+     * (procenv.h). */
+    const char *(*lookup_env)(void *ud, const char *name);
+    void *lookup_env_ud;
 };
 
 int lz_config_load(const struct lz_config_opts *opts, struct lz_config **ret, struct lz_error *err);

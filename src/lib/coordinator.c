@@ -11,12 +11,14 @@
 #include "netfollow.h"
 #include "ocispec.h"
 #include "paths.h"
+#include "procenv.h"
 #include "proto.h"
 #include "spawn.h"
 #include "supervisor.h"
 
 #include <fcntl.h>
 #include <jansson.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pwd.h>
 #include <sched.h>
@@ -38,6 +40,7 @@
 #define FLOCK_TIMEOUT_S 60
 #define RELEASE_GRACE_MS 2000
 #define DRAIN_TIMEOUT_MS 5000
+#define SPEC_FEED_TIMEOUT_MS 10000
 
 
 static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -305,9 +308,10 @@ static int start_slirp(struct hc *h, struct lz_error *err) {
                      (char *)"--disable-host-loopback", (char *)"--enable-sandbox",
                      (char *)"--enable-seccomp", ready, pid, (char *)LZ_NET_TAP, NULL };
     int keep[] = { rp[1] };
-    struct lz_spawn_opts o = { .path = path, .argv = argv, .stdin_fd = -1, .stdout_fd = 2, .stderr_fd = 2,
-                               .keep_fds = keep, .n_keep_fds = 1, .setns_pidfd = -1, .pdeathsig = SIGTERM,
-                               .barrier = true };
+    _cleanup_env_ char **envp = lz_env_build(LZ_ENV_HELPER);
+    struct lz_spawn_opts o = { .path = path, .argv = argv, .envp = envp, .stdin_fd = -1, .stdout_fd = 2,
+                               .stderr_fd = 2, .keep_fds = keep, .n_keep_fds = 1, .setns_pidfd = -1,
+                               .pdeathsig = SIGTERM, .barrier = true };
     int r = lz_spawn(&o, &h->slirp);
     close(rp[1]);
     if (r < 0) {
@@ -555,8 +559,10 @@ static int start_generation(struct hc *h, struct lz_error *err) {
         return r;
     }
     int keep[] = { sp[1], pfd, afd };
+    /* Our hooks only (procenv.h); it passes the bare helper set on. */
+    _cleanup_env_ char **rs_env = lz_env_build(LZ_ENV_SUPERVISOR);
     struct lz_spawn_opts o = {
-        .path = self, .argv = argv, .stdin_fd = -1, .stdout_fd = 2, .stderr_fd = 2,
+        .path = self, .argv = argv, .envp = rs_env, .stdin_fd = -1, .stdout_fd = 2, .stderr_fd = 2,
         .keep_fds = keep, .n_keep_fds = afd >= 0 ? 3 : 2,
         .clone_flags = CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS,
         .setns_pidfd = -1, .barrier = true, .pdeathsig = SIGTERM,
@@ -921,6 +927,37 @@ static void session_free(struct hc *h, struct session *s) {
     free(s);
 }
 
+/* Frees a string that may hold resolved profile values, zeroed first. */
+static void zero_freep(char **p) {
+    if (*p)
+        sodium_memzero(*p, strlen(*p));
+    free(*p);
+}
+
+/* Writes json[*off..len) to the non-blocking pipe w, waiting at most
+ * timeout_ms for room (0: only what fits now). 0 once all is written. */
+static int spec_feed(int w, const char *json, size_t len, size_t *off, int timeout_ms) {
+    long deadline = lz_now_ms() + timeout_ms;
+    while (*off < len) {
+        ssize_t k = write(w, json + *off, len - *off);
+        if (k > 0) {
+            *off += (size_t)k;
+            continue;
+        }
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0 && errno != EAGAIN)
+            return -errno;
+        long left = deadline - lz_now_ms();
+        if (left <= 0)
+            return timeout_ms ? -ETIMEDOUT : 0;
+        struct pollfd p = { .fd = w, .events = POLLOUT };
+        if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+            return -errno;
+    }
+    return 0;
+}
+
 static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *hello,
                               struct lz_error *err) {
     struct lz_config *c = h->cfg;
@@ -952,25 +989,36 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
         .envv = env, .cwd = hello->cwd && hello->cwd[0] ? hello->cwd : "/workspace",
         .terminal = s->tty, .rows = hello->rows, .cols = hello->cols,
     };
-    _cleanup_free_ char *json = NULL;
+    _cleanup_(zero_freep) char *json = NULL;
     int r = lz_oci_process_json(&es, &json, err);
     strv_free(env);
     if (r < 0)
         return r;
     /* The process spec holds resolved profile secrets: it goes to runsc
-     * through a sealed memfd, never through a file. */
-    _cleanup_close_ int pf = memfd_create("lazaret-process", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (pf < 0 || lz_write_full(pf, json, strlen(json)) < 0 ||
-        fcntl(pf, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 ||
-        lseek(pf, 0, SEEK_SET) < 0)
+     * exec through a pipe, never a file, and not a memfd either: the exec
+     * client keeps the descriptor for the whole session, and a memfd would
+     * stay readable through /proc/PID/fd all that time, while a pipe is
+     * empty once runsc has read the spec (--process /proc/self/fd/N). What
+     * fits is written before the client is released; the rest after,
+     * bounded (spec_feed). */
+    _cleanup_close_ int spec_r = -EBADF, spec_w = -EBADF;
+    int pp[2];
+    if (pipe2(pp, O_CLOEXEC) < 0)
         return lz_error_set(err, -errno, "cannot pass the process spec: %s", strerror(errno));
-    sodium_memzero(json, strlen(json));
-    s->procfile = lz_xasprintf("/proc/self/fd/%d", pf);
+    spec_r = pp[0];
+    spec_w = pp[1];
+    size_t spec_len = strlen(json), spec_off = 0;
+    if (spec_len > 65536)
+        (void)fcntl(spec_w, F_SETPIPE_SZ, spec_len < 1048576 ? (int)spec_len : 1048576);
+    fcntl(spec_w, F_SETFL, O_NONBLOCK);
+    spec_feed(spec_w, json, spec_len, &spec_off, 0);
+    s->procfile = lz_xasprintf("/proc/self/fd/%d", spec_r);
     char *argv[] = { h->runsc, (char *)"--root", h->state_dir, (char *)"exec", (char *)"--process",
                      s->procfile, h->container_id, NULL };
-    int keep[] = { pf };
+    int keep[] = { spec_r };
+    _cleanup_env_ char **envp = lz_env_build(LZ_ENV_HELPER);
     struct lz_spawn_opts o = {
-        .path = h->runsc, .argv = argv, .setns_pidfd = h->rs.pidfd,
+        .path = h->runsc, .argv = argv, .envp = envp, .setns_pidfd = h->rs.pidfd,
         .setns_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET,
         .keep_fds = keep, .n_keep_fds = 1, .barrier = true,
     };
@@ -1024,6 +1072,7 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
         o.new_session = true;
     }
     r = lz_spawn(&o, &s->exec);
+    lz_closep(&spec_r);
     if (r < 0)
         return lz_error_set(err, r, "cannot start the session: %s", strerror(-r));
     /* Staged ownership before the exec client may run; committed after. */
@@ -1036,6 +1085,13 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
     lz_crash_point("session-staged");
     if ((r = lz_child_release(&s->exec)) < 0)
         return lz_error_set(err, r, "cannot start the session: %s", strerror(-r));
+    /* The rest of a spec larger than the pipe, while runsc reads it. */
+    r = spec_feed(spec_w, json, spec_len, &spec_off, SPEC_FEED_TIMEOUT_MS);
+    lz_closep(&spec_w);
+    if (r < 0) {
+        lz_child_signal(&s->exec, SIGKILL);
+        return lz_error_set(err, r, "cannot pass the process spec to runsc: %s", strerror(-r));
+    }
     if ((r = lz_store_session_set(h->st, h->gen, s->id, "running", s->tty, NULL, "committed", &id, err)) < 0) {
         lz_child_signal(&s->exec, SIGKILL);
         return r;
@@ -1472,6 +1528,12 @@ static void recovery_log(void *ud, const char *msg) {
         model_action("ResetFailedDomain", "%s", msg + 10);
 }
 
+static void zeroing_free(void *p) {
+    if (p)
+        explicit_bzero(p, malloc_usable_size(p));
+    free(p);
+}
+
 int lz_coordinator_main(const struct lz_coordinator_args *a) {
     struct lz_error err = { 0 };
     struct hc h = { .a = a, .rs = LZ_CHILD_NULL, .slirp = LZ_CHILD_NULL, .rs_ctl = -EBADF, .listen_fd = -EBADF, .sfd = -EBADF };
@@ -1481,9 +1543,28 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
         ready_reply(ready_fd, "error libsodium failed to initialise");
         return 1;
     }
+    /* The referenced host variables, from the client's hand-over: we run
+     * with a minimal environment (procenv.h). The memfd is closed before
+     * anything is started, and the copy is zeroed once the configuration
+     * holds the values. */
+    struct lz_envpass *envpass = NULL;
+    if (a->env_fd >= 0) {
+        r = lz_envpass_read(a->env_fd, &envpass, &err);
+        close(a->env_fd);
+        if (r < 0) {
+            ready_reply(ready_fd, "error %s", err.msg);
+            return 1;
+        }
+    }
+    /* jansson's copies of the process spec (resolved values) are zeroed
+     * when freed too. */
+    json_set_alloc_funcs(malloc, zeroing_free);
     struct lz_config_opts co = { .config_path = a->config_path, .profile = a->profile,
-                                 .workspace = a->workspace };
-    if ((r = lz_config_load(&co, &h.cfg, &err)) < 0) {
+                                 .workspace = a->workspace, .lookup_env = lz_envpass_get,
+                                 .lookup_env_ud = envpass };
+    r = lz_config_load(&co, &h.cfg, &err);
+    lz_envpass_free(envpass);
+    if (r < 0) {
         ready_reply(ready_fd, "error %s", err.msg);
         return 1;
     }

@@ -13,6 +13,11 @@
  * start a new generation, which waits on the flock), stops the sandbox
  * through the Supervisor, and exits.
  *
+ * The coordinator runs with a minimal environment (procenv.h): the values
+ * of the host variables the profile references come from env_fd, which it
+ * reads and closes before it starts anything; every child gets an
+ * environment built by procenv.h, never the coordinator's own.
+ *
  * Readiness is reported to the starting client on `ready_fd`: one line,
  * "ok" or "error <message>", then the fd is closed.
  */
@@ -28,6 +33,7 @@ struct lz_coordinator_args {
     const char *expect_fingerprint; /* hex */
     const char *artifact_id;   /* prepared lower: <data_root>/prepared/<id>/rootfs */
     int ready_fd;
+    int env_fd;                /* sealed memfd of the referenced host variables (procenv.h), or -1 */
 };
 
 int lz_coordinator_main(const struct lz_coordinator_args *a);

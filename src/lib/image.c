@@ -1,5 +1,6 @@
 /* image.c — see image.h for the layout and the contracts. */
 #include "image.h"
+#include "procenv.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -937,11 +938,14 @@ static void tool_tail(const struct tool_out *o, char *out, size_t size) {
     }
 }
 
-/* fork + execvp of argv (no shell); stdin /dev/null; stdout and stderr into
+/* fork + execvpe of argv (no shell), with lz_tool_env(); stdin /dev/null; stdout and stderr into
  * o. Returns -errno when the program could not be started, else 0 with
  * *ret_status = exit status (128 + signal when killed). */
 static int run_tool(char *const argv[], int cwd_fd, struct tool_out *o, int *ret_status) {
     int out[2], ex[2];
+    /* Not the whole client environment (it may hold the secrets a profile
+     * references): what registry and Debian-mirror tools need (procenv.h). */
+    _cleanup_env_ char **envp = lz_tool_env();
     if (pipe2(out, O_CLOEXEC) < 0)
         return -errno;
     if (pipe2(ex, O_CLOEXEC) < 0) {
@@ -972,7 +976,7 @@ static int run_tool(char *const argv[], int cwd_fd, struct tool_out *o, int *ret
             (void)!write(ex[1], &e, sizeof e);
             _exit(127);
         }
-        execvp(argv[0], argv);
+        execvpe(argv[0], argv, envp);
         int e = errno;
         (void)!write(ex[1], &e, sizeof e);
         _exit(127);

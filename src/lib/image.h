@@ -79,7 +79,8 @@
  * to this module; nothing here deletes a published artifact (only
  * lz_catalog_gc does, and never a leased one).
  *
- * Tools are run with fork/execvp of a fixed argv (no shell), stdin
+ * Tools are run with fork/execvpe of a fixed argv (no shell) and the
+ * allow-listed environment of lz_tool_env() (procenv.h), stdin
  * /dev/null, stdout+stderr captured: each output line goes to the progress
  * callback as a phase ("bootstrap: I: ..."), the tail into the error message.
  */

@@ -1,5 +1,6 @@
 /* spawn.c — see spawn.h. */
 #include "spawn.h"
+#include "procenv.h"
 
 #include <fcntl.h>
 #include <linux/sched.h>
@@ -19,17 +20,16 @@
 #define P_PIDFD 3
 #endif
 
-extern char **environ;
-
 static int sys_pidfd_send_signal(int pidfd, int sig) {
     return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
 }
 
-static bool fd_kept(const struct lz_spawn_opts *o, int fd) {
-    for (size_t i = 0; i < o->n_keep_fds; i++)
-        if (o->keep_fds[i] == fd)
-            return true;
-    return false;
+/* close_range, or (kernels without it) close() up to a sane bound. */
+static void close_gap(unsigned int from, unsigned int to) {
+    if (syscall(SYS_close_range, from, to, 0) == 0)
+        return;
+    for (unsigned int fd = from; fd <= to && fd < 65536; fd++)
+        close((int)fd);
 }
 
 /* Runs in the child after clone3: async-signal-safe calls only. Reports
@@ -83,18 +83,30 @@ __attribute__((noreturn)) static void child_main(const struct lz_spawn_opts *o, 
         goto fail;
     if (o->cwd && chdir(o->cwd) < 0)
         goto fail;
-    /* Close everything else except kept fds and our status pipe (CLOEXEC). */
-    for (int fd = 3; fd < 1024; fd++) {
-        if (fd == status_w || fd_kept(o, fd))
-            continue;
-        close(fd);
+    /* Close everything else except kept fds and our status pipe (CLOEXEC),
+     * whatever its number: a descriptor that reached us without
+     * O_CLOEXEC (a library's) never reaches a helper. */
+    for (unsigned int from = 3;;) {
+        long next = status_w >= (int)from ? status_w : -1;
+        for (size_t i = 0; i < o->n_keep_fds; i++)
+            if (o->keep_fds[i] >= (int)from && (next < 0 || o->keep_fds[i] < next))
+                next = o->keep_fds[i];
+        if (next < 0) {
+            close_gap(from, ~0U);
+            break;
+        }
+        if ((unsigned int)next > from)
+            close_gap(from, (unsigned int)next - 1);
+        from = (unsigned int)next + 1;
     }
     for (size_t i = 0; i < o->n_keep_fds; i++) {
         int fl = fcntl(o->keep_fds[i], F_GETFD);
         if (fl >= 0)
             fcntl(o->keep_fds[i], F_SETFD, fl & ~FD_CLOEXEC);
     }
-    execve(o->path, o->argv, o->envp ? o->envp : environ);
+    /* Never our own environment by default: the client's may hold the
+     * secrets its profile references (procenv.h). */
+    execve(o->path, o->argv, o->envp ? o->envp : lz_helper_envp);
 fail:
     e = errno;
     (void)!write(status_w, &e, sizeof e);

@@ -25,7 +25,7 @@ struct lz_child {
 struct lz_spawn_opts {
     const char *path;           /* executable (absolute) */
     char *const *argv;
-    char *const *envp;          /* NULL: inherit environ */
+    char *const *envp;          /* NULL: only LZ_HELPER_PATH (procenv.h); never the caller's environ */
     int stdin_fd, stdout_fd, stderr_fd; /* -1: /dev/null */
     const int *keep_fds;        /* extra fds kept open in the child (their numbers are preserved) */
     size_t n_keep_fds;

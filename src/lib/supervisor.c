@@ -4,6 +4,7 @@
 #include "store.h" /* lz_crash_point */
 #include "netpolicy.h"
 #include "netfollow.h"
+#include "procenv.h"
 #include "spawn.h"
 
 #include <linux/capability.h>
@@ -171,8 +172,8 @@ static int run_runsc_cmd(const struct lz_supervisor_args *a, const char *const *
     for (; *tail_argv && n < LZ_ARRAY_SIZE(argv) - 1; tail_argv++)
         argv[n++] = (char *)*tail_argv;
     argv[n] = NULL;
-    struct lz_spawn_opts o = { .path = a->runsc, .argv = argv, .stdin_fd = -1, .stdout_fd = 2,
-                               .stderr_fd = 2, .setns_pidfd = -1, .pdeathsig = SIGKILL };
+    struct lz_spawn_opts o = { .path = a->runsc, .argv = argv, .envp = lz_helper_envp, .stdin_fd = -1,
+                               .stdout_fd = 2, .stderr_fd = 2, .setns_pidfd = -1, .pdeathsig = SIGKILL };
     struct lz_child c;
     int r = lz_spawn(&o, &c);
     if (r < 0)
@@ -287,9 +288,9 @@ static int start_router(const struct lz_supervisor_args *a, struct lz_child *ret
     }
     argv[n] = NULL;
     int keep[] = { rp[1] };
-    struct lz_spawn_opts o = { .path = a->router, .argv = argv, .stdin_fd = -1, .stdout_fd = 2,
-                               .stderr_fd = 2, .keep_fds = keep, .n_keep_fds = 1, .setns_pidfd = -1,
-                               .pdeathsig = SIGTERM, .barrier = true };
+    struct lz_spawn_opts o = { .path = a->router, .argv = argv, .envp = lz_helper_envp, .stdin_fd = -1,
+                               .stdout_fd = 2, .stderr_fd = 2, .keep_fds = keep, .n_keep_fds = 1,
+                               .setns_pidfd = -1, .pdeathsig = SIGTERM, .barrier = true };
     int r = lz_spawn(&o, ret);
     close(rp[1]);
     if (r < 0) {
@@ -525,8 +526,11 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
                      (char *)"--network=host", (char *)"--ignore-cgroups", overlay,
                      (char *)"run", (char *)"--bundle", (char *)a->bundle_dir,
                      (char *)a->container_id, NULL };
-    struct lz_spawn_opts o = { .path = a->runsc, .argv = argv, .stdin_fd = -1, .stdout_fd = outp[1],
-                               .stderr_fd = errp[1], .setns_pidfd = -1, .pdeathsig = SIGKILL, .barrier = true };
+    /* runsc passes its environment on to runsc-gofer and runsc-sandbox:
+     * the bare helper set (procenv.h), never ours. */
+    struct lz_spawn_opts o = { .path = a->runsc, .argv = argv, .envp = lz_helper_envp, .stdin_fd = -1,
+                               .stdout_fd = outp[1], .stderr_fd = errp[1], .setns_pidfd = -1,
+                               .pdeathsig = SIGKILL, .barrier = true };
     struct lz_child runsc = LZ_CHILD_NULL;
     owned[0] = &runsc;
     r = lz_spawn(&o, &runsc);
