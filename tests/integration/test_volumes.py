@@ -11,6 +11,7 @@ host, so the checks below would see a failure.
 """
 import os
 import shutil
+import sqlite3
 import stat
 import subprocess
 import time
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git_env, lz_run, wait_until
+from conftest import git_env, lz_run, user_processes, wait_until
 
 PERSIST = 'persistent_dirs = ["/root"]'
 
@@ -29,9 +30,16 @@ def run_ok(lazaret, env, ws, script):
     return r.stdout.decode()
 
 
-def anchor_upper(env):
-    uppers = list((Path(env.storage) / "domains").glob("*/anchor-*/upper/root"))
-    return uppers
+def domain_dirs(env):
+    d = Path(env.storage) / "domains"
+    return set(d.iterdir()) if d.exists() else set()
+
+
+def anchor_upper(env, before):
+    """The /root upper of the one Domain created since `before`."""
+    new = domain_dirs(env) - before
+    assert len(new) == 1, new
+    return list(new.pop().glob("anchor-*/upper/root"))
 
 
 @pytest.fixture
@@ -67,6 +75,7 @@ def venv(env, tmp_path):
 
 
 def test_volume_strips_set_id_and_refuses_special_files(lazaret, venv, workspace, bindsock):
+    before = domain_dirs(venv)
     out = run_ok(lazaret, venv, workspace,
                  "cd /vol && echo a > f && chmod 6755 f; echo chmod=$?; touch g && chmod u+s g; "
                  "touch h && chmod 2755 h; "
@@ -82,14 +91,23 @@ def test_volume_strips_set_id_and_refuses_special_files(lazaret, venv, workspace
     assert not os.path.lexists(vol / "cdev"), out
     assert not os.path.lexists(vol / "sock"), out
     # Positive control: where no router stands the bits reach the host file.
-    uppers = anchor_upper(venv)
+    uppers = anchor_upper(venv, before)
     assert len(uppers) == 1
     mode = (uppers[0] / "suid").lstat().st_mode
     assert mode & stat.S_ISUID and mode & stat.S_ISGID, oct(mode)
 
 
+def store_rows(ddir, sql):
+    con = sqlite3.connect(f"file:{ddir / 'domain.db'}?mode=ro", uri=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
 def test_volume_file_work_shows_on_the_host_at_once(lazaret, venv, workspace):
     vol = venv.vol
+    before = domain_dirs(venv)
     (vol / "from-host").write_text("host\n")
     script = ("cd /vol && cat from-host && echo one > a && mkdir -p d/e && mv a d/e/b && "
               "ln -s e/b d/l && cat d/l && echo two >> d/e/b && touch gone && rm gone && "
@@ -104,6 +122,11 @@ def test_volume_file_work_shows_on_the_host_at_once(lazaret, venv, workspace):
         assert wait_until(lambda: (vol / "d" / "e" / "b").read_text() == "one\ntwo\n", timeout=10)
         assert os.readlink(vol / "d" / "l") == "e/b"
         assert not (vol / "a").exists() and not (vol / "gone").exists()
+        # Each writable volume router is a recorded process of the Domain.
+        new = domain_dirs(venv) - before
+        assert len(new) == 1
+        rows = store_rows(new.pop(), "SELECT role, slot, phase FROM processes ORDER BY slot")
+        assert ("git_routing", "vol0", "committed") in rows and ("git_routing", "vol1", "committed") in rows, rows
         (vol / "host-saw").write_text("seen\n")
         out, err = p.communicate(timeout=60)
     finally:
@@ -114,6 +137,26 @@ def test_volume_file_work_shows_on_the_host_at_once(lazaret, venv, workspace):
     assert b"host\n" in out and b"one\n" in out and b"seen\n" in out
     # A volume kept under the Storage Root may link within itself.
     assert os.readlink(venv.pvol / "pl") == "p"
+    # Teardown stopped every router.
+    assert wait_until(lambda: not user_processes("lazaret-router"), timeout=45)
+
+
+def test_volume_routers_are_recovered_after_a_coordinator_crash(lazaret, venv, workspace):
+    before = domain_dirs(venv)
+    e = venv.environ(LAZARET_TEST_CRASH="runsc-staged")
+    subprocess.run([lazaret, "run", "-p", "test", "--", "true"], cwd=workspace, env=e,
+                   capture_output=True, timeout=120)
+    new = domain_dirs(venv) - before
+    assert len(new) == 1
+    ddir = new.pop()
+    slots = {r[0] for r in store_rows(ddir, "SELECT slot FROM processes")}
+    assert {"router", "vol0", "vol1", "runsc"} <= slots, slots
+    assert wait_until(lambda: not user_processes("lazaret-router") and not user_processes("runsc"), timeout=45)
+    run_ok(lazaret, venv, workspace, "echo ok > /vol/after")
+    assert (venv.vol / "after").read_text() == "ok\n"
+    assert wait_until(lambda: not user_processes("lazaret-router"), timeout=45)
+    assert store_rows(ddir, "SELECT count(*) FROM processes") == [(0,)]
+    assert "recovery: generation" in (ddir / "coordinator.log").read_text()
 
 
 def make_evil_repo(path: Path, sentinel: Path):
@@ -128,8 +171,9 @@ def make_evil_repo(path: Path, sentinel: Path):
 
 def test_symlinks_into_lazaret_storage_refused(lazaret, venv, workspace, tmp_path):
     env = venv
+    before = domain_dirs(env)
     run_ok(lazaret, env, workspace, "mkdir -p /root/evil")  # creates the Domain and its anchor
-    uppers = anchor_upper(env)
+    uppers = anchor_upper(env, before)
     assert len(uppers) == 1
     evil = uppers[0] / "evil"
     sentinel = tmp_path / "SENTINEL"
