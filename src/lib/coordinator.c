@@ -179,8 +179,8 @@ static int record_proc(struct hc *h, enum lz_role role, const char *slot, const 
     return 0;
 }
 
-/* "stage <slot> <pid>": the Supervisor holds that child (lazaret-router or
- * runsc) at its barrier. Its identity is read through our own pidfd for
+/* "stage <slot> <pid>": the Supervisor holds that child (lazaret-router,
+ * a writable volume's router "vol<i>", or runsc) at its barrier. Its identity is read through our own pidfd for
  * the PID (the child is the Supervisor's and cannot be reaped before it is
  * released, so the PID names exactly it) and recorded staged; then the
  * Supervisor is told to release it. */
