@@ -57,9 +57,12 @@ static int supervisor(int argc, char **argv) {
         { "addr-fd", required_argument, NULL, 'N' },
         { "rootfs", required_argument, NULL, 'L' }, { "anchor-root", required_argument, NULL, 'A' },
         { "anchor-target", required_argument, NULL, 'T' }, { "persist", required_argument, NULL, 'p' },
+        { "volume", required_argument, NULL, 'V' }, { "volume-view", required_argument, NULL, 'W' },
+        { "deny-link-target", required_argument, NULL, 'X' },
         { 0 },
     };
     int c;
+    size_t n_vsrc = 0, n_vview = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case 'c': a.ctl_fd = parse_fd(optarg); break;
@@ -83,6 +86,27 @@ static int supervisor(int argc, char **argv) {
                 a.persist[a.n_persist++] = optarg;
             }
             break;
+        case 'V':
+        case 'W': {
+            /* Pairs, in order: --volume SRC --volume-view VIEW. */
+            char ***v = c == 'V' ? &a.vol_source : &a.vol_view;
+            size_t *n = c == 'V' ? &n_vsrc : &n_vview;
+            if (*n >= LZ_RS_VOLUMES_MAX) {
+                lz_cli_error("__supervisor: more than %d writable volumes", LZ_RS_VOLUMES_MAX);
+                return LZ_EXIT_USAGE;
+            }
+            *v = lz_xrealloc(*v, (*n + 1) * sizeof **v);
+            (*v)[(*n)++] = optarg;
+            break;
+        }
+        case 'X':
+            if (a.n_deny_link >= LZ_RS_DENY_MAX) {
+                lz_cli_error("__supervisor: more than %d --deny-link-target paths", LZ_RS_DENY_MAX);
+                return LZ_EXIT_USAGE;
+            }
+            a.deny_link = lz_xrealloc(a.deny_link, (a.n_deny_link + 1) * sizeof *a.deny_link);
+            a.deny_link[a.n_deny_link++] = optarg;
+            break;
         case 'P':
             /* every path: the coordinator bounded their number (gitscan.h) */
             a.protect = lz_xrealloc(a.protect, (a.n_protect + 1) * sizeof *a.protect);
@@ -93,10 +117,11 @@ static int supervisor(int argc, char **argv) {
     }
     if (a.ctl_fd < 0 || !a.runsc || !a.state_dir || !a.bundle_dir || !a.container_id || !a.overlay_dir ||
         !a.router || !a.workspace || !a.view || a.policy_fd < 0 || !a.policy_digest ||
-        (a.n_persist && (!a.rootfs || !a.anchor_root || !a.anchor_target))) {
+        (a.n_persist && (!a.rootfs || !a.anchor_root || !a.anchor_target)) || n_vsrc != n_vview) {
         lz_cli_error("__supervisor: missing arguments");
         return LZ_EXIT_USAGE;
     }
+    a.n_volumes = n_vsrc;
     return lz_supervisor_main(&a);
 }
 

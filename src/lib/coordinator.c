@@ -140,7 +140,24 @@ struct hc {
     bool recorded[LZ_ROLE_COUNT];  /* participant rows written for this generation */
     bool rs_exited_msg;            /* the Supervisor reported the sandbox gone */
     struct lz_procid router_id, runsc_id; /* the Supervisor's children, as staged */
+    /* Writable volumes, each served by its own router (slot "vol<i>") at
+     * vol_view[i]; vol_of[i] is its index in profile.volumes. */
+    char *vol_view[LZ_RS_VOLUMES_MAX];
+    size_t vol_of[LZ_RS_VOLUMES_MAX], n_vol;
+    struct lz_procid vol_id[LZ_RS_VOLUMES_MAX];
 };
+
+/* "vol<i>" for a writable volume of this generation: i, else -1. */
+static int vol_slot(const struct hc *h, const char *slot) {
+    char *end;
+    if (strncmp(slot, "vol", 3) != 0 || slot[3] < '0' || slot[3] > '9')
+        return -1;
+    errno = 0;
+    unsigned long i = strtoul(slot + 3, &end, 10);
+    if (errno || *end || i >= h->n_vol)
+        return -1;
+    return (int)i;
+}
 
 /* One participant transition, logged with the model's vocabulary. */
 static int record(struct hc *h, enum lz_role role, enum lz_pstate state, const char *artifact, const char *mount,
@@ -167,8 +184,8 @@ static int record_proc(struct hc *h, enum lz_role role, const char *slot, const 
     return 0;
 }
 
-/* "stage <slot> <pid>": the Supervisor holds that child (lazaret-router or
- * runsc) at its barrier. Its identity is read through our own pidfd for
+/* "stage <slot> <pid>": the Supervisor holds that child (lazaret-router,
+ * a writable volume's router "vol<i>", or runsc) at its barrier. Its identity is read through our own pidfd for
  * the PID (the child is the Supervisor's and cannot be reaped before it is
  * released, so the PID names exactly it) and recorded staged; then the
  * Supervisor is told to release it. */
@@ -176,15 +193,17 @@ static int stage_rs_child(struct hc *h, const char *arg, struct lz_error *err) {
     char slot[16];
     int pid = 0, n = 0;
     if (sscanf(arg, "%15s %d%n", slot, &pid, &n) != 2 || arg[n] != '\0' || pid <= 0 ||
-        (strcmp(slot, "router") && strcmp(slot, "runsc")))
+        (strcmp(slot, "router") && strcmp(slot, "runsc") && vol_slot(h, slot) < 0))
         return lz_error_set(err, -EPROTO, "unexpected message from the Runtime Supervisor");
-    enum lz_role role = !strcmp(slot, "router") ? LZ_ROLE_GIT_ROUTING : LZ_ROLE_SANDBOX;
+    /* Volume routers are routers too: recovery stops them with the rest. */
+    enum lz_role role = strcmp(slot, "runsc") ? LZ_ROLE_GIT_ROUTING : LZ_ROLE_SANDBOX;
     struct lz_child c = { .pid = pid, .pidfd = (int)syscall(SYS_pidfd_open, pid, 0), .barrier_fd = -EBADF,
                           .status_fd = -EBADF };
     if (c.pidfd < 0)
         return lz_error_set(err, -errno, "cannot open the Supervisor's %s: %s", slot, strerror(errno));
     int r = record_proc(h, role, slot, "staged", &c, err);
-    struct lz_procid *keep = !strcmp(slot, "router") ? &h->router_id : &h->runsc_id;
+    int vi = vol_slot(h, slot);
+    struct lz_procid *keep = vi >= 0 ? &h->vol_id[vi] : !strcmp(slot, "router") ? &h->router_id : &h->runsc_id;
     if (r == 0)
         r = lz_procid_from_pidfd(c.pidfd, c.pid, keep);
     close(c.pidfd);
@@ -204,6 +223,12 @@ static int commit_rs_children(struct hc *h, struct lz_error *err) {
         r = lz_store_proc_set(h->st, h->gen, LZ_ROLE_GIT_ROUTING, "router", "committed", &h->router_id, err);
     if (r == 0 && h->runsc_id.ino)
         r = lz_store_proc_set(h->st, h->gen, LZ_ROLE_SANDBOX, "runsc", "committed", &h->runsc_id, err);
+    for (size_t i = 0; r == 0 && i < h->n_vol; i++) {
+        char slot[16];
+        snprintf(slot, sizeof slot, "vol%zu", i);
+        if (h->vol_id[i].ino)
+            r = lz_store_proc_set(h->st, h->gen, LZ_ROLE_GIT_ROUTING, slot, "committed", &h->vol_id[i], err);
+    }
     return r;
 }
 
@@ -371,11 +396,16 @@ static int write_bundle(struct hc *h, struct lz_error *err) {
     struct lz_oci_bind *binds = NULL;
     size_t nb = 0;
     add_terminfo_binds(&binds, &nb);
-    for (size_t i = 0; i < c->profile.n_volumes; i++) {
+    /* A writable volume is seen through its router (set-id bits, device
+     * nodes); a read-only bind cannot create or chmod anything. */
+    for (size_t i = 0, w = 0; i < c->profile.n_volumes; i++) {
         const struct lz_volume *v = &c->profile.volumes[i];
         (void)lz_mkdir_p(v->host, 0700);
+        const char *src = v->host;
+        if (w < h->n_vol && h->vol_of[w] == i)
+            src = h->vol_view[w++];
         binds = lz_xrealloc(binds, (nb + 1) * sizeof *binds);
-        binds[nb++] = (struct lz_oci_bind){ lz_xstrdup(v->host), lz_xstrdup(v->container), v->read_only };
+        binds[nb++] = (struct lz_oci_bind){ lz_xstrdup(src), lz_xstrdup(v->container), v->read_only };
     }
     /* The sandbox's resolver is the connectivity helper's DNS forwarder. */
     static const struct { const char *name, *dest, *text; } netfiles[] = {
@@ -440,6 +470,20 @@ static int start_generation(struct hc *h, struct lz_error *err) {
         (r = lz_mkdir_p(h->overlay_dir, 0700)) < 0 || (r = lz_mkdir_p(h->view, 0700)) < 0)
         return lz_error_set(err, r, "cannot create runtime directories under %s: %s", h->gen_dir,
                             strerror(-r));
+    for (size_t i = 0; i < c->profile.n_volumes; i++) {
+        const struct lz_volume *v = &c->profile.volumes[i];
+        if (v->read_only)
+            continue;
+        if (h->n_vol >= LZ_RS_VOLUMES_MAX)
+            return lz_error_set(err, -E2BIG, "more than %d writable volumes: make some read-only",
+                                LZ_RS_VOLUMES_MAX);
+        h->vol_view[h->n_vol] = lz_xasprintf("%s/volume-%zu", h->gen_dir, h->n_vol);
+        h->vol_of[h->n_vol] = i;
+        /* The router's source must exist before it starts. */
+        if ((r = lz_mkdir_p(v->host, 0700)) < 0 || (r = lz_mkdir_p(h->vol_view[h->n_vol], 0700)) < 0)
+            return lz_error_set(err, r, "cannot create %s or its view: %s", v->host, strerror(-r));
+        h->n_vol++;
+    }
 
     if ((r = lz_find_runsc(&h->runsc, err)) < 0)
         return r;
@@ -525,7 +569,8 @@ static int start_generation(struct hc *h, struct lz_error *err) {
     for (size_t i = 0; i < h->git.n_notices; i++)
         logmsg("NOTICE: %s", h->git.notices[i]);
     size_t n_persist = c->profile.n_persistent_dirs;
-    _cleanup_free_ char **argv = lz_xcalloc(32 + 2 * h->git.n_protect + 2 * n_persist, sizeof *argv);
+    _cleanup_free_ char **argv =
+        lz_xcalloc(40 + 2 * h->git.n_protect + 2 * n_persist + 4 * LZ_RS_VOLUMES_MAX + 2 * 3, sizeof *argv);
     size_t na = 0;
     char *fixed[] = { self, (char *)"__supervisor", (char *)"--ctl-fd", fdstr,
                       (char *)"--runsc", h->runsc, (char *)"--state", h->state_dir,
@@ -542,6 +587,19 @@ static int start_generation(struct hc *h, struct lz_error *err) {
     for (size_t i = 0; i < h->git.n_protect; i++) {
         argv[na++] = (char *)"--protect";
         argv[na++] = h->git.protect[i];
+    }
+    for (size_t i = 0; i < h->n_vol; i++) {
+        argv[na++] = (char *)"--volume";
+        argv[na++] = c->profile.volumes[h->vol_of[i]].host;
+        argv[na++] = (char *)"--volume-view";
+        argv[na++] = h->vol_view[i];
+    }
+    /* Symlinks the host would follow into Lazaret's own storage are refused
+     * by every router (docs/security-git.md, "Symlinks to host paths"). */
+    char *deny[] = { c->data_root, h->rt, c->domain_dir };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(deny); i++) {
+        argv[na++] = (char *)"--deny-link-target";
+        argv[na++] = deny[i];
     }
     if (n_persist) {
         char *anc[] = { (char *)"--rootfs", h->rootfs, (char *)"--anchor-root", h->anchor_root,
@@ -967,7 +1025,8 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
     strv_push(&env, &ne, lz_xstrdup("HOME=/root"));
     strv_push(&env, &ne, lz_xstrdup("USER=root"));
     strv_push(&env, &ne, lz_xstrdup("LAZARET=1"));
-    strv_push(&env, &ne, lz_xasprintf("LAZARET_DOMAIN=%s", c->domain_id_hex));
+    /* No Domain ID: with the user name it would spell the Domain's host
+     * directory, and no feature inside needs it. */
     strv_push(&env, &ne, lz_xstrdup("TERMINFO_DIRS=:/run/lazaret/terminfo/etc:/run/lazaret/terminfo/lib:/run/lazaret/terminfo/share"));
     bool have_term = false;
     for (size_t i = 0; i < hello->envc; i++)
@@ -1805,6 +1864,8 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
     free(h.bundle_dir);
     free(h.overlay_dir);
     free(h.view);
+    for (size_t i = 0; i < h.n_vol; i++)
+        free(h.vol_view[i]);
     free(h.router);
     free(h.sock_path);
     free(h.runsc);

@@ -112,7 +112,7 @@ static const char *tail_last_line(struct tail *t) {
  * only; every other child is an orphan re-parented to us (we are a
  * subreaper) and is reaped here, one PID at a time from our children list,
  * so that a zombie of ours never hides the orphans behind it. */
-static const struct lz_child *owned[2];
+static const struct lz_child *owned[2 + LZ_RS_VOLUMES_MAX];
 
 static bool is_owned(pid_t pid) {
     for (size_t i = 0; i < LZ_ARRAY_SIZE(owned); i++)
@@ -263,26 +263,35 @@ static int stage_child(int ctl, const char *slot, struct lz_child *c, char *msg,
     int r = lz_child_release(c);
     if (r < 0)
         snprintf(msg, msglen, "the %s failed to start: %s", slot, strerror(-r));
-    lz_crash_point(!strcmp(slot, "router") ? "rs-router-released" : "rs-runsc-released");
+    lz_crash_point(strcmp(slot, "runsc") ? "rs-router-released" : "rs-runsc-released");
     return r;
 }
 
-static int start_router(const struct lz_supervisor_args *a, struct lz_child *ret, char *msg, size_t msglen) {
+/* Starts lazaret-router on `source` (the workspace, or a writable volume
+ * with `plain`) at `view`, staged as `slot`, and waits until it mounted. */
+static int start_router(const struct lz_supervisor_args *a, const char *source, const char *view, bool plain,
+                        const char *slot, struct lz_child *ret, char *msg, size_t msglen) {
     int rp[2];
     if (pipe2(rp, O_CLOEXEC) < 0)
         return -errno;
     char fdstr[16];
     snprintf(fdstr, sizeof fdstr, "%d", rp[1]);
-    _cleanup_free_ char **argv = lz_xcalloc(16 + 2 * a->n_protect, sizeof *argv);
+    _cleanup_free_ char **argv = lz_xcalloc(16 + 2 * a->n_protect + 2 * LZ_RS_DENY_MAX, sizeof *argv);
     size_t n = 0;
     argv[n++] = (char *)a->router;
     argv[n++] = (char *)"--source";
-    argv[n++] = (char *)a->workspace;
+    argv[n++] = (char *)source;
     argv[n++] = (char *)"--mountpoint";
-    argv[n++] = (char *)a->view;
+    argv[n++] = (char *)view;
     argv[n++] = (char *)"--ready-fd";
     argv[n++] = fdstr;
-    for (size_t i = 0; i < a->n_protect; i++) {
+    if (plain)
+        argv[n++] = (char *)"--plain";
+    for (size_t i = 0; i < a->n_deny_link && i < LZ_RS_DENY_MAX; i++) {
+        argv[n++] = (char *)"--deny-link-target";
+        argv[n++] = a->deny_link[i];
+    }
+    for (size_t i = 0; i < a->n_protect && !plain; i++) {
         argv[n++] = (char *)"--protect";
         argv[n++] = a->protect[i];
     }
@@ -298,7 +307,7 @@ static int start_router(const struct lz_supervisor_args *a, struct lz_child *ret
         snprintf(msg, msglen, "cannot start lazaret-router: %s", strerror(-r));
         return r;
     }
-    if ((r = stage_child(a->ctl_fd, "router", ret, msg, msglen)) < 0) {
+    if ((r = stage_child(a->ctl_fd, slot, ret, msg, msglen)) < 0) {
         close(rp[0]);
         int st;
         lz_child_signal(ret, SIGKILL);
@@ -313,14 +322,15 @@ static int start_router(const struct lz_supervisor_args *a, struct lz_child *ret
     close(rp[0]);
     if (got >= 5 && !strncmp(b, "ready", 5))
         return 0;
-    snprintf(msg, msglen, "lazaret-router did not mount the workspace view (see the coordinator log)");
+    snprintf(msg, msglen, "lazaret-router did not mount the %s view (see the coordinator log)",
+             plain ? "volume" : "workspace");
     int st;
     lz_child_signal(ret, SIGKILL);
     lz_child_wait(ret, -1, &st);
     return -EIO;
 }
 
-static void stop_router(const struct lz_supervisor_args *a, struct lz_child *router) {
+static void stop_one_router(struct lz_child *router, const char *view) {
     if (router->pidfd < 0)
         return;
     int st;
@@ -329,7 +339,33 @@ static void stop_router(const struct lz_supervisor_args *a, struct lz_child *rou
         lz_child_signal(router, SIGKILL);
         rs_wait(router, -1, &st);
     }
-    umount2(a->view, MNT_DETACH);
+    umount2(view, MNT_DETACH);
+}
+
+/* The volume routers of this generation (owned[2..]). */
+static struct lz_child vol_routers[LZ_RS_VOLUMES_MAX];
+
+/* The workspace router and every volume router. */
+static void stop_router(const struct lz_supervisor_args *a, struct lz_child *router) {
+    stop_one_router(router, a->view);
+    for (size_t i = 0; i < a->n_volumes && i < LZ_RS_VOLUMES_MAX; i++)
+        stop_one_router(&vol_routers[i], a->vol_view[i]);
+}
+
+static int start_routers(const struct lz_supervisor_args *a, struct lz_child *router, char *msg, size_t msglen) {
+    for (size_t i = 0; i < LZ_RS_VOLUMES_MAX; i++) {
+        vol_routers[i] = LZ_CHILD_NULL;
+        owned[2 + i] = &vol_routers[i];
+    }
+    int r = start_router(a, a->workspace, a->view, false, "router", router, msg, msglen);
+    for (size_t i = 0; r == 0 && i < a->n_volumes && i < LZ_RS_VOLUMES_MAX; i++) {
+        char slot[16];
+        snprintf(slot, sizeof slot, "vol%zu", i);
+        r = start_router(a, a->vol_source[i], a->vol_view[i], true, slot, &vol_routers[i], msg, msglen);
+    }
+    if (r < 0)
+        stop_router(a, router);
+    return r;
 }
 
 /* The follower's changes, with wall-clock time like the coordinator's own
@@ -511,7 +547,7 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
     }
     fprintf(stderr, "rs[%d]: network policy installed, read back and probed in %ld ms (%s)\n", (int)getpid(),
             lz_now_ms() - t_net, observed);
-    if ((r = start_router(a, &router, msg, sizeof msg)) < 0) {
+    if ((r = start_routers(a, &router, msg, sizeof msg)) < 0) {
         ctl_send(ctl, "fail %s", msg);
         return 1;
     }
@@ -557,7 +593,7 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
     int exit_code = 0;
 
     for (;;) {
-        struct pollfd p[7] = {
+        struct pollfd p[7 + LZ_RS_VOLUMES_MAX] = {
             { .fd = ctl, .events = POLLIN },
             { .fd = runsc.pidfd, .events = POLLIN },
             { .fd = outp[0], .events = POLLIN },
@@ -566,6 +602,10 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
             { .fd = router.pidfd, .events = POLLIN },
             { .fd = follow ? lz_netfollow_fd(follow) : -1, .events = POLLIN },
         };
+        /* p[6] is the address follower; the volume routers come after. */
+        size_t np = 7;
+        for (size_t i = 0; i < a->n_volumes && i < LZ_RS_VOLUMES_MAX; i++)
+            p[np++] = (struct pollfd){ .fd = vol_routers[i].pidfd, .events = POLLIN };
         int timeout = -1;
         if (!ready) {
             long left = deadline - lz_now_ms();
@@ -578,7 +618,7 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
             }
             timeout = (int)left;
         }
-        if (poll(p, 7, timeout) < 0) {
+        if (poll(p, (nfds_t)np, timeout) < 0) {
             if (errno == EINTR)
                 continue;
             break;
@@ -632,9 +672,19 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
                     stopping = true;
             }
         }
-        if (p[5].revents & POLLIN) {
+        /* A volume router gone is a volume the sandbox cannot use safely. */
+        bool vol_gone = false;
+        for (size_t i = 7; i < np && !vol_gone; i++) {
             int st = 0;
-            if (lz_child_try_reap(&router, &st) != 0) {
+            if ((p[i].revents & POLLIN) && lz_child_try_reap(&vol_routers[i - 7], &st) != 0) {
+                fprintf(stderr, "rs[%d]: the router of volume %s exited with status %d\n", (int)getpid(),
+                        a->vol_source[i - 7], st);
+                vol_gone = true;
+            }
+        }
+        if ((p[5].revents & POLLIN) || vol_gone) {
+            int st = 0;
+            if (vol_gone || lz_child_try_reap(&router, &st) != 0) {
                 /* Without the router the workspace view is gone (and with it
                  * the Git policy): the sandbox cannot go on. */
                 fprintf(stderr, "rs[%d]: lazaret-router exited with status %d; stopping the sandbox\n",

@@ -26,13 +26,19 @@
  * Before runsc starts, the RS mounts the workspace view: lazaret-router
  * (FUSE, the Git policy) serving the workspace at `view`, which the OCI
  * spec names as the source of /workspace. The router is stopped after the
- * sandbox, and its mount goes away with the RS's mount namespace.
+ * sandbox, and its mount goes away with the RS's mount namespace. Each
+ * writable volume is served the same way by its own router in --plain mode
+ * (no Git policy; set-id bits stripped, no device nodes or sockets), and
+ * every router refuses symlinks into Lazaret's own storage
+ * (--deny-link-target).
  */
 #pragma once
 
 #include "util.h"
 
 #define LZ_RS_CTL_FD 3
+#define LZ_RS_VOLUMES_MAX 32 /* writable volumes, each with its own router */
+#define LZ_RS_DENY_MAX 16
 
 struct lz_supervisor_args {
     int ctl_fd;
@@ -54,6 +60,13 @@ struct lz_supervisor_args {
     const char *anchor_target; /* <gen_dir>/anchor */
     char **persist;            /* persistent dirs (sandbox paths) */
     size_t n_persist;
+    /* Writable volumes: each served by its own lazaret-router --plain from
+     * vol_source[i] at vol_view[i] (the OCI spec names the view); staged
+     * as slot "vol<i>". */
+    char **vol_source, **vol_view;
+    size_t n_volumes;
+    char **deny_link;          /* --deny-link-target for every router */
+    size_t n_deny_link;
     int start_timeout_ms;
 };
 

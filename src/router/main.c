@@ -3,6 +3,7 @@
  *   lazaret-router --source DIR --mountpoint MP [--ready-fd N]
  *                  [--protect REL]... [--cache-timeout SECONDS]
  *                  [--max-held-fds N] [--allow-other] [--quiet]
+ *                  [--plain] [--deny-link-target ABS]...
  *
  * A libfuse3 low-level passthrough of the real workspace directory that asks
  * the Git-protection policy (src/lib/router.h, docs/security-git.md) before
@@ -35,6 +36,11 @@
  *  - data I/O reopens the held inode through /proc/self/fd/N: that is our
  *    own fd, not a path the agent chose, and only regular files are
  *    reopened.
+ *
+ * --plain serves a volume rather than a workspace: no Git policy (no name is
+ * protected), every other rule kept (set-id bits stripped, no device nodes
+ * or sockets, no chown to other ids, no symlink followed).
+ * --deny-link-target: see "symlinks the host would follow" below.
  *
  * Single-threaded on purpose: a policy decision and the operation it allows
  * cannot be interleaved with another request of the agent.
@@ -119,6 +125,10 @@ struct router {
     struct lz_router_policy pol;
     char **protect;
     size_t n_protect;
+    char **deny;     /* --deny-link-target: canonical absolute host paths */
+    size_t n_deny;
+    char *mountpoint; /* canonical; never looked at by lt_resolve() */
+    bool plain;      /* --plain: no Git policy (a volume, not a workspace) */
     uid_t uid;
     gid_t gid;
     bool quiet;
@@ -533,8 +543,39 @@ static int fs_has_entry(void *ctx, const char *dir, const char *name) {
     return errno == ENOENT ? 0 : -errno;
 }
 
+/* --plain: a volume is not a Git workspace, so no name is protected; only
+ * the shape checks every file system makes are kept (the root cannot be
+ * removed or renamed, creating an existing name says EEXIST). */
+static int plain_check(const struct lz_router_req *q) {
+    int rc = lz_router_path_valid(q->path);
+    if (rc < 0)
+        return rc;
+    switch (q->op) {
+    case LZ_ROP_CREATE:
+    case LZ_ROP_MKDIR:
+    case LZ_ROP_SYMLINK:
+    case LZ_ROP_LINK:
+        if (q->path[0] == '\0')
+            return q->exists ? -EEXIST : -EINVAL;
+        return 0;
+    case LZ_ROP_RENAME:
+        if (q->flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
+            return -EINVAL;
+        if (!q->path2 || lz_router_path_valid(q->path2) < 0)
+            return -EINVAL;
+        return q->path[0] == '\0' || q->path2[0] == '\0' ? -EBUSY : 0;
+    case LZ_ROP_UNLINK:
+    case LZ_ROP_RMDIR:
+        return q->path[0] == '\0' ? -EBUSY : 0;
+    case LZ_ROP_WRITE:
+    case LZ_ROP_SETATTR:
+        return 0;
+    }
+    return -EINVAL;
+}
+
 static int policy(struct router *r, const struct lz_router_req *q) {
-    int rc = lz_router_check(&r->pol, q);
+    int rc = r->plain ? plain_check(q) : lz_router_check(&r->pol, q);
     if (rc < 0 && rc != -EEXIST)
         log_refusal(r, lz_router_op_name(q->op), q->path, q->op == LZ_ROP_RENAME ? q->path2 : NULL, rc);
     return rc;
@@ -602,6 +643,266 @@ static int policy_entry(struct router *r, struct rt_inode *dir, const char *name
     return policy(r, &q);
 }
 
+/* ---- symlinks the host would follow into Lazaret's own storage ----
+ *
+ * A symlink in the tree is never followed here, but the developer's shell,
+ * editor and Git on the host do follow it: `cd link && git status` with
+ * `link` pointing into the Storage Root (say a repository the agent made in
+ * the State Anchor, with its own hooks) would run the agent's code. So a
+ * symlink the agent makes (symlink, or moves: rename, link) is refused when
+ * its target, resolved as the host would from the link's real directory,
+ * is a --deny-link-target path, lies inside one, or is an ancestor of one
+ * (`t -> ~/.local` then `u -> t/share/lazaret` would chain into it).
+ *
+ * Resolution: existing components with the host's symlinks followed, the
+ * rest lexically. That judgement must stay true after later operations,
+ * so a target with ".." after a name (`d/../..`) is refused: `d` may later
+ * become a symlink somewhere else, and ".." would then climb from there.
+ * Leading ".." climb through the real parents of the link, which change
+ * only when a directory is moved: a moved directory's symlinks are checked
+ * again at their new place. */
+
+#define LT_FOLLOW_MAX 40
+#define LT_WALK_MAX 50000 /* entries checked when a directory moves */
+#define LT_DEPTH_MAX 128
+
+static bool lt_within(const char *a, const char *b) {
+    size_t lb = strlen(b);
+    if (lb == 1 && b[0] == '/')
+        return true;
+    return strncmp(a, b, lb) == 0 && (a[lb] == '\0' || a[lb] == '/');
+}
+
+/* A volume kept under the Storage Root may link within itself. */
+static bool lt_own(struct router *r, const char *p) {
+    for (size_t i = 0; i < r->n_deny; i++)
+        if (lt_within(r->root_path, r->deny[i]))
+            return lt_within(p, r->root_path);
+    return false;
+}
+
+/* Never looked at: inside a denied path (a resolution does not pass through
+ * Lazaret's storage) or our own mount point (we would wait for ourselves). */
+static bool lt_no_transit(struct router *r, const char *p) {
+    if (r->mountpoint && lt_within(p, r->mountpoint))
+        return true;
+    if (lt_own(r, p))
+        return false;
+    for (size_t i = 0; i < r->n_deny; i++)
+        if (lt_within(p, r->deny[i]))
+            return true;
+    return false;
+}
+
+static bool lt_denied(struct router *r, const char *p) {
+    if (lt_own(r, p))
+        return false;
+    for (size_t i = 0; i < r->n_deny; i++)
+        if (lt_within(p, r->deny[i]) || lt_within(r->deny[i], p))
+            return true;
+    return false;
+}
+
+/* ".." only at the start of the target (see above). */
+static bool lt_shape_ok(const char *target) {
+    bool named = false;
+    for (const char *p = target; *p;) {
+        size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.') {
+            if (named)
+                return false;
+        } else if (n > 0 && !(n == 1 && p[0] == '.')) {
+            named = true;
+        }
+        p += n;
+        p += strspn(p, "/");
+    }
+    return true;
+}
+
+static void lt_pop(char *cur) {
+    char *slash = strrchr(cur, '/');
+    if (slash == cur || !slash)
+        cur[1] = '\0';
+    else
+        *slash = '\0';
+}
+
+/* Resolves `target` from directory `base` (absolute, real) as the host
+ * would, into `cur` (PATH_MAX + 1 bytes). -EPERM for a resolution that
+ * passes through a denied path or follows too many symlinks. */
+static int lt_resolve(struct router *r, const char *base, const char *target, char *cur) {
+    size_t cap = 2 * PATH_MAX + 2;
+    _cleanup_free_ char *rest = lz_xmalloc(cap), *tmp = lz_xmalloc(cap);
+    if (lz_snprintf(rest, cap, "%s", target) < 0)
+        return -ENAMETOOLONG;
+    if (target[0] == '/')
+        memcpy(cur, "/", 2);
+    else if (lz_snprintf(cur, PATH_MAX + 1, "%s", base) < 0)
+        return -ENAMETOOLONG;
+    unsigned follows = 0;
+    size_t pos = 0;
+    while (rest[pos]) {
+        size_t n = strcspn(rest + pos, "/");
+        const char *c = rest + pos;
+        size_t next = pos + n + strspn(rest + pos + n, "/");
+        if (n == 0 || (n == 1 && c[0] == '.')) {
+            pos = next;
+            continue;
+        }
+        if (n == 2 && c[0] == '.' && c[1] == '.') {
+            lt_pop(cur);
+            pos = next;
+            continue;
+        }
+        char cand[PATH_MAX + 1];
+        if (lz_snprintf(cand, sizeof cand, "%s%s%.*s", strcmp(cur, "/") ? cur : "", "/", (int)n, c) < 0)
+            return -ENAMETOOLONG;
+        if (lt_no_transit(r, cand))
+            return -EPERM;
+        struct stat st;
+        if (lstat(cand, &st) == 0 && S_ISLNK(st.st_mode)) {
+            if (++follows > LT_FOLLOW_MAX)
+                return -EPERM;
+            char link[PATH_MAX + 1];
+            ssize_t ln = readlink(cand, link, sizeof link - 1);
+            if (ln < 0)
+                return -errno;
+            link[ln] = '\0';
+            /* The link's target, then what was left after it. */
+            if (lz_snprintf(tmp, cap, "%s/%s", link, rest + next) < 0)
+                return -ENAMETOOLONG;
+            memcpy(rest, tmp, strlen(tmp) + 1);
+            pos = 0;
+            if (link[0] == '/')
+                memcpy(cur, "/", 2);
+            continue;
+        }
+        /* A real entry, or none (then the rest is lexical). */
+        memcpy(cur, cand, strlen(cand) + 1);
+        pos = next;
+    }
+    return 0;
+}
+
+/* 0 if a symlink to `target` may live in directory `base`, else -EPERM
+ * (logged as `op` on `name`) or another negative errno. */
+static int lt_check(struct router *r, const char *op, const char *base, const char *name, const char *target) {
+    if (r->n_deny == 0)
+        return 0;
+    char res[PATH_MAX + 1];
+    int rc = lt_shape_ok(target) ? lt_resolve(r, base, target, res) : -EPERM;
+    if (rc == 0 && lt_denied(r, res))
+        rc = -EPERM;
+    if (rc < 0)
+        log_refusal(r, op, name, target, rc);
+    return rc;
+}
+
+/* The kernel's current absolute path of directory inode `dir`. */
+static int lt_dir_path(struct router *r, struct rt_inode *dir, char *out, size_t size) {
+    int fd = inode_fd(r, dir);
+    if (fd < 0)
+        return fd;
+    int rc = read_fd_path(r, fd, out, size);
+    if (rc < 0)
+        return rc;
+    return out[0] == '/' ? 0 : -ESTALE;
+}
+
+/* A new symlink `name` -> `target` in `dir`. */
+static int lt_check_new(struct router *r, struct rt_inode *dir, const char *name, const char *target) {
+    if (r->n_deny == 0)
+        return 0;
+    char base[PATH_MAX + 1];
+    int rc = lt_dir_path(r, dir, base, sizeof base);
+    return rc < 0 ? rc : lt_check(r, "symlink", base, name, target);
+}
+
+/* Every symlink below open directory `fd`, as if it were at `base`. */
+static int lt_walk(struct router *r, int fd, char *base, unsigned depth, size_t *budget) {
+    if (depth > LT_DEPTH_MAX)
+        return -EXDEV; /* mv copies instead, through the checked operations */
+    int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return -errno;
+    DIR *dp = fdopendir(dfd);
+    if (!dp) {
+        close(dfd);
+        return -ENOMEM;
+    }
+    size_t blen = strlen(base);
+    int rc = 0;
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(dp))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if ((*budget)-- == 0) {
+            rc = -EXDEV;
+            break;
+        }
+        unsigned char t = de->d_type;
+        struct stat st;
+        if (t == DT_UNKNOWN) {
+            if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                continue;
+            t = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+        }
+        if (t == DT_LNK) {
+            char target[PATH_MAX + 1];
+            ssize_t n = readlinkat(dfd, de->d_name, target, sizeof target - 1);
+            if (n < 0)
+                continue; /* gone meanwhile */
+            target[n] = '\0';
+            rc = lt_check(r, "rename", base, de->d_name, target);
+        } else if (t == DT_DIR) {
+            if (lz_snprintf(base + blen, PATH_MAX + 1 - blen, "/%s", de->d_name) < 0) {
+                rc = -ENAMETOOLONG;
+                break;
+            }
+            _cleanup_close_ int sub =
+                sys_openat2(dfd, de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0, RESOLVE_FLAGS);
+            if (sub >= 0)
+                rc = lt_walk(r, sub, base, depth + 1, budget);
+            base[blen] = '\0';
+        }
+    }
+    closedir(dp);
+    return rc;
+}
+
+/* Entry `name` of type `type` in directory fd `sfd` is about to become
+ * `toname` in `todir` (rename, or a hard link to a symlink): its symlink,
+ * or every symlink below the directory, is judged again from there. */
+static int lt_check_move(struct router *r, int sfd, const char *name, mode_t type, struct rt_inode *todir,
+                         const char *toname) {
+    if (r->n_deny == 0 || !(S_ISLNK(type) || S_ISDIR(type)))
+        return 0;
+    char base[PATH_MAX + 1];
+    int rc = lt_dir_path(r, todir, base, sizeof base);
+    if (rc < 0)
+        return rc;
+    if (S_ISLNK(type)) {
+        char target[PATH_MAX + 1];
+        ssize_t n = readlinkat(sfd, name, target, sizeof target - 1);
+        if (n < 0)
+            return -errno;
+        target[n] = '\0';
+        return lt_check(r, "rename", base, name, target);
+    }
+    size_t blen = strlen(base);
+    if (lz_snprintf(base + blen, sizeof base - blen, "/%s", toname) < 0)
+        return -ENAMETOOLONG;
+    _cleanup_close_ int fd = sys_openat2(sfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0, RESOLVE_FLAGS);
+    if (fd < 0)
+        return -errno;
+    size_t budget = LT_WALK_MAX;
+    rc = lt_walk(r, fd, base, 0, &budget);
+    if (rc == -EXDEV)
+        log_refusal(r, "rename (too big to check, copy instead)", name, toname, rc);
+    return rc;
+}
+
 /* ---- lookup ---- */
 
 static void fill_entry(struct router *r, struct fuse_entry_param *e, struct rt_inode *in, const struct stat *st) {
@@ -663,7 +964,7 @@ static int do_lookup(struct router *r, struct rt_inode *dir, const char *name, s
     inode_set_name(r, in, dir, name);
     /* Several names: remember if one of them is protected, so that another
      * name cannot be used to write it. */
-    if (!S_ISDIR(in->type) && st.st_nlink > 1 && !in->sticky) {
+    if (!r->plain && !S_ISDIR(in->type) && st.st_nlink > 1 && !in->sticky) {
         char path[LZ_ROUTER_PATH_MAX + 1];
         enum lz_router_class cls = LZ_RCLASS_PROTECTED;
         if (entry_relpath(r, dir, name, path, sizeof path) < 0 || lz_router_classify(&r->pol, path, &cls) < 0 ||
@@ -947,6 +1248,14 @@ static void rt_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 }
 
 static void rt_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name) {
+    struct router *r = begin(req);
+    int rc = name_valid(name);
+    if (rc == 0)
+        rc = lt_check_new(r, inode_of(r, parent), name, link);
+    if (rc < 0) {
+        fuse_reply_err(req, -rc);
+        return;
+    }
     make_entry(req, parent, name, S_IFLNK | 0777, link, LZ_ROP_SYMLINK);
 }
 
@@ -973,6 +1282,8 @@ static void rt_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
         goto fail;
     }
     rc = policy_new_entry(r, dir, newname, LZ_ROP_LINK, src, NULL);
+    if (rc == 0 && S_ISLNK(in->type))
+        rc = lt_check_move(r, inode_fd(r, in->parent), in->name, in->type, dir, newname);
     if (rc < 0)
         goto fail;
     /* inode_relpath() just checked that parent/name is this inode. */
@@ -1132,6 +1443,10 @@ static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
         .type2 = dexists ? dst.st_mode & S_IFMT : 0, .nlink2 = dexists ? dst.st_nlink : 0,
     };
     rc = policy(r, &q);
+    if (rc == 0)
+        rc = lt_check_move(r, sfd, name, sst.st_mode & S_IFMT, ddir, newname);
+    if (rc == 0 && (flags & RENAME_EXCHANGE) && dexists)
+        rc = lt_check_move(r, dfd, newname, dst.st_mode & S_IFMT, sdir, name);
     if (rc < 0)
         goto fail;
     /* A file becoming a Git index (git's index.lock -> index, a split
@@ -1526,7 +1841,8 @@ static const struct fuse_lowlevel_ops rt_ops = {
 static void usage(FILE *f) {
     fputs("usage: lazaret-router --source DIR --mountpoint MP [--ready-fd N]\n"
           "                      [--protect REL]... [--cache-timeout SECONDS]\n"
-          "                      [--max-held-fds N] [--allow-other] [--quiet]\n",
+          "                      [--max-held-fds N] [--allow-other] [--quiet]\n"
+          "                      [--plain] [--deny-link-target ABS]...\n",
           f);
 }
 
@@ -1572,6 +1888,7 @@ static int setup_router(struct router *r, const char *source, const char *mountp
     if (path_within(mp, r->root_path) || path_within(r->root_path, mp))
         return lz_error_set(err, -EINVAL, "mountpoint %s and source %s must not contain each other", mp,
                             r->root_path);
+    r->mountpoint = TAKE_PTR(mp);
 
     /* On a case-folding directory `.git/CONFIG` is `.git/config` under
      * Unicode folding rules this policy does not implement: refuse. The
@@ -1622,6 +1939,10 @@ static void teardown_router(struct router *r) {
     for (size_t i = 0; i < r->n_protect; i++)
         free(r->protect[i]);
     free(r->protect);
+    for (size_t i = 0; i < r->n_deny; i++)
+        free(r->deny[i]);
+    free(r->deny);
+    free(r->mountpoint);
 }
 
 int main(int argc, char **argv) {
@@ -1634,6 +1955,8 @@ int main(int argc, char **argv) {
         { "max-held-fds", required_argument, NULL, 'f' },
         { "allow-other", no_argument, NULL, 'a' },
         { "quiet", no_argument, NULL, 'q' },
+        { "plain", no_argument, NULL, 'P' },
+        { "deny-link-target", required_argument, NULL, 'd' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -1691,6 +2014,28 @@ int main(int argc, char **argv) {
         case 'a':
             allow_other = true;
             break;
+        case 'P':
+            r.plain = true;
+            break;
+        case 'd': {
+            /* Canonical when it exists, so that it compares with resolved
+             * paths; else as given (it may be made later). */
+            char *p = realpath(optarg, NULL);
+            if (optarg[0] != '/' || r.n_deny >= 64) {
+                free(p);
+                fprintf(stderr, "lazaret-router: --deny-link-target %s: want an absolute path (at most 64)\n",
+                        optarg);
+                return 2;
+            }
+            r.deny = lz_xrealloc(r.deny, (r.n_deny + 1) * sizeof *r.deny);
+            if (!p) {
+                p = lz_xstrdup(optarg);
+                for (size_t l = strlen(p); l > 1 && p[l - 1] == '/'; l--)
+                    p[l - 1] = '\0';
+            }
+            r.deny[r.n_deny++] = p;
+            break;
+        }
         case 'q':
             r.quiet = true;
             break;
