@@ -232,8 +232,10 @@ struct ix {
     uint32_t *offs;        /* entry start offsets; bit 31: v4 name fully stripped */
     uint32_t first_empty;  /* first entry with an empty name, or UINT32_MAX */
     uint32_t first_dir;    /* first sparse-directory entry, or UINT32_MAX */
-    bool has_link, has_sdir;
+    bool has_link, has_sdir, hard;
     struct lz_error *err;
+    int code;               /* worst problem noted so far (see note()) */
+    char msg[LZ_ERROR_MAX];
 };
 
 /* Escapes a path for an error message: printable ASCII as is, the rest as
@@ -252,11 +254,30 @@ static const char *esc(const uint8_t *p, size_t n, char *out, size_t size) {
     return out;
 }
 
-#define FAIL(x, code, ...) lz_error_set((x)->err, (code), "git index: " __VA_ARGS__)
+/* Hard errors: Git could not read this either; stop at once. */
+#define FAIL(x, code, ...) ((x)->hard = true, lz_error_set((x)->err, (code), "git index: " __VA_ARGS__))
+
+/* Problems Git reads past are noted and parsing goes on: a dangerous one
+ * (-EPERM) wins over a malformed one (-EINVAL), so no harmless oddity can
+ * hide a dangerous entry after it from lz_gitindex_verify()'s second
+ * reading, while that reading of a genuine index (garbage at the other hash
+ * length) still ends in a hard error. Returns code. */
+__attribute__((format(printf, 3, 4))) static int note(struct ix *x, int code, const char *fmt, ...) {
+    if (x->code == -EPERM || (x->code && code != -EPERM))
+        return code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(x->msg, sizeof x->msg, fmt, ap);
+    va_end(ap);
+    x->code = code;
+    return code;
+}
+#define PERM(x, ...) note((x), -EPERM, "git index: " __VA_ARGS__)
+#define SOFT(x, ...) note((x), -EINVAL, "git index: " __VA_ARGS__)
 
 static int bad_path(struct ix *x, const char *what, const uint8_t *p, size_t n, const char *why) {
     char e[256];
-    return FAIL(x, -EPERM, "%s \"%s\": %s", what, esc(p, n, e, sizeof e), why);
+    return PERM(x, "%s \"%s\": %s", what, esc(p, n, e, sizeof e), why);
 }
 
 /* Git's decode_varint() (offset encoding of pack files); false on
@@ -304,7 +325,7 @@ static int parse_entries(struct ix *x) {
     size_t nlinks = 0;
 
     for (uint32_t i = 0; i < x->nr; i++) {
-        if (o + fixed > x->end)
+        if (o + fixed > x->len)
             return FAIL(x, -EINVAL, "entry %u truncated", i);
         uint32_t mode = be32(b + o + 24);
         unsigned flags = (unsigned)b[o + fixed - 2] << 8 | b[o + fixed - 1];
@@ -312,8 +333,8 @@ static int parse_entries(struct ix *x) {
         bool skip_wt = false;
         if (flags & F_EXTENDED) {
             if (x->version < 3)
-                return FAIL(x, -EPERM, "entry %u: extended flags in a version 2 index", i);
-            if (p + 2 > x->end)
+                SOFT(x, "entry %u: extended flags in a version 2 index", i);
+            if (p + 2 > x->len)
                 return FAIL(x, -EINVAL, "entry %u truncated", i);
             unsigned f2 = (unsigned)b[p] << 8 | b[p + 1];
             if (f2 & ~F2_KNOWN)
@@ -332,16 +353,16 @@ static int parse_entries(struct ix *x) {
              * suffix must be exactly that long. */
             const uint8_t *q = b + p;
             uint64_t strip;
-            if (!varint(&q, b + x->end, prevn, &strip))
+            if (!varint(&q, b + x->len, prevn, &strip))
                 return FAIL(x, -EINVAL, "entry %u: bad name prefix length", i);
-            const uint8_t *nul = memchr(q, '\0', (size_t)(b + x->end - q));
+            const uint8_t *nul = memchr(q, '\0', (size_t)(b + x->len - q));
             if (!nul)
                 return FAIL(x, -EINVAL, "entry %u: name runs past the entries", i);
             size_t keep = prevn - (size_t)strip, sl = (size_t)(nul - q);
             if (n != NAME_IN_FLAGS && (n < keep || sl != n - keep))
                 return FAIL(x, -EINVAL, "entry %u: name length does not match its flags", i);
             if (keep + sl > LZ_GITINDEX_NAME_MAX)
-                return FAIL(x, -EPERM, "entry %u: path longer than %d bytes", i, LZ_GITINDEX_NAME_MAX);
+                return PERM(x, "entry %u: path longer than %d bytes", i, LZ_GITINDEX_NAME_MAX);
             memcpy(prev + keep, q, sl); /* prev[0..keep) is the kept prefix */
             full_strip = strip == prevn;
             n = prevn = keep + sl;
@@ -350,19 +371,19 @@ static int parse_entries(struct ix *x) {
         } else {
             name = b + p;
             if (n == NAME_IN_FLAGS) {
-                const uint8_t *nul = memchr(name, '\0', x->end - p);
+                const uint8_t *nul = memchr(name, '\0', x->len - p);
                 if (!nul)
                     return FAIL(x, -EINVAL, "entry %u: name runs past the entries", i);
                 n = (size_t)(nul - name);
             }
             /* Padding: 1-8 NULs to a multiple of 8 (Git's ondisk_ce_size). */
             next = o + ((p - o + n + 8) & ~(size_t)7);
-            if (next > x->end)
+            if (next > x->len)
                 return FAIL(x, -EINVAL, "entry %u truncated", i);
-            if (name[n] != '\0' || memchr(name, '\0', n))
-                return bad_path(x, "entry name", name, n, "NUL byte in path or missing terminator");
+            if (name[n] != '\0')
+                bad_path(x, "entry", name, n, "name not NUL-terminated at its length");
             if (n > LZ_GITINDEX_NAME_MAX)
-                return FAIL(x, -EPERM, "entry %u: path longer than %d bytes", i, LZ_GITINDEX_NAME_MAX);
+                return PERM(x, "entry %u: path longer than %d bytes", i, LZ_GITINDEX_NAME_MAX);
         }
         x->offs[i] = (uint32_t)o | (full_strip ? 1u << 31 : 0);
         o = next;
@@ -370,11 +391,11 @@ static int parse_entries(struct ix *x) {
         if (mode == (S_IFDIR)) {
             /* Sparse directory entries: always skip-worktree (sparse-index.c). */
             if (!skip_wt)
-                return bad_path(x, "directory entry", name, n, "not marked skip-worktree");
+                SOFT(x, "entry %u: directory entry not marked skip-worktree", i);
             if (x->first_dir == UINT32_MAX)
                 x->first_dir = i;
         } else if (!valid_file_mode(mode)) {
-            return FAIL(x, -EPERM, "entry %u: mode %o is not a Git file mode", i, mode);
+            SOFT(x, "entry %u: mode %o is not a Git file mode", i, mode);
         }
         if (n == 0) {
             /* Split index: replaced entries take their names from the
@@ -385,7 +406,7 @@ static int parse_entries(struct ix *x) {
         }
         const char *why = path_problem(name, n, mode);
         if (why)
-            return bad_path(x, "entry", name, n, why);
+            bad_path(x, "entry", name, n, why);
 
         /* Order: (name, stage) strictly increasing; a name at stage 0 has
          * no other stages (Git's check_ce_order()). */
@@ -393,7 +414,7 @@ static int parse_entries(struct ix *x) {
         if (have_ord) {
             int c = name_cmp(ord, ordn, name, n);
             if (c > 0 || (c == 0 && (ordstage == 0 || stage == 0 || ordstage >= stage)))
-                return bad_path(x, c > 0 ? "unsorted entry" : "duplicate entry", name, n,
+                bad_path(x, c > 0 ? "unsorted entry" : "duplicate entry", name, n,
                                 "entries must be sorted by name and stage, each once");
             while (common < ordn && common < n && ord[common] == name[common])
                 common++;
@@ -407,7 +428,7 @@ static int parse_entries(struct ix *x) {
             size_t l = links[nlinks - 1];
             if (l <= common && (l == n || name[l] <= '/')) {
                 if (l < n && name[l] == '/')
-                    return bad_path(x, "entry", name, n, "below a symlink or submodule entry");
+                    bad_path(x, "entry", name, n, "below a symlink or submodule entry");
                 break;
             }
             nlinks--;
@@ -510,18 +531,18 @@ static int ext_tree(struct ix *x, const uint8_t *p, const uint8_t *end) {
         const uint8_t *q;
         if (nl < 0 || !(q = decimal(p + nl + 1, end, &count)) || q >= end || *q++ != ' ' ||
             !(q = decimal(q, end, &subs)) || subs < 0 || q >= end || *q++ != '\n') {
-            r = FAIL(x, -EPERM, "malformed TREE extension");
+            r = SOFT(x, "malformed TREE extension");
             break;
         }
         if (root ? nl != 0 : (r = check_component(x, "TREE entry", p, (size_t)nl, false)) < 0)
             break;
         if (count > (int64_t)x->nr && !x->has_link) {
-            r = FAIL(x, -EPERM, "TREE extension covers more entries than the index has");
+            r = SOFT(x, "TREE extension covers more entries than the index has");
             break;
         }
         if (count >= 0) {
             if ((size_t)(end - q) < x->hl) {
-                r = FAIL(x, -EPERM, "malformed TREE extension");
+                r = SOFT(x, "malformed TREE extension");
                 break;
             }
             q += x->hl;
@@ -532,7 +553,7 @@ static int ext_tree(struct ix *x, const uint8_t *p, const uint8_t *end) {
         root = false;
         if (subs > 0) {
             if (depth == TREE_DEPTH_MAX || subs > (end - p) / 5) {
-                r = FAIL(x, -EPERM, "TREE extension too deep or too many subtrees");
+                r = SOFT(x, "TREE extension too deep or too many subtrees");
                 break;
             }
             pending[depth++] = (uint32_t)subs;
@@ -542,7 +563,7 @@ static int ext_tree(struct ix *x, const uint8_t *p, const uint8_t *end) {
     }
     free(pending);
     if (r == 0 && p != end)
-        r = FAIL(x, -EPERM, "trailing bytes in TREE extension");
+        r = SOFT(x, "trailing bytes in TREE extension");
     return r;
 }
 
@@ -553,18 +574,18 @@ static int ext_reuc(struct ix *x, const uint8_t *p, const uint8_t *end) {
     while (p < end) {
         ssize_t n = cstr(p, end);
         if (n <= 0)
-            return FAIL(x, -EPERM, "malformed REUC extension");
+            return SOFT(x, "malformed REUC extension");
         const uint8_t *path = p;
         p += n + 1;
         unsigned modes[3];
         for (int i = 0; i < 3; i++) {
             ssize_t m = cstr(p, end);
             if (m <= 0 || m > 7)
-                return FAIL(x, -EPERM, "malformed REUC extension");
+                return SOFT(x, "malformed REUC extension");
             modes[i] = 0;
             for (ssize_t k = 0; k < m; k++) {
                 if (p[k] < '0' || p[k] > '7')
-                    return FAIL(x, -EPERM, "malformed REUC extension");
+                    return SOFT(x, "malformed REUC extension");
                 modes[i] = modes[i] * 8 + (unsigned)(p[k] - '0');
             }
             p += m + 1;
@@ -573,12 +594,12 @@ static int ext_reuc(struct ix *x, const uint8_t *p, const uint8_t *end) {
             if (!modes[i])
                 continue;
             if (!valid_file_mode(modes[i]))
-                return FAIL(x, -EPERM, "REUC extension: mode %o is not a Git file mode", modes[i]);
+                return SOFT(x, "REUC extension: mode %o is not a Git file mode", modes[i]);
             const char *why = path_problem(path, (size_t)n, modes[i]);
             if (why)
                 return bad_path(x, "REUC entry", path, (size_t)n, why);
             if ((size_t)(end - p) < x->hl)
-                return FAIL(x, -EPERM, "malformed REUC extension");
+                return SOFT(x, "malformed REUC extension");
             p += x->hl;
         }
     }
@@ -589,7 +610,7 @@ static int ext_reuc(struct ix *x, const uint8_t *p, const uint8_t *end) {
  * git status and git clean act on. Directory records are in preorder, so
  * counting pending children is enough; no recursion. */
 static int ext_untr(struct ix *x, const uint8_t *p, const uint8_t *end) {
-#define UNTR_BAD() FAIL(x, -EPERM, "malformed UNTR extension")
+#define UNTR_BAD() SOFT(x, "malformed UNTR extension")
     uint64_t v, ndirs, set_valid, set_oid, set;
     size_t used;
     if (end - p < 2 || end[-1] != '\0')
@@ -652,30 +673,30 @@ static int ext_fsmn(struct ix *x, const uint8_t *p, const uint8_t *end) {
     uint64_t set;
     size_t used;
     if (end - p < 4)
-        return FAIL(x, -EPERM, "malformed FSMN extension");
+        return SOFT(x, "malformed FSMN extension");
     uint32_t ver = be32(p);
     p += 4;
     if (ver == 1) {
         if (end - p < 8)
-            return FAIL(x, -EPERM, "malformed FSMN extension");
+            return SOFT(x, "malformed FSMN extension");
         p += 8;
     } else if (ver == 2) {
         ssize_t n = cstr(p, end);
         if (n < 0)
-            return FAIL(x, -EPERM, "malformed FSMN extension");
+            return SOFT(x, "malformed FSMN extension");
         for (ssize_t i = 0; i < n; i++)
             if (p[i] <= ' ' || p[i] >= 0x7f || p[i] == '"' || p[i] == '\'' || p[i] == '\\')
                 return bad_path(x, "FSMN token", p, (size_t)n, "not a plain printable token");
         p += n + 1;
     } else {
-        return FAIL(x, -EPERM, "FSMN extension version %u unknown", ver);
+        return SOFT(x, "FSMN extension version %u unknown", ver);
     }
     if (end - p < 4 || be32(p) != (size_t)(end - p - 4))
-        return FAIL(x, -EPERM, "malformed FSMN extension");
+        return SOFT(x, "malformed FSMN extension");
     p += 4;
     if (!ewah(p, (size_t)(end - p), x->has_link ? UINT64_MAX : x->nr, &used, &set) || used != (size_t)(end - p) ||
         (!x->has_link && be32(p) > x->nr))
-        return FAIL(x, -EPERM, "malformed FSMN bitmap");
+        return SOFT(x, "malformed FSMN bitmap");
     return 0;
 }
 
@@ -685,12 +706,12 @@ static int ext_link(struct ix *x, const uint8_t *p, const uint8_t *end) {
     uint64_t set;
     size_t used;
     if ((size_t)(end - p) < x->hl)
-        return FAIL(x, -EPERM, "malformed link extension");
+        return FAIL(x, -EINVAL, "malformed link extension");
     p += x->hl;
     for (int i = 0; i < 2 && p < end; i++, p += used)
         if (!ewah(p, (size_t)(end - p), UINT64_MAX, &used, &set))
-            return FAIL(x, -EPERM, "malformed link extension bitmap");
-    return p == end ? 0 : FAIL(x, -EPERM, "malformed link extension");
+            return FAIL(x, -EINVAL, "malformed link extension bitmap");
+    return p == end ? 0 : FAIL(x, -EINVAL, "malformed link extension");
 }
 
 /* IEOT: blocks of entries a threaded reader parses independently. Each
@@ -700,18 +721,18 @@ static int ext_link(struct ix *x, const uint8_t *p, const uint8_t *end) {
 static int ext_ieot(struct ix *x, const uint8_t *p, const uint8_t *end) {
     size_t n = (size_t)(end - p);
     if (n < 4 || be32(p) != 1 || (n - 4) % 8)
-        return FAIL(x, -EPERM, "malformed IEOT extension");
+        return PERM(x, "malformed IEOT extension");
     uint64_t at = 0;
     for (p += 4; p < end; p += 8) {
         uint32_t off = be32(p), cnt = be32(p + 4);
         uint32_t want = at < x->nr ? x->offs[at] & ~(1u << 31) : (uint32_t)x->ents_end;
         if (off != want || cnt > x->nr - at)
-            return FAIL(x, -EPERM, "IEOT extension does not match the entries");
+            return PERM(x, "IEOT extension does not match the entries");
         if (x->version == 4 && at > 0 && at < x->nr && !(x->offs[at] >> 31))
-            return FAIL(x, -EPERM, "IEOT block starts with a prefix-compressed name");
+            return PERM(x, "IEOT block starts with a prefix-compressed name");
         at += cnt;
     }
-    return at == x->nr ? 0 : FAIL(x, -EPERM, "IEOT extension does not cover all entries");
+    return at == x->nr ? 0 : PERM(x, "IEOT extension does not cover all entries");
 }
 
 enum { E_TREE, E_REUC, E_LINK, E_UNTR, E_FSMN, E_EOIE, E_IEOT, E_SDIR, E_N };
@@ -723,27 +744,34 @@ static int parse_extensions(struct ix *x) {
     int r = 0;
     /* First pass: framing, and which extensions there are (entries with
      * empty names and the TREE/FSMN bounds depend on link being present). */
-    while (o < x->end) {
-        if (x->end - o < 8 || be32(x->b + o + 4) > x->end - o - 8)
-            return FAIL(x, -EINVAL, "extension at offset %zu truncated or overlong", o);
+    /* Git's loop stops when fewer than 8 bytes are left; an extension
+     * running past the checksum makes its readers read past the file. */
+    if (o > x->end)
+        return SOFT(x, "entries run into the checksum");
+    while (x->end - o >= 8) {
+        if (be32(x->b + o + 4) > x->end - o - 8)
+            return FAIL(x, -EINVAL, "extension at offset %zu runs past the end", o);
         const uint8_t *s = x->b + o;
         size_t k;
         for (k = 0; k < E_N && memcmp(s, ext_sig[k], 4) != 0; k++)
             ;
         if (k < E_N) {
             if (seen[k])
-                return FAIL(x, -EPERM, "extension %s appears twice", ext_sig[k]);
+                PERM(x, "extension %s appears twice", ext_sig[k]);
+            else
+                start[k] = o;
             seen[k] = true;
-            start[k] = o;
         } else if (s[0] < 'A' || s[0] > 'Z') {
             char e[32];
             return FAIL(x, -EINVAL, "unknown required extension \"%s\"", esc(s, 4, e, sizeof e));
         }
         o += 8 + be32(s + 4);
     }
+    if (o != x->end)
+        SOFT(x, "%zu stray bytes after the extensions", x->end - o);
     x->has_link = seen[E_LINK];
     x->has_sdir = seen[E_SDIR];
-    for (size_t k = 0; k < E_N && r == 0; k++) {
+    for (size_t k = 0; k < E_N && !x->hard; k++) {
         if (!seen[k])
             continue;
         const uint8_t *p = x->b + start[k] + 8, *end = p + be32(x->b + start[k] + 4);
@@ -756,30 +784,30 @@ static int parse_extensions(struct ix *x) {
         case E_IEOT: r = ext_ieot(x, p, end); break;
         case E_SDIR:
             if (p != end)
-                r = FAIL(x, -EPERM, "sdir extension is not empty");
+                SOFT(x, "sdir extension is not empty");
             break;
         case E_EOIE:
             /* Offset of the first extension, for a threaded reader; Git
              * writes it last, hashing the extension headers. */
             if ((size_t)(end - p) != 4 + x->hl || end != x->b + x->end || be32(p) != x->ents_end)
-                r = FAIL(x, -EPERM, "EOIE extension does not match the index");
+                PERM(x, "EOIE extension does not match the index");
             break;
         default: break;
         }
     }
-    if (r < 0)
-        return r;
+    if (x->hard)
+        return r; /* link: Git dies on it */
     /* Git finds EOIE by looking at a fixed distance from the end, whatever
      * came before; bytes there that look like one (we cannot check its
      * SHA-1) must be the real, checked EOIE. */
     size_t at = x->len - x->hl - 12 - x->hl;
     if (x->len >= HDR_SIZE + 12 + 2 * (size_t)x->hl && at >= HDR_SIZE && !memcmp(x->b + at, "EOIE", 4) &&
         be32(x->b + at + 4) == 4 + x->hl && !(seen[E_EOIE] && start[E_EOIE] == at))
-        return FAIL(x, -EPERM, "bytes that read as an EOIE extension inside another extension");
+        return PERM(x, "bytes that read as an EOIE extension inside another extension");
     if (x->first_empty != UINT32_MAX && !x->has_link)
-        return FAIL(x, -EPERM, "entry %u has an empty name outside a split index", x->first_empty);
+        return PERM(x, "entry %u has an empty name outside a split index", x->first_empty);
     if (x->first_dir != UINT32_MAX && !x->has_sdir)
-        return FAIL(x, -EPERM, "entry %u is a directory but the index has no sdir extension", x->first_dir);
+        return PERM(x, "entry %u is a directory but the index has no sdir extension", x->first_dir);
     return 0;
 }
 
@@ -803,14 +831,16 @@ int lz_gitindex_check(const void *buf, size_t len, unsigned hash_len, struct lz_
     /* Smallest entry: v2/3 fixed part + 1-byte name + padding = 8k bytes >=
      * fixed+2; v4: fixed part + varint + NUL. */
     size_t min = ENTRY_FIXED + hash_len + 2 + 2;
-    if (x.nr > (x.end - HDR_SIZE) / min)
+    if (x.nr > (len - HDR_SIZE) / min)
         return FAIL(&x, -EINVAL, "entry count %u does not fit in the file", x.nr);
     x.offs = lz_xmalloc(((size_t)x.nr + 1) * sizeof *x.offs);
     int r = parse_entries(&x);
-    if (r == 0)
+    if (!x.hard)
         r = parse_extensions(&x);
     free(x.offs);
-    return r;
+    if (x.hard)
+        return r; /* already in err */
+    return x.code ? lz_error_set(err, x.code, "%s", x.msg) : 0;
 }
 
 int lz_gitindex_verify(const void *buf, size_t len, unsigned hash_len, struct lz_error *err) {
