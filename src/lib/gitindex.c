@@ -388,7 +388,7 @@ static int parse_entries(struct ix *x) {
         x->offs[i] = (uint32_t)o | (full_strip ? 1u << 31 : 0);
         o = next;
 
-        if (mode == (S_IFDIR)) {
+        if (mode == S_IFDIR) {
             /* Sparse directory entries: always skip-worktree (sparse-index.c). */
             if (!skip_wt)
                 SOFT(x, "entry %u: directory entry not marked skip-worktree", i);
@@ -459,7 +459,7 @@ static bool ewah(const uint8_t *p, size_t avail, uint64_t limit, size_t *ret_use
     if (avail < 8)
         return false;
     uint64_t words = be32(p + 4);
-    if (words > (avail - 12) / 8 || avail < 12)
+    if (avail < 12 || words > (avail - 12) / 8)
         return false;
     const uint8_t *w = p + 8;
     uint32_t rlw = be32(w + words * 8);
@@ -864,10 +864,12 @@ int lz_gitindex_verify(const void *buf, size_t len, unsigned hash_len, struct lz
  * escaped and continued with backslash-newline, # and ; start comments
  * outside quotes. Anything it does not understand skips to the next line. */
 unsigned lz_git_config_hash_len(const char *text, size_t len) {
+    if (!text)
+        return 20;
     const char *p = text, *end = text + len;
     bool in_ext = false;
     unsigned hash = 20;
-    while (text && p < end) {
+    while (p < end) {
         while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
             p++;
         if (p == end)

@@ -173,6 +173,17 @@ static void test_real_indexes(void **state) {
     b = read_all(d, ".git/index", &n);
     assert_true(has_ext(b, n, "EOIE"));
     expect_ok(d, ".git/index", 20);
+    /* a threaded reader must see the same entries: tampered offsets are
+     * refused (the untampered index above is the control) */
+    uint8_t *ie = memmem(b, n, "IEOT", 4), *eo = memmem(b, n, "EOIE", 4);
+    assert_non_null(ie);
+    assert_non_null(eo);
+    ie[8 + 4 + 8 + 3] ^= 8; /* second block's offset */
+    assert_int_equal(lz_gitindex_verify(b, n, 20, NULL), -EPERM);
+    ie[8 + 4 + 8 + 3] ^= 8;
+    eo[8 + 3] ^= 8; /* EOIE's offset of the first extension */
+    assert_int_equal(lz_gitindex_verify(b, n, 20, NULL), -EPERM);
+    eo[8 + 3] ^= 8;
 
     /* split index, and its shared index */
     GIT(d, "update-index", "--split-index");
@@ -416,6 +427,14 @@ static void test_bad_paths(void **state) {
 
 static void test_structure(void **state) {
     (void)state;
+    /* Git finds EOIE at a fixed distance from the end: a look-alike inside
+     * an optional extension would send a threaded reader elsewhere */
+    uint8_t look[8 + 32] = "Zzzz\0\0\0\x20" "EOIE\0\0\0\x18";
+    struct bld lo = build(2, 20, ENTS({ "a", REG }), look, sizeof look);
+    assert_int_equal(lz_gitindex_verify(lo.b, lo.n, 20, NULL), -EPERM);
+    lo.b[lo.n - 20 - 32 + 3] = 'F'; /* control: "EOIF" is just data */
+    assert_int_equal(lz_gitindex_verify(lo.b, lo.n, 20, NULL), 0);
+    free(lo.b);
     struct bld o = build(2, 20, ENTS({ "a", REG }), NULL, 0);
     assert_int_equal(lz_gitindex_check(o.b, o.n, 20, NULL), 0);
     o.b[7] = 5;
