@@ -23,6 +23,10 @@
  * longer one (PATH_MAX), and it bounds what a v4 index can make us build. */
 #define LZ_GITINDEX_NAME_MAX 4096
 
+/* The largest index file Lazaret reads to check (an index of a million
+ * files is about 100 MiB); a larger one is refused. */
+#define LZ_GITINDEX_MAX ((size_t)512 << 20)
+
 /* 0 if Git's verify_path() rules (strictest platform variants) accept
  * `name` (len bytes, not necessarily NUL-terminated) as an index entry with
  * `mode` (S_IFREG|0644/0755, S_IFLNK, 0160000 gitlink, S_IFDIR for sparse

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gitindex.h"
 #include "spawn.h"
 
 extern char **environ;
@@ -365,6 +366,7 @@ struct scan {
     struct lz_gitscan *out;
     struct strv protect, notices, log;
     struct strv links;     /* refused links, workspace-relative */
+    struct strv bad_index; /* indexes the host's git must not read, with the reason */
     struct strv cfgfiles;  /* config files read with --file (lexical absolute) */
     struct strv hookdirs;  /* hooks directories looked at (canonical) */
     struct strv gitdirs;   /* Git directories walked (canonical) */
@@ -837,6 +839,46 @@ static void scan_repo_gitdir(struct scan *s, const char *abs) {
     scan_repo(s, NULL, abs);
 }
 
+/* Reads a regular file below dfd (no symlink followed) of at most max bytes. */
+static int read_at(int dfd, const char *name, size_t max, char **ret, size_t *ret_len) {
+    _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode))
+        return -EINVAL;
+    if ((uint64_t)st.st_size > max)
+        return -EFBIG;
+    _cleanup_free_ char *buf = lz_xmalloc((size_t)st.st_size + 1);
+    ssize_t n = lz_read_full(fd, buf, (size_t)st.st_size);
+    if (n < 0)
+        return (int)n;
+    buf[n] = '\0';
+    *ret = TAKE_PTR(buf);
+    *ret_len = (size_t)n;
+    return 0;
+}
+
+/* An index left in a Git directory (by an agent before the router checked
+ * every index, or written while no router ran) is checked like one the
+ * router lets in: the host's git would act on every entry. */
+static void check_index_at(struct scan *s, int gdfd, const char *name, const char *rel) {
+    _cleanup_free_ char *buf = NULL, *cfg = NULL;
+    size_t len = 0, cfglen = 0;
+    int r = read_at(gdfd, name, LZ_GITINDEX_MAX, &buf, &len);
+    if (r < 0) {
+        if (r == -EFBIG)
+            strv_push(&s->bad_index, lz_xasprintf("%s: larger than Lazaret checks", rel));
+        return; /* unreadable: the host's git cannot read it either */
+    }
+    unsigned hl = read_at(gdfd, "config", 1 << 20, &cfg, &cfglen) == 0 ? lz_git_config_hash_len(cfg, cfglen) : 20;
+    struct lz_error e = { 0 };
+    if (lz_gitindex_verify(buf, len, hl, &e) < 0)
+        strv_push(&s->bad_index, lz_xasprintf("%s: %s", rel, e.msg));
+}
+
 /* Walks a Git directory: records symlinks and multi-link files (outside
  * objects/), skips hooks/ (the developer's, read by scan_hooks), and asks
  * git about every nested Git directory (modules/<name>, worktrees/<id>). */
@@ -896,6 +938,9 @@ static int walk_gitdir_at(struct scan *s, int dfd, const char *abs, const char *
             continue;
         if (S_ISREG(st.st_mode) && st.st_nlink > 1)
             strv_push(&s->links, lz_xasprintf("%s (%ju hard links)", crel, (uintmax_t)st.st_nlink));
+        if (is_gd && S_ISREG(st.st_mode) &&
+            (!strcmp(de->d_name, "index") || !strncmp(de->d_name, "sharedindex.", 12)))
+            check_index_at(s, dfd, de->d_name, crel);
     }
     closedir(d);
     return r;
@@ -1099,6 +1144,18 @@ int lz_gitscan_run(const char *workspace, const struct lz_gitscan_opts *o, struc
                          msg);
         goto done;
     }
+    if (s.bad_index.n) {
+        char msg[LZ_ERROR_MAX - 300];
+        size_t pos = 0;
+        msg[0] = '\0';
+        escape_into(msg, sizeof msg, &pos, s.bad_index.v[0]);
+        r = lz_error_set(err, -EPERM,
+                         "a Git index of the workspace is unsafe for the host's git: %s%s; its entries would make "
+                         "`git checkout`/`git restore` write there; inspect it with `git ls-files --stage`, then "
+                         "rebuild it (`rm INDEX && git reset`) and run again",
+                         msg, s.bad_index.n > 1 ? " (and more)" : "");
+        goto done;
+    }
     qsort(s.protect.v, s.protect.n, sizeof *s.protect.v, cmp_str);
     /* A path below another protected one is covered by it. */
     {
@@ -1148,6 +1205,7 @@ done:
     strv_clear(&s.notices);
     strv_clear(&s.log);
     strv_clear(&s.links);
+    strv_clear(&s.bad_index);
     strv_clear(&s.cfgfiles);
     strv_clear(&s.hookdirs);
     strv_clear(&s.gitdirs);

@@ -1328,11 +1328,6 @@ static void rt_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
     remove_entry(req, parent, name, LZ_ROP_RMDIR);
 }
 
-#ifndef LZ_GITINDEX_MAX
-/* The largest index the router reads to check (a 1M-file index is ~100 MiB). */
-#define LZ_GITINDEX_MAX ((size_t)512 << 20)
-#endif
-
 /* Reads at most `max` bytes of a regular file opened relative to dfd
  * (no symlink followed) into a new buffer. */
 static int read_small(int dfd, const char *name, size_t max, const struct stat *want, char **ret_buf,

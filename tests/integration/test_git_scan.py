@@ -151,3 +151,45 @@ def test_hundred_protected_paths(lazaret, env, workspace):
     assert [n for n in names if w[n]] == []
     assert w["inc/free.cfg"] is True
     assert all((ws / n).read_text() == "" for n in names)
+
+
+def crafted_index(entries):
+    """A version-2 index with (mode, oid hex, path) entries, as Git reads it."""
+    import hashlib
+    import struct
+    ents = sorted((p.encode(), mode, bytes.fromhex(oid)) for mode, oid, p in entries)
+    out = b"DIRC" + struct.pack(">II", 2, len(ents))
+    for path, mode, oid in ents:
+        e = struct.pack(">10I", 0, 0, 0, 0, 0, 0, mode, 0, 0, 0) + oid + struct.pack(">H", min(len(path), 0xFFF)) + path
+        out += e + b"\0" * (8 - len(e) % 8)
+    return out + hashlib.sha1(out).digest()
+
+
+def test_crafted_index_left_in_git_dir_refuses_start(lazaret, env, workspace, tmp_path):
+    """An index left in the workspace (by an agent of an older Lazaret, or
+    while no router ran) that names `.git/hooks/post-checkout` refuses the
+    start: the host's next `git checkout -- .` would write and run it."""
+    sentinel = tmp_path / "fired"
+    blob = host_git(workspace, "hash-object", "-w", "--stdin",
+                    input=f"#!/bin/sh\ntouch {sentinel}\n").stdout.strip()
+    evil = crafted_index([(0o100755, blob, ".git/hooks/post-checkout"), (0o100644, blob, "README")])
+    # Positive control: on a copy, the host's git does act on this index.
+    ctl = tmp_path / "ctl"
+    subprocess.run(["cp", "-a", str(workspace), str(ctl)], check=True)
+    (ctl / ".git" / "index").write_bytes(evil)
+    host_git(ctl, "checkout", "--", ".")
+    assert (ctl / ".git" / "hooks" / "post-checkout").exists(), "control: git did not write the hook"
+    assert sentinel.exists(), "control: git did not run the hook it wrote"
+    sentinel.unlink()
+    # The workspace with that index: refused, with a message that says what to do.
+    (workspace / ".git" / "index").write_bytes(evil)
+    r = lz_run(lazaret, env, workspace, ["true"])
+    err = r.stderr.decode(errors="replace")
+    assert r.returncode != 0 and "unsafe for the host's git" in err and ".git/index" in err, err
+    assert "post-checkout" in err and "git reset" in err, err
+    # Rebuilt as the message says: the Domain starts.
+    (workspace / ".git" / "index").unlink()
+    host_git(workspace, "reset", "-q")
+    r = lz_run(lazaret, env, workspace, ["true"])
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    assert not sentinel.exists()
