@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Env, git_env, lz_run, make_git_repo
+from conftest import Env, git_env, lz_run, make_git_repo, user_processes, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +45,7 @@ export GIT_COMMITTER_NAME=Agent GIT_COMMITTER_EMAIL=agent@x.invalid
 export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
 """
 
-DEV_HOOK = "#!/bin/sh\n: the developer's own hook\n"
+DEV_HOOK = "#!/bin/sh\n: the developer hook\n"
 
 
 def run_git(repo, *args, extra_env=None, **kw):
@@ -130,6 +130,10 @@ def run_inside(lazaret, env, ws, sides, attack):
         body = side.sub(textwrap.dedent(attack))
         parts.append(f"echo '== {side.name}'\n( cd {side.inside} || exit 1\n{body}\n)\n")
     r = lz_run(lazaret, env, ws, ["bash", "-c", "\n".join(parts)])
+    # The host's git runs once the Domain is gone: while it runs, files the
+    # agent wrote may still be open for writing there (exec gives ETXTBSY).
+    subprocess.run([lazaret, "stop", "-p", "test"], cwd=ws, env=env.environ(), capture_output=True, timeout=60)
+    assert wait_until(lambda: not user_processes("runsc"), timeout=45), "the Domain did not stop"
     return r
 
 
