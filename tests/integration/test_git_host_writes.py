@@ -374,7 +374,18 @@ def build_index(entries):
     return data + hashlib.sha1(data).digest()
 
 
-def index_setup(sub=""):
+def split_index(shared: bytes):
+    """A split index: the main index has no entries and a `link` extension
+    naming the shared index (its trailing SHA-1) with empty delete and
+    replace bitmaps (EWAH: bit size 0, one word 0, RLW position 0). Git reads
+    the entries from .git/sharedindex.<that SHA-1>. Returns (main, hex)."""
+    sha = shared[-20:]
+    ewah = struct.pack(">IIQI", 0, 1, 0, 0)
+    data = b"DIRC" + struct.pack(">II", 2, 0) + b"link" + struct.pack(">I", 20 + 2 * len(ewah)) + sha + 2 * ewah
+    return data + hashlib.sha1(data).digest(), sha.hex()
+
+
+def index_setup(sub="", split=False):
     """Host side: the blobs' contents and the crafted index, in the work tree
     (the agent could as well write them itself; this keeps the script short).
     sub: the repository the index is for, relative to the workspace."""
@@ -387,13 +398,19 @@ def index_setup(sub=""):
         up = "../" * (sub.count("/") + 1 if sub else 0)
         (side.repo / "evil-hook").write_bytes(hook)
         (side.repo / "evil-config").write_bytes(config)
-        (side.repo / "evil.idx").write_bytes(build_index([
+        index = build_index([
             (b".git/hooks/post-checkout", 0o100755, blob_sha(hook)),
             (b".git/hooks/pre-commit", 0o100755, blob_sha(hook)),
             (b".git/config", 0o100644, blob_sha(config)),
             (f"{up}../escape".encode(), 0o100755, blob_sha(hook)),
             (b"README", 0o100644, blob_sha(b"hello\n")),
-        ]))
+        ])
+        if split:
+            main, name = split_index(index)
+            (side.repo / "evil-shared").write_bytes(index)
+            (side.repo / "evil-shared.name").write_text(f"sharedindex.{name}")
+            index = main
+        (side.repo / "evil.idx").write_bytes(index)
     return setup
 
 
@@ -427,6 +444,15 @@ def test_crafted_index_via_lock(lazaret, debian, tmp_path):
         cp evil.idx .git/index.lock && mv .git/index.lock .git/index; echo "mv: $?"
         git ls-files -s
     """, setup=index_setup(), host=index_host())
+
+
+def test_crafted_split_index(lazaret, debian, tmp_path):
+    """The entries live in .git/sharedindex.<SHA-1>, named by the index."""
+    check(lazaret, tmp_path, debian, INDEX_BLOBS + """
+        cp evil-shared ".git/$(cat evil-shared.name)"; echo "cp shared: $?"
+        cp evil.idx .git/index; echo "cp: $?"
+        git ls-files -s
+    """, setup=index_setup(split=True), host=index_host())
 
 
 def test_crafted_index_nested_repository(lazaret, debian, tmp_path):
