@@ -25,7 +25,6 @@ show none.
 """
 import hashlib
 import os
-import shutil
 import struct
 import subprocess
 import textwrap
