@@ -1448,8 +1448,8 @@ static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
      * index's sharedindex_XXXXXX -> sharedindex.<hash>) is checked first:
      * the host's git trusts every entry of the index it reads. */
     size_t gitdir_len = 0;
-    int to_index = lz_router_is_index(&r->pol, dpath, &gitdir_len);
-    int from_index = (flags & RENAME_EXCHANGE) ? lz_router_is_index(&r->pol, spath, NULL) : 0;
+    int to_index = r->plain ? 0 : lz_router_is_index(&r->pol, dpath, &gitdir_len);
+    int from_index = !r->plain && (flags & RENAME_EXCHANGE) ? lz_router_is_index(&r->pol, spath, NULL) : 0;
     if (to_index < 0 || from_index < 0) {
         rc = to_index < 0 ? to_index : from_index;
         goto fail;
