@@ -1156,7 +1156,8 @@ int lz_gitscan_run(const char *workspace, const struct lz_gitscan_opts *o, struc
                          msg, s.bad_index.n > 1 ? " (and more)" : "");
         goto done;
     }
-    qsort(s.protect.v, s.protect.n, sizeof *s.protect.v, cmp_str);
+    if (s.protect.n > 1)
+        qsort(s.protect.v, s.protect.n, sizeof *s.protect.v, cmp_str);
     /* A path below another protected one is covered by it. */
     {
         _cleanup_free_ bool *covered = lz_xcalloc(s.protect.n ? s.protect.n : 1, sizeof *covered);

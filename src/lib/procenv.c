@@ -144,7 +144,8 @@ int lz_envpass_create(const struct lz_config *c, int *ret_fd, struct lz_error *e
     if (fd < 0 || lz_write_full(fd, buf, off) < 0 ||
         fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
         r = -errno;
-    explicit_bzero(buf, len ? len : 1);
+    if (buf) /* never NULL (lz_xmalloc aborts), but say so to the compiler */
+        explicit_bzero(buf, len ? len : 1);
     free(buf);
     if (r < 0) {
         if (fd >= 0)
