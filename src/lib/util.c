@@ -3,11 +3,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 int lz_error_set(struct lz_error *err, int code, const char *fmt, ...) {
@@ -322,3 +324,25 @@ int lz_flock_timeout(int fd, int seconds) {
     return (e == EINTR && alarm_fired) ? -ETIMEDOUT : -e;
 }
 
+int lz_error_errno(struct lz_error *err, int r, const char *what) {
+    if (r >= 0)
+        r = -EIO; /* a caller's bug: still a failure with a message */
+    return lz_error_set(err, r, "%s: %s", what, strerror(-r));
+}
+
+int lz_openat_beneath(int dirfd, const char *path, int flags, mode_t mode, bool allow_symlinks) {
+    struct open_how how = {
+        .flags = (uint64_t)(flags | O_CLOEXEC | ((flags & O_PATH) ? 0 : O_NOCTTY)),
+        .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | (allow_symlinks ? 0 : RESOLVE_NO_SYMLINKS),
+    };
+    for (int tries = 0;; tries++) {
+        long r = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+        if (r >= 0)
+            return (int)r;
+        if (errno != EAGAIN && errno != EINTR)
+            return -errno;
+        if (tries >= 64)
+            return -EAGAIN;
+    }
+}

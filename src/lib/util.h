@@ -29,6 +29,12 @@ struct lz_error {
 /* Sets err (if non-NULL) and returns code (which must be negative). */
 int lz_error_set(struct lz_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The error contract's helper for a failed system call or library call
+ * that returned the negative errno r: sets err to "what: strerror(-r)"
+ * and returns r, so a negative return always comes with a message:
+ *     if ((r = lz_write_full(fd, b, n)) < 0)
+ *         return lz_error_errno(err, r, "cannot write the policy");  */
+int lz_error_errno(struct lz_error *err, int r, const char *what);
 /* Prepends "prefix: " to an already-set message; returns err->code or code. */
 int lz_error_prefix(struct lz_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -43,11 +49,17 @@ static inline void lz_closep(int *fd) {
     *fd = -EBADF;
 }
 static inline void lz_fclosep(FILE **f) { if (*f) fclose(*f); }
+static inline void lz_close_pairp(int (*pair)[2]) {
+    lz_closep(&(*pair)[0]);
+    lz_closep(&(*pair)[1]);
+}
 
 #define _cleanup_(x) __attribute__((cleanup(x)))
 #define _cleanup_free_ _cleanup_(lz_freep)
 #define _cleanup_close_ _cleanup_(lz_closep)
 #define _cleanup_fclose_ _cleanup_(lz_fclosep)
+/* int fds[2] = { -EBADF, -EBADF } from pipe2()/socketpair(). */
+#define _cleanup_close_pair_ _cleanup_(lz_close_pairp)
 
 #define TAKE_PTR(p) ({ __typeof__(p) _t = (p); (p) = NULL; _t; })
 #define TAKE_FD(fd) ({ int _t = (fd); (fd) = -EBADF; _t; })
@@ -69,6 +81,14 @@ int lz_snprintf(char *buf, size_t size, const char *fmt, ...)
 /* Full read/write loops over EINTR and short transfers. */
 ssize_t lz_read_full(int fd, void *buf, size_t n);   /* returns bytes read (< n only at EOF) or -errno */
 int lz_write_full(int fd, const void *buf, size_t n); /* 0 or -errno */
+
+/* openat2() confined to dirfd: RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, and
+ * RESOLVE_NO_SYMLINKS unless allow_symlinks (then only symlinks that stay
+ * beneath dirfd are followed). O_CLOEXEC is always added, O_NOCTTY unless
+ * O_PATH (which openat2 refuses with it); EAGAIN (a concurrent rename seen
+ * by the kernel's check) is retried a bounded number of times. Returns the
+ * fd or -errno (-EXDEV: the path left dirfd, -ELOOP: a symlink). */
+int lz_openat_beneath(int dirfd, const char *path, int flags, mode_t mode, bool allow_symlinks);
 
 /* Reads a whole regular file (at most max bytes) opened relative to dirfd. */
 int lz_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len);
