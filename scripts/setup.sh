@@ -51,18 +51,25 @@ fi
 # Stock distributions ship these 0666; some minimal images ship 0600.
 chmod 0666 /dev/fuse /dev/net/tun
 
+# ensure_subids USER: a range of 65536 subordinate uids and gids for USER,
+# after every range already given (Lazaret maps them into each Domain so
+# that processes inside can switch users, e.g. apt-get's _apt).
+ensure_subids() {
+    local user=$1 f start
+    touch /etc/subuid /etc/subgid
+    start=$(awk -F: 'BEGIN { m = 100000 } NF >= 3 && $2 + $3 > m { m = $2 + $3 } END { print m }' \
+        /etc/subuid /etc/subgid)
+    for f in /etc/subuid /etc/subgid; do
+        grep -q "^$user:" "$f" || echo "$user:$start:65536" >> "$f"
+    done
+}
+
 if ! id "$TEST_USER" >/dev/null 2>&1; then
     useradd --create-home --shell /bin/bash "$TEST_USER"
 fi
-for f in /etc/subuid /etc/subgid; do
-    touch "$f"
-    grep -q "^$TEST_USER:" "$f" || echo "$TEST_USER:200000:65536" >> "$f"
-done
-# The user running setup (through sudo) needs ranges too for `lazaret run`.
-if [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ]; then
-    for f in /etc/subuid /etc/subgid; do
-        grep -q "^$SUDO_USER:" "$f" || usermod --add-subuids 300000-365535 --add-subgids 300000-365535 "$SUDO_USER"
-    done
-fi
+ensure_subids "$TEST_USER"
+# The user who ran setup (directly, or through sudo) runs `lazaret run` too;
+# root included (VMs and cloud machines often work as root).
+ensure_subids "${SUDO_USER:-root}"
 loginctl enable-linger "$TEST_USER" 2>/dev/null || true
 echo "lazaret setup: done (test user: $TEST_USER)"

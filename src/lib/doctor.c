@@ -34,6 +34,8 @@ static void check_kernel(struct lz_check **v, size_t *n) {
     }
 }
 
+static void check_subids(struct lz_check **v, size_t *n);
+
 static void check_userns(struct lz_check **v, size_t *n) {
     struct lz_check *c = add(v, n, "unprivileged user namespaces");
     /* Exactly what the coordinator does for the Runtime Supervisor. */
@@ -57,31 +59,68 @@ static void check_userns(struct lz_check **v, size_t *n) {
                  "enable them: sysctl kernel.unprivileged_userns_clone=1 (and "
                  "kernel.apparmor_restrict_unprivileged_userns=0 where present)");
     }
+    check_subids(v, n);
+}
+
+/* The length of the largest range for `name` (or its numeric uid) in an
+ * /etc/sub[ug]id file; 0 if none. */
+static unsigned long subid_range(const char *file, const char *name, uid_t uid) {
+    _cleanup_fclose_ FILE *f = fopen(file, "re");
+    if (!f)
+        return 0;
+    char line[512], num[24];
+    snprintf(num, sizeof num, "%u", (unsigned)uid);
+    unsigned long best = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *c1 = strchr(line, ':');
+        if (!c1)
+            continue;
+        *c1 = '\0';
+        if (strcmp(line, name) != 0 && strcmp(line, num) != 0)
+            continue;
+        char *c2 = strchr(c1 + 1, ':');
+        if (!c2)
+            continue;
+        char *end = NULL;
+        errno = 0;
+        unsigned long count = strtoul(c2 + 1, &end, 10);
+        if (errno == 0 && end != c2 + 1 && count > best)
+            best = count;
+    }
+    return best;
+}
+
+/* Without a subordinate range the Domain maps one ID: the sandbox's root
+ * works, but nothing can switch to another user, so apt-get (which drops
+ * to _apt to download) fails with "Permission denied" on
+ * /var/lib/apt/lists/partial, and so do daemons and test suites that drop
+ * privileges. That is a failure for the product's main job, not a warning. */
+static void check_subids(struct lz_check **v, size_t *n) {
     struct lz_check *s = add(v, n, "subordinate ID ranges");
     struct passwd *pw = getpwuid(getuid());
-    bool found = false;
-    FILE *f = fopen("/etc/subuid", "re");
-    if (f && pw) {
-        char line[256];
-        size_t ln = strlen(pw->pw_name);
-        while (fgets(line, sizeof line, f))
-            if (!strncmp(line, pw->pw_name, ln) && line[ln] == ':')
-                found = true;
-    }
-    if (f)
-        fclose(f);
-    if (found && access("/usr/bin/newuidmap", X_OK) == 0) {
+    const char *name = pw ? pw->pw_name : "?";
+    unsigned long u = pw ? subid_range("/etc/subuid", name, getuid()) : 0;
+    unsigned long g = pw ? subid_range("/etc/subgid", name, getuid()) : 0;
+    bool tools = access("/usr/bin/newuidmap", X_OK) == 0 && access("/usr/bin/newgidmap", X_OK) == 0;
+    if (u >= 65536 && g >= 65536 && tools) {
         s->status = LZ_CHECK_OK;
-        snprintf(s->detail, sizeof s->detail, "/etc/subuid has a range for %s; newuidmap present",
-                 pw ? pw->pw_name : "?");
-    } else {
-        s->status = LZ_CHECK_WARN;
-        snprintf(s->detail, sizeof s->detail, "no /etc/subuid range or no newuidmap");
-        snprintf(s->fix, sizeof s->fix,
-                 "apt-get install uidmap; usermod --add-subuids 100000-165535 --add-subgids 100000-165535 %s "
-                 "(without it, files of other owners in images show as nobody)",
-                 pw ? pw->pw_name : "$USER");
+        snprintf(s->detail, sizeof s->detail, "%s has %lu subordinate uids and %lu gids; newuidmap present", name, u,
+                 g);
+        return;
     }
+    s->status = LZ_CHECK_FAIL;
+    if (!tools)
+        snprintf(s->detail, sizeof s->detail, "newuidmap/newgidmap missing");
+    else
+        snprintf(s->detail, sizeof s->detail,
+                 "%s has %lu subordinate uids and %lu gids (65536 each needed): the sandbox could map only your "
+                 "own ID, so no process inside can switch users (apt-get's download user _apt fails with "
+                 "\"Permission denied\")",
+                 name, u, g);
+    snprintf(s->fix, sizeof s->fix,
+             "run scripts/setup.sh (it adds the ranges), or: apt-get install uidmap; usermod --add-subuids "
+             "N-M --add-subgids N-M %s with a free range of 65536 IDs",
+             name);
 }
 
 static void check_tool(struct lz_check **v, size_t *n, const char *name, const char *const *argv,
