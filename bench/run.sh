@@ -9,7 +9,7 @@ stage=$(mktemp -d /var/tmp/lazaret-bench.XXXXXX)
 trap 'rm -rf "$stage"' EXIT
 cp build/lazaret build/lazaret-core build/lazaret-init "$stage/"
 [ -x build/lazaret-router ] && cp build/lazaret-router "$stage/"
-cp bench/*.py tests/fixtures/make-busybox-oci.sh "$stage/"
+cp bench/*.py bench/blast.c tests/fixtures/make-busybox-oci.sh "$stage/"
 chmod -R a+rX "$stage"
 as_user() {
     if [ "$(id -u)" -eq 0 ]; then

@@ -1,0 +1,55 @@
+/* blast — a large-write TCP sender for bench/network.py.
+ *
+ *   blast ADDR PORT MIB
+ *
+ * Connects and writes MIB mebibytes in 1 MiB write() calls, then shuts the
+ * connection down and waits for the peer to close it, so the time measured
+ * around it is the transfer, not the sender's per-call overhead (busybox nc
+ * polls and writes 1 KiB at a time, which caps even the host path).
+ * Static, so it runs in any sandbox image. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: blast ADDR PORT MIB\n");
+        return 2;
+    }
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((unsigned short)atoi(argv[2])) };
+    if (inet_pton(AF_INET, argv[1], &sa.sin_addr) != 1) {
+        fprintf(stderr, "blast: bad address %s\n", argv[1]);
+        return 2;
+    }
+    long mib = strtol(argv[3], NULL, 10);
+    static char buf[1 << 20];
+    memset(buf, 'x', sizeof buf);
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        fprintf(stderr, "blast: connect: %s\n", strerror(errno));
+        return 1;
+    }
+    for (long i = 0; i < mib; i++) {
+        size_t off = 0;
+        while (off < sizeof buf) {
+            ssize_t n = write(s, buf + off, sizeof buf - off);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0) {
+                fprintf(stderr, "blast: write: %s\n", strerror(errno));
+                return 1;
+            }
+            off += (size_t)n;
+        }
+    }
+    shutdown(s, SHUT_WR);
+    while (read(s, buf, sizeof buf) > 0)
+        ;
+    close(s);
+    return 0;
+}
