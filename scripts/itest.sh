@@ -33,6 +33,7 @@ if [ -n "$storage" ]; then
     mkdir -p "$storage"; chown "$user:" "$storage"
 fi
 home=$(getent passwd "$user" | cut -d: -f6)
+cd "$stage"   # the checkout may be private to root
 runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" USER="$user" LANG=C.UTF-8 \
     LAZARET_BIN="$stage/bin/lazaret" LAZARET_FIXTURES="$stage/tests/fixtures" \
     ${storage:+LAZARET_TEST_STORAGE="$storage"} \

@@ -117,9 +117,12 @@ pytest_args=(-p no:cacheprovider -q -ra ${LAZARET_TEST_ARGS:-})
 if [ "$(id -u)" -eq 0 ]; then
     chown -R "$TEST_USER:" "$stage"
     home=$(getent passwd "$TEST_USER" | cut -d: -f6)
-    runuser -u "$TEST_USER" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" USER="$TEST_USER" \
-        LANG=C.UTF-8 LAZARET_BIN="$LAZARET_BIN" LAZARET_FIXTURES="$LAZARET_FIXTURES" \
-        /usr/bin/python3 -m pytest "${pytest_args[@]}" "$stage/tests/integration"
+    # From the staged copy: the checkout itself may be private to root
+    # (the README's ~/lazaret is /root/lazaret, mode 0700), and pytest
+    # looks at its working directory.
+    (cd "$stage" && runuser -u "$TEST_USER" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" \
+        USER="$TEST_USER" LANG=C.UTF-8 LAZARET_BIN="$LAZARET_BIN" LAZARET_FIXTURES="$LAZARET_FIXTURES" \
+        /usr/bin/python3 -m pytest "${pytest_args[@]}" "$stage/tests/integration")
 else
     /usr/bin/python3 -m pytest "${pytest_args[@]}" "$stage/tests/integration"
 fi
