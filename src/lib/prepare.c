@@ -8,28 +8,16 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/capability.h>
-#include <linux/openat2.h>
 #include <sodium.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
 
 #define WH_PREFIX ".wh."
 #define WH_OPAQUE ".wh..wh..opq"
 #define WH_META ".wh..wh."
 #define READ_CHUNK (128 * 1024)
-
-static const uint64_t resolve_confined =
-    RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-
-static int openat2_confined(int dirfd, const char *path, int flags) {
-    struct open_how how = { .flags = (uint64_t)(flags | O_CLOEXEC), .resolve = resolve_confined };
-    long r;
-    do
-        r = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
-    while (r < 0 && errno == EAGAIN);
-    return r < 0 ? -errno : (int)r;
-}
 
 bool lz_prepare_keeps_setid(void) {
     struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
@@ -103,8 +91,26 @@ struct fixup {
     struct timespec mtime;
 };
 
+/* Which mount an fd is on: the mount ID where the kernel reports it, else
+ * the device (a bind mount of the same filesystem then goes unnoticed). */
+struct mount_key {
+    bool has_id;
+    uint64_t id;
+    dev_t dev;
+};
+
+static int mount_key_of(int fd, struct mount_key *ret) {
+    struct statx sx;
+    if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &sx) < 0)
+        return -errno;
+    *ret = (struct mount_key){ .has_id = (sx.stx_mask & STATX_MNT_ID) != 0, .id = sx.stx_mnt_id,
+                               .dev = makedev(sx.stx_dev_major, sx.stx_dev_minor) };
+    return 0;
+}
+
 struct layer {
     int root;
+    struct mount_key root_mnt; /* where every confined open must stay */
     bool chown_ok;        /* euid == 0 */
     bool keep_setid;      /* CAP_CHOWN */
     uid_t euid;
@@ -115,6 +121,26 @@ struct layer {
     struct lz_prepare_stats *st;
     struct lz_error *err;
 };
+
+/* Opens path under dirfd (a directory of the layer's root) as the
+ * preparer must: lz_openat_beneath without following any symlink, and
+ * -EXDEV when the result is on another mount than the root (what
+ * RESOLVE_NO_XDEV gives: the paths opened here have no "..", so a path
+ * that entered another mount cannot come back to the root's). */
+static int open_confined(const struct layer *l, int dirfd, const char *path, int flags) {
+    int fd = lz_openat_beneath(dirfd, path, flags, 0, false);
+    if (fd < 0)
+        return fd;
+    struct mount_key k;
+    int r = mount_key_of(fd, &k);
+    if (r == 0 && (k.has_id != l->root_mnt.has_id || (k.has_id ? k.id != l->root_mnt.id : k.dev != l->root_mnt.dev)))
+        r = -EXDEV;
+    if (r < 0) {
+        close(fd);
+        return r;
+    }
+    return fd;
+}
 
 static void add_fixup(struct layer *l, const char *path, mode_t mode, const struct timespec *mtime) {
     if (l->n_fixups == l->cap_fixups) {
@@ -223,7 +249,7 @@ static int open_parent(struct layer *l, const char *norm, bool create, int *ret_
     parent[plen] = '\0';
     const char *base = slash ? slash + 1 : norm;
 
-    int fd = openat2_confined(l->root, plen ? parent : ".", O_PATH | O_DIRECTORY);
+    int fd = open_confined(l, l->root, plen ? parent : ".", O_PATH | O_DIRECTORY);
     if (fd >= 0) {
         int r = ensure_dir_usable(l, fd, parent);
         if (r < 0) {
@@ -240,7 +266,7 @@ static int open_parent(struct layer *l, const char *norm, bool create, int *ret_
         return -ENOENT;
 
     /* Walk one component at a time, creating and unlocking as we go. */
-    _cleanup_close_ int cur = openat2_confined(l->root, ".", O_PATH | O_DIRECTORY);
+    _cleanup_close_ int cur = open_confined(l, l->root, ".", O_PATH | O_DIRECTORY);
     if (cur < 0)
         return lz_error_set(l->err, cur, "cannot open rootfs");
     char *p = parent;
@@ -248,14 +274,14 @@ static int open_parent(struct layer *l, const char *norm, bool create, int *ret_
         char *end = strchr(p, '/');
         if (end)
             *end = '\0';
-        int nfd = openat2_confined(cur, p, O_PATH | O_DIRECTORY);
+        int nfd = open_confined(l, cur, p, O_PATH | O_DIRECTORY);
         if (nfd == -ENOENT) {
             if (!create)
                 return -ENOENT;
             if (mkdirat(cur, p, 0755) < 0 && errno != EEXIST)
                 return lz_error_set(l->err, -errno, "entry \"%s\": cannot create parent: %m", norm);
             pathset_add(&l->seen, parent, strlen(parent));
-            nfd = openat2_confined(cur, p, O_PATH | O_DIRECTORY);
+            nfd = open_confined(l, cur, p, O_PATH | O_DIRECTORY);
         }
         if (nfd < 0)
             return refuse_walk(l, nfd, norm);
@@ -403,7 +429,7 @@ static int do_dir(struct layer *l, struct archive_entry *e, int parent, const ch
     if (is_dir) {
         /* A lower layer's directory: an unprivileged caller may need to
          * unlock it to write this layer's children into it. */
-        _cleanup_close_ int fd = openat2_confined(parent, base, O_PATH | O_DIRECTORY);
+        _cleanup_close_ int fd = open_confined(l, parent, base, O_PATH | O_DIRECTORY);
         if (fd < 0)
             return refuse_walk(l, fd, norm);
         r = ensure_dir_usable(l, fd, norm);
@@ -543,7 +569,7 @@ static int opaque_clear(struct layer *l, int dfd, const char *dpath, int depth) 
         }
         struct stat st;
         if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-            int cfd = openat2_confined(dfd, names[i], O_PATH | O_DIRECTORY);
+            int cfd = open_confined(l, dfd, names[i], O_PATH | O_DIRECTORY);
             if (cfd < 0) {
                 ret = refuse_walk(l, cfd, child);
                 break;
@@ -678,7 +704,7 @@ static int apply_fixups(struct layer *l) {
         qsort(l->fixups, l->n_fixups, sizeof *l->fixups, fixup_cmp);
     for (size_t i = 0; i < l->n_fixups; i++) {
         const struct fixup *f = &l->fixups[i];
-        _cleanup_close_ int fd = openat2_confined(l->root, f->path, O_RDONLY | O_DIRECTORY);
+        _cleanup_close_ int fd = open_confined(l, l->root, f->path, O_RDONLY | O_DIRECTORY);
         if (fd == -ENOENT || fd == -ENOTDIR || fd == -ELOOP)
             continue; /* replaced later in the layer */
         if (fd < 0)
@@ -736,7 +762,7 @@ int lz_prepare_remove_tree(int dirfd, const char *name) {
 
 /* Error messages quote attacker-controlled names: keep them one printable
  * line (no terminal escapes reach the user's terminal). */
-static int sanitize_error(struct lz_error *err, int r) {
+int lz_error_sanitize(struct lz_error *err, int r) {
     if (r < 0 && err)
         for (char *c = err->msg; *c; c++)
             if ((unsigned char)*c < 0x20 || *c == 0x7f)
@@ -801,6 +827,9 @@ static int apply_stream(int rootfs_dirfd, struct reader *rd, const struct lz_lay
         .st = opts && opts->stats ? opts->stats : &local,
         .err = err,
     };
+    int r = mount_key_of(rootfs_dirfd, &l.root_mnt);
+    if (r < 0)
+        return lz_error_errno(err, r, "cannot stat the rootfs");
     rd->opts = opts;
     if (opts && opts->expected_digest) {
         rd->hashing = true;
@@ -810,7 +839,7 @@ static int apply_stream(int rootfs_dirfd, struct reader *rd, const struct lz_lay
     struct archive *a = archive_read_new();
     if (!a)
         abort();
-    int r = 0;
+    r = 0;
     /* In-process decompressors only: a WARN here means libarchive would run
      * an external program on attacker-controlled bytes. */
     if (archive_read_support_filter_gzip(a) != ARCHIVE_OK ||
@@ -877,7 +906,7 @@ static int apply_stream(int rootfs_dirfd, struct reader *rd, const struct lz_lay
 out:
     archive_read_free(a);
     layer_free(&l);
-    return sanitize_error(err, r);
+    return lz_error_sanitize(err, r);
 }
 
 int lz_prepare_apply_layer(int rootfs_dirfd, int layer_fd, const struct lz_layer_opts *opts,
