@@ -157,7 +157,8 @@ int lz_oci_open(const char *data_root, bool create, struct lz_oci_store *ret, st
     s.fd = open(s.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (s.fd < 0) {
         r = -errno;
-        if (r != -ENOENT)
+        /* Absent without create is an empty store to the caller. */
+        if (r != -ENOENT || create)
             lz_error_set(err, r, "cannot open image store %s: %s", s.path, strerror(-r));
         lz_oci_close(&s);
         return r;

@@ -548,7 +548,7 @@ static int list_dir(int dirfd_path, char ***ret_names, size_t *ret_n) {
  * touch; descend into kept directories (their lower content is hidden too). */
 static int opaque_clear(struct layer *l, int dfd, const char *dpath, int depth) {
     if (depth > PATH_MAX / 2)
-        return -ELOOP;
+        return lz_error_set(l->err, -ELOOP, "opaque directory \"%s\": nested too deep", dpath);
     char **names = NULL;
     size_t n = 0;
     int r = list_dir(dfd, &names, &n);
@@ -686,7 +686,7 @@ static int apply_entry(struct layer *l, struct archive *a, struct archive_entry 
     case AE_IFIFO:
         return do_fifo(l, e, parent, base, norm);
     default:
-        return -EINVAL;
+        return lz_error_set(l->err, -EINVAL, "entry \"%s\": unsupported type 0%o", norm, (unsigned)type);
     }
 }
 
