@@ -1,5 +1,6 @@
 /* prepare.c — see prepare.h for the contract. */
 #include "prepare.h"
+#include "pathset.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -11,7 +12,6 @@
 #include <sodium.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <sys/types.h>
 
 #define WH_PREFIX ".wh."
@@ -28,59 +28,6 @@ bool lz_prepare_keeps_setid(void) {
     return (d[0].effective & (1u << CAP_CHOWN)) != 0;
 }
 
-/* ---- a set of relative paths touched by the current layer ---- */
-
-struct pathset {
-    char **slots;
-    size_t cap, n;
-};
-
-static uint64_t hash_str(const char *s, size_t len) {
-    uint64_t h = UINT64_C(1469598103934665603);
-    for (size_t i = 0; i < len; i++) {
-        h ^= (uint8_t)s[i];
-        h *= UINT64_C(1099511628211);
-    }
-    return h;
-}
-
-static size_t pathset_find(const struct pathset *s, const char *p, size_t len) {
-    size_t i = (size_t)hash_str(p, len) & (s->cap - 1);
-    while (s->slots[i] && !(strlen(s->slots[i]) == len && memcmp(s->slots[i], p, len) == 0))
-        i = (i + 1) & (s->cap - 1);
-    return i;
-}
-
-static bool pathset_has(const struct pathset *s, const char *p, size_t len) {
-    if (s->cap == 0)
-        return false;
-    return s->slots[pathset_find(s, p, len)] != NULL;
-}
-
-static void pathset_add(struct pathset *s, const char *p, size_t len) {
-    if ((s->n + 1) * 2 > s->cap) {
-        size_t ncap = s->cap ? s->cap * 2 : 1024;
-        struct pathset t = { .slots = lz_xcalloc(ncap, sizeof(char *)), .cap = ncap, .n = s->n };
-        for (size_t i = 0; i < s->cap; i++)
-            if (s->slots[i])
-                t.slots[pathset_find(&t, s->slots[i], strlen(s->slots[i]))] = s->slots[i];
-        free(s->slots);
-        *s = t;
-    }
-    size_t i = pathset_find(s, p, len);
-    if (!s->slots[i]) {
-        s->slots[i] = lz_xstrndup(p, len);
-        s->n++;
-    }
-}
-
-static void pathset_free(struct pathset *s) {
-    for (size_t i = 0; i < s->cap; i++)
-        free(s->slots[i]);
-    free(s->slots);
-    *s = (struct pathset){ 0 };
-}
-
 /* ---- layer context ---- */
 
 struct fixup {
@@ -91,31 +38,26 @@ struct fixup {
     struct timespec mtime;
 };
 
-/* Which mount an fd is on: the mount ID where the kernel reports it, else
- * the device (a bind mount of the same filesystem then goes unnoticed). */
-struct mount_key {
-    bool has_id;
-    uint64_t id;
-    dev_t dev;
-};
-
-static int mount_key_of(int fd, struct mount_key *ret) {
+/* The ID of the mount an fd is on (statx, Linux >= 5.8; openat2 itself
+ * needs 5.6 and the doctor asks for much newer). */
+static int mount_id_of(int fd, uint64_t *ret) {
     struct statx sx;
     if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &sx) < 0)
         return -errno;
-    *ret = (struct mount_key){ .has_id = (sx.stx_mask & STATX_MNT_ID) != 0, .id = sx.stx_mnt_id,
-                               .dev = makedev(sx.stx_dev_major, sx.stx_dev_minor) };
+    if (!(sx.stx_mask & STATX_MNT_ID))
+        return -EOPNOTSUPP;
+    *ret = sx.stx_mnt_id;
     return 0;
 }
 
 struct layer {
     int root;
-    struct mount_key root_mnt; /* where every confined open must stay */
+    uint64_t root_mnt;    /* the mount every confined open must stay on */
     bool chown_ok;        /* euid == 0 */
     bool keep_setid;      /* CAP_CHOWN */
     uid_t euid;
     uint64_t bytes, max_bytes;
-    struct pathset seen;
+    struct lz_pathset seen;
     struct fixup *fixups;
     size_t n_fixups, cap_fixups;
     struct lz_prepare_stats *st;
@@ -131,9 +73,9 @@ static int open_confined(const struct layer *l, int dirfd, const char *path, int
     int fd = lz_openat_beneath(dirfd, path, flags, 0, false);
     if (fd < 0)
         return fd;
-    struct mount_key k;
-    int r = mount_key_of(fd, &k);
-    if (r == 0 && (k.has_id != l->root_mnt.has_id || (k.has_id ? k.id != l->root_mnt.id : k.dev != l->root_mnt.dev)))
+    uint64_t mnt;
+    int r = mount_id_of(fd, &mnt);
+    if (r == 0 && mnt != l->root_mnt)
         r = -EXDEV;
     if (r < 0) {
         close(fd);
@@ -162,7 +104,7 @@ static void layer_free(struct layer *l) {
     for (size_t i = 0; i < l->n_fixups; i++)
         free(l->fixups[i].path);
     free(l->fixups);
-    pathset_free(&l->seen);
+    lz_pathset_free(&l->seen);
 }
 
 /* Normalises an archive path into out (PATH_MAX bytes): strips leading "/"
@@ -280,7 +222,7 @@ static int open_parent(struct layer *l, const char *norm, bool create, int *ret_
                 return -ENOENT;
             if (mkdirat(cur, p, 0755) < 0 && errno != EEXIST)
                 return lz_error_set(l->err, -errno, "entry \"%s\": cannot create parent: %m", norm);
-            pathset_add(&l->seen, parent, strlen(parent));
+            lz_pathset_add(&l->seen, parent, strlen(parent));
             nfd = open_confined(l, cur, p, O_PATH | O_DIRECTORY);
         }
         if (nfd < 0)
@@ -561,7 +503,7 @@ static int opaque_clear(struct layer *l, int dfd, const char *dpath, int depth) 
             ret = lz_error_set(l->err, -ENAMETOOLONG, "opaque directory \"%s\": name too long", dpath);
             break;
         }
-        if (!pathset_has(&l->seen, child, strlen(child))) {
+        if (!lz_pathset_has(&l->seen, child, strlen(child))) {
             r = lz_prepare_remove_tree(dfd, names[i]);
             if (r < 0)
                 ret = lz_error_set(l->err, r, "opaque directory: cannot remove \"%s\": %s", child, strerror(-r));
@@ -613,7 +555,7 @@ static int do_whiteout(struct layer *l, const char *norm, const char *base) {
     memcpy(target + plen, name, strlen(name) + 1);
     l->st->whiteouts++;
     /* Whiteouts hide lower layers only; an entry of this layer stays. */
-    if (pathset_has(&l->seen, target, strlen(target)))
+    if (lz_pathset_has(&l->seen, target, strlen(target)))
         return 0;
     _cleanup_close_ int parent = -EBADF;
     const char *b;
@@ -656,12 +598,12 @@ static int apply_entry(struct layer *l, struct archive *a, struct archive_entry 
         return 0; /* the root entry */
     /* Everything above this entry is "of this layer" for opaque dirs. */
     for (const char *s = norm; (s = strchr(s, '/')); s++)
-        pathset_add(&l->seen, norm, (size_t)(s - norm));
+        lz_pathset_add(&l->seen, norm, (size_t)(s - norm));
 
     if (whiteout)
         return do_whiteout(l, norm, base);
 
-    pathset_add(&l->seen, norm, strlen(norm));
+    lz_pathset_add(&l->seen, norm, strlen(norm));
     if (!hardlink && (type == AE_IFCHR || type == AE_IFBLK || type == AE_IFSOCK)) {
         l->st->devices_skipped++;
         return 0;
@@ -827,7 +769,7 @@ static int apply_stream(int rootfs_dirfd, struct reader *rd, const struct lz_lay
         .st = opts && opts->stats ? opts->stats : &local,
         .err = err,
     };
-    int r = mount_key_of(rootfs_dirfd, &l.root_mnt);
+    int r = mount_id_of(rootfs_dirfd, &l.root_mnt);
     if (r < 0)
         return lz_error_errno(err, r, "cannot stat the rootfs");
     rd->opts = opts;
