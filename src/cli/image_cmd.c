@@ -108,7 +108,7 @@ static int load_data_root(const char *config_path, struct lz_config **ret) {
     struct lz_error err = { 0 };
     int r = lz_config_load(&o, ret, &err);
     if (r < 0) {
-        lz_cli_error("%s", err.msg[0] ? err.msg : strerror(-r));
+        lz_cli_error("%s", err.msg);
         return r;
     }
     return 0;
@@ -123,7 +123,7 @@ static int cmd_bootstrap(const char *data_root, const char *suite) {
     int r = lz_image_bootstrap(data_root, suite, on_progress, &ui, &err);
     progress_done(&ui);
     if (r < 0) {
-        lz_cli_error("image bootstrap: %s", err.msg[0] ? err.msg : strerror(-r));
+        lz_cli_error("image bootstrap: %s", err.msg);
         return LZ_EXIT_FAILURE;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -137,7 +137,7 @@ static int cmd_ls(const char *data_root, bool json) {
     struct lz_error err = { 0 };
     int r = lz_image_list(data_root, &l, &err);
     if (r < 0) {
-        lz_cli_error("image ls: %s", err.msg[0] ? err.msg : strerror(-r));
+        lz_cli_error("image ls: %s", err.msg);
         return LZ_EXIT_FAILURE;
     }
     if (json) {
@@ -200,7 +200,7 @@ static int cmd_prepare(const char *data_root, const char *ref, bool json) {
     int r = lz_image_prepare(data_root, ref, on_progress, &ui, &p, &err);
     progress_done(&ui);
     if (r < 0) {
-        lz_cli_error("image prepare: %s", err.msg[0] ? err.msg : strerror(-r));
+        lz_cli_error("image prepare: %s", err.msg);
         return LZ_EXIT_FAILURE;
     }
     if (json) {
@@ -263,7 +263,7 @@ static int cmd_gc(const struct lz_config *cfg, bool dry_run, bool json) {
         json_decref(o.reclaimed);
         json_decref(o.kept);
         json_decref(o.failed);
-        lz_cli_error("image gc: %s", err.msg[0] ? err.msg : strerror(-r));
+        lz_cli_error("image gc: %s", err.msg);
         return LZ_EXIT_FAILURE;
     }
     if (json) {

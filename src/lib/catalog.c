@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "image.h"
+#include "artifact.h"
 #include "prepare.h"
 #include "procid.h"
 

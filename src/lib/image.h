@@ -63,14 +63,7 @@
  * docker-archive has no layer digests: uncompressed layers are checked
  * against the config's rootfs.diff_ids; the config must parse.
  *
- * Prepared-artifact ID: lowercase hex of
- *   SHA-256( "lazaret-prepared-artifact-v1"
- *            || u32be(len(manifest_digest)) || manifest_digest
- *            || u32be(len(LZ_PREPARER_VERSION)) || LZ_PREPARER_VERSION )
- * where manifest_digest is the "sha256:<hex>" string of the image manifest.
- * The same image prepared by the same preparer gives the same ID wherever it
- * is stored; a preparer change gives a new ID. An existing complete artifact
- * (directory present with a matching artifact.json) is reused as is.
+ * Prepared-artifact ID and artifact.json: artifact.h.
  *
  * Concurrency: several processes may import and prepare at once; index.json
  * updates hold images/.lock; two preparations of the same artifact both run
@@ -79,13 +72,16 @@
  * to this module; nothing here deletes a published artifact (only
  * lz_catalog_gc does, and never a leased one).
  *
- * Tools are run with fork/execvpe of a fixed argv (no shell) and the
- * allow-listed environment of lz_tool_env() (procenv.h), stdin
- * /dev/null, stdout+stderr captured: each output line goes to the progress
- * callback as a phase ("bootstrap: I: ..."), the tail into the error message.
+ * Modules: oci.[ch] the store and OCI documents; imgref.[ch] references;
+ * imgimport.[ch] local sources and registry pulls; imgtool.[ch] running
+ * skopeo and mmdebstrap (spawn broker, bounded); bootstrap.[ch] the
+ * mmdebstrap image; artifact.[ch] the prepared-artifact record; this file
+ * (image.c) preparing and listing.
  */
 #pragma once
 
+#include "artifact.h"
+#include "bootstrap.h"
 #include "prepare.h"
 
 struct lz_prepared {
@@ -104,32 +100,11 @@ int lz_image_prepare(const char *data_root, const char *ref, lz_progress_fn prog
                      struct lz_prepared *ret, struct lz_error *err);
 void lz_prepared_clear(struct lz_prepared *p);
 
-/* Builds the default base image with mmdebstrap (as the invoking user:
- * root mode as root, unshare mode with subuids otherwise) and stores it as
- * "builtin:debian-<suite>" (replacing an older image of that name). suite:
- * [a-z0-9-]{1,32}. Needs the Debian mirror. */
-int lz_image_bootstrap(const char *data_root, const char *suite, lz_progress_fn progress, void *ud,
-                       struct lz_error *err);
-
-/* Packages added to --variant=minbase by lz_image_bootstrap. */
-#define LZ_BOOTSTRAP_PACKAGES "bash,git,ca-certificates,less,vim-tiny,procps,ncurses-base"
-
-/* Computes the prepared-artifact ID (64 hex + NUL) of a manifest digest. */
-int lz_prepared_artifact_id(const char *manifest_digest, char ret_id[65]);
-
 struct lz_image_info {
     char *name;             /* ref.name annotation */
     char *manifest_digest;
     char *config_digest;    /* NULL when the manifest is unreadable */
     uint64_t size;          /* manifest + config + layer blob sizes */
-};
-
-struct lz_prepared_info {
-    char artifact_id[65];
-    char *source_ref;
-    char *manifest_digest;
-    char *created;          /* RFC 3339 UTC */
-    uint64_t size;          /* bytes on disk, measured when prepared */
 };
 
 struct lz_image_list {
@@ -138,14 +113,6 @@ struct lz_image_list {
     struct lz_prepared_info *prepared;
     size_t n_prepared;
 };
-
-/* Reads the artifact.json of the complete prepared tree <prepared_fd>/<dir>
- * (dir is the artifact ID once published, or a .tmp-* name before) and
- * checks that it names artifact_id and has a rootfs/ directory; nothing is
- * followed out of prepared_fd. -ENOENT when absent, -EBADMSG when
- * incomplete or naming another ID. Free with lz_prepared_info_clear. */
-int lz_prepared_info_read(int prepared_fd, const char *dir, const char *artifact_id, struct lz_prepared_info *ret);
-void lz_prepared_info_clear(struct lz_prepared_info *p);
 
 /* Lists the store's images (sorted by name) and the complete prepared
  * artifacts (sorted by source ref, then ID). A missing store is empty. */

@@ -1,5 +1,6 @@
 /* prepare.c — see prepare.h for the contract. */
 #include "prepare.h"
+#include "pathset.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -8,7 +9,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/capability.h>
-#include <linux/openat2.h>
 #include <sodium.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -19,18 +19,6 @@
 #define WH_META ".wh..wh."
 #define READ_CHUNK (128 * 1024)
 
-static const uint64_t resolve_confined =
-    RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-
-static int openat2_confined(int dirfd, const char *path, int flags) {
-    struct open_how how = { .flags = (uint64_t)(flags | O_CLOEXEC), .resolve = resolve_confined };
-    long r;
-    do
-        r = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
-    while (r < 0 && errno == EAGAIN);
-    return r < 0 ? -errno : (int)r;
-}
-
 bool lz_prepare_keeps_setid(void) {
     struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
     struct __user_cap_data_struct d[2];
@@ -38,59 +26,6 @@ bool lz_prepare_keeps_setid(void) {
     if (syscall(SYS_capget, &h, d) < 0)
         return false;
     return (d[0].effective & (1u << CAP_CHOWN)) != 0;
-}
-
-/* ---- a set of relative paths touched by the current layer ---- */
-
-struct pathset {
-    char **slots;
-    size_t cap, n;
-};
-
-static uint64_t hash_str(const char *s, size_t len) {
-    uint64_t h = UINT64_C(1469598103934665603);
-    for (size_t i = 0; i < len; i++) {
-        h ^= (uint8_t)s[i];
-        h *= UINT64_C(1099511628211);
-    }
-    return h;
-}
-
-static size_t pathset_find(const struct pathset *s, const char *p, size_t len) {
-    size_t i = (size_t)hash_str(p, len) & (s->cap - 1);
-    while (s->slots[i] && !(strlen(s->slots[i]) == len && memcmp(s->slots[i], p, len) == 0))
-        i = (i + 1) & (s->cap - 1);
-    return i;
-}
-
-static bool pathset_has(const struct pathset *s, const char *p, size_t len) {
-    if (s->cap == 0)
-        return false;
-    return s->slots[pathset_find(s, p, len)] != NULL;
-}
-
-static void pathset_add(struct pathset *s, const char *p, size_t len) {
-    if ((s->n + 1) * 2 > s->cap) {
-        size_t ncap = s->cap ? s->cap * 2 : 1024;
-        struct pathset t = { .slots = lz_xcalloc(ncap, sizeof(char *)), .cap = ncap, .n = s->n };
-        for (size_t i = 0; i < s->cap; i++)
-            if (s->slots[i])
-                t.slots[pathset_find(&t, s->slots[i], strlen(s->slots[i]))] = s->slots[i];
-        free(s->slots);
-        *s = t;
-    }
-    size_t i = pathset_find(s, p, len);
-    if (!s->slots[i]) {
-        s->slots[i] = lz_xstrndup(p, len);
-        s->n++;
-    }
-}
-
-static void pathset_free(struct pathset *s) {
-    for (size_t i = 0; i < s->cap; i++)
-        free(s->slots[i]);
-    free(s->slots);
-    *s = (struct pathset){ 0 };
 }
 
 /* ---- layer context ---- */
@@ -103,18 +38,51 @@ struct fixup {
     struct timespec mtime;
 };
 
+/* The ID of the mount an fd is on (statx, Linux >= 5.8; openat2 itself
+ * needs 5.6 and the doctor asks for much newer). */
+static int mount_id_of(int fd, uint64_t *ret) {
+    struct statx sx;
+    if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &sx) < 0)
+        return -errno;
+    if (!(sx.stx_mask & STATX_MNT_ID))
+        return -EOPNOTSUPP;
+    *ret = sx.stx_mnt_id;
+    return 0;
+}
+
 struct layer {
     int root;
+    uint64_t root_mnt;    /* the mount every confined open must stay on */
     bool chown_ok;        /* euid == 0 */
     bool keep_setid;      /* CAP_CHOWN */
     uid_t euid;
     uint64_t bytes, max_bytes;
-    struct pathset seen;
+    struct lz_pathset seen;
     struct fixup *fixups;
     size_t n_fixups, cap_fixups;
     struct lz_prepare_stats *st;
     struct lz_error *err;
 };
+
+/* Opens path under dirfd (a directory of the layer's root) as the
+ * preparer must: lz_openat_beneath without following any symlink, and
+ * -EXDEV when the result is on another mount than the root (what
+ * RESOLVE_NO_XDEV gives: the paths opened here have no "..", so a path
+ * that entered another mount cannot come back to the root's). */
+static int open_confined(const struct layer *l, int dirfd, const char *path, int flags) {
+    int fd = lz_openat_beneath(dirfd, path, flags, 0, false);
+    if (fd < 0)
+        return fd;
+    uint64_t mnt;
+    int r = mount_id_of(fd, &mnt);
+    if (r == 0 && mnt != l->root_mnt)
+        r = -EXDEV;
+    if (r < 0) {
+        close(fd);
+        return r;
+    }
+    return fd;
+}
 
 static void add_fixup(struct layer *l, const char *path, mode_t mode, const struct timespec *mtime) {
     if (l->n_fixups == l->cap_fixups) {
@@ -136,7 +104,7 @@ static void layer_free(struct layer *l) {
     for (size_t i = 0; i < l->n_fixups; i++)
         free(l->fixups[i].path);
     free(l->fixups);
-    pathset_free(&l->seen);
+    lz_pathset_free(&l->seen);
 }
 
 /* Normalises an archive path into out (PATH_MAX bytes): strips leading "/"
@@ -223,7 +191,7 @@ static int open_parent(struct layer *l, const char *norm, bool create, int *ret_
     parent[plen] = '\0';
     const char *base = slash ? slash + 1 : norm;
 
-    int fd = openat2_confined(l->root, plen ? parent : ".", O_PATH | O_DIRECTORY);
+    int fd = open_confined(l, l->root, plen ? parent : ".", O_PATH | O_DIRECTORY);
     if (fd >= 0) {
         int r = ensure_dir_usable(l, fd, parent);
         if (r < 0) {
@@ -240,7 +208,7 @@ static int open_parent(struct layer *l, const char *norm, bool create, int *ret_
         return -ENOENT;
 
     /* Walk one component at a time, creating and unlocking as we go. */
-    _cleanup_close_ int cur = openat2_confined(l->root, ".", O_PATH | O_DIRECTORY);
+    _cleanup_close_ int cur = open_confined(l, l->root, ".", O_PATH | O_DIRECTORY);
     if (cur < 0)
         return lz_error_set(l->err, cur, "cannot open rootfs");
     char *p = parent;
@@ -248,14 +216,14 @@ static int open_parent(struct layer *l, const char *norm, bool create, int *ret_
         char *end = strchr(p, '/');
         if (end)
             *end = '\0';
-        int nfd = openat2_confined(cur, p, O_PATH | O_DIRECTORY);
+        int nfd = open_confined(l, cur, p, O_PATH | O_DIRECTORY);
         if (nfd == -ENOENT) {
             if (!create)
                 return -ENOENT;
             if (mkdirat(cur, p, 0755) < 0 && errno != EEXIST)
                 return lz_error_set(l->err, -errno, "entry \"%s\": cannot create parent: %m", norm);
-            pathset_add(&l->seen, parent, strlen(parent));
-            nfd = openat2_confined(cur, p, O_PATH | O_DIRECTORY);
+            lz_pathset_add(&l->seen, parent, strlen(parent));
+            nfd = open_confined(l, cur, p, O_PATH | O_DIRECTORY);
         }
         if (nfd < 0)
             return refuse_walk(l, nfd, norm);
@@ -403,7 +371,7 @@ static int do_dir(struct layer *l, struct archive_entry *e, int parent, const ch
     if (is_dir) {
         /* A lower layer's directory: an unprivileged caller may need to
          * unlock it to write this layer's children into it. */
-        _cleanup_close_ int fd = openat2_confined(parent, base, O_PATH | O_DIRECTORY);
+        _cleanup_close_ int fd = open_confined(l, parent, base, O_PATH | O_DIRECTORY);
         if (fd < 0)
             return refuse_walk(l, fd, norm);
         r = ensure_dir_usable(l, fd, norm);
@@ -522,7 +490,7 @@ static int list_dir(int dirfd_path, char ***ret_names, size_t *ret_n) {
  * touch; descend into kept directories (their lower content is hidden too). */
 static int opaque_clear(struct layer *l, int dfd, const char *dpath, int depth) {
     if (depth > PATH_MAX / 2)
-        return -ELOOP;
+        return lz_error_set(l->err, -ELOOP, "opaque directory \"%s\": nested too deep", dpath);
     char **names = NULL;
     size_t n = 0;
     int r = list_dir(dfd, &names, &n);
@@ -535,7 +503,7 @@ static int opaque_clear(struct layer *l, int dfd, const char *dpath, int depth) 
             ret = lz_error_set(l->err, -ENAMETOOLONG, "opaque directory \"%s\": name too long", dpath);
             break;
         }
-        if (!pathset_has(&l->seen, child, strlen(child))) {
+        if (!lz_pathset_has(&l->seen, child, strlen(child))) {
             r = lz_prepare_remove_tree(dfd, names[i]);
             if (r < 0)
                 ret = lz_error_set(l->err, r, "opaque directory: cannot remove \"%s\": %s", child, strerror(-r));
@@ -543,7 +511,7 @@ static int opaque_clear(struct layer *l, int dfd, const char *dpath, int depth) 
         }
         struct stat st;
         if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-            int cfd = openat2_confined(dfd, names[i], O_PATH | O_DIRECTORY);
+            int cfd = open_confined(l, dfd, names[i], O_PATH | O_DIRECTORY);
             if (cfd < 0) {
                 ret = refuse_walk(l, cfd, child);
                 break;
@@ -587,7 +555,7 @@ static int do_whiteout(struct layer *l, const char *norm, const char *base) {
     memcpy(target + plen, name, strlen(name) + 1);
     l->st->whiteouts++;
     /* Whiteouts hide lower layers only; an entry of this layer stays. */
-    if (pathset_has(&l->seen, target, strlen(target)))
+    if (lz_pathset_has(&l->seen, target, strlen(target)))
         return 0;
     _cleanup_close_ int parent = -EBADF;
     const char *b;
@@ -630,12 +598,12 @@ static int apply_entry(struct layer *l, struct archive *a, struct archive_entry 
         return 0; /* the root entry */
     /* Everything above this entry is "of this layer" for opaque dirs. */
     for (const char *s = norm; (s = strchr(s, '/')); s++)
-        pathset_add(&l->seen, norm, (size_t)(s - norm));
+        lz_pathset_add(&l->seen, norm, (size_t)(s - norm));
 
     if (whiteout)
         return do_whiteout(l, norm, base);
 
-    pathset_add(&l->seen, norm, strlen(norm));
+    lz_pathset_add(&l->seen, norm, strlen(norm));
     if (!hardlink && (type == AE_IFCHR || type == AE_IFBLK || type == AE_IFSOCK)) {
         l->st->devices_skipped++;
         return 0;
@@ -660,7 +628,7 @@ static int apply_entry(struct layer *l, struct archive *a, struct archive_entry 
     case AE_IFIFO:
         return do_fifo(l, e, parent, base, norm);
     default:
-        return -EINVAL;
+        return lz_error_set(l->err, -EINVAL, "entry \"%s\": unsupported type 0%o", norm, (unsigned)type);
     }
 }
 
@@ -678,7 +646,7 @@ static int apply_fixups(struct layer *l) {
         qsort(l->fixups, l->n_fixups, sizeof *l->fixups, fixup_cmp);
     for (size_t i = 0; i < l->n_fixups; i++) {
         const struct fixup *f = &l->fixups[i];
-        _cleanup_close_ int fd = openat2_confined(l->root, f->path, O_RDONLY | O_DIRECTORY);
+        _cleanup_close_ int fd = open_confined(l, l->root, f->path, O_RDONLY | O_DIRECTORY);
         if (fd == -ENOENT || fd == -ENOTDIR || fd == -ELOOP)
             continue; /* replaced later in the layer */
         if (fd < 0)
@@ -736,7 +704,7 @@ int lz_prepare_remove_tree(int dirfd, const char *name) {
 
 /* Error messages quote attacker-controlled names: keep them one printable
  * line (no terminal escapes reach the user's terminal). */
-static int sanitize_error(struct lz_error *err, int r) {
+int lz_error_sanitize(struct lz_error *err, int r) {
     if (r < 0 && err)
         for (char *c = err->msg; *c; c++)
             if ((unsigned char)*c < 0x20 || *c == 0x7f)
@@ -801,6 +769,9 @@ static int apply_stream(int rootfs_dirfd, struct reader *rd, const struct lz_lay
         .st = opts && opts->stats ? opts->stats : &local,
         .err = err,
     };
+    int r = mount_id_of(rootfs_dirfd, &l.root_mnt);
+    if (r < 0)
+        return lz_error_errno(err, r, "cannot stat the rootfs");
     rd->opts = opts;
     if (opts && opts->expected_digest) {
         rd->hashing = true;
@@ -810,7 +781,7 @@ static int apply_stream(int rootfs_dirfd, struct reader *rd, const struct lz_lay
     struct archive *a = archive_read_new();
     if (!a)
         abort();
-    int r = 0;
+    r = 0;
     /* In-process decompressors only: a WARN here means libarchive would run
      * an external program on attacker-controlled bytes. */
     if (archive_read_support_filter_gzip(a) != ARCHIVE_OK ||
@@ -877,7 +848,7 @@ static int apply_stream(int rootfs_dirfd, struct reader *rd, const struct lz_lay
 out:
     archive_read_free(a);
     layer_free(&l);
-    return sanitize_error(err, r);
+    return lz_error_sanitize(err, r);
 }
 
 int lz_prepare_apply_layer(int rootfs_dirfd, int layer_fd, const struct lz_layer_opts *opts,

@@ -122,5 +122,11 @@ int lz_prepare_apply_layer_mem_opts(int rootfs_dirfd, const void *buf, size_t le
  * image's read-only directories). 0 when absent. */
 int lz_prepare_remove_tree(int dirfd, const char *name);
 
+/* Error messages quote attacker-controlled names (archive entries, tags,
+ * paths): replaces control characters in err->msg by '?' so that it stays
+ * one printable line (no terminal escapes reach the user's terminal) when
+ * r < 0. Returns r. */
+int lz_error_sanitize(struct lz_error *err, int r);
+
 /* True when setuid/setgid bits will be kept (CAP_CHOWN effective). */
 bool lz_prepare_keeps_setid(void);

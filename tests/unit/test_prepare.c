@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 
 #include "image.h"
+#include "imgtool.h"
 #include "prepare.h"
 
 /* ---- helpers ---- */
@@ -975,6 +976,54 @@ static void test_artifact_id(void **state) {
     assert_int_equal(lz_prepared_artifact_id("md5:00", a), -EINVAL);
 }
 
+/* Image tools run through the spawn broker with a bounded wait: output
+ * lines reach the progress callback and the tail, a missing program is
+ * -ENOENT, and one that outlives the bound is stopped with -ETIMEDOUT. */
+static void count_line(void *ud, const char *phase, uint64_t done, uint64_t total) {
+    (void)done;
+    (void)total;
+    if (strncmp(phase, "t: ", 3) == 0)
+        (*(int *)ud)++;
+}
+
+static void test_tool_run(void **state) {
+    (void)state;
+    int lines = 0, status = -1;
+    struct lz_tool_out o = { .progress = count_line, .ud = &lines, .prefix = "t" };
+    char *ok[] = { (char *)"sh", (char *)"-c", (char *)"echo one; echo two >&2; exit 3", NULL };
+    assert_int_equal(lz_tool_run(ok, "/", 10000, &o, &status), 0);
+    assert_int_equal(status, 3);
+    assert_int_equal(lines, 2);
+    char tail[800];
+    lz_tool_tail(&o, tail, sizeof tail);
+    assert_string_equal(tail, "one | two");
+
+    struct lz_tool_out o2 = { 0 };
+    char *missing[] = { (char *)"lazaret-no-such-tool", NULL };
+    assert_int_equal(lz_tool_run(missing, NULL, 10000, &o2, &status), -ENOENT);
+
+    /* The bound: the same sleeper finishes inside a large bound (the
+     * control) and is stopped, well before it would end, under a small one;
+     * "exec" so that the stop signal reaches the sleeper itself. */
+    char *sleeper[] = { (char *)"sh", (char *)"-c", (char *)"echo started; exec sleep 1", NULL };
+    struct lz_tool_out o3 = { 0 };
+    assert_int_equal(lz_tool_run(sleeper, NULL, 10000, &o3, &status), 0);
+    assert_int_equal(status, 0);
+    char *long_sleeper[] = { (char *)"sh", (char *)"-c", (char *)"echo started; exec sleep 30", NULL };
+    struct lz_tool_out o4 = { 0 };
+    long t0 = lz_now_ms();
+    assert_int_equal(lz_tool_run(long_sleeper, NULL, 300, &o4, &status), -ETIMEDOUT);
+    assert_true(lz_now_ms() - t0 < 10000);
+    lz_tool_tail(&o4, tail, sizeof tail);
+    assert_string_equal(tail, "started");
+    /* A tool that closes its output and then hangs is bounded as well. */
+    char *quiet[] = { (char *)"sh", (char *)"-c", (char *)"exec sleep 30 >/dev/null 2>&1", NULL };
+    struct lz_tool_out o5 = { 0 };
+    t0 = lz_now_ms();
+    assert_int_equal(lz_tool_run(quiet, NULL, 300, &o5, &status), -ETIMEDOUT);
+    assert_true(lz_now_ms() - t0 < 10000);
+}
+
 int main(void) {
     if (sodium_init() < 0)
         return 1;
@@ -1007,6 +1056,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_busybox_fixture_and_oci_archive, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reference_errors, setup, teardown),
         cmocka_unit_test(test_artifact_id),
+        cmocka_unit_test(test_tool_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
