@@ -332,7 +332,8 @@ static int resolve_env(struct loader *ld, struct lz_config *c, const struct lz_t
                         cfg_disp(var, d, sizeof d), LZ_CONFIG_MAX_ENV_VALUE);
         /* A C string cannot carry NUL, so only UTF-8 remains to check. */
         if (!lz_utf8_valid(val, n))
-            return cfg_err(ld, line, key, "host environment variable %s is not valid UTF-8", cfg_disp(var, d, sizeof d));
+            return cfg_err(ld, line, key, "host environment variable %s is not valid UTF-8",
+                           cfg_disp(var, d, sizeof d));
         e->value = lz_xstrdup(val);
     }
     if (c->profile.n_env > 1)
@@ -427,7 +428,8 @@ static int load_file(struct loader *ld, struct lz_config *c, const char *profile
     __attribute__((cleanup(prefix_list_done))) struct prefix_list defallow = { 0 }, defdeny = { 0 };
     t = lz_toml_table_get(root, "network");
     if (t && ((r = cfg_want_type(ld, t, LZ_TOML_TABLE, "network")) < 0 ||
-              (r = cfg_check_keys(ld, t, "network", (const char *const[]){ "default_allow", "default_deny", NULL })) < 0))
+              (r = cfg_check_keys(ld, t, "network",
+                                  (const char *const[]){"default_allow", "default_deny", NULL})) < 0))
         return r;
     if ((v = lz_toml_table_get(t, "default_allow"))) {
         if ((r = parse_prefix_list(ld, v, "network.default_allow", &defallow)) < 0)

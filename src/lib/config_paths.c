@@ -131,8 +131,9 @@ static int check_canonical(struct loader *ld, int line, const char *key, const c
             return cfg_err(ld, line, key, "%s has no existing ancestor", cfg_disp(path, d, sizeof d));
     }
     if (strcmp(rp, anc) != 0)
-        return cfg_err(ld, line, key, "%s is not canonical (its ancestor %s resolves to %s)", cfg_disp(path, d, sizeof d),
-                    cfg_disp(anc, d2, sizeof d2), cfg_disp(rp, d3, sizeof d3));
+        return cfg_err(ld, line, key, "%s is not canonical (its ancestor %s resolves to %s)",
+                       cfg_disp(path, d, sizeof d), cfg_disp(anc, d2, sizeof d2),
+                       cfg_disp(rp, d3, sizeof d3));
     if (stat(anc, &st) < 0 || !S_ISDIR(st.st_mode))
         return cfg_err(ld, line, key, "%s: ancestor is not a directory", cfg_disp(path, d, sizeof d));
     *ret_exists = false;
@@ -184,7 +185,8 @@ static int check_host_path(struct loader *ld, int line, const char *key, const c
     if (why) {
         if (strcmp(raw, p) == 0)
             return cfg_err(ld, line, key, "%s %s", cfg_disp(raw, d, sizeof d), why);
-        return cfg_err(ld, line, key, "%s (expanded to %s) %s", cfg_disp(raw, d, sizeof d), cfg_disp(p, d2, sizeof d2), why);
+        return cfg_err(ld, line, key, "%s (expanded to %s) %s", cfg_disp(raw, d, sizeof d),
+                       cfg_disp(p, d2, sizeof d2), why);
     }
     return 0;
 }
@@ -272,7 +274,8 @@ int cfg_parse_volumes(struct loader *ld, struct profile_in *pi, const struct lz_
                             cfg_disp(c->u.string.s, d, sizeof d), j);
         for (size_t j = 0; j < p->n_persistent_dirs; j++)
             if (strcmp(p->persistent_dirs[j], c->u.string.s) == 0)
-                return cfg_err(ld, c->line, kb, "%s is also persistent_dirs[%zu]", cfg_disp(c->u.string.s, d, sizeof d), j);
+                return cfg_err(ld, c->line, kb, "%s is also persistent_dirs[%zu]",
+                               cfg_disp(c->u.string.s, d, sizeof d), j);
 
         snprintf(kb, sizeof kb, "%s.host", key);
         if ((r = cfg_check_string(ld, h, kb)) < 0)

@@ -17,7 +17,8 @@ static void print_list(FILE *out, const char *label, char *const *v, size_t n) {
 void lz_config_print(FILE *out, const struct lz_config *c) {
     char d[DISP_MAX], d2[DISP_MAX];
     const struct lz_profile *p = &c->profile;
-    fprintf(out, "# configuration: %s\n", c->builtin_default ? "built-in default" : cfg_disp(c->source_path, d, sizeof d));
+    fprintf(out, "# configuration: %s\n",
+            c->builtin_default ? "built-in default" : cfg_disp(c->source_path, d, sizeof d));
     fprintf(out, "# workspace: %s\n", cfg_disp(c->workspace, d, sizeof d));
     fprintf(out, "\n[storage]\ndata_root = %s\n", cfg_disp(c->data_root, d, sizeof d));
     fprintf(out, "prepared_keep_days = %" PRId64 "\nprepared_max_bytes = %" PRIu64 "\n", c->prepared_keep_days,
@@ -49,7 +50,8 @@ void lz_config_print(FILE *out, const struct lz_config *c) {
     fprintf(out, "\n[profiles.%s.env]  # values redacted\n", p->name);
     for (size_t i = 0; i < p->n_env; i++) {
         if (p->env[i].reference)
-            fprintf(out, "%s = \"<redacted>\"  # from %s\n", p->env[i].name, cfg_disp(p->env[i].reference, d, sizeof d));
+            fprintf(out, "%s = \"<redacted>\"  # from %s\n", p->env[i].name,
+                    cfg_disp(p->env[i].reference, d, sizeof d));
         else
             fprintf(out, "%s = \"<redacted>\"  # literal\n", p->env[i].name);
     }
