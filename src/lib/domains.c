@@ -527,7 +527,7 @@ int lz_domain_inspect(const char *data_root, const char *config_path, const char
     _cleanup_close_ int rootfd = dom_open_by_id(data_root, id, err);
     if (rootfd < 0)
         return rootfd;
-    struct lz_domain_info in = { 0 };
+    _cleanup_domain_info_ struct lz_domain_info in = { 0 };
     snprintf(in.id, sizeof in.id, "%s", id);
     _cleanup_close_ int lockfd = -EBADF, anchorfd = -EBADF;
     int r = dom_lock(rootfd, &lockfd, err);
@@ -604,6 +604,7 @@ int lz_domain_inspect(const char *data_root, const char *config_path, const char
         lz_catalog_clear(&cat);
     }
     *ret = in;
+    in = (struct lz_domain_info){ 0 }; /* handed over */
     return 0;
 }
 
