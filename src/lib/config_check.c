@@ -265,17 +265,29 @@ int cfg_check_array(struct loader *ld, const struct lz_toml_value *v, const char
     return 0;
 }
 
-/* An integer in [0, max]. */
-int cfg_get_count(struct loader *ld, const struct lz_toml_value *t, const char *name, const char *key,
-                     int64_t max, int64_t def, int64_t *ret) {
+/* t's value `name` when there is one (1; 0: none) and it has the type. */
+static int get_typed(struct loader *ld, const struct lz_toml_value *t, const char *name, const char *key,
+                     enum lz_toml_type type, const struct lz_toml_value **ret) {
     const struct lz_toml_value *v = lz_toml_table_get(t, name);
-    if (!v) {
+    if (!v)
+        return 0;
+    int r = cfg_want_type(ld, v, type, key);
+    if (r < 0)
+        return r;
+    *ret = v;
+    return 1;
+}
+
+int cfg_get_count(struct loader *ld, const struct lz_toml_value *t, const char *name, const char *key, int64_t max,
+                  int64_t def, int64_t *ret) {
+    const struct lz_toml_value *v = NULL;
+    int r = get_typed(ld, t, name, key, LZ_TOML_INTEGER, &v);
+    if (r < 0)
+        return r;
+    if (r == 0) {
         *ret = def;
         return 0;
     }
-    int r = cfg_want_type(ld, v, LZ_TOML_INTEGER, key);
-    if (r < 0)
-        return r;
     if (v->u.integer < 0 || v->u.integer > max)
         return cfg_err(ld, v->line, key, "%" PRId64 " is out of range (0 to %" PRId64 ")", v->u.integer, max);
     *ret = v->u.integer;
@@ -283,15 +295,11 @@ int cfg_get_count(struct loader *ld, const struct lz_toml_value *t, const char *
 }
 
 int cfg_get_bool(struct loader *ld, const struct lz_toml_value *t, const char *name, const char *key, bool def,
-                    bool *ret) {
-    const struct lz_toml_value *v = lz_toml_table_get(t, name);
-    if (!v) {
-        *ret = def;
-        return 0;
-    }
-    int r = cfg_want_type(ld, v, LZ_TOML_BOOL, key);
+                 bool *ret) {
+    const struct lz_toml_value *v = NULL;
+    int r = get_typed(ld, t, name, key, LZ_TOML_BOOL, &v);
     if (r < 0)
         return r;
-    *ret = v->u.boolean;
+    *ret = r > 0 ? v->u.boolean : def;
     return 0;
 }
