@@ -3,6 +3,9 @@
  * status. Only this layer and the process entry points print. */
 #pragma once
 
+#include <stdbool.h>
+#include <stdio.h>
+
 /* Exit statuses of the CLI itself (a sandboxed command's status passes
  * through unchanged from `lazaret run`). */
 #define LZ_EXIT_OK 0
@@ -29,3 +32,24 @@ int lz_cli_exec_core(void);
 
 /* Prints "lazaret: <msg>\n" to stderr. */
 void lz_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* One option of a subcommand, for lz_cli_getopt: --name, and -short_name
+ * when that is not 0. With arg non-NULL it takes an argument (stored in
+ * *arg), else it sets *flag. -h/--help is always there. */
+struct lz_cli_option {
+    const char *name;
+    char short_name;
+    const char **arg;
+    bool *flag;
+};
+#define LZ_CLI_MAX_OPTIONS 16
+
+/* Parses the options of a subcommand: argv[0] is the subcommand, what
+ * ("state ls") names it in messages. opts ends with an entry whose name is
+ * NULL. in_order: options end at the first operand (else they may follow
+ * operands, which then come first in argv). Returns true with *ret the
+ * index in argv of the first operand; false with *ret the exit status when
+ * the command is done (--help printed usage to stdout, or a usage error
+ * was printed). */
+bool lz_cli_getopt(int argc, char **argv, const char *what, const struct lz_cli_option *opts, bool in_order,
+                   void (*usage)(FILE *out), int *ret);

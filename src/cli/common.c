@@ -2,7 +2,9 @@
 #include "cli.h"
 #include "util.h"
 
+#include <getopt.h>
 #include <stdarg.h>
+#include <stdlib.h>
 
 char **lz_cli_argv;
 
@@ -13,4 +15,59 @@ void lz_cli_error(const char *fmt, ...) {
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+}
+
+bool lz_cli_getopt(int argc, char **argv, const char *what, const struct lz_cli_option *opts, bool in_order,
+                   void (*usage)(FILE *out), int *ret) {
+    struct option longopts[LZ_CLI_MAX_OPTIONS + 2];
+    char shortopts[3 * LZ_CLI_MAX_OPTIONS + 8];
+    size_t n = 0, o = 0;
+    if (in_order)
+        shortopts[o++] = '+';
+    shortopts[o++] = ':'; /* a missing argument is ':', not '?' */
+    for (; opts[n].name; n++) {
+        if (n >= LZ_CLI_MAX_OPTIONS)
+            abort(); /* a programming error, not input */
+        /* Long-only options answer 256 + their index: never a character. */
+        longopts[n] = (struct option){ opts[n].name, opts[n].arg ? required_argument : no_argument, NULL,
+                                       opts[n].short_name ? opts[n].short_name : 256 + (int)n };
+        if (opts[n].short_name) {
+            shortopts[o++] = opts[n].short_name;
+            if (opts[n].arg)
+                shortopts[o++] = ':';
+        }
+    }
+    longopts[n] = (struct option){ "help", no_argument, NULL, 'h' };
+    longopts[n + 1] = (struct option){ NULL, 0, NULL, 0 };
+    shortopts[o++] = 'h';
+    shortopts[o] = '\0';
+
+    optind = 0; /* glibc: full re-initialisation, main may have used getopt */
+    opterr = 0;
+    for (int c; (c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1;) {
+        if (c == 'h') {
+            usage(stdout);
+            *ret = LZ_EXIT_OK;
+            return false;
+        }
+        if (c == ':' || c == '?') {
+            if (c == ':')
+                lz_cli_error("%s: option %s needs an argument", what, argv[optind - 1]);
+            else
+                lz_cli_error("%s: unknown option %s", what, argv[optind - 1]);
+            *ret = LZ_EXIT_USAGE;
+            return false;
+        }
+        size_t i = 0;
+        while (i < n && (opts[i].short_name ? opts[i].short_name : 256 + (int)i) != c)
+            i++;
+        if (i == n)
+            abort();
+        if (opts[i].arg)
+            *opts[i].arg = optarg;
+        else
+            *opts[i].flag = true;
+    }
+    *ret = optind;
+    return true;
 }

@@ -1,6 +1,5 @@
 /* config_cmd.c — `lazaret config check`: load, validate and resolve the
  * trusted host configuration for the current directory and print it. */
-#include <getopt.h>
 
 #include "cli.h"
 #include "config.h"
@@ -99,39 +98,18 @@ int lz_cmd_config(int argc, char **argv) {
         return LZ_EXIT_USAGE;
     }
 
-    static const struct option longopts[] = {
-        { "config", required_argument, NULL, 'c' },
-        { "profile", required_argument, NULL, 'p' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
     struct lz_config_opts opts = { 0 };
-    int sub_argc = argc - 1;
+    const struct lz_cli_option options[] = {
+        { "config", 0, &opts.config_path, NULL },
+        { "profile", 'p', &opts.profile, NULL },
+        { NULL, 0, NULL, NULL },
+    };
+    int sub_argc = argc - 1, first;
     char **sub_argv = argv + 1;
-    int c;
-    optind = 0; /* glibc: full re-initialization, main may have used getopt */
-    opterr = 0;
-    while ((c = getopt_long(sub_argc, sub_argv, "+:p:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            opts.config_path = optarg;
-            break;
-        case 'p':
-            opts.profile = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return LZ_EXIT_OK;
-        case ':':
-            lz_cli_error("config check: option %s needs an argument", sub_argv[optind - 1]);
-            return LZ_EXIT_USAGE;
-        default:
-            lz_cli_error("config check: unknown option %s", sub_argv[optind - 1]);
-            return LZ_EXIT_USAGE;
-        }
-    }
-    if (optind < sub_argc) {
-        lz_cli_error("config check: unexpected argument \"%s\"", sub_argv[optind]);
+    if (!lz_cli_getopt(sub_argc, sub_argv, "config check", options, true, usage, &first))
+        return first;
+    if (first < sub_argc) {
+        lz_cli_error("config check: unexpected argument \"%s\"", sub_argv[first]);
         return LZ_EXIT_USAGE;
     }
 

@@ -1,6 +1,5 @@
 /* state_cmd.c — `lazaret state ls|inspect|verify|reset`: the Domains of the
  * Storage Root and their persistent state (see domains.h, docs/state.md). */
-#include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <sys/stat.h>
@@ -116,11 +115,11 @@ static int print_json(json_t *root) {
 /* ---- ls ---- */
 
 static int cmd_ls(const struct lz_config *cfg, bool json) {
-    struct lz_domain_list l;
+    _cleanup_domain_list_ struct lz_domain_list l = { 0 };
     struct lz_error err = { 0 };
     int r = lz_domains_list(cfg->data_root, &l, &err);
     if (r < 0) {
-        lz_cli_error("state ls: %s", err.msg[0] ? err.msg : strerror(-r));
+        lz_cli_error("state ls: %s", err.msg);
         return LZ_EXIT_FAILURE;
     }
     if (json) {
@@ -134,13 +133,11 @@ static int cmd_ls(const struct lz_config *cfg, bool json) {
                              (json_int_t)s->last_used_ms, "running", s->running, "has_store", s->has_store,
                              "problem", jstr(s->problem)));
         }
-        lz_domain_list_clear(&l);
         return print_json(a);
     }
     if (!l.n) {
         printf("no Domains under %s/domains (`lazaret run` creates one per profile and workspace)\n",
                cfg->data_root);
-        lz_domain_list_clear(&l);
         return LZ_EXIT_OK;
     }
     printf("%-12s  %-16s  %-7s  %-20s  %10s  %s\n", "DOMAIN", "PROFILE", "RUNNING", "LAST USE", "SIZE",
@@ -158,7 +155,6 @@ static int cmd_ls(const struct lz_config *cfg, bool json) {
             printf("%-12s  (%s)\n", "", p);
         }
     }
-    lz_domain_list_clear(&l);
     return LZ_EXIT_OK;
 }
 
@@ -358,11 +354,11 @@ static void inspect_text(const struct lz_domain_info *in) {
 }
 
 static int cmd_inspect(const struct lz_config *cfg, const char *config_path, const char *id, bool json) {
-    struct lz_domain_info in;
+    _cleanup_domain_info_ struct lz_domain_info in = { 0 };
     struct lz_error err = { 0 };
     int r = lz_domain_inspect(cfg->data_root, config_path, id, &in, &err);
     if (r < 0) {
-        lz_cli_error("state inspect: %s", err.msg[0] ? err.msg : strerror(-r));
+        lz_cli_error("state inspect: %s", err.msg);
         return LZ_EXIT_FAILURE;
     }
     int ret = LZ_EXIT_OK;
@@ -370,7 +366,6 @@ static int cmd_inspect(const struct lz_config *cfg, const char *config_path, con
         ret = print_json(inspect_json(&in));
     else
         inspect_text(&in);
-    lz_domain_info_clear(&in);
     return ret;
 }
 
@@ -402,7 +397,7 @@ static const char *sev_word(const char *sev) {
 
 static int cmd_verify(const struct lz_config *cfg, const char *config_path, char **ids, size_t n_ids, bool json) {
     struct findings f = { 0 };
-    struct lz_verify_result res;
+    _cleanup_verify_result_ struct lz_verify_result res = { 0 };
     struct lz_error err = { 0 };
     int r = lz_domains_verify(cfg->data_root, config_path, (const char *const *)ids, n_ids, on_finding, &f, &res,
                               &err);
@@ -410,7 +405,7 @@ static int cmd_verify(const struct lz_config *cfg, const char *config_path, char
         for (size_t i = 0; i < f.n; i++)
             free(f.v[i].msg);
         free(f.v);
-        lz_cli_error("state verify: %s", err.msg[0] ? err.msg : strerror(-r));
+        lz_cli_error("state verify: %s", err.msg);
         return LZ_EXIT_FAILURE;
     }
     size_t n_running = 0;
@@ -479,7 +474,6 @@ static int cmd_verify(const struct lz_config *cfg, const char *config_path, char
     for (size_t i = 0; i < f.n; i++)
         free(f.v[i].msg);
     free(f.v);
-    lz_verify_result_clear(&res);
     return ret;
 }
 
@@ -510,12 +504,12 @@ static int cmd_reset(const struct lz_config *cfg, char **ids, size_t n_ids, bool
         return LZ_EXIT_USAGE;
     }
     struct lz_error err = { 0 };
-    struct lz_domain_list l = { 0 };
+    _cleanup_domain_list_ struct lz_domain_list l = { 0 };
     /* The listing (it walks every Domain Root) only when needed: to pick
      * the inactive Domains, or to show what the question is about. */
     int r = all || !yes ? lz_domains_list(cfg->data_root, &l, &err) : 0;
     if (r < 0) {
-        lz_cli_error("state reset: %s", err.msg[0] ? err.msg : strerror(-r));
+        lz_cli_error("state reset: %s", err.msg);
         return LZ_EXIT_FAILURE;
     }
     int ret = LZ_EXIT_OK;
@@ -539,7 +533,6 @@ static int cmd_reset(const struct lz_config *cfg, char **ids, size_t n_ids, bool
     if (!n_sel) {
         printf("nothing to reset\n");
         free(sel);
-        lz_domain_list_clear(&l);
         return ret;
     }
     if (!yes) {
@@ -555,7 +548,6 @@ static int cmd_reset(const struct lz_config *cfg, char **ids, size_t n_ids, bool
         if (!confirm(n_sel)) {
             fprintf(stderr, "nothing was reset\n");
             free(sel);
-            lz_domain_list_clear(&l);
             return LZ_EXIT_FAILURE;
         }
     }
@@ -564,7 +556,7 @@ static int cmd_reset(const struct lz_config *cfg, char **ids, size_t n_ids, bool
         err = (struct lz_error){ 0 };
         r = lz_domain_reset(cfg->data_root, sel[i], on_reset_log, (void *)sel[i], &err);
         if (r < 0) {
-            lz_cli_error("state reset: %.12s: %s", sel[i], err.msg[0] ? err.msg : strerror(-r));
+            lz_cli_error("state reset: %.12s: %s", sel[i], err.msg);
             ret = LZ_EXIT_FAILURE;
             continue;
         }
@@ -574,7 +566,6 @@ static int cmd_reset(const struct lz_config *cfg, char **ids, size_t n_ids, bool
     if (n_sel > 1 || all)
         printf("%zu of %zu Domain%s reset\n", done, n_sel, n_sel == 1 ? "" : "s");
     free(sel);
-    lz_domain_list_clear(&l);
     return ret;
 }
 
@@ -628,53 +619,23 @@ int lz_cmd_state(int argc, char **argv) {
         lz_cli_error("state: unknown subcommand \"%s\" (expected ls, inspect, verify or reset)", sub);
         return LZ_EXIT_USAGE;
     }
-    static const struct option longopts[] = {
-        { "config", required_argument, NULL, 'c' }, { "profile", required_argument, NULL, 'p' },
-        { "workspace", required_argument, NULL, 'w' }, { "json", no_argument, NULL, 'j' },
-        { "all", no_argument, NULL, 'a' },          { "yes", no_argument, NULL, 'y' },
-        { "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
-    };
     const char *config_path = NULL, *profile = NULL, *workspace = NULL;
     bool json = false, all = false, yes = false;
-    int sub_argc = argc - 1;
+    const struct lz_cli_option opts[] = {
+        { "config", 0, &config_path, NULL }, { "profile", 'p', &profile, NULL },
+        { "workspace", 0, &workspace, NULL }, { "json", 0, NULL, &json },
+        { "all", 0, NULL, &all },             { "yes", 0, NULL, &yes },
+        { NULL, 0, NULL, NULL },
+    };
+    char what[32];
+    snprintf(what, sizeof what, "state %s", sub);
+    int sub_argc = argc - 1, first;
     char **sub_argv = argv + 1;
-    int c;
-    optind = 0; /* glibc: full re-initialisation */
-    opterr = 0;
     /* Options may follow DOMAIN arguments (`state inspect 3f2a --json`). */
-    while ((c = getopt_long(sub_argc, sub_argv, ":p:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            config_path = optarg;
-            break;
-        case 'p':
-            profile = optarg;
-            break;
-        case 'w':
-            workspace = optarg;
-            break;
-        case 'j':
-            json = true;
-            break;
-        case 'a':
-            all = true;
-            break;
-        case 'y':
-            yes = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return LZ_EXIT_OK;
-        case ':':
-            lz_cli_error("state %s: option %s needs an argument", sub, sub_argv[optind - 1]);
-            return LZ_EXIT_USAGE;
-        default:
-            lz_cli_error("state %s: unknown option %s", sub, sub_argv[optind - 1]);
-            return LZ_EXIT_USAGE;
-        }
-    }
-    char **args = sub_argv + optind;
-    size_t n_args = (size_t)(sub_argc - optind);
+    if (!lz_cli_getopt(sub_argc, sub_argv, what, opts, false, usage, &first))
+        return first;
+    char **args = sub_argv + first;
+    size_t n_args = (size_t)(sub_argc - first);
     if (json && is_reset) {
         lz_cli_error("state reset: option --json does not apply");
         return LZ_EXIT_USAGE;
@@ -708,7 +669,7 @@ int lz_cmd_state(int argc, char **argv) {
     struct lz_error err = { 0 };
     int r = load_config(config_path, profile, workspace, &cfg, &err);
     if (r < 0) {
-        lz_cli_error("state %s: %s", sub, err.msg[0] ? err.msg : strerror(-r));
+        lz_cli_error("state %s: %s", sub, err.msg);
         if (!profile && r == -ENOENT && strstr(err.msg, "is not defined"))
             fprintf(stderr, "(the configuration is read through a profile: pass -p NAME with one it defines)\n");
         return LZ_EXIT_FAILURE;

@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/mount.h>
-#include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -55,21 +54,19 @@ static uint64_t self_mntns(void) {
 /* The lower of `path` beneath the rootfs, no symlinks: an O_PATH fd, or
  * -ENOENT when the image has no such directory. */
 static int open_lower(int rootfd, const char *path, struct lz_error *err) {
-    struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                            .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-    int fd = (int)syscall(SYS_openat2, rootfd, path + 1, &how, sizeof how);
+    int fd = lz_openat_beneath(rootfd, path + 1, O_PATH | O_DIRECTORY, 0, false);
     if (fd >= 0)
         return fd;
-    if (errno == ENOENT)
-        return -ENOENT;
-    if (errno == ELOOP)
+    if (fd == -ENOENT) /* not a failure: the caller makes an empty lower */
+        return lz_error_set(err, -ENOENT, "persistent dir %s does not exist in the image", path);
+    if (fd == -ELOOP)
         return lz_error_set(err, -ELOOP,
                             "persistent dir %s is a symbolic link (or lies under one) in the image; "
                             "name the directory it points to in persistent_dirs instead",
                             path);
-    if (errno == ENOTDIR)
+    if (fd == -ENOTDIR)
         return lz_error_set(err, -ENOTDIR, "persistent dir %s is not a directory in the image", path);
-    return lz_error_set(err, -errno, "cannot open persistent dir %s in the image: %s", path, strerror(errno));
+    return lz_error_set(err, fd, "cannot open persistent dir %s in the image: %s", path, strerror(-fd));
 }
 
 static int mount_one(const char *lower, const char *upper, const char *work, const char *target,

@@ -76,6 +76,8 @@ struct lz_domain_list {
  * empty list. */
 int lz_domains_list(const char *data_root, struct lz_domain_list *ret, struct lz_error *err);
 void lz_domain_list_clear(struct lz_domain_list *l);
+/* For a zero-initialised struct lz_domain_list. */
+#define _cleanup_domain_list_ _cleanup_(lz_domain_list_clear)
 
 /* Resolves a DOMAIN argument: a full ID or a unique prefix of at least
  * LZ_DOMAIN_PREFIX_MIN hex characters (case-insensitive). -ENOENT unknown,
@@ -116,6 +118,8 @@ struct lz_domain_info {
 int lz_domain_inspect(const char *data_root, const char *config_path, const char *id, struct lz_domain_info *ret,
                       struct lz_error *err);
 void lz_domain_info_clear(struct lz_domain_info *i);
+/* For a zero-initialised struct lz_domain_info. */
+#define _cleanup_domain_info_ _cleanup_(lz_domain_info_clear)
 
 /* ---- verification (never repairs) ---- */
 
@@ -143,6 +147,8 @@ struct lz_verify_result {
 int lz_domains_verify(const char *data_root, const char *config_path, const char *const *ids, size_t n_ids,
                       lz_domain_report_fn report, void *ud, struct lz_verify_result *ret, struct lz_error *err);
 void lz_verify_result_clear(struct lz_verify_result *r);
+/* For a zero-initialised struct lz_verify_result. */
+#define _cleanup_verify_result_ _cleanup_(lz_verify_result_clear)
 
 /* ---- reset ---- */
 

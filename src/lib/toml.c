@@ -1,63 +1,14 @@
-/* toml.c — see toml.h.
+/* toml.c — see toml.h; the scanner is toml_lex.c.
  *
  * A recursive-descent parser over a bounded cursor. Recursion happens only in
  * value parsing (arrays, inline tables) and is capped by LZ_TOML_MAX_DEPTH;
  * the whole input is checked for NUL bytes and UTF-8 before parsing, so the
- * scanner below only has to care about ASCII structure. */
-#include "toml.h"
-
-struct parser {
-    const char *p, *end;
-    int line;
-    const char *file;
-    struct lz_error *err;
-    struct lz_toml_value *root;
-    struct lz_toml_value *cur; /* table receiving key/value lines */
-    int cur_depth;             /* key segments from the root to cur */
-    char cur_name[256];        /* cur's header path for messages, "" for the root */
-};
-
-struct keyvec {
-    char *k[LZ_TOML_MAX_DEPTH];
-    size_t n;
-};
-
-static void keyvec_done(struct keyvec *kv) {
-    for (size_t i = 0; i < kv->n; i++)
-        free(kv->k[i]);
-    kv->n = 0;
-}
-
-struct sbuf {
-    char *s;
-    size_t len, cap;
-};
-
-static void sb_put(struct sbuf *b, const char *s, size_t n) {
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 32;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        b->s = lz_xrealloc(b->s, cap);
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-static void sb_putc(struct sbuf *b, char c) { sb_put(b, &c, 1); }
-
-static void sb_done(struct sbuf *b) {
-    free(b->s);
-    b->s = NULL;
-    b->len = b->cap = 0;
-}
+ * scanner (toml_lex.c) only has to care about ASCII structure. */
+#include "toml_internal.h"
 
 /* ---- errors ---------------------------------------------------------- */
 
-static int perr(struct parser *ps, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int perr(struct parser *ps, int line, const char *fmt, ...) {
+int tl_perr(struct parser *ps, int line, const char *fmt, ...) {
     char msg[LZ_ERROR_MAX];
     va_list ap;
     va_start(ap, fmt);
@@ -66,7 +17,7 @@ static int perr(struct parser *ps, int line, const char *fmt, ...) {
     return lz_error_set(ps->err, -EINVAL, "%s:%d: %s", ps->file, line, msg);
 }
 
-static bool is_bare(int c) {
+bool tl_is_bare(int c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
 }
 
@@ -75,7 +26,7 @@ static bool is_bare(int c) {
 static const char *key_disp(const char *k, char *buf, size_t size) {
     bool bare = k[0] != '\0';
     for (const char *q = k; *q; q++)
-        if (!is_bare((unsigned char)*q))
+        if (!tl_is_bare((unsigned char)*q))
             bare = false;
     size_t o = 0;
     if (!bare && o + 1 < size)
@@ -123,7 +74,7 @@ static const char *path_disp(const struct keyvec *kv, size_t n, char *buf, size_
     return path_disp_in(NULL, kv, n, buf, size);
 }
 
-static const char *char_disp(int c, char *buf, size_t size) {
+const char *tl_char_disp(int c, char *buf, size_t size) {
     if (c < 0)
         snprintf(buf, size, "end of file");
     else if (c == '\n' || c == '\r')
@@ -196,7 +147,7 @@ static int table_add(struct parser *ps, struct lz_toml_value *t, char *key, int 
     if (t->u.table.n >= LZ_TOML_MAX_ITEMS) {
         free(key);
         lz_toml_free(v);
-        return perr(ps, line, "too many keys in one table (more than %d)", LZ_TOML_MAX_ITEMS);
+        return tl_perr(ps, line, "too many keys in one table (more than %d)", LZ_TOML_MAX_ITEMS);
     }
     if (t->u.table.n == t->u.table.cap) {
         t->u.table.cap = t->u.table.cap ? t->u.table.cap * 2 : 8;
@@ -211,7 +162,7 @@ static int array_add(struct parser *ps, struct lz_toml_value *a, struct lz_toml_
     if (a->u.array.n >= LZ_TOML_MAX_ITEMS) {
         int line = v->line;
         lz_toml_free(v);
-        return perr(ps, line, "too many elements in one array (more than %d)", LZ_TOML_MAX_ITEMS);
+        return tl_perr(ps, line, "too many elements in one array (more than %d)", LZ_TOML_MAX_ITEMS);
     }
     if (a->u.array.n == a->u.array.cap) {
         a->u.array.cap = a->u.array.cap ? a->u.array.cap * 2 : 8;
@@ -219,320 +170,6 @@ static int array_add(struct parser *ps, struct lz_toml_value *a, struct lz_toml_
     }
     a->u.array.items[a->u.array.n++] = v;
     return 0;
-}
-
-/* ---- UTF-8 ----------------------------------------------------------- */
-
-/* Length of the well-formed sequence at s (n bytes available), 0 if none. */
-static size_t utf8_seq(const unsigned char *s, size_t n) {
-    unsigned c = s[0];
-    size_t len;
-    uint32_t cp, min;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2, cp = c & 0x1f, min = 0x80;
-    } else if ((c & 0xf0) == 0xe0) {
-        len = 3, cp = c & 0x0f, min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4, cp = c & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
-bool lz_utf8_valid(const char *s, size_t len) {
-    const unsigned char *u = (const unsigned char *)s;
-    for (size_t i = 0; i < len;) {
-        size_t l = utf8_seq(u + i, len - i);
-        if (l == 0)
-            return false;
-        i += l;
-    }
-    return true;
-}
-
-static void utf8_put(struct sbuf *b, uint32_t cp) {
-    char o[4];
-    size_t n;
-    if (cp < 0x80) {
-        o[0] = (char)cp, n = 1;
-    } else if (cp < 0x800) {
-        o[0] = (char)(0xc0 | (cp >> 6)), o[1] = (char)(0x80 | (cp & 0x3f)), n = 2;
-    } else if (cp < 0x10000) {
-        o[0] = (char)(0xe0 | (cp >> 12)), o[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        o[2] = (char)(0x80 | (cp & 0x3f)), n = 3;
-    } else {
-        o[0] = (char)(0xf0 | (cp >> 18)), o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-        o[2] = (char)(0x80 | ((cp >> 6) & 0x3f)), o[3] = (char)(0x80 | (cp & 0x3f)), n = 4;
-    }
-    sb_put(b, o, n);
-}
-
-/* ---- scanning -------------------------------------------------------- */
-
-static int peek(const struct parser *ps, size_t off) {
-    return (size_t)(ps->end - ps->p) > off ? (unsigned char)ps->p[off] : -1;
-}
-
-static void skip_ws(struct parser *ps) {
-    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t'))
-        ps->p++;
-}
-
-static bool is_ctrl(int c) { return (c >= 0 && c < 0x20 && c != '\t') || c == 0x7f; }
-
-/* 1 when a newline was consumed, 0 when none is here, <0 on a bare CR. */
-static int eat_newline(struct parser *ps) {
-    int c = peek(ps, 0);
-    if (c == '\n') {
-        ps->p++;
-        ps->line++;
-        return 1;
-    }
-    if (c == '\r') {
-        if (peek(ps, 1) != '\n')
-            return perr(ps, ps->line, "carriage return not followed by a line feed");
-        ps->p += 2;
-        ps->line++;
-        return 1;
-    }
-    return 0;
-}
-
-/* At '#': consumes the comment up to (not including) the line end. */
-static int skip_comment(struct parser *ps) {
-    ps->p++;
-    while (ps->p < ps->end && *ps->p != '\n') {
-        int c = (unsigned char)*ps->p;
-        if (c == '\r' && peek(ps, 1) == '\n')
-            break;
-        if (is_ctrl(c))
-            return perr(ps, ps->line, "control character 0x%02x in a comment", (unsigned)c);
-        ps->p++;
-    }
-    return 0;
-}
-
-/* Whitespace, newlines and comments, as allowed between array elements. */
-static int skip_ws_nl_comments(struct parser *ps) {
-    for (;;) {
-        skip_ws(ps);
-        if (peek(ps, 0) == '#') {
-            int r = skip_comment(ps);
-            if (r < 0)
-                return r;
-        }
-        int r = eat_newline(ps);
-        if (r < 0)
-            return r;
-        if (r == 0)
-            return 0;
-    }
-}
-
-/* ---- strings --------------------------------------------------------- */
-
-static int hexval(int c) {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* At a backslash inside a basic string. */
-static int parse_escape(struct parser *ps, struct sbuf *b) {
-    int e = peek(ps, 1);
-    char cd[32];
-    ps->p += 2;
-    switch (e) {
-    case 'b': sb_putc(b, '\b'); return 0;
-    case 't': sb_putc(b, '\t'); return 0;
-    case 'n': sb_putc(b, '\n'); return 0;
-    case 'f': sb_putc(b, '\f'); return 0;
-    case 'r': sb_putc(b, '\r'); return 0;
-    case '"': sb_putc(b, '"'); return 0;
-    case '\\': sb_putc(b, '\\'); return 0;
-    case 'u':
-    case 'U': {
-        int nd = e == 'u' ? 4 : 8;
-        uint32_t cp = 0;
-        for (int i = 0; i < nd; i++) {
-            int h = hexval(peek(ps, (size_t)i));
-            if (h < 0)
-                return perr(ps, ps->line, "\\%c escape needs %d hexadecimal digits", e, nd);
-            cp = (cp << 4) | (uint32_t)h;
-        }
-        ps->p += nd;
-        if (cp == 0)
-            return perr(ps, ps->line, "\\%c escape of NUL is not allowed", e);
-        if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return perr(ps, ps->line, "\\%c escape is not a Unicode scalar value", e);
-        utf8_put(b, cp);
-        return 0;
-    }
-    default:
-        if (e < 0)
-            return perr(ps, ps->line, "unterminated string");
-        return perr(ps, ps->line, "invalid escape sequence: backslash followed by %s",
-                    char_disp(e, cd, sizeof cd));
-    }
-}
-
-/* Counts a run of quote characters q at the cursor. */
-static size_t quote_run(const struct parser *ps, char q) {
-    size_t n = 0;
-    while (ps->p + n < ps->end && ps->p[n] == q)
-        n++;
-    return n;
-}
-
-/* At the opening quote(s). Fills b with the decoded bytes. */
-static int parse_string(struct parser *ps, struct sbuf *b) {
-    char q = *ps->p;
-    bool basic = q == '"';
-    bool multi = quote_run(ps, q) >= 3;
-    int start = ps->line;
-    sb_put(b, "", 0); /* an empty string is still a string */
-
-    if (!multi) {
-        ps->p++;
-        for (;;) {
-            int c = peek(ps, 0);
-            if (c < 0 || c == '\n' || c == '\r')
-                return perr(ps, start, "unterminated string");
-            if (c == q) {
-                ps->p++;
-                return 0;
-            }
-            if (basic && c == '\\') {
-                int r = parse_escape(ps, b);
-                if (r < 0)
-                    return r;
-                continue;
-            }
-            if (is_ctrl(c))
-                return perr(ps, ps->line, "control character 0x%02x in a string", (unsigned)c);
-            sb_putc(b, (char)c);
-            ps->p++;
-        }
-    }
-
-    ps->p += 3;
-    /* A newline right after the opening delimiter is trimmed. */
-    int r = eat_newline(ps);
-    if (r < 0)
-        return r;
-    for (;;) {
-        int c = peek(ps, 0);
-        if (c < 0)
-            return perr(ps, start, "unterminated multi-line string");
-        if (c == q) {
-            size_t n = quote_run(ps, q);
-            if (n >= 3) {
-                /* Up to two quotes may sit just inside the closing delimiter. */
-                if (n > 5)
-                    return perr(ps, ps->line, "too many quotes at the end of a multi-line string");
-                sb_put(b, ps->p, n - 3);
-                ps->p += n;
-                return 0;
-            }
-            sb_put(b, ps->p, n);
-            ps->p += n;
-            continue;
-        }
-        if (c == '\n' || c == '\r') {
-            r = eat_newline(ps);
-            if (r < 0)
-                return r;
-            sb_putc(b, '\n');
-            continue;
-        }
-        if (basic && c == '\\') {
-            /* Line-ending backslash: trims the newline and the whitespace
-             * (including newlines) that follows it. */
-            size_t i = 1;
-            while (peek(ps, i) == ' ' || peek(ps, i) == '\t')
-                i++;
-            int nc = peek(ps, i);
-            if (nc == '\n' || nc == '\r') {
-                ps->p += i;
-                for (;;) {
-                    skip_ws(ps);
-                    r = eat_newline(ps);
-                    if (r < 0)
-                        return r;
-                    if (r == 0)
-                        break;
-                }
-                continue;
-            }
-            r = parse_escape(ps, b);
-            if (r < 0)
-                return r;
-            continue;
-        }
-        if (is_ctrl(c))
-            return perr(ps, ps->line, "control character 0x%02x in a string", (unsigned)c);
-        sb_putc(b, (char)c);
-        ps->p++;
-    }
-}
-
-/* ---- keys ------------------------------------------------------------ */
-
-static int parse_simple_key(struct parser *ps, char **ret) {
-    int c = peek(ps, 0);
-    char cd[32];
-    if (c == '"' || c == '\'') {
-        if (quote_run(ps, (char)c) >= 3)
-            return perr(ps, ps->line, "a multi-line string cannot be a key");
-        struct sbuf b = { 0 };
-        int r = parse_string(ps, &b);
-        if (r < 0) {
-            sb_done(&b);
-            return r;
-        }
-        *ret = b.s;
-        return 0;
-    }
-    const char *s = ps->p;
-    while (ps->p < ps->end && is_bare((unsigned char)*ps->p))
-        ps->p++;
-    if (ps->p == s)
-        return perr(ps, ps->line, "expected a key, found %s", char_disp(c, cd, sizeof cd));
-    *ret = lz_xstrndup(s, (size_t)(ps->p - s));
-    return 0;
-}
-
-/* key ( '.' key )* with optional whitespace around the dots. */
-static int parse_key(struct parser *ps, struct keyvec *kv) {
-    for (;;) {
-        if (kv->n >= LZ_TOML_MAX_DEPTH)
-            return perr(ps, ps->line, "nesting depth exceeds %d", LZ_TOML_MAX_DEPTH);
-        int r = parse_simple_key(ps, &kv->k[kv->n]);
-        if (r < 0)
-            return r;
-        kv->n++;
-        skip_ws(ps);
-        if (peek(ps, 0) != '.')
-            return 0;
-        ps->p++;
-        skip_ws(ps);
-    }
 }
 
 /* ---- values ---------------------------------------------------------- */
@@ -556,11 +193,11 @@ static int parse_integer(struct parser *ps, struct lz_toml_value **ret) {
     }
     if ((peek(ps, i) == 'i' && peek(ps, i + 1) == 'n' && peek(ps, i + 2) == 'f') ||
         (peek(ps, i) == 'n' && peek(ps, i + 1) == 'a' && peek(ps, i + 2) == 'n'))
-        return perr(ps, line, "floating-point values are not supported");
+        return tl_perr(ps, line, "floating-point values are not supported");
     if (peek(ps, i) < '0' || peek(ps, i) > '9')
-        return perr(ps, line, "invalid value");
+        return tl_perr(ps, line, "invalid value");
     if (peek(ps, i) == '0' && (peek(ps, i + 1) == 'x' || peek(ps, i + 1) == 'o' || peek(ps, i + 1) == 'b'))
-        return perr(ps, line, "only decimal integers are supported");
+        return tl_perr(ps, line, "only decimal integers are supported");
 
     size_t first = i, ndigits = 0;
     bool prev_digit = false;
@@ -571,7 +208,7 @@ static int parse_integer(struct parser *ps, struct lz_toml_value **ret) {
             ndigits++;
         } else if (c == '_') {
             if (!prev_digit || peek(ps, i + 1) < '0' || peek(ps, i + 1) > '9')
-                return perr(ps, line, "'_' in an integer must sit between two digits");
+                return tl_perr(ps, line, "'_' in an integer must sit between two digits");
             prev_digit = false;
         } else {
             break;
@@ -579,13 +216,13 @@ static int parse_integer(struct parser *ps, struct lz_toml_value **ret) {
     }
     int c = peek(ps, i);
     if (c == '.' || c == 'e' || c == 'E')
-        return perr(ps, line, "floating-point values are not supported");
+        return tl_perr(ps, line, "floating-point values are not supported");
     if (c == '-' || c == ':')
-        return perr(ps, line, "date-time values are not supported");
+        return tl_perr(ps, line, "date-time values are not supported");
     if (!is_value_end(c))
-        return perr(ps, line, "invalid integer: unexpected %s", char_disp(c, cd, sizeof cd));
+        return tl_perr(ps, line, "invalid integer: unexpected %s", tl_char_disp(c, cd, sizeof cd));
     if (ps->p[first] == '0' && ndigits > 1)
-        return perr(ps, line, "leading zeros are not allowed in integers");
+        return tl_perr(ps, line, "leading zeros are not allowed in integers");
 
     uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX, acc = 0;
     for (size_t j = first; j < i; j++) {
@@ -593,7 +230,7 @@ static int parse_integer(struct parser *ps, struct lz_toml_value **ret) {
             continue;
         unsigned d = (unsigned)(ps->p[j] - '0');
         if (acc > (limit - d) / 10)
-            return perr(ps, line, "integer out of range");
+            return tl_perr(ps, line, "integer out of range");
         acc = acc * 10 + d;
     }
     ps->p += i;
@@ -613,11 +250,11 @@ static int parse_array(struct parser *ps, int depth, struct lz_toml_value **ret)
     int r;
     ps->p++;
     for (;;) {
-        r = skip_ws_nl_comments(ps);
+        r = tl_skip_ws_nl_comments(ps);
         if (r < 0)
             goto fail;
         if (peek(ps, 0) < 0) {
-            r = perr(ps, start, "unterminated array");
+            r = tl_perr(ps, start, "unterminated array");
             goto fail;
         }
         if (peek(ps, 0) == ']')
@@ -629,7 +266,7 @@ static int parse_array(struct parser *ps, int depth, struct lz_toml_value **ret)
         r = array_add(ps, a, item);
         if (r < 0)
             goto fail;
-        r = skip_ws_nl_comments(ps);
+        r = tl_skip_ws_nl_comments(ps);
         if (r < 0)
             goto fail;
         if (peek(ps, 0) == ',') {
@@ -639,9 +276,10 @@ static int parse_array(struct parser *ps, int depth, struct lz_toml_value **ret)
         if (peek(ps, 0) == ']')
             break;
         if (peek(ps, 0) < 0)
-            r = perr(ps, start, "unterminated array");
+            r = tl_perr(ps, start, "unterminated array");
         else
-            r = perr(ps, ps->line, "expected ',' or ']' in an array, found %s", char_disp(peek(ps, 0), cd, sizeof cd));
+            r = tl_perr(ps, ps->line, "expected ',' or ']' in an array, found %s",
+                        tl_char_disp(peek(ps, 0), cd, sizeof cd));
         goto fail;
     }
     ps->p++;
@@ -677,14 +315,15 @@ static int parse_inline_table(struct parser *ps, int depth, struct lz_toml_value
         skip_ws(ps);
         int c = peek(ps, 0);
         if (c < 0 || c == '\n' || c == '\r' || c == '#') {
-            r = perr(ps, start, "an inline table must be closed on the line where it starts");
+            r = tl_perr(ps, start, "an inline table must be closed on the line where it starts");
             goto fail;
         }
         struct keyvec kv = { 0 };
-        r = parse_key(ps, &kv);
+        r = tl_parse_key(ps, &kv);
         if (r >= 0) {
             if (peek(ps, 0) != '=')
-                r = perr(ps, ps->line, "expected '=' after a key, found %s", char_disp(peek(ps, 0), cd, sizeof cd));
+                r = tl_perr(ps, ps->line, "expected '=' after a key, found %s",
+                            tl_char_disp(peek(ps, 0), cd, sizeof cd));
             else {
                 ps->p++;
                 skip_ws(ps);
@@ -700,7 +339,7 @@ static int parse_inline_table(struct parser *ps, int depth, struct lz_toml_value
             ps->p++;
             skip_ws(ps);
             if (peek(ps, 0) == '}') {
-                r = perr(ps, ps->line, "trailing comma in an inline table");
+                r = tl_perr(ps, ps->line, "trailing comma in an inline table");
                 goto fail;
             }
             continue;
@@ -710,9 +349,10 @@ static int parse_inline_table(struct parser *ps, int depth, struct lz_toml_value
             break;
         }
         if (c < 0 || c == '\n' || c == '\r' || c == '#')
-            r = perr(ps, start, "an inline table must be closed on the line where it starts");
+            r = tl_perr(ps, start, "an inline table must be closed on the line where it starts");
         else
-            r = perr(ps, ps->line, "expected ',' or '}' in an inline table, found %s", char_disp(c, cd, sizeof cd));
+            r = tl_perr(ps, ps->line, "expected ',' or '}' in an inline table, found %s",
+                        tl_char_disp(c, cd, sizeof cd));
         goto fail;
     }
 done:
@@ -728,13 +368,13 @@ static int parse_value(struct parser *ps, int depth, struct lz_toml_value **ret)
     int line = ps->line;
     char cd[32];
     if (depth > LZ_TOML_MAX_DEPTH)
-        return perr(ps, line, "nesting depth exceeds %d", LZ_TOML_MAX_DEPTH);
+        return tl_perr(ps, line, "nesting depth exceeds %d", LZ_TOML_MAX_DEPTH);
     int c = peek(ps, 0);
     switch (c) {
     case '"':
     case '\'': {
         struct sbuf b = { 0 };
-        int r = parse_string(ps, &b);
+        int r = tl_parse_string(ps, &b);
         if (r < 0) {
             sb_done(&b);
             return r;
@@ -760,21 +400,21 @@ static int parse_value(struct parser *ps, int depth, struct lz_toml_value **ret)
             *ret = v;
             return 0;
         }
-        return perr(ps, line, "invalid value (strings must be quoted)");
+        return tl_perr(ps, line, "invalid value (strings must be quoted)");
     }
     case 'i':
     case 'n':
         if (peek(ps, 1) == (c == 'i' ? 'n' : 'a') && peek(ps, 2) == (c == 'i' ? 'f' : 'n'))
-            return perr(ps, line, "floating-point values are not supported");
-        return perr(ps, line, "invalid value (strings must be quoted)");
+            return tl_perr(ps, line, "floating-point values are not supported");
+        return tl_perr(ps, line, "invalid value (strings must be quoted)");
     default:
         if (c == '+' || c == '-' || (c >= '0' && c <= '9'))
             return parse_integer(ps, ret);
         if (c < 0 || c == '\n' || c == '\r' || c == '#')
-            return perr(ps, line, "expected a value");
-        if (is_bare(c))
-            return perr(ps, line, "invalid value (strings must be quoted)");
-        return perr(ps, line, "expected a value, found %s", char_disp(c, cd, sizeof cd));
+            return tl_perr(ps, line, "expected a value");
+        if (tl_is_bare(c))
+            return tl_perr(ps, line, "invalid value (strings must be quoted)");
+        return tl_perr(ps, line, "expected a value, found %s", tl_char_disp(c, cd, sizeof cd));
     }
 }
 
@@ -786,7 +426,7 @@ static int insert_kv(struct parser *ps, struct lz_toml_value *t, const char *pre
                      int line) {
     char kd[512];
     if (base_depth + (int)kv->n > LZ_TOML_MAX_DEPTH)
-        return perr(ps, line, "nesting depth exceeds %d", LZ_TOML_MAX_DEPTH);
+        return tl_perr(ps, line, "nesting depth exceeds %d", LZ_TOML_MAX_DEPTH);
     for (size_t i = 0; i + 1 < kv->n; i++) {
         struct lz_toml_entry *e = table_find(t, kv->k[i]);
         if (!e) {
@@ -804,18 +444,18 @@ static int insert_kv(struct parser *ps, struct lz_toml_value *t, const char *pre
             continue;
         }
         if (v->type == LZ_TOML_TABLE && (v->flags & LZ_TOML_F_INLINE))
-            return perr(ps, line, "cannot add keys to inline table %s (defined at line %d)",
+            return tl_perr(ps, line, "cannot add keys to inline table %s (defined at line %d)",
                         path_disp_in(prefix, kv, i + 1, kd, sizeof kd), v->line);
         if (v->type == LZ_TOML_TABLE)
-            return perr(ps, line, "table %s is defined at line %d; a dotted key cannot extend it",
+            return tl_perr(ps, line, "table %s is defined at line %d; a dotted key cannot extend it",
                         path_disp_in(prefix, kv, i + 1, kd, sizeof kd), v->line);
-        return perr(ps, line, "key %s is already defined as %s at line %d",
+        return tl_perr(ps, line, "key %s is already defined as %s at line %d",
                     path_disp_in(prefix, kv, i + 1, kd, sizeof kd), what(v), e->line);
     }
     const char *last = kv->k[kv->n - 1];
     struct lz_toml_entry *e = table_find(t, last);
     if (e)
-        return perr(ps, line, "duplicate key %s (first defined at line %d)",
+        return tl_perr(ps, line, "duplicate key %s (first defined at line %d)",
                     path_disp_in(prefix, kv, kv->n, kd, sizeof kd), e->line);
     struct lz_toml_value *v = NULL;
     int r = parse_value(ps, base_depth + (int)kv->n, &v);
@@ -842,7 +482,7 @@ static int header_descend(struct parser *ps, struct lz_toml_value *t, const stru
     struct lz_toml_value *v = e->value;
     if (v->type == LZ_TOML_TABLE) {
         if (v->flags & LZ_TOML_F_INLINE)
-            return perr(ps, line, "cannot extend inline table %s (defined at line %d)",
+            return tl_perr(ps, line, "cannot extend inline table %s (defined at line %d)",
                         path_disp(kv, i + 1, kd, sizeof kd), v->line);
         *ret = v;
         return 0;
@@ -851,7 +491,7 @@ static int header_descend(struct parser *ps, struct lz_toml_value *t, const stru
         *ret = v->u.array.items[v->u.array.n - 1];
         return 0;
     }
-    return perr(ps, line, "key %s is already defined as %s at line %d", path_disp(kv, i + 1, kd, sizeof kd),
+    return tl_perr(ps, line, "key %s is already defined as %s at line %d", path_disp(kv, i + 1, kd, sizeof kd),
                 what(v), e->line);
 }
 
@@ -862,12 +502,12 @@ static int parse_header(struct parser *ps) {
     ps->p += aot ? 2 : 1;
     skip_ws(ps);
     struct keyvec kv = { 0 };
-    int r = parse_key(ps, &kv);
+    int r = tl_parse_key(ps, &kv);
     if (r < 0)
         goto out;
     if (peek(ps, 0) != ']' || (aot && peek(ps, 1) != ']')) {
-        r = perr(ps, line, "expected '%s' to close the table header, found %s", aot ? "]]" : "]",
-                 char_disp(peek(ps, aot && peek(ps, 0) == ']' ? 1 : 0), cd, sizeof cd));
+        r = tl_perr(ps, line, "expected '%s' to close the table header, found %s", aot ? "]]" : "]",
+                 tl_char_disp(peek(ps, aot && peek(ps, 0) == ']' ? 1 : 0), cd, sizeof cd));
         goto out;
     }
     ps->p += aot ? 2 : 1;
@@ -892,7 +532,7 @@ static int parse_header(struct parser *ps) {
         } else if (e->value->type == LZ_TOML_ARRAY && (e->value->flags & LZ_TOML_F_AOT)) {
             a = e->value;
         } else {
-            r = perr(ps, line, "cannot define [[%s]]: %s is already defined as %s at line %d", kd, kd,
+            r = tl_perr(ps, line, "cannot define [[%s]]: %s is already defined as %s at line %d", kd, kd,
                      what(e->value), e->line);
             goto out;
         }
@@ -915,10 +555,10 @@ static int parse_header(struct parser *ps) {
             e->value->line = line;
             ps->cur = e->value;
         } else if (e->value->type == LZ_TOML_TABLE) {
-            r = perr(ps, line, "table [%s] is defined twice (first at line %d)", kd, e->value->line);
+            r = tl_perr(ps, line, "table [%s] is defined twice (first at line %d)", kd, e->value->line);
             goto out;
         } else {
-            r = perr(ps, line, "cannot define table [%s]: %s is already defined as %s at line %d", kd, kd,
+            r = tl_perr(ps, line, "cannot define table [%s]: %s is already defined as %s at line %d", kd, kd,
                      what(e->value), e->line);
             goto out;
         }
@@ -935,10 +575,10 @@ static int parse_kv_line(struct parser *ps) {
     int line = ps->line;
     char cd[32];
     struct keyvec kv = { 0 };
-    int r = parse_key(ps, &kv);
+    int r = tl_parse_key(ps, &kv);
     if (r >= 0) {
         if (peek(ps, 0) != '=') {
-            r = perr(ps, line, "expected '=' after a key, found %s", char_disp(peek(ps, 0), cd, sizeof cd));
+            r = tl_perr(ps, line, "expected '=' after a key, found %s", tl_char_disp(peek(ps, 0), cd, sizeof cd));
         } else {
             ps->p++;
             skip_ws(ps);
@@ -965,12 +605,12 @@ int lz_toml_parse(const char *buf, size_t len, const char *filename, struct lz_t
     const unsigned char *u = (const unsigned char *)buf;
     for (size_t i = 0; i < len;) {
         if (u[i] == 0)
-            return perr(&ps, line, "NUL byte in input");
+            return tl_perr(&ps, line, "NUL byte in input");
         if (u[i] == '\n')
             line++;
-        size_t l = utf8_seq(u + i, len - i);
+        size_t l = tl_utf8_seq(u + i, len - i);
         if (l == 0)
-            return perr(&ps, line, "invalid UTF-8");
+            return tl_perr(&ps, line, "invalid UTF-8");
         i += l;
     }
 
@@ -993,15 +633,16 @@ int lz_toml_parse(const char *buf, size_t len, const char *filename, struct lz_t
             goto fail;
         skip_ws(&ps);
         if (peek(&ps, 0) == '#') {
-            r = skip_comment(&ps);
+            r = tl_skip_comment(&ps);
             if (r < 0)
                 goto fail;
         }
-        r = eat_newline(&ps);
+        r = tl_eat_newline(&ps);
         if (r < 0)
             goto fail;
         if (r == 0 && ps.p < ps.end) {
-            r = perr(&ps, ps.line, "expected the end of the line, found %s", char_disp(peek(&ps, 0), cd, sizeof cd));
+            r = tl_perr(&ps, ps.line, "expected the end of the line, found %s",
+                        tl_char_disp(peek(&ps, 0), cd, sizeof cd));
             goto fail;
         }
     }
@@ -1047,3 +688,4 @@ const char *lz_toml_type_name(enum lz_toml_type t) {
     }
     return "value";
 }
+

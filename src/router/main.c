@@ -69,7 +69,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/fs.h>
-#include <linux/openat2.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -84,8 +83,6 @@
 #ifndef FS_CASEFOLD_FL
 #define FS_CASEFOLD_FL 0x40000000
 #endif
-
-#define RESOLVE_FLAGS (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
 
 struct rt_inode {
     struct rt_inode *hnext;    /* hash chain (or the retired list) */
@@ -136,11 +133,6 @@ struct router {
     time_t log_window;
     unsigned log_count, log_dropped;
 };
-
-static int sys_openat2(int dirfd, const char *path, uint64_t flags, uint64_t mode, uint64_t resolve) {
-    struct open_how how = { .flags = flags, .mode = mode, .resolve = resolve };
-    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
-}
 
 /* ---- refusal log: paths are agent-chosen bytes, so escape them ---- */
 
@@ -325,9 +317,9 @@ static int inode_fd_at_depth(struct router *r, struct rt_inode *in, unsigned dep
     int pfd = inode_fd_at_depth(r, in->parent, depth + 1);
     if (pfd < 0)
         return pfd;
-    int fd = sys_openat2(pfd, in->name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, RESOLVE_FLAGS);
+    int fd = lz_openat_beneath(pfd, in->name, O_PATH | O_NOFOLLOW, 0, false);
     if (fd < 0)
-        return errno == ENOENT ? -ESTALE : -errno;
+        return fd == -ENOENT ? -ESTALE : fd;
     struct stat st;
     if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != in->dev ||
         st.st_ino != in->ino) {
@@ -532,9 +524,9 @@ static int fs_has_entry(void *ctx, const char *dir, const char *name) {
     _cleanup_close_ int owned = -EBADF;
     int dfd = r->root.fd;
     if (dir[0] != '\0') {
-        owned = sys_openat2(r->root.fd, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0, RESOLVE_FLAGS);
+        owned = lz_openat_beneath(r->root.fd, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0, false);
         if (owned < 0)
-            return -errno;
+            return owned;
         dfd = owned;
     }
     struct stat st;
@@ -861,7 +853,7 @@ static int lt_walk(struct router *r, int fd, char *base, unsigned depth, size_t 
                 break;
             }
             _cleanup_close_ int sub =
-                sys_openat2(dfd, de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0, RESOLVE_FLAGS);
+                lz_openat_beneath(dfd, de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0, false);
             if (sub >= 0)
                 rc = lt_walk(r, sub, base, depth + 1, budget);
             base[blen] = '\0';
@@ -893,9 +885,9 @@ static int lt_check_move(struct router *r, int sfd, const char *name, mode_t typ
     size_t blen = strlen(base);
     if (lz_snprintf(base + blen, sizeof base - blen, "/%s", toname) < 0)
         return -ENAMETOOLONG;
-    _cleanup_close_ int fd = sys_openat2(sfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0, RESOLVE_FLAGS);
+    _cleanup_close_ int fd = lz_openat_beneath(sfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0, false);
     if (fd < 0)
-        return -errno;
+        return fd;
     size_t budget = LT_WALK_MAX;
     rc = lt_walk(r, fd, base, 0, &budget);
     if (rc == -EXDEV)
@@ -941,9 +933,9 @@ static int do_lookup(struct router *r, struct rt_inode *dir, const char *name, s
      * by identity, an fd being opened only when an operation needs one. */
     _cleanup_close_ int fd = -EBADF;
     if (S_ISDIR(st.st_mode) && (!in || in->fd < 0)) {
-        fd = sys_openat2(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, RESOLVE_FLAGS);
+        fd = lz_openat_beneath(dfd, name, O_PATH | O_NOFOLLOW, 0, false);
         if (fd < 0)
-            return -errno;
+            return fd;
         if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
             return -errno;
         in = find_live(r, &st); /* the name may have been replaced meanwhile */
@@ -1369,7 +1361,7 @@ static unsigned gitdir_hash_len(struct router *r, const char *path, size_t gitdi
         return 20;
     memcpy(cfg, path, gitdir_len);
     memcpy(cfg + gitdir_len, "/config", sizeof "/config");
-    _cleanup_close_ int fd = sys_openat2(r->root.fd, cfg, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0, RESOLVE_FLAGS);
+    _cleanup_close_ int fd = lz_openat_beneath(r->root.fd, cfg, O_RDONLY | O_NOFOLLOW, 0, false);
     if (fd < 0)
         return 20; /* lz_gitindex_verify() checks the other length too */
     _cleanup_free_ char *text = NULL;
@@ -1399,7 +1391,7 @@ static int check_index(struct router *r, int dfd, const char *name, const struct
     struct lz_error err = { 0 };
     rc = lz_gitindex_verify(buf, len, gitdir_hash_len(r, dpath, gitdir_len), &err);
     if (rc < 0) {
-        log_refusal_why(r, "index", dpath, err.msg[0] ? err.msg : "refused");
+        log_refusal_why(r, "index", dpath, err.msg);
         return -EPERM;
     }
     return 0;
@@ -1523,10 +1515,9 @@ static void rt_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
             rc = dfd;
             goto fail;
         }
-        fd = sys_openat2(dfd, name, (uint64_t)((fi->flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC) & ~O_NOCTTY),
-                         mode & 01777, RESOLVE_FLAGS);
-        if (fd < 0 && (errno != EEXIST || (fi->flags & O_EXCL))) {
-            rc = -errno;
+        fd = lz_openat_beneath(dfd, name, fi->flags | O_CREAT | O_EXCL | O_NOFOLLOW, mode & 01777, false);
+        if (fd < 0 && (fd != -EEXIST || (fi->flags & O_EXCL))) {
+            rc = fd;
             goto fail;
         }
         exists = fd < 0;

@@ -1,0 +1,63 @@
+/* config_print.c — `lazaret config check`'s view of a resolved
+ * configuration (lz_config_print, see config.h): env values redacted. */
+#include "config_internal.h"
+
+#include <inttypes.h>
+
+/* ---- printing -------------------------------------------------------- */
+
+static void print_list(FILE *out, const char *label, char *const *v, size_t n) {
+    char d[DISP_MAX];
+    fprintf(out, "%s = [", label);
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "%s%s", i ? ", " : "", cfg_disp(v[i], d, sizeof d));
+    fprintf(out, "]\n");
+}
+
+void lz_config_print(FILE *out, const struct lz_config *c) {
+    char d[DISP_MAX], d2[DISP_MAX];
+    const struct lz_profile *p = &c->profile;
+    fprintf(out, "# configuration: %s\n",
+            c->builtin_default ? "built-in default" : cfg_disp(c->source_path, d, sizeof d));
+    fprintf(out, "# workspace: %s\n", cfg_disp(c->workspace, d, sizeof d));
+    fprintf(out, "\n[storage]\ndata_root = %s\n", cfg_disp(c->data_root, d, sizeof d));
+    fprintf(out, "prepared_keep_days = %" PRId64 "\nprepared_max_bytes = %" PRIu64 "\n", c->prepared_keep_days,
+            c->prepared_max_bytes);
+    fprintf(out, "\n[network]\n");
+    print_list(out, "default_allow", c->default_allow, c->n_default_allow);
+    print_list(out, "default_deny", c->default_deny, c->n_default_deny);
+    fprintf(out, "\n[escalation]\nenabled = %s\n", c->escalation_enabled ? "true" : "false");
+    if (c->escalation_socket_dir)
+        fprintf(out, "socket_dir = %s\n", cfg_disp(c->escalation_socket_dir, d, sizeof d));
+    else
+        fprintf(out, "# socket_dir: default (beneath $XDG_RUNTIME_DIR)\n");
+    for (size_t i = 0; i < c->n_auto_approve; i++) {
+        fprintf(out, "\n[[escalation.auto_approve]]\n");
+        print_list(out, "argv", c->auto_approve[i].argv, c->auto_approve[i].argc);
+        fprintf(out, "allow_extra_args = %s\n", c->auto_approve[i].allow_extra_args ? "true" : "false");
+    }
+    fprintf(out, "\n[profiles.%s]\nimage = %s\n", p->name, cfg_disp(p->image, d, sizeof d));
+    print_list(out, "persistent_dirs", p->persistent_dirs, p->n_persistent_dirs);
+    print_list(out, "allow_egress", p->allow_egress, p->n_allow_egress);
+    print_list(out, "deny_egress", p->deny_egress, p->n_deny_egress);
+    fprintf(out, "ignored_state = %s\n", p->ignored_state ? "true" : "false");
+    fprintf(out, "volumes = [%s", p->n_volumes ? "\n" : "");
+    for (size_t i = 0; i < p->n_volumes; i++)
+        fprintf(out, "  { host = %s, container = %s, mode = \"%s\" },%s\n", cfg_disp(p->volumes[i].host, d, sizeof d),
+                cfg_disp(p->volumes[i].container, d2, sizeof d2), p->volumes[i].mode,
+                p->volumes[i].create ? "  # created on first use" : "");
+    fprintf(out, "]\n");
+    fprintf(out, "\n[profiles.%s.env]  # values redacted\n", p->name);
+    for (size_t i = 0; i < p->n_env; i++) {
+        if (p->env[i].reference)
+            fprintf(out, "%s = \"<redacted>\"  # from %s\n", p->env[i].name,
+                    cfg_disp(p->env[i].reference, d, sizeof d));
+        else
+            fprintf(out, "%s = \"<redacted>\"  # literal\n", p->env[i].name);
+    }
+    fprintf(out, "\n# Profile directory: %s\n", cfg_disp(c->profile_dir, d, sizeof d));
+    fprintf(out, "# Domain Root: %s\n", cfg_disp(c->domain_dir, d, sizeof d));
+    fprintf(out, "# Domain ID: %s\n", c->domain_id_hex);
+    fprintf(out, "# Configuration Fingerprint: %s\n", c->fingerprint_hex);
+}
+
