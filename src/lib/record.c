@@ -151,7 +151,8 @@ static void w_varint(struct wr *w, uint64_t v) {
 
 static void w_i32(struct wr *w, int32_t v) {
     /* zigzag: 0, -1, 1, -2, ... -> 0, 1, 2, 3, ... */
-    w_varint(w, ((uint32_t)v << 1) ^ (uint32_t)(v >> 31));
+    uint32_t u = (uint32_t)v;
+    w_varint(w, (u << 1) ^ (0u - (u >> 31)));
 }
 
 static void w_str(struct wr *w, const void *p, size_t n) {
@@ -182,7 +183,8 @@ int lz_record_encode(const struct lz_record *rec, uint8_t *buf, size_t cap, size
         w_str(&w, rec->request.cwd, strlen(rec->request.cwd));
         w_str(&w, j, strlen(j));
         w_varint(&w, rec->request.timeout_s);
-        w_bytes(&w, &(uint8_t){ rec->request.stdin_wanted ? 1 : 0 }, 1);
+        uint8_t flag = rec->request.stdin_wanted ? 1 : 0;
+        w_bytes(&w, &flag, 1);
         break;
     }
     case LZ_REC_REQUEST_ACK:
