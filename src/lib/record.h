@@ -195,5 +195,6 @@ int lz_record_open(const uint8_t pk[crypto_sign_PUBLICKEYBYTES], const uint8_t *
 /* SHA-256 of a complete framed record (for request-ack's request_digest). */
 void lz_record_digest(const uint8_t *bytes, size_t len, uint8_t ret[LZ_RECORD_DIGEST_LEN]);
 
-/* Frees what decode allocated and zeroes rec. */
+/* Frees what lz_record_decode/lz_record_open allocated and zeroes rec.
+ * Only for decoded records: an encoder's input owns nothing here. */
 void lz_record_clear(struct lz_record *rec);
