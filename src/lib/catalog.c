@@ -4,11 +4,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <sqlite3.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 
+#include "db.h"
 #include "image.h"
 #include "prepare.h"
 #include "procid.h"
@@ -88,256 +88,85 @@ static void printable(const char *in, char *out, size_t size) {
     out[o] = '\0';
 }
 
-static int errno_of(int rc) {
-    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE)
-        return -EEXIST;
-    switch (rc & 0xff) {
-    case SQLITE_FULL: return -ENOSPC;
-    case SQLITE_PERM:
-    case SQLITE_READONLY:
-    case SQLITE_AUTH: return -EACCES;
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB: return -EBADMSG;
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED: return -EBUSY;
-    case SQLITE_CONSTRAINT: return -EINVAL;
-    case SQLITE_CANTOPEN: return -ENOENT;
-    case SQLITE_NOMEM: return -ENOMEM;
-    default: return -EIO;
-    }
-}
-
 /* ---- the bounded section: lock, open, version, one transaction ---- */
 
-enum {
-    SEC_WRITE = 1u << 0,  /* BEGIN IMMEDIATE (else a read transaction) */
-    SEC_CREATE = 1u << 1, /* create data_root, catalog.db and the schema if absent */
+static int catalog_refuse(const char *path, int code, const struct lz_db_found *f, struct lz_error *err) {
+    if (code == -EPROTONOSUPPORT)
+        return lz_error_set(err, code, "%s: Storage Catalog version %" PRId64 " is not supported (this Lazaret reads "
+                            "version %d only); use the Lazaret that wrote it, or move the file away",
+                            path, f->version, LZ_CATALOG_VERSION);
+    if (f->application_id != 0)
+        return lz_error_set(err, code, "%s: not a Lazaret Storage Catalog (application_id 0x%08" PRIx32
+                            ", version %" PRId64 "); refusing to touch it", path, (uint32_t)f->application_id,
+                            f->version);
+    return lz_error_set(err, code, "%s: not a Lazaret Storage Catalog (application_id 0, version %" PRId64 ", %"
+                        PRId64 " schema entries); refusing to touch it", path, f->version, f->tables);
+}
+
+static const struct lz_db_schema catalog_schema = {
+    .name = "Storage Catalog",
+    .application_id = LZ_CATALOG_APPLICATION_ID,
+    .version = LZ_CATALOG_VERSION,
+    .sql = schema_sql,
+    .wal = false, /* the rollback journal */
+    .mode = 0600,
+    .refuse = catalog_refuse,
 };
 
 struct cat {
-    char *path; /* <data_root>/catalog.db */
     int lock_fd;
-    sqlite3 *db;
-    bool fresh;  /* no schema yet: reads as empty */
-    bool in_txn;
+    struct lz_db *db;
+    bool fresh; /* no schema yet: reads as empty */
 };
-
-static int db_error(struct cat *c, int rc, struct lz_error *err, const char *what) {
-    return lz_error_set(err, errno_of(rc), "Storage Catalog %s: %s: %s", c->path, what,
-                        c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
-}
-
-static int exec(struct cat *c, const char *sql, struct lz_error *err) {
-    int rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
-    return rc == SQLITE_OK ? 0 : db_error(c, rc, err, sql);
-}
-
-/* Binds the arguments described by types ('s' text, 'i' int64) to st. */
-static int bind_va(sqlite3_stmt *st, const char *types, va_list ap) {
-    int i = 1;
-    for (const char *t = types; *t; t++, i++) {
-        int rc;
-        if (*t == 's')
-            rc = sqlite3_bind_text(st, i, va_arg(ap, const char *), -1, SQLITE_TRANSIENT);
-        else
-            rc = sqlite3_bind_int64(st, i, va_arg(ap, int64_t));
-        if (rc != SQLITE_OK)
-            return rc;
-    }
-    return SQLITE_OK;
-}
-
-static int prepare_stmt(struct cat *c, const char *sql, sqlite3_stmt **ret, struct lz_error *err, const char *types,
-                        ...) {
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL);
-    if (rc == SQLITE_OK) {
-        va_list ap;
-        va_start(ap, types);
-        rc = bind_va(st, types, ap);
-        va_end(ap);
-    }
-    if (rc != SQLITE_OK) {
-        int r = db_error(c, rc, err, sql);
-        sqlite3_finalize(st);
-        return r;
-    }
-    *ret = st;
-    return 0;
-}
-
-/* Runs one statement without result rows; returns the number of changed rows. */
-static int run(struct cat *c, struct lz_error *err, const char *sql, const char *types, ...) {
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL);
-    if (rc == SQLITE_OK) {
-        va_list ap;
-        va_start(ap, types);
-        rc = bind_va(st, types, ap);
-        va_end(ap);
-    }
-    if (rc == SQLITE_OK) {
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE || rc == SQLITE_ROW)
-            rc = SQLITE_OK;
-    }
-    int r = rc == SQLITE_OK ? sqlite3_changes(c->db) : db_error(c, rc, err, sql);
-    sqlite3_finalize(st);
-    return r;
-}
-
-static int pragma_int(struct cat *c, const char *sql, int64_t *ret, struct lz_error *err) {
-    sqlite3_stmt *st = NULL;
-    int r = prepare_stmt(c, sql, &st, err, "");
-    if (r < 0)
-        return r;
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *ret = sqlite3_column_int64(st, 0);
-    else
-        r = db_error(c, rc, err, sql);
-    sqlite3_finalize(st);
-    return r;
-}
-
-/* The store version is accepted before any row is interpreted (003: unknown
- * versions fail closed). An empty database is new; anything else that is
- * not exactly ours is refused untouched. */
-static int check_version(struct cat *c, unsigned flags, struct lz_error *err) {
-    int64_t app = 0, ver = 0, tables = 0;
-    int r;
-    if ((r = pragma_int(c, "PRAGMA application_id", &app, err)) < 0 ||
-        (r = pragma_int(c, "PRAGMA user_version", &ver, err)) < 0)
-        return r;
-    if (app == LZ_CATALOG_APPLICATION_ID) {
-        if (ver == LZ_CATALOG_VERSION)
-            return 0;
-        return lz_error_set(err, -EPROTO, "%s: Storage Catalog version %" PRId64 " is not supported (this "
-                            "Lazaret reads version %d only); use the Lazaret that wrote it, or move the file away",
-                            c->path, ver, LZ_CATALOG_VERSION);
-    }
-    if (app != 0)
-        return lz_error_set(err, -EPROTO, "%s: not a Lazaret Storage Catalog (application_id 0x%08" PRIx32
-                            ", version %" PRId64 "); refusing to touch it", c->path, (uint32_t)app, ver);
-    if ((r = pragma_int(c, "SELECT count(*) FROM sqlite_schema", &tables, err)) < 0)
-        return r;
-    if (ver != 0 || tables != 0)
-        return lz_error_set(err, -EPROTO, "%s: not a Lazaret Storage Catalog (application_id 0, version %" PRId64
-                            ", %" PRId64 " schema entries); refusing to touch it", c->path, ver, tables);
-    c->fresh = true;
-    if (!(flags & SEC_CREATE))
-        return 0;
-    char sql[128];
-    (void)lz_snprintf(sql, sizeof sql, "PRAGMA application_id = %d; PRAGMA user_version = %d;",
-                      LZ_CATALOG_APPLICATION_ID, LZ_CATALOG_VERSION);
-    if ((r = exec(c, schema_sql, err)) < 0 || (r = exec(c, sql, err)) < 0)
-        return r;
-    c->fresh = false;
-    return 0;
-}
-
-static void section_abort(struct cat *c) {
-    if (c->db) {
-        if (c->in_txn)
-            sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-        sqlite3_close(c->db);
-    }
-    lz_closep(&c->lock_fd);
-    free(c->path);
-    *c = (struct cat){ .lock_fd = -EBADF };
-}
 
 /* Commits (r >= 0) or rolls back (r < 0), closes, unlocks. Returns r, or the
  * commit error. */
 static int section_end(struct cat *c, int r, struct lz_error *err) {
-    if (r >= 0 && c->in_txn) {
-        int rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
-        if (rc != SQLITE_OK)
-            r = db_error(c, rc, err, "commit");
-        else
-            c->in_txn = false;
+    if (c->db && r >= 0) {
+        int k = lz_db_commit(c->db, err);
+        if (k < 0)
+            r = k;
     }
-    section_abort(c);
+    lz_db_close(c->db);
+    lz_closep(&c->lock_fd);
+    *c = (struct cat){ .lock_fd = -EBADF };
     return r;
 }
 
-/* Returns 0 with the section open, 1 when there is no catalog.db (only
- * without SEC_CREATE; nothing is created), or -errno. */
+/* flags: LZ_DB_WRITE, LZ_DB_CREATE (also creates data_root). Returns 0 with
+ * the section open, 1 when there is no catalog.db (only without
+ * LZ_DB_CREATE; nothing is created), or -errno. */
 static int section_begin(const char *data_root, unsigned flags, struct cat *ret, struct lz_error *err) {
     if (!data_root || data_root[0] != '/')
         return lz_error_set(err, -EINVAL, "the Storage Root must be an absolute path");
-    struct cat c = { .lock_fd = -EBADF, .path = lz_xasprintf("%s/" LZ_CATALOG_FILE, data_root) };
+    _cleanup_free_ char *path = lz_xasprintf("%s/" LZ_CATALOG_FILE, data_root);
     struct stat st;
     int r;
-    if (flags & SEC_CREATE) {
-        r = lz_mkdir_p(data_root, 0700);
-        if (r < 0) {
-            lz_error_set(err, r, "cannot create the Storage Root %s: %s", data_root, strerror(-r));
-            section_abort(&c);
-            return r;
-        }
-    } else if (lstat(c.path, &st) < 0) {
-        r = errno == ENOENT || errno == ENOTDIR ? 1 : lz_error_set(err, -errno, "%s: %m", c.path);
-        section_abort(&c);
-        return r;
+    if (flags & LZ_DB_CREATE) {
+        if ((r = lz_mkdir_p(data_root, 0700)) < 0)
+            return lz_error_set(err, r, "cannot create the Storage Root %s: %s", data_root, strerror(-r));
+    } else if (lstat(path, &st) < 0) {
+        return errno == ENOENT || errno == ENOTDIR ? 1 : lz_error_set(err, -errno, "%s: %m", path);
     }
-
     _cleanup_free_ char *lock = lz_xasprintf("%s/" LZ_CATALOG_LOCK_FILE, data_root);
-    c.lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
-    if (c.lock_fd < 0) {
-        r = lz_error_set(err, -errno, "cannot open the Storage Catalog lock %s: %m", lock);
-        section_abort(&c);
-        return r;
-    }
+    struct cat c = { .lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600) };
+    if (c.lock_fd < 0)
+        return lz_error_set(err, -errno, "cannot open the Storage Catalog lock %s: %m", lock);
     r = lz_flock_timeout(c.lock_fd, LZ_CATALOG_LOCK_TIMEOUT_S);
-    if (r < 0) {
-        if (r == -ETIMEDOUT)
-            lz_error_set(err, r, "the Storage Catalog is locked by another process for over %d s (%s)",
-                         LZ_CATALOG_LOCK_TIMEOUT_S, lock);
-        else
-            lz_error_set(err, r, "cannot lock %s: %s", lock, strerror(-r));
-        section_abort(&c);
-        return r;
-    }
-
-    /* The database file is made here, so that it is 0600 (SQLite would use
-     * 0644 & ~umask; its journal copies the database's mode). */
-    int fd = open(c.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | ((flags & SEC_CREATE) ? O_CREAT : 0), 0600);
-    if (fd < 0) {
-        r = errno == ENOENT && !(flags & SEC_CREATE) ? 1 : lz_error_set(err, -errno, "%s: %m", c.path);
-        section_abort(&c);
-        return r;
-    }
-    bool reg = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-    close(fd);
-    if (!reg) {
-        r = lz_error_set(err, -EINVAL, "%s: not a regular file", c.path);
-        section_abort(&c);
-        return r;
-    }
-
+    if (r == -ETIMEDOUT)
+        lz_error_set(err, r, "the Storage Catalog is locked by another process for over %d s (%s)",
+                     LZ_CATALOG_LOCK_TIMEOUT_S, lock);
+    else if (r < 0)
+        lz_error_set(err, r, "cannot lock %s: %s", lock, strerror(-r));
     /* Read-write even for reads: a hot journal left by a crash is rolled
      * back by the next opener. */
-    int rc = sqlite3_open_v2(c.path, &c.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE,
-                             NULL);
-    if (rc != SQLITE_OK) {
-        r = db_error(&c, rc, err, "open");
-        section_abort(&c);
-        return r;
+    if (r == 0)
+        r = lz_db_open(path, &catalog_schema, flags, &c.db, err);
+    if (r < 0) {
+        section_end(&c, -1, NULL);
+        return r == -ENOENT && !(flags & LZ_DB_CREATE) ? 1 : r;
     }
-    sqlite3_busy_timeout(c.db, 5000);
-    sqlite3_db_config(c.db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
-    sqlite3_db_config(c.db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
-    if ((r = exec(&c, "PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;", err)) < 0 ||
-        (r = exec(&c, (flags & SEC_WRITE) ? "BEGIN IMMEDIATE" : "BEGIN", err)) < 0) {
-        section_abort(&c);
-        return r;
-    }
-    c.in_txn = true;
-    if ((r = check_version(&c, flags, err)) < 0) {
-        section_abort(&c);
-        return r;
-    }
+    c.fresh = c.db->fresh;
     *ret = c;
     return 0;
 }
@@ -355,27 +184,19 @@ struct row_artifact {
 static int artifact_get(struct cat *c, const char *id, struct row_artifact *ret, struct lz_error *err) {
     if (c->fresh)
         return 0;
-    sqlite3_stmt *st = NULL;
-    int r = prepare_stmt(c,
-                         "SELECT state, size, last_used_ms, (SELECT count(*) FROM leases l WHERE l.artifact_id = "
-                         "a.artifact_id) FROM artifacts a WHERE artifact_id = ?",
-                         &st, err, "s", id);
-    if (r < 0)
-        return r;
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        const char *s = (const char *)sqlite3_column_text(st, 0);
-        snprintf(ret->state, sizeof ret->state, "%s", s ? s : "");
-        int64_t sz = sqlite3_column_int64(st, 1);
+    sqlite3_stmt *q = NULL;
+    int r = lz_db_prepare(c->db, &q, err,
+                          "SELECT state, size, last_used_ms, (SELECT count(*) FROM leases l WHERE l.artifact_id = "
+                          "a.artifact_id) FROM artifacts a WHERE artifact_id = ?",
+                          "t", id);
+    if (r == 0 && (r = lz_db_step_row(c->db, q, err)) == 1) {
+        lz_db_col_copy(q, 0, ret->state, sizeof ret->state);
+        int64_t sz = sqlite3_column_int64(q, 1);
         ret->size = sz > 0 ? (uint64_t)sz : 0;
-        ret->last_used_ms = sqlite3_column_int64(st, 2);
-        ret->n_leases = sqlite3_column_int64(st, 3);
-        r = 1;
-    } else if (rc != SQLITE_DONE) {
-        r = db_error(c, rc, err, "read artifact");
+        ret->last_used_ms = sqlite3_column_int64(q, 2);
+        ret->n_leases = sqlite3_column_int64(q, 3);
     }
-    sqlite3_finalize(st);
-    return r;
+    return lz_db_finalize(c->db, &q, r, err);
 }
 
 static int open_prepared(const char *data_root) {
@@ -393,12 +214,12 @@ static int artifact_upsert(struct cat *c, int pfd, const char *dir, const char *
     if (r < 0)
         return lz_error_set(err, -ESTALE, "prepared artifact %s is missing or incomplete (%s); prepare it again",
                             id, strerror(-r));
-    r = run(c, err,
+    r = lz_db_run(c->db, err,
             "INSERT INTO artifacts (artifact_id, state, source_ref, manifest_digest, size, created_ms, last_used_ms) "
             "VALUES (?, 'ready', ?, ?, ?, ?, ?) ON CONFLICT (artifact_id) DO UPDATE SET source_ref = "
             "excluded.source_ref, manifest_digest = excluded.manifest_digest, size = excluded.size, created_ms = "
             "excluded.created_ms, last_used_ms = excluded.last_used_ms WHERE state = 'ready'",
-            "sssiii", id, info.source_ref, info.manifest_digest,
+            "tttiii", id, info.source_ref, info.manifest_digest,
             (int64_t)(info.size > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : info.size), created_ms_of(info.created),
             now);
     lz_prepared_info_clear(&info);
@@ -445,15 +266,15 @@ int lz_catalog_lease_acquire(const char *data_root, const char *artifact_id, con
     if (r < 0)
         return r;
     struct cat c;
-    if ((r = section_begin(data_root, SEC_WRITE | SEC_CREATE, &c, err)) < 0)
+    if ((r = section_begin(data_root, LZ_DB_WRITE | LZ_DB_CREATE, &c, err)) < 0)
         return r;
     int64_t now = now_ms();
     r = ensure_ready(&c, data_root, artifact_id, now, err);
     if (r >= 0)
-        r = run(&c, err,
+        r = lz_db_run(c.db, err,
                 "INSERT INTO leases (artifact_id, domain_id, generation, created_ms) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT DO NOTHING",
-                "ssii", artifact_id, domain_id, generation, now);
+                "ttii", artifact_id, domain_id, generation, now);
     return section_end(&c, r < 0 ? r : 0, err);
 }
 
@@ -463,15 +284,15 @@ int lz_catalog_lease_release(const char *data_root, const char *artifact_id, con
     if (r < 0)
         return r;
     struct cat c;
-    if ((r = section_begin(data_root, SEC_WRITE, &c, err)) != 0)
+    if ((r = section_begin(data_root, LZ_DB_WRITE, &c, err)) != 0)
         return r == 1 ? 0 : r;
     if (c.fresh)
         return section_end(&c, 0, err);
-    r = run(&c, err, "DELETE FROM leases WHERE artifact_id = ? AND domain_id = ? AND generation = ?", "ssi",
+    r = lz_db_run(c.db, err, "DELETE FROM leases WHERE artifact_id = ? AND domain_id = ? AND generation = ?", "tti",
             artifact_id, domain_id, generation);
     if (r >= 0) {
         int removed = r > 0 ? 1 : 0;
-        r = run(&c, err, "UPDATE artifacts SET last_used_ms = ? WHERE artifact_id = ?", "is", now_ms(), artifact_id);
+        r = lz_db_run(c.db, err, "UPDATE artifacts SET last_used_ms = ? WHERE artifact_id = ?", "it", now_ms(), artifact_id);
         if (r >= 0)
             r = removed;
     }
@@ -488,128 +309,70 @@ int lz_catalog_lease_held(const char *data_root, const char *artifact_id, const 
         return r == 1 ? 0 : r;
     if (c.fresh)
         return section_end(&c, 0, err);
-    sqlite3_stmt *st = NULL;
-    r = prepare_stmt(&c, "SELECT 1 FROM leases WHERE artifact_id = ? AND domain_id = ? AND generation = ?", &st, err,
-                     "ssi", artifact_id, domain_id, generation);
-    if (r == 0) {
-        int rc = sqlite3_step(st);
-        r = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : db_error(&c, rc, err, "read lease");
-        sqlite3_finalize(st);
-    }
+    int64_t one = 0;
+    r = lz_db_get_int(c.db, &one, err, "SELECT 1 FROM leases WHERE artifact_id = ? AND domain_id = ? AND generation = ?",
+                      "tti", artifact_id, domain_id, generation);
     return section_end(&c, r, err);
 }
 
 /* ---- reading the whole catalog ---- */
 
-static char *col_str(sqlite3_stmt *st, int i) {
-    const char *s = (const char *)sqlite3_column_text(st, i);
-    return lz_xstrdup(s ? s : "");
+static void fill_artifact(void *e, sqlite3_stmt *q) {
+    struct lz_catalog_artifact *a = e;
+    lz_db_col_copy(q, 0, a->artifact_id, sizeof a->artifact_id);
+    a->state = lz_db_col_dup(q, 1, true);
+    a->source_ref = lz_db_col_dup(q, 2, true);
+    a->manifest_digest = lz_db_col_dup(q, 3, true);
+    int64_t sz = sqlite3_column_int64(q, 4);
+    a->size = sz > 0 ? (uint64_t)sz : 0;
+    a->created_ms = sqlite3_column_int64(q, 5);
+    a->last_used_ms = sqlite3_column_int64(q, 6);
+    int64_t n = sqlite3_column_int64(q, 7);
+    a->n_leases = n > 0 ? (size_t)n : 0;
 }
 
-static void col_copy(sqlite3_stmt *st, int i, char *out, size_t size) {
-    const char *s = (const char *)sqlite3_column_text(st, i);
-    snprintf(out, size, "%s", s ? s : "");
+static void clear_artifact(void *e) {
+    struct lz_catalog_artifact *a = e;
+    free(a->state);
+    free(a->source_ref);
+    free(a->manifest_digest);
 }
 
-static int too_many(struct cat *c, struct lz_error *err) {
-    return lz_error_set(err, -EFBIG, "%s: more than %d rows in one table", c->path, MAX_ROWS);
+static void fill_lease(void *e, sqlite3_stmt *q) {
+    struct lz_catalog_lease *le = e;
+    lz_db_col_copy(q, 0, le->artifact_id, sizeof le->artifact_id);
+    lz_db_col_copy(q, 1, le->domain_id, sizeof le->domain_id);
+    le->generation = sqlite3_column_int64(q, 2);
+    le->created_ms = sqlite3_column_int64(q, 3);
+}
+
+static void fill_prepare(void *e, sqlite3_stmt *q) {
+    struct lz_catalog_prepare *p = e;
+    lz_db_col_copy(q, 0, p->tmp_name, sizeof p->tmp_name);
+    lz_db_col_copy(q, 1, p->artifact_id, sizeof p->artifact_id);
+    lz_db_col_copy(q, 2, p->owner, sizeof p->owner);
+    p->started_ms = sqlite3_column_int64(q, 3);
 }
 
 static int load_all(struct cat *c, struct lz_catalog *ret, struct lz_error *err) {
     struct lz_catalog l = { 0 };
-    if (c->fresh) {
-        *ret = l;
-        return 0;
-    }
-    sqlite3_stmt *st = NULL;
-    size_t cap = 0;
-    int rc, r = prepare_stmt(c,
-                             "SELECT artifact_id, state, source_ref, manifest_digest, size, created_ms, last_used_ms, "
-                             "(SELECT count(*) FROM leases l WHERE l.artifact_id = a.artifact_id) FROM artifacts a "
-                             "ORDER BY artifact_id",
-                             &st, err, "");
-    if (r < 0)
-        return r;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (l.n_artifacts == MAX_ROWS) {
-            r = too_many(c, err);
-            break;
-        }
-        if (l.n_artifacts == cap) {
-            cap = cap ? cap * 2 : 16;
-            l.artifacts = lz_xrealloc(l.artifacts, cap * sizeof *l.artifacts);
-        }
-        struct lz_catalog_artifact *a = &l.artifacts[l.n_artifacts++];
-        memset(a, 0, sizeof *a);
-        col_copy(st, 0, a->artifact_id, sizeof a->artifact_id);
-        a->state = col_str(st, 1);
-        a->source_ref = col_str(st, 2);
-        a->manifest_digest = col_str(st, 3);
-        int64_t sz = sqlite3_column_int64(st, 4);
-        a->size = sz > 0 ? (uint64_t)sz : 0;
-        a->created_ms = sqlite3_column_int64(st, 5);
-        a->last_used_ms = sqlite3_column_int64(st, 6);
-        int64_t n = sqlite3_column_int64(st, 7);
-        a->n_leases = n > 0 ? (size_t)n : 0;
-    }
-    if (r == 0 && rc != SQLITE_DONE)
-        r = db_error(c, rc, err, "read artifacts");
-    sqlite3_finalize(st);
-
-    cap = 0;
-    if (r == 0)
-        r = prepare_stmt(c,
-                         "SELECT artifact_id, domain_id, generation, created_ms FROM leases "
-                         "ORDER BY artifact_id, domain_id, generation",
-                         &st, err, "");
-    if (r == 0) {
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            if (l.n_leases == MAX_ROWS) {
-                r = too_many(c, err);
-                break;
-            }
-            if (l.n_leases == cap) {
-                cap = cap ? cap * 2 : 16;
-                l.leases = lz_xrealloc(l.leases, cap * sizeof *l.leases);
-            }
-            struct lz_catalog_lease *le = &l.leases[l.n_leases++];
-            memset(le, 0, sizeof *le);
-            col_copy(st, 0, le->artifact_id, sizeof le->artifact_id);
-            col_copy(st, 1, le->domain_id, sizeof le->domain_id);
-            le->generation = sqlite3_column_int64(st, 2);
-            le->created_ms = sqlite3_column_int64(st, 3);
-        }
-        if (r == 0 && rc != SQLITE_DONE)
-            r = db_error(c, rc, err, "read leases");
-        sqlite3_finalize(st);
-    }
-
-    cap = 0;
-    if (r == 0)
-        r = prepare_stmt(c, "SELECT tmp_name, artifact_id, owner, started_ms FROM prepares ORDER BY tmp_name", &st,
-                         err, "");
-    if (r == 0) {
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            if (l.n_prepares == MAX_ROWS) {
-                r = too_many(c, err);
-                break;
-            }
-            if (l.n_prepares == cap) {
-                cap = cap ? cap * 2 : 16;
-                l.prepares = lz_xrealloc(l.prepares, cap * sizeof *l.prepares);
-            }
-            struct lz_catalog_prepare *p = &l.prepares[l.n_prepares++];
-            memset(p, 0, sizeof *p);
-            col_copy(st, 0, p->tmp_name, sizeof p->tmp_name);
-            col_copy(st, 1, p->artifact_id, sizeof p->artifact_id);
-            col_copy(st, 2, p->owner, sizeof p->owner);
-            p->started_ms = sqlite3_column_int64(st, 3);
-        }
-        if (r == 0 && rc != SQLITE_DONE)
-            r = db_error(c, rc, err, "read prepares");
-        sqlite3_finalize(st);
-    }
-    if (r < 0) {
+    int r = 0;
+    if (!c->fresh &&
+        ((r = lz_db_read_rows(c->db, "artifacts",
+                              "SELECT artifact_id, state, source_ref, manifest_digest, size, created_ms, last_used_ms, "
+                              "(SELECT count(*) FROM leases l WHERE l.artifact_id = a.artifact_id) FROM artifacts a "
+                              "ORDER BY artifact_id",
+                              MAX_ROWS, sizeof *l.artifacts, fill_artifact, clear_artifact, (void **)&l.artifacts,
+                              &l.n_artifacts, err)) < 0 ||
+         (r = lz_db_read_rows(c->db, "leases",
+                              "SELECT artifact_id, domain_id, generation, created_ms FROM leases "
+                              "ORDER BY artifact_id, domain_id, generation",
+                              MAX_ROWS, sizeof *l.leases, fill_lease, NULL, (void **)&l.leases, &l.n_leases,
+                              err)) < 0 ||
+         (r = lz_db_read_rows(c->db, "prepares",
+                              "SELECT tmp_name, artifact_id, owner, started_ms FROM prepares ORDER BY tmp_name",
+                              MAX_ROWS, sizeof *l.prepares, fill_prepare, NULL, (void **)&l.prepares,
+                              &l.n_prepares, err)) < 0)) {
         lz_catalog_clear(&l);
         return r;
     }
@@ -639,11 +402,8 @@ int lz_catalog_read(const char *data_root, struct lz_catalog *ret, struct lz_err
 void lz_catalog_clear(struct lz_catalog *c) {
     if (!c)
         return;
-    for (size_t i = 0; i < c->n_artifacts; i++) {
-        free(c->artifacts[i].state);
-        free(c->artifacts[i].source_ref);
-        free(c->artifacts[i].manifest_digest);
-    }
+    for (size_t i = 0; i < c->n_artifacts; i++)
+        clear_artifact(&c->artifacts[i]);
     free(c->artifacts);
     free(c->leases);
     free(c->prepares);
@@ -700,9 +460,9 @@ int lz_catalog_prepare_begin(const char *data_root, const char *tmp_name, const 
     char owner[160];
     lz_procid_format(&self, owner, sizeof owner);
     struct cat c;
-    if ((r = section_begin(data_root, SEC_WRITE | SEC_CREATE, &c, err)) < 0)
+    if ((r = section_begin(data_root, LZ_DB_WRITE | LZ_DB_CREATE, &c, err)) < 0)
         return r;
-    r = run(&c, err, "INSERT INTO prepares (tmp_name, artifact_id, owner, started_ms) VALUES (?, ?, ?, ?)", "sssi",
+    r = lz_db_run(c.db, err, "INSERT INTO prepares (tmp_name, artifact_id, owner, started_ms) VALUES (?, ?, ?, ?)", "ttti",
             tmp_name, artifact_id, owner, now_ms());
     return section_end(&c, r < 0 ? r : 0, err);
 }
@@ -712,7 +472,7 @@ int lz_catalog_prepare_publish(const char *data_root, int prepared_fd, const cha
     if (!tmp_name_valid(tmp_name) || !hex64(artifact_id))
         return lz_error_set(err, -EINVAL, "invalid prepared artifact publication");
     struct cat c;
-    int r = section_begin(data_root, SEC_WRITE | SEC_CREATE, &c, err);
+    int r = section_begin(data_root, LZ_DB_WRITE | LZ_DB_CREATE, &c, err);
     if (r < 0)
         return r;
     struct row_artifact a;
@@ -745,7 +505,7 @@ int lz_catalog_prepare_publish(const char *data_root, int prepared_fd, const cha
     } else {
         r = artifact_upsert(&c, prepared_fd, artifact_id, artifact_id, now, err);
         if (r >= 0)
-            r = run(&c, err, "DELETE FROM prepares WHERE tmp_name = ?", "s", tmp_name);
+            r = lz_db_run(c.db, err, "DELETE FROM prepares WHERE tmp_name = ?", "t", tmp_name);
     }
     if (r < 0) {
         /* Not recorded: take the name back so the catalog and the tree agree. */
@@ -766,11 +526,11 @@ int lz_catalog_prepare_forget(const char *data_root, const char *tmp_name, struc
     char owner[160];
     lz_procid_format(&self, owner, sizeof owner);
     struct cat c;
-    if ((r = section_begin(data_root, SEC_WRITE, &c, err)) != 0)
+    if ((r = section_begin(data_root, LZ_DB_WRITE, &c, err)) != 0)
         return r == 1 ? 0 : r;
     if (c.fresh)
         return section_end(&c, 0, err);
-    r = run(&c, err, "DELETE FROM prepares WHERE tmp_name = ? AND owner = ?", "ss", tmp_name, owner);
+    r = lz_db_run(c.db, err, "DELETE FROM prepares WHERE tmp_name = ? AND owner = ?", "tt", tmp_name, owner);
     return section_end(&c, r < 0 ? r : r > 0, err);
 }
 
@@ -778,7 +538,7 @@ int lz_catalog_register(const char *data_root, const char *artifact_id, struct l
     if (!hex64(artifact_id))
         return lz_error_set(err, -EINVAL, "invalid prepared-artifact ID (expected 64 lowercase hex digits)");
     struct cat c;
-    int r = section_begin(data_root, SEC_WRITE | SEC_CREATE, &c, err);
+    int r = section_begin(data_root, LZ_DB_WRITE | LZ_DB_CREATE, &c, err);
     if (r < 0)
         return r;
     r = ensure_ready(&c, data_root, artifact_id, now_ms(), err);
@@ -858,6 +618,17 @@ static bool name_listed(char *const *v, size_t n, const char *name) {
     return false;
 }
 
+struct integrity_report {
+    void (*report)(void *ud, const char *severity, const char *msg);
+    void *ud;
+    const char *path;
+};
+
+static void integrity_bad(void *ud, const char *line) {
+    struct integrity_report *ir = ud;
+    reportf(ir->report, ir->ud, "error", "%s: integrity check: %s", ir->path, line);
+}
+
 int lz_catalog_verify(const char *data_root, void (*report)(void *ud, const char *severity, const char *msg),
                       void *ud, struct lz_error *err) {
     struct cat c;
@@ -870,22 +641,10 @@ int lz_catalog_verify(const char *data_root, void (*report)(void *ud, const char
         reportf(report, ud, "info", "%s/" LZ_CATALOG_FILE " does not exist yet (no lease was ever taken)",
                 data_root);
     } else {
-        if (!c.fresh) {
-            sqlite3_stmt *st = NULL;
-            r = prepare_stmt(&c, "PRAGMA integrity_check", &st, err, "");
-            if (r == 0) {
-                int rc;
-                while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                    const char *s = (const char *)sqlite3_column_text(st, 0);
-                    if (s && strcmp(s, "ok") != 0) {
-                        reportf(report, ud, "error", "%s: integrity check: %s", c.path, s);
-                        errors++;
-                    }
-                }
-                if (rc != SQLITE_DONE)
-                    r = db_error(&c, rc, err, "integrity check");
-                sqlite3_finalize(st);
-            }
+        struct integrity_report ir = { report, ud, c.db ? c.db->path : "" };
+        if (!c.fresh && (r = lz_db_integrity(c.db, MAX_ROWS, integrity_bad, &ir, err)) > 0) {
+            errors += r;
+            r = 0;
         }
         if (r == 0)
             r = load_all(&c, &l, err);
@@ -1192,7 +951,7 @@ static int gc_plan_locked(struct gc *g, struct cat *c, int pfd, const struct lz_
         if (name_listed(names, n_names, p->tmp_name) || owner_alive(p->owner) != 0)
             continue;
         if (!g->dry_run &&
-            (r = run(c, err, "DELETE FROM prepares WHERE tmp_name = ? AND owner = ?", "ss", p->tmp_name, p->owner)) <
+            (r = lz_db_run(c->db, err, "DELETE FROM prepares WHERE tmp_name = ? AND owner = ?", "tt", p->tmp_name, p->owner)) <
                 0)
             goto out;
         gc_event(g, LZ_GC_RECLAIMED, "prepare", p->tmp_name, 0, "abandoned prepare intent without a tree");
@@ -1212,10 +971,10 @@ static int gc_plan_locked(struct gc *g, struct cat *c, int pfd, const struct lz_
                 gc_event(g, LZ_GC_KEPT, "artifact", a->id, a->size, "leased, but its tree is missing");
                 continue;
             }
-            if (!g->dry_run && (r = run(c, err,
+            if (!g->dry_run && (r = lz_db_run(c->db, err,
                                         "DELETE FROM artifacts WHERE artifact_id = ? AND state = 'ready' AND NOT "
                                         "EXISTS (SELECT 1 FROM leases WHERE artifact_id = ?)",
-                                        "ss", a->id, a->id)) < 0)
+                                        "tt", a->id, a->id)) < 0)
                 goto out;
             gc_event(g, LZ_GC_RECLAIMED, "artifact", a->id, 0, "its tree was already gone");
         }
@@ -1278,10 +1037,10 @@ static int gc_plan_locked(struct gc *g, struct cat *c, int pfd, const struct lz_
         struct plan *pl = &g->plans[i];
         if (pl->kind != PLAN_ARTIFACT)
             continue;
-        r = run(c, err,
+        r = lz_db_run(c->db, err,
                 "UPDATE artifacts SET state = 'reclaiming' WHERE artifact_id = ? AND NOT EXISTS "
                 "(SELECT 1 FROM leases WHERE artifact_id = ?)",
-                "ss", pl->name, pl->name);
+                "tt", pl->name, pl->name);
         if (r < 0)
             goto out;
         if (r == 0) {
@@ -1323,10 +1082,10 @@ static int gc_reclaim_artifact(struct gc *g, int pfd, const struct plan *pl, str
                 return 0; /* stays 'reclaiming': the next gc retries */
             /* Untouched: usable again. */
             struct cat c;
-            r = section_begin(g->data_root, SEC_WRITE, &c, err);
+            r = section_begin(g->data_root, LZ_DB_WRITE, &c, err);
             if (r == 0)
-                r = section_end(&c, c.fresh ? 0 : run(&c, err, "UPDATE artifacts SET state = 'ready' WHERE "
-                                                      "artifact_id = ? AND state = 'reclaiming'", "s", pl->name),
+                r = section_end(&c, c.fresh ? 0 : lz_db_run(c.db, err, "UPDATE artifacts SET state = 'ready' WHERE "
+                                                      "artifact_id = ? AND state = 'reclaiming'", "t", pl->name),
                                 err);
             return r < 0 ? r : 0;
         }
@@ -1338,10 +1097,10 @@ static int gc_reclaim_artifact(struct gc *g, int pfd, const struct plan *pl, str
         return 0;
     }
     struct cat c;
-    r = section_begin(g->data_root, SEC_WRITE, &c, err);
+    r = section_begin(g->data_root, LZ_DB_WRITE, &c, err);
     if (r == 0)
-        r = section_end(&c, c.fresh ? 0 : run(&c, err, "DELETE FROM artifacts WHERE artifact_id = ? AND state = "
-                                              "'reclaiming'", "s", pl->name), err);
+        r = section_end(&c, c.fresh ? 0 : lz_db_run(c.db, err, "DELETE FROM artifacts WHERE artifact_id = ? AND state = "
+                                              "'reclaiming'", "t", pl->name), err);
     if (r < 0)
         return r;
     gc_event(g, LZ_GC_RECLAIMED, "artifact", pl->name, pl->size, "%s", pl->reason);
@@ -1356,9 +1115,9 @@ static int gc_reclaim_abandoned(struct gc *g, int pfd, const struct plan *pl, st
         return 0;
     }
     struct cat c;
-    r = section_begin(g->data_root, SEC_WRITE, &c, err);
+    r = section_begin(g->data_root, LZ_DB_WRITE, &c, err);
     if (r == 0)
-        r = section_end(&c, c.fresh ? 0 : run(&c, err, "DELETE FROM prepares WHERE tmp_name = ? AND owner = ?", "ss",
+        r = section_end(&c, c.fresh ? 0 : lz_db_run(c.db, err, "DELETE FROM prepares WHERE tmp_name = ? AND owner = ?", "tt",
                                               pl->name, pl->owner), err);
     if (r < 0)
         return r;
@@ -1399,7 +1158,7 @@ int lz_catalog_gc(const char *data_root, const struct lz_gc_policy *policy, bool
         return lz_error_set(err, pfd, "%s/prepared: %s", data_root, strerror(-pfd));
 
     struct cat c;
-    int r = section_begin(data_root, dry_run ? 0 : SEC_WRITE | SEC_CREATE, &c, err);
+    int r = section_begin(data_root, dry_run ? 0 : LZ_DB_WRITE | LZ_DB_CREATE, &c, err);
     if (r == 1) { /* dry run without a catalog: plan against an empty one */
         c = (struct cat){ .lock_fd = -EBADF, .fresh = true };
         r = gc_plan_locked(&g, &c, pfd, policy, err);
