@@ -242,6 +242,11 @@ int lz_db_integrity(struct lz_db *db, size_t max, void (*bad)(void *ud, const ch
 
 /* ---- opening ---- */
 
+static int unreadable(struct lz_db *db, int r, struct lz_error *err) {
+    return lz_error_set(err, r, "the %s %s is not readable as SQLite: %s", db->schema->name, db->path,
+                        sqlite3_errmsg(db->db));
+}
+
 /* 0 this store at this version, 1 an empty file, or the refusal. */
 static int check_version(struct lz_db *db, struct lz_error *err) {
     const struct lz_db_schema *s = db->schema;
@@ -249,8 +254,7 @@ static int check_version(struct lz_db *db, struct lz_error *err) {
     int r;
     if ((r = lz_db_get_int(db, &f.application_id, err, "PRAGMA application_id", "")) < 0 ||
         (r = lz_db_get_int(db, &f.version, err, "PRAGMA user_version", "")) < 0)
-        return lz_error_set(err, r, "the %s %s is not readable as SQLite: %s", s->name, db->path,
-                            sqlite3_errmsg(db->db));
+        return unreadable(db, r, err);
     if (f.application_id == s->application_id)
         return f.version == s->version ? 0 : s->refuse(db->path, -EPROTONOSUPPORT, &f, err);
     if (f.application_id != 0)
@@ -315,7 +319,7 @@ int lz_db_open(const char *path, const struct lz_db_schema *schema, unsigned fla
         return lz_db_error(db, rc, "configure", err);
     /* Outside a transaction: both pragmas are no-ops inside one. */
     if ((r = lz_db_exec(db, "PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;", err)) < 0)
-        return r;
+        return unreadable(db, r, err); /* the first read of the file */
     for (int pass = 0;; pass++) {
         if ((r = lz_db_begin(db, pass > 0 || (flags & LZ_DB_WRITE), err)) < 0)
             return r;
