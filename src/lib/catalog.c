@@ -134,11 +134,17 @@ int lz_cat_section_begin(const char *data_root, unsigned flags, struct cat *ret,
         lz_error_set(err, r, "cannot lock %s: %s", lock, strerror(-r));
     /* Read-write even for reads: a hot journal left by a crash is rolled
      * back by the next opener. */
-    if (r == 0)
-        r = lz_db_open(path, &catalog_schema, flags, &c.db, err);
-    if (r < 0) {
+    struct lz_error e = { 0 };
+    if (r == 0 && (r = lz_db_open(path, &catalog_schema, flags, &c.db, &e)) < 0) {
+        /* Gone since the lstat above: no catalog, as then. */
+        if (r != -ENOENT || (flags & LZ_DB_CREATE))
+            lz_error_set(err, r, "%s", e.msg);
+        else
+            r = 1;
+    }
+    if (r != 0) {
         lz_cat_section_end(&c, -1, NULL);
-        return r == -ENOENT && !(flags & LZ_DB_CREATE) ? 1 : r;
+        return r;
     }
     c.fresh = c.db->fresh;
     *ret = c;
