@@ -19,7 +19,9 @@
  * Store version: PRAGMA application_id must be LZ_CATALOG_APPLICATION_ID
  * and PRAGMA user_version LZ_CATALOG_VERSION. This is checked before any
  * row is read; a database with another version or a foreign application_id
- * is refused (-EPROTO, the message names the file and the version) and
+ * is refused (-EPROTONOSUPPORT for another version of the catalog, the one
+ * code of an unknown store version, as in store.h; -EBADMSG for a file that
+ * is not a catalog; the message names the file and the version) and
  * nothing is written. An empty (new) database gets the schema in the first
  * write section.
  *

@@ -4,8 +4,10 @@
  * by the process holding the Domain flock (<domain_dir>/lock): the Host
  * Coordinator, or a `lazaret state` command acting on an inactive Domain.
  * The store version (PRAGMA application_id and user_version) is checked
- * before any row is read; an unknown version is refused and nothing is
- * written. The stored Domain identity (ID, profile, workspace) must equal
+ * before any row is read; an unknown version is refused (-EPROTONOSUPPORT,
+ * the one code of an unknown store version, as the Storage Catalog's; a
+ * file that is not a Domain Store: -EBADMSG) and nothing is written. The
+ * SQLite layer is db.h (defensive mode, checked statements, row caps). The stored Domain identity (ID, profile, workspace) must equal
  * the caller's before anything is reused (SR-11).
  *
  * Records (STRICT tables):
