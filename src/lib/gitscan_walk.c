@@ -12,13 +12,14 @@
 
 /* ---- the walk ----------------------------------------------------------- */
 
-static bool count_entry(struct scan *s) {
-    if (++s->out->n_entries > s->max_entries) {
-        s->bound = "entries";
-        return false;
-    }
-    return true;
-}
+/* One entry of a directory being walked: its name, its type (DT_*), and
+ * its lstat when that was needed to learn the type. */
+struct entry {
+    const char *name;
+    int type;
+    struct stat st;
+    bool have_st;
+};
 
 static int entry_type(int dfd, const struct dirent *d, struct stat *st, bool *have_st) {
     *have_st = false;
@@ -28,6 +29,45 @@ static int entry_type(int dfd, const struct dirent *d, struct stat *st, bool *ha
         return DT_UNKNOWN;
     *have_st = true;
     return S_ISDIR(st->st_mode) ? DT_DIR : S_ISLNK(st->st_mode) ? DT_LNK : S_ISREG(st->st_mode) ? DT_REG : DT_UNKNOWN;
+}
+
+/* The depth bound of both walks: -E2BIG (and s->bound) beyond it. */
+static int check_depth(struct scan *s, unsigned depth) {
+    if (depth <= s->max_depth)
+        return 0;
+    s->bound = "depth";
+    return -E2BIG;
+}
+
+/* Calls fn for every entry of directory dfd but "." and "..", each counted
+ * against the entries bound (-E2BIG and s->bound beyond it). Stops at fn's
+ * first negative return and returns it; 0 once all were seen. */
+static int each_entry(struct scan *s, int dfd, int (*fn)(struct scan *s, int dfd, const struct entry *e, void *ud),
+                      void *ud) {
+    int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+    if (dup_fd < 0)
+        return -errno;
+    DIR *d = fdopendir(dup_fd);
+    if (!d) {
+        close(dup_fd);
+        return -errno;
+    }
+    int r = 0;
+    struct dirent *de;
+    while (r >= 0 && (de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (++s->out->n_entries > s->max_entries) {
+            s->bound = "entries";
+            r = -E2BIG;
+            break;
+        }
+        struct entry e = { .name = de->d_name };
+        e.type = entry_type(dfd, de, &e.st, &e.have_st);
+        r = fn(s, dfd, &e, ud);
+    }
+    closedir(d);
+    return r;
 }
 
 static bool has_entry(int dfd, const char *name) {
@@ -83,71 +123,62 @@ static void check_index_at(struct scan *s, int gdfd, const char *name, const cha
         strv_push(&s->bad_index, lz_xasprintf("%s: %s", rel, e.msg));
 }
 
+static int walk_gitdir_at(struct scan *s, int dfd, const char *abs, const char *rel, bool in_objects, unsigned depth);
+
+/* Where walk_gitdir_at is. */
+struct gitdir_pos {
+    const char *abs, *rel;
+    bool in_objects; /* below objects/ */
+    bool is_gd;      /* the directory itself is a Git directory */
+    unsigned depth;
+};
+
+static int gitdir_entry(struct scan *s, int dfd, const struct entry *e, void *ud) {
+    const struct gitdir_pos *w = ud;
+    _cleanup_free_ char *crel = lz_xasprintf("%s/%s", w->rel, e->name);
+    if (e->type == DT_LNK) {
+        if (w->is_gd && !strcmp(e->name, "hooks"))
+            return 0; /* a symlinked hooks directory: scan_hooks reads it */
+        strv_push(&s->links, lz_xasprintf("%s (symlink)", crel));
+        return 0;
+    }
+    if (e->type == DT_DIR) {
+        if (w->is_gd && !strcmp(e->name, "hooks"))
+            return 0;
+        _cleanup_close_ int cfd = open_dir_at(dfd, e->name);
+        if (cfd < 0)
+            return 0;
+        _cleanup_free_ char *cabs = lz_xasprintf("%s/%s", w->abs, e->name);
+        bool obj = w->in_objects || (w->is_gd && !strcmp(e->name, "objects"));
+        return walk_gitdir_at(s, cfd, cabs, crel, obj, w->depth + 1);
+    }
+    if (w->in_objects)
+        return 0; /* git clone --local hard-links objects */
+    struct stat st = e->st;
+    if (!e->have_st && fstatat(dfd, e->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+        strv_push(&s->links, lz_xasprintf("%s (%ju hard links)", crel, (uintmax_t)st.st_nlink));
+    if (w->is_gd && S_ISREG(st.st_mode) && (!strcmp(e->name, "index") || !strncmp(e->name, "sharedindex.", 12)))
+        check_index_at(s, dfd, e->name, crel);
+    return 0;
+}
+
 /* Walks a Git directory: records symlinks and multi-link files (outside
  * objects/), skips hooks/ (the developer's, read by scan_hooks), and asks
  * git about every nested Git directory (modules/<name>, worktrees/<id>). */
 static int walk_gitdir_at(struct scan *s, int dfd, const char *abs, const char *rel, bool in_objects, unsigned depth) {
-    if (depth > s->max_depth) {
-        s->bound = "depth";
-        return -E2BIG;
-    }
+    int r = check_depth(s, depth);
+    if (r < 0)
+        return r;
     /* logs/ has a HEAD too: a Git directory also has objects and refs
      * (modules/<name>) or a commondir (worktrees/<id>) */
     bool is_gd = has_entry(dfd, "HEAD") &&
                  (has_entry(dfd, "commondir") || (has_entry(dfd, "objects") && has_entry(dfd, "refs")));
     if (is_gd && depth > 0)
         scan_repo_gitdir(s, abs);
-    int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-    if (dup_fd < 0)
-        return -errno;
-    DIR *d = fdopendir(dup_fd);
-    if (!d) {
-        close(dup_fd);
-        return -errno;
-    }
-    int r = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        if (!count_entry(s)) {
-            r = -E2BIG;
-            break;
-        }
-        struct stat st;
-        bool have;
-        int t = entry_type(dfd, de, &st, &have);
-        _cleanup_free_ char *crel = lz_xasprintf("%s/%s", rel, de->d_name);
-        if (t == DT_LNK) {
-            if (is_gd && !strcmp(de->d_name, "hooks"))
-                continue; /* a symlinked hooks directory: scan_hooks reads it */
-            strv_push(&s->links, lz_xasprintf("%s (symlink)", crel));
-            continue;
-        }
-        if (t == DT_DIR) {
-            if (is_gd && !strcmp(de->d_name, "hooks"))
-                continue;
-            _cleanup_close_ int cfd = open_dir_at(dfd, de->d_name);
-            if (cfd < 0)
-                continue;
-            _cleanup_free_ char *cabs = lz_xasprintf("%s/%s", abs, de->d_name);
-            bool obj = in_objects || (is_gd && !strcmp(de->d_name, "objects"));
-            if ((r = walk_gitdir_at(s, cfd, cabs, crel, obj, depth + 1)) < 0)
-                break;
-            continue;
-        }
-        if (in_objects)
-            continue; /* git clone --local hard-links objects */
-        if (!have && fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            continue;
-        if (S_ISREG(st.st_mode) && st.st_nlink > 1)
-            strv_push(&s->links, lz_xasprintf("%s (%ju hard links)", crel, (uintmax_t)st.st_nlink));
-        if (is_gd && S_ISREG(st.st_mode) &&
-            (!strcmp(de->d_name, "index") || !strncmp(de->d_name, "sharedindex.", 12)))
-            check_index_at(s, dfd, de->d_name, crel);
-    }
-    closedir(d);
-    return r;
+    struct gitdir_pos w = { .abs = abs, .rel = rel, .in_objects = in_objects, .is_gd = is_gd, .depth = depth };
+    return each_entry(s, dfd, gitdir_entry, &w);
 }
 
 /* A Git directory found in the workspace (canonical abs). */
@@ -180,66 +211,50 @@ static char *read_gitfile(int dfd, const char *dir) {
     return j ? lz_gitscan_canon(j, NULL, NULL) : NULL;
 }
 
-int lz_gs_walk_tree(struct scan *s, int dfd, const char *abs, unsigned depth) {
-    if (depth > s->max_depth) {
-        s->bound = "depth";
-        return -E2BIG;
+/* Where lz_gs_walk_tree is. */
+struct tree_pos {
+    const char *abs;
+    unsigned depth;
+};
+
+static int tree_entry(struct scan *s, int dfd, const struct entry *e, void *ud) {
+    const struct tree_pos *w = ud;
+    if (!strcmp(e->name, ".git")) {
+        _cleanup_free_ char *g = NULL;
+        if (e->type == DT_DIR) {
+            g = lz_xasprintf("%s/.git", w->abs);
+        } else if (e->type == DT_REG) {
+            g = read_gitfile(dfd, w->abs);
+        } else if (e->type == DT_LNK) {
+            _cleanup_free_ char *l = lz_xasprintf("%s/.git", w->abs);
+            g = lz_gitscan_canon(l, NULL, NULL);
+        }
+        int r = g ? walk_gitdir(s, g) : 0;
+        if (r < 0)
+            return r;
+        lz_gs_scan_repo(s, w->abs, NULL);
+        return 0;
     }
+    if (e->type != DT_DIR)
+        return 0;
+    _cleanup_close_ int cfd = open_dir_at(dfd, e->name);
+    if (cfd < 0)
+        return 0;
+    _cleanup_free_ char *cabs = lz_gs_path_child(w->abs, e->name);
+    return lz_gs_walk_tree(s, cfd, cabs, w->depth + 1);
+}
+
+int lz_gs_walk_tree(struct scan *s, int dfd, const char *abs, unsigned depth) {
+    int r = check_depth(s, depth);
+    if (r < 0)
+        return r;
     /* A directory shaped like a Git directory: Git treats it as a bare
      * repository when run inside it. */
     if (depth > 0 && has_entry(dfd, "HEAD") && has_entry(dfd, "objects") && has_entry(dfd, "refs")) {
-        int r = walk_gitdir(s, abs);
+        r = walk_gitdir(s, abs);
         scan_repo_gitdir(s, abs);
         return r;
     }
-    int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-    if (dup_fd < 0)
-        return -errno;
-    DIR *d = fdopendir(dup_fd);
-    if (!d) {
-        close(dup_fd);
-        return -errno;
-    }
-    int r = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        if (!count_entry(s)) {
-            r = -E2BIG;
-            break;
-        }
-        struct stat st;
-        bool have;
-        int t = entry_type(dfd, de, &st, &have);
-        if (!strcmp(de->d_name, ".git")) {
-            if (t == DT_DIR) {
-                _cleanup_free_ char *g = lz_xasprintf("%s/.git", abs);
-                if ((r = walk_gitdir(s, g)) < 0)
-                    break;
-            } else if (t == DT_REG) {
-                _cleanup_free_ char *g = read_gitfile(dfd, abs);
-                if (g && (r = walk_gitdir(s, g)) < 0)
-                    break;
-            } else if (t == DT_LNK) {
-                _cleanup_free_ char *l = lz_xasprintf("%s/.git", abs);
-                _cleanup_free_ char *g = lz_gitscan_canon(l, NULL, NULL);
-                if (g && (r = walk_gitdir(s, g)) < 0)
-                    break;
-            }
-            lz_gs_scan_repo(s, abs, NULL);
-            continue;
-        }
-        if (t != DT_DIR)
-            continue;
-        _cleanup_close_ int cfd = open_dir_at(dfd, de->d_name);
-        if (cfd < 0)
-            continue;
-        _cleanup_free_ char *cabs = lz_gs_path_child(abs, de->d_name);
-        if ((r = lz_gs_walk_tree(s, cfd, cabs, depth + 1)) < 0)
-            break;
-    }
-    closedir(d);
-    return r;
+    struct tree_pos w = { .abs = abs, .depth = depth };
+    return each_entry(s, dfd, tree_entry, &w);
 }
-
