@@ -318,12 +318,17 @@ char *lz_gs_dir_of(const char *path) {
 
 /* ---- the scan's record -------------------------------------------------- */
 
-void lz_gs_notice(struct scan *s, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
+__attribute__((format(printf, 1, 0))) static char *format_v(const char *fmt, va_list ap) {
     char *m = NULL;
     if (vasprintf(&m, fmt, ap) < 0)
         abort();
+    return m;
+}
+
+void lz_gs_notice(struct scan *s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *m = format_v(fmt, ap);
     va_end(ap);
     if (!strv_has(&s->notices, m))
         strv_push(&s->notices, m);
@@ -334,11 +339,8 @@ void lz_gs_notice(struct scan *s, const char *fmt, ...) {
 void lz_gs_log(struct scan *s, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    char *m = NULL;
-    if (vasprintf(&m, fmt, ap) < 0)
-        abort();
+    strv_push(&s->log, format_v(fmt, ap));
     va_end(ap);
-    strv_push(&s->log, m);
 }
 
 /* Protects canonical path p when it lies inside the workspace. */

@@ -272,6 +272,34 @@ static void scan_hooks(struct scan *s, const char *repo, const char *wt, const c
 
 /* ---- one repository ----------------------------------------------------- */
 
+/* Where the repository's common and own Git directories are, whether it is
+ * bare, and the way up to its work tree's top. */
+static const char *const rev_parse[] = { "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir",
+                                         "--is-bare-repository", "--show-cdup", NULL };
+/* Every active key with its scope and origin file, includes followed. */
+static const char *const config_list[] = { "config", "--list", "--show-origin", "--show-scope", "-z", "--includes",
+                                           NULL };
+
+/* Runs `git -C dir CMD...` (or, without dir, `git --git-dir=gitdir
+ * CMD...`) like run_git; cmd is NULL-terminated. */
+static int run_git_at(struct scan *s, const char *dir, const char *gitdir, const char *const *cmd, char **ret,
+                      size_t *ret_len) {
+    _cleanup_free_ char *gd = dir ? NULL : lz_xasprintf("--git-dir=%s", gitdir);
+    const char *a[16];
+    size_t n = 0;
+    a[n++] = "git";
+    if (dir) {
+        a[n++] = "-C";
+        a[n++] = dir;
+    } else {
+        a[n++] = gd;
+    }
+    for (; *cmd && n < LZ_ARRAY_SIZE(a) - 1; cmd++)
+        a[n++] = *cmd;
+    a[n] = NULL;
+    return run_git(s, a, ret, ret_len);
+}
+
 /* Asks git about the repository at dir (-C) or gitdir (--git-dir). */
 void lz_gs_scan_repo(struct scan *s, const char *dir, const char *gitdir) {
     const char *key = dir ? dir : gitdir;
@@ -279,30 +307,11 @@ void lz_gs_scan_repo(struct scan *s, const char *dir, const char *gitdir) {
         return;
     strv_add(&s->repos, key);
     s->out->n_repos++;
-    const char *loc[3] = { dir ? "-C" : NULL, dir ? dir : NULL, NULL };
-    _cleanup_free_ char *gd = gitdir ? lz_xasprintf("--git-dir=%s", gitdir) : NULL;
-    const char *a1[16];
-    size_t n = 0;
-    a1[n++] = "git";
-    if (dir) {
-        a1[n++] = loc[0];
-        a1[n++] = loc[1];
-    } else {
-        a1[n++] = gd;
-    }
-    size_t base_n = n;
-    a1[n++] = "rev-parse";
-    a1[n++] = "--path-format=absolute";
-    a1[n++] = "--git-common-dir";
-    a1[n++] = "--git-dir";
-    a1[n++] = "--is-bare-repository";
-    a1[n++] = "--show-cdup";
-    a1[n] = NULL;
     _cleanup_free_ char *rp = NULL;
     size_t rl = 0;
     _cleanup_free_ char *common = NULL, *wt = NULL;
     const char *rel_base = dir ? dir : gitdir;
-    if (run_git(s, a1, &rp, &rl) == 0) {
+    if (run_git_at(s, dir, gitdir, rev_parse, &rp, &rl) == 0) {
         char *save = NULL;
         char *l1 = strtok_r(rp, "\n", &save);
         char *l2 = l1 ? strtok_r(NULL, "\n", &save) : NULL;
@@ -316,17 +325,9 @@ void lz_gs_scan_repo(struct scan *s, const char *dir, const char *gitdir) {
         }
         (void)l2;
     }
-    n = base_n;
-    a1[n++] = "config";
-    a1[n++] = "--list";
-    a1[n++] = "--show-origin";
-    a1[n++] = "--show-scope";
-    a1[n++] = "-z";
-    a1[n++] = "--includes";
-    a1[n] = NULL;
     _cleanup_free_ char *buf = NULL;
     size_t len = 0;
-    int r = run_git(s, a1, &buf, &len);
+    int r = run_git_at(s, dir, gitdir, config_list, &buf, &len);
     const char *repo = wt ? wt : key;
     _cleanup_free_ char *repo_name = NULL;
     {
