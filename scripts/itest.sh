@@ -5,7 +5,7 @@
 #   scripts/itest.sh [-u USER] [-s STORAGE] [PYTEST ARGS...]
 #
 # -u: the test user (default lztest; must have subordinate ID ranges).
-# -b: the build directory (default build/).
+# -b: the build directory (default build/; its test_hooks option is turned on).
 # -s: keep this Storage Root across runs (LAZARET_TEST_STORAGE), so the
 #     Debian image is bootstrapped once. Default: a fresh one per run.
 set -euo pipefail
@@ -20,6 +20,13 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ "$(id -u)" -eq 0 ] || { echo "itest.sh: run as root (it switches to $user)" >&2; exit 2; }
+# The crash-at-each-step tests need the test hooks compiled in (meson
+# option test_hooks, off in release builds): turn it on in this build.
+if [ ! -f "$bdir/build.ninja" ]; then
+    meson setup "$bdir" --werror -Dtest_hooks=true >/dev/null
+elif ! meson configure "$bdir" | grep -Eq '^ *test_hooks +true'; then
+    meson configure "$bdir" -Dtest_hooks=true >/dev/null
+fi
 ninja -C "$bdir" >/dev/null
 stage=$(mktemp -d /var/tmp/lazaret-itest.XXXXXX)
 trap 'rm -rf "$stage"' EXIT

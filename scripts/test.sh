@@ -45,10 +45,21 @@ else
 fi
 tail -1 /tmp/lazaret-setup.log
 
+# Every build here has the test hooks (meson option test_hooks): the
+# integration tests crash the coordinator and Supervisor at each step
+# (LAZARET_TEST_CRASH), fake a reboot (LAZARET_TEST_BOOT_ID), turn address
+# following off (LAZARET_TEST_NETFOLLOW). Release builds leave them out.
+with_test_hooks() {
+    local dir=$1; shift
+    if [ ! -f "$dir/build.ninja" ]; then
+        quiet meson setup "$dir" "$@" -Dtest_hooks=true
+    elif ! meson configure "$dir" | grep -Eq '^ *test_hooks +true'; then
+        quiet meson configure "$dir" -Dtest_hooks=true
+    fi
+}
+
 step "build (gcc, -Werror)"
-if [ ! -f build/build.ninja ]; then
-    quiet meson setup build --werror
-fi
+with_test_hooks build --werror
 quiet ninja -C build
 step "static analysis (cppcheck)"
 cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr -D_GNU_SOURCE \
@@ -59,18 +70,13 @@ meson test -C build --print-errorlogs
 
 if [ "$quick" -eq 0 ]; then
     step "unit tests under ASan+UBSan"
-    if [ ! -f build-asan/build.ninja ]; then
-        quiet meson setup build-asan --werror -Db_sanitize=address,undefined -Db_lundef=false
-    fi
+    with_test_hooks build-asan --werror -Db_sanitize=address,undefined -Db_lundef=false
     quiet ninja -C build-asan
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
         meson test -C build-asan --print-errorlogs
 
     step "fuzz targets (clang libFuzzer, ${fuzz_seconds}s each)"
-    if [ ! -f build-fuzz/build.ninja ]; then
-        CC=clang quiet meson setup build-fuzz -Dfuzz=true -Dtests=false -Db_sanitize=address,undefined \
-            -Db_lundef=false
-    fi
+    CC=clang with_test_hooks build-fuzz -Dfuzz=true -Dtests=false -Db_sanitize=address,undefined -Db_lundef=false
     quiet ninja -C build-fuzz
     for f in build-fuzz/fuzz_*; do
         [ -f "$f" ] && [ -x "$f" ] || continue

@@ -14,7 +14,25 @@
 /* `lazaret run` could not start/attach the sandbox (like ssh's 255). */
 #define LZ_EXIT_LAUNCH 125
 
-int lz_cmd_run(int argc, char **argv);
+struct lz_config;
+struct lz_error;
+
+/* How `lazaret run` gets the lower layer of a Domain it has to start
+ * (lz_client_opts.prepare, asked only when no Domain runs): lazaret-core
+ * prepares the image (lz_run_core, run_prepare.c); the front end links no
+ * image code and hands the whole command to lazaret-core (thin.c). */
+struct lz_run_starter {
+    /* The prepared-artifact ID in *ret (valid until clear). *state is the
+     * starter's own (NULL on the first call). */
+    int (*prepare)(const struct lz_config *cfg, void **state, const char **ret, struct lz_error *err);
+    void (*clear)(void *state); /* NULL: nothing to free */
+    /* Say so when the built-in profile is used (once per command: the
+     * front end leaves it to the lazaret-core it may exec). */
+    bool builtin_notice;
+};
+extern const struct lz_run_starter lz_run_core;
+
+int lz_cmd_run(int argc, char **argv, const struct lz_run_starter *starter);
 int lz_cmd_config(int argc, char **argv);   /* lazaret config check ... */
 int lz_cmd_image(int argc, char **argv);    /* lazaret image bootstrap|ls ... */
 int lz_cmd_doctor(int argc, char **argv);

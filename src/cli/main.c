@@ -49,7 +49,7 @@ int main(int argc, char **argv) {
         return LZ_EXIT_OK;
     }
     if (!strcmp(cmd, "run"))
-        return lz_cmd_run(argc - 1, argv + 1);
+        return lz_cmd_run(argc - 1, argv + 1, &lz_run_core);
     if (!strcmp(cmd, "config"))
         return lz_cmd_config(argc - 1, argv + 1);
     if (!strcmp(cmd, "image"))

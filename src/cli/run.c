@@ -2,7 +2,6 @@
 #include "cli.h"
 #include "client.h"
 #include "config.h"
-#include "image.h"
 
 #include <getopt.h>
 #include <sodium.h>
@@ -24,52 +23,20 @@ static void usage(FILE *f) {
           f);
 }
 
-#ifndef LZ_THIN
-static void progress(void *ud, const char *phase, uint64_t done, uint64_t total) {
-    bool tty = isatty(STDERR_FILENO);
-    (void)ud;
-    if (!tty) {
-        if (done == 0)
-            fprintf(stderr, "lazaret: %s\n", phase);
-        return;
-    }
-    if (total)
-        fprintf(stderr, "\r\033[Klazaret: %s %3u%%", phase, (unsigned)(done * 100 / total));
-    else
-        fprintf(stderr, "\r\033[Klazaret: %s", phase);
-    if (total && done >= total)
-        fputc('\n', stderr);
-    fflush(stderr);
-}
-
-#endif
-
-/* The image is prepared only when this run starts the Domain. */
+/* The lower layer is prepared only when this run starts the Domain, the
+ * way the binary can (struct lz_run_starter). */
 struct prep_ctx {
     const struct lz_config *cfg;
-    struct lz_prepared prep;
+    const struct lz_run_starter *starter;
+    void *state;
 };
 
 static int prepare_lower(void *ud, const char **ret, struct lz_error *err) {
-#ifdef LZ_THIN
-    /* No coordinator runs: starting one is lazaret-core's work. */
-    (void)ud;
-    (void)ret;
-    int code = lz_cli_exec_core();
-    return lz_error_set(err, -ENOEXEC, "cannot start the Domain (status %d)", code);
-#else
     struct prep_ctx *pc = ud;
-    if (!pc->prep.rootfs) {
-        int r = lz_image_prepare(pc->cfg->data_root, pc->cfg->profile.image, progress, NULL, &pc->prep, err);
-        if (r < 0)
-            return r;
-    }
-    *ret = pc->prep.artifact_id;
-    return 0;
-#endif
+    return pc->starter->prepare(pc->cfg, &pc->state, ret, err);
 }
 
-int lz_cmd_run(int argc, char **argv) {
+int lz_cmd_run(int argc, char **argv, const struct lz_run_starter *starter) {
     const char *config_path = NULL, *profile = NULL;
     static const struct option opts[] = {
         { "profile", required_argument, NULL, 'p' },
@@ -98,20 +65,17 @@ int lz_cmd_run(int argc, char **argv) {
         lz_cli_error("%s", err.msg);
         return LZ_EXIT_LAUNCH;
     }
-#ifndef LZ_THIN
-    if (cfg->builtin_default)
+    if (starter->builtin_notice && cfg->builtin_default)
         lz_cli_error("no configuration file found; using the built-in profile \"default\"");
-#endif
 
-    struct prep_ctx pc = { .cfg = cfg };
+    struct prep_ctx pc = { .cfg = cfg, .starter = starter };
     struct lz_client_opts o = {
         .cfg = cfg, .config_path = config_path, .profile = profile, .prepare = prepare_lower,
         .prepare_ud = &pc, .argv = argv + optind, .argc = (size_t)(argc - optind),
     };
     int r = lz_client_session(&o, &err);
-#ifndef LZ_THIN
-    lz_prepared_clear(&pc.prep);
-#endif
+    if (starter->clear)
+        starter->clear(pc.state);
     lz_config_free(cfg);
     if (r < 0) {
         lz_cli_error("%s", err.msg);

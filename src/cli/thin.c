@@ -24,12 +24,24 @@ int lz_cli_exec_core(void) {
     return LZ_EXIT_LAUNCH;
 }
 
+/* A Domain that is not running is started by lazaret-core (this binary
+ * has no image code): it runs the same command line from the start. */
+static int start_in_core(const struct lz_config *cfg, void **state, const char **ret, struct lz_error *err) {
+    (void)cfg;
+    (void)state;
+    (void)ret;
+    int code = lz_cli_exec_core();
+    return lz_error_set(err, -ENOEXEC, "cannot start the Domain (status %d)", code);
+}
+
+static const struct lz_run_starter exec_core = { .prepare = start_in_core };
+
 int main(int argc, char **argv) {
     lz_cli_argv = argv;
     if (argc >= 2) {
         const char *cmd = argv[1];
         if (!strcmp(cmd, "run"))
-            return lz_cmd_run(argc - 1, argv + 1);
+            return lz_cmd_run(argc - 1, argv + 1, &exec_core);
         if (!strcmp(cmd, "ps"))
             return lz_cmd_ps(argc - 1, argv + 1);
         if (!strcmp(cmd, "stop"))

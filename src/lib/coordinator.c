@@ -500,7 +500,7 @@ static int start_generation(struct hc *h, struct lz_error *err) {
      * (netfollow.h). LAZARET_TEST_NETFOLLOW=off is for tests only: it shows
      * that a new host address is reachable without the follower. */
     _cleanup_close_ int afd = -EBADF;
-    const char *nf = getenv("LAZARET_TEST_NETFOLLOW");
+    const char *nf = lz_test_hook("LAZARET_TEST_NETFOLLOW");
     if (nf && !strcmp(nf, "off"))
         logmsg("WARNING: host addresses are NOT followed (LAZARET_TEST_NETFOLLOW=off, tests only)");
     else if ((afd = lz_netfollow_open_host_socket(err)) < 0)

@@ -1,54 +1,12 @@
-/* gitscan.c — see gitscan.h. */
-#include "gitscan.h"
+/* gitscan.c — see gitscan.h; the modules of the scan: gitscan_int.h. */
+#include "gitscan_int.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include "gitindex.h"
-#include "spawn.h"
-
-extern char **environ;
-
-/* ---- string vectors ---------------------------------------------------- */
-
-struct strv {
-    char **v;
-    size_t n;
-};
-
-static bool strv_has(const struct strv *s, const char *x) {
-    for (size_t i = 0; i < s->n; i++)
-        if (!strcmp(s->v[i], x))
-            return true;
-    return false;
-}
-
-static void strv_push(struct strv *s, char *owned) {
-    s->v = lz_xrealloc(s->v, (s->n + 1) * sizeof *s->v);
-    s->v[s->n++] = owned;
-}
-
-/* Adds a copy unless present; true if added. */
-static bool strv_add(struct strv *s, const char *x) {
-    if (strv_has(s, x))
-        return false;
-    strv_push(s, lz_xstrdup(x));
-    return true;
-}
-
-static void strv_clear(struct strv *s) {
-    for (size_t i = 0; i < s->n; i++)
-        free(s->v[i]);
-    free(s->v);
-    s->v = NULL;
-    s->n = 0;
-}
 
 /* ---- pure parts -------------------------------------------------------- */
 
@@ -85,8 +43,7 @@ const char *lz_gitscan_rel(const char *ws, const char *p) {
     return p + wl + 1;
 }
 
-/* Appends component c (no slash) to the canonical directory path d. */
-static char *path_child(const char *d, const char *c) {
+char *lz_gs_path_child(const char *d, const char *c) {
     return lz_xasprintf("%s%s%s", d, strcmp(d, "/") ? "/" : "", c);
 }
 
@@ -126,7 +83,7 @@ char *lz_gitscan_canon(const char *abs, void (*on_link)(void *ud, const char *li
             path_up(cur);
             continue;
         }
-        char *cand = path_child(cur, c);
+        char *cand = lz_gs_path_child(cur, c);
         struct stat st;
         if (lstat(cand, &st) < 0) {
             /* Missing: the rest as written, unless a `..` in it would make
@@ -353,34 +310,25 @@ size_t lz_gitscan_next_entry(char *buf, size_t len, size_t off, bool with_scope,
     return o;
 }
 
-/* ---- running the host's git ------------------------------------------- */
+char *lz_gs_dir_of(const char *path) {
+    char *d = lz_xstrdup(path);
+    path_up(d);
+    return d;
+}
 
-struct scan {
-    char *ws;             /* canonical workspace */
-    const char *home;
-    char *git;
-    char **envp;
-    int timeout_ms;
-    size_t max_entries;
-    unsigned max_depth;
-    struct lz_gitscan *out;
-    struct strv protect, notices, log;
-    struct strv links;     /* refused links, workspace-relative */
-    struct strv bad_index; /* indexes the host's git must not read, with the reason */
-    struct strv cfgfiles;  /* config files read with --file (lexical absolute) */
-    struct strv hookdirs;  /* hooks directories looked at (canonical) */
-    struct strv gitdirs;   /* Git directories walked (canonical) */
-    struct strv repos;     /* repositories asked (canonical -C dir or gitdir) */
-    const char *bound;     /* the bound that was exceeded, or NULL */
-};
+/* ---- the scan's record -------------------------------------------------- */
 
-static void add_notice(struct scan *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_notice(struct scan *s, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
+__attribute__((format(printf, 1, 0))) static char *format_v(const char *fmt, va_list ap) {
     char *m = NULL;
     if (vasprintf(&m, fmt, ap) < 0)
         abort();
+    return m;
+}
+
+void lz_gs_notice(struct scan *s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *m = format_v(fmt, ap);
     va_end(ap);
     if (!strv_has(&s->notices, m))
         strv_push(&s->notices, m);
@@ -388,15 +336,11 @@ static void add_notice(struct scan *s, const char *fmt, ...) {
         free(m);
 }
 
-static void add_log(struct scan *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_log(struct scan *s, const char *fmt, ...) {
+void lz_gs_log(struct scan *s, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    char *m = NULL;
-    if (vasprintf(&m, fmt, ap) < 0)
-        abort();
+    strv_push(&s->log, format_v(fmt, ap));
     va_end(ap);
-    strv_push(&s->log, m);
 }
 
 /* Protects canonical path p when it lies inside the workspace. */
@@ -405,13 +349,13 @@ static void protect_canon(struct scan *s, const char *p, const char *why) {
     if (!rel)
         return;
     if (!rel[0]) {
-        add_notice(s, "%s is the workspace itself; Lazaret cannot keep the whole workspace read-only, so this "
-                      "is not protected: point it outside the workspace",
-                   why);
+        lz_gs_notice(s, "%s is the workspace itself; Lazaret cannot keep the whole workspace read-only, so this "
+                        "is not protected: point it outside the workspace",
+                     why);
         return;
     }
     if (strv_add(&s->protect, rel))
-        add_log(s, "%s: %s is kept read-only", why, rel);
+        lz_gs_log(s, "%s: %s is kept read-only", why, rel);
 }
 
 struct link_ud {
@@ -424,619 +368,12 @@ static void on_link(void *ud, const char *link) {
     protect_canon(l->s, link, l->why);
 }
 
-/* Protects abs (any form) and every symlink on its way, if inside. */
-static char *protect_path(struct scan *s, const char *abs, const char *why) {
+char *lz_gs_protect_path(struct scan *s, const char *abs, const char *why) {
     struct link_ud l = { s, why };
     char *c = lz_gitscan_canon(abs, on_link, &l);
     if (c)
         protect_canon(s, c, why);
     return c;
-}
-
-static char *find_git(void) {
-    const char *path = getenv("PATH");
-    if (!path || !path[0])
-        path = "/usr/local/bin:/usr/bin:/bin";
-    _cleanup_free_ char *dup = lz_xstrdup(path);
-    char *save = NULL;
-    for (char *d = strtok_r(dup, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        if (d[0] != '/')
-            continue; /* a relative PATH entry would depend on the cwd */
-        char *g = lz_xasprintf("%s/git", d);
-        struct stat st;
-        if (stat(g, &st) == 0 && S_ISREG(st.st_mode) && access(g, X_OK) == 0)
-            return g;
-        free(g);
-    }
-    return NULL;
-}
-
-/* The environment for git: the variables that select the developer's
- * configuration, nothing that could redirect the repository. */
-static char **clean_env(void) {
-    static const char *const keep[] = { "HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
-                                        "GIT_CONFIG_NOSYSTEM", "PATH", "LANG" };
-    char **e = lz_xcalloc(LZ_ARRAY_SIZE(keep) + 1, sizeof *e);
-    size_t n = 0;
-    for (size_t i = 0; i < LZ_ARRAY_SIZE(keep); i++) {
-        const char *v = getenv(keep[i]);
-        if (v)
-            e[n++] = lz_xasprintf("%s=%s", keep[i], v);
-    }
-    e[n] = NULL;
-    return e;
-}
-
-/* Runs git with argv (argv[0] ignored), output into *ret (NUL-terminated).
- * Returns the exit status, or a negative errno. */
-static int run_git(struct scan *s, const char *const *args, char **ret, size_t *ret_len) {
-    size_t na = 0;
-    while (args[na])
-        na++;
-    _cleanup_free_ char **argv = lz_xcalloc(na + 1, sizeof *argv);
-    argv[0] = s->git;
-    for (size_t i = 1; i < na; i++)
-        argv[i] = (char *)args[i];
-    int pp[2];
-    if (pipe2(pp, O_CLOEXEC) < 0)
-        return -errno;
-    _cleanup_close_ int rd = pp[0];
-    struct lz_spawn_opts o = { .path = s->git, .argv = argv, .envp = s->envp, .stdin_fd = -1,
-                               .stdout_fd = pp[1], .stderr_fd = -1, .setns_pidfd = -1, .cwd = "/" };
-    struct lz_child c = LZ_CHILD_NULL;
-    int r = lz_spawn(&o, &c);
-    close(pp[1]);
-    if (r < 0)
-        return r;
-    size_t cap = 1 << 16, len = 0;
-    char *buf = lz_xmalloc(cap);
-    long deadline = lz_now_ms() + s->timeout_ms;
-    r = 0;
-    for (;;) {
-        long left = deadline - lz_now_ms();
-        struct pollfd p = { .fd = rd, .events = POLLIN };
-        if (left <= 0 || poll(&p, 1, (int)left) <= 0) {
-            r = -ETIMEDOUT;
-            break;
-        }
-        if (len + 4096 > cap) {
-            if (cap >= 64u << 20) {
-                r = -EFBIG;
-                break;
-            }
-            cap *= 2;
-            buf = lz_xrealloc(buf, cap);
-        }
-        ssize_t n = read(rd, buf + len, cap - len - 1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-    }
-    int st = 0;
-    if (r < 0) {
-        lz_child_stop(&c, 100, &st);
-        lz_child_close(&c);
-        free(buf);
-        return r;
-    }
-    long left = deadline - lz_now_ms();
-    r = lz_child_wait(&c, left > 0 ? (int)left : 0, &st);
-    if (r == -ETIMEDOUT)
-        lz_child_stop(&c, 100, &st);
-    lz_child_close(&c);
-    if (r < 0) {
-        free(buf);
-        return r;
-    }
-    buf[len] = '\0';
-    *ret = buf;
-    *ret_len = len;
-    return st;
-}
-
-/* ---- configuration files ---------------------------------------------- */
-
-static char *dir_of(const char *path) {
-    char *d = lz_xstrdup(path);
-    path_up(d);
-    return d;
-}
-
-static bool is_include_key(const char *k) {
-    if (!strcmp(k, "include.path"))
-        return true;
-    size_t l = strlen(k);
-    return !strncmp(k, "includeif.", 10) && l > 15 && !strcmp(k + l - 5, ".path");
-}
-
-/* Reads every include of file f (absolute, as Git names it), active or
- * not, and recurses; collects core.hooksPath values into hooks. */
-static void scan_file(struct scan *s, const char *f, int depth, const char *repo, struct strv *hooks) {
-    if (depth > LZ_GITSCAN_INCLUDE_DEPTH || strv_has(&s->cfgfiles, f))
-        return;
-    strv_add(&s->cfgfiles, f);
-    struct stat st;
-    if (stat(f, &st) < 0 || !S_ISREG(st.st_mode))
-        return;
-    const char *args[] = { "git", "config", "--file", f, "--list", "--show-origin", "-z", "--no-includes", NULL };
-    _cleanup_free_ char *buf = NULL;
-    size_t len = 0;
-    int r = run_git(s, args, &buf, &len);
-    if (r != 0) {
-        add_log(s, "git config --file %s failed (%s)", f, r < 0 ? strerror(-r) : "exit status");
-        return;
-    }
-    _cleanup_free_ char *base = dir_of(f);
-    struct lz_gitcfg_entry e;
-    for (size_t off = 0; (off = lz_gitscan_next_entry(buf, len, off, false, &e)) != 0;) {
-        if (!e.value)
-            continue;
-        if (!strcmp(e.key, "core.hookspath")) {
-            strv_add(hooks, e.value);
-            continue;
-        }
-        if (!is_include_key(e.key))
-            continue;
-        _cleanup_free_ char *t = lz_gitscan_join(e.value, base, s->home);
-        if (!t)
-            continue;
-        _cleanup_free_ char *why = lz_xasprintf("%s (%s in %s)", repo, e.key, f);
-        _cleanup_free_ char *c = protect_path(s, t, why);
-        scan_file(s, t, depth + 1, repo, hooks);
-    }
-}
-
-/* ---- hooks -------------------------------------------------------------- */
-
-static const char *const hook_names[] = {
-    "applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit",
-    "prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase", "post-checkout", "post-merge",
-    "pre-push", "pre-receive", "update", "proc-receive", "post-receive", "post-update",
-    "reference-transaction", "push-to-checkout", "pre-auto-gc", "post-rewrite", "sendemail-validate",
-    "fsmonitor-watchman", "p4-changelist", "p4-prepare-changelist", "p4-post-changelist", "p4-pre-submit",
-    "post-index-change",
-};
-
-/* Protects name (relative to the work tree root wt) whether or not it
- * exists: the agent must not create it either. */
-static void protect_in_tree(struct scan *s, const char *wt, const char *name, const char *why) {
-    _cleanup_free_ char *a = lz_xasprintf("%s/%s", wt, name);
-    _cleanup_free_ char *c = protect_path(s, a, why);
-}
-
-static void analyse_hook(struct scan *s, const char *repo, const char *wt, const char *hdir, const char *name) {
-    _cleanup_free_ char *path = lz_xasprintf("%s/%s", hdir, name);
-    struct stat st;
-    if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 0111))
-        return;
-    _cleanup_free_ char *why = lz_xasprintf("%s hook %s", repo, name);
-    /* The hook itself, through every symlink on its way. */
-    _cleanup_free_ char *real = protect_path(s, path, why);
-    _cleanup_free_ char *text = NULL;
-    size_t len = 0;
-    if (lz_read_file_at(AT_FDCWD, path, 1 << 20, &text, &len) < 0 || memchr(text, '\0', len))
-        return; /* a binary hook runs nothing by name that we could read */
-    unsigned m = lz_gitscan_managers(text, hdir);
-    const char *root = wt ? wt : hdir;
-    if (m & LZ_HM_HUSKY4) {
-        static const char *const rc[] = { ".huskyrc", ".huskyrc.json", ".huskyrc.yaml", ".huskyrc.yml",
-                                          ".huskyrc.js", ".huskyrc.cjs", "husky.config.js", "husky.config.cjs" };
-        for (size_t i = 0; i < LZ_ARRAY_SIZE(rc); i++)
-            protect_in_tree(s, root, rc[i], why);
-        add_notice(s, "%s: husky v4 runs the commands in the \"husky\" key of package.json, which Lazaret cannot "
-                      "keep read-only (normal work edits it); review package.json before committing on the host, "
-                      "or move to husky v9 (.husky/)",
-                   why);
-    }
-    if (m & LZ_HM_PRECOMMIT) {
-        _cleanup_free_ char *cfg = lz_gitscan_precommit_config(text);
-        protect_in_tree(s, root, cfg, why);
-        add_notice(s, "%s: pre-commit runs the hooks of %s (kept read-only); its `repo: local` hooks and the "
-                      "scripts they name run files the agent can change; review them before committing on the host",
-                   why, cfg);
-    }
-    if (m & LZ_HM_LEFTHOOK) {
-        static const char *const lf[] = {
-            "lefthook.yml", "lefthook.yaml", "lefthook.toml", "lefthook.json", ".lefthook.yml", ".lefthook.yaml",
-            ".lefthook.toml", ".lefthook.json", "lefthook-local.yml", "lefthook-local.yaml", "lefthook-local.toml",
-            "lefthook-local.json", ".lefthook-local.yml", ".lefthook-local.yaml", ".lefthook-local.toml",
-            ".lefthook-local.json", ".config/lefthook.yml", ".config/lefthook.yaml", ".config/lefthook.toml",
-            ".config/lefthook.json", ".config/lefthook-local.yml", ".config/lefthook-local.yaml",
-            ".lefthook", ".lefthook-local",
-        };
-        for (size_t i = 0; i < LZ_ARRAY_SIZE(lf); i++)
-            protect_in_tree(s, root, lf[i], why);
-        add_notice(s, "%s: lefthook runs the commands of its configuration (kept read-only); scripts those "
-                      "commands name outside .lefthook/ can be changed by the agent; review them before "
-                      "committing on the host",
-                   why);
-    }
-    if (m & LZ_HM_SIMPLE_GIT_HOOKS)
-        add_notice(s, "%s: simple-git-hooks copies its commands from package.json when `simple-git-hooks` runs; "
-                      "the agent can change that key: review package.json before running it on the host",
-                   why);
-    if (m & LZ_HM_PACKAGE_RUNNER)
-        add_notice(s, "%s runs npm/npx/yarn/pnpm/bun/make or node_modules code: package.json scripts, Makefiles "
-                      "and node_modules are files the agent can change, which Lazaret cannot keep read-only; "
-                      "review them (or commit with --no-verify) after an agent session",
-                   why);
-    /* Generic: every word naming an existing file of the work tree. */
-    char **tok = NULL;
-    size_t nt = lz_gitscan_tokens(text, &tok);
-    for (size_t i = 0; i < nt; i++) {
-        _cleanup_free_ char *a = tok[i][0] == '/' ? lz_xstrdup(tok[i]) : lz_xasprintf("%s/%s", root, tok[i]);
-        struct stat ts;
-        /* files only: a directory word (`eslint src`) names input, not code */
-        if (stat(a, &ts) == 0 && S_ISREG(ts.st_mode)) {
-            _cleanup_free_ char *c = protect_path(s, a, why);
-        }
-        free(tok[i]);
-    }
-    free(tok);
-}
-
-/* Looks at one hooks directory (absolute) of a repository. */
-static void scan_hooks(struct scan *s, const char *repo, const char *wt, const char *hdir, bool configured) {
-    _cleanup_free_ char *why = lz_xasprintf("%s core.hooksPath", repo);
-    _cleanup_free_ char *c = lz_gitscan_canon(hdir, NULL, NULL);
-    if (!c || strv_has(&s->hookdirs, c))
-        return;
-    strv_add(&s->hookdirs, c);
-    if (configured) {
-        unsigned m = lz_gitscan_managers(NULL, c);
-        if (m & LZ_HM_HUSKY9) {
-            /* husky v9: .husky/_/HOOK runs .husky/HOOK */
-            _cleanup_free_ char *parent = dir_of(c);
-            _cleanup_free_ char *p = protect_path(s, parent, why);
-        }
-        _cleanup_free_ char *p = protect_path(s, hdir, why);
-    }
-    for (size_t i = 0; i < LZ_ARRAY_SIZE(hook_names); i++)
-        analyse_hook(s, repo, wt, c, hook_names[i]);
-}
-
-/* ---- one repository ----------------------------------------------------- */
-
-/* Asks git about the repository at dir (-C) or gitdir (--git-dir). */
-static void scan_repo(struct scan *s, const char *dir, const char *gitdir) {
-    const char *key = dir ? dir : gitdir;
-    if (strv_has(&s->repos, key))
-        return;
-    strv_add(&s->repos, key);
-    s->out->n_repos++;
-    const char *loc[3] = { dir ? "-C" : NULL, dir ? dir : NULL, NULL };
-    _cleanup_free_ char *gd = gitdir ? lz_xasprintf("--git-dir=%s", gitdir) : NULL;
-    const char *a1[16];
-    size_t n = 0;
-    a1[n++] = "git";
-    if (dir) {
-        a1[n++] = loc[0];
-        a1[n++] = loc[1];
-    } else {
-        a1[n++] = gd;
-    }
-    size_t base_n = n;
-    a1[n++] = "rev-parse";
-    a1[n++] = "--path-format=absolute";
-    a1[n++] = "--git-common-dir";
-    a1[n++] = "--git-dir";
-    a1[n++] = "--is-bare-repository";
-    a1[n++] = "--show-cdup";
-    a1[n] = NULL;
-    _cleanup_free_ char *rp = NULL;
-    size_t rl = 0;
-    _cleanup_free_ char *common = NULL, *wt = NULL;
-    const char *rel_base = dir ? dir : gitdir;
-    if (run_git(s, a1, &rp, &rl) == 0) {
-        char *save = NULL;
-        char *l1 = strtok_r(rp, "\n", &save);
-        char *l2 = l1 ? strtok_r(NULL, "\n", &save) : NULL;
-        char *l3 = l2 ? strtok_r(NULL, "\n", &save) : NULL;
-        char *l4 = l3 ? strtok_r(NULL, "\n", &save) : NULL;
-        if (l1)
-            common = lz_xstrdup(l1);
-        if (l3 && !strcmp(l3, "false") && dir) {
-            _cleanup_free_ char *j = l4 ? lz_xasprintf("%s/%s", dir, l4) : lz_xstrdup(dir);
-            wt = lz_gitscan_canon(j, NULL, NULL);
-        }
-        (void)l2;
-    }
-    n = base_n;
-    a1[n++] = "config";
-    a1[n++] = "--list";
-    a1[n++] = "--show-origin";
-    a1[n++] = "--show-scope";
-    a1[n++] = "-z";
-    a1[n++] = "--includes";
-    a1[n] = NULL;
-    _cleanup_free_ char *buf = NULL;
-    size_t len = 0;
-    int r = run_git(s, a1, &buf, &len);
-    const char *repo = wt ? wt : key;
-    _cleanup_free_ char *repo_name = NULL;
-    {
-        const char *rel = lz_gitscan_rel(s->ws, repo);
-        repo_name = rel ? lz_xasprintf("repository %s", rel[0] ? rel : ".") : lz_xasprintf("repository %s", repo);
-    }
-    struct strv hooks = { 0 };
-    _cleanup_free_ char *eff_hooks = NULL;
-    if (r != 0) {
-        add_log(s, "%s: git config --list failed (%s); its configuration was not read", repo_name,
-                r < 0 ? strerror(-r) : "non-zero exit");
-    } else {
-        struct strv origins = { 0 };
-        struct lz_gitcfg_entry e;
-        for (size_t off = 0; (off = lz_gitscan_next_entry(buf, len, off, true, &e)) != 0;) {
-            if (strncmp(e.origin, "file:", 5))
-                continue;
-            const char *f = e.origin + 5;
-            char *abs = f[0] == '/' ? lz_xstrdup(f) : lz_xasprintf("%s/%s", rel_base, f);
-            if (!strv_has(&origins, abs))
-                strv_push(&origins, abs);
-            else
-                free(abs);
-            if (!strcmp(e.key, "core.hookspath") && e.value) {
-                free(eff_hooks);
-                eff_hooks = lz_xstrdup(e.value);
-            }
-        }
-        for (size_t i = 0; i < origins.n; i++) {
-            _cleanup_free_ char *why = lz_xasprintf("%s (configuration file)", repo_name);
-            _cleanup_free_ char *c = protect_path(s, origins.v[i], why);
-            scan_file(s, origins.v[i], 0, repo_name, &hooks);
-        }
-        strv_clear(&origins);
-    }
-    /* Hooks: the effective directory, and every other core.hooksPath that
-     * a condition could make effective later. */
-    const char *hroot = wt ? wt : (gitdir ? gitdir : common);
-    if (eff_hooks)
-        strv_add(&hooks, eff_hooks);
-    for (size_t i = 0; i < hooks.n; i++) {
-        _cleanup_free_ char *h = lz_gitscan_join(hooks.v[i], hroot, s->home);
-        if (h)
-            scan_hooks(s, repo_name, wt, h, true);
-    }
-    if (common) {
-        _cleanup_free_ char *h = lz_xasprintf("%s/hooks", common);
-        scan_hooks(s, repo_name, wt, h, false);
-    }
-    strv_clear(&hooks);
-}
-
-/* ---- the walk ----------------------------------------------------------- */
-
-static bool count_entry(struct scan *s) {
-    if (++s->out->n_entries > s->max_entries) {
-        s->bound = "entries";
-        return false;
-    }
-    return true;
-}
-
-static int entry_type(int dfd, const struct dirent *d, struct stat *st, bool *have_st) {
-    *have_st = false;
-    if (d->d_type != DT_UNKNOWN)
-        return d->d_type;
-    if (fstatat(dfd, d->d_name, st, AT_SYMLINK_NOFOLLOW) < 0)
-        return DT_UNKNOWN;
-    *have_st = true;
-    return S_ISDIR(st->st_mode) ? DT_DIR : S_ISLNK(st->st_mode) ? DT_LNK : S_ISREG(st->st_mode) ? DT_REG : DT_UNKNOWN;
-}
-
-static bool has_entry(int dfd, const char *name) {
-    struct stat st;
-    return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-}
-
-static int open_dir_at(int dfd, const char *name) {
-    return openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-}
-
-static void scan_repo_gitdir(struct scan *s, const char *abs) {
-    scan_repo(s, NULL, abs);
-}
-
-/* Reads a regular file below dfd (no symlink followed) of at most max bytes. */
-static int read_at(int dfd, const char *name, size_t max, char **ret, size_t *ret_len) {
-    _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    struct stat st;
-    if (fstat(fd, &st) < 0)
-        return -errno;
-    if (!S_ISREG(st.st_mode))
-        return -EINVAL;
-    if ((uint64_t)st.st_size > max)
-        return -EFBIG;
-    _cleanup_free_ char *buf = lz_xmalloc((size_t)st.st_size + 1);
-    ssize_t n = lz_read_full(fd, buf, (size_t)st.st_size);
-    if (n < 0)
-        return (int)n;
-    buf[n] = '\0';
-    *ret = TAKE_PTR(buf);
-    *ret_len = (size_t)n;
-    return 0;
-}
-
-/* An index left in a Git directory (by an agent before the router checked
- * every index, or written while no router ran) is checked like one the
- * router lets in: the host's git would act on every entry. */
-static void check_index_at(struct scan *s, int gdfd, const char *name, const char *rel) {
-    _cleanup_free_ char *buf = NULL, *cfg = NULL;
-    size_t len = 0, cfglen = 0;
-    int r = read_at(gdfd, name, LZ_GITINDEX_MAX, &buf, &len);
-    if (r < 0) {
-        if (r == -EFBIG)
-            strv_push(&s->bad_index, lz_xasprintf("%s: larger than Lazaret checks", rel));
-        return; /* unreadable: the host's git cannot read it either */
-    }
-    unsigned hl = read_at(gdfd, "config", 1 << 20, &cfg, &cfglen) == 0 ? lz_git_config_hash_len(cfg, cfglen) : 20;
-    struct lz_error e = { 0 };
-    if (lz_gitindex_verify(buf, len, hl, &e) < 0)
-        strv_push(&s->bad_index, lz_xasprintf("%s: %s", rel, e.msg));
-}
-
-/* Walks a Git directory: records symlinks and multi-link files (outside
- * objects/), skips hooks/ (the developer's, read by scan_hooks), and asks
- * git about every nested Git directory (modules/<name>, worktrees/<id>). */
-static int walk_gitdir_at(struct scan *s, int dfd, const char *abs, const char *rel, bool in_objects, unsigned depth) {
-    if (depth > s->max_depth) {
-        s->bound = "depth";
-        return -E2BIG;
-    }
-    /* logs/ has a HEAD too: a Git directory also has objects and refs
-     * (modules/<name>) or a commondir (worktrees/<id>) */
-    bool is_gd = has_entry(dfd, "HEAD") &&
-                 (has_entry(dfd, "commondir") || (has_entry(dfd, "objects") && has_entry(dfd, "refs")));
-    if (is_gd && depth > 0)
-        scan_repo_gitdir(s, abs);
-    int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-    if (dup_fd < 0)
-        return -errno;
-    DIR *d = fdopendir(dup_fd);
-    if (!d) {
-        close(dup_fd);
-        return -errno;
-    }
-    int r = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        if (!count_entry(s)) {
-            r = -E2BIG;
-            break;
-        }
-        struct stat st;
-        bool have;
-        int t = entry_type(dfd, de, &st, &have);
-        _cleanup_free_ char *crel = lz_xasprintf("%s/%s", rel, de->d_name);
-        if (t == DT_LNK) {
-            if (is_gd && !strcmp(de->d_name, "hooks"))
-                continue; /* a symlinked hooks directory: scan_hooks reads it */
-            strv_push(&s->links, lz_xasprintf("%s (symlink)", crel));
-            continue;
-        }
-        if (t == DT_DIR) {
-            if (is_gd && !strcmp(de->d_name, "hooks"))
-                continue;
-            _cleanup_close_ int cfd = open_dir_at(dfd, de->d_name);
-            if (cfd < 0)
-                continue;
-            _cleanup_free_ char *cabs = lz_xasprintf("%s/%s", abs, de->d_name);
-            bool obj = in_objects || (is_gd && !strcmp(de->d_name, "objects"));
-            if ((r = walk_gitdir_at(s, cfd, cabs, crel, obj, depth + 1)) < 0)
-                break;
-            continue;
-        }
-        if (in_objects)
-            continue; /* git clone --local hard-links objects */
-        if (!have && fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            continue;
-        if (S_ISREG(st.st_mode) && st.st_nlink > 1)
-            strv_push(&s->links, lz_xasprintf("%s (%ju hard links)", crel, (uintmax_t)st.st_nlink));
-        if (is_gd && S_ISREG(st.st_mode) &&
-            (!strcmp(de->d_name, "index") || !strncmp(de->d_name, "sharedindex.", 12)))
-            check_index_at(s, dfd, de->d_name, crel);
-    }
-    closedir(d);
-    return r;
-}
-
-/* A Git directory found in the workspace (canonical abs). */
-static int walk_gitdir(struct scan *s, const char *abs) {
-    const char *rel = lz_gitscan_rel(s->ws, abs);
-    if (!rel || strv_has(&s->gitdirs, abs))
-        return 0;
-    strv_add(&s->gitdirs, abs);
-    _cleanup_close_ int fd = open(abs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    return walk_gitdir_at(s, fd, abs, rel[0] ? rel : ".", false, 0);
-}
-
-/* The target of gitfile dir/.git, canonical, or NULL. */
-static char *read_gitfile(int dfd, const char *dir) {
-    char buf[4097];
-    _cleanup_close_ int fd = openat(dfd, ".git", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    ssize_t n = lz_read_full(fd, buf, sizeof buf - 1);
-    if (n < 0)
-        return NULL;
-    buf[n] = '\0';
-    if (strncmp(buf, "gitdir: ", 8))
-        return NULL;
-    char *v = buf + 8;
-    v[strcspn(v, "\r\n")] = '\0';
-    _cleanup_free_ char *j = lz_gitscan_join(v, dir, NULL);
-    return j ? lz_gitscan_canon(j, NULL, NULL) : NULL;
-}
-
-static int walk_tree(struct scan *s, int dfd, const char *abs, unsigned depth) {
-    if (depth > s->max_depth) {
-        s->bound = "depth";
-        return -E2BIG;
-    }
-    /* A directory shaped like a Git directory: Git treats it as a bare
-     * repository when run inside it. */
-    if (depth > 0 && has_entry(dfd, "HEAD") && has_entry(dfd, "objects") && has_entry(dfd, "refs")) {
-        int r = walk_gitdir(s, abs);
-        scan_repo_gitdir(s, abs);
-        return r;
-    }
-    int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-    if (dup_fd < 0)
-        return -errno;
-    DIR *d = fdopendir(dup_fd);
-    if (!d) {
-        close(dup_fd);
-        return -errno;
-    }
-    int r = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        if (!count_entry(s)) {
-            r = -E2BIG;
-            break;
-        }
-        struct stat st;
-        bool have;
-        int t = entry_type(dfd, de, &st, &have);
-        if (!strcmp(de->d_name, ".git")) {
-            if (t == DT_DIR) {
-                _cleanup_free_ char *g = lz_xasprintf("%s/.git", abs);
-                if ((r = walk_gitdir(s, g)) < 0)
-                    break;
-            } else if (t == DT_REG) {
-                _cleanup_free_ char *g = read_gitfile(dfd, abs);
-                if (g && (r = walk_gitdir(s, g)) < 0)
-                    break;
-            } else if (t == DT_LNK) {
-                _cleanup_free_ char *l = lz_xasprintf("%s/.git", abs);
-                _cleanup_free_ char *g = lz_gitscan_canon(l, NULL, NULL);
-                if (g && (r = walk_gitdir(s, g)) < 0)
-                    break;
-            }
-            scan_repo(s, abs, NULL);
-            continue;
-        }
-        if (t != DT_DIR)
-            continue;
-        _cleanup_close_ int cfd = open_dir_at(dfd, de->d_name);
-        if (cfd < 0)
-            continue;
-        _cleanup_free_ char *cabs = path_child(abs, de->d_name);
-        if ((r = walk_tree(s, cfd, cabs, depth + 1)) < 0)
-            break;
-    }
-    closedir(d);
-    return r;
 }
 
 /* ---- entry point -------------------------------------------------------- */
@@ -1089,25 +426,25 @@ int lz_gitscan_run(const char *workspace, const struct lz_gitscan_opts *o, struc
     s.max_depth = o && o->max_depth ? o->max_depth
                                     : (unsigned)env_size(LZ_GITSCAN_ENV_MAX_DEPTH, LZ_GITSCAN_MAX_DEPTH_DEFAULT);
     s.timeout_ms = o && o->timeout_ms ? o->timeout_ms : 10000;
-    s.git = o && o->git ? lz_xstrdup(o->git) : find_git();
+    s.git = o && o->git ? lz_xstrdup(o->git) : lz_gs_find_git();
     int r = 0;
     if (!s.git) {
         out.git_missing = true;
-        add_log(&s, "git is not installed on this host: there is no host Git configuration to protect");
+        lz_gs_log(&s, "git is not installed on this host: there is no host Git configuration to protect");
         goto done;
     }
-    s.envp = clean_env();
+    s.envp = lz_gs_clean_env();
     /* The workspace itself first: the developer's global and system
      * configuration apply even where the workspace is no repository, and
      * a workspace inside a repository is governed by that one. */
-    scan_repo(&s, s.ws, NULL);
+    lz_gs_scan_repo(&s, s.ws, NULL);
     {
         _cleanup_close_ int fd = open(s.ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0) {
             r = lz_error_set(err, -errno, "cannot open the workspace %s: %s", s.ws, strerror(errno));
             goto done;
         }
-        r = walk_tree(&s, fd, s.ws, 0);
+        r = lz_gs_walk_tree(&s, fd, s.ws, 0);
     }
     if (s.bound) {
         if (!strcmp(s.bound, "entries"))
@@ -1219,3 +556,4 @@ done:
     free(s.ws);
     return r;
 }
+

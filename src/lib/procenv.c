@@ -10,10 +10,14 @@
 char *const lz_helper_envp[] = { (char *)LZ_HELPER_PATH, NULL };
 
 /* Lazaret's own debug and test hooks: not secrets, read by the coordinator
- * and the Supervisor (crash points, fake boot ID, model trace, tool paths). */
+ * and the Supervisor (crash points, fake boot ID, model trace, tool paths).
+ * The test hooks exist only in test builds (util.h lz_test_hook). */
 const char *const lz_env_hooks[] = {
-    "LAZARET_DEBUG", "LAZARET_RUNSC", "LAZARET_SLIRP4NETNS", "LAZARET_TEST_BOOT_ID", "LAZARET_TEST_CRASH",
-    "LAZARET_TEST_NETFOLLOW", NULL,
+    "LAZARET_DEBUG", "LAZARET_RUNSC", "LAZARET_SLIRP4NETNS",
+#ifdef LZ_TEST_HOOKS
+    "LAZARET_TEST_BOOT_ID", "LAZARET_TEST_CRASH", "LAZARET_TEST_NETFOLLOW",
+#endif
+    NULL,
 };
 
 /* What the coordinator needs to locate the same configuration file,

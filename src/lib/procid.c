@@ -25,7 +25,7 @@ const char *lz_boot_id(void) {
         id[36] = '\0';
     }
     /* Tests simulate a reboot by pointing at another boot ID. */
-    const char *fake = getenv("LAZARET_TEST_BOOT_ID");
+    const char *fake = lz_test_hook("LAZARET_TEST_BOOT_ID");
     if (fake && strlen(fake) == 36)
         memcpy(id, fake, 37);
     done = true;

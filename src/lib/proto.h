@@ -32,7 +32,7 @@
 
 enum lz_msg_type {
     LZ_MSG_HELLO = 1,     /* c->hc */
-    LZ_MSG_READY = 2,     /* hc->c: session attached; payload: session id (16 bytes) */
+    LZ_MSG_READY = 2,     /* hc->c: session attached; payload: u32 session number (1, 2, ... per Domain) */
     LZ_MSG_REFUSED = 3,   /* hc->c: payload: u32 code + message */
     LZ_MSG_DATA = 4,      /* both: channel 0 stdin, 1 stdout, 2 stderr */
     LZ_MSG_EOF = 5,       /* both: channel closed */

@@ -19,18 +19,14 @@
 #ifndef P_PIDFD
 #define P_PIDFD 3
 #endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
 
 static int sys_pidfd_send_signal(int pidfd, int sig) {
     return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
 }
 
-/* close_range, or (kernels without it) close() up to a sane bound. */
-static void close_gap(unsigned int from, unsigned int to) {
-    if (syscall(SYS_close_range, from, to, 0) == 0)
-        return;
-    for (unsigned int fd = from; fd <= to && fd < 65536; fd++)
-        close((int)fd);
-}
 
 /* Runs in the child after clone3: async-signal-safe calls only. Reports
  * failure as an errno over status_w and exits 127. */
@@ -83,22 +79,14 @@ __attribute__((noreturn)) static void child_main(const struct lz_spawn_opts *o, 
         goto fail;
     if (o->cwd && chdir(o->cwd) < 0)
         goto fail;
-    /* Close everything else except kept fds and our status pipe (CLOEXEC),
-     * whatever its number: a descriptor that reached us without
-     * O_CLOEXEC (a library's) never reaches a helper. */
-    for (unsigned int from = 3;;) {
-        long next = status_w >= (int)from ? status_w : -1;
-        for (size_t i = 0; i < o->n_keep_fds; i++)
-            if (o->keep_fds[i] >= (int)from && (next < 0 || o->keep_fds[i] < next))
-                next = o->keep_fds[i];
-        if (next < 0) {
-            close_gap(from, ~0U);
-            break;
-        }
-        if ((unsigned int)next > from)
-            close_gap(from, (unsigned int)next - 1);
-        from = (unsigned int)next + 1;
-    }
+    /* Every descriptor above stdio, whatever its number, is closed at exec:
+     * one that reached us without O_CLOEXEC (a library's) never reaches a
+     * helper. Marking them close-on-exec, rather than closing them, keeps
+     * the status pipe open until exec and lets the kept fds keep their
+     * numbers: they alone lose the flag again. Linux 5.11; on an older
+     * kernel the spawn fails rather than leak descriptors. */
+    if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+        goto fail;
     for (size_t i = 0; i < o->n_keep_fds; i++) {
         int fl = fcntl(o->keep_fds[i], F_GETFD);
         if (fl >= 0)

@@ -485,7 +485,7 @@ int lz_store_check(struct lz_store *st, struct lz_error *err) {
 }
 
 void lz_crash_point(const char *step) {
-    const char *want = getenv("LAZARET_TEST_CRASH");
+    const char *want = lz_test_hook("LAZARET_TEST_CRASH");
     if (want && !strcmp(want, step))
         raise(SIGKILL);
 }

@@ -164,5 +164,6 @@ int lz_store_check(struct lz_store *st, struct lz_error *err);
 
 /* Test-only crash hook: when $LAZARET_TEST_CRASH equals `step`, the process
  * kills itself with SIGKILL right there (tests/integration/test_state.py
- * drives it). Logs nothing; costs one getenv. */
+ * drives it). Logs nothing; costs one getenv. A no-op in builds without
+ * -Dtest_hooks=true (util.h lz_test_hook). */
 void lz_crash_point(const char *step);

@@ -285,6 +285,12 @@ const char *lz_home_dir(void) {
     return NULL;
 }
 
+#ifdef LZ_TEST_HOOKS
+const char *lz_test_hook(const char *name) {
+    return getenv(name);
+}
+#endif
+
 long lz_now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);

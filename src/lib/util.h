@@ -116,3 +116,15 @@ int lz_flock_timeout(int fd, int seconds);
 
 /* $HOME, or the passwd entry's home directory. NULL if neither. */
 const char *lz_home_dir(void);
+
+/* A test hook's value (LAZARET_TEST_CRASH, LAZARET_TEST_BOOT_ID,
+ * LAZARET_TEST_NETFOLLOW: environment variables the tests set to crash at a
+ * step, fake a reboot, ...), or NULL when unset. Only builds configured
+ * with -Dtest_hooks=true (LZ_TEST_HOOKS) read them; elsewhere this is NULL
+ * at compile time, so a release binary neither acts on them nor holds
+ * their names. */
+#ifdef LZ_TEST_HOOKS
+const char *lz_test_hook(const char *name);
+#else
+#define lz_test_hook(name) ((void)sizeof(name), (const char *)NULL)
+#endif

@@ -1,0 +1,260 @@
+/* gitscan_walk.c — the workspace walk of the host-Git scan: finds the
+ * repositories and Git directories, refuses links and unsafe indexes in
+ * the Git directories (gitscan_int.h). */
+#include "gitscan_int.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gitindex.h"
+
+/* ---- the walk ----------------------------------------------------------- */
+
+/* One entry of a directory being walked: its name, its type (DT_*), and
+ * its lstat when that was needed to learn the type. */
+struct entry {
+    const char *name;
+    int type;
+    struct stat st;
+    bool have_st;
+};
+
+static int entry_type(int dfd, const struct dirent *d, struct stat *st, bool *have_st) {
+    *have_st = false;
+    if (d->d_type != DT_UNKNOWN)
+        return d->d_type;
+    if (fstatat(dfd, d->d_name, st, AT_SYMLINK_NOFOLLOW) < 0)
+        return DT_UNKNOWN;
+    *have_st = true;
+    return S_ISDIR(st->st_mode) ? DT_DIR : S_ISLNK(st->st_mode) ? DT_LNK : S_ISREG(st->st_mode) ? DT_REG : DT_UNKNOWN;
+}
+
+/* The depth bound of both walks: -E2BIG (and s->bound) beyond it. */
+static int check_depth(struct scan *s, unsigned depth) {
+    if (depth <= s->max_depth)
+        return 0;
+    s->bound = "depth";
+    return -E2BIG;
+}
+
+/* Calls fn for every entry of directory dfd but "." and "..", each counted
+ * against the entries bound (-E2BIG and s->bound beyond it). Stops at fn's
+ * first negative return and returns it; 0 once all were seen. */
+static int each_entry(struct scan *s, int dfd, int (*fn)(struct scan *s, int dfd, const struct entry *e, void *ud),
+                      void *ud) {
+    int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+    if (dup_fd < 0)
+        return -errno;
+    DIR *d = fdopendir(dup_fd);
+    if (!d) {
+        close(dup_fd);
+        return -errno;
+    }
+    int r = 0;
+    struct dirent *de;
+    while (r >= 0 && (de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (++s->out->n_entries > s->max_entries) {
+            s->bound = "entries";
+            r = -E2BIG;
+            break;
+        }
+        struct entry e = { .name = de->d_name };
+        e.type = entry_type(dfd, de, &e.st, &e.have_st);
+        r = fn(s, dfd, &e, ud);
+    }
+    closedir(d);
+    return r;
+}
+
+static bool has_entry(int dfd, const char *name) {
+    struct stat st;
+    return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static int open_dir_at(int dfd, const char *name) {
+    return openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+static void scan_repo_gitdir(struct scan *s, const char *abs) {
+    lz_gs_scan_repo(s, NULL, abs);
+}
+
+/* Reads a regular file below dfd (no symlink followed) of at most max bytes. */
+static int read_at(int dfd, const char *name, size_t max, char **ret, size_t *ret_len) {
+    _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode))
+        return -EINVAL;
+    if ((uint64_t)st.st_size > max)
+        return -EFBIG;
+    _cleanup_free_ char *buf = lz_xmalloc((size_t)st.st_size + 1);
+    ssize_t n = lz_read_full(fd, buf, (size_t)st.st_size);
+    if (n < 0)
+        return (int)n;
+    buf[n] = '\0';
+    *ret = TAKE_PTR(buf);
+    *ret_len = (size_t)n;
+    return 0;
+}
+
+/* An index left in a Git directory (by an agent before the router checked
+ * every index, or written while no router ran) is checked like one the
+ * router lets in: the host's git would act on every entry. */
+static void check_index_at(struct scan *s, int gdfd, const char *name, const char *rel) {
+    _cleanup_free_ char *buf = NULL, *cfg = NULL;
+    size_t len = 0, cfglen = 0;
+    int r = read_at(gdfd, name, LZ_GITINDEX_MAX, &buf, &len);
+    if (r < 0) {
+        if (r == -EFBIG)
+            strv_push(&s->bad_index, lz_xasprintf("%s: larger than Lazaret checks", rel));
+        return; /* unreadable: the host's git cannot read it either */
+    }
+    unsigned hl = read_at(gdfd, "config", 1 << 20, &cfg, &cfglen) == 0 ? lz_git_config_hash_len(cfg, cfglen) : 20;
+    struct lz_error e = { 0 };
+    if (lz_gitindex_verify(buf, len, hl, &e) < 0)
+        strv_push(&s->bad_index, lz_xasprintf("%s: %s", rel, e.msg));
+}
+
+static int walk_gitdir_at(struct scan *s, int dfd, const char *abs, const char *rel, bool in_objects, unsigned depth);
+
+/* Where walk_gitdir_at is. */
+struct gitdir_pos {
+    const char *abs, *rel;
+    bool in_objects; /* below objects/ */
+    bool is_gd;      /* the directory itself is a Git directory */
+    unsigned depth;
+};
+
+static int gitdir_entry(struct scan *s, int dfd, const struct entry *e, void *ud) {
+    const struct gitdir_pos *w = ud;
+    _cleanup_free_ char *crel = lz_xasprintf("%s/%s", w->rel, e->name);
+    if (e->type == DT_LNK) {
+        if (w->is_gd && !strcmp(e->name, "hooks"))
+            return 0; /* a symlinked hooks directory: scan_hooks reads it */
+        strv_push(&s->links, lz_xasprintf("%s (symlink)", crel));
+        return 0;
+    }
+    if (e->type == DT_DIR) {
+        if (w->is_gd && !strcmp(e->name, "hooks"))
+            return 0;
+        _cleanup_close_ int cfd = open_dir_at(dfd, e->name);
+        if (cfd < 0)
+            return 0;
+        _cleanup_free_ char *cabs = lz_xasprintf("%s/%s", w->abs, e->name);
+        bool obj = w->in_objects || (w->is_gd && !strcmp(e->name, "objects"));
+        return walk_gitdir_at(s, cfd, cabs, crel, obj, w->depth + 1);
+    }
+    if (w->in_objects)
+        return 0; /* git clone --local hard-links objects */
+    struct stat st = e->st;
+    if (!e->have_st && fstatat(dfd, e->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+        strv_push(&s->links, lz_xasprintf("%s (%ju hard links)", crel, (uintmax_t)st.st_nlink));
+    if (w->is_gd && S_ISREG(st.st_mode) && (!strcmp(e->name, "index") || !strncmp(e->name, "sharedindex.", 12)))
+        check_index_at(s, dfd, e->name, crel);
+    return 0;
+}
+
+/* Walks a Git directory: records symlinks and multi-link files (outside
+ * objects/), skips hooks/ (the developer's, read by scan_hooks), and asks
+ * git about every nested Git directory (modules/<name>, worktrees/<id>). */
+static int walk_gitdir_at(struct scan *s, int dfd, const char *abs, const char *rel, bool in_objects, unsigned depth) {
+    int r = check_depth(s, depth);
+    if (r < 0)
+        return r;
+    /* logs/ has a HEAD too: a Git directory also has objects and refs
+     * (modules/<name>) or a commondir (worktrees/<id>) */
+    bool is_gd = has_entry(dfd, "HEAD") &&
+                 (has_entry(dfd, "commondir") || (has_entry(dfd, "objects") && has_entry(dfd, "refs")));
+    if (is_gd && depth > 0)
+        scan_repo_gitdir(s, abs);
+    struct gitdir_pos w = { .abs = abs, .rel = rel, .in_objects = in_objects, .is_gd = is_gd, .depth = depth };
+    return each_entry(s, dfd, gitdir_entry, &w);
+}
+
+/* A Git directory found in the workspace (canonical abs). */
+static int walk_gitdir(struct scan *s, const char *abs) {
+    const char *rel = lz_gitscan_rel(s->ws, abs);
+    if (!rel || strv_has(&s->gitdirs, abs))
+        return 0;
+    strv_add(&s->gitdirs, abs);
+    _cleanup_close_ int fd = open(abs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    return walk_gitdir_at(s, fd, abs, rel[0] ? rel : ".", false, 0);
+}
+
+/* The target of gitfile dir/.git, canonical, or NULL. */
+static char *read_gitfile(int dfd, const char *dir) {
+    char buf[4097];
+    _cleanup_close_ int fd = openat(dfd, ".git", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    ssize_t n = lz_read_full(fd, buf, sizeof buf - 1);
+    if (n < 0)
+        return NULL;
+    buf[n] = '\0';
+    if (strncmp(buf, "gitdir: ", 8))
+        return NULL;
+    char *v = buf + 8;
+    v[strcspn(v, "\r\n")] = '\0';
+    _cleanup_free_ char *j = lz_gitscan_join(v, dir, NULL);
+    return j ? lz_gitscan_canon(j, NULL, NULL) : NULL;
+}
+
+/* Where lz_gs_walk_tree is. */
+struct tree_pos {
+    const char *abs;
+    unsigned depth;
+};
+
+static int tree_entry(struct scan *s, int dfd, const struct entry *e, void *ud) {
+    const struct tree_pos *w = ud;
+    if (!strcmp(e->name, ".git")) {
+        _cleanup_free_ char *g = NULL;
+        if (e->type == DT_DIR) {
+            g = lz_xasprintf("%s/.git", w->abs);
+        } else if (e->type == DT_REG) {
+            g = read_gitfile(dfd, w->abs);
+        } else if (e->type == DT_LNK) {
+            _cleanup_free_ char *l = lz_xasprintf("%s/.git", w->abs);
+            g = lz_gitscan_canon(l, NULL, NULL);
+        }
+        int r = g ? walk_gitdir(s, g) : 0;
+        if (r < 0)
+            return r;
+        lz_gs_scan_repo(s, w->abs, NULL);
+        return 0;
+    }
+    if (e->type != DT_DIR)
+        return 0;
+    _cleanup_close_ int cfd = open_dir_at(dfd, e->name);
+    if (cfd < 0)
+        return 0;
+    _cleanup_free_ char *cabs = lz_gs_path_child(w->abs, e->name);
+    return lz_gs_walk_tree(s, cfd, cabs, w->depth + 1);
+}
+
+int lz_gs_walk_tree(struct scan *s, int dfd, const char *abs, unsigned depth) {
+    int r = check_depth(s, depth);
+    if (r < 0)
+        return r;
+    /* A directory shaped like a Git directory: Git treats it as a bare
+     * repository when run inside it. */
+    if (depth > 0 && has_entry(dfd, "HEAD") && has_entry(dfd, "objects") && has_entry(dfd, "refs")) {
+        r = walk_gitdir(s, abs);
+        scan_repo_gitdir(s, abs);
+        return r;
+    }
+    struct tree_pos w = { .abs = abs, .depth = depth };
+    return each_entry(s, dfd, tree_entry, &w);
+}
