@@ -152,7 +152,7 @@ static int get_first_va(struct lz_db *db, int64_t *ret_int, char **ret_text, str
     if (r == 0 && (r = lz_db_step_row(db, q, err)) == 1) {
         if (ret_int)
             *ret_int = sqlite3_column_int64(q, 0);
-        else
+        if (ret_text)
             *ret_text = lz_db_col_dup(q, 0, false);
     }
     return lz_db_finalize(db, &q, r, err);

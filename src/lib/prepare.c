@@ -73,7 +73,7 @@ static int open_confined(const struct layer *l, int dirfd, const char *path, int
     int fd = lz_openat_beneath(dirfd, path, flags, 0, false);
     if (fd < 0)
         return fd;
-    uint64_t mnt;
+    uint64_t mnt = 0;
     int r = mount_id_of(fd, &mnt);
     if (r == 0 && mnt != l->root_mnt)
         r = -EXDEV;

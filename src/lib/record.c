@@ -346,7 +346,7 @@ static int r_argv(struct rd *r, char ***ret, size_t *ret_argc) {
     char **argv = lz_xcalloc((size_t)n + 1, sizeof *argv);
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
-        size_t l;
+        size_t l = 0;
         e = r_str(r, LZ_RECORD_ARGV_BYTES_MAX - total, &argv[i], &l);
         if (e < 0) {
             free_argv(argv, i);
