@@ -118,6 +118,13 @@ else
     echo "skipped: creating test hosts needs root (CI runs as root)"
 fi
 
+step "root's own Domains (the Quick start as root: subordinate range, apt-style privilege drop)"
+if [ "$(id -u)" -eq 0 ]; then
+    LAZARET_BIN="$LAZARET_BIN" /usr/bin/python3 -m pytest -p no:cacheprovider -q -ra tests/root
+else
+    echo "skipped: needs root (CI runs as root)"
+fi
+
 step "integration tests (real runsc, as ${TEST_USER:-$(id -un)})"
 pytest_args=(-p no:cacheprovider -q -ra ${LAZARET_TEST_ARGS:-})
 if [ "$(id -u)" -eq 0 ]; then

@@ -16,6 +16,10 @@ static void put_u32be(crypto_hash_sha256_state *h, uint32_t v) {
 }
 
 int lz_prepared_artifact_id(const char *manifest_digest, char ret_id[65]) {
+    return lz_prepared_artifact_id_owned(manifest_digest, NULL, ret_id);
+}
+
+int lz_prepared_artifact_id_owned(const char *manifest_digest, const char *owners, char ret_id[65]) {
     if (!lz_oci_digest_valid(manifest_digest))
         return -EINVAL;
     if (sodium_init() < 0)
@@ -27,6 +31,10 @@ int lz_prepared_artifact_id(const char *manifest_digest, char ret_id[65]) {
     crypto_hash_sha256_update(&h, (const uint8_t *)manifest_digest, strlen(manifest_digest));
     put_u32be(&h, (uint32_t)strlen(LZ_PREPARER_VERSION));
     crypto_hash_sha256_update(&h, (const uint8_t *)LZ_PREPARER_VERSION, strlen(LZ_PREPARER_VERSION));
+    if (owners) {
+        put_u32be(&h, (uint32_t)strlen(owners));
+        crypto_hash_sha256_update(&h, (const uint8_t *)owners, strlen(owners));
+    }
     uint8_t md[crypto_hash_sha256_BYTES];
     crypto_hash_sha256_final(&h, md);
     lz_hex(md, sizeof md, ret_id);

@@ -36,6 +36,11 @@ struct lz_prepared_info {
 /* Computes the prepared-artifact ID (64 hex + NUL) of a manifest digest.
  * -EINVAL when the digest is not "sha256:<64 hex>". */
 int lz_prepared_artifact_id(const char *manifest_digest, char ret_id[65]);
+/* The same, for an artifact whose owners were stored shifted (prepare.h,
+ * lz_layer_opts.shift): `owners` describes the mapping and enters the ID,
+ * so an artifact prepared another way is never taken for it. NULL: as
+ * lz_prepared_artifact_id(). */
+int lz_prepared_artifact_id_owned(const char *manifest_digest, const char *owners, char ret_id[65]);
 
 /* Reads the artifact.json of the complete prepared tree <prepared_fd>/<dir>
  * (dir is the artifact ID once published, or a .tmp-* name before) and

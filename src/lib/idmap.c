@@ -31,11 +31,7 @@ static bool subid_range(const char *file, const char *user, uid_t uid, unsigned 
     return false;
 }
 
-struct ranges {
-    unsigned long us, un, gs, gn;
-};
-
-static bool ranges(struct ranges *r) {
+bool lz_idmap_ranges(struct lz_idmap_ranges *r) {
     uid_t uid = getuid();
     struct passwd *pw = getpwuid(uid);
     return pw && subid_range("/etc/subuid", pw->pw_name, uid, &r->us, &r->un) &&
@@ -44,8 +40,8 @@ static bool ranges(struct ranges *r) {
 }
 
 bool lz_idmap_have_subids(void) {
-    struct ranges r;
-    return ranges(&r);
+    struct lz_idmap_ranges r;
+    return lz_idmap_ranges(&r);
 }
 
 static int run_tool(char *const argv[], struct lz_error *err) {
@@ -75,8 +71,8 @@ int lz_idmap_write(pid_t pid, struct lz_error *err) {
     snprintf(pids, sizeof pids, "%d", (int)pid);
     snprintf(u, sizeof u, "%u", (unsigned)getuid());
     snprintf(g, sizeof g, "%u", (unsigned)getgid());
-    struct ranges rg;
-    if (ranges(&rg)) {
+    struct lz_idmap_ranges rg;
+    if (lz_idmap_ranges(&rg)) {
         char a1[24], a2[24], b1[24], b2[24];
         snprintf(a1, sizeof a1, "%lu", rg.us);
         snprintf(a2, sizeof a2, "%lu", rg.un);

@@ -13,6 +13,16 @@
 #include "util.h"
 #include <sys/types.h>
 
+/* The developer's subordinate ranges (uid start/count, gid start/count),
+ * each at most 65536 long: sandbox ID u >= 1 is host ID start + u - 1. */
+struct lz_idmap_ranges {
+    unsigned long us, un, gs, gn;
+};
+
+/* True, with the ranges, when the subordinate ranges and the setuid tools
+ * are there (then the Domain maps them). */
+bool lz_idmap_ranges(struct lz_idmap_ranges *ret);
+
 /* True when the subordinate ranges and the setuid tools are there. */
 bool lz_idmap_have_subids(void);
 

@@ -26,7 +26,14 @@ static void fill_prepared(const char *data_root, const char *id, const char *dig
 static int prepare_artifact(const char *data_root, const struct lz_oci_store *st, const char *name, const char *mdigest,
                             lz_progress_fn progress, void *ud, struct lz_prepared *ret, struct lz_error *err) {
     char id[65];
-    int r = lz_prepared_artifact_id(mdigest, id);
+    /* Root's Domains map sandbox IDs 1..N to its subordinate range: store
+     * image owners there, so that they are themselves again inside. */
+    struct lz_idmap_ranges rg;
+    bool shift = geteuid() == 0 && lz_idmap_ranges(&rg);
+    char owners[96];
+    if (shift)
+        snprintf(owners, sizeof owners, "shift:%lu+%lu/%lu+%lu", rg.us, rg.un, rg.gs, rg.gn);
+    int r = lz_prepared_artifact_id_owned(mdigest, shift ? owners : NULL, id);
     if (r < 0)
         return lz_error_set(err, r, "invalid manifest digest \"%s\"", mdigest);
     _cleanup_free_ char *pdir = lz_xasprintf("%s/prepared", data_root);
@@ -102,7 +109,7 @@ static int prepare_artifact(const char *data_root, const struct lz_oci_store *st
         }
         struct lz_layer_opts o = {
             .expected_digest = l->digest, .progress = progress, .ud = ud, .phase = "prepare",
-            .progress_base = done, .progress_total = total, .stats = &stats,
+            .progress_base = done, .progress_total = total, .stats = &stats, .shift = shift ? &rg : NULL,
         };
         r = lz_prepare_apply_layer(rfd, lfd, &o, err);
         if (r < 0) {

@@ -56,6 +56,7 @@ struct layer {
     bool chown_ok;        /* euid == 0 */
     bool keep_setid;      /* CAP_CHOWN */
     uid_t euid;
+    const struct lz_idmap_ranges *shift; /* see lz_layer_opts */
     uint64_t bytes, max_bytes;
     struct lz_pathset seen;
     struct fixup *fixups;
@@ -268,10 +269,22 @@ static mode_t entry_mode(const struct layer *l, struct archive_entry *e) {
     return m;
 }
 
-static bool entry_ids(struct archive_entry *e, uid_t *uid, gid_t *gid) {
+/* An image ID as stored on the host: itself, or shifted into the
+ * subordinate range (0 stays 0; beyond the range: root's). */
+static la_int64_t host_id(la_int64_t id, unsigned long start, unsigned long count) {
+    if (id == 0)
+        return 0;
+    return (unsigned long)id <= count ? (la_int64_t)(start + (unsigned long)id - 1) : 0;
+}
+
+static bool entry_ids(const struct layer *l, struct archive_entry *e, uid_t *uid, gid_t *gid) {
     la_int64_t u = archive_entry_uid(e), g = archive_entry_gid(e);
     if (u < 0 || g < 0 || u >= (la_int64_t)UINT32_MAX || g >= (la_int64_t)UINT32_MAX)
         return false;
+    if (l->shift) {
+        u = host_id(u, l->shift->us, l->shift->un);
+        g = host_id(g, l->shift->gs, l->shift->gn);
+    }
     *uid = (uid_t)u;
     *gid = (gid_t)g;
     return true;
@@ -292,7 +305,7 @@ static void entry_mtime(struct archive_entry *e, struct timespec ts[2]) {
 static void apply_owner_at(struct layer *l, int parent, const char *name, struct archive_entry *e) {
     uid_t uid;
     gid_t gid;
-    if (!l->chown_ok || !entry_ids(e, &uid, &gid))
+    if (!l->chown_ok || !entry_ids(l, e, &uid, &gid))
         return;
     if (fchownat(parent, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
         l->st->chown_failed++;
@@ -348,7 +361,7 @@ static int do_regular(struct layer *l, struct archive *a, struct archive_entry *
         return r;
     uid_t uid;
     gid_t gid;
-    if (l->chown_ok && entry_ids(e, &uid, &gid) && fchown(fd, uid, gid) < 0)
+    if (l->chown_ok && entry_ids(l, e, &uid, &gid) && fchown(fd, uid, gid) < 0)
         l->st->chown_failed++;
     /* After chown: chown clears setuid/setgid. */
     if (fchmod(fd, entry_mode(l, e)) < 0)
@@ -764,6 +777,7 @@ static int apply_stream(int rootfs_dirfd, struct reader *rd, const struct lz_lay
         .root = rootfs_dirfd,
         .euid = geteuid(),
         .chown_ok = geteuid() == 0,
+        .shift = opts && geteuid() == 0 ? opts->shift : NULL,
         .keep_setid = lz_prepare_keeps_setid(),
         .max_bytes = opts && opts->max_bytes ? opts->max_bytes : LZ_PREPARE_MAX_LAYER_BYTES,
         .st = opts && opts->stats ? opts->stats : &local,

@@ -69,6 +69,8 @@
  */
 #pragma once
 
+#include "idmap.h"
+
 #include "util.h"
 
 /* Progress report. `phase` is a short human string ("prepare", "import",
@@ -101,6 +103,12 @@ struct lz_layer_opts {
     uint64_t progress_total;
     uint64_t max_bytes;        /* 0: LZ_PREPARE_MAX_LAYER_BYTES */
     struct lz_prepare_stats *stats; /* accumulated into when non-NULL */
+    /* When root prepares for its own Domains, which map sandbox IDs 1..N to
+     * its subordinate range (idmap.h), image owner u >= 1 is stored as host
+     * ID start + u - 1 so that it is u again inside (apt's _apt, daemons'
+     * users); owners beyond the range are left to root. NULL: owners are
+     * stored as they are (root) or not at all (anyone else). */
+    const struct lz_idmap_ranges *shift;
 };
 
 /* Applies one layer read from layer_fd (read to EOF, not closed) onto the
