@@ -6,7 +6,8 @@
 #  3. ASan+UBSan build, unit tests                     build-asan/
 #  4. libFuzzer targets (clang), a short run each      build-fuzz/
 #  5. the protocol model (Promela) checked with spin   tests/model/check.sh
-#  6. integration tests with the real runsc, as the unprivileged test user
+#  6. router end-to-end, network tests and root's own Domains (as root)
+#  7. integration tests with the real runsc, as the unprivileged test user
 #
 # Options: --quick (skip sanitizer and fuzz stages), --fuzz-seconds N
 # (default 20), LAZARET_TEST_ARGS="..." extra pytest arguments.
