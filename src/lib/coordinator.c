@@ -13,6 +13,7 @@
 #include "paths.h"
 #include "procenv.h"
 #include "proto.h"
+#include "rschan.h"
 #include "spawn.h"
 #include "supervisor.h"
 
@@ -36,7 +37,6 @@
 #include <time.h>
 
 #define MAX_SESSIONS 64
-#define RS_START_TIMEOUT_MS 60000
 #define FLOCK_TIMEOUT_S 60
 #define RELEASE_GRACE_MS 2000
 #define DRAIN_TIMEOUT_MS 5000
@@ -184,17 +184,18 @@ static int record_proc(struct hc *h, enum lz_role role, const char *slot, const 
     return 0;
 }
 
-/* "stage <slot> <pid>": the Supervisor holds that child (lazaret-router,
- * a writable volume's router "vol<i>", or runsc) at its barrier. Its identity is read through our own pidfd for
- * the PID (the child is the Supervisor's and cannot be reaped before it is
- * released, so the PID names exactly it) and recorded staged; then the
- * Supervisor is told to release it. */
-static int stage_rs_child(struct hc *h, const char *arg, struct lz_error *err) {
-    char slot[16];
-    int pid = 0, n = 0;
-    if (sscanf(arg, "%15s %d%n", slot, &pid, &n) != 2 || arg[n] != '\0' || pid <= 0 ||
+/* STAGE (pid, slot): the Supervisor holds that child (lazaret-router, a
+ * writable volume's router "vol<i>", or runsc) at its barrier. Its
+ * identity is read through our own pidfd for the PID (the child is the
+ * Supervisor's and cannot be reaped before it is released, so the PID
+ * names exactly it) and recorded staged; then the Supervisor is told to
+ * release it (STAGED). */
+static int stage_rs_child(struct hc *h, const struct lz_rsmsg *m, struct lz_error *err) {
+    const char *slot = m->str;
+    if (m->u[0] == 0 || m->u[0] > INT32_MAX ||
         (strcmp(slot, "router") && strcmp(slot, "runsc") && vol_slot(h, slot) < 0))
         return lz_error_set(err, -EPROTO, "unexpected message from the Runtime Supervisor");
+    pid_t pid = (pid_t)m->u[0];
     /* Volume routers are routers too: recovery stops them with the rest. */
     enum lz_role role = strcmp(slot, "runsc") ? LZ_ROLE_GIT_ROUTING : LZ_ROLE_SANDBOX;
     struct lz_child c = { .pid = pid, .pidfd = (int)syscall(SYS_pidfd_open, pid, 0), .barrier_fd = -EBADF,
@@ -210,9 +211,7 @@ static int stage_rs_child(struct hc *h, const char *arg, struct lz_error *err) {
     if (r < 0)
         return r;
     lz_crash_point(role == LZ_ROLE_GIT_ROUTING ? "router-staged" : "runsc-staged");
-    char reply[32];
-    snprintf(reply, sizeof reply, "staged %s", slot);
-    (void)send(h->rs_ctl, reply, strlen(reply), MSG_NOSIGNAL);
+    (void)lz_rschan_send(h->rs_ctl, LZ_RS_STAGED, NULL, slot);
     return 0;
 }
 
@@ -232,30 +231,10 @@ static int commit_rs_children(struct hc *h, struct lz_error *err) {
     return r;
 }
 
-/* Next message from the Supervisor, at most timeout_ms. Returns its length,
- * 0 when the Supervisor is gone, -ETIMEDOUT. */
-static ssize_t rs_recv(struct hc *h, int timeout_ms, char *b, size_t len) {
-    long deadline = lz_now_ms() + timeout_ms;
-    for (;;) {
-        if (h->rs_ctl < 0)
-            return 0;
-        long left = deadline - lz_now_ms();
-        if (left <= 0)
-            return -ETIMEDOUT;
-        struct pollfd p = { .fd = h->rs_ctl, .events = POLLIN };
-        int pr = poll(&p, 1, (int)left);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0)
-            continue;
-        ssize_t n = recv(h->rs_ctl, b, len - 1, MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-            continue;
-        if (n <= 0)
-            return 0;
-        b[n] = '\0';
-        return n;
-    }
+/* Next message from the Supervisor, at most timeout_ms: 1, 0 when the
+ * Supervisor is gone, -ETIMEDOUT, -EBADMSG (lz_rschan_recv). */
+static int rs_recv(struct hc *h, int timeout_ms, struct lz_rsmsg *m) {
+    return h->rs_ctl < 0 ? 0 : lz_rschan_recv(h->rs_ctl, timeout_ms, m);
 }
 
 static void ready_reply(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -677,16 +656,17 @@ static int start_generation(struct hc *h, struct lz_error *err) {
         if ((r = record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_INTENT, h->a->artifact_id, NULL, NULL, err)) < 0)
             return r;
         lz_crash_point("anchor-intent");
-        (void)send(h->rs_ctl, "anchor", 6, MSG_NOSIGNAL);
-        char b[4200];
-        ssize_t n = rs_recv(h, 30000, b, sizeof b);
-        if (n <= 0)
+        (void)lz_rschan_send(h->rs_ctl, LZ_RS_ANCHOR, NULL, NULL);
+        struct lz_rsmsg m;
+        int n = rs_recv(h, LZ_RS_T_ANCHORED_MS, &m);
+        if (n == 0 || n == -ETIMEDOUT)
             return lz_error_set(err, -EIO, "the Runtime Supervisor did not mount the State Anchor");
-        if (!strncmp(b, "fail ", 5))
-            return lz_error_set(err, -EIO, "cannot mount the State Anchor: %s", b + 5);
-        if (strncmp(b, "anchored ", 9))
-            return lz_error_set(err, -EPROTO, "unexpected message from the Runtime Supervisor: %.64s", b);
-        snprintf(h->anchor_ident, sizeof h->anchor_ident, "%s", b + 9);
+        if (n == 1 && m.kind == LZ_RS_FAIL)
+            return lz_error_set(err, -EIO, "cannot mount the State Anchor: %s", m.str);
+        if (n < 0 || m.kind != LZ_RS_ANCHORED)
+            return lz_error_set(err, -EPROTO, "unexpected message from the Runtime Supervisor: %s",
+                                n < 0 ? "malformed" : lz_rschan_kind_name(m.kind));
+        snprintf(h->anchor_ident, sizeof h->anchor_ident, "%s", m.str);
         lz_crash_point("anchor-mounted");
         if ((r = record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_PREPARED, NULL, h->anchor_ident, NULL, err)) < 0)
             return r;
@@ -716,29 +696,31 @@ static int start_generation(struct hc *h, struct lz_error *err) {
 
     if ((r = write_bundle(h, err)) < 0)
         return r;
-    (void)send(h->rs_ctl, "net", 3, MSG_NOSIGNAL);
+    (void)lz_rschan_send(h->rs_ctl, LZ_RS_NET, NULL, NULL);
 
-    /* Wait for "ready" or "fail". */
-    long deadline = lz_now_ms() + RS_START_TIMEOUT_MS + 5000;
+    /* Wait for READY or FAIL. */
+    long deadline = lz_now_ms() + LZ_RS_T_READY_MS;
     for (;;) {
         long left = deadline - lz_now_ms();
-        char b[2048];
-        ssize_t n = rs_recv(h, left > 0 ? (int)left : 0, b, sizeof b);
+        struct lz_rsmsg m;
+        int n = rs_recv(h, left > 0 ? (int)left : 0, &m);
         if (n == -ETIMEDOUT)
             return lz_error_set(err, -ETIMEDOUT, "the Runtime Supervisor did not report readiness");
+        if (n == -EBADMSG)
+            return lz_error_set(err, -EPROTO, "malformed message from the Runtime Supervisor");
         if (n <= 0)
             return lz_error_set(err, -EPIPE, "the Runtime Supervisor died during start (see %s/coordinator.log)",
                                 c->domain_dir);
-        if (!strncmp(b, "stage ", 6)) {
-            if ((r = stage_rs_child(h, b + 6, err)) < 0)
+        if (m.kind == LZ_RS_STAGE) {
+            if ((r = stage_rs_child(h, &m, err)) < 0)
                 return r;
             continue;
         }
-        if (!strncmp(b, "ready", 5)) {
-            unsigned long netns_ino = 0;
-            sscanf(b, "ready %lu", &netns_ino);
-            readiness_fingerprint(h, netns_ino);
-            logmsg("sandbox ready: %s", b);
+        if (m.kind == LZ_RS_READY) {
+            readiness_fingerprint(h, m.u[0]);
+            char line[512];
+            lz_rschan_format(&m, line, sizeof line);
+            logmsg("sandbox ready: %s", line);
             char rhex[65], ev[256];
             lz_hex(h->readiness, 32, rhex);
             snprintf(ev, sizeof ev, "readiness=%s policy=%s", rhex, pdigest);
@@ -757,30 +739,37 @@ static int start_generation(struct hc *h, struct lz_error *err) {
             model_action("StartSandbox", "d=%.12s", c->domain_id_hex);
             return 0;
         }
-        if (!strncmp(b, "fail ", 5))
-            return lz_error_set(err, -EIO, "the sandbox could not start: %s", b + 5);
+        if (m.kind == LZ_RS_FAIL)
+            return lz_error_set(err, -EIO, "the sandbox could not start: %s", m.str);
     }
 }
 
-/* Waits (bounded) for the Supervisor to report `what` ("exited",
- * "unmounted"); true when it did. Other reports are logged. */
-static bool rs_await(struct hc *h, const char *what, int timeout_ms, char *b, size_t len) {
+/* Waits (bounded) for the Supervisor to report `what` (EXITED,
+ * UNMOUNTED); true when it did. Other reports are logged. */
+static bool rs_await(struct hc *h, enum lz_rs_kind what, int timeout_ms) {
     long deadline = lz_now_ms() + timeout_ms;
     for (;;) {
         long left = deadline - lz_now_ms();
-        ssize_t n = rs_recv(h, left > 0 ? (int)left : 0, b, len);
+        struct lz_rsmsg m;
+        int n = rs_recv(h, left > 0 ? (int)left : 0, &m);
+        if (n == -EBADMSG) {
+            logmsg("Supervisor: malformed message");
+            continue;
+        }
         if (n <= 0) {
             if (n == 0)
                 lz_closep(&h->rs_ctl);
             return false;
         }
-        if (!strncmp(b, what, strlen(what)))
+        if (m.kind == what)
             return true;
-        if (!strncmp(b, "unmount-failed ", 15)) {
-            logmsg("the Supervisor could not unmount the State Anchor: %s", b + 15);
+        if (m.kind == LZ_RS_UNMOUNT_FAILED) {
+            logmsg("the Supervisor could not unmount the State Anchor: %s", m.str);
             return false;
         }
-        logmsg("Supervisor: %s", b);
+        char line[512];
+        lz_rschan_format(&m, line, sizeof line);
+        logmsg("Supervisor: %s", line);
     }
 }
 
@@ -794,7 +783,6 @@ static void stop_generation(struct hc *h) {
     struct lz_error err = { 0 };
     bool rec = h->st && h->gen > 0;
     bool proven = true;
-    char b[512];
     if (rec)
         lz_store_gen_set_state(h->st, h->gen, "stopping", NULL);
     model_action("BeginTeardown", "d=%.12s", h->cfg->domain_id_hex);
@@ -807,9 +795,8 @@ static void stop_generation(struct hc *h) {
     if (h->rs.pidfd >= 0) {
         if (rec)
             record(h, LZ_ROLE_SANDBOX, LZ_P_RELEASE_INTENT, NULL, NULL, NULL, &err);
-        (void)send(h->rs_ctl, "stop", 4, MSG_NOSIGNAL);
-        /* The supervisor gives runsc 5 s + kill + delete (10 s). */
-        if (!h->rs_exited_msg && h->rs_ctl >= 0 && !rs_await(h, "exited", 30000, b, sizeof b))
+        (void)lz_rschan_send(h->rs_ctl, LZ_RS_STOP, NULL, NULL);
+        if (!h->rs_exited_msg && h->rs_ctl >= 0 && !rs_await(h, LZ_RS_EXITED, lz_rs_stop_bound_ms(h->n_vol)))
             logmsg("the Supervisor did not report the sandbox stopped");
         model_action("StopSandbox", "d=%.12s", h->cfg->domain_id_hex);
     }
@@ -827,8 +814,8 @@ static void stop_generation(struct hc *h) {
     if (h->anchor_ident[0] && rec) {
         record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_RELEASE_INTENT, NULL, NULL, NULL, &err);
         lz_crash_point("anchor-release-intent");
-        (void)send(h->rs_ctl, "unmount", 7, MSG_NOSIGNAL);
-        if (h->rs_ctl < 0 || !rs_await(h, "unmounted", 30000, b, sizeof b)) {
+        (void)lz_rschan_send(h->rs_ctl, LZ_RS_UNMOUNT, NULL, NULL);
+        if (h->rs_ctl < 0 || !rs_await(h, LZ_RS_UNMOUNTED, LZ_RS_T_UNMOUNTED_MS)) {
             logmsg("the State Anchor unmount was not confirmed by the Supervisor");
             proven = false;
         }
@@ -836,7 +823,7 @@ static void stop_generation(struct hc *h) {
     }
     if (h->rs.pidfd >= 0) {
         int st;
-        if (lz_child_wait(&h->rs, 30000, &st) == -ETIMEDOUT) {
+        if (lz_child_wait(&h->rs, LZ_RS_T_EXIT_MS, &st) == -ETIMEDOUT) {
             logmsg("Runtime Supervisor did not stop in time; killing it");
             lz_child_signal(&h->rs, SIGKILL);
             lz_child_wait(&h->rs, -1, &st);
@@ -1766,14 +1753,15 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
         if (p[0].revents & POLLIN && !h.stopping)
             accept_clients(&h);
         if (p[1].revents) {
-            char b[256];
-            ssize_t n = recv(h.rs_ctl, b, sizeof b - 1, MSG_DONTWAIT);
-            if (n <= 0 || !strncmp(b, "exited", 6)) {
+            struct lz_rsmsg m;
+            int n = lz_rschan_recv(h.rs_ctl, 0, &m);
+            if (n == 0 || (n == 1 && m.kind == LZ_RS_EXITED)) {
+                char line[128] = "supervisor gone";
                 if (n > 0) {
-                    b[n] = '\0';
+                    lz_rschan_format(&m, line, sizeof line);
                     h.rs_exited_msg = true;
                 }
-                logmsg("the sandbox ended (%s); closing all sessions", n > 0 ? b : "supervisor gone");
+                logmsg("the sandbox ended (%s); closing all sessions", line);
                 if (!h.stopping)
                     model_action("FailDomain", "d=%.12s", h.cfg->domain_id_hex);
                 h.stopping = true;

@@ -5,6 +5,7 @@
 #include "netpolicy.h"
 #include "netfollow.h"
 #include "procenv.h"
+#include "rschan.h"
 #include "spawn.h"
 
 #include <linux/capability.h>
@@ -45,18 +46,12 @@ int lz_find_runsc(char **ret, struct lz_error *err) {
                         "(scripts/setup.sh does this)");
 }
 
-static void ctl_send(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ctl_send(int fd, const char *fmt, ...) {
-    char buf[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n >= sizeof buf)
-        n = sizeof buf - 1;
-    (void)!send(fd, buf, (size_t)n, MSG_NOSIGNAL);
+/* A report to the coordinator (rschan.h). Fire and forget: a coordinator
+ * that is gone is noticed at the next receive (end of file). */
+#define ctl_fail(fd, ...) ((void)lz_rschan_sendf((fd), LZ_RS_FAIL, __VA_ARGS__))
+static void ctl_exited(int fd, int status, const char *reason) {
+    uint64_t u = (uint64_t)(unsigned)status;
+    (void)lz_rschan_send(fd, LZ_RS_EXITED, &u, reason);
 }
 
 static int loopback_up(void) {
@@ -195,13 +190,13 @@ static void stop_sandbox(const struct lz_supervisor_args *a, struct lz_child *ru
      * the sandbox stops and runsc cleans up after itself. */
     if (runsc->pidfd >= 0) {
         lz_child_signal(runsc, SIGTERM);
-        if (rs_wait(runsc, 5000, &st) == -ETIMEDOUT) {
+        if (rs_wait(runsc, LZ_RS_T_RUNSC_TERM_MS, &st) == -ETIMEDOUT) {
             static const char *const kill_all[] = { "kill", "--all", NULL, "KILL", NULL };
             const char *k[5];
             memcpy(k, kill_all, sizeof k);
             k[2] = a->container_id;
-            run_runsc_cmd(a, k, 5000);
-            if (rs_wait(runsc, 3000, &st) == -ETIMEDOUT) {
+            run_runsc_cmd(a, k, LZ_RS_T_RUNSC_KILL_MS);
+            if (rs_wait(runsc, LZ_RS_T_RUNSC_KILLED_MS, &st) == -ETIMEDOUT) {
                 lz_child_signal(runsc, SIGKILL);
                 rs_wait(runsc, -1, &st);
             }
@@ -209,36 +204,34 @@ static void stop_sandbox(const struct lz_supervisor_args *a, struct lz_child *ru
         lz_child_close(runsc);
     }
     const char *del[] = { "delete", "--force", a->container_id, NULL };
-    run_runsc_cmd(a, del, 10000);
+    run_runsc_cmd(a, del, LZ_RS_T_RUNSC_DELETE_MS);
     reap_orphans_except(NULL);
 }
 
-/* Starts lazaret-router on the workspace and waits until it has mounted. */
-/* Waits (bounded) for one command from the coordinator. 0 when it came,
- * -EPIPE when the coordinator went away, -ETIMEDOUT, -EPROTO for another
- * command (its text in got). */
-static int wait_command(int ctl, const char *want, int timeout_ms, char *got, size_t gotlen) {
+/* Waits (bounded) for one command from the coordinator: `want` (with the
+ * string `arg` when not NULL). 0 when it came, -EPIPE when the coordinator
+ * went away, -ETIMEDOUT, -EPROTO for another or a malformed command (*got
+ * holds it; kind 0 when malformed). STOP while waiting for UNMOUNT is
+ * skipped: the sandbox is already stopped. */
+static int wait_command(int ctl, enum lz_rs_kind want, const char *arg, int timeout_ms, struct lz_rsmsg *got) {
     long deadline = lz_now_ms() + timeout_ms;
     for (;;) {
         long left = deadline - lz_now_ms();
         if (left <= 0)
             return -ETIMEDOUT;
-        struct pollfd p = { .fd = ctl, .events = POLLIN };
-        int pr = poll(&p, 1, (int)left);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0)
-            continue;
-        ssize_t n = recv(ctl, got, gotlen - 1, MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-            continue;
-        if (n <= 0)
+        int r = lz_rschan_recv(ctl, (int)left, got);
+        if (r == -ETIMEDOUT)
+            return r;
+        if (r == 0)
             return -EPIPE;
-        got[n] = '\0';
-        if (!strcmp(got, want))
+        if (r < 0) {
+            got->kind = 0;
+            return -EPROTO;
+        }
+        if (got->kind == want && (!arg || !strcmp(got->str, arg)))
             return 0;
-        if (strcmp(want, "unmount") == 0 && !strcmp(got, "stop"))
-            continue; /* already stopped */
+        if (want == LZ_RS_UNMOUNT && got->kind == LZ_RS_STOP)
+            continue;
         return -EPROTO;
     }
 }
@@ -248,11 +241,11 @@ static int wait_command(int ctl, const char *want, int timeout_ms, char *got, si
  * ownership (it opens its own pidfd for the PID: the child cannot be reaped,
  * so the PID names it); only the coordinator's "staged" releases it. */
 static int stage_child(int ctl, const char *slot, struct lz_child *c, char *msg, size_t msglen) {
-    ctl_send(ctl, "stage %s %d", slot, (int)c->pid);
-    char want[64], got[128];
-    snprintf(want, sizeof want, "staged %s", slot);
-    int w = wait_command(ctl, want, 10000, got, sizeof got);
-    if (w == -EPROTO && !strcmp(got, "stop")) {
+    uint64_t pid = (uint64_t)c->pid;
+    (void)lz_rschan_send(ctl, LZ_RS_STAGE, &pid, slot);
+    struct lz_rsmsg got;
+    int w = wait_command(ctl, LZ_RS_STAGED, slot, LZ_RS_T_STAGE_MS, &got);
+    if (w == -EPROTO && got.kind == LZ_RS_STOP) {
         snprintf(msg, msglen, "stopped while starting the %s", slot);
         return -ECANCELED;
     }
@@ -317,7 +310,7 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
     char b[16] = "";
     struct pollfd p = { .fd = rp[0], .events = POLLIN };
     ssize_t got = -1;
-    if (poll(&p, 1, 15000) > 0)
+    if (poll(&p, 1, LZ_RS_T_ROUTER_READY_MS) > 0)
         got = read(rp[0], b, sizeof b - 1);
     close(rp[0]);
     if (got >= 5 && !strncmp(b, "ready", 5))
@@ -335,7 +328,7 @@ static void stop_one_router(struct lz_child *router, const char *view) {
         return;
     int st;
     lz_child_signal(router, SIGTERM);
-    if (rs_wait(router, 5000, &st) == -ETIMEDOUT) {
+    if (rs_wait(router, LZ_RS_T_ROUTER_STOP_MS, &st) == -ETIMEDOUT) {
         lz_child_signal(router, SIGKILL);
         rs_wait(router, -1, &st);
     }
@@ -388,14 +381,13 @@ static void follow_log(const char *line) {
  * /32 denies. */
 static int setup_network(const struct lz_supervisor_args *a, char *msg, size_t msglen, char *observed,
                          size_t obslen, struct lz_netfollow **ret_follow) {
-    struct pollfd p = { .fd = a->ctl_fd, .events = POLLIN };
-    char b[64];
-    if (poll(&p, 1, 30000) <= 0) {
+    struct lz_rsmsg got;
+    int w = wait_command(a->ctl_fd, LZ_RS_NET, NULL, LZ_RS_T_NET_CMD_MS, &got);
+    if (w == -ETIMEDOUT) {
         snprintf(msg, msglen, "the connectivity helper was not attached in time");
         return -ETIMEDOUT;
     }
-    ssize_t n = recv(a->ctl_fd, b, sizeof b - 1, 0);
-    if (n != 3 || memcmp(b, "net", 3)) {
+    if (w < 0) {
         snprintf(msg, msglen, "the coordinator went away during network setup");
         return -EPIPE;
     }
@@ -472,22 +464,22 @@ static int run_sandbox(const struct lz_supervisor_args *a);
 int lz_supervisor_main(const struct lz_supervisor_args *a) {
     int ctl = a->ctl_fd;
     if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
-        ctl_send(ctl, "fail cannot become a child subreaper: %s", strerror(errno));
+        ctl_fail(ctl, "cannot become a child subreaper: %s", strerror(errno));
         return 1;
     }
     /* Nothing we mount may propagate back to the host. */
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-        ctl_send(ctl, "fail cannot make mounts private: %s", strerror(errno));
+        ctl_fail(ctl, "cannot make mounts private: %s", strerror(errno));
         return 1;
     }
     if (a->n_persist == 0)
         return run_sandbox(a);
 
     /* The State Anchor, after the coordinator committed its intent. */
-    char got[256];
-    int r = wait_command(ctl, "anchor", 30000, got, sizeof got);
+    struct lz_rsmsg got;
+    int r = wait_command(ctl, LZ_RS_ANCHOR, NULL, LZ_RS_T_ANCHOR_CMD_MS, &got);
     if (r < 0) {
-        ctl_send(ctl, "fail the coordinator did not ask for the State Anchor");
+        ctl_fail(ctl, "the coordinator did not ask for the State Anchor");
         return 1;
     }
     struct lz_anchor_dir *ad = NULL;
@@ -495,26 +487,27 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
     char ident[4096];
     struct lz_error err = { 0 };
     if ((r = lz_anchor_mount(a->rootfs, a->anchor_root, ad, a->n_persist, ident, sizeof ident, &err)) < 0) {
-        ctl_send(ctl, "fail %s", err.msg);
+        ctl_fail(ctl, "%s", err.msg);
         lz_anchor_layout_free(ad, a->n_persist);
         return 1;
     }
-    ctl_send(ctl, "anchored %s", ident);
+    (void)lz_rschan_send(ctl, LZ_RS_ANCHORED, NULL, ident);
     lz_crash_point("rs-anchored");
     int code = run_sandbox(a);
     if (code != 0)
-        ctl_send(ctl, "exited %d", code); /* after a "fail": nothing runs any more */
+        ctl_exited(ctl, code, NULL); /* after a FAIL: nothing runs any more */
     /* The sandbox is gone. Unmount when the coordinator says so (it records
      * the release intent first), or at once when it is gone (lease loss). */
     lz_crash_point("rs-sandbox-stopped");
-    r = wait_command(ctl, "unmount", 30000, got, sizeof got);
+    r = wait_command(ctl, LZ_RS_UNMOUNT, NULL, LZ_RS_T_UNMOUNT_CMD_MS, &got);
     if (r == -EPROTO)
-        fprintf(stderr, "rs[%d]: unexpected command \"%s\"; unmounting the State Anchor\n", (int)getpid(), got);
+        fprintf(stderr, "rs[%d]: unexpected command \"%s\"; unmounting the State Anchor\n", (int)getpid(),
+                lz_rschan_kind_name(got.kind));
     if ((r = lz_anchor_unmount(ad, a->n_persist, ident, &err)) < 0) {
-        ctl_send(ctl, "unmount-failed %s", err.msg);
+        (void)lz_rschan_send(ctl, LZ_RS_UNMOUNT_FAILED, NULL, err.msg);
         code = 1;
     } else {
-        ctl_send(ctl, "unmounted");
+        (void)lz_rschan_send(ctl, LZ_RS_UNMOUNTED, NULL, NULL);
     }
     lz_anchor_layout_free(ad, a->n_persist);
     return code;
@@ -526,14 +519,14 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
     owned[1] = &router;
     int r = loopback_up();
     if (r < 0) {
-        ctl_send(ctl, "fail cannot bring up loopback: %s", strerror(-r));
+        ctl_fail(ctl, "cannot bring up loopback: %s", strerror(-r));
         return 1;
     }
 
     static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD, 0 };
     _cleanup_close_ int sfd = lz_signalfd_block(sigs);
     if (sfd < 0) {
-        ctl_send(ctl, "fail signalfd: %s", strerror(-sfd));
+        ctl_fail(ctl, "signalfd: %s", strerror(-sfd));
         return 1;
     }
 
@@ -542,19 +535,19 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
     long t_net = lz_now_ms();
     struct lz_netfollow *follow = NULL;
     if ((r = setup_network(a, msg, sizeof msg, observed, sizeof observed, &follow)) < 0) {
-        ctl_send(ctl, "fail %s", msg);
+        ctl_fail(ctl, "%s", msg);
         return 1;
     }
     fprintf(stderr, "rs[%d]: network policy installed, read back and probed in %ld ms (%s)\n", (int)getpid(),
             lz_now_ms() - t_net, observed);
     if ((r = start_routers(a, &router, msg, sizeof msg)) < 0) {
-        ctl_send(ctl, "fail %s", msg);
+        ctl_fail(ctl, "%s", msg);
         return 1;
     }
 
     int outp[2], errp[2];
     if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
-        ctl_send(ctl, "fail pipe: %s", strerror(errno));
+        ctl_fail(ctl, "pipe: %s", strerror(errno));
         return 1;
     }
     _cleanup_free_ char *overlay = lz_xasprintf("--overlay2=root:dir=%s", a->overlay_dir);
@@ -573,7 +566,7 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
     close(outp[1]);
     close(errp[1]);
     if (r < 0) {
-        ctl_send(ctl, "fail cannot start runsc: %s", strerror(-r));
+        ctl_fail(ctl, "cannot start runsc: %s", strerror(-r));
         stop_router(a, &router);
         return 1;
     }
@@ -581,7 +574,7 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
         int st;
         lz_child_signal(&runsc, SIGKILL);
         lz_child_wait(&runsc, -1, &st);
-        ctl_send(ctl, "fail %s", msg);
+        ctl_fail(ctl, "%s", msg);
         stop_router(a, &router);
         return 1;
     }
@@ -610,7 +603,7 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
         if (!ready) {
             long left = deadline - lz_now_ms();
             if (left <= 0) {
-                ctl_send(ctl, "fail the sandbox did not start within %d s (runsc: %s)",
+                ctl_fail(ctl, "the sandbox did not start within %d s (runsc: %s)",
                          a->start_timeout_ms / 1000, tail_last_line(&t));
                 stop_sandbox(a, &runsc);
             stop_router(a, &router);
@@ -641,8 +634,8 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
                 linebuf[linelen] = '\0';
                 if (strstr(linebuf, READY_LINE)) {
                     ready = true;
-                    ctl_send(ctl, "ready %lu %lu %lu %s", ns_ino("net"), ns_ino("user"), ns_ino("mnt"),
-                             observed);
+                    uint64_t ino[3] = { ns_ino("net"), ns_ino("user"), ns_ino("mnt") };
+                    (void)lz_rschan_send(ctl, LZ_RS_READY, ino, observed);
                 }
             } else if (n == 0) {
                 close(outp[0]);
@@ -662,15 +655,10 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
             }
         }
         if (p[0].revents) {
-            char b[256];
-            ssize_t n = recv(ctl, b, sizeof b - 1, MSG_DONTWAIT);
-            if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR)))
-                stopping = true; /* coordinator gone */
-            else if (n > 0) {
-                b[n] = '\0';
-                if (!strcmp(b, "stop"))
-                    stopping = true;
-            }
+            struct lz_rsmsg m;
+            int n = lz_rschan_recv(ctl, 0, &m);
+            if (n == 0 || (n == 1 && m.kind == LZ_RS_STOP))
+                stopping = true; /* STOP, or the coordinator is gone */
         }
         /* A volume router gone is a volume the sandbox cannot use safely. */
         bool vol_gone = false;
@@ -691,7 +679,10 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
                         (int)getpid(), st);
                 stop_sandbox(a, &runsc);
                 stop_router(a, &router);
-                ctl_send(ctl, ready ? "exited router" : "fail the workspace view (lazaret-router) exited");
+                if (ready)
+                    ctl_exited(ctl, 0, "router");
+                else
+                    ctl_fail(ctl, "the workspace view (lazaret-router) exited");
                 exit_code = 1;
                 break;
             }
@@ -704,9 +695,9 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
                 stop_sandbox(a, &runsc);
                 stop_router(a, &router);
                 if (ready)
-                    ctl_send(ctl, "exited address-follow");
+                    ctl_exited(ctl, 0, "address-follow");
                 else
-                    ctl_send(ctl, "fail %s", ferr.msg);
+                    ctl_fail(ctl, "%s", ferr.msg);
                 exit_code = 1;
                 break;
             }
@@ -714,17 +705,17 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
         if (stopping) {
             stop_sandbox(a, &runsc);
             stop_router(a, &router);
-            ctl_send(ctl, "exited 0");
+            ctl_exited(ctl, 0, NULL);
             break;
         }
         if (p[1].revents & POLLIN) {
             int st = 0;
             if (lz_child_try_reap(&runsc, &st) == 1) {
                 if (!ready)
-                    ctl_send(ctl, "fail runsc exited with status %d before the sandbox was ready: %s", st,
+                    ctl_fail(ctl, "runsc exited with status %d before the sandbox was ready: %s", st,
                              tail_last_line(&t));
                 else
-                    ctl_send(ctl, "exited %d", st);
+                    ctl_exited(ctl, st, NULL);
                 stop_sandbox(a, &runsc);
             stop_router(a, &router);
                 exit_code = ready ? 0 : 1;
