@@ -185,28 +185,67 @@ static void zeroing_free(void *p) {
     free(p);
 }
 
-int lz_coordinator_main(const struct lz_coordinator_args *a) {
-    struct lz_error err = { 0 };
-    struct hc h = { .a = a, .rs = LZ_CHILD_NULL, .slirp = LZ_CHILD_NULL, .rs_ctl = -EBADF, .listen_fd = -EBADF,
-                    .sfd = -EBADF, .boot = { .addr_fd = -EBADF, .policy_fd = -EBADF } };
-    int ready_fd = a->ready_fd;
+/* What a coordinator holds, released on every exit path (the generation
+ * itself is released before, by hc_stop_generation). */
+static void hc_done(struct hc *h) {
+    lz_closep(&h->listen_fd);
+    lz_closep(&h->boot.addr_fd);
+    lz_closep(&h->boot.policy_fd);
+    lz_store_close(h->st);
+    free(h->rootfs);
+    free(h->anchor_root);
+    free(h->anchor_target);
+    free(h->rt);
+    free(h->gen_dir);
+    free(h->state_dir);
+    free(h->bundle_dir);
+    free(h->overlay_dir);
+    free(h->view);
+    for (size_t i = 0; i < h->n_vol; i++)
+        free(h->vol_view[i]);
+    free(h->router);
+    free(h->sock_path);
+    free(h->runsc);
+    free(h->shell);
+    lz_closep(&h->sfd);
+    lz_gitscan_clear(&h->git);
+    lz_config_free(h->cfg);
+    lz_closep(&h->lock_fd); /* last: the next generation may start */
+}
+
+/* The Domain Store: identity checked (SR-11), interrupted generations
+ * recovered, then this generation recorded. */
+static int open_store(struct hc *h, struct lz_error *err) {
+    struct lz_store_identity sid = { .domain_id = h->cfg->domain_id_hex, .profile = h->cfg->profile.name,
+                                     .workspace = h->cfg->workspace };
+    struct lz_procid self_id;
     int r;
-    if (sodium_init() < 0) {
-        ready_reply(ready_fd, "error libsodium failed to initialise");
-        return 1;
-    }
+    if ((r = lz_store_open(h->cfg->domain_dir, &sid, true, &h->st, err)) < 0 ||
+        (r = lz_domain_recover(h->st, h->cfg->data_root, h->cfg->domain_id_hex, recovery_log, NULL, err)) < 0)
+        return r;
+    if ((r = lz_procid_self(&self_id)) < 0)
+        return lz_error_errno(err, r, "cannot read this coordinator's identity");
+    return lz_store_gen_begin(h->st, h->cfg->fingerprint_hex, &self_id, &h->gen, err);
+}
+
+/* Everything up to the published Domain: configuration, the Domain lock,
+ * the Domain Store (recovery, this generation), the acquisition. On
+ * failure err says why, and what was acquired is released. */
+static int coordinator_start(struct hc *h, struct lz_error *err) {
+    const struct lz_coordinator_args *a = h->a;
+    int r;
+    if (sodium_init() < 0)
+        return lz_error_set(err, -EIO, "libsodium failed to initialise");
     /* The referenced host variables, from the client's hand-over: we run
      * with a minimal environment (procenv.h). The memfd is closed before
      * anything is started, and the copy is zeroed once the configuration
      * holds the values. */
     struct lz_envpass *envpass = NULL;
     if (a->env_fd >= 0) {
-        r = lz_envpass_read(a->env_fd, &envpass, &err);
+        r = lz_envpass_read(a->env_fd, &envpass, err);
         close(a->env_fd);
-        if (r < 0) {
-            ready_reply(ready_fd, "error %s", err.msg);
-            return 1;
-        }
+        if (r < 0)
+            return r;
     }
     /* jansson's copies of the process spec (resolved values) are zeroed
      * when freed too. */
@@ -214,74 +253,57 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
     struct lz_config_opts co = { .config_path = a->config_path, .profile = a->profile,
                                  .workspace = a->workspace, .lookup_env = lz_envpass_get,
                                  .lookup_env_ud = envpass };
-    r = lz_config_load(&co, &h.cfg, &err);
+    r = lz_config_load(&co, &h->cfg, err);
     lz_envpass_free(envpass);
-    if (r < 0) {
-        ready_reply(ready_fd, "error %s", err.msg);
-        return 1;
-    }
-    if (strcmp(h.cfg->domain_id_hex, a->expect_domain) || strcmp(h.cfg->fingerprint_hex, a->expect_fingerprint)) {
-        ready_reply(ready_fd, "error the configuration changed while the Domain was starting; try again");
-        lz_config_free(h.cfg);
-        return 1;
-    }
-    hc_log("coordinator for Domain %s (profile %s, workspace %s)", h.cfg->domain_id_hex,
-           h.cfg->profile.name, h.cfg->workspace);
-    _cleanup_close_ int lockfd = take_domain_lock(h.cfg->domain_dir, &err);
-    if (lockfd < 0) {
-        ready_reply(ready_fd, "error %s", err.msg);
-        lz_config_free(h.cfg);
-        return 1;
-    }
-    if ((r = lz_runtime_dir(&h.rt, &err)) < 0) {
-        ready_reply(ready_fd, "error %s", err.msg);
-        lz_config_free(h.cfg);
-        return 1;
-    }
-    h.sock_path = lz_domain_socket_path(h.rt, h.cfg->domain_id_hex);
+    if (r < 0)
+        return r;
+    if (strcmp(h->cfg->domain_id_hex, a->expect_domain) || strcmp(h->cfg->fingerprint_hex, a->expect_fingerprint))
+        return lz_error_set(err, -ESTALE, "the configuration changed while the Domain was starting; try again");
+    hc_log("coordinator for Domain %s (profile %s, workspace %s)", h->cfg->domain_id_hex,
+           h->cfg->profile.name, h->cfg->workspace);
+    if ((h->lock_fd = take_domain_lock(h->cfg->domain_dir, err)) < 0)
+        return h->lock_fd;
+    if ((r = lz_runtime_dir(&h->rt, err)) < 0)
+        return r;
+    h->sock_path = lz_domain_socket_path(h->rt, h->cfg->domain_id_hex);
     /* Nobody can be connected to a socket whose coordinator we replaced. */
-    unlink(h.sock_path);
+    unlink(h->sock_path);
 
-    /* The Domain Store: identity checked (SR-11), interrupted generations
-     * recovered, then this generation recorded. */
-    if (strlen(a->artifact_id) != 64 || strspn(a->artifact_id, "0123456789abcdef") != 64) {
-        ready_reply(ready_fd, "error invalid prepared-artifact ID");
-        lz_config_free(h.cfg);
-        return 1;
+    if (strlen(a->artifact_id) != 64 || strspn(a->artifact_id, "0123456789abcdef") != 64)
+        return lz_error_set(err, -EINVAL, "invalid prepared-artifact ID");
+    h->rootfs = lz_xasprintf("%s/prepared/%s/rootfs", h->cfg->data_root, a->artifact_id);
+    if ((r = open_store(h, err)) < 0) {
+        hc_log("start refused: %s", err->msg);
+        return r;
     }
-    h.rootfs = lz_xasprintf("%s/prepared/%s/rootfs", h.cfg->data_root, a->artifact_id);
-    struct lz_store_identity sid = { .domain_id = h.cfg->domain_id_hex, .profile = h.cfg->profile.name,
-                                     .workspace = h.cfg->workspace };
-    struct lz_procid self_id;
     int64_t anchor_gen = 1;
     _cleanup_free_ char *ag = NULL;
-    if ((r = lz_store_open(h.cfg->domain_dir, &sid, true, &h.st, &err)) < 0 ||
-        (r = lz_domain_recover(h.st, h.cfg->data_root, h.cfg->domain_id_hex, recovery_log, NULL, &err)) < 0 ||
-        (r = lz_procid_self(&self_id)) < 0 ||
-        (r = lz_store_gen_begin(h.st, h.cfg->fingerprint_hex, &self_id, &h.gen, &err)) < 0) {
-        if (r < 0 && !err.msg[0])
-            lz_error_set(&err, r, "cannot read this coordinator's identity: %s", strerror(-r));
-        hc_log("start refused: %s", err.msg);
-        ready_reply(ready_fd, "error %s", err.msg);
-        lz_store_close(h.st);
-        lz_config_free(h.cfg);
-        return 1;
-    }
-    if (lz_store_meta_get(h.st, "anchor_gen", &ag, NULL) == 0)
+    if (lz_store_meta_get(h->st, "anchor_gen", &ag, NULL) == 0)
         anchor_gen = strtoll(ag, NULL, 10);
-    h.anchor_root = lz_xasprintf("%s/anchor-%lld", h.cfg->domain_dir, (long long)anchor_gen);
-    hc_log("generation %lld (State Anchor %s)", (long long)h.gen, h.anchor_root);
-    hc_model_action("StartNewDomain", "d=%.12s", h.cfg->domain_id_hex);
+    h->anchor_root = lz_xasprintf("%s/anchor-%lld", h->cfg->domain_dir, (long long)anchor_gen);
+    hc_log("generation %lld (State Anchor %s)", (long long)h->gen, h->anchor_root);
+    hc_model_action("StartNewDomain", "d=%.12s", h->cfg->domain_id_hex);
 
     static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE, 0 };
-    h.sfd = lz_signalfd_block(sigs);
+    h->sfd = lz_signalfd_block(sigs);
 
-    if ((r = hc_start_generation(&h, &err)) < 0) {
-        hc_log("start failed: %s", err.msg);
+    if ((r = hc_start_generation(h, err)) < 0) {
+        hc_log("start failed: %s", err->msg);
         /* The client hears of the failure once nothing of it is left. */
-        hc_stop_generation(&h);
+        hc_stop_generation(h);
+        return r;
+    }
+    return 0;
+}
+
+int lz_coordinator_main(const struct lz_coordinator_args *a) {
+    struct lz_error err = { 0 };
+    _cleanup_(hc_done) struct hc h = { .a = a, .rs = LZ_CHILD_NULL, .slirp = LZ_CHILD_NULL, .rs_ctl = -EBADF,
+                                       .listen_fd = -EBADF, .sfd = -EBADF, .lock_fd = -EBADF,
+                                       .boot = { .addr_fd = -EBADF, .policy_fd = -EBADF } };
+    _cleanup_close_ int ready_fd = a->ready_fd;
+    if (coordinator_start(&h, &err) < 0) {
         ready_reply(ready_fd, "error %s", err.msg);
-        lz_config_free(h.cfg);
         return 1;
     }
     ready_reply(ready_fd, "ok");
@@ -434,24 +456,5 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
             hc_session_free(&h, h.s[i]);
     hc_stop_generation(&h);
     hc_log("Domain stopped");
-    lz_store_close(h.st);
-    free(h.rootfs);
-    free(h.anchor_root);
-    free(h.anchor_target);
-    free(h.rt);
-    free(h.gen_dir);
-    free(h.state_dir);
-    free(h.bundle_dir);
-    free(h.overlay_dir);
-    free(h.view);
-    for (size_t i = 0; i < h.n_vol; i++)
-        free(h.vol_view[i]);
-    free(h.router);
-    free(h.sock_path);
-    free(h.runsc);
-    free(h.shell);
-    lz_closep(&h.sfd);
-    lz_gitscan_clear(&h.git);
-    lz_config_free(h.cfg);
     return 0;
 }

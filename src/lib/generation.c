@@ -173,10 +173,13 @@ static int start_slirp(struct hc *h, struct lz_error *err) {
         return lz_error_set(err, r, "cannot start slirp4netns: %s", strerror(-r));
     }
     /* Staged ownership before the helper may proceed. */
-    if ((r = record_proc(h, LZ_ROLE_HELPER, "slirp4netns", "staged", &h->slirp, err)) < 0 ||
-        (r = lz_child_release(&h->slirp)) < 0) {
+    if ((r = record_proc(h, LZ_ROLE_HELPER, "slirp4netns", "staged", &h->slirp, err)) < 0) {
         close(rp[0]);
-        return r < 0 && !err->msg[0] ? lz_error_set(err, r, "slirp4netns failed to start: %s", strerror(-r)) : r;
+        return r;
+    }
+    if ((r = lz_child_release(&h->slirp)) < 0) {
+        close(rp[0]);
+        return lz_error_errno(err, r, "slirp4netns failed to start");
     }
     char b[8] = "";
     struct pollfd p = { .fd = rp[0], .events = POLLIN };

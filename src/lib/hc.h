@@ -67,6 +67,7 @@ struct hc {
     uint8_t sidecar_id[16];
     uint8_t readiness[32];
     int listen_fd;
+    int lock_fd;                   /* the Domain flock, for the coordinator's life */
     int sfd;
     struct session *s[MAX_SESSIONS];
     int next_id;

@@ -231,15 +231,15 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
     } else {
         int p0[2], p1[2], p2[2];
         if (pipe2(p0, O_CLOEXEC) < 0)
-            return -errno;
+            return lz_error_errno(err, -errno, "cannot create the session's pipes");
         in_r = p0[0];
         s->in_w = p0[1];
         if (pipe2(p1, O_CLOEXEC) < 0)
-            return -errno;
+            return lz_error_errno(err, -errno, "cannot create the session's pipes");
         s->out_r = p1[0];
         out_w = p1[1];
         if (pipe2(p2, O_CLOEXEC) < 0)
-            return -errno;
+            return lz_error_errno(err, -errno, "cannot create the session's pipes");
         s->err_r = p2[0];
         err_w = p2[1];
         fcntl(s->in_w, F_SETFL, O_NONBLOCK);
@@ -256,10 +256,13 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
         return lz_error_set(err, r, "cannot start the session: %s", strerror(-r));
     /* Staged ownership before the exec client may run; committed after. */
     struct lz_procid id;
-    if ((r = lz_procid_from_pidfd(s->exec.pidfd, s->exec.pid, &id)) < 0 ||
-        (r = lz_store_session_set(h->st, h->gen, s->id, "intent", s->tty, NULL, "staged", &id, err)) < 0) {
+    if ((r = lz_procid_from_pidfd(s->exec.pidfd, s->exec.pid, &id)) < 0) {
         lz_child_signal(&s->exec, SIGKILL);
-        return err->msg[0] ? r : lz_error_set(err, r, "cannot identify the session's exec client");
+        return lz_error_errno(err, r, "cannot identify the session's exec client");
+    }
+    if ((r = lz_store_session_set(h->st, h->gen, s->id, "intent", s->tty, NULL, "staged", &id, err)) < 0) {
+        lz_child_signal(&s->exec, SIGKILL);
+        return r;
     }
     lz_crash_point("session-staged");
     if ((r = lz_child_release(&s->exec)) < 0)

@@ -1,6 +1,7 @@
 /* supervisor.c — see supervisor.h. */
 #include "supervisor.h"
 #include "anchor.h"
+#include "child.h"
 #include "store.h" /* lz_crash_point */
 #include "netpolicy.h"
 #include "netfollow.h"
@@ -513,43 +514,73 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
     return code;
 }
 
+/* What run_sandbox started, stopped on every exit path (a cleanup
+ * attribute): the sandbox (runsc kill and delete, once runsc ran; a runsc
+ * still at its barrier is killed and reaped through its pidfd), then the
+ * routers and their views, then the address follower. A FAIL is sent at
+ * once (the starting client hears why without waiting for the stop); an
+ * EXITED only after the stop, since it says the sandbox is gone. */
+struct rs_run {
+    const struct lz_supervisor_args *a;
+    struct lz_child runsc, router;
+    bool runsc_ran;
+    struct lz_netfollow *follow;
+    int outp[2], errp[2];
+    bool exited;                 /* report EXITED (status, reason) after the stop */
+    int status;
+    const char *reason;
+};
+
+static void rs_run_end(struct rs_run *x) {
+    if (x->runsc_ran) {
+        stop_sandbox(x->a, &x->runsc);
+    } else {
+        lz_child_killp(&x->runsc);
+    }
+    stop_router(x->a, &x->router);
+    owned[0] = owned[1] = NULL;
+    lz_netfollow_free(x->follow);
+    lz_close_pairp(&x->outp);
+    lz_close_pairp(&x->errp);
+    if (x->exited)
+        ctl_exited(x->a->ctl_fd, x->status, x->reason);
+}
+
+/* FAIL (message) now; run_sandbox ends with exit code 1. */
+#define rs_fail(x, ...) (ctl_fail((x)->a->ctl_fd, __VA_ARGS__), 1)
+/* EXITED (status, reason or NULL) once everything is stopped. */
+static void rs_exited(struct rs_run *x, int status, const char *reason) {
+    x->exited = true;
+    x->status = status;
+    x->reason = reason;
+}
+
 static int run_sandbox(const struct lz_supervisor_args *a) {
     int ctl = a->ctl_fd;
-    struct lz_child router = LZ_CHILD_NULL;
-    owned[1] = &router;
+    _cleanup_(rs_run_end) struct rs_run x = { .a = a, .runsc = LZ_CHILD_NULL, .router = LZ_CHILD_NULL,
+                                              .outp = { -EBADF, -EBADF }, .errp = { -EBADF, -EBADF } };
+    owned[1] = &x.router;
     int r = loopback_up();
-    if (r < 0) {
-        ctl_fail(ctl, "cannot bring up loopback: %s", strerror(-r));
-        return 1;
-    }
+    if (r < 0)
+        return rs_fail(&x, "cannot bring up loopback: %s", strerror(-r));
 
     static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD, 0 };
     _cleanup_close_ int sfd = lz_signalfd_block(sigs);
-    if (sfd < 0) {
-        ctl_fail(ctl, "signalfd: %s", strerror(-sfd));
-        return 1;
-    }
+    if (sfd < 0)
+        return rs_fail(&x, "signalfd: %s", strerror(-sfd));
 
     char msg[512];
     char observed[128] = "";
     long t_net = lz_now_ms();
-    struct lz_netfollow *follow = NULL;
-    if ((r = setup_network(a, msg, sizeof msg, observed, sizeof observed, &follow)) < 0) {
-        ctl_fail(ctl, "%s", msg);
-        return 1;
-    }
+    if ((r = setup_network(a, msg, sizeof msg, observed, sizeof observed, &x.follow)) < 0)
+        return rs_fail(&x, "%s", msg);
     fprintf(stderr, "rs[%d]: network policy installed, read back and probed in %ld ms (%s)\n", (int)getpid(),
             lz_now_ms() - t_net, observed);
-    if ((r = start_routers(a, &router, msg, sizeof msg)) < 0) {
-        ctl_fail(ctl, "%s", msg);
-        return 1;
-    }
+    if ((r = start_routers(a, &x.router, msg, sizeof msg)) < 0)
+        return rs_fail(&x, "%s", msg);
 
-    int outp[2], errp[2];
-    if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
-        ctl_fail(ctl, "pipe: %s", strerror(errno));
-        return 1;
-    }
+    if (pipe2(x.outp, O_CLOEXEC) < 0 || pipe2(x.errp, O_CLOEXEC) < 0)
+        return rs_fail(&x, "pipe: %s", strerror(errno));
     _cleanup_free_ char *overlay = lz_xasprintf("--overlay2=root:dir=%s", a->overlay_dir);
     char *argv[] = { (char *)a->runsc, (char *)"--root", (char *)a->state_dir,
                      (char *)"--network=host", (char *)"--ignore-cgroups", overlay,
@@ -558,42 +589,32 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
     /* runsc passes its environment on to runsc-gofer and runsc-sandbox:
      * the bare helper set (procenv.h), never ours. */
     struct lz_spawn_opts o = { .path = a->runsc, .argv = argv, .envp = lz_helper_envp, .stdin_fd = -1,
-                               .stdout_fd = outp[1], .stderr_fd = errp[1], .setns_pidfd = -1,
+                               .stdout_fd = x.outp[1], .stderr_fd = x.errp[1], .setns_pidfd = -1,
                                .pdeathsig = SIGKILL, .barrier = true };
-    struct lz_child runsc = LZ_CHILD_NULL;
-    owned[0] = &runsc;
-    r = lz_spawn(&o, &runsc);
-    close(outp[1]);
-    close(errp[1]);
-    if (r < 0) {
-        ctl_fail(ctl, "cannot start runsc: %s", strerror(-r));
-        stop_router(a, &router);
-        return 1;
-    }
-    if ((r = stage_child(ctl, "runsc", &runsc, msg, sizeof msg)) < 0) {
-        int st;
-        lz_child_signal(&runsc, SIGKILL);
-        lz_child_wait(&runsc, -1, &st);
-        ctl_fail(ctl, "%s", msg);
-        stop_router(a, &router);
-        return 1;
-    }
+    owned[0] = &x.runsc;
+    r = lz_spawn(&o, &x.runsc);
+    lz_closep(&x.outp[1]);
+    lz_closep(&x.errp[1]);
+    if (r < 0)
+        return rs_fail(&x, "cannot start runsc: %s", strerror(-r));
+    if ((r = stage_child(ctl, "runsc", &x.runsc, msg, sizeof msg)) < 0)
+        return rs_fail(&x, "%s", msg);
+    x.runsc_ran = true;
     struct tail t = { .len = 0 };
     char linebuf[256];
     size_t linelen = 0;
     bool ready = false, stopping = false;
     long deadline = lz_now_ms() + a->start_timeout_ms;
-    int exit_code = 0;
 
     for (;;) {
         struct pollfd p[7 + LZ_RS_VOLUMES_MAX] = {
             { .fd = ctl, .events = POLLIN },
-            { .fd = runsc.pidfd, .events = POLLIN },
-            { .fd = outp[0], .events = POLLIN },
-            { .fd = errp[0], .events = POLLIN },
+            { .fd = x.runsc.pidfd, .events = POLLIN },
+            { .fd = x.outp[0], .events = POLLIN },
+            { .fd = x.errp[0], .events = POLLIN },
             { .fd = sfd, .events = POLLIN },
-            { .fd = router.pidfd, .events = POLLIN },
-            { .fd = follow ? lz_netfollow_fd(follow) : -1, .events = POLLIN },
+            { .fd = x.router.pidfd, .events = POLLIN },
+            { .fd = x.follow ? lz_netfollow_fd(x.follow) : -1, .events = POLLIN },
         };
         /* p[6] is the address follower; the volume routers come after. */
         size_t np = 7;
@@ -602,31 +623,27 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
         int timeout = -1;
         if (!ready) {
             long left = deadline - lz_now_ms();
-            if (left <= 0) {
-                ctl_fail(ctl, "the sandbox did not start within %d s (runsc: %s)",
-                         a->start_timeout_ms / 1000, tail_last_line(&t));
-                stop_sandbox(a, &runsc);
-            stop_router(a, &router);
-                return 1;
-            }
+            if (left <= 0)
+                return rs_fail(&x, "the sandbox did not start within %d s (runsc: %s)", a->start_timeout_ms / 1000,
+                               tail_last_line(&t));
             timeout = (int)left;
         }
         if (poll(p, (nfds_t)np, timeout) < 0) {
             if (errno == EINTR)
                 continue;
-            break;
+            return 0;
         }
         if (p[3].revents & (POLLIN | POLLHUP)) {
             char b[1024];
-            ssize_t n = read(errp[0], b, sizeof b);
+            ssize_t n = read(x.errp[0], b, sizeof b);
             if (n > 0)
                 tail_add(&t, b, (size_t)n);
             else if (n == 0)
-                p[3].fd = -1, close(errp[0]), errp[0] = -1;
+                lz_closep(&x.errp[0]);
         }
         if (p[2].revents & (POLLIN | POLLHUP)) {
             char b[256];
-            ssize_t n = read(outp[0], b, sizeof b);
+            ssize_t n = read(x.outp[0], b, sizeof b);
             if (n > 0 && !ready) {
                 size_t take = (size_t)n < sizeof linebuf - 1 - linelen ? (size_t)n : sizeof linebuf - 1 - linelen;
                 memcpy(linebuf + linelen, b, take);
@@ -638,8 +655,7 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
                     (void)lz_rschan_send(ctl, LZ_RS_READY, ino, observed);
                 }
             } else if (n == 0) {
-                close(outp[0]);
-                outp[0] = -1;
+                lz_closep(&x.outp[0]);
             }
         }
         if (p[4].revents & POLLIN) {
@@ -648,7 +664,7 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
                 if (si.ssi_signo == SIGCHLD) {
                     /* Orphans re-parented to us (we are a subreaper); our
                      * own runsc child is reaped through its pidfd. */
-                    reap_orphans_except(&runsc);
+                    reap_orphans_except(&x.runsc);
                 } else {
                     stopping = true;
                 }
@@ -672,61 +688,41 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
         }
         if ((p[5].revents & POLLIN) || vol_gone) {
             int st = 0;
-            if (vol_gone || lz_child_try_reap(&router, &st) != 0) {
+            if (vol_gone || lz_child_try_reap(&x.router, &st) != 0) {
                 /* Without the router the workspace view is gone (and with it
                  * the Git policy): the sandbox cannot go on. */
                 fprintf(stderr, "rs[%d]: lazaret-router exited with status %d; stopping the sandbox\n",
                         (int)getpid(), st);
-                stop_sandbox(a, &runsc);
-                stop_router(a, &router);
-                if (ready)
-                    ctl_exited(ctl, 0, "router");
-                else
-                    ctl_fail(ctl, "the workspace view (lazaret-router) exited");
-                exit_code = 1;
-                break;
+                if (!ready)
+                    return rs_fail(&x, "the workspace view (lazaret-router) exited");
+                rs_exited(&x, 0, "router");
+                return 1;
             }
         }
         if (p[6].revents) {
             struct lz_error ferr = { 0 };
-            if (lz_netfollow_process(follow, &ferr) < 0) {
+            if (lz_netfollow_process(x.follow, &ferr) < 0) {
                 /* A host address may be reachable: fail closed. */
                 fprintf(stderr, "rs[%d]: %s; stopping the sandbox\n", (int)getpid(), ferr.msg);
-                stop_sandbox(a, &runsc);
-                stop_router(a, &router);
-                if (ready)
-                    ctl_exited(ctl, 0, "address-follow");
-                else
-                    ctl_fail(ctl, "%s", ferr.msg);
-                exit_code = 1;
-                break;
+                if (!ready)
+                    return rs_fail(&x, "%s", ferr.msg);
+                rs_exited(&x, 0, "address-follow");
+                return 1;
             }
         }
         if (stopping) {
-            stop_sandbox(a, &runsc);
-            stop_router(a, &router);
-            ctl_exited(ctl, 0, NULL);
-            break;
+            rs_exited(&x, 0, NULL);
+            return 0;
         }
         if (p[1].revents & POLLIN) {
             int st = 0;
-            if (lz_child_try_reap(&runsc, &st) == 1) {
+            if (lz_child_try_reap(&x.runsc, &st) == 1) {
                 if (!ready)
-                    ctl_fail(ctl, "runsc exited with status %d before the sandbox was ready: %s", st,
-                             tail_last_line(&t));
-                else
-                    ctl_exited(ctl, st, NULL);
-                stop_sandbox(a, &runsc);
-            stop_router(a, &router);
-                exit_code = ready ? 0 : 1;
-                break;
+                    return rs_fail(&x, "runsc exited with status %d before the sandbox was ready: %s", st,
+                                   tail_last_line(&t));
+                rs_exited(&x, st, NULL);
+                return 0;
             }
         }
     }
-    if (outp[0] >= 0)
-        close(outp[0]);
-    if (errp[0] >= 0)
-        close(errp[0]);
-    lz_netfollow_free(follow);
-    return exit_code;
 }
