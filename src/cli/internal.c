@@ -2,6 +2,7 @@
  * `lazaret __supervisor`. Not for users; arguments come from the parent. */
 #include "cli.h"
 #include "coordinator.h"
+#include "rschan.h" /* LZ_RS_T_START_MS */
 #include "supervisor.h"
 
 #include <getopt.h>
@@ -46,7 +47,8 @@ static int coordinator(int argc, char **argv) {
 }
 
 static int supervisor(int argc, char **argv) {
-    struct lz_supervisor_args a = { .ctl_fd = -1, .policy_fd = -1, .addr_fd = -1, .start_timeout_ms = 60000 };
+    struct lz_supervisor_args a = { .ctl_fd = -1, .policy_fd = -1, .addr_fd = -1,
+                                    .start_timeout_ms = LZ_RS_T_START_MS };
     static const struct option opts[] = {
         { "ctl-fd", required_argument, NULL, 'c' }, { "runsc", required_argument, NULL, 'r' },
         { "state", required_argument, NULL, 's' },  { "bundle", required_argument, NULL, 'b' },

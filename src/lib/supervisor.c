@@ -1,10 +1,12 @@
 /* supervisor.c — see supervisor.h. */
 #include "supervisor.h"
 #include "anchor.h"
+#include "child.h"
 #include "store.h" /* lz_crash_point */
 #include "netpolicy.h"
 #include "netfollow.h"
 #include "procenv.h"
+#include "rschan.h"
 #include "spawn.h"
 
 #include <linux/capability.h>
@@ -45,18 +47,12 @@ int lz_find_runsc(char **ret, struct lz_error *err) {
                         "(scripts/setup.sh does this)");
 }
 
-static void ctl_send(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ctl_send(int fd, const char *fmt, ...) {
-    char buf[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n >= sizeof buf)
-        n = sizeof buf - 1;
-    (void)!send(fd, buf, (size_t)n, MSG_NOSIGNAL);
+/* A report to the coordinator (rschan.h). Fire and forget: a coordinator
+ * that is gone is noticed at the next receive (end of file). */
+#define ctl_fail(fd, ...) ((void)lz_rschan_sendf((fd), LZ_RS_FAIL, __VA_ARGS__))
+static void ctl_exited(int fd, int status, const char *reason) {
+    uint64_t u = (uint64_t)(unsigned)status;
+    (void)lz_rschan_send(fd, LZ_RS_EXITED, &u, reason);
 }
 
 static int loopback_up(void) {
@@ -195,13 +191,13 @@ static void stop_sandbox(const struct lz_supervisor_args *a, struct lz_child *ru
      * the sandbox stops and runsc cleans up after itself. */
     if (runsc->pidfd >= 0) {
         lz_child_signal(runsc, SIGTERM);
-        if (rs_wait(runsc, 5000, &st) == -ETIMEDOUT) {
+        if (rs_wait(runsc, LZ_RS_T_RUNSC_TERM_MS, &st) == -ETIMEDOUT) {
             static const char *const kill_all[] = { "kill", "--all", NULL, "KILL", NULL };
             const char *k[5];
             memcpy(k, kill_all, sizeof k);
             k[2] = a->container_id;
-            run_runsc_cmd(a, k, 5000);
-            if (rs_wait(runsc, 3000, &st) == -ETIMEDOUT) {
+            run_runsc_cmd(a, k, LZ_RS_T_RUNSC_KILL_MS);
+            if (rs_wait(runsc, LZ_RS_T_RUNSC_KILLED_MS, &st) == -ETIMEDOUT) {
                 lz_child_signal(runsc, SIGKILL);
                 rs_wait(runsc, -1, &st);
             }
@@ -209,36 +205,34 @@ static void stop_sandbox(const struct lz_supervisor_args *a, struct lz_child *ru
         lz_child_close(runsc);
     }
     const char *del[] = { "delete", "--force", a->container_id, NULL };
-    run_runsc_cmd(a, del, 10000);
+    run_runsc_cmd(a, del, LZ_RS_T_RUNSC_DELETE_MS);
     reap_orphans_except(NULL);
 }
 
-/* Starts lazaret-router on the workspace and waits until it has mounted. */
-/* Waits (bounded) for one command from the coordinator. 0 when it came,
- * -EPIPE when the coordinator went away, -ETIMEDOUT, -EPROTO for another
- * command (its text in got). */
-static int wait_command(int ctl, const char *want, int timeout_ms, char *got, size_t gotlen) {
+/* Waits (bounded) for one command from the coordinator: `want` (with the
+ * string `arg` when not NULL). 0 when it came, -EPIPE when the coordinator
+ * went away, -ETIMEDOUT, -EPROTO for another or a malformed command (*got
+ * holds it; kind 0 when malformed). STOP while waiting for UNMOUNT is
+ * skipped: the sandbox is already stopped. */
+static int wait_command(int ctl, enum lz_rs_kind want, const char *arg, int timeout_ms, struct lz_rsmsg *got) {
     long deadline = lz_now_ms() + timeout_ms;
     for (;;) {
         long left = deadline - lz_now_ms();
         if (left <= 0)
             return -ETIMEDOUT;
-        struct pollfd p = { .fd = ctl, .events = POLLIN };
-        int pr = poll(&p, 1, (int)left);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0)
-            continue;
-        ssize_t n = recv(ctl, got, gotlen - 1, MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-            continue;
-        if (n <= 0)
+        int r = lz_rschan_recv(ctl, (int)left, got);
+        if (r == -ETIMEDOUT)
+            return r;
+        if (r == 0)
             return -EPIPE;
-        got[n] = '\0';
-        if (!strcmp(got, want))
+        if (r < 0) {
+            got->kind = 0;
+            return -EPROTO;
+        }
+        if (got->kind == want && (!arg || !strcmp(got->str, arg)))
             return 0;
-        if (strcmp(want, "unmount") == 0 && !strcmp(got, "stop"))
-            continue; /* already stopped */
+        if (want == LZ_RS_UNMOUNT && got->kind == LZ_RS_STOP)
+            continue;
         return -EPROTO;
     }
 }
@@ -248,11 +242,11 @@ static int wait_command(int ctl, const char *want, int timeout_ms, char *got, si
  * ownership (it opens its own pidfd for the PID: the child cannot be reaped,
  * so the PID names it); only the coordinator's "staged" releases it. */
 static int stage_child(int ctl, const char *slot, struct lz_child *c, char *msg, size_t msglen) {
-    ctl_send(ctl, "stage %s %d", slot, (int)c->pid);
-    char want[64], got[128];
-    snprintf(want, sizeof want, "staged %s", slot);
-    int w = wait_command(ctl, want, 10000, got, sizeof got);
-    if (w == -EPROTO && !strcmp(got, "stop")) {
+    uint64_t pid = (uint64_t)c->pid;
+    (void)lz_rschan_send(ctl, LZ_RS_STAGE, &pid, slot);
+    struct lz_rsmsg got;
+    int w = wait_command(ctl, LZ_RS_STAGED, slot, LZ_RS_T_STAGE_MS, &got);
+    if (w == -EPROTO && got.kind == LZ_RS_STOP) {
         snprintf(msg, msglen, "stopped while starting the %s", slot);
         return -ECANCELED;
     }
@@ -317,7 +311,7 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
     char b[16] = "";
     struct pollfd p = { .fd = rp[0], .events = POLLIN };
     ssize_t got = -1;
-    if (poll(&p, 1, 15000) > 0)
+    if (poll(&p, 1, LZ_RS_T_ROUTER_READY_MS) > 0)
         got = read(rp[0], b, sizeof b - 1);
     close(rp[0]);
     if (got >= 5 && !strncmp(b, "ready", 5))
@@ -335,7 +329,7 @@ static void stop_one_router(struct lz_child *router, const char *view) {
         return;
     int st;
     lz_child_signal(router, SIGTERM);
-    if (rs_wait(router, 5000, &st) == -ETIMEDOUT) {
+    if (rs_wait(router, LZ_RS_T_ROUTER_STOP_MS, &st) == -ETIMEDOUT) {
         lz_child_signal(router, SIGKILL);
         rs_wait(router, -1, &st);
     }
@@ -388,14 +382,13 @@ static void follow_log(const char *line) {
  * /32 denies. */
 static int setup_network(const struct lz_supervisor_args *a, char *msg, size_t msglen, char *observed,
                          size_t obslen, struct lz_netfollow **ret_follow) {
-    struct pollfd p = { .fd = a->ctl_fd, .events = POLLIN };
-    char b[64];
-    if (poll(&p, 1, 30000) <= 0) {
+    struct lz_rsmsg got;
+    int w = wait_command(a->ctl_fd, LZ_RS_NET, NULL, LZ_RS_T_NET_CMD_MS, &got);
+    if (w == -ETIMEDOUT) {
         snprintf(msg, msglen, "the connectivity helper was not attached in time");
         return -ETIMEDOUT;
     }
-    ssize_t n = recv(a->ctl_fd, b, sizeof b - 1, 0);
-    if (n != 3 || memcmp(b, "net", 3)) {
+    if (w < 0) {
         snprintf(msg, msglen, "the coordinator went away during network setup");
         return -EPIPE;
     }
@@ -472,22 +465,22 @@ static int run_sandbox(const struct lz_supervisor_args *a);
 int lz_supervisor_main(const struct lz_supervisor_args *a) {
     int ctl = a->ctl_fd;
     if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
-        ctl_send(ctl, "fail cannot become a child subreaper: %s", strerror(errno));
+        ctl_fail(ctl, "cannot become a child subreaper: %s", strerror(errno));
         return 1;
     }
     /* Nothing we mount may propagate back to the host. */
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-        ctl_send(ctl, "fail cannot make mounts private: %s", strerror(errno));
+        ctl_fail(ctl, "cannot make mounts private: %s", strerror(errno));
         return 1;
     }
     if (a->n_persist == 0)
         return run_sandbox(a);
 
     /* The State Anchor, after the coordinator committed its intent. */
-    char got[256];
-    int r = wait_command(ctl, "anchor", 30000, got, sizeof got);
+    struct lz_rsmsg got;
+    int r = wait_command(ctl, LZ_RS_ANCHOR, NULL, LZ_RS_T_ANCHOR_CMD_MS, &got);
     if (r < 0) {
-        ctl_send(ctl, "fail the coordinator did not ask for the State Anchor");
+        ctl_fail(ctl, "the coordinator did not ask for the State Anchor");
         return 1;
     }
     struct lz_anchor_dir *ad = NULL;
@@ -495,68 +488,99 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
     char ident[4096];
     struct lz_error err = { 0 };
     if ((r = lz_anchor_mount(a->rootfs, a->anchor_root, ad, a->n_persist, ident, sizeof ident, &err)) < 0) {
-        ctl_send(ctl, "fail %s", err.msg);
+        ctl_fail(ctl, "%s", err.msg);
         lz_anchor_layout_free(ad, a->n_persist);
         return 1;
     }
-    ctl_send(ctl, "anchored %s", ident);
+    (void)lz_rschan_send(ctl, LZ_RS_ANCHORED, NULL, ident);
     lz_crash_point("rs-anchored");
     int code = run_sandbox(a);
     if (code != 0)
-        ctl_send(ctl, "exited %d", code); /* after a "fail": nothing runs any more */
+        ctl_exited(ctl, code, NULL); /* after a FAIL: nothing runs any more */
     /* The sandbox is gone. Unmount when the coordinator says so (it records
      * the release intent first), or at once when it is gone (lease loss). */
     lz_crash_point("rs-sandbox-stopped");
-    r = wait_command(ctl, "unmount", 30000, got, sizeof got);
+    r = wait_command(ctl, LZ_RS_UNMOUNT, NULL, LZ_RS_T_UNMOUNT_CMD_MS, &got);
     if (r == -EPROTO)
-        fprintf(stderr, "rs[%d]: unexpected command \"%s\"; unmounting the State Anchor\n", (int)getpid(), got);
+        fprintf(stderr, "rs[%d]: unexpected command \"%s\"; unmounting the State Anchor\n", (int)getpid(),
+                lz_rschan_kind_name(got.kind));
     if ((r = lz_anchor_unmount(ad, a->n_persist, ident, &err)) < 0) {
-        ctl_send(ctl, "unmount-failed %s", err.msg);
+        (void)lz_rschan_send(ctl, LZ_RS_UNMOUNT_FAILED, NULL, err.msg);
         code = 1;
     } else {
-        ctl_send(ctl, "unmounted");
+        (void)lz_rschan_send(ctl, LZ_RS_UNMOUNTED, NULL, NULL);
     }
     lz_anchor_layout_free(ad, a->n_persist);
     return code;
 }
 
+/* What run_sandbox started, stopped on every exit path (a cleanup
+ * attribute): the sandbox (runsc kill and delete, once runsc ran; a runsc
+ * still at its barrier is killed and reaped through its pidfd), then the
+ * routers and their views, then the address follower. A FAIL is sent at
+ * once (the starting client hears why without waiting for the stop); an
+ * EXITED only after the stop, since it says the sandbox is gone. */
+struct rs_run {
+    const struct lz_supervisor_args *a;
+    struct lz_child runsc, router;
+    bool runsc_ran;
+    struct lz_netfollow *follow;
+    int outp[2], errp[2];
+    bool exited;                 /* report EXITED (status, reason) after the stop */
+    int status;
+    const char *reason;
+};
+
+static void rs_run_end(struct rs_run *x) {
+    if (x->runsc_ran) {
+        stop_sandbox(x->a, &x->runsc);
+    } else {
+        lz_child_killp(&x->runsc);
+    }
+    stop_router(x->a, &x->router);
+    owned[0] = owned[1] = NULL;
+    lz_netfollow_free(x->follow);
+    lz_close_pairp(&x->outp);
+    lz_close_pairp(&x->errp);
+    if (x->exited)
+        ctl_exited(x->a->ctl_fd, x->status, x->reason);
+}
+
+/* FAIL (message) now; run_sandbox ends with exit code 1. */
+#define rs_fail(x, ...) (ctl_fail((x)->a->ctl_fd, __VA_ARGS__), 1)
+/* EXITED (status, reason or NULL) once everything is stopped. */
+static void rs_exited(struct rs_run *x, int status, const char *reason) {
+    x->exited = true;
+    x->status = status;
+    x->reason = reason;
+}
+
 static int run_sandbox(const struct lz_supervisor_args *a) {
     int ctl = a->ctl_fd;
-    struct lz_child router = LZ_CHILD_NULL;
-    owned[1] = &router;
+    _cleanup_(rs_run_end) struct rs_run x = { .a = a, .runsc = LZ_CHILD_NULL, .router = LZ_CHILD_NULL,
+                                              .outp = { -EBADF, -EBADF }, .errp = { -EBADF, -EBADF } };
+    owned[1] = &x.router;
     int r = loopback_up();
-    if (r < 0) {
-        ctl_send(ctl, "fail cannot bring up loopback: %s", strerror(-r));
-        return 1;
-    }
+    if (r < 0)
+        return rs_fail(&x, "cannot bring up loopback: %s", strerror(-r));
 
     static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD, 0 };
     _cleanup_close_ int sfd = lz_signalfd_block(sigs);
-    if (sfd < 0) {
-        ctl_send(ctl, "fail signalfd: %s", strerror(-sfd));
-        return 1;
-    }
+    if (sfd < 0)
+        return rs_fail(&x, "signalfd: %s", strerror(-sfd));
 
     char msg[512];
     char observed[128] = "";
     long t_net = lz_now_ms();
-    struct lz_netfollow *follow = NULL;
-    if ((r = setup_network(a, msg, sizeof msg, observed, sizeof observed, &follow)) < 0) {
-        ctl_send(ctl, "fail %s", msg);
-        return 1;
-    }
+    if ((r = setup_network(a, msg, sizeof msg, observed, sizeof observed, &x.follow)) < 0)
+        return rs_fail(&x, "%s", msg);
     fprintf(stderr, "rs[%d]: network policy installed, read back and probed in %ld ms (%s)\n", (int)getpid(),
             lz_now_ms() - t_net, observed);
-    if ((r = start_routers(a, &router, msg, sizeof msg)) < 0) {
-        ctl_send(ctl, "fail %s", msg);
-        return 1;
-    }
+    if ((r = start_routers(a, &x.router, msg, sizeof msg)) < 0)
+        return rs_fail(&x, "%s", msg);
 
-    int outp[2], errp[2];
-    if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
-        ctl_send(ctl, "fail pipe: %s", strerror(errno));
-        return 1;
-    }
+    if (pipe2(x.outp, O_CLOEXEC) < 0 || pipe2(x.errp, O_CLOEXEC) < 0)
+        return rs_fail(&x, "pipe: %s", strerror(errno));
     _cleanup_free_ char *overlay = lz_xasprintf("--overlay2=root:dir=%s", a->overlay_dir);
     char *argv[] = { (char *)a->runsc, (char *)"--root", (char *)a->state_dir,
                      (char *)"--network=host", (char *)"--ignore-cgroups", overlay,
@@ -565,42 +589,32 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
     /* runsc passes its environment on to runsc-gofer and runsc-sandbox:
      * the bare helper set (procenv.h), never ours. */
     struct lz_spawn_opts o = { .path = a->runsc, .argv = argv, .envp = lz_helper_envp, .stdin_fd = -1,
-                               .stdout_fd = outp[1], .stderr_fd = errp[1], .setns_pidfd = -1,
+                               .stdout_fd = x.outp[1], .stderr_fd = x.errp[1], .setns_pidfd = -1,
                                .pdeathsig = SIGKILL, .barrier = true };
-    struct lz_child runsc = LZ_CHILD_NULL;
-    owned[0] = &runsc;
-    r = lz_spawn(&o, &runsc);
-    close(outp[1]);
-    close(errp[1]);
-    if (r < 0) {
-        ctl_send(ctl, "fail cannot start runsc: %s", strerror(-r));
-        stop_router(a, &router);
-        return 1;
-    }
-    if ((r = stage_child(ctl, "runsc", &runsc, msg, sizeof msg)) < 0) {
-        int st;
-        lz_child_signal(&runsc, SIGKILL);
-        lz_child_wait(&runsc, -1, &st);
-        ctl_send(ctl, "fail %s", msg);
-        stop_router(a, &router);
-        return 1;
-    }
+    owned[0] = &x.runsc;
+    r = lz_spawn(&o, &x.runsc);
+    lz_closep(&x.outp[1]);
+    lz_closep(&x.errp[1]);
+    if (r < 0)
+        return rs_fail(&x, "cannot start runsc: %s", strerror(-r));
+    if ((r = stage_child(ctl, "runsc", &x.runsc, msg, sizeof msg)) < 0)
+        return rs_fail(&x, "%s", msg);
+    x.runsc_ran = true;
     struct tail t = { .len = 0 };
     char linebuf[256];
     size_t linelen = 0;
     bool ready = false, stopping = false;
     long deadline = lz_now_ms() + a->start_timeout_ms;
-    int exit_code = 0;
 
     for (;;) {
         struct pollfd p[7 + LZ_RS_VOLUMES_MAX] = {
             { .fd = ctl, .events = POLLIN },
-            { .fd = runsc.pidfd, .events = POLLIN },
-            { .fd = outp[0], .events = POLLIN },
-            { .fd = errp[0], .events = POLLIN },
+            { .fd = x.runsc.pidfd, .events = POLLIN },
+            { .fd = x.outp[0], .events = POLLIN },
+            { .fd = x.errp[0], .events = POLLIN },
             { .fd = sfd, .events = POLLIN },
-            { .fd = router.pidfd, .events = POLLIN },
-            { .fd = follow ? lz_netfollow_fd(follow) : -1, .events = POLLIN },
+            { .fd = x.router.pidfd, .events = POLLIN },
+            { .fd = x.follow ? lz_netfollow_fd(x.follow) : -1, .events = POLLIN },
         };
         /* p[6] is the address follower; the volume routers come after. */
         size_t np = 7;
@@ -609,31 +623,27 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
         int timeout = -1;
         if (!ready) {
             long left = deadline - lz_now_ms();
-            if (left <= 0) {
-                ctl_send(ctl, "fail the sandbox did not start within %d s (runsc: %s)",
-                         a->start_timeout_ms / 1000, tail_last_line(&t));
-                stop_sandbox(a, &runsc);
-            stop_router(a, &router);
-                return 1;
-            }
+            if (left <= 0)
+                return rs_fail(&x, "the sandbox did not start within %d s (runsc: %s)", a->start_timeout_ms / 1000,
+                               tail_last_line(&t));
             timeout = (int)left;
         }
         if (poll(p, (nfds_t)np, timeout) < 0) {
             if (errno == EINTR)
                 continue;
-            break;
+            return 0;
         }
         if (p[3].revents & (POLLIN | POLLHUP)) {
             char b[1024];
-            ssize_t n = read(errp[0], b, sizeof b);
+            ssize_t n = read(x.errp[0], b, sizeof b);
             if (n > 0)
                 tail_add(&t, b, (size_t)n);
             else if (n == 0)
-                p[3].fd = -1, close(errp[0]), errp[0] = -1;
+                lz_closep(&x.errp[0]);
         }
         if (p[2].revents & (POLLIN | POLLHUP)) {
             char b[256];
-            ssize_t n = read(outp[0], b, sizeof b);
+            ssize_t n = read(x.outp[0], b, sizeof b);
             if (n > 0 && !ready) {
                 size_t take = (size_t)n < sizeof linebuf - 1 - linelen ? (size_t)n : sizeof linebuf - 1 - linelen;
                 memcpy(linebuf + linelen, b, take);
@@ -641,12 +651,11 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
                 linebuf[linelen] = '\0';
                 if (strstr(linebuf, READY_LINE)) {
                     ready = true;
-                    ctl_send(ctl, "ready %lu %lu %lu %s", ns_ino("net"), ns_ino("user"), ns_ino("mnt"),
-                             observed);
+                    uint64_t ino[3] = { ns_ino("net"), ns_ino("user"), ns_ino("mnt") };
+                    (void)lz_rschan_send(ctl, LZ_RS_READY, ino, observed);
                 }
             } else if (n == 0) {
-                close(outp[0]);
-                outp[0] = -1;
+                lz_closep(&x.outp[0]);
             }
         }
         if (p[4].revents & POLLIN) {
@@ -655,22 +664,17 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
                 if (si.ssi_signo == SIGCHLD) {
                     /* Orphans re-parented to us (we are a subreaper); our
                      * own runsc child is reaped through its pidfd. */
-                    reap_orphans_except(&runsc);
+                    reap_orphans_except(&x.runsc);
                 } else {
                     stopping = true;
                 }
             }
         }
         if (p[0].revents) {
-            char b[256];
-            ssize_t n = recv(ctl, b, sizeof b - 1, MSG_DONTWAIT);
-            if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR)))
-                stopping = true; /* coordinator gone */
-            else if (n > 0) {
-                b[n] = '\0';
-                if (!strcmp(b, "stop"))
-                    stopping = true;
-            }
+            struct lz_rsmsg m;
+            int n = lz_rschan_recv(ctl, 0, &m);
+            if (n == 0 || (n == 1 && m.kind == LZ_RS_STOP))
+                stopping = true; /* STOP, or the coordinator is gone */
         }
         /* A volume router gone is a volume the sandbox cannot use safely. */
         bool vol_gone = false;
@@ -684,58 +688,41 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
         }
         if ((p[5].revents & POLLIN) || vol_gone) {
             int st = 0;
-            if (vol_gone || lz_child_try_reap(&router, &st) != 0) {
+            if (vol_gone || lz_child_try_reap(&x.router, &st) != 0) {
                 /* Without the router the workspace view is gone (and with it
                  * the Git policy): the sandbox cannot go on. */
                 fprintf(stderr, "rs[%d]: lazaret-router exited with status %d; stopping the sandbox\n",
                         (int)getpid(), st);
-                stop_sandbox(a, &runsc);
-                stop_router(a, &router);
-                ctl_send(ctl, ready ? "exited router" : "fail the workspace view (lazaret-router) exited");
-                exit_code = 1;
-                break;
+                if (!ready)
+                    return rs_fail(&x, "the workspace view (lazaret-router) exited");
+                rs_exited(&x, 0, "router");
+                return 1;
             }
         }
         if (p[6].revents) {
             struct lz_error ferr = { 0 };
-            if (lz_netfollow_process(follow, &ferr) < 0) {
+            if (lz_netfollow_process(x.follow, &ferr) < 0) {
                 /* A host address may be reachable: fail closed. */
                 fprintf(stderr, "rs[%d]: %s; stopping the sandbox\n", (int)getpid(), ferr.msg);
-                stop_sandbox(a, &runsc);
-                stop_router(a, &router);
-                if (ready)
-                    ctl_send(ctl, "exited address-follow");
-                else
-                    ctl_send(ctl, "fail %s", ferr.msg);
-                exit_code = 1;
-                break;
+                if (!ready)
+                    return rs_fail(&x, "%s", ferr.msg);
+                rs_exited(&x, 0, "address-follow");
+                return 1;
             }
         }
         if (stopping) {
-            stop_sandbox(a, &runsc);
-            stop_router(a, &router);
-            ctl_send(ctl, "exited 0");
-            break;
+            rs_exited(&x, 0, NULL);
+            return 0;
         }
         if (p[1].revents & POLLIN) {
             int st = 0;
-            if (lz_child_try_reap(&runsc, &st) == 1) {
+            if (lz_child_try_reap(&x.runsc, &st) == 1) {
                 if (!ready)
-                    ctl_send(ctl, "fail runsc exited with status %d before the sandbox was ready: %s", st,
-                             tail_last_line(&t));
-                else
-                    ctl_send(ctl, "exited %d", st);
-                stop_sandbox(a, &runsc);
-            stop_router(a, &router);
-                exit_code = ready ? 0 : 1;
-                break;
+                    return rs_fail(&x, "runsc exited with status %d before the sandbox was ready: %s", st,
+                                   tail_last_line(&t));
+                rs_exited(&x, st, NULL);
+                return 0;
             }
         }
     }
-    if (outp[0] >= 0)
-        close(outp[0]);
-    if (errp[0] >= 0)
-        close(errp[0]);
-    lz_netfollow_free(follow);
-    return exit_code;
 }

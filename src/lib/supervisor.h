@@ -7,17 +7,18 @@
  * namespaces, the attached `runsc run` of the Domain's sandbox, and later
  * the policy install, connectivity helper and State Anchor mounts.
  *
- * Control channel: an inherited SOCK_SEQPACKET socket (fd LZ_RS_CTL_FD).
- * RS -> HC messages are text: "ready <netns-ino> <userns-ino> <mntns-ino>
- * routes=N deny=D allow=A addr=..." (what it read back from the namespace),
- * "fail <message>", "exited <status>", "anchored <mount identity>",
- * "unmounted", "unmount-failed <message>" ("exited address-follow": the
- * host-address follower failed, netfollow.h, and the sandbox was stopped).
- * HC -> RS, in this order:
- * "anchor" (mount the State Anchor, anchor.h; the coordinator committed its
- * intent), "net" (the connectivity helper is attached: install the policy,
- * start the router and the sandbox), "stop", "unmount" (after the sandbox
- * and the helper are stopped and the anchor's release intent is committed).
+ * Control channel: an inherited SOCK_SEQPACKET socket (fd LZ_RS_CTL_FD)
+ * carrying typed messages (rschan.h: kinds, fields, the timeouts of both
+ * sides). RS -> HC: READY (the namespaces' inodes and what it read back of
+ * the policy), FAIL, EXITED (status; reason "router", or "address-follow":
+ * the host-address follower failed, netfollow.h, and the sandbox was
+ * stopped), STAGE (a child held at its barrier), ANCHORED (the mount
+ * identity), UNMOUNTED, UNMOUNT_FAILED. HC -> RS, in this order: ANCHOR
+ * (mount the State Anchor, anchor.h; the coordinator committed its
+ * intent), STAGED (each staged child is recorded: release it), NET (the
+ * connectivity helper is attached: install the policy, start the router
+ * and the sandbox), STOP, UNMOUNT (after the sandbox and the helper are
+ * stopped and the anchor's release intent is committed).
  * End of file on the channel (the coordinator died: lease loss) stops the
  * sandbox and unmounts the anchor without waiting for "unmount"; only a
  * coordinator holding the Domain lock ever releases the prepared-lower
@@ -67,7 +68,7 @@ struct lz_supervisor_args {
     size_t n_volumes;
     char **deny_link;          /* --deny-link-target for every router */
     size_t n_deny_link;
-    int start_timeout_ms;
+    int start_timeout_ms;      /* LZ_RS_T_START_MS (rschan.h) */
 };
 
 /* Runs the supervisor until the sandbox is stopped; returns an exit code. */

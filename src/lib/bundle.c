@@ -1,0 +1,103 @@
+/* bundle.c — the OCI bundle of a Domain generation (hc.h): the sandbox's
+ * config.json with its binds (terminfo, volumes through their routers, the
+ * network files, the State Anchor's directories), and the image's shell. */
+#include "hc.h"
+#include "ocispec.h"
+#include "paths.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+int hc_find_shell(const char *rootfs, char **ret) {
+    static const char *const cands[] = { "usr/bin/bash", "bin/bash", "usr/bin/sh", "bin/sh" };
+    _cleanup_close_ int rfd = open(rootfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rfd < 0)
+        return -errno;
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(cands); i++) {
+        struct stat st;
+        if (fstatat(rfd, cands[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
+            *ret = lz_xasprintf("/%s", cands[i]);
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
+static void add_terminfo_binds(struct lz_oci_bind **b, size_t *n) {
+    static const char *const dirs[][2] = {
+        { "/etc/terminfo", "/run/lazaret/terminfo/etc" },
+        { "/lib/terminfo", "/run/lazaret/terminfo/lib" },
+        { "/usr/share/terminfo", "/run/lazaret/terminfo/share" },
+    };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(dirs); i++) {
+        struct stat st;
+        if (stat(dirs[i][0], &st) == 0 && S_ISDIR(st.st_mode)) {
+            *b = lz_xrealloc(*b, (*n + 1) * sizeof **b);
+            (*b)[*n] = (struct lz_oci_bind){ lz_xstrdup(dirs[i][0]), lz_xstrdup(dirs[i][1]), true };
+            (*n)++;
+        }
+    }
+}
+
+/* The OCI bundle: written once the Supervisor exists, since the spec names
+ * its network namespace. */
+int hc_write_bundle(struct hc *h, struct lz_error *err) {
+    struct lz_config *c = h->cfg;
+    int r;
+    _cleanup_free_ char *init = NULL;
+    if ((r = lz_libexec_path("lazaret-init", &init, err)) < 0)
+        return r;
+    struct lz_oci_bind *binds = NULL;
+    size_t nb = 0;
+    add_terminfo_binds(&binds, &nb);
+    /* A writable volume is seen through its router (set-id bits, device
+     * nodes); a read-only bind cannot create or chmod anything. */
+    for (size_t i = 0, w = 0; i < c->profile.n_volumes; i++) {
+        const struct lz_volume *v = &c->profile.volumes[i];
+        (void)lz_mkdir_p(v->host, 0700);
+        const char *src = v->host;
+        if (w < h->n_vol && h->vol_of[w] == i)
+            src = h->vol_view[w++];
+        binds = lz_xrealloc(binds, (nb + 1) * sizeof *binds);
+        binds[nb++] = (struct lz_oci_bind){ lz_xstrdup(src), lz_xstrdup(v->container), v->read_only };
+    }
+    /* The sandbox's resolver is the connectivity helper's DNS forwarder. */
+    static const struct { const char *name, *dest, *text; } netfiles[] = {
+        { "resolv.conf", "/etc/resolv.conf", "nameserver 10.0.2.3\n" },
+        { "hosts", "/etc/hosts", "127.0.0.1\tlocalhost\n127.0.1.1\tlazaret\n" },
+        { "hostname", "/etc/hostname", "lazaret\n" },
+    };
+    _cleanup_close_ int gfd = open(h->gen_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(netfiles); i++) {
+        if (gfd < 0 || lz_write_file_atomic_at(gfd, netfiles[i].name, netfiles[i].text,
+                                               strlen(netfiles[i].text), 0644) < 0)
+            continue;
+        binds = lz_xrealloc(binds, (nb + 1) * sizeof *binds);
+        binds[nb++] = (struct lz_oci_bind){ lz_xasprintf("%s/%s", h->gen_dir, netfiles[i].name),
+                                            lz_xstrdup(netfiles[i].dest), true };
+    }
+    char netns[64];
+    snprintf(netns, sizeof netns, "/proc/%d/ns/net", (int)h->rs.pid);
+    struct lz_oci_bind *anchors = lz_xcalloc(c->profile.n_persistent_dirs + 1, sizeof *anchors);
+    for (size_t i = 0; i < c->profile.n_persistent_dirs; i++)
+        anchors[i] = (struct lz_oci_bind){ lz_xasprintf("%s%s", h->anchor_target, c->profile.persistent_dirs[i]),
+                                           lz_xstrdup(c->profile.persistent_dirs[i]), false };
+    struct lz_sandbox_spec spec = {
+        .rootfs = h->rootfs, .workspace = c->workspace, .view = h->view, .init_path = init,
+        .hostname = "lazaret", .netns_path = netns, .binds = binds, .n_binds = nb,
+        .anchors = anchors, .n_anchors = c->profile.n_persistent_dirs,
+    };
+    _cleanup_free_ char *json = NULL;
+    r = lz_oci_sandbox_config(&spec, &json, err);
+    lz_oci_binds_free(binds, nb);
+    lz_oci_binds_free(anchors, c->profile.n_persistent_dirs);
+    if (r < 0)
+        return r;
+    _cleanup_close_ int bfd = open(h->bundle_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (bfd < 0 || (r = lz_write_file_atomic_at(bfd, "config.json", json, strlen(json), 0600)) < 0) {
+        return lz_error_set(err, bfd < 0 ? -errno : r, "cannot write the OCI bundle in %s", h->bundle_dir);
+    }
+
+    return 0;
+}

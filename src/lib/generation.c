@@ -1,0 +1,858 @@
+/* generation.c — a Domain generation's start and teardown (hc.h). */
+#include "hc.h"
+#include "anchor.h"
+#include "catalog.h"
+#include "idmap.h"
+#include "netfollow.h"
+#include "ocispec.h"
+#include "paths.h"
+#include "procenv.h"
+#include "rschan.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sodium.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+
+/* One step of a generation's acquisition or release: who, what, and the
+ * names it is known by elsewhere (the crash point of LAZARET_TEST_CRASH,
+ * store.h, passed after the step; the action of docs/model/lazaret.pml,
+ * logged under LAZARET_DEBUG). An act returns 0 when it acted, STEP_QUIET
+ * when there was nothing of the step to do (no model action, no crash
+ * point), or a negative errno with err set (acquisition stops there). */
+#define STEP_QUIET 1
+struct gen_step {
+    const char *participant;
+    int (*act)(struct hc *h, struct lz_error *err);
+    const char *crash;
+    const char *model;
+};
+
+static int walk(struct hc *h, const struct gen_step *steps, size_t n, struct lz_error *err) {
+    for (size_t i = 0; i < n; i++) {
+        int r = steps[i].act(h, err);
+        if (r < 0)
+            return r;
+        if (r == STEP_QUIET)
+            continue;
+        if (steps[i].model)
+            hc_model_action(steps[i].model, "d=%.12s", h->cfg->domain_id_hex);
+        if (steps[i].crash)
+            lz_crash_point(steps[i].crash);
+    }
+    return 0;
+}
+
+/* "vol<i>" for a writable volume of this generation: i, else -1. */
+static int vol_slot(const struct hc *h, const char *slot) {
+    char *end;
+    if (strncmp(slot, "vol", 3) != 0 || slot[3] < '0' || slot[3] > '9')
+        return -1;
+    errno = 0;
+    unsigned long i = strtoul(slot + 3, &end, 10);
+    if (errno || *end || i >= h->n_vol)
+        return -1;
+    return (int)i;
+}
+
+/* One participant transition, logged with the model's vocabulary. */
+static int record(struct hc *h, enum lz_role role, enum lz_pstate state, const char *artifact, const char *mount,
+                  const char *evidence, struct lz_error *err) {
+    int r = lz_store_part_set(h->st, h->gen, role, state, artifact, mount, evidence, err);
+    if (r < 0)
+        return lz_error_prefix(err, r, "cannot record %s %s", lz_role_name(role), lz_pstate_name(state));
+    h->recorded[role] = true;
+    hc_log("store: generation %lld %s -> %s", (long long)h->gen, lz_role_name(role), lz_pstate_name(state));
+    return 0;
+}
+
+static int record_proc(struct hc *h, enum lz_role role, const char *slot, const char *phase, const struct lz_child *c,
+                       struct lz_error *err) {
+    struct lz_procid id;
+    int r = lz_procid_from_pidfd(c->pidfd, c->pid, &id);
+    if (r < 0)
+        return lz_error_set(err, r, "cannot read the pidfs identity of the %s: %s", slot, strerror(-r));
+    if ((r = lz_store_proc_set(h->st, h->gen, role, slot, phase, &id, err)) < 0)
+        return r;
+    char t[160];
+    lz_procid_format(&id, t, sizeof t);
+    hc_log("store: generation %lld %s process %s %s (%s)", (long long)h->gen, lz_role_name(role), slot, phase, t);
+    return 0;
+}
+
+/* STAGE (pid, slot): the Supervisor holds that child (lazaret-router, a
+ * writable volume's router "vol<i>", or runsc) at its barrier. Its
+ * identity is read through our own pidfd for the PID (the child is the
+ * Supervisor's and cannot be reaped before it is released, so the PID
+ * names exactly it) and recorded staged; then the Supervisor is told to
+ * release it (STAGED). */
+static int stage_rs_child(struct hc *h, const struct lz_rsmsg *m, struct lz_error *err) {
+    const char *slot = m->str;
+    if (m->u[0] == 0 || m->u[0] > INT32_MAX ||
+        (strcmp(slot, "router") && strcmp(slot, "runsc") && vol_slot(h, slot) < 0))
+        return lz_error_set(err, -EPROTO, "unexpected message from the Runtime Supervisor");
+    pid_t pid = (pid_t)m->u[0];
+    /* Volume routers are routers too: recovery stops them with the rest. */
+    enum lz_role role = strcmp(slot, "runsc") ? LZ_ROLE_GIT_ROUTING : LZ_ROLE_SANDBOX;
+    struct lz_child c = { .pid = pid, .pidfd = (int)syscall(SYS_pidfd_open, pid, 0), .barrier_fd = -EBADF,
+                          .status_fd = -EBADF };
+    if (c.pidfd < 0)
+        return lz_error_set(err, -errno, "cannot open the Supervisor's %s: %s", slot, strerror(errno));
+    int r = record_proc(h, role, slot, "staged", &c, err);
+    int vi = vol_slot(h, slot);
+    struct lz_procid *keep = vi >= 0 ? &h->vol_id[vi] : !strcmp(slot, "router") ? &h->router_id : &h->runsc_id;
+    if (r == 0)
+        r = lz_procid_from_pidfd(c.pidfd, c.pid, keep);
+    close(c.pidfd);
+    if (r < 0)
+        return r;
+    lz_crash_point(role == LZ_ROLE_GIT_ROUTING ? "router-staged" : "runsc-staged");
+    (void)lz_rschan_send(h->rs_ctl, LZ_RS_STAGED, NULL, slot);
+    return 0;
+}
+
+/* At readiness the staged Supervisor children become committed. */
+static int commit_rs_children(struct hc *h, struct lz_error *err) {
+    int r = 0;
+    if (h->router_id.ino)
+        r = lz_store_proc_set(h->st, h->gen, LZ_ROLE_GIT_ROUTING, "router", "committed", &h->router_id, err);
+    if (r == 0 && h->runsc_id.ino)
+        r = lz_store_proc_set(h->st, h->gen, LZ_ROLE_SANDBOX, "runsc", "committed", &h->runsc_id, err);
+    for (size_t i = 0; r == 0 && i < h->n_vol; i++) {
+        char slot[16];
+        snprintf(slot, sizeof slot, "vol%zu", i);
+        if (h->vol_id[i].ino)
+            r = lz_store_proc_set(h->st, h->gen, LZ_ROLE_GIT_ROUTING, slot, "committed", &h->vol_id[i], err);
+    }
+    return r;
+}
+
+/* Next message from the Supervisor, at most timeout_ms: 1, 0 when the
+ * Supervisor is gone, -ETIMEDOUT, -EBADMSG (lz_rschan_recv). */
+static int rs_recv(struct hc *h, int timeout_ms, struct lz_rsmsg *m) {
+    return h->rs_ctl < 0 ? 0 : lz_rschan_recv(h->rs_ctl, timeout_ms, m);
+}
+
+static int start_slirp(struct hc *h, struct lz_error *err) {
+    static const char *const cands[] = { "/usr/bin/slirp4netns", "/usr/local/bin/slirp4netns" };
+    const char *path = NULL;
+    const char *env = secure_getenv("LAZARET_SLIRP4NETNS");
+    if (env && env[0] == '/')
+        path = env;
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(cands) && !path; i++)
+        if (access(cands[i], X_OK) == 0)
+            path = cands[i];
+    if (!path)
+        return lz_error_set(err, -ENOENT, "slirp4netns not found: apt-get install slirp4netns");
+    int rp[2];
+    if (pipe2(rp, O_CLOEXEC) < 0)
+        return lz_error_set(err, -errno, "pipe: %s", strerror(errno));
+    char pid[16], ready[32];
+    snprintf(pid, sizeof pid, "%d", (int)h->rs.pid);
+    snprintf(ready, sizeof ready, "--ready-fd=%d", rp[1]);
+    /* --disable-host-loopback: 10.0.2.2 does not lead to the host's
+     * loopback; sandbox and seccomp: the helper locks itself down. */
+    char *argv[] = { (char *)path, (char *)"--configure", (char *)"--mtu=65520",
+                     (char *)"--disable-host-loopback", (char *)"--enable-sandbox",
+                     (char *)"--enable-seccomp", ready, pid, (char *)LZ_NET_TAP, NULL };
+    int keep[] = { rp[1] };
+    _cleanup_env_ char **envp = lz_env_build(LZ_ENV_HELPER);
+    struct lz_spawn_opts o = { .path = path, .argv = argv, .envp = envp, .stdin_fd = -1, .stdout_fd = 2,
+                               .stderr_fd = 2, .keep_fds = keep, .n_keep_fds = 1, .setns_pidfd = -1,
+                               .pdeathsig = SIGTERM, .barrier = true };
+    int r = lz_spawn(&o, &h->slirp);
+    close(rp[1]);
+    if (r < 0) {
+        close(rp[0]);
+        return lz_error_set(err, r, "cannot start slirp4netns: %s", strerror(-r));
+    }
+    /* Staged ownership before the helper may proceed. */
+    if ((r = record_proc(h, LZ_ROLE_HELPER, "slirp4netns", "staged", &h->slirp, err)) < 0) {
+        close(rp[0]);
+        return r;
+    }
+    if ((r = lz_child_release(&h->slirp)) < 0) {
+        close(rp[0]);
+        return lz_error_errno(err, r, "slirp4netns failed to start");
+    }
+    char b[8] = "";
+    struct pollfd p = { .fd = rp[0], .events = POLLIN };
+    ssize_t n = poll(&p, 1, 15000) > 0 ? read(rp[0], b, sizeof b) : -1;
+    close(rp[0]);
+    if (n < 1 || b[0] != '1')
+        return lz_error_set(err, -EIO, "the connectivity helper (slirp4netns) did not become ready; "
+                                       "is /dev/net/tun usable? (lazaret doctor)");
+    return record_proc(h, LZ_ROLE_HELPER, "slirp4netns", "committed", &h->slirp, err);
+}
+
+/* Network readiness fingerprint: SHA-256 over Domain ID, generation,
+ * Configuration Fingerprint, Network Sidecar ID, policy digest and the
+ * enforcement namespace's identity. */
+static void readiness_fingerprint(struct hc *h, unsigned long netns_ino) {
+    crypto_hash_sha256_state st;
+    crypto_hash_sha256_init(&st);
+    static const char ctx[] = "lazaret-network-readiness-v1";
+    crypto_hash_sha256_update(&st, (const uint8_t *)ctx, sizeof ctx - 1);
+    crypto_hash_sha256_update(&st, h->cfg->domain_id, 32);
+    uint8_t gen[8];
+    for (int i = 0; i < 8; i++)
+        gen[i] = (uint8_t)((uint64_t)h->gen >> (56 - 8 * i));
+    crypto_hash_sha256_update(&st, gen, 8);
+    crypto_hash_sha256_update(&st, h->cfg->fingerprint, 32);
+    crypto_hash_sha256_update(&st, h->sidecar_id, 16);
+    crypto_hash_sha256_update(&st, h->policy_digest, 32);
+    uint8_t ino[8];
+    for (int i = 0; i < 8; i++)
+        ino[i] = (uint8_t)((uint64_t)netns_ino >> (56 - 8 * i));
+    crypto_hash_sha256_update(&st, ino, 8);
+    crypto_hash_sha256_final(&st, h->readiness);
+    char hex[65];
+    lz_hex(h->readiness, 32, hex);
+    hc_log("network readiness fingerprint %s", hex);
+}
+
+/* ---- acquisition ----
+ *
+ * Everything of the generation that is not a participant yet: directories,
+ * binaries, the host-address watch and the network policy (nothing durable
+ * is recorded here). */
+static int prepare_generation(struct hc *h, struct lz_error *err) {
+    struct lz_config *c = h->cfg;
+    int r;
+    snprintf(h->container_id, sizeof h->container_id, "lz-%.12s", c->domain_id_hex);
+    randombytes_buf(h->sidecar_id, sizeof h->sidecar_id);
+    h->gen_dir = lz_xasprintf("%s/%.12s", h->rt, c->domain_id_hex);
+    _cleanup_close_ int rtfd = open(h->rt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rtfd < 0)
+        return lz_error_set(err, -errno, "cannot open %s: %s", h->rt, strerror(errno));
+    /* We hold the Domain flock: anything left here is from a dead
+     * generation. runsc state of a dead sandbox is removed with it. */
+    char name[16];
+    snprintf(name, sizeof name, "%.12s", c->domain_id_hex);
+    lz_rm_rf_at(rtfd, name);
+    h->state_dir = lz_xasprintf("%s/runsc", h->gen_dir);
+    h->bundle_dir = lz_xasprintf("%s/bundle", h->gen_dir);
+    h->overlay_dir = lz_xasprintf("%s/overlay", c->domain_dir);
+    h->view = lz_xasprintf("%s/workspace", h->gen_dir);
+    h->anchor_target = lz_xasprintf("%s/anchor", h->gen_dir);
+    if ((r = lz_mkdir_p(h->state_dir, 0700)) < 0 || (r = lz_mkdir_p(h->bundle_dir, 0700)) < 0 ||
+        (r = lz_mkdir_p(h->overlay_dir, 0700)) < 0 || (r = lz_mkdir_p(h->view, 0700)) < 0)
+        return lz_error_set(err, r, "cannot create runtime directories under %s: %s", h->gen_dir,
+                            strerror(-r));
+    for (size_t i = 0; i < c->profile.n_volumes; i++) {
+        const struct lz_volume *v = &c->profile.volumes[i];
+        if (v->read_only)
+            continue;
+        if (h->n_vol >= LZ_RS_VOLUMES_MAX)
+            return lz_error_set(err, -E2BIG, "more than %d writable volumes: make some read-only",
+                                LZ_RS_VOLUMES_MAX);
+        h->vol_view[h->n_vol] = lz_xasprintf("%s/volume-%zu", h->gen_dir, h->n_vol);
+        h->vol_of[h->n_vol] = i;
+        /* The router's source must exist before it starts. */
+        if ((r = lz_mkdir_p(v->host, 0700)) < 0 || (r = lz_mkdir_p(h->vol_view[h->n_vol], 0700)) < 0)
+            return lz_error_set(err, r, "cannot create %s or its view: %s", v->host, strerror(-r));
+        h->n_vol++;
+    }
+
+    if ((r = lz_find_runsc(&h->runsc, err)) < 0)
+        return r;
+    _cleanup_free_ char *init = NULL;
+    if ((r = lz_libexec_path("lazaret-init", &init, err)) < 0)
+        return r;
+    if ((r = lz_libexec_path("lazaret-router", &h->router, err)) < 0)
+        return r;
+    if (hc_find_shell(h->rootfs, &h->shell) < 0)
+        h->shell = lz_xstrdup("/bin/sh");
+
+    /* The host's address changes, watched from here (the host namespace)
+     * from before the snapshot below; the Supervisor follows them
+     * (netfollow.h). LAZARET_TEST_NETFOLLOW=off is for tests only: it shows
+     * that a new host address is reachable without the follower. */
+    const char *nf = lz_test_hook("LAZARET_TEST_NETFOLLOW");
+    if (nf && !strcmp(nf, "off"))
+        hc_log("WARNING: host addresses are NOT followed (a test hook; test builds only)");
+    else if ((h->boot.addr_fd = lz_netfollow_open_host_socket(err)) < 0)
+        return h->boot.addr_fd;
+
+    /* The generation's network policy, derived from trusted configuration
+     * only, goes to the Supervisor as canonical bytes in a sealed memfd. */
+    uint32_t *host_addrs = NULL;
+    size_t n_host = 0;
+    lz_host_ipv4_addrs(&host_addrs, &n_host);
+    r = lz_netpolicy_derive(c, host_addrs, n_host, &h->policy, err);
+    free(host_addrs);
+    if (r < 0)
+        return r;
+    _cleanup_free_ uint8_t *pbytes = NULL;
+    size_t plen = 0;
+    lz_netpolicy_encode(&h->policy, &pbytes, &plen);
+    lz_netpolicy_digest(pbytes, plen, h->policy_digest);
+    lz_hex(h->policy_digest, 32, h->boot.policy_hex);
+    int pfd = h->boot.policy_fd = memfd_create("lazaret-netpolicy", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (pfd < 0 || lz_write_full(pfd, pbytes, plen) < 0 ||
+        fcntl(pfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 ||
+        lseek(pfd, 0, SEEK_SET) < 0)
+        return lz_error_set(err, -errno, "cannot pass the network policy: %s", strerror(errno));
+    return 0;
+}
+
+/* The prepared lower: intent (with the artifact), the exact catalog lease,
+ * lease held. */
+static int lower_intent(struct hc *h, struct lz_error *err) {
+    return record(h, LZ_ROLE_PREPARED_LOWER, LZ_P_INTENT, h->a->artifact_id, NULL, NULL, err);
+}
+static int lower_lease(struct hc *h, struct lz_error *err) {
+    int r = lz_catalog_lease_acquire(h->cfg->data_root, h->a->artifact_id, h->cfg->domain_id_hex, h->gen, err);
+    return r < 0 ? r : 0;
+}
+static int lower_lease_held(struct hc *h, struct lz_error *err) {
+    return record(h, LZ_ROLE_PREPARED_LOWER, LZ_P_LEASE_HELD, NULL, NULL, NULL, err);
+}
+
+/* The Runtime Supervisor, in new user + network + mount namespaces: the
+ * sandbox's intent, then the process, held at its barrier. */
+static int supervisor_spawn(struct hc *h, struct lz_error *err) {
+    struct lz_config *c = h->cfg;
+    int r;
+    char afdstr[16], pfdstr[16];
+    int afd = h->boot.addr_fd, pfd = h->boot.policy_fd;
+    snprintf(afdstr, sizeof afdstr, "%d", afd);
+    snprintf(pfdstr, sizeof pfdstr, "%d", pfd);
+    int sp[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+        return lz_error_set(err, -errno, "socketpair: %s", strerror(errno));
+    h->rs_ctl = sp[0];
+    _cleanup_free_ char *self = NULL;
+    if ((r = lz_self_exe(&self)) < 0) {
+        close(sp[1]);
+        return lz_error_set(err, r, "cannot find the lazaret binary");
+    }
+    char fdstr[16];
+    snprintf(fdstr, sizeof fdstr, "%d", sp[1]);
+    /* What the host's Git reads or runs from the workspace is kept
+     * read-only by the router as well (gitscan.h); all of it, or no Domain. */
+    long scan_t0 = lz_now_ms();
+    lz_gitscan_clear(&h->git);
+    if ((r = lz_gitscan_run(c->workspace, NULL, &h->git, err)) < 0) {
+        close(sp[1]);
+        return r;
+    }
+    hc_log("host Git scan: %zu repositories, %zu entries, %zu protected paths, %ld ms", h->git.n_repos,
+           h->git.n_entries, h->git.n_protect, lz_now_ms() - scan_t0);
+    for (size_t i = 0; i < h->git.n_log; i++)
+        hc_log("host Git: %s", h->git.log[i]);
+    for (size_t i = 0; i < h->git.n_notices; i++)
+        hc_log("NOTICE: %s", h->git.notices[i]);
+    size_t n_persist = c->profile.n_persistent_dirs;
+    _cleanup_free_ char **argv =
+        lz_xcalloc(40 + 2 * h->git.n_protect + 2 * n_persist + 4 * LZ_RS_VOLUMES_MAX + 2 * 3, sizeof *argv);
+    size_t na = 0;
+    char *fixed[] = { self, (char *)"__supervisor", (char *)"--ctl-fd", fdstr,
+                      (char *)"--runsc", h->runsc, (char *)"--state", h->state_dir,
+                      (char *)"--bundle", h->bundle_dir, (char *)"--id", h->container_id,
+                      (char *)"--overlay", h->overlay_dir, (char *)"--router", h->router,
+                      (char *)"--workspace", c->workspace, (char *)"--view", h->view,
+                      (char *)"--policy-fd", pfdstr, (char *)"--policy-digest", h->boot.policy_hex };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(fixed); i++)
+        argv[na++] = fixed[i];
+    if (afd >= 0) {
+        argv[na++] = (char *)"--addr-fd";
+        argv[na++] = afdstr;
+    }
+    for (size_t i = 0; i < h->git.n_protect; i++) {
+        argv[na++] = (char *)"--protect";
+        argv[na++] = h->git.protect[i];
+    }
+    for (size_t i = 0; i < h->n_vol; i++) {
+        argv[na++] = (char *)"--volume";
+        argv[na++] = c->profile.volumes[h->vol_of[i]].host;
+        argv[na++] = (char *)"--volume-view";
+        argv[na++] = h->vol_view[i];
+    }
+    /* Symlinks the host would follow into Lazaret's own storage are refused
+     * by every router (docs/security-git.md, "Symlinks to host paths"). */
+    char *deny[] = { c->data_root, h->rt, c->domain_dir };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(deny); i++) {
+        argv[na++] = (char *)"--deny-link-target";
+        argv[na++] = deny[i];
+    }
+    if (n_persist) {
+        char *anc[] = { (char *)"--rootfs", h->rootfs, (char *)"--anchor-root", h->anchor_root,
+                        (char *)"--anchor-target", h->anchor_target };
+        for (size_t i = 0; i < LZ_ARRAY_SIZE(anc); i++)
+            argv[na++] = anc[i];
+        for (size_t i = 0; i < n_persist; i++) {
+            argv[na++] = (char *)"--persist";
+            argv[na++] = c->profile.persistent_dirs[i];
+        }
+    }
+    argv[na] = NULL;
+    if ((r = record(h, LZ_ROLE_SANDBOX, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0) {
+        close(sp[1]);
+        return r;
+    }
+    int keep[] = { sp[1], pfd, afd };
+    /* Our hooks only (procenv.h); it passes the bare helper set on. */
+    _cleanup_env_ char **rs_env = lz_env_build(LZ_ENV_SUPERVISOR);
+    struct lz_spawn_opts o = {
+        .path = self, .argv = argv, .envp = rs_env, .stdin_fd = -1, .stdout_fd = 2, .stderr_fd = 2,
+        .keep_fds = keep, .n_keep_fds = afd >= 0 ? 3 : 2,
+        .clone_flags = CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS,
+        .setns_pidfd = -1, .barrier = true, .pdeathsig = SIGTERM,
+    };
+    r = lz_spawn(&o, &h->rs);
+    close(sp[1]);
+    /* The Supervisor has its own copies now. */
+    lz_closep(&h->boot.addr_fd);
+    lz_closep(&h->boot.policy_fd);
+    if (r < 0)
+        return lz_error_set(err, r, "cannot create the Domain namespaces: %s%s", strerror(-r),
+                            r == -EPERM || r == -ENOSPC
+                                ? " (unprivileged user namespaces disabled? run `lazaret doctor`)"
+                                : "");
+    hc_log("Runtime Supervisor started (pid %d), writing ID maps", (int)h->rs.pid);
+    return 0;
+}
+
+/* Staged ownership of the Supervisor, with the namespaces it made, before
+ * it may run; then its ID maps, and it is released. */
+static int supervisor_staged(struct hc *h, struct lz_error *err) {
+    int r;
+    char ev[160];
+    unsigned long long ino[3] = { 0, 0, 0 };
+    static const char *const nsn[3] = { "user", "mnt", "net" };
+    for (int i = 0; i < 3; i++) {
+        char p[64];
+        struct stat sb;
+        snprintf(p, sizeof p, "/proc/%d/ns/%s", (int)h->rs.pid, nsn[i]);
+        if (stat(p, &sb) == 0)
+            ino[i] = (unsigned long long)sb.st_ino;
+    }
+    /* The pidfd still names that process: the inodes are its own. */
+    struct pollfd pp = { .fd = h->rs.pidfd, .events = POLLIN };
+    if (poll(&pp, 1, 0) != 0 || !ino[0]) {
+        lz_child_signal(&h->rs, SIGKILL);
+        return lz_error_set(err, -ESRCH, "the Runtime Supervisor died before it was recorded");
+    }
+    h->rs_userns = ino[0];
+    snprintf(ev, sizeof ev, "userns=%llu mntns=%llu netns=%llu", ino[0], ino[1], ino[2]);
+    if ((r = lz_store_begin(h->st, err)) < 0 ||
+        (r = record(h, LZ_ROLE_SANDBOX, LZ_P_INTENT, NULL, NULL, ev, err)) < 0 ||
+        (r = record_proc(h, LZ_ROLE_SANDBOX, "supervisor", "staged", &h->rs, err)) < 0 ||
+        (r = lz_store_commit(h->st, err)) < 0) {
+        lz_store_rollback(h->st);
+        lz_child_signal(&h->rs, SIGKILL);
+        return r;
+    }
+    if ((r = lz_idmap_write(h->rs.pid, err)) < 0) {
+        lz_child_signal(&h->rs, SIGKILL);
+        int st;
+        lz_child_wait(&h->rs, -1, &st);
+        return lz_error_prefix(err, r, "cannot map IDs into the Domain user namespace");
+    }
+    if ((r = lz_child_release(&h->rs)) < 0)
+        return lz_error_set(err, r, "the Runtime Supervisor failed to start: %s", strerror(-r));
+    return 0;
+}
+
+/* The State Anchor (with persistent directories only): intent, the mount
+ * (by the Supervisor), prepared with its mount identity. */
+static int anchor_intent(struct hc *h, struct lz_error *err) {
+    if (!h->cfg->profile.n_persistent_dirs)
+        return STEP_QUIET;
+    return record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_INTENT, h->a->artifact_id, NULL, NULL, err);
+}
+static int anchor_mount(struct hc *h, struct lz_error *err) {
+    if (!h->cfg->profile.n_persistent_dirs)
+        return STEP_QUIET;
+    (void)lz_rschan_send(h->rs_ctl, LZ_RS_ANCHOR, NULL, NULL);
+    struct lz_rsmsg m;
+    int n = rs_recv(h, LZ_RS_T_ANCHORED_MS, &m);
+    if (n == 0 || n == -ETIMEDOUT)
+        return lz_error_set(err, -EIO, "the Runtime Supervisor did not mount the State Anchor");
+    if (n == 1 && m.kind == LZ_RS_FAIL)
+        return lz_error_set(err, -EIO, "cannot mount the State Anchor: %s", m.str);
+    if (n < 0 || m.kind != LZ_RS_ANCHORED)
+        return lz_error_set(err, -EPROTO, "unexpected message from the Runtime Supervisor: %s",
+                            n < 0 ? "malformed" : lz_rschan_kind_name(m.kind));
+    snprintf(h->anchor_ident, sizeof h->anchor_ident, "%s", m.str);
+    return 0;
+}
+static int anchor_prepared(struct hc *h, struct lz_error *err) {
+    if (!h->cfg->profile.n_persistent_dirs)
+        return STEP_QUIET;
+    int r = record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_PREPARED, NULL, h->anchor_ident, NULL, err);
+    if (r == 0)
+        hc_log("State Anchor mounted: %s", h->anchor_ident);
+    return r;
+}
+
+/* Git routing, network and the connectivity helper: three intents, one
+ * transaction. */
+static int network_intents(struct hc *h, struct lz_error *err) {
+    int r;
+    if ((r = lz_store_begin(h->st, err)) < 0)
+        return r;
+    if ((r = record(h, LZ_ROLE_GIT_ROUTING, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
+        (r = record(h, LZ_ROLE_NETWORK, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
+        (r = record(h, LZ_ROLE_HELPER, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
+        (r = lz_store_commit(h->st, err)) < 0) {
+        lz_store_rollback(h->st);
+        return r;
+    }
+    return 0;
+}
+
+/* The connectivity helper, in our (host) network namespace, attached to
+ * the enforcement namespace; ownership recorded before readiness. */
+static int helper_start(struct hc *h, struct lz_error *err) {
+    int r;
+    if ((r = start_slirp(h, err)) < 0)
+        return r;
+    hc_log("connectivity helper slirp4netns started (pid %d)", (int)h->slirp.pid);
+    return record(h, LZ_ROLE_HELPER, LZ_P_COMMITTED, NULL, NULL, NULL, err);
+}
+
+/* The OCI bundle, then NET: the Supervisor installs the policy, starts the
+ * routers and runsc, staging each (STAGE -> stage_rs_child: the crash
+ * points "router-staged", "runsc-staged"), and reports READY; readiness
+ * commits network, Git routing and sandbox in one transaction. */
+static int sandbox_start(struct hc *h, struct lz_error *err) {
+    struct lz_config *c = h->cfg;
+    int r;
+    if ((r = hc_write_bundle(h, err)) < 0)
+        return r;
+    (void)lz_rschan_send(h->rs_ctl, LZ_RS_NET, NULL, NULL);
+
+    /* Wait for READY or FAIL. */
+    long deadline = lz_now_ms() + LZ_RS_T_READY_MS;
+    for (;;) {
+        long left = deadline - lz_now_ms();
+        struct lz_rsmsg m;
+        int n = rs_recv(h, left > 0 ? (int)left : 0, &m);
+        if (n == -ETIMEDOUT)
+            return lz_error_set(err, -ETIMEDOUT, "the Runtime Supervisor did not report readiness");
+        if (n == -EBADMSG)
+            return lz_error_set(err, -EPROTO, "malformed message from the Runtime Supervisor");
+        if (n <= 0)
+            return lz_error_set(err, -EPIPE, "the Runtime Supervisor died during start (see %s/coordinator.log)",
+                                c->domain_dir);
+        if (m.kind == LZ_RS_STAGE) {
+            if ((r = stage_rs_child(h, &m, err)) < 0)
+                return r;
+            continue;
+        }
+        if (m.kind == LZ_RS_READY) {
+            readiness_fingerprint(h, m.u[0]);
+            char line[512];
+            lz_rschan_format(&m, line, sizeof line);
+            hc_log("sandbox ready: %s", line);
+            char rhex[65], ev[256];
+            lz_hex(h->readiness, 32, rhex);
+            snprintf(ev, sizeof ev, "readiness=%s policy=%s", rhex, h->boot.policy_hex);
+            /* Readiness commits network, router and sandbox together. */
+            if ((r = lz_store_begin(h->st, err)) < 0)
+                return r;
+            if ((r = record(h, LZ_ROLE_NETWORK, LZ_P_COMMITTED, NULL, NULL, ev, err)) < 0 ||
+                (r = record(h, LZ_ROLE_GIT_ROUTING, LZ_P_PREPARED, NULL, NULL, NULL, err)) < 0 ||
+                (r = record_proc(h, LZ_ROLE_SANDBOX, "supervisor", "committed", &h->rs, err)) < 0 ||
+                (r = commit_rs_children(h, err)) < 0 ||
+                (r = record(h, LZ_ROLE_SANDBOX, LZ_P_COMMITTED, NULL, NULL, NULL, err)) < 0 ||
+                (r = lz_store_commit(h->st, err)) < 0) {
+                lz_store_rollback(h->st);
+                return r;
+            }
+            return 0;
+        }
+        if (m.kind == LZ_RS_FAIL)
+            return lz_error_set(err, -EIO, "the sandbox could not start: %s", m.str);
+    }
+}
+
+static int listen_socket(const char *path, struct lz_error *err) {
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof sa.sun_path)
+        return lz_error_set(err, -ENAMETOOLONG, "socket path too long: %s", path);
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return lz_error_set(err, -errno, "socket: %s", strerror(errno));
+    unlink(path); /* stale: we hold the Domain flock */
+    mode_t old = umask(0077);
+    int r = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    umask(old);
+    if (r < 0 || listen(fd, 64) < 0) {
+        r = -errno;
+        close(fd);
+        return lz_error_set(err, r, "cannot listen on %s: %s", path, strerror(-r));
+    }
+    return fd;
+}
+
+/* Publication: the Domain's socket, where clients find it. */
+static int publish(struct hc *h, struct lz_error *err) {
+    int r = record(h, LZ_ROLE_PUBLICATION, LZ_P_INTENT, NULL, NULL, NULL, err);
+    if (r < 0)
+        return r;
+    if ((h->listen_fd = listen_socket(h->sock_path, err)) < 0)
+        return h->listen_fd;
+    if ((r = record(h, LZ_ROLE_PUBLICATION, LZ_P_COMMITTED, NULL, NULL, h->sock_path, err)) < 0 ||
+        (r = lz_store_gen_set_state(h->st, h->gen, "running", err)) < 0) {
+        lz_closep(&h->listen_fd);
+        return r;
+    }
+    return 0;
+}
+
+/* The acquisition order (docs/state.md, "Generations"; the model's
+ * StartNewDomain .. PublishDomain): each step's durable intent comes
+ * before its act and its evidence after. After a step that acted, its
+ * model action is logged and then its crash point is passed. */
+static const struct gen_step acquire[] = {
+    /* participant        act                crash point         model action */
+    { "prepared lower",   lower_intent,      "lower-intent",     NULL },
+    { "prepared lower",   lower_lease,       "lease-inserted",   NULL },
+    { "prepared lower",   lower_lease_held,  "lease-held",       NULL },
+    { "sandbox",          supervisor_spawn,  NULL,               NULL },
+    { "sandbox",          supervisor_staged, NULL,               NULL },
+    { "state anchor",     anchor_intent,     "anchor-intent",    NULL },
+    { "state anchor",     anchor_mount,      "anchor-mounted",   NULL },
+    { "state anchor",     anchor_prepared,   "anchor-prepared",  "MountStateAnchor" },
+    { "routing, network, helper", network_intents, NULL,         NULL },
+    { "helper",           helper_start,      NULL,               "StartSidecar" },
+    { "sandbox",          sandbox_start,     NULL,               "StartSandbox" }, /* router-staged, runsc-staged */
+    { "publication",      publish,           "running",          "PublishDomain" },
+};
+
+int hc_start_generation(struct hc *h, struct lz_error *err) {
+    int r = prepare_generation(h, err);
+    if (r == 0)
+        r = walk(h, acquire, LZ_ARRAY_SIZE(acquire), err);
+    lz_closep(&h->boot.addr_fd);
+    lz_closep(&h->boot.policy_fd);
+    return r;
+}
+
+/* Waits (bounded) for the Supervisor to report `what` (EXITED,
+ * UNMOUNTED); true when it did. Other reports are logged. */
+static bool rs_await(struct hc *h, enum lz_rs_kind what, int timeout_ms) {
+    long deadline = lz_now_ms() + timeout_ms;
+    for (;;) {
+        long left = deadline - lz_now_ms();
+        struct lz_rsmsg m;
+        int n = rs_recv(h, left > 0 ? (int)left : 0, &m);
+        if (n == -EBADMSG) {
+            hc_log("Supervisor: malformed message");
+            continue;
+        }
+        if (n <= 0) {
+            if (n == 0)
+                lz_closep(&h->rs_ctl);
+            return false;
+        }
+        if (m.kind == what)
+            return true;
+        if (m.kind == LZ_RS_UNMOUNT_FAILED) {
+            hc_log("the Supervisor could not unmount the State Anchor: %s", m.str);
+            return false;
+        }
+        char line[512];
+        lz_rschan_format(&m, line, sizeof line);
+        hc_log("Supervisor: %s", line);
+    }
+}
+
+/* ---- release ----
+ *
+ * Best effort: a step never stops the walk; what it cannot prove released
+ * clears h->rel.proven (or h->rel.ok) and the generation is left "failed"
+ * for the next coordinator's recovery. h->rel.rec: there is a durable
+ * generation to record into. */
+static int rel_begin(struct hc *h, struct lz_error *err) {
+    if (h->rel.rec)
+        lz_store_gen_set_state(h->st, h->gen, "stopping", NULL);
+    return 0;
+}
+static int rel_publication(struct hc *h, struct lz_error *err) {
+    if (!h->rel.rec || !h->recorded[LZ_ROLE_PUBLICATION])
+        return STEP_QUIET;
+    record(h, LZ_ROLE_PUBLICATION, LZ_P_RELEASE_INTENT, NULL, NULL, NULL, err);
+    if (h->sock_path)
+        unlink(h->sock_path);
+    record(h, LZ_ROLE_PUBLICATION, LZ_P_CLEAN, NULL, NULL, NULL, err);
+    return STEP_QUIET;
+}
+/* The sandbox and its routers, by the Supervisor (STOP -> EXITED). */
+static int rel_sandbox(struct hc *h, struct lz_error *err) {
+    if (h->rs.pidfd < 0)
+        return STEP_QUIET;
+    if (h->rel.rec)
+        record(h, LZ_ROLE_SANDBOX, LZ_P_RELEASE_INTENT, NULL, NULL, NULL, err);
+    (void)lz_rschan_send(h->rs_ctl, LZ_RS_STOP, NULL, NULL);
+    if (!h->rs_exited_msg && h->rs_ctl >= 0 && !rs_await(h, LZ_RS_EXITED, lz_rs_stop_bound_ms(h->n_vol)))
+        hc_log("the Supervisor did not report the sandbox stopped");
+    return 0;
+}
+static int rel_helper(struct hc *h, struct lz_error *err) {
+    if (h->slirp.pidfd < 0) {
+        if (h->rel.rec && h->recorded[LZ_ROLE_HELPER])
+            record(h, LZ_ROLE_HELPER, LZ_P_CLEAN, NULL, NULL, NULL, err);
+        return STEP_QUIET;
+    }
+    int st;
+    if (h->rel.rec)
+        record(h, LZ_ROLE_HELPER, LZ_P_RELEASE_INTENT, NULL, NULL, NULL, err);
+    lz_child_stop(&h->slirp, 3000, &st);
+    if (h->rel.rec)
+        record(h, LZ_ROLE_HELPER, LZ_P_CLEAN, NULL, NULL, NULL, err);
+    return 0;
+}
+static int rel_anchor_intent(struct hc *h, struct lz_error *err) {
+    if (!h->anchor_ident[0] || !h->rel.rec)
+        return STEP_QUIET;
+    record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_RELEASE_INTENT, NULL, NULL, NULL, err);
+    return 0;
+}
+/* The exact unmount, by the Supervisor (UNMOUNT -> UNMOUNTED). */
+static int rel_anchor_unmount(struct hc *h, struct lz_error *err) {
+    if (!h->anchor_ident[0] || !h->rel.rec)
+        return STEP_QUIET;
+    (void)lz_rschan_send(h->rs_ctl, LZ_RS_UNMOUNT, NULL, NULL);
+    if (h->rs_ctl < 0 || !rs_await(h, LZ_RS_UNMOUNTED, LZ_RS_T_UNMOUNTED_MS)) {
+        hc_log("the State Anchor unmount was not confirmed by the Supervisor");
+        h->rel.proven = false;
+    }
+    return 0;
+}
+static int rel_supervisor(struct hc *h, struct lz_error *err) {
+    if (h->rs.pidfd >= 0) {
+        int st;
+        if (lz_child_wait(&h->rs, LZ_RS_T_EXIT_MS, &st) == -ETIMEDOUT) {
+            hc_log("Runtime Supervisor did not stop in time; killing it");
+            lz_child_signal(&h->rs, SIGKILL);
+            lz_child_wait(&h->rs, -1, &st);
+        }
+        hc_log("Runtime Supervisor exited with status %d", st);
+    }
+    lz_closep(&h->rs_ctl);
+    lz_netpolicy_clear(&h->policy);
+    return STEP_QUIET;
+}
+/* Independent absence proof: nothing left in the Domain user namespace
+ * (runsc, gofer, sandbox, router, exec clients: all gone), so no mount
+ * namespace holding the anchor is left either. */
+static int rel_absence_proof(struct hc *h, struct lz_error *err) {
+    if (h->rs_userns && lz_ns_wait_unused("user", h->rs_userns, 10000) < 0) {
+        hc_log("processes are still running in the Domain user namespace; the State Anchor is not released");
+        h->rel.proven = false;
+    }
+    return STEP_QUIET;
+}
+static int rel_clean_sandbox(struct hc *h, struct lz_error *err) {
+    if (!h->rel.rec || !h->rel.proven)
+        return STEP_QUIET;
+    if (h->recorded[LZ_ROLE_SANDBOX])
+        record(h, LZ_ROLE_SANDBOX, LZ_P_CLEAN, NULL, NULL, NULL, err);
+    if (h->recorded[LZ_ROLE_NETWORK])
+        record(h, LZ_ROLE_NETWORK, LZ_P_CLEAN, NULL, NULL, NULL, err);
+    if (h->recorded[LZ_ROLE_GIT_ROUTING])
+        record(h, LZ_ROLE_GIT_ROUTING, LZ_P_CLEAN, NULL, NULL, NULL, err);
+    return STEP_QUIET;
+}
+/* The anchor clean and the lower's release intent, one transaction. */
+static int rel_lower_intent(struct hc *h, struct lz_error *err) {
+    if (!h->rel.rec || !h->rel.proven)
+        return STEP_QUIET;
+    if (h->recorded[LZ_ROLE_STATE_ANCHOR] || h->recorded[LZ_ROLE_PREPARED_LOWER]) {
+        bool ok = lz_store_begin(h->st, err) == 0;
+        if (ok && h->recorded[LZ_ROLE_STATE_ANCHOR])
+            ok = record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_CLEAN, NULL, NULL, NULL, err) == 0;
+        if (ok && h->recorded[LZ_ROLE_PREPARED_LOWER])
+            ok = record(h, LZ_ROLE_PREPARED_LOWER, LZ_P_RELEASE_INTENT, NULL, NULL, NULL, err) == 0;
+        if (ok)
+            ok = lz_store_commit(h->st, err) == 0;
+        else
+            lz_store_rollback(h->st);
+        h->rel.ok = ok;
+    }
+    return 0;
+}
+static int rel_lease(struct hc *h, struct lz_error *err) {
+    if (!h->rel.rec || !h->rel.proven || !h->rel.ok || !h->recorded[LZ_ROLE_PREPARED_LOWER])
+        return STEP_QUIET;
+    h->rel.ok = lz_catalog_lease_release(h->cfg->data_root, h->a->artifact_id, h->cfg->domain_id_hex, h->gen,
+                                         err) >= 0;
+    h->rel.lease_removed = h->rel.ok;
+    return 0;
+}
+static int rel_lower_clean(struct hc *h, struct lz_error *err) {
+    if (h->rel.lease_removed)
+        h->rel.ok = record(h, LZ_ROLE_PREPARED_LOWER, LZ_P_CLEAN, NULL, NULL, NULL, err) == 0;
+    return STEP_QUIET;
+}
+/* The model's UnmountStateAnchor: the anchor and the lower are released. */
+static int rel_anchor_released(struct hc *h, struct lz_error *err) {
+    return h->rel.rec && h->rel.proven && h->rel.ok && h->anchor_ident[0] ? 0 : STEP_QUIET;
+}
+static int rel_finish(struct hc *h, struct lz_error *err) {
+    if (h->rel.rec && h->rel.proven) {
+        if (h->rel.ok)
+            h->rel.ok = lz_store_gen_set_state(h->st, h->gen, "clean", err) == 0;
+        if (h->rel.ok)
+            return 0;
+        hc_log("release of generation %lld incomplete: %s", (long long)h->gen, err->msg);
+    } else if (h->rel.rec) {
+        lz_store_gen_set_state(h->st, h->gen, "failed", NULL);
+        hc_log("generation %lld left for recovery by the next start", (long long)h->gen);
+    }
+    return STEP_QUIET;
+}
+static int rel_runtime_dir(struct hc *h, struct lz_error *err) {
+    if (h->gen_dir) {
+        _cleanup_close_ int rtfd = open(h->rt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        char name[16];
+        snprintf(name, sizeof name, "%.12s", h->cfg->domain_id_hex);
+        if (rtfd >= 0)
+            lz_rm_rf_at(rtfd, name);
+    }
+    return STEP_QUIET;
+}
+
+/* The release order (docs/state.md; the model's BeginTeardown ..
+ * FinishTeardown): publication, sandbox (and the Git router with it), the
+ * connectivity helper and network, the State Anchor (exact unmount, then
+ * the independent absence proof), the prepared-lower lease. Each step
+ * records its release intent first and clean only once the resource is
+ * proven gone. */
+static const struct gen_step release[] = {
+    /* participant        act                  crash point              model action */
+    { "generation",       rel_begin,           NULL,                    "BeginTeardown" },
+    { "publication",      rel_publication,     NULL,                    NULL },
+    { "sandbox",          rel_sandbox,         NULL,                    "StopSandbox" },
+    { "helper",           rel_helper,          NULL,                    "StopSidecar" },
+    { "state anchor",     rel_anchor_intent,   "anchor-release-intent", NULL },
+    { "state anchor",     rel_anchor_unmount,  "anchor-unmounted",      NULL },
+    { "sandbox",          rel_supervisor,      NULL,                    NULL },
+    { "sandbox",          rel_absence_proof,   NULL,                    NULL },
+    { "sandbox, network, routing", rel_clean_sandbox, NULL,             NULL },
+    { "prepared lower",   rel_lower_intent,    "lower-release-intent",  NULL },
+    { "prepared lower",   rel_lease,           "lease-removed",         NULL },
+    { "prepared lower",   rel_lower_clean,     NULL,                    NULL },
+    { "state anchor",     rel_anchor_released, NULL,                    "UnmountStateAnchor" },
+    { "generation",       rel_finish,          NULL,                    "FinishTeardown" },
+    { "generation",       rel_runtime_dir,     NULL,                    NULL },
+};
+
+void hc_stop_generation(struct hc *h) {
+    struct lz_error err = { 0 };
+    h->rel.rec = h->st && h->gen > 0;
+    h->rel.proven = h->rel.ok = true;
+    h->rel.lease_removed = false;
+    (void)walk(h, release, LZ_ARRAY_SIZE(release), &err);
+}

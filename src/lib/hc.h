@@ -1,0 +1,139 @@
+/* hc.h — what the Host Coordinator's files share (coordinator.h has the
+ * contract): struct hc (one per coordinator process: the Domain's
+ * generation and its sessions), the session record, and the log.
+ *
+ *   coordinator.c  entry point, event loop, control requests (ps, stop)
+ *   generation.c   Domain start and teardown: the acquisition and release
+ *                  tables (docs/state.md, docs/model/lazaret.pml)
+ *   bundle.c       the generation's OCI bundle
+ *   session.c      Session Terminals: runsc exec, the PTY/pipe relay
+ *
+ * Internal to the coordinator: nothing outside these three includes it.
+ */
+#pragma once
+
+#include "coordinator.h"
+#include "config.h"
+#include "gitscan.h"
+#include "netpolicy.h"
+#include "procid.h"
+#include "proto.h"
+#include "spawn.h"
+#include "store.h"
+#include "supervisor.h"
+
+#define MAX_SESSIONS 64
+#define FLOCK_TIMEOUT_S 60
+#define RELEASE_GRACE_MS 2000
+#define DRAIN_TIMEOUT_MS 5000
+#define SPEC_FEED_TIMEOUT_MS 10000
+
+enum sess_state { S_HELLO, S_RUNNING, S_DRAINING, S_RELEASING, S_DONE };
+
+struct outbuf { uint8_t buf[LZ_PROTO_MAX]; size_t len; };
+
+struct session {
+    int id;
+    int sock;
+    enum sess_state state;
+    bool tty;
+    struct lz_child exec;
+    int master;            /* tty: PTY master */
+    int in_w, out_r, err_r;/* pipes */
+    uint8_t *inbuf; size_t inlen, inoff; /* pending input to the exec */
+    bool in_eof_pending;
+    struct outbuf pend;    /* pending message to the client (backpressure) */
+    bool exited; int status;
+    long deadline;         /* drain / release deadline */
+    int release_step;
+    char *procfile;
+    char *command;         /* program name, for `lazaret ps` */
+    int64_t started_wall;  /* ms since the epoch */
+    bool recorded;         /* a Session Terminal record exists */
+    bool release_recorded;
+};
+
+struct hc {
+    const struct lz_coordinator_args *a;
+    struct lz_config *cfg;
+    char *rt, *gen_dir, *state_dir, *bundle_dir, *overlay_dir, *sock_path, *view;
+    char *runsc, *shell, *router;
+    char container_id[32];
+    struct lz_child rs;
+    struct lz_child slirp;
+    int rs_ctl;
+    struct lz_netpolicy policy;
+    uint8_t policy_digest[32];
+    uint8_t sidecar_id[16];
+    uint8_t readiness[32];
+    int listen_fd;
+    int lock_fd;                   /* the Domain flock, for the coordinator's life */
+    int sfd;
+    struct session *s[MAX_SESSIONS];
+    int next_id;
+    bool had_session;
+    bool stopping;
+    struct lz_gitscan git;         /* what the host's Git reads from the workspace */
+    /* Durable generation (store.h). */
+    struct lz_store *st;
+    int64_t gen;
+    char *rootfs;                  /* <data_root>/prepared/<artifact>/rootfs */
+    char *anchor_root, *anchor_target;
+    char anchor_ident[4096];       /* "" until the anchor is mounted */
+    uint64_t rs_userns;            /* the Domain user namespace of this generation */
+    bool recorded[LZ_ROLE_COUNT];  /* participant rows written for this generation */
+    bool rs_exited_msg;            /* the Supervisor reported the sandbox gone */
+    struct lz_procid router_id, runsc_id; /* the Supervisor's children, as staged */
+    /* Writable volumes, each served by its own router (slot "vol<i>") at
+     * vol_view[i]; vol_of[i] is its index in profile.volumes. */
+    char *vol_view[LZ_RS_VOLUMES_MAX];
+    size_t vol_of[LZ_RS_VOLUMES_MAX], n_vol;
+    struct lz_procid vol_id[LZ_RS_VOLUMES_MAX];
+    /* generation.c, while starting: what goes to the Supervisor. */
+    struct {
+        int addr_fd;               /* host-address watch (netfollow.h), or -EBADF */
+        int policy_fd;             /* sealed memfd of the policy bytes */
+        char policy_hex[65];       /* their digest */
+    } boot;
+    /* generation.c, while releasing. */
+    struct {
+        bool rec;                  /* a durable generation to record into */
+        bool proven;               /* every resource so far proven gone */
+        bool ok;                   /* every record so far written */
+        bool lease_removed;
+    } rel;
+};
+
+/* The coordinator's log (its stderr is coordinator.log): one line, with
+ * wall-clock time and our PID. */
+void hc_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Debug log of the protocol model's actions (docs/model/lazaret.pml), with
+ * the model's action names, when LAZARET_DEBUG is set. */
+void hc_model_action(const char *action, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* generation.c: the acquisition table, up to the published socket; on
+ * failure err says why and hc_stop_generation releases what was taken. */
+int hc_start_generation(struct hc *h, struct lz_error *err);
+/* generation.c: the release table (best effort; what cannot be proven
+ * released leaves the generation "failed" for recovery). */
+void hc_stop_generation(struct hc *h);
+
+/* bundle.c: the image's login shell (bash, else sh), as a sandbox path. */
+int hc_find_shell(const char *rootfs, char **ret);
+/* bundle.c: <bundle_dir>/config.json, once the Supervisor exists (the spec
+ * names its network namespace). */
+int hc_write_bundle(struct hc *h, struct lz_error *err);
+
+/* session.c */
+void hc_session_send(struct session *s, uint8_t type, uint8_t ch, const void *p, size_t n);
+void hc_session_refuse(struct session *s, uint32_t code, const char *msg);
+void hc_session_free(struct hc *h, struct session *s);
+void hc_session_client_msg(struct hc *h, struct session *s, short revents);
+bool hc_flush_pending(struct session *s);
+void hc_pump_input(struct session *s);
+void hc_pump_output(struct session *s, int *fdp, uint8_t ch);
+void hc_session_tick(struct hc *h, struct session *s);
+void hc_begin_stop(struct hc *h, const char *why, bool force);
+
+/* coordinator.c: `lazaret ps` / `lazaret stop` on a control connection. */
+void hc_control_request(struct hc *h, struct session *s, const uint8_t *buf, size_t n);

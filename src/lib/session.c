@@ -1,0 +1,582 @@
+/* session.c — Session Terminals of the Host Coordinator (hc.h): each
+ * client session's `runsc exec` inside the Supervisor's namespaces (its
+ * durable record: intent, staged, running, release intent, clean), and the
+ * relay between the client's socket and the exec's PTY master or pipes,
+ * with backpressure. */
+#include "hc.h"
+#include "ocispec.h"
+#include "procenv.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sodium.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <termios.h>
+#include <time.h>
+
+static int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool env_name_allowed(const char *kv) {
+    static const char *const allowed[] = { "TERM=", "LANG=", "COLORTERM=", "LC_ALL=", "LC_CTYPE=",
+                                           "LC_MESSAGES=", "LANGUAGE=", "TZ=" };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(allowed); i++)
+        if (!strncmp(kv, allowed[i], strlen(allowed[i])))
+            return true;
+    return false;
+}
+
+static void strv_push(char ***v, size_t *n, char *s) {
+    *v = lz_xrealloc(*v, (*n + 2) * sizeof **v);
+    (*v)[(*n)++] = s;
+    (*v)[*n] = NULL;
+}
+static void strv_free(char **v) {
+    /* Entries may hold resolved profile secrets. */
+    for (size_t i = 0; v && v[i]; i++) {
+        sodium_memzero(v[i], strlen(v[i]));
+        free(v[i]);
+    }
+    free(v);
+}
+
+void hc_session_send(struct session *s, uint8_t type, uint8_t ch, const void *p, size_t n) {
+    if (s->sock < 0)
+        return;
+    /* Control messages are small and rare; data goes through the pending
+     * buffer path in pump_output. A full socket here means the client
+     * stopped reading: it will see EOF when we close. */
+    int r = lz_msg_send(s->sock, type, ch, p, n);
+    if (r == -EAGAIN) {
+        int fl = fcntl(s->sock, F_GETFL);
+        fcntl(s->sock, F_SETFL, fl & ~O_NONBLOCK);
+        struct timeval tv = { .tv_sec = 2 };
+        setsockopt(s->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        lz_msg_send(s->sock, type, ch, p, n);
+        fcntl(s->sock, F_SETFL, fl);
+    }
+}
+
+void hc_session_refuse(struct session *s, uint32_t code, const char *msg) {
+    uint8_t b[LZ_ERROR_MAX + 8];
+    size_t n = strlen(msg);
+    if (n > LZ_ERROR_MAX)
+        n = LZ_ERROR_MAX;
+    lz_put_u32(b, code);
+    memcpy(b + 4, msg, n);
+    hc_session_send(s, LZ_MSG_REFUSED, 0, b, n + 4);
+}
+
+void hc_session_free(struct hc *h, struct session *s) {
+    lz_closep(&s->sock);
+    lz_closep(&s->master);
+    lz_closep(&s->in_w);
+    lz_closep(&s->out_r);
+    lz_closep(&s->err_r);
+    if (s->recorded && !s->release_recorded) {
+        s->release_recorded = true;
+        lz_store_session_set(h->st, h->gen, s->id, "release_intent", s->tty, NULL, NULL, NULL, NULL);
+    }
+    if (s->exec.pidfd >= 0) {
+        lz_child_signal(&s->exec, SIGKILL);
+        int st;
+        lz_child_wait(&s->exec, 5000, &st);
+        lz_child_close(&s->exec);
+    }
+    if (s->recorded) {
+        struct lz_error err = { 0 };
+        if ((!s->release_recorded &&
+             lz_store_session_set(h->st, h->gen, s->id, "release_intent", s->tty, NULL, NULL, NULL, &err) < 0) ||
+            lz_store_session_set(h->st, h->gen, s->id, "clean", s->tty, NULL, NULL, NULL, &err) < 0)
+            hc_log("session %d: cannot record its release: %s", s->id, err.msg);
+    }
+    free(s->procfile);
+    free(s->command);
+    free(s->inbuf);
+    for (int i = 0; i < MAX_SESSIONS; i++)
+        if (h->s[i] == s)
+            h->s[i] = NULL;
+    free(s);
+}
+
+/* Frees a string that may hold resolved profile values, zeroed first. */
+static void zero_freep(char **p) {
+    if (*p)
+        sodium_memzero(*p, strlen(*p));
+    free(*p);
+}
+
+/* Writes json[*off..len) to the non-blocking pipe w, waiting at most
+ * timeout_ms for room (0: only what fits now). 0 once all is written. */
+static int spec_feed(int w, const char *json, size_t len, size_t *off, int timeout_ms) {
+    long deadline = lz_now_ms() + timeout_ms;
+    while (*off < len) {
+        ssize_t k = write(w, json + *off, len - *off);
+        if (k > 0) {
+            *off += (size_t)k;
+            continue;
+        }
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0 && errno != EAGAIN)
+            return -errno;
+        long left = deadline - lz_now_ms();
+        if (left <= 0)
+            return timeout_ms ? -ETIMEDOUT : 0;
+        struct pollfd p = { .fd = w, .events = POLLOUT };
+        if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+            return -errno;
+    }
+    return 0;
+}
+
+static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *hello,
+                              struct lz_error *err) {
+    struct lz_config *c = h->cfg;
+    char **env = NULL;
+    size_t ne = 0;
+    strv_push(&env, &ne, lz_xstrdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
+    strv_push(&env, &ne, lz_xstrdup("HOME=/root"));
+    strv_push(&env, &ne, lz_xstrdup("USER=root"));
+    strv_push(&env, &ne, lz_xstrdup("LAZARET=1"));
+    /* No Domain ID: with the user name it would spell the Domain's host
+     * directory, and no feature inside needs it. */
+    strv_push(&env, &ne, lz_xstrdup("TERMINFO_DIRS=:/run/lazaret/terminfo/etc:/run/lazaret/terminfo/lib:/run/lazaret/terminfo/share"));
+    bool have_term = false;
+    for (size_t i = 0; i < hello->envc; i++)
+        if (env_name_allowed(hello->envv[i])) {
+            if (!strncmp(hello->envv[i], "TERM=", 5))
+                have_term = true;
+            strv_push(&env, &ne, lz_xstrdup(hello->envv[i]));
+        }
+    if (!have_term && s->tty)
+        strv_push(&env, &ne, lz_xstrdup("TERM=xterm-256color"));
+    /* Profile environment: resolved values go to the process spec only,
+     * never to a log. */
+    for (size_t i = 0; i < c->profile.n_env; i++)
+        strv_push(&env, &ne, lz_xasprintf("%s=%s", c->profile.env[i].name, c->profile.env[i].value));
+
+    char *shell_argv[] = { h->shell, (char *)"-l", NULL };
+    struct lz_exec_spec es = {
+        .argv = hello->argc ? hello->argv : shell_argv,
+        .envv = env, .cwd = hello->cwd && hello->cwd[0] ? hello->cwd : "/workspace",
+        .terminal = s->tty, .rows = hello->rows, .cols = hello->cols,
+    };
+    _cleanup_(zero_freep) char *json = NULL;
+    int r = lz_oci_process_json(&es, &json, err);
+    strv_free(env);
+    if (r < 0)
+        return r;
+    /* The process spec holds resolved profile secrets: it goes to runsc
+     * exec through a pipe, never a file, and not a memfd either: the exec
+     * client keeps the descriptor for the whole session, and a memfd would
+     * stay readable through /proc/PID/fd all that time, while a pipe is
+     * empty once runsc has read the spec (--process /proc/self/fd/N). What
+     * fits is written before the client is released; the rest after,
+     * bounded (spec_feed). */
+    _cleanup_close_ int spec_r = -EBADF, spec_w = -EBADF;
+    int pp[2];
+    if (pipe2(pp, O_CLOEXEC) < 0)
+        return lz_error_set(err, -errno, "cannot pass the process spec: %s", strerror(errno));
+    spec_r = pp[0];
+    spec_w = pp[1];
+    size_t spec_len = strlen(json), spec_off = 0;
+    if (spec_len > 65536)
+        (void)fcntl(spec_w, F_SETPIPE_SZ, spec_len < 1048576 ? (int)spec_len : 1048576);
+    fcntl(spec_w, F_SETFL, O_NONBLOCK);
+    spec_feed(spec_w, json, spec_len, &spec_off, 0);
+    s->procfile = lz_xasprintf("/proc/self/fd/%d", spec_r);
+    char *argv[] = { h->runsc, (char *)"--root", h->state_dir, (char *)"exec", (char *)"--process",
+                     s->procfile, h->container_id, NULL };
+    int keep[] = { spec_r };
+    _cleanup_env_ char **envp = lz_env_build(LZ_ENV_HELPER);
+    struct lz_spawn_opts o = {
+        .path = h->runsc, .argv = argv, .envp = envp, .setns_pidfd = h->rs.pidfd,
+        .setns_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET,
+        .keep_fds = keep, .n_keep_fds = 1, .barrier = true,
+    };
+    /* The Session Terminal: intent before the exec client exists. */
+    const char *prog = es.argv[0] ? es.argv[0] : "";
+    const char *slash = strrchr(prog, '/');
+    s->command = lz_xstrdup(slash && slash[1] ? slash + 1 : prog);
+    s->started_wall = wall_ms();
+    if ((r = lz_store_session_set(h->st, h->gen, s->id, "intent", s->tty, s->command, NULL, NULL, err)) < 0)
+        return r;
+    s->recorded = true;
+    _cleanup_close_ int slave = -EBADF, in_r = -EBADF, out_w = -EBADF, err_w = -EBADF;
+    if (s->tty) {
+        s->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+        if (s->master < 0 || grantpt(s->master) < 0 || unlockpt(s->master) < 0)
+            return lz_error_set(err, -errno, "cannot allocate a PTY: %s", strerror(errno));
+        slave = ioctl(s->master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (slave < 0)
+            return lz_error_set(err, -errno, "cannot open the PTY peer: %s", strerror(errno));
+        /* The host PTY keeps its default (cooked) settings: runsc exec
+         * adjusts them itself, and ^C/^Z/^\ typed here become signals to
+         * the exec client, which forwards them to the guest terminal's
+         * foreground process group. */
+        if (hello->rows && hello->cols) {
+            struct winsize ws = { .ws_row = hello->rows, .ws_col = hello->cols };
+            ioctl(s->master, TIOCSWINSZ, &ws);
+        }
+        o.stdin_fd = o.stdout_fd = o.stderr_fd = slave;
+        o.new_session = true;
+        o.ctty = true;
+    } else {
+        int p0[2], p1[2], p2[2];
+        if (pipe2(p0, O_CLOEXEC) < 0)
+            return lz_error_errno(err, -errno, "cannot create the session's pipes");
+        in_r = p0[0];
+        s->in_w = p0[1];
+        if (pipe2(p1, O_CLOEXEC) < 0)
+            return lz_error_errno(err, -errno, "cannot create the session's pipes");
+        s->out_r = p1[0];
+        out_w = p1[1];
+        if (pipe2(p2, O_CLOEXEC) < 0)
+            return lz_error_errno(err, -errno, "cannot create the session's pipes");
+        s->err_r = p2[0];
+        err_w = p2[1];
+        fcntl(s->in_w, F_SETFL, O_NONBLOCK);
+        fcntl(s->out_r, F_SETFL, O_NONBLOCK);
+        fcntl(s->err_r, F_SETFL, O_NONBLOCK);
+        o.stdin_fd = in_r;
+        o.stdout_fd = out_w;
+        o.stderr_fd = err_w;
+        o.new_session = true;
+    }
+    r = lz_spawn(&o, &s->exec);
+    lz_closep(&spec_r);
+    if (r < 0)
+        return lz_error_set(err, r, "cannot start the session: %s", strerror(-r));
+    /* Staged ownership before the exec client may run; committed after. */
+    struct lz_procid id;
+    if ((r = lz_procid_from_pidfd(s->exec.pidfd, s->exec.pid, &id)) < 0) {
+        lz_child_signal(&s->exec, SIGKILL);
+        return lz_error_errno(err, r, "cannot identify the session's exec client");
+    }
+    if ((r = lz_store_session_set(h->st, h->gen, s->id, "intent", s->tty, NULL, "staged", &id, err)) < 0) {
+        lz_child_signal(&s->exec, SIGKILL);
+        return r;
+    }
+    lz_crash_point("session-staged");
+    if ((r = lz_child_release(&s->exec)) < 0)
+        return lz_error_set(err, r, "cannot start the session: %s", strerror(-r));
+    /* The rest of a spec larger than the pipe, while runsc reads it. */
+    r = spec_feed(spec_w, json, spec_len, &spec_off, SPEC_FEED_TIMEOUT_MS);
+    lz_closep(&spec_w);
+    if (r < 0) {
+        lz_child_signal(&s->exec, SIGKILL);
+        return lz_error_set(err, r, "cannot pass the process spec to runsc: %s", strerror(-r));
+    }
+    if ((r = lz_store_session_set(h->st, h->gen, s->id, "running", s->tty, NULL, "committed", &id, err)) < 0) {
+        lz_child_signal(&s->exec, SIGKILL);
+        return r;
+    }
+    hc_log("session %d: exec started (pid %d, %s)", s->id, (int)s->exec.pid, s->tty ? "tty" : "pipes");
+    hc_model_action("RegisterSession", "s=%d", s->id);
+    lz_crash_point("session-running");
+    return 0;
+}
+
+static void session_handle_hello(struct hc *h, struct session *s, const uint8_t *buf, size_t n) {
+    struct lz_error err = { 0 };
+    struct lz_hello hello;
+    if (lz_hello_decode(buf, (size_t)n, &hello, &err) < 0) {
+        hc_session_refuse(s, LZ_REFUSE_PROTOCOL, err.msg);
+        s->state = S_DONE;
+        return;
+    }
+    if (memcmp(hello.domain_id, h->cfg->domain_id, 32) != 0 ||
+        memcmp(hello.fingerprint, h->cfg->fingerprint, 32) != 0) {
+        hc_model_action("RejectConfigurationMismatch", "s=%d", s->id);
+        hc_session_refuse(s, LZ_REFUSE_CONFIG_MISMATCH,
+                       "this Domain is running with a different configuration; end its sessions "
+                       "(or run `lazaret stop`) and start again to apply the new one");
+        lz_hello_clear(&hello);
+        s->state = S_DONE;
+        return;
+    }
+    if (h->stopping) {
+        hc_session_refuse(s, LZ_REFUSE_STOPPING, "the Domain is stopping");
+        lz_hello_clear(&hello);
+        s->state = S_DONE;
+        return;
+    }
+    s->tty = hello.flags & LZ_HELLO_TTY;
+    int r = session_start_exec(h, s, &hello, &err);
+    lz_hello_clear(&hello);
+    if (r < 0) {
+        hc_session_refuse(s, LZ_REFUSE_LAUNCH, err.msg);
+        s->state = S_DONE;
+        return;
+    }
+    /* The host-Git notices, once, on the terminal of the first session. */
+    if (!h->had_session)
+        for (size_t i = 0; i < h->git.n_notices; i++) {
+            _cleanup_free_ char *m = lz_xasprintf("NOTICE: %s", h->git.notices[i]);
+            hc_session_send(s, LZ_MSG_NOTICE, 0, m, strlen(m));
+        }
+    uint8_t sid[4];
+    lz_put_u32(sid, (uint32_t)s->id);
+    hc_session_send(s, LZ_MSG_READY, 0, sid, sizeof sid);
+    s->state = S_RUNNING;
+    h->had_session = true;
+}
+
+/* Stops the Domain: every session is told why and released (SIGHUP,
+ * grace, SIGTERM, grace, SIGKILL; with force, SIGKILL at once). */
+void hc_begin_stop(struct hc *h, const char *why, bool force) {
+    if (!h->stopping)
+        hc_log("stopping the Domain: %s", why);
+    h->stopping = true;
+    for (int i = 0; i < MAX_SESSIONS; i++) {
+        struct session *s = h->s[i];
+        if (!s || s->state == S_DONE)
+            continue;
+        hc_session_send(s, LZ_MSG_NOTICE, 0, why, strlen(why));
+        if (s->state == S_RUNNING || (force && s->state == S_RELEASING)) {
+            s->state = S_RELEASING;
+            if (force && s->release_step < 2) {
+                if (s->recorded && !s->release_recorded) {
+                    s->release_recorded = true;
+                    lz_store_session_set(h->st, h->gen, s->id, "release_intent", s->tty, NULL, NULL, NULL, NULL);
+                }
+                lz_closep(&s->master);
+                lz_closep(&s->in_w);
+                s->release_step = 2;
+            }
+            s->deadline = lz_now_ms();
+        }
+    }
+}
+
+/* Input from the client to the exec (PTY master or stdin pipe). */
+void hc_pump_input(struct session *s) {
+    int fd = s->tty ? s->master : s->in_w;
+    while (s->inbuf && s->inoff < s->inlen && fd >= 0) {
+        ssize_t w = write(fd, s->inbuf + s->inoff, s->inlen - s->inoff);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN)
+                return;
+            s->inoff = s->inlen; /* the reader is gone: drop */
+            break;
+        }
+        s->inoff += (size_t)w;
+    }
+    if (s->inoff >= s->inlen) {
+        free(s->inbuf);
+        s->inbuf = NULL;
+        s->inlen = s->inoff = 0;
+        if (s->in_eof_pending && !s->tty)
+            lz_closep(&s->in_w);
+    }
+}
+
+void hc_session_client_msg(struct hc *h, struct session *s, short revents) {
+    /* One input message at a time: the rest waits in the socket, which is
+     * the backpressure towards the client. A hung-up client's leftovers do
+     * not matter any more. */
+    if (s->inbuf && !(revents & (POLLHUP | POLLERR)))
+        return;
+    static uint8_t buf[LZ_PROTO_MAX];
+    ssize_t n = lz_msg_recv(s->sock, buf, sizeof buf);
+    if (n == -EAGAIN)
+        return;
+    if (n <= 0) {
+        /* Client gone: the session is released, never reattached. */
+        lz_closep(&s->sock);
+        if (s->state != S_DONE)
+            hc_model_action("DisconnectSession", "s=%d", s->id);
+        if (s->state == S_HELLO) {
+            s->state = S_DONE;
+        } else if (s->state == S_RUNNING || s->state == S_DRAINING) {
+            s->state = S_RELEASING;
+            s->release_step = 0;
+            s->deadline = lz_now_ms();
+        }
+        return;
+    }
+    if (s->state == S_HELLO) {
+        if (buf[0] == LZ_MSG_STATUS || buf[0] == LZ_MSG_STOP)
+            hc_control_request(h, s, buf, (size_t)n);
+        else
+            session_handle_hello(h, s, buf, (size_t)n);
+        return;
+    }
+    if (s->state != S_RUNNING)
+        return;
+    uint8_t type = buf[0], ch = buf[1];
+    const uint8_t *p = buf + LZ_PROTO_HDR;
+    size_t len = (size_t)n - LZ_PROTO_HDR;
+    switch ((enum lz_msg_type)type) {
+    case LZ_MSG_DATA:
+        if (ch != 0 || s->inbuf || s->in_eof_pending)
+            break;
+        s->inbuf = lz_xmalloc(len);
+        memcpy(s->inbuf, p, len);
+        s->inlen = len;
+        s->inoff = 0;
+        hc_pump_input(s);
+        break;
+    case LZ_MSG_EOF:
+        if (s->tty) {
+            /* ^D equivalent is the client's business in tty mode. */
+        } else {
+            s->in_eof_pending = true;
+            if (!s->inbuf)
+                lz_closep(&s->in_w);
+        }
+        break;
+    case LZ_MSG_WINSIZE:
+        if (len == 4 && s->tty && s->master >= 0) {
+            struct winsize ws = { .ws_row = lz_get_u16(p), .ws_col = lz_get_u16(p + 2) };
+            ioctl(s->master, TIOCSWINSZ, &ws);
+        }
+        break;
+    case LZ_MSG_SIGNAL:
+        if (len == 4) {
+            uint32_t sig = lz_get_u32(p);
+            if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT || sig == SIGUSR1 ||
+                sig == SIGUSR2 || sig == SIGWINCH)
+                lz_child_signal(&s->exec, (int)sig);
+        }
+        break;
+    case LZ_MSG_HELLO:
+    case LZ_MSG_READY:
+    case LZ_MSG_REFUSED:
+    case LZ_MSG_EXIT:
+    case LZ_MSG_NOTICE:
+    case LZ_MSG_STATUS:
+    case LZ_MSG_STATUS_REPLY:
+    case LZ_MSG_STOP:
+    default:
+        hc_log("session %d: unexpected message type %u; closing", s->id, type);
+        lz_closep(&s->sock);
+        s->state = S_RELEASING;
+        s->release_step = 0;
+        s->deadline = lz_now_ms();
+        break;
+    }
+}
+
+/* Output from the exec to the client, with backpressure: while a message
+ * is pending on a full socket we stop reading its source. */
+bool hc_flush_pending(struct session *s) {
+    if (!s->pend.len)
+        return true;
+    if (s->sock < 0) {
+        s->pend.len = 0;
+        return true;
+    }
+    ssize_t w = send(s->sock, s->pend.buf, s->pend.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w < 0) {
+        if (errno == EAGAIN || errno == EINTR)
+            return false;
+        lz_closep(&s->sock);
+        s->pend.len = 0;
+        return true;
+    }
+    s->pend.len = 0;
+    return true;
+}
+
+void hc_pump_output(struct session *s, int *fdp, uint8_t ch) {
+    if (!hc_flush_pending(s))
+        return;
+    s->pend.buf[0] = LZ_MSG_DATA;
+    s->pend.buf[1] = ch;
+    s->pend.buf[2] = s->pend.buf[3] = 0;
+    ssize_t n = read(*fdp, s->pend.buf + LZ_PROTO_HDR, 32768);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EINTR)
+            return;
+        /* EIO on a PTY master: every slave is closed. */
+        lz_closep(fdp);
+        return;
+    }
+    if (n == 0) {
+        lz_closep(fdp);
+        return;
+    }
+    s->pend.len = (size_t)n + LZ_PROTO_HDR;
+    hc_flush_pending(s);
+}
+
+static bool outputs_open(struct session *s) {
+    return s->tty ? s->master >= 0 : (s->out_r >= 0 || s->err_r >= 0);
+}
+
+static void session_finish(struct session *s) {
+    if (s->pend.len && !hc_flush_pending(s))
+        return;
+    if (s->sock >= 0) {
+        uint8_t st[4];
+        lz_put_u32(st, (uint32_t)s->status);
+        hc_session_send(s, LZ_MSG_EXIT, 0, st, sizeof st);
+    }
+    hc_log("session %d: ended with status %d", s->id, s->status);
+    s->state = S_DONE;
+}
+
+void hc_session_tick(struct hc *h, struct session *s) {
+    if (s->exec.pidfd >= 0 && !s->exited) {
+        int st;
+        if (lz_child_try_reap(&s->exec, &st) == 1) {
+            s->exited = true;
+            s->status = st;
+            if (s->state == S_RUNNING) {
+                s->state = S_DRAINING;
+                s->deadline = lz_now_ms() + DRAIN_TIMEOUT_MS;
+            }
+        }
+    }
+    if (s->state == S_DRAINING) {
+        if (!outputs_open(s) || lz_now_ms() >= s->deadline) {
+            lz_closep(&s->master);
+            lz_closep(&s->out_r);
+            lz_closep(&s->err_r);
+            session_finish(s);
+        }
+    }
+    if (s->state == S_RELEASING) {
+        /* SIGHUP (by closing the PTY and signalling), grace, SIGTERM,
+         * grace, SIGKILL; then reaped. */
+        if (s->exited) {
+            /* A client still connected (the Domain is being stopped) gets
+             * the exit status of its command. */
+            if (s->sock >= 0)
+                session_finish(s);
+            else
+                s->state = S_DONE;
+            return;
+        }
+        if (lz_now_ms() < s->deadline)
+            return;
+        switch (s->release_step++) {
+        case 0:
+            if (s->recorded && !s->release_recorded) {
+                s->release_recorded = true;
+                lz_store_session_set(h->st, h->gen, s->id, "release_intent", s->tty, NULL, NULL, NULL, NULL);
+            }
+            lz_closep(&s->master);
+            lz_closep(&s->in_w);
+            lz_child_signal(&s->exec, SIGHUP);
+            break;
+        case 1:
+            lz_child_signal(&s->exec, SIGTERM);
+            break;
+        default:
+            lz_child_signal(&s->exec, SIGKILL);
+            break;
+        }
+        s->deadline = lz_now_ms() + RELEASE_GRACE_MS;
+    }
+}
