@@ -33,8 +33,8 @@ struct lz_run_starter {
 extern const struct lz_run_starter lz_run_core;
 
 int lz_cmd_run(int argc, char **argv, const struct lz_run_starter *starter);
-int lz_cmd_config(int argc, char **argv);   /* lazaret config check ... */
-int lz_cmd_image(int argc, char **argv);    /* lazaret image bootstrap|ls ... */
+int lz_cmd_config(int argc, char **argv); /* lazaret config check ... */
+int lz_cmd_image(int argc, char **argv);  /* lazaret image bootstrap|ls ... */
 int lz_cmd_doctor(int argc, char **argv);
 int lz_cmd_state(int argc, char **argv);    /* lazaret state ls|inspect|verify|reset ... */
 int lz_cmd_ps(int argc, char **argv);       /* lazaret ps */

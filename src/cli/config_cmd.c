@@ -42,8 +42,7 @@ static void print_policy(const struct lz_config *cfg) {
     for (size_t i = 0; i < p.n; i++) {
         char pre[32];
         uint32_t a = p.rules[i].addr;
-        snprintf(pre, sizeof pre, "%u.%u.%u.%u/%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255,
-                 p.rules[i].len);
+        snprintf(pre, sizeof pre, "%u.%u.%u.%u/%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255, p.rules[i].len);
         if (p.rules[i].len == 0)
             have_default = true;
         printf("  %-20s %s\n", pre, p.rules[i].action == LZ_NET_ALLOW ? "allow" : "deny");

@@ -32,7 +32,9 @@ int lz_cmd_doctor(int argc, char **argv) {
     bool color = isatty(STDOUT_FILENO);
     for (size_t i = 0; i < n; i++) {
         const char *tag = v[i].status == LZ_CHECK_OK ? "ok  " : v[i].status == LZ_CHECK_WARN ? "warn" : "FAIL";
-        const char *col = v[i].status == LZ_CHECK_OK ? "\033[32m" : v[i].status == LZ_CHECK_WARN ? "\033[33m" : "\033[31m";
+        const char *col = v[i].status == LZ_CHECK_OK ? "\033[32m"
+            : v[i].status == LZ_CHECK_WARN           ? "\033[33m"
+                                                     : "\033[31m";
         printf("%s[%s]%s %-32s %s\n", color ? col : "", tag, color ? "\033[0m" : "", v[i].name, v[i].detail);
         if (v[i].status != LZ_CHECK_OK)
             printf("       -> %s\n", v[i].fix);

@@ -144,16 +144,17 @@ static int cmd_ls(const char *data_root, bool json) {
         json_t *imgs = json_array(), *preps = json_array();
         for (size_t i = 0; i < l.n_images; i++) {
             const struct lz_image_info *im = &l.images[i];
-            json_array_append_new(imgs, json_pack("{s:s, s:s, s:s?, s:I}", "name", im->name, "manifest_digest",
-                                                  im->manifest_digest, "config_digest", im->config_digest,
-                                                  "size", (json_int_t)im->size));
+            json_array_append_new(imgs,
+                                  json_pack("{s:s, s:s, s:s?, s:I}", "name", im->name, "manifest_digest",
+                                            im->manifest_digest, "config_digest", im->config_digest, "size",
+                                            (json_int_t)im->size));
         }
         for (size_t i = 0; i < l.n_prepared; i++) {
             const struct lz_prepared_info *p = &l.prepared[i];
-            json_array_append_new(preps, json_pack("{s:s, s:s, s:s, s:s, s:I}", "artifact_id", p->artifact_id,
-                                                   "source_ref", p->source_ref, "manifest_digest",
-                                                   p->manifest_digest, "created", p->created, "size",
-                                                   (json_int_t)p->size));
+            json_array_append_new(preps,
+                                  json_pack("{s:s, s:s, s:s, s:s, s:I}", "artifact_id", p->artifact_id, "source_ref",
+                                            p->source_ref, "manifest_digest", p->manifest_digest, "created", p->created,
+                                            "size", (json_int_t)p->size));
         }
         json_t *root = json_pack("{s:o, s:o}", "images", imgs, "prepared", preps);
         char *s = json_dumps(root, JSON_INDENT(2));
@@ -227,8 +228,9 @@ static void on_gc_event(void *ud, const struct lz_gc_event *ev) {
     struct gc_out *o = ud;
     if (o->json) {
         json_t *a = ev->action == LZ_GC_RECLAIMED ? o->reclaimed : ev->action == LZ_GC_KEPT ? o->kept : o->failed;
-        json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:s}", "kind", ev->kind, "name", ev->name, "size",
-                                           (json_int_t)ev->size, "reason", ev->reason));
+        json_array_append_new(a,
+                              json_pack("{s:s, s:s, s:I, s:s}", "kind", ev->kind, "name", ev->name, "size",
+                                        (json_int_t)ev->size, "reason", ev->reason));
         return;
     }
     char sz[32] = "-";
@@ -239,12 +241,8 @@ static void on_gc_event(void *ud, const struct lz_gc_event *ev) {
         printf("%-15s %-8s %-12.12s %10s  %s\n", o->dry_run ? "would reclaim" : "reclaimed", ev->kind, ev->name, sz,
                ev->reason);
         break;
-    case LZ_GC_KEPT:
-        printf("%-15s %-8s %-12.12s %10s  %s\n", "kept", ev->kind, ev->name, sz, ev->reason);
-        break;
-    case LZ_GC_FAILED:
-        printf("%-15s %-8s %-12.12s %10s  %s\n", "FAILED", ev->kind, ev->name, sz, ev->reason);
-        break;
+    case LZ_GC_KEPT: printf("%-15s %-8s %-12.12s %10s  %s\n", "kept", ev->kind, ev->name, sz, ev->reason); break;
+    case LZ_GC_FAILED: printf("%-15s %-8s %-12.12s %10s  %s\n", "FAILED", ev->kind, ev->name, sz, ev->reason); break;
     }
 }
 
@@ -267,12 +265,11 @@ static int cmd_gc(const struct lz_config *cfg, bool dry_run, bool json) {
         return LZ_EXIT_FAILURE;
     }
     if (json) {
-        json_t *root = json_pack("{s:b, s:s, s:{s:I, s:I}, s:{s:I, s:I}, s:o, s:o, s:o}", "dry_run", dry_run,
-                                 "data_root", cfg->data_root, "policy", "prepared_keep_days",
-                                 (json_int_t)cfg->prepared_keep_days, "prepared_max_bytes",
-                                 (json_int_t)cfg->prepared_max_bytes, "total", "count",
-                                 (json_int_t)res.n_reclaimed, "bytes", (json_int_t)res.bytes_reclaimed, "reclaimed",
-                                 o.reclaimed, "kept", o.kept, "failed", o.failed);
+        json_t *root = json_pack(
+            "{s:b, s:s, s:{s:I, s:I}, s:{s:I, s:I}, s:o, s:o, s:o}", "dry_run", dry_run, "data_root", cfg->data_root,
+            "policy", "prepared_keep_days", (json_int_t)cfg->prepared_keep_days, "prepared_max_bytes",
+            (json_int_t)cfg->prepared_max_bytes, "total", "count", (json_int_t)res.n_reclaimed, "bytes",
+            (json_int_t)res.bytes_reclaimed, "reclaimed", o.reclaimed, "kept", o.kept, "failed", o.failed);
         char *s = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
         json_decref(root);
         if (!s)
@@ -304,12 +301,9 @@ int lz_cmd_image(int argc, char **argv) {
         return LZ_EXIT_USAGE;
     }
     static const struct option longopts[] = {
-        { "config", required_argument, NULL, 'c' },
-        { "suite", required_argument, NULL, 's' },
-        { "json", no_argument, NULL, 'j' },
-        { "dry-run", no_argument, NULL, 'n' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        { "config", required_argument, NULL, 'c' }, { "suite", required_argument, NULL, 's' },
+        { "json", no_argument, NULL, 'j' },         { "dry-run", no_argument, NULL, 'n' },
+        { "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
     };
     const char *config_path = NULL, *suite = "bookworm";
     bool json = false, suite_set = false, dry_run = false;
@@ -320,34 +314,26 @@ int lz_cmd_image(int argc, char **argv) {
     opterr = 0;
     while ((c = getopt_long(sub_argc, sub_argv, "+:h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'c':
-            config_path = optarg;
-            break;
+        case 'c': config_path = optarg; break;
         case 's':
             suite = optarg;
             suite_set = true;
             break;
-        case 'j':
-            json = true;
-            break;
-        case 'n':
-            dry_run = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return LZ_EXIT_OK;
+        case 'j': json = true; break;
+        case 'n': dry_run = true; break;
+        case 'h': usage(stdout); return LZ_EXIT_OK;
         case ':':
             lz_cli_error("image %s: option %s needs an argument", sub, sub_argv[optind - 1]);
             return LZ_EXIT_USAGE;
-        default:
-            lz_cli_error("image %s: unknown option %s", sub, sub_argv[optind - 1]);
-            return LZ_EXIT_USAGE;
+        default: lz_cli_error("image %s: unknown option %s", sub, sub_argv[optind - 1]); return LZ_EXIT_USAGE;
         }
     }
     bool is_bootstrap = !strcmp(sub, "bootstrap"), is_ls = !strcmp(sub, "ls"), is_gc = !strcmp(sub, "gc");
     if ((suite_set && !is_bootstrap) || (json && is_bootstrap) || (dry_run && !is_gc)) {
         lz_cli_error("image %s: option %s does not apply", sub,
-                     suite_set && !is_bootstrap ? "--suite" : dry_run && !is_gc ? "--dry-run" : "--json");
+                     suite_set && !is_bootstrap ? "--suite"
+                         : dry_run && !is_gc    ? "--dry-run"
+                                                : "--json");
         return LZ_EXIT_USAGE;
     }
     int want_args = is_bootstrap || is_ls || is_gc ? 0 : 1;

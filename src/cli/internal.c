@@ -19,10 +19,14 @@ static int parse_fd(const char *s) {
 static int coordinator(int argc, char **argv) {
     struct lz_coordinator_args a = { .ready_fd = -1, .env_fd = -1 };
     static const struct option opts[] = {
-        { "ready-fd", required_argument, NULL, 'r' }, { "workspace", required_argument, NULL, 'w' },
-        { "domain", required_argument, NULL, 'd' },   { "fingerprint", required_argument, NULL, 'f' },
-        { "artifact", required_argument, NULL, 'R' }, { "config", required_argument, NULL, 'c' },
-        { "profile", required_argument, NULL, 'p' },  { "env-fd", required_argument, NULL, 'e' },
+        { "ready-fd", required_argument, NULL, 'r' },
+        { "workspace", required_argument, NULL, 'w' },
+        { "domain", required_argument, NULL, 'd' },
+        { "fingerprint", required_argument, NULL, 'f' },
+        { "artifact", required_argument, NULL, 'R' },
+        { "config", required_argument, NULL, 'c' },
+        { "profile", required_argument, NULL, 'p' },
+        { "env-fd", required_argument, NULL, 'e' },
         { 0 },
     };
     int c;
@@ -47,19 +51,29 @@ static int coordinator(int argc, char **argv) {
 }
 
 static int supervisor(int argc, char **argv) {
-    struct lz_supervisor_args a = { .ctl_fd = -1, .policy_fd = -1, .addr_fd = -1,
-                                    .start_timeout_ms = LZ_RS_T_START_MS };
+    struct lz_supervisor_args a = {
+        .ctl_fd = -1, .policy_fd = -1, .addr_fd = -1, .start_timeout_ms = LZ_RS_T_START_MS
+    };
     static const struct option opts[] = {
-        { "ctl-fd", required_argument, NULL, 'c' }, { "runsc", required_argument, NULL, 'r' },
-        { "state", required_argument, NULL, 's' },  { "bundle", required_argument, NULL, 'b' },
-        { "id", required_argument, NULL, 'i' },     { "overlay", required_argument, NULL, 'o' },
-        { "router", required_argument, NULL, 'R' }, { "workspace", required_argument, NULL, 'w' },
-        { "view", required_argument, NULL, 'v' },   { "protect", required_argument, NULL, 'P' },
-        { "policy-fd", required_argument, NULL, 'F' }, { "policy-digest", required_argument, NULL, 'D' },
+        { "ctl-fd", required_argument, NULL, 'c' },
+        { "runsc", required_argument, NULL, 'r' },
+        { "state", required_argument, NULL, 's' },
+        { "bundle", required_argument, NULL, 'b' },
+        { "id", required_argument, NULL, 'i' },
+        { "overlay", required_argument, NULL, 'o' },
+        { "router", required_argument, NULL, 'R' },
+        { "workspace", required_argument, NULL, 'w' },
+        { "view", required_argument, NULL, 'v' },
+        { "protect", required_argument, NULL, 'P' },
+        { "policy-fd", required_argument, NULL, 'F' },
+        { "policy-digest", required_argument, NULL, 'D' },
         { "addr-fd", required_argument, NULL, 'N' },
-        { "rootfs", required_argument, NULL, 'L' }, { "anchor-root", required_argument, NULL, 'A' },
-        { "anchor-target", required_argument, NULL, 'T' }, { "persist", required_argument, NULL, 'p' },
-        { "volume", required_argument, NULL, 'V' }, { "volume-view", required_argument, NULL, 'W' },
+        { "rootfs", required_argument, NULL, 'L' },
+        { "anchor-root", required_argument, NULL, 'A' },
+        { "anchor-target", required_argument, NULL, 'T' },
+        { "persist", required_argument, NULL, 'p' },
+        { "volume", required_argument, NULL, 'V' },
+        { "volume-view", required_argument, NULL, 'W' },
         { "deny-link-target", required_argument, NULL, 'X' },
         { 0 },
     };
@@ -117,8 +131,8 @@ static int supervisor(int argc, char **argv) {
         default: return LZ_EXIT_USAGE;
         }
     }
-    if (a.ctl_fd < 0 || !a.runsc || !a.state_dir || !a.bundle_dir || !a.container_id || !a.overlay_dir ||
-        !a.router || !a.workspace || !a.view || a.policy_fd < 0 || !a.policy_digest ||
+    if (a.ctl_fd < 0 || !a.runsc || !a.state_dir || !a.bundle_dir || !a.container_id || !a.overlay_dir || !a.router ||
+        !a.workspace || !a.view || a.policy_fd < 0 || !a.policy_digest ||
         (a.n_persist && (!a.rootfs || !a.anchor_root || !a.anchor_target)) || n_vsrc != n_vview) {
         lz_cli_error("__supervisor: missing arguments");
         return LZ_EXIT_USAGE;

@@ -4,7 +4,6 @@
 
 #include <stdarg.h>
 
-
 static void usage(FILE *f) {
     fputs("Usage: lazaret COMMAND [OPTIONS]\n"
           "\n"

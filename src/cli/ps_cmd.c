@@ -27,7 +27,8 @@ static void since(int64_t ms, char *buf, size_t len) {
 
 int lz_cmd_ps(int argc, char **argv) {
     bool as_json = false;
-    static const struct option opts[] = { { "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' },
+    static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
+                                          { "help", no_argument, NULL, 'h' },
                                           { 0 } };
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -63,8 +64,7 @@ int lz_cmd_ps(int argc, char **argv) {
         printf("%.12s  profile %s  generation %" JSON_INTEGER_FORMAT "  %zu session%s%s\n    workspace %s\n",
                json_string_value(json_object_get(d, "domain_id")), json_string_value(json_object_get(d, "profile")),
                json_integer_value(json_object_get(d, "generation")), json_array_size(ss),
-               json_array_size(ss) == 1 ? "" : "s",
-               json_is_true(json_object_get(d, "stopping")) ? "  (stopping)" : "",
+               json_array_size(ss) == 1 ? "" : "s", json_is_true(json_object_get(d, "stopping")) ? "  (stopping)" : "",
                json_string_value(json_object_get(d, "workspace")));
         size_t k;
         json_t *s;
@@ -72,9 +72,9 @@ int lz_cmd_ps(int argc, char **argv) {
             char t[32];
             since(json_integer_value(json_object_get(s, "started_ms")), t, sizeof t);
             printf("    session %" JSON_INTEGER_FORMAT "  %-5s %-9s since %s  %s\n",
-                   json_integer_value(json_object_get(s, "session")), json_is_true(json_object_get(s, "tty")) ? "tty" : "pipes",
-                   json_string_value(json_object_get(s, "state")), t,
-                   json_string_value(json_object_get(s, "command")));
+                   json_integer_value(json_object_get(s, "session")),
+                   json_is_true(json_object_get(s, "tty")) ? "tty" : "pipes",
+                   json_string_value(json_object_get(s, "state")), t, json_string_value(json_object_get(s, "command")));
         }
     }
     json_decref(list);
@@ -160,8 +160,7 @@ int lz_cmd_stop(int argc, char **argv) {
     }
     if (nhit != 1) {
         if (nhit == 0)
-            lz_cli_error("%s is not running (see `lazaret ps`)",
-                         want ? want : "the Domain of this directory");
+            lz_cli_error("%s is not running (see `lazaret ps`)", want ? want : "the Domain of this directory");
         else
             lz_cli_error("%s matches %zu running Domains; give more digits (see `lazaret ps`)", want, nhit);
         json_decref(list);

@@ -70,8 +70,13 @@ int lz_cmd_run(int argc, char **argv, const struct lz_run_starter *starter) {
 
     struct prep_ctx pc = { .cfg = cfg, .starter = starter };
     struct lz_client_opts o = {
-        .cfg = cfg, .config_path = config_path, .profile = profile, .prepare = prepare_lower,
-        .prepare_ud = &pc, .argv = argv + optind, .argc = (size_t)(argc - optind),
+        .cfg = cfg,
+        .config_path = config_path,
+        .profile = profile,
+        .prepare = prepare_lower,
+        .prepare_ud = &pc,
+        .argv = argv + optind,
+        .argc = (size_t)(argc - optind),
     };
     int r = lz_client_session(&o, &err);
     if (starter->clear)

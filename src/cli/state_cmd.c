@@ -126,22 +126,21 @@ static int cmd_ls(const struct lz_config *cfg, bool json) {
         json_t *a = json_array();
         for (size_t i = 0; i < l.n; i++) {
             const struct lz_domain_summary *s = &l.v[i];
-            json_array_append_new(
-                a, json_pack("{s:s, s:o, s:o, s:I, s:b, s:o, s:I, s:b, s:b, s:o}", "id", s->id, "profile",
-                             jstr(s->profile), "workspace", jstr(s->workspace), "size", (json_int_t)s->size,
-                             "size_partial", s->size_partial, "last_used", jtime(s->last_used_ms), "last_used_ms",
-                             (json_int_t)s->last_used_ms, "running", s->running, "has_store", s->has_store,
-                             "problem", jstr(s->problem)));
+            json_array_append_new(a,
+                                  json_pack("{s:s, s:o, s:o, s:I, s:b, s:o, s:I, s:b, s:b, s:o}", "id", s->id,
+                                            "profile", jstr(s->profile), "workspace", jstr(s->workspace), "size",
+                                            (json_int_t)s->size, "size_partial", s->size_partial, "last_used",
+                                            jtime(s->last_used_ms), "last_used_ms", (json_int_t)s->last_used_ms,
+                                            "running", s->running, "has_store", s->has_store, "problem",
+                                            jstr(s->problem)));
         }
         return print_json(a);
     }
     if (!l.n) {
-        printf("no Domains under %s/domains (`lazaret run` creates one per profile and workspace)\n",
-               cfg->data_root);
+        printf("no Domains under %s/domains (`lazaret run` creates one per profile and workspace)\n", cfg->data_root);
         return LZ_EXIT_OK;
     }
-    printf("%-12s  %-16s  %-7s  %-20s  %10s  %s\n", "DOMAIN", "PROFILE", "RUNNING", "LAST USE", "SIZE",
-           "WORKSPACE");
+    printf("%-12s  %-16s  %-7s  %-20s  %10s  %s\n", "DOMAIN", "PROFILE", "RUNNING", "LAST USE", "SIZE", "WORKSPACE");
     for (size_t i = 0; i < l.n; i++) {
         const struct lz_domain_summary *s = &l.v[i];
         char sz[32], when[32];
@@ -149,7 +148,10 @@ static int cmd_ls(const struct lz_config *cfg, bool json) {
         iso_time(s->last_used_ms, when, sizeof when);
         _cleanup_free_ char *prof = esc(s->profile), *ws = esc(s->workspace);
         printf("%-12.12s  %-16s  %-7s  %-20s  %10s  %s\n", s->id, prof, s->running ? "yes" : "no",
-               s->running ? "now" : when[0] ? when : "-", sz, ws);
+               s->running    ? "now"
+                   : when[0] ? when
+                             : "-",
+               sz, ws);
         if (s->problem) {
             _cleanup_free_ char *p = esc(s->problem);
             printf("%-12s  (%s)\n", "", p);
@@ -187,39 +189,40 @@ static json_t *inspect_json(const struct lz_domain_info *in) {
     }
     json_t *pd = json_array();
     for (size_t i = 0; i < in->n_pdirs; i++)
-        json_array_append_new(pd, json_pack("{s:o, s:b, s:I}", "path", jstr(in->pdirs[i].path), "present",
-                                            in->pdirs[i].present, "size", (json_int_t)in->pdirs[i].size));
+        json_array_append_new(pd,
+                              json_pack("{s:o, s:b, s:I}", "path", jstr(in->pdirs[i].path), "present",
+                                        in->pdirs[i].present, "size", (json_int_t)in->pdirs[i].size));
     json_object_set_new(root, "persistent_dirs", pd);
     json_object_set_new(root, "persistent_dirs_source",
                         !in->has_store || !in->anchor_present ? json_null()
-                        : in->pdirs_from_config              ? json_string("configuration")
-                                                             : json_string("anchor"));
+                            : in->pdirs_from_config           ? json_string("configuration")
+                                                              : json_string("anchor"));
     json_t *gens = json_array();
     for (size_t g = 0; in->has_store && g < s->n_gens; g++) {
         const struct lz_store_gen *ge = &s->gens[g];
         char hc[160];
         lz_procid_format(&ge->hc, hc, sizeof hc);
-        json_t *o = json_pack("{s:I, s:s, s:o, s:o, s:o, s:s}", "generation", (json_int_t)ge->gen, "state",
-                              ge->state, "started", jtime(ge->started_ms), "ended", jtime(ge->ended_ms),
-                              "fingerprint", jstr(ge->fingerprint), "coordinator", hc);
+        json_t *o = json_pack("{s:I, s:s, s:o, s:o, s:o, s:s}", "generation", (json_int_t)ge->gen, "state", ge->state,
+                              "started", jtime(ge->started_ms), "ended", jtime(ge->ended_ms), "fingerprint",
+                              jstr(ge->fingerprint), "coordinator", hc);
         if (strcmp(ge->state, "clean") != 0) {
             json_t *parts = json_array(), *procs = json_array();
             size_t it = 0;
             for (const struct lz_store_part *p; (p = gen_part(s, ge->gen, &it));)
-                json_array_append_new(parts, json_pack("{s:s, s:s, s:o, s:o, s:o}", "role", lz_role_name(p->role),
-                                                       "state", lz_pstate_name(p->state), "artifact_id",
-                                                       jstr(p->artifact_id), "mount", jstr(p->mount), "evidence",
-                                                       jstr(p->evidence)));
+                json_array_append_new(parts,
+                                      json_pack("{s:s, s:s, s:o, s:o, s:o}", "role", lz_role_name(p->role), "state",
+                                                lz_pstate_name(p->state), "artifact_id", jstr(p->artifact_id), "mount",
+                                                jstr(p->mount), "evidence", jstr(p->evidence)));
             for (size_t k = 0; k < s->n_procs; k++) {
                 const struct lz_store_proc *p = &s->procs[k];
                 if (p->gen != ge->gen)
                     continue;
                 char id[160];
                 lz_procid_format(&p->id, id, sizeof id);
-                json_array_append_new(procs, json_pack("{s:s, s:s, s:s, s:I, s:s, s:s}", "role",
-                                                       lz_role_name(p->role), "slot", p->slot, "phase", p->phase,
-                                                       "pid", (json_int_t)p->id.pid, "id", id, "alive",
-                                                       alive_word(in->proc_alive[k])));
+                json_array_append_new(procs,
+                                      json_pack("{s:s, s:s, s:s, s:I, s:s, s:s}", "role", lz_role_name(p->role), "slot",
+                                                p->slot, "phase", p->phase, "pid", (json_int_t)p->id.pid, "id", id,
+                                                "alive", alive_word(in->proc_alive[k])));
             }
             json_t *sess = json_array();
             for (size_t k = 0; k < s->n_sessions; k++) {
@@ -227,12 +230,12 @@ static json_t *inspect_json(const struct lz_domain_info *in) {
                 if (t->gen != ge->gen)
                     continue;
                 bool assigned = strcmp(t->phase, "unassigned") != 0;
-                json_array_append_new(sess, json_pack("{s:I, s:s, s:b, s:o, s:s, s:o, s:o}", "session",
-                                                      (json_int_t)t->session, "state", t->state, "tty", t->tty,
-                                                      "command", jstr(t->command), "phase", t->phase, "pid",
-                                                      assigned ? json_integer(t->exec.pid) : json_null(), "alive",
-                                                      assigned ? json_string(alive_word(in->session_alive[k]))
-                                                               : json_null()));
+                json_array_append_new(
+                    sess,
+                    json_pack("{s:I, s:s, s:b, s:o, s:s, s:o, s:o}", "session", (json_int_t)t->session, "state",
+                              t->state, "tty", t->tty, "command", jstr(t->command), "phase", t->phase, "pid",
+                              assigned ? json_integer(t->exec.pid) : json_null(), "alive",
+                              assigned ? json_string(alive_word(in->session_alive[k])) : json_null()));
             }
             json_object_set_new(o, "participants", parts);
             json_object_set_new(o, "processes", procs);
@@ -243,9 +246,10 @@ static json_t *inspect_json(const struct lz_domain_info *in) {
     json_object_set_new(root, "generations", gens);
     json_t *leases = json_array();
     for (size_t i = 0; i < in->n_leases; i++)
-        json_array_append_new(leases, json_pack("{s:s, s:I, s:o}", "artifact_id", in->leases[i].artifact_id,
-                                                "generation", (json_int_t)in->leases[i].generation, "created",
-                                                jtime(in->leases[i].created_ms)));
+        json_array_append_new(leases,
+                              json_pack("{s:s, s:I, s:o}", "artifact_id", in->leases[i].artifact_id, "generation",
+                                        (json_int_t)in->leases[i].generation, "created",
+                                        jtime(in->leases[i].created_ms)));
     json_object_set_new(root, "leases", leases);
     return root;
 }
@@ -305,8 +309,8 @@ static void inspect_text(const struct lz_domain_info *in) {
             iso_time(ge->started_ms, t1, sizeof t1);
             iso_time(ge->ended_ms, t2, sizeof t2);
             _cleanup_free_ char *fp = esc(ge->fingerprint);
-            printf("  %-6" PRId64 " %-9s %-20s %-20s %.12s\n", ge->gen, ge->state, t1[0] ? t1 : "-",
-                   t2[0] ? t2 : "-", fp);
+            printf("  %-6" PRId64 " %-9s %-20s %-20s %.12s\n", ge->gen, ge->state, t1[0] ? t1 : "-", t2[0] ? t2 : "-",
+                   fp);
             if (clean)
                 continue;
             printf("         interrupted: the next `lazaret run` in this Domain recovers it\n");
@@ -399,8 +403,7 @@ static int cmd_verify(const struct lz_config *cfg, const char *config_path, char
     struct findings f = { 0 };
     _cleanup_verify_result_ struct lz_verify_result res = { 0 };
     struct lz_error err = { 0 };
-    int r = lz_domains_verify(cfg->data_root, config_path, (const char *const *)ids, n_ids, on_finding, &f, &res,
-                              &err);
+    int r = lz_domains_verify(cfg->data_root, config_path, (const char *const *)ids, n_ids, on_finding, &f, &res, &err);
     if (r < 0) {
         for (size_t i = 0; i < f.n; i++)
             free(f.v[i].msg);
@@ -419,19 +422,19 @@ static int cmd_verify(const struct lz_config *cfg, const char *config_path, char
             json_t *fs = json_array();
             for (size_t k = 0; k < f.n; k++)
                 if (!strcmp(f.v[k].id, d->id))
-                    json_array_append_new(fs, json_pack("{s:s, s:o}", "severity", f.v[k].sev, "message",
-                                                        jstr(f.v[k].msg)));
+                    json_array_append_new(fs,
+                                          json_pack("{s:s, s:o}", "severity", f.v[k].sev, "message", jstr(f.v[k].msg)));
             const char *status = d->running ? "running" : d->n_errors ? "error" : d->n_warnings ? "warning" : "ok";
-            json_array_append_new(doms, json_pack("{s:s, s:o, s:o, s:s, s:b, s:I, s:I, s:o}", "id", d->id, "profile",
-                                                  jstr(d->profile), "workspace", jstr(d->workspace), "status",
-                                                  status, "verified", !d->running, "errors",
-                                                  (json_int_t)d->n_errors, "warnings", (json_int_t)d->n_warnings,
-                                                  "findings", fs));
+            json_array_append_new(doms,
+                                  json_pack("{s:s, s:o, s:o, s:s, s:b, s:I, s:I, s:o}", "id", d->id, "profile",
+                                            jstr(d->profile), "workspace", jstr(d->workspace), "status", status,
+                                            "verified", !d->running, "errors", (json_int_t)d->n_errors, "warnings",
+                                            (json_int_t)d->n_warnings, "findings", fs));
         }
         for (size_t k = 0; k < f.n; k++)
             if (!f.v[k].id[0])
-                json_array_append_new(root_f, json_pack("{s:s, s:o}", "severity", f.v[k].sev, "message",
-                                                        jstr(f.v[k].msg)));
+                json_array_append_new(root_f,
+                                      json_pack("{s:s, s:o}", "severity", f.v[k].sev, "message", jstr(f.v[k].msg)));
         json_t *root = json_pack("{s:s, s:o, s:o, s:I, s:I, s:b}", "data_root", cfg->data_root, "domains", doms,
                                  "storage_root", root_f, "errors", (json_int_t)res.n_errors, "warnings",
                                  (json_int_t)res.n_warnings, "ok", res.n_errors == 0);
@@ -622,9 +625,12 @@ int lz_cmd_state(int argc, char **argv) {
     const char *config_path = NULL, *profile = NULL, *workspace = NULL;
     bool json = false, all = false, yes = false;
     const struct lz_cli_option opts[] = {
-        { "config", 0, &config_path, NULL }, { "profile", 'p', &profile, NULL },
-        { "workspace", 0, &workspace, NULL }, { "json", 0, NULL, &json },
-        { "all", 0, NULL, &all },             { "yes", 0, NULL, &yes },
+        { "config", 0, &config_path, NULL },
+        { "profile", 'p', &profile, NULL },
+        { "workspace", 0, &workspace, NULL },
+        { "json", 0, NULL, &json },
+        { "all", 0, NULL, &all },
+        { "yes", 0, NULL, &yes },
         { NULL, 0, NULL, NULL },
     };
     char what[32];

@@ -69,14 +69,15 @@ static int open_lower(int rootfd, const char *path, struct lz_error *err) {
     return lz_error_set(err, fd, "cannot open persistent dir %s in the image: %s", path, strerror(-fd));
 }
 
-static int mount_one(const char *lower, const char *upper, const char *work, const char *target,
-                     struct lz_error *err) {
+static int mount_one(const char *lower, const char *upper, const char *work, const char *target, struct lz_error *err) {
     int fs = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
     if (fs < 0)
         return lz_error_set(err, -errno, "overlayfs is not available: %s", strerror(errno));
-    struct { const char *k, *v; } opts[] = {
+    struct {
+        const char *k, *v;
+    } opts[] = {
         { "lowerdir+", lower }, { "upperdir", upper }, { "workdir", work },
-        { "userxattr", NULL }, { "index", "off" }, { "metacopy", "off" },
+        { "userxattr", NULL },  { "index", "off" },    { "metacopy", "off" },
     };
     int r = 0;
     for (size_t i = 0; i < LZ_ARRAY_SIZE(opts) && r == 0; i++) {
@@ -106,8 +107,8 @@ static int mount_one(const char *lower, const char *upper, const char *work, con
     return r;
 }
 
-int lz_anchor_mount(const char *rootfs, const char *anchor_root, const struct lz_anchor_dir *d, size_t n,
-                    char *ident, size_t identlen, struct lz_error *err) {
+int lz_anchor_mount(const char *rootfs, const char *anchor_root, const struct lz_anchor_dir *d, size_t n, char *ident,
+                    size_t identlen, struct lz_error *err) {
     _cleanup_close_ int rootfd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (rootfd < 0)
         return lz_error_set(err, -errno, "cannot open the prepared lower %s: %s", rootfs, strerror(errno));
@@ -130,8 +131,7 @@ int lz_anchor_mount(const char *rootfs, const char *anchor_root, const struct lz
          * 0 here); mode 0755 like any root directory of an image. */
         if ((r = lz_mkdir_p(d[i].upper, 0755)) < 0 || (r = lz_mkdir_p(d[i].work, 0700)) < 0 ||
             (r = lz_mkdir_p(d[i].target, 0755)) < 0) {
-            r = lz_error_set(err, r, "cannot create the State Anchor directories of %s: %s", d[i].path,
-                             strerror(-r));
+            r = lz_error_set(err, r, "cannot create the State Anchor directories of %s: %s", d[i].path, strerror(-r));
             if (lfd >= 0)
                 close(lfd);
             break;
@@ -162,7 +162,7 @@ int lz_anchor_mount(const char *rootfs, const char *anchor_root, const struct lz
 /* The recorded mount id of `path` in an identity, 0 when not recorded. */
 static uint64_t ident_mount(const char *ident, const char *path) {
     size_t pl = strlen(path);
-    for (const char *s = ident; (s = strchr(s, ' ')); ) {
+    for (const char *s = ident; (s = strchr(s, ' '));) {
         s++;
         if (!strncmp(s, path, pl) && s[pl] == '=')
             return strtoull(s + pl + 1, NULL, 10);
@@ -184,8 +184,7 @@ int lz_anchor_unmount(const struct lz_anchor_dir *d, size_t n, const char *ident
             continue; /* never mounted */
         if (mount_id_of(d[i].target, &have) == 0 && have == want) {
             if (umount2(d[i].target, UMOUNT_NOFOLLOW) < 0 && errno != EINVAL) {
-                r = lz_error_set(err, -errno, "cannot unmount the State Anchor of %s: %s", d[i].path,
-                                 strerror(errno));
+                r = lz_error_set(err, -errno, "cannot unmount the State Anchor of %s: %s", d[i].path, strerror(errno));
                 continue;
             }
         }

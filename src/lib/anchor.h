@@ -32,7 +32,7 @@
 #include "util.h"
 
 struct lz_anchor_dir {
-    char *path;    /* sandbox path, e.g. "/usr" */
+    char *path; /* sandbox path, e.g. "/usr" */
     char *upper, *work, *target;
 };
 
@@ -44,8 +44,8 @@ void lz_anchor_layout_free(struct lz_anchor_dir *d, size_t n);
 /* In the Runtime Supervisor: creates upper/work/target directories and
  * mounts every layer; writes the mount identity. On failure nothing stays
  * mounted. */
-int lz_anchor_mount(const char *rootfs, const char *anchor_root, const struct lz_anchor_dir *d, size_t n,
-                    char *ident, size_t identlen, struct lz_error *err);
+int lz_anchor_mount(const char *rootfs, const char *anchor_root, const struct lz_anchor_dir *d, size_t n, char *ident,
+                    size_t identlen, struct lz_error *err);
 /* Unmounts exactly the recorded mounts (identity as written by
  * lz_anchor_mount); a target whose mount is not the recorded one is left
  * untouched and reported. 0 when all are verified absent. */

@@ -117,8 +117,7 @@ static uint64_t tree_size(const char *path) {
     return tree_bytes;
 }
 
-int lz_artifact_write(int dir_fd, const char *rootfs_path, const struct lz_artifact_record *a,
-                      struct lz_error *err) {
+int lz_artifact_write(int dir_fd, const char *rootfs_path, const struct lz_artifact_record *a, struct lz_error *err) {
     uint64_t size = tree_size(rootfs_path);
     char created[32];
     lz_oci_now_rfc3339(created);
@@ -126,11 +125,10 @@ int lz_artifact_write(int dir_fd, const char *rootfs_path, const struct lz_artif
     for (size_t i = 0; i < a->n_layers; i++)
         json_array_append_new(layers, json_string(a->layers[i]));
     _cleanup_json_ json_t *j = json_pack(
-        "{s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:s, s:I, s:{s:I, s:I}}",
-        "artifact_id", a->artifact_id, "preparer", LZ_PREPARER_VERSION,
-        "source", "ref", a->source_ref, "manifest_digest", a->manifest_digest, "config_digest", a->config_digest,
-        "layers", layers, "created", created, "size", (json_int_t)size,
-        "stats", "entries", (json_int_t)a->stats->entries, "devices_skipped", (json_int_t)a->stats->devices_skipped);
+        "{s:s, s:s, s:{s:s, s:s, s:s}, s:o, s:s, s:I, s:{s:I, s:I}}", "artifact_id", a->artifact_id, "preparer",
+        LZ_PREPARER_VERSION, "source", "ref", a->source_ref, "manifest_digest", a->manifest_digest, "config_digest",
+        a->config_digest, "layers", layers, "created", created, "size", (json_int_t)size, "stats", "entries",
+        (json_int_t)a->stats->entries, "devices_skipped", (json_int_t)a->stats->devices_skipped);
     if (!j)
         abort();
     _cleanup_free_ char *out = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);

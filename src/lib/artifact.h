@@ -29,8 +29,8 @@ struct lz_prepared_info {
     char artifact_id[65];
     char *source_ref;
     char *manifest_digest;
-    char *created;          /* RFC 3339 UTC */
-    uint64_t size;          /* bytes on disk, measured when prepared */
+    char *created; /* RFC 3339 UTC */
+    uint64_t size; /* bytes on disk, measured when prepared */
 };
 
 /* Computes the prepared-artifact ID (64 hex + NUL) of a manifest digest.
@@ -53,15 +53,14 @@ void lz_prepared_info_clear(struct lz_prepared_info *p);
 /* What the preparer records about a tree it prepared. */
 struct lz_artifact_record {
     const char *artifact_id;
-    const char *source_ref;        /* the store name of the image */
+    const char *source_ref; /* the store name of the image */
     const char *manifest_digest;
     const char *config_digest;
-    const char *const *layers;     /* layer digests, in order */
+    const char *const *layers; /* layer digests, in order */
     size_t n_layers;
     const struct lz_prepare_stats *stats;
 };
 
 /* Writes artifact.json into the tree dir_fd (atomically), with the
  * creation time and the size on disk of rootfs_path measured now. */
-int lz_artifact_write(int dir_fd, const char *rootfs_path, const struct lz_artifact_record *a,
-                      struct lz_error *err);
+int lz_artifact_write(int dir_fd, const char *rootfs_path, const struct lz_artifact_record *a, struct lz_error *err);

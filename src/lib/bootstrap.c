@@ -21,8 +21,14 @@ int lz_bootstrap_locked(const struct lz_oci_store *st, const char *suite, lz_pro
     _cleanup_free_ char *target = lz_xasprintf("%s/rootfs.tar", scratch);
     _cleanup_free_ char *suite_arg = lz_xstrdup(suite);
     char *argv[] = {
-        (char *)"mmdebstrap", (char *)"--variant=minbase", (char *)"--include=" LZ_BOOTSTRAP_PACKAGES,
-        (char *)"--mode=auto", (char *)"--format=tar", suite_arg, target, NULL,
+        (char *)"mmdebstrap",
+        (char *)"--variant=minbase",
+        (char *)"--include=" LZ_BOOTSTRAP_PACKAGES,
+        (char *)"--mode=auto",
+        (char *)"--format=tar",
+        suite_arg,
+        target,
+        NULL,
     };
     struct lz_tool_out o = { .progress = progress, .ud = ud, .prefix = "bootstrap" };
     lz_progress_report(progress, ud, "bootstrap", 0, 0);
@@ -36,7 +42,8 @@ int lz_bootstrap_locked(const struct lz_oci_store *st, const char *suite, lz_pro
     } else if (r == -ETIMEDOUT) {
         r = lz_error_set(err, -ETIMEDOUT,
                          "mmdebstrap %s did not finish within %d minutes (a stalled Debian mirror?) and was "
-                         "stopped: %s", suite, LZ_TOOL_TIMEOUT_MIN, tail);
+                         "stopped: %s",
+                         suite, LZ_TOOL_TIMEOUT_MIN, tail);
         goto out;
     } else if (r < 0) {
         r = lz_error_errno(err, r, "cannot run mmdebstrap");
@@ -75,12 +82,10 @@ int lz_bootstrap_locked(const struct lz_oci_store *st, const char *suite, lz_pro
         _cleanup_free_ char *created_by =
             lz_xasprintf("mmdebstrap --variant=minbase --include=%s %s", LZ_BOOTSTRAP_PACKAGES, suite);
         _cleanup_json_ json_t *cfg = json_pack(
-            "{s:s, s:s, s:s, s:{s:[s], s:[s,s], s:s}, s:{s:s, s:[s]}, s:[{s:s, s:s}]}",
-            "created", created, "architecture", lz_oci_host_arch(), "os", "linux",
-            "config", "Env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            "Cmd", "/bin/bash", "-l", "WorkingDir", "/",
-            "rootfs", "type", "layers", "diff_ids", ldg,
-            "history", "created", created, "created_by", created_by);
+            "{s:s, s:s, s:s, s:{s:[s], s:[s,s], s:s}, s:{s:s, s:[s]}, s:[{s:s, s:s}]}", "created", created,
+            "architecture", lz_oci_host_arch(), "os", "linux", "config", "Env",
+            "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "Cmd", "/bin/bash", "-l", "WorkingDir",
+            "/", "rootfs", "type", "layers", "diff_ids", ldg, "history", "created", created, "created_by", created_by);
         if (!cfg)
             abort();
         _cleanup_free_ char *craw = lz_json_dump_compact(cfg);
@@ -90,10 +95,9 @@ int lz_bootstrap_locked(const struct lz_oci_store *st, const char *suite, lz_pro
             goto out;
         _cleanup_free_ char *name = lz_xasprintf("builtin:debian-%s", suite);
         _cleanup_json_ json_t *man = json_pack(
-            "{s:i, s:s, s:{s:s, s:s, s:I}, s:[{s:s, s:s, s:I}], s:{s:s, s:s}}",
-            "schemaVersion", 2, "mediaType", LZ_MT_OCI_MANIFEST,
-            "config", "mediaType", LZ_MT_OCI_CONFIG, "digest", cdg, "size", (json_int_t)strlen(craw),
-            "layers", "mediaType", LZ_MT_LAYER_TAR, "digest", ldg, "size", (json_int_t)lsize,
+            "{s:i, s:s, s:{s:s, s:s, s:I}, s:[{s:s, s:s, s:I}], s:{s:s, s:s}}", "schemaVersion", 2, "mediaType",
+            LZ_MT_OCI_MANIFEST, "config", "mediaType", LZ_MT_OCI_CONFIG, "digest", cdg, "size",
+            (json_int_t)strlen(craw), "layers", "mediaType", LZ_MT_LAYER_TAR, "digest", ldg, "size", (json_int_t)lsize,
             "annotations", "org.opencontainers.image.created", created, "org.opencontainers.image.title", name);
         if (!man)
             abort();

@@ -15,8 +15,7 @@ int hc_find_shell(const char *rootfs, char **ret) {
         return -errno;
     for (size_t i = 0; i < LZ_ARRAY_SIZE(cands); i++) {
         struct stat st;
-        if (fstatat(rfd, cands[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
+        if (fstatat(rfd, cands[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
             *ret = lz_xasprintf("/%s", cands[i]);
             return 0;
         }
@@ -63,15 +62,17 @@ int hc_write_bundle(struct hc *h, struct lz_error *err) {
         binds[nb++] = (struct lz_oci_bind){ lz_xstrdup(src), lz_xstrdup(v->container), v->read_only };
     }
     /* The sandbox's resolver is the connectivity helper's DNS forwarder. */
-    static const struct { const char *name, *dest, *text; } netfiles[] = {
+    static const struct {
+        const char *name, *dest, *text;
+    } netfiles[] = {
         { "resolv.conf", "/etc/resolv.conf", "nameserver 10.0.2.3\n" },
         { "hosts", "/etc/hosts", "127.0.0.1\tlocalhost\n127.0.1.1\tlazaret\n" },
         { "hostname", "/etc/hostname", "lazaret\n" },
     };
     _cleanup_close_ int gfd = open(h->gen_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     for (size_t i = 0; i < LZ_ARRAY_SIZE(netfiles); i++) {
-        if (gfd < 0 || lz_write_file_atomic_at(gfd, netfiles[i].name, netfiles[i].text,
-                                               strlen(netfiles[i].text), 0644) < 0)
+        if (gfd < 0 ||
+            lz_write_file_atomic_at(gfd, netfiles[i].name, netfiles[i].text, strlen(netfiles[i].text), 0644) < 0)
             continue;
         binds = lz_xrealloc(binds, (nb + 1) * sizeof *binds);
         binds[nb++] = (struct lz_oci_bind){ lz_xasprintf("%s/%s", h->gen_dir, netfiles[i].name),
@@ -84,9 +85,16 @@ int hc_write_bundle(struct hc *h, struct lz_error *err) {
         anchors[i] = (struct lz_oci_bind){ lz_xasprintf("%s%s", h->anchor_target, c->profile.persistent_dirs[i]),
                                            lz_xstrdup(c->profile.persistent_dirs[i]), false };
     struct lz_sandbox_spec spec = {
-        .rootfs = h->rootfs, .workspace = c->workspace, .view = h->view, .init_path = init,
-        .hostname = "lazaret", .netns_path = netns, .binds = binds, .n_binds = nb,
-        .anchors = anchors, .n_anchors = c->profile.n_persistent_dirs,
+        .rootfs = h->rootfs,
+        .workspace = c->workspace,
+        .view = h->view,
+        .init_path = init,
+        .hostname = "lazaret",
+        .netns_path = netns,
+        .binds = binds,
+        .n_binds = nb,
+        .anchors = anchors,
+        .n_anchors = c->profile.n_persistent_dirs,
     };
     _cleanup_free_ char *json = NULL;
     r = lz_oci_sandbox_config(&spec, &json, err);

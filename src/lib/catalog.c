@@ -73,15 +73,19 @@ static int64_t created_ms_of(const char *s) {
 
 static int catalog_refuse(const char *path, int code, const struct lz_db_found *f, struct lz_error *err) {
     if (code == -EPROTONOSUPPORT)
-        return lz_error_set(err, code, "%s: Storage Catalog version %" PRId64 " is not supported (this Lazaret reads "
+        return lz_error_set(err, code,
+                            "%s: Storage Catalog version %" PRId64 " is not supported (this Lazaret reads "
                             "version %d only); use the Lazaret that wrote it, or move the file away",
                             path, f->version, LZ_CATALOG_VERSION);
     if (f->application_id != 0)
-        return lz_error_set(err, code, "%s: not a Lazaret Storage Catalog (application_id 0x%08" PRIx32
-                            ", version %" PRId64 "); refusing to touch it", path, (uint32_t)f->application_id,
-                            f->version);
-    return lz_error_set(err, code, "%s: not a Lazaret Storage Catalog (application_id 0, version %" PRId64 ", %"
-                        PRId64 " schema entries); refusing to touch it", path, f->version, f->tables);
+        return lz_error_set(err, code,
+                            "%s: not a Lazaret Storage Catalog (application_id 0x%08" PRIx32 ", version %" PRId64
+                            "); refusing to touch it",
+                            path, (uint32_t)f->application_id, f->version);
+    return lz_error_set(err, code,
+                        "%s: not a Lazaret Storage Catalog (application_id 0, version %" PRId64 ", %" PRId64
+                        " schema entries); refusing to touch it",
+                        path, f->version, f->tables);
 }
 
 static const struct lz_db_schema catalog_schema = {
@@ -188,28 +192,29 @@ int lz_cat_open_prepared(const char *data_root) {
 
 /* Inserts (or refreshes) the row of the published tree prepared/<dir> that
  * holds artifact id: state 'ready', metadata from its artifact.json. */
-int lz_cat_artifact_upsert(struct cat *c, int pfd, const char *dir, const char *id, int64_t now,
-                           struct lz_error *err) {
+int lz_cat_artifact_upsert(struct cat *c, int pfd, const char *dir, const char *id, int64_t now, struct lz_error *err) {
     struct lz_prepared_info info;
     int r = lz_prepared_info_read(pfd, dir, id, &info);
     if (r < 0)
-        return lz_error_set(err, -ESTALE, "prepared artifact %s is missing or incomplete (%s); prepare it again",
-                            id, strerror(-r));
-    r = lz_db_run(c->db, err,
-            "INSERT INTO artifacts (artifact_id, state, source_ref, manifest_digest, size, created_ms, last_used_ms) "
-            "VALUES (?, 'ready', ?, ?, ?, ?, ?) ON CONFLICT (artifact_id) DO UPDATE SET source_ref = "
-            "excluded.source_ref, manifest_digest = excluded.manifest_digest, size = excluded.size, created_ms = "
-            "excluded.created_ms, last_used_ms = excluded.last_used_ms WHERE state = 'ready'",
-            "tttiii", id, info.source_ref, info.manifest_digest,
-            (int64_t)(info.size > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : info.size), created_ms_of(info.created),
-            now);
+        return lz_error_set(err, -ESTALE, "prepared artifact %s is missing or incomplete (%s); prepare it again", id,
+                            strerror(-r));
+    r = lz_db_run(
+        c->db, err,
+        "INSERT INTO artifacts (artifact_id, state, source_ref, manifest_digest, size, created_ms, last_used_ms) "
+        "VALUES (?, 'ready', ?, ?, ?, ?, ?) ON CONFLICT (artifact_id) DO UPDATE SET source_ref = "
+        "excluded.source_ref, manifest_digest = excluded.manifest_digest, size = excluded.size, created_ms = "
+        "excluded.created_ms, last_used_ms = excluded.last_used_ms WHERE state = 'ready'",
+        "tttiii", id, info.source_ref, info.manifest_digest,
+        (int64_t)(info.size > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : info.size), created_ms_of(info.created), now);
     lz_prepared_info_clear(&info);
     return r < 0 ? r : 0;
 }
 
 static int reclaiming_error(const char *id, struct lz_error *err) {
-    return lz_error_set(err, -ESTALE, "prepared artifact %s is being reclaimed by `lazaret image gc` (run it again "
-                        "to finish an interrupted reclaim); prepare the image again", id);
+    return lz_error_set(err, -ESTALE,
+                        "prepared artifact %s is being reclaimed by `lazaret image gc` (run it again "
+                        "to finish an interrupted reclaim); prepare the image again",
+                        id);
 }
 
 /* Under an open write section: the artifact is known and 'ready' with its
@@ -228,8 +233,7 @@ static int ensure_ready(struct cat *c, const char *data_root, const char *id, in
     return lz_cat_artifact_upsert(c, pfd, id, id, now, err);
 }
 
-static int check_lease_args(const char *artifact_id, const char *domain_id, int64_t generation,
-                            struct lz_error *err) {
+static int check_lease_args(const char *artifact_id, const char *domain_id, int64_t generation, struct lz_error *err) {
     if (!lz_cat_hex64(artifact_id))
         return lz_error_set(err, -EINVAL, "invalid prepared-artifact ID (expected 64 lowercase hex digits)");
     if (!lz_cat_hex64(domain_id))
@@ -241,8 +245,8 @@ static int check_lease_args(const char *artifact_id, const char *domain_id, int6
 
 /* ---- leases ---- */
 
-int lz_catalog_lease_acquire(const char *data_root, const char *artifact_id, const char *domain_id,
-                             int64_t generation, struct lz_error *err) {
+int lz_catalog_lease_acquire(const char *data_root, const char *artifact_id, const char *domain_id, int64_t generation,
+                             struct lz_error *err) {
     int r = check_lease_args(artifact_id, domain_id, generation, err);
     if (r < 0)
         return r;
@@ -253,14 +257,14 @@ int lz_catalog_lease_acquire(const char *data_root, const char *artifact_id, con
     r = ensure_ready(&c, data_root, artifact_id, now, err);
     if (r >= 0)
         r = lz_db_run(c.db, err,
-                "INSERT INTO leases (artifact_id, domain_id, generation, created_ms) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT DO NOTHING",
-                "ttii", artifact_id, domain_id, generation, now);
+                      "INSERT INTO leases (artifact_id, domain_id, generation, created_ms) VALUES (?, ?, ?, ?) "
+                      "ON CONFLICT DO NOTHING",
+                      "ttii", artifact_id, domain_id, generation, now);
     return lz_cat_section_end(&c, r < 0 ? r : 0, err);
 }
 
-int lz_catalog_lease_release(const char *data_root, const char *artifact_id, const char *domain_id,
-                             int64_t generation, struct lz_error *err) {
+int lz_catalog_lease_release(const char *data_root, const char *artifact_id, const char *domain_id, int64_t generation,
+                             struct lz_error *err) {
     int r = check_lease_args(artifact_id, domain_id, generation, err);
     if (r < 0)
         return r;
@@ -270,18 +274,19 @@ int lz_catalog_lease_release(const char *data_root, const char *artifact_id, con
     if (c.fresh)
         return lz_cat_section_end(&c, 0, err);
     r = lz_db_run(c.db, err, "DELETE FROM leases WHERE artifact_id = ? AND domain_id = ? AND generation = ?", "tti",
-            artifact_id, domain_id, generation);
+                  artifact_id, domain_id, generation);
     if (r >= 0) {
         int removed = r > 0 ? 1 : 0;
-        r = lz_db_run(c.db, err, "UPDATE artifacts SET last_used_ms = ? WHERE artifact_id = ?", "it", lz_cat_now_ms(), artifact_id);
+        r = lz_db_run(c.db, err, "UPDATE artifacts SET last_used_ms = ? WHERE artifact_id = ?", "it", lz_cat_now_ms(),
+                      artifact_id);
         if (r >= 0)
             r = removed;
     }
     return lz_cat_section_end(&c, r, err);
 }
 
-int lz_catalog_lease_held(const char *data_root, const char *artifact_id, const char *domain_id,
-                          int64_t generation, struct lz_error *err) {
+int lz_catalog_lease_held(const char *data_root, const char *artifact_id, const char *domain_id, int64_t generation,
+                          struct lz_error *err) {
     int r = check_lease_args(artifact_id, domain_id, generation, err);
     if (r < 0)
         return r;
@@ -291,8 +296,9 @@ int lz_catalog_lease_held(const char *data_root, const char *artifact_id, const 
     if (c.fresh)
         return lz_cat_section_end(&c, 0, err);
     int64_t one = 0;
-    r = lz_db_get_int(c.db, &one, err, "SELECT 1 FROM leases WHERE artifact_id = ? AND domain_id = ? AND generation = ?",
-                      "tti", artifact_id, domain_id, generation);
+    r = lz_db_get_int(c.db, &one, err,
+                      "SELECT 1 FROM leases WHERE artifact_id = ? AND domain_id = ? AND generation = ?", "tti",
+                      artifact_id, domain_id, generation);
     return lz_cat_section_end(&c, r, err);
 }
 
@@ -343,8 +349,8 @@ int lz_cat_load(struct cat *c, struct lz_catalog *ret, struct lz_error *err) {
                               "SELECT artifact_id, state, source_ref, manifest_digest, size, created_ms, last_used_ms, "
                               "(SELECT count(*) FROM leases l WHERE l.artifact_id = a.artifact_id) FROM artifacts a "
                               "ORDER BY artifact_id",
-                              LZ_CAT_MAX_ROWS, sizeof *l.artifacts, fill_artifact, clear_artifact, (void **)&l.artifacts,
-                              &l.n_artifacts, err)) < 0 ||
+                              LZ_CAT_MAX_ROWS, sizeof *l.artifacts, fill_artifact, clear_artifact,
+                              (void **)&l.artifacts, &l.n_artifacts, err)) < 0 ||
          (r = lz_db_read_rows(c->db, "leases",
                               "SELECT artifact_id, domain_id, generation, created_ms FROM leases "
                               "ORDER BY artifact_id, domain_id, generation",
@@ -406,13 +412,13 @@ int lz_catalog_prepare_begin(const char *data_root, const char *tmp_name, const 
     struct cat c;
     if ((r = lz_cat_section_begin(data_root, LZ_DB_WRITE | LZ_DB_CREATE, &c, err)) < 0)
         return r;
-    r = lz_db_run(c.db, err, "INSERT INTO prepares (tmp_name, artifact_id, owner, started_ms) VALUES (?, ?, ?, ?)", "ttti",
-            tmp_name, artifact_id, owner, lz_cat_now_ms());
+    r = lz_db_run(c.db, err, "INSERT INTO prepares (tmp_name, artifact_id, owner, started_ms) VALUES (?, ?, ?, ?)",
+                  "ttti", tmp_name, artifact_id, owner, lz_cat_now_ms());
     return lz_cat_section_end(&c, r < 0 ? r : 0, err);
 }
 
-int lz_catalog_prepare_publish(const char *data_root, int prepared_fd, const char *tmp_name,
-                               const char *artifact_id, struct lz_error *err) {
+int lz_catalog_prepare_publish(const char *data_root, int prepared_fd, const char *tmp_name, const char *artifact_id,
+                               struct lz_error *err) {
     if (!tmp_name_valid(tmp_name) || !lz_cat_hex64(artifact_id))
         return lz_error_set(err, -EINVAL, "invalid prepared artifact publication");
     struct cat c;
@@ -488,4 +494,3 @@ int lz_catalog_register(const char *data_root, const char *artifact_id, struct l
     r = ensure_ready(&c, data_root, artifact_id, lz_cat_now_ms(), err);
     return lz_cat_section_end(&c, r < 0 ? r : 0, err);
 }
-

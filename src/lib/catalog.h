@@ -97,15 +97,15 @@ struct lz_catalog {
  * yet but the published tree exists. Refuses with -ESTALE if the artifact is
  * 'reclaiming' or its tree is missing or incomplete. Updates last_used_ms.
  * Idempotent: 0 also when that exact lease already exists. */
-int lz_catalog_lease_acquire(const char *data_root, const char *artifact_id, const char *domain_id,
-                             int64_t generation, struct lz_error *err);
+int lz_catalog_lease_acquire(const char *data_root, const char *artifact_id, const char *domain_id, int64_t generation,
+                             struct lz_error *err);
 /* Removes only that exact lease. Returns 1 removed, 0 it was absent.
  * Updates last_used_ms of a known artifact. */
-int lz_catalog_lease_release(const char *data_root, const char *artifact_id, const char *domain_id,
-                             int64_t generation, struct lz_error *err);
+int lz_catalog_lease_release(const char *data_root, const char *artifact_id, const char *domain_id, int64_t generation,
+                             struct lz_error *err);
 /* 1 if exactly that lease exists, 0 if not (a missing catalog holds none). */
-int lz_catalog_lease_held(const char *data_root, const char *artifact_id, const char *domain_id,
-                          int64_t generation, struct lz_error *err);
+int lz_catalog_lease_held(const char *data_root, const char *artifact_id, const char *domain_id, int64_t generation,
+                          struct lz_error *err);
 
 /* ---- inspection ---- */
 
@@ -122,8 +122,8 @@ void lz_catalog_clear(struct lz_catalog *c);
  * (warn); prepared/ entries the catalog does not know are reported (info).
  * Calls report(ud, "error"|"warn"|"info", message) per finding. Returns the
  * number of errors (>= 0) or -errno when the check itself could not run. */
-int lz_catalog_verify(const char *data_root, void (*report)(void *ud, const char *severity, const char *msg),
-                      void *ud, struct lz_error *err);
+int lz_catalog_verify(const char *data_root, void (*report)(void *ud, const char *severity, const char *msg), void *ud,
+                      struct lz_error *err);
 
 /* ---- prepare intent and publication (image.c) ---- */
 
@@ -141,8 +141,8 @@ int lz_catalog_prepare_begin(const char *data_root, const char *tmp_name, const 
  * someone else (registered if needed, last_used_ms updated; the tmp tree
  * and the intent are left to the caller); -ESTALE when the artifact is
  * being reclaimed (nothing renamed); other -errno on error. */
-int lz_catalog_prepare_publish(const char *data_root, int prepared_fd, const char *tmp_name,
-                               const char *artifact_id, struct lz_error *err);
+int lz_catalog_prepare_publish(const char *data_root, int prepared_fd, const char *tmp_name, const char *artifact_id,
+                               struct lz_error *err);
 /* Deletes the prepare intent tmp_name of the calling process, after the
  * creator deleted its tree (failure or lost publication race). 1 removed,
  * 0 absent. */
@@ -161,9 +161,9 @@ struct lz_gc_policy {
 };
 
 enum lz_gc_action {
-    LZ_GC_RECLAIMED,     /* removed (or, with dry_run, would be) */
-    LZ_GC_KEPT,          /* left in place, with the reason (in progress, foreign, leased over budget) */
-    LZ_GC_FAILED,        /* could not be removed; the reason says why */
+    LZ_GC_RECLAIMED, /* removed (or, with dry_run, would be) */
+    LZ_GC_KEPT,      /* left in place, with the reason (in progress, foreign, leased over budget) */
+    LZ_GC_FAILED,    /* could not be removed; the reason says why */
 };
 
 struct lz_gc_event {

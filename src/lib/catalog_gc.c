@@ -68,8 +68,8 @@ static int owner_alive(const char *owner) {
 
 /* ---- verify ---- */
 
-static void reportf(void (*report)(void *, const char *, const char *), void *ud, const char *sev, const char *fmt,
-                    ...) __attribute__((format(printf, 4, 5)));
+static void reportf(void (*report)(void *, const char *, const char *), void *ud, const char *sev, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static void reportf(void (*report)(void *, const char *, const char *), void *ud, const char *sev, const char *fmt,
                     ...) {
     if (!report)
@@ -150,8 +150,8 @@ static void integrity_bad(void *ud, const char *line) {
     reportf(ir->report, ir->ud, "error", "%s: integrity check: %s", ir->path, line);
 }
 
-int lz_catalog_verify(const char *data_root, void (*report)(void *ud, const char *severity, const char *msg),
-                      void *ud, struct lz_error *err) {
+int lz_catalog_verify(const char *data_root, void (*report)(void *ud, const char *severity, const char *msg), void *ud,
+                      struct lz_error *err) {
     struct cat c;
     struct lz_catalog l = { 0 };
     int errors = 0;
@@ -159,8 +159,7 @@ int lz_catalog_verify(const char *data_root, void (*report)(void *ud, const char
     if (r < 0)
         return r;
     if (r == 1) {
-        reportf(report, ud, "info", "%s/" LZ_CATALOG_FILE " does not exist yet (no lease was ever taken)",
-                data_root);
+        reportf(report, ud, "info", "%s/" LZ_CATALOG_FILE " does not exist yet (no lease was ever taken)", data_root);
     } else {
         struct integrity_report ir = { report, ud, c.db ? c.db->path : "" };
         if (!c.fresh && (r = lz_db_integrity(c.db, LZ_CAT_MAX_ROWS, integrity_bad, &ir, err)) > 0) {
@@ -227,8 +226,10 @@ int lz_catalog_verify(const char *data_root, void (*report)(void *ud, const char
         const struct lz_catalog_prepare *p = &l.prepares[i];
         int alive = owner_alive(p->owner);
         if (alive == 0)
-            reportf(report, ud, "warn", "preparation %s of %s is abandoned (owner %s is gone); `lazaret image gc` "
-                    "reclaims it", p->tmp_name, p->artifact_id, p->owner);
+            reportf(report, ud, "warn",
+                    "preparation %s of %s is abandoned (owner %s is gone); `lazaret image gc` "
+                    "reclaims it",
+                    p->tmp_name, p->artifact_id, p->owner);
         else if (alive < 0)
             reportf(report, ud, "warn", "preparation %s: cannot tell whether its owner %s is alive: %s", p->tmp_name,
                     p->owner, strerror(-alive));
@@ -244,8 +245,10 @@ int lz_catalog_verify(const char *data_root, void (*report)(void *ud, const char
                 reportf(report, ud, "info", "prepared/%s is not in the catalog (registered on next use or gc)", pn);
         } else if (strncmp(nm, ".tmp-", 5) == 0) {
             if (!find_prepare(&l, nm))
-                reportf(report, ud, "info", "prepared/%s has no prepare intent (in progress, or left by an older "
-                        "Lazaret); never deleted automatically", pn);
+                reportf(report, ud, "info",
+                        "prepared/%s has no prepare intent (in progress, or left by an older "
+                        "Lazaret); never deleted automatically",
+                        pn);
         } else if (strncmp(nm, ".reclaim-", 9) == 0 && lz_cat_hex64(nm + 9)) {
             const struct lz_catalog_artifact *a = find_artifact(&l, nm + 9);
             if (!a || strcmp(a->state, "reclaiming") != 0)
@@ -307,8 +310,9 @@ static void gc_event(struct gc *g, enum lz_gc_action action, const char *kind, c
     va_start(ap, fmt);
     vsnprintf(reason, sizeof reason, fmt, ap);
     va_end(ap);
-    g->events[g->n_events++] =
-        (struct event){ .action = action, .kind = kind, .name = lz_xstrdup(pn), .size = size, .reason = lz_xstrdup(reason) };
+    g->events[g->n_events++] = (struct event){
+        .action = action, .kind = kind, .name = lz_xstrdup(pn), .size = size, .reason = lz_xstrdup(reason)
+    };
     switch (action) {
     case LZ_GC_RECLAIMED:
         g->res.n_reclaimed++;
@@ -369,8 +373,7 @@ static void human_days(int64_t ms, char *out, size_t size) {
 /* Section 1: look at prepared/ and the catalog under the lock; register
  * unknown published trees; mark the chosen artifacts 'reclaiming'; drop
  * rows that need no deleting. */
-static int gc_plan_locked(struct gc *g, struct cat *c, int pfd, const struct lz_gc_policy *pol,
-                          struct lz_error *err) {
+static int gc_plan_locked(struct gc *g, struct cat *c, int pfd, const struct lz_gc_policy *pol, struct lz_error *err) {
     struct lz_catalog l = { 0 };
     char **names = NULL;
     size_t n_names = 0;
@@ -395,7 +398,8 @@ static int gc_plan_locked(struct gc *g, struct cat *c, int pfd, const struct lz_
         if (!lz_cat_hex64(nm) || find_artifact(&l, nm))
             continue;
         if (lz_prepared_info_read(pfd, nm, nm, &new_info[n_new]) < 0) {
-            gc_event(g, LZ_GC_KEPT, "entry", nm, 0, "not a complete prepared artifact (no matching artifact.json); "
+            gc_event(g, LZ_GC_KEPT, "entry", nm, 0,
+                     "not a complete prepared artifact (no matching artifact.json); "
                      "left alone");
             continue;
         }
@@ -406,13 +410,17 @@ static int gc_plan_locked(struct gc *g, struct cat *c, int pfd, const struct lz_
     lru = lz_xcalloc(n_cands ? n_cands : 1, sizeof *lru);
     for (size_t i = 0; i < l.n_artifacts; i++) {
         const struct lz_catalog_artifact *a = &l.artifacts[i];
-        cands[i] = (struct cand){ .id = a->artifact_id, .ready = strcmp(a->state, "ready") == 0,
-                                  .present = name_listed(names, n_names, a->artifact_id), .leased = a->n_leases > 0,
-                                  .size = a->size, .last_used_ms = a->last_used_ms };
+        cands[i] = (struct cand){ .id = a->artifact_id,
+                                  .ready = strcmp(a->state, "ready") == 0,
+                                  .present = name_listed(names, n_names, a->artifact_id),
+                                  .leased = a->n_leases > 0,
+                                  .size = a->size,
+                                  .last_used_ms = a->last_used_ms };
     }
     for (size_t i = 0; i < n_new && r >= 0; i++) {
-        cands[l.n_artifacts + i] = (struct cand){ .id = new_ids[i], .ready = true, .present = true,
-                                                  .size = new_info[i].size, .last_used_ms = now };
+        cands[l.n_artifacts + i] = (struct cand){
+            .id = new_ids[i], .ready = true, .present = true, .size = new_info[i].size, .last_used_ms = now
+        };
         if (!g->dry_run)
             r = lz_cat_artifact_upsert(c, pfd, new_ids[i], new_ids[i], now, err);
     }
@@ -438,7 +446,8 @@ static int gc_plan_locked(struct gc *g, struct cat *c, int pfd, const struct lz_
         if (strncmp(nm, ".tmp-", 5) == 0) {
             const struct lz_catalog_prepare *p = find_prepare(&l, nm);
             if (!p) {
-                gc_event(g, LZ_GC_KEPT, "entry", nm, 0, "preparation without a prepare intent (in progress, or "
+                gc_event(g, LZ_GC_KEPT, "entry", nm, 0,
+                         "preparation without a prepare intent (in progress, or "
                          "left by an older Lazaret); left alone");
                 continue;
             }
@@ -446,8 +455,10 @@ static int gc_plan_locked(struct gc *g, struct cat *c, int pfd, const struct lz_
             if (alive > 0) {
                 gc_event(g, LZ_GC_KEPT, "prepare", nm, 0, "preparation in progress (its owner is alive)");
             } else if (alive < 0) {
-                gc_event(g, LZ_GC_KEPT, "prepare", nm, 0, "cannot tell whether its owner %s is alive (%s); left "
-                         "alone", p->owner, strerror(-alive));
+                gc_event(g, LZ_GC_KEPT, "prepare", nm, 0,
+                         "cannot tell whether its owner %s is alive (%s); left "
+                         "alone",
+                         p->owner, strerror(-alive));
             } else {
                 struct plan *pl = gc_plan(g, PLAN_ABANDONED, nm, 0);
                 snprintf(pl->owner, sizeof pl->owner, "%s", p->owner);
@@ -472,8 +483,8 @@ static int gc_plan_locked(struct gc *g, struct cat *c, int pfd, const struct lz_
         if (name_listed(names, n_names, p->tmp_name) || owner_alive(p->owner) != 0)
             continue;
         if (!g->dry_run &&
-            (r = lz_db_run(c->db, err, "DELETE FROM prepares WHERE tmp_name = ? AND owner = ?", "tt", p->tmp_name, p->owner)) <
-                0)
+            (r = lz_db_run(c->db, err, "DELETE FROM prepares WHERE tmp_name = ? AND owner = ?", "tt", p->tmp_name,
+                           p->owner)) < 0)
             goto out;
         gc_event(g, LZ_GC_RECLAIMED, "prepare", p->tmp_name, 0, "abandoned prepare intent without a tree");
     }
@@ -492,10 +503,11 @@ static int gc_plan_locked(struct gc *g, struct cat *c, int pfd, const struct lz_
                 gc_event(g, LZ_GC_KEPT, "artifact", a->id, a->size, "leased, but its tree is missing");
                 continue;
             }
-            if (!g->dry_run && (r = lz_db_run(c->db, err,
-                                        "DELETE FROM artifacts WHERE artifact_id = ? AND state = 'ready' AND NOT "
-                                        "EXISTS (SELECT 1 FROM leases WHERE artifact_id = ?)",
-                                        "tt", a->id, a->id)) < 0)
+            if (!g->dry_run &&
+                (r = lz_db_run(c->db, err,
+                               "DELETE FROM artifacts WHERE artifact_id = ? AND state = 'ready' AND NOT "
+                               "EXISTS (SELECT 1 FROM leases WHERE artifact_id = ?)",
+                               "tt", a->id, a->id)) < 0)
                 goto out;
             gc_event(g, LZ_GC_RECLAIMED, "artifact", a->id, 0, "its tree was already gone");
         }
@@ -510,8 +522,10 @@ static int gc_plan_locked(struct gc *g, struct cat *c, int pfd, const struct lz_
             continue;
         a->chosen = true;
         if (a->blocked) {
-            gc_event(g, LZ_GC_KEPT, "artifact", a->id, a->size, "prepared/.reclaim-%.12s... exists and is not a "
-                     "recorded reclaim; move it away first", a->id);
+            gc_event(g, LZ_GC_KEPT, "artifact", a->id, a->size,
+                     "prepared/.reclaim-%.12s... exists and is not a "
+                     "recorded reclaim; move it away first",
+                     a->id);
             continue;
         }
         struct plan *pl = gc_plan(g, PLAN_ARTIFACT, a->id, a->size);
@@ -535,20 +549,25 @@ static int gc_plan_locked(struct gc *g, struct cat *c, int pfd, const struct lz_
         qsort(lru, n_lru, sizeof *lru, cmp_lru);
         for (size_t i = 0; i < n_lru && total > pol->max_bytes; i++) {
             if (lru[i]->blocked) {
-                gc_event(g, LZ_GC_KEPT, "artifact", lru[i]->id, lru[i]->size, "prepared/.reclaim-%.12s... exists "
-                         "and is not a recorded reclaim; move it away first", lru[i]->id);
+                gc_event(g, LZ_GC_KEPT, "artifact", lru[i]->id, lru[i]->size,
+                         "prepared/.reclaim-%.12s... exists "
+                         "and is not a recorded reclaim; move it away first",
+                         lru[i]->id);
                 continue;
             }
             struct plan *pl = gc_plan(g, PLAN_ARTIFACT, lru[i]->id, lru[i]->size);
-            snprintf(pl->reason, sizeof pl->reason, "least recently used over prepared_max_bytes = %" PRIu64
-                     " (prepared lowers total %" PRIu64 " bytes)", pol->max_bytes, total);
+            snprintf(pl->reason, sizeof pl->reason,
+                     "least recently used over prepared_max_bytes = %" PRIu64 " (prepared lowers total %" PRIu64
+                     " bytes)",
+                     pol->max_bytes, total);
             lru[i]->chosen = true;
             total -= lru[i]->size;
         }
         if (total > pol->max_bytes)
             for (size_t i = 0; i < n_cands; i++)
                 if (!cands[i].chosen && cands[i].leased)
-                    gc_event(g, LZ_GC_KEPT, "artifact", cands[i].id, cands[i].size, "leased (in use), although "
+                    gc_event(g, LZ_GC_KEPT, "artifact", cands[i].id, cands[i].size,
+                             "leased (in use), although "
                              "prepared lowers are over prepared_max_bytes");
     }
 
@@ -559,9 +578,9 @@ static int gc_plan_locked(struct gc *g, struct cat *c, int pfd, const struct lz_
         if (pl->kind != PLAN_ARTIFACT)
             continue;
         r = lz_db_run(c->db, err,
-                "UPDATE artifacts SET state = 'reclaiming' WHERE artifact_id = ? AND NOT EXISTS "
-                "(SELECT 1 FROM leases WHERE artifact_id = ?)",
-                "tt", pl->name, pl->name);
+                      "UPDATE artifacts SET state = 'reclaiming' WHERE artifact_id = ? AND NOT EXISTS "
+                      "(SELECT 1 FROM leases WHERE artifact_id = ?)",
+                      "tt", pl->name, pl->name);
         if (r < 0)
             goto out;
         if (r == 0) {
@@ -581,9 +600,7 @@ out:
 /* Deletes prepared/<name> beneath pfd: u+rwx is granted on each directory
  * first (a prepared tree has read-only and mode-0 directories), symlinks are
  * never followed and other filesystems never entered. */
-static int remove_beneath(int pfd, const char *name) {
-    return lz_prepare_remove_tree(pfd, name);
-}
+static int remove_beneath(int pfd, const char *name) { return lz_prepare_remove_tree(pfd, name); }
 
 static int gc_reclaim_artifact(struct gc *g, int pfd, const struct plan *pl, struct lz_error *err) {
     char rec[80];
@@ -605,23 +622,34 @@ static int gc_reclaim_artifact(struct gc *g, int pfd, const struct plan *pl, str
             struct cat c;
             r = lz_cat_section_begin(g->data_root, LZ_DB_WRITE, &c, err);
             if (r == 0)
-                r = lz_cat_section_end(&c, c.fresh ? 0 : lz_db_run(c.db, err, "UPDATE artifacts SET state = 'ready' WHERE "
-                                                      "artifact_id = ? AND state = 'reclaiming'", "t", pl->name),
-                                err);
+                r = lz_cat_section_end(&c,
+                                       c.fresh ? 0
+                                               : lz_db_run(c.db, err,
+                                                           "UPDATE artifacts SET state = 'ready' WHERE "
+                                                           "artifact_id = ? AND state = 'reclaiming'",
+                                                           "t", pl->name),
+                                       err);
             return r < 0 ? r : 0;
         }
         fsync(pfd);
     }
     if (pfd >= 0 && (r = remove_beneath(pfd, rec)) < 0) { /* ours: renamed above, or recorded */
-        gc_event(g, LZ_GC_FAILED, "artifact", pl->name, pl->size, "cannot delete prepared/%s: %s (the next gc "
-                 "retries)", rec, strerror(-r));
+        gc_event(g, LZ_GC_FAILED, "artifact", pl->name, pl->size,
+                 "cannot delete prepared/%s: %s (the next gc "
+                 "retries)",
+                 rec, strerror(-r));
         return 0;
     }
     struct cat c;
     r = lz_cat_section_begin(g->data_root, LZ_DB_WRITE, &c, err);
     if (r == 0)
-        r = lz_cat_section_end(&c, c.fresh ? 0 : lz_db_run(c.db, err, "DELETE FROM artifacts WHERE artifact_id = ? AND state = "
-                                              "'reclaiming'", "t", pl->name), err);
+        r = lz_cat_section_end(&c,
+                               c.fresh ? 0
+                                       : lz_db_run(c.db, err,
+                                                   "DELETE FROM artifacts WHERE artifact_id = ? AND state = "
+                                                   "'reclaiming'",
+                                                   "t", pl->name),
+                               err);
     if (r < 0)
         return r;
     gc_event(g, LZ_GC_RECLAIMED, "artifact", pl->name, pl->size, "%s", pl->reason);
@@ -638,8 +666,11 @@ static int gc_reclaim_abandoned(struct gc *g, int pfd, const struct plan *pl, st
     struct cat c;
     r = lz_cat_section_begin(g->data_root, LZ_DB_WRITE, &c, err);
     if (r == 0)
-        r = lz_cat_section_end(&c, c.fresh ? 0 : lz_db_run(c.db, err, "DELETE FROM prepares WHERE tmp_name = ? AND owner = ?", "tt",
-                                              pl->name, pl->owner), err);
+        r = lz_cat_section_end(&c,
+                               c.fresh ? 0
+                                       : lz_db_run(c.db, err, "DELETE FROM prepares WHERE tmp_name = ? AND owner = ?",
+                                                   "tt", pl->name, pl->owner),
+                               err);
     if (r < 0)
         return r;
     gc_event(g, LZ_GC_RECLAIMED, "prepare", pl->name, 0, "%s", pl->reason);
@@ -652,8 +683,7 @@ int lz_catalog_gc(const char *data_root, const struct lz_gc_policy *policy, bool
     if (!data_root || data_root[0] != '/')
         return lz_error_set(err, -EINVAL, "the Storage Root must be an absolute path");
     if (!policy || policy->keep_days < 0 || policy->keep_days > MAX_KEEP_DAYS)
-        return lz_error_set(err, -EINVAL, "invalid gc policy: prepared_keep_days must be 0..%" PRId64,
-                            MAX_KEEP_DAYS);
+        return lz_error_set(err, -EINVAL, "invalid gc policy: prepared_keep_days must be 0..%" PRId64, MAX_KEEP_DAYS);
     struct gc g = { .data_root = data_root, .dry_run = dry_run };
     struct stat st;
     if (stat(data_root, &st) < 0) {
@@ -671,8 +701,8 @@ int lz_catalog_gc(const char *data_root, const struct lz_gc_policy *policy, bool
             return lz_error_set(err, -errno, "cannot open %s: %m", p);
         if (flock(gc_lock, LOCK_EX | LOCK_NB) < 0)
             return errno == EWOULDBLOCK
-                       ? lz_error_set(err, -EBUSY, "another `lazaret image gc` is running on %s", data_root)
-                       : lz_error_set(err, -errno, "cannot lock %s: %m", p);
+                ? lz_error_set(err, -EBUSY, "another `lazaret image gc` is running on %s", data_root)
+                : lz_error_set(err, -errno, "cannot lock %s: %m", p);
     }
     _cleanup_close_ int pfd = lz_cat_open_prepared(data_root);
     if (pfd < 0 && pfd != -ENOENT)
@@ -691,8 +721,8 @@ int lz_catalog_gc(const char *data_root, const struct lz_gc_policy *policy, bool
         if (!pl->name[0])
             continue;
         if (dry_run)
-            gc_event(&g, LZ_GC_RECLAIMED, pl->kind == PLAN_ARTIFACT ? "artifact" : "prepare", pl->name, pl->size,
-                     "%s", pl->reason);
+            gc_event(&g, LZ_GC_RECLAIMED, pl->kind == PLAN_ARTIFACT ? "artifact" : "prepare", pl->name, pl->size, "%s",
+                     pl->reason);
         else if (pl->kind == PLAN_ARTIFACT)
             r = gc_reclaim_artifact(&g, pfd, pl, err);
         else
@@ -700,8 +730,9 @@ int lz_catalog_gc(const char *data_root, const struct lz_gc_policy *policy, bool
     }
     for (size_t i = 0; report && i < g.n_events; i++) {
         const struct event *e = &g.events[i];
-        struct lz_gc_event ev = { .action = e->action, .kind = e->kind, .name = e->name, .size = e->size,
-                                  .reason = e->reason };
+        struct lz_gc_event ev = {
+            .action = e->action, .kind = e->kind, .name = e->name, .size = e->size, .reason = e->reason
+        };
         report(ud, &ev);
     }
     if (r >= 0 && ret)

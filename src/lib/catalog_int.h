@@ -26,8 +26,7 @@ int lz_cat_section_end(struct cat *c, int r, struct lz_error *err);
 int lz_cat_load(struct cat *c, struct lz_catalog *ret, struct lz_error *err);
 /* Inserts (or refreshes) the row of the published tree prepared/<dir> that
  * holds artifact id: state 'ready', metadata from its artifact.json. */
-int lz_cat_artifact_upsert(struct cat *c, int pfd, const char *dir, const char *id, int64_t now,
-                           struct lz_error *err);
+int lz_cat_artifact_upsert(struct cat *c, int pfd, const char *dir, const char *id, int64_t now, struct lz_error *err);
 bool lz_cat_hex64(const char *s);
 /* Wall-clock milliseconds since the epoch (the catalog's times). */
 int64_t lz_cat_now_ms(void);

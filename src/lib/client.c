@@ -53,7 +53,6 @@ static int enter_raw(int fd) {
     return tcsetattr(fd, TCSAFLUSH, &t) < 0 ? -errno : 0;
 }
 
-
 static int start_coordinator(const struct lz_client_opts *o, struct lz_error *err) {
     const char *artifact_id = NULL;
     int prep_r = o->prepare(o->prepare_ud, &artifact_id, err);
@@ -119,9 +118,17 @@ static int start_coordinator(const struct lz_client_opts *o, struct lz_error *er
     argv[n] = NULL;
     int keep[] = { rp[1], envfd };
     /* Detached: own session, no terminal; it outlives this client. */
-    struct lz_spawn_opts so = { .path = self, .argv = argv, .envp = envp, .stdin_fd = -1, .stdout_fd = logfd,
-                                .stderr_fd = logfd, .keep_fds = keep, .n_keep_fds = 2,
-                                .setns_pidfd = -1, .new_session = true, .cwd = "/" };
+    struct lz_spawn_opts so = { .path = self,
+                                .argv = argv,
+                                .envp = envp,
+                                .stdin_fd = -1,
+                                .stdout_fd = logfd,
+                                .stderr_fd = logfd,
+                                .keep_fds = keep,
+                                .n_keep_fds = 2,
+                                .setns_pidfd = -1,
+                                .new_session = true,
+                                .cwd = "/" };
     struct lz_child child;
     r = lz_spawn(&so, &child);
     close(rp[1]);
@@ -184,11 +191,10 @@ static void send_control(int sock, uint8_t type, const void *p, size_t n) {
     }
 }
 
-static const char *const passed_env[] = { "TERM", "LANG", "COLORTERM", "LC_ALL", "LC_CTYPE",
-                                          "LC_MESSAGES", "LANGUAGE", "TZ" };
+static const char *const passed_env[] = { "TERM",     "LANG",        "COLORTERM", "LC_ALL",
+                                          "LC_CTYPE", "LC_MESSAGES", "LANGUAGE",  "TZ" };
 
-static int attach(const struct lz_client_opts *o, int sock, bool tty, uint32_t *ret_sid,
-                  struct lz_error *err) {
+static int attach(const struct lz_client_opts *o, int sock, bool tty, uint32_t *ret_sid, struct lz_error *err) {
     struct lz_hello h = { .version = LZ_PROTO_VERSION, .flags = tty ? LZ_HELLO_TTY : 0 };
     memcpy(h.domain_id, o->cfg->domain_id, 32);
     memcpy(h.fingerprint, o->cfg->fingerprint, 32);
@@ -269,8 +275,7 @@ static int connect_or_start(const struct lz_client_opts *o, bool tty, int *ret_s
             sock = lz_proto_connect(sp);
         }
         if (sock < 0)
-            return lz_error_set(err, sock, "cannot connect to the Host Coordinator at %s: %s", sp,
-                                strerror(-sock));
+            return lz_error_set(err, sock, "cannot connect to the Host Coordinator at %s: %s", sp, strerror(-sock));
         uint32_t sid;
         r = attach(o, sock, tty, &sid, err);
         if (r == -EAGAIN || r == -ECONNRESET) {
@@ -313,8 +318,8 @@ int lz_client_session(const struct lz_client_opts *o, struct lz_error *err) {
     fcntl(sock, F_SETFL, fl | O_NONBLOCK);
     while (status < 0) {
         if (outlen || eof_pending) {
-            int sr = outlen ? lz_msg_send(sock, LZ_MSG_DATA, 0, out, outlen)
-                            : lz_msg_send(sock, LZ_MSG_EOF, 0, NULL, 0);
+            int sr =
+                outlen ? lz_msg_send(sock, LZ_MSG_DATA, 0, out, outlen) : lz_msg_send(sock, LZ_MSG_EOF, 0, NULL, 0);
             if (sr == 0) {
                 if (outlen)
                     outlen = 0;
@@ -402,8 +407,7 @@ int lz_client_session(const struct lz_client_opts *o, struct lz_error *err) {
                 if (tty)
                     enter_raw(STDIN_FILENO);
                 break;
-            default:
-                break;
+            default: break;
             }
             if (lost)
                 break;

@@ -15,7 +15,7 @@
 
 struct lz_client_opts {
     const struct lz_config *cfg;
-    const char *config_path;   /* passed on to the coordinator */
+    const char *config_path; /* passed on to the coordinator */
     const char *profile;
     /* The prepared lower (prepared-artifact ID), asked for only when no
      * coordinator runs and one must be started: joining a running Domain
@@ -23,7 +23,7 @@ struct lz_client_opts {
      * until the session ends) or -errno with err set. */
     int (*prepare)(void *ud, const char **ret, struct lz_error *err);
     void *prepare_ud;
-    char *const *argv;         /* command, or NULL/empty for a login shell */
+    char *const *argv; /* command, or NULL/empty for a login shell */
     size_t argc;
 };
 

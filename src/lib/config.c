@@ -36,8 +36,8 @@ static void strv_free(char **v, size_t n) {
 /* ---- sections -------------------------------------------------------- */
 
 static const char *const builtin_deny[] = {
-    "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16",
-    "100.64.0.0/10", "127.0.0.0/8", "224.0.0.0/4", "240.0.0.0/4",
+    "10.0.0.0/8",    "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16",
+    "100.64.0.0/10", "127.0.0.0/8",   "224.0.0.0/4",    "240.0.0.0/4",
 };
 static const char *const builtin_allow[] = { "0.0.0.0/0" };
 
@@ -71,7 +71,7 @@ static int parse_prefix_list(struct loader *ld, const struct lz_toml_value *arr,
         if (lz_ipv4_prefix_parse(e->u.string.s, canon, NULL, NULL, &why) < 0) {
             if (strcmp(why, "has host bits set") == 0)
                 return cfg_err(ld, e->line, kb, "%s has host bits set (did you mean \"%s\"?)",
-                            cfg_disp(e->u.string.s, d, sizeof d), canon);
+                               cfg_disp(e->u.string.s, d, sizeof d), canon);
             return cfg_err(ld, e->line, kb, "%s %s", cfg_disp(e->u.string.s, d, sizeof d), why);
         }
         l->v[l->n] = lz_xstrdup(canon);
@@ -97,10 +97,14 @@ static int check_conflicts(struct loader *ld, const struct prefix_list *const *a
                     if (ldn > 0)
                         snprintf(where, sizeof where, " at line %d", ldn);
                     if (la > 0 || ldn <= 0)
-                        return cfg_err(ld, la, ka, "\"%s\" is also denied by %s%s; the same prefix cannot be both "
-                                    "allowed and denied", allow[a]->v[i], kd, where);
-                    return cfg_err(ld, ldn, kd, "\"%s\" is also allowed by %s; the same prefix cannot be both "
-                                "allowed and denied", deny[b]->v[j], ka);
+                        return cfg_err(ld, la, ka,
+                                       "\"%s\" is also denied by %s%s; the same prefix cannot be both "
+                                       "allowed and denied",
+                                       allow[a]->v[i], kd, where);
+                    return cfg_err(ld, ldn, kd,
+                                   "\"%s\" is also allowed by %s; the same prefix cannot be both "
+                                   "allowed and denied",
+                                   deny[b]->v[j], ka);
                 }
     return 0;
 }
@@ -180,7 +184,7 @@ static int parse_env(struct loader *ld, struct profile_in *pi, const struct lz_t
         const struct lz_toml_entry *e = &t->u.table.entries[i];
         if (!cfg_env_name_valid(e->key))
             return cfg_err(ld, e->line, NULL, "%s.%s: not a valid environment variable name ([A-Za-z_][A-Za-z0-9_]*)",
-                        key, cfg_kdisp(e->key, d, sizeof d));
+                           key, cfg_kdisp(e->key, d, sizeof d));
         snprintf(key, sizeof key, "profiles.%s.env.%s", pi->name, e->key);
         if ((r = cfg_check_string(ld, e->value, key)) < 0)
             return r;
@@ -189,7 +193,7 @@ static int parse_env(struct loader *ld, struct profile_in *pi, const struct lz_t
         if (strncmp(v, "env:", 4) == 0) {
             if (!cfg_env_name_valid(v + 4))
                 return cfg_err(ld, e->value->line, key, "%s does not name a valid host environment variable",
-                            cfg_disp(v, d, sizeof d));
+                               cfg_disp(v, d, sizeof d));
             ent->reference = lz_xstrdup(v);
         } else {
             ent->value = lz_xstrdup(v);
@@ -207,8 +211,8 @@ static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_
     const struct lz_toml_value *t = pi->tbl;
     int r;
     snprintf(key, sizeof key, "profiles.%s", pi->name);
-    static const char *const keys[] = { "image", "persistent_dirs", "allow_egress", "deny_egress", "env", "volumes",
-                                        "ignored_state", NULL };
+    static const char *const keys[] = { "image", "persistent_dirs", "allow_egress",  "deny_egress",
+                                        "env",   "volumes",         "ignored_state", NULL };
     if ((r = cfg_check_keys(ld, t, key, keys)) < 0)
         return r;
 
@@ -250,8 +254,11 @@ static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_
     lz_domain_hash(pi->domain_id, pi->domain_hash);
     pi->profile_dir = lz_xasprintf("%s/%s", c->data_root, pi->name);
     pi->domain_dir = lz_xasprintf("%s/domains/%s", c->data_root, hex);
-    struct expand_ctx x = { .profile_name = pi->name, .profile_dir = pi->profile_dir, .domain_dir = pi->domain_dir,
-                            .domain_hash = pi->domain_hash, .workspace = c->workspace };
+    struct expand_ctx x = { .profile_name = pi->name,
+                            .profile_dir = pi->profile_dir,
+                            .domain_dir = pi->domain_dir,
+                            .domain_hash = pi->domain_hash,
+                            .workspace = c->workspace };
     if ((v = lz_toml_table_get(t, "volumes")) && (r = cfg_parse_volumes(ld, pi, v, &x)) < 0)
         return r;
 
@@ -264,7 +271,7 @@ static int parse_escalation(struct loader *ld, struct lz_config *c, const struct
     int r;
     if ((r = cfg_want_type(ld, t, LZ_TOML_TABLE, "escalation")) < 0 ||
         (r = cfg_check_keys(ld, t, "escalation",
-                        (const char *const[]){ "enabled", "socket_dir", "auto_approve", NULL })) < 0 ||
+                            (const char *const[]){ "enabled", "socket_dir", "auto_approve", NULL })) < 0 ||
         (r = cfg_get_bool(ld, t, "enabled", "escalation.enabled", true, &c->escalation_enabled)) < 0)
         return r;
     const struct lz_toml_value *v = lz_toml_table_get(t, "socket_dir");
@@ -329,7 +336,7 @@ static int resolve_env(struct loader *ld, struct lz_config *c, const struct lz_t
         size_t n = strlen(val);
         if (n > LZ_CONFIG_MAX_ENV_VALUE)
             return cfg_err(ld, line, key, "host environment variable %s is longer than %d bytes",
-                        cfg_disp(var, d, sizeof d), LZ_CONFIG_MAX_ENV_VALUE);
+                           cfg_disp(var, d, sizeof d), LZ_CONFIG_MAX_ENV_VALUE);
         /* A C string cannot carry NUL, so only UTF-8 remains to check. */
         if (!lz_utf8_valid(val, n))
             return cfg_err(ld, line, key, "host environment variable %s is not valid UTF-8",
@@ -343,8 +350,10 @@ static int resolve_env(struct loader *ld, struct lz_config *c, const struct lz_t
 
 static int load_builtin(struct loader *ld, struct lz_config *c, const char *profile) {
     if (strcmp(profile, LZ_DEFAULT_PROFILE) != 0)
-        return lz_error_set(ld->err, -ENOENT, "profile \"%s\" is not defined: no configuration file exists and "
-                            "the built-in configuration defines only \"%s\"", profile, LZ_DEFAULT_PROFILE);
+        return lz_error_set(ld->err, -ENOENT,
+                            "profile \"%s\" is not defined: no configuration file exists and "
+                            "the built-in configuration defines only \"%s\"",
+                            profile, LZ_DEFAULT_PROFILE);
     c->builtin_default = true;
     c->prepared_keep_days = LZ_PREPARED_KEEP_DAYS_DEFAULT;
     c->prepared_max_bytes = LZ_PREPARED_MAX_BYTES_DEFAULT;
@@ -390,24 +399,24 @@ static int load_file(struct loader *ld, struct lz_config *c, const char *profile
     if ((r = lz_toml_parse(buf, len, ld->file, &root, ld->err)) < 0)
         return r;
     if ((r = cfg_check_keys(ld, root, NULL,
-                        (const char *const[]){ "storage", "network", "escalation", "profiles", NULL })) < 0)
+                            (const char *const[]){ "storage", "network", "escalation", "profiles", NULL })) < 0)
         return r;
 
     /* [storage] */
     const struct lz_toml_value *t = lz_toml_table_get(root, "storage"), *v;
     if (t) {
         if ((r = cfg_want_type(ld, t, LZ_TOML_TABLE, "storage")) < 0 ||
-            (r = cfg_check_keys(ld, t, "storage",
-                            (const char *const[]){ "data_root", "prepared_keep_days", "prepared_max_bytes", NULL })) <
-                0)
+            (r = cfg_check_keys(
+                 ld, t, "storage",
+                 (const char *const[]){ "data_root", "prepared_keep_days", "prepared_max_bytes", NULL })) < 0)
             return r;
     }
     {
         int64_t days, bytes;
         if ((r = cfg_get_count(ld, t, "prepared_keep_days", "storage.prepared_keep_days", LZ_PREPARED_KEEP_DAYS_MAX,
-                           LZ_PREPARED_KEEP_DAYS_DEFAULT, &days)) < 0 ||
+                               LZ_PREPARED_KEEP_DAYS_DEFAULT, &days)) < 0 ||
             (r = cfg_get_count(ld, t, "prepared_max_bytes", "storage.prepared_max_bytes", INT64_MAX,
-                           LZ_PREPARED_MAX_BYTES_DEFAULT, &bytes)) < 0)
+                               LZ_PREPARED_MAX_BYTES_DEFAULT, &bytes)) < 0)
             return r;
         c->prepared_keep_days = days;
         c->prepared_max_bytes = (uint64_t)bytes;
@@ -427,9 +436,9 @@ static int load_file(struct loader *ld, struct lz_config *c, const char *profile
     /* [network] — a missing list takes the built-in value. */
     __attribute__((cleanup(prefix_list_done))) struct prefix_list defallow = { 0 }, defdeny = { 0 };
     t = lz_toml_table_get(root, "network");
-    if (t && ((r = cfg_want_type(ld, t, LZ_TOML_TABLE, "network")) < 0 ||
-              (r = cfg_check_keys(ld, t, "network",
-                                  (const char *const[]){"default_allow", "default_deny", NULL})) < 0))
+    if (t &&
+        ((r = cfg_want_type(ld, t, LZ_TOML_TABLE, "network")) < 0 ||
+         (r = cfg_check_keys(ld, t, "network", (const char *const[]){ "default_allow", "default_deny", NULL })) < 0))
         return r;
     if ((v = lz_toml_table_get(t, "default_allow"))) {
         if ((r = parse_prefix_list(ld, v, "network.default_allow", &defallow)) < 0)
@@ -469,14 +478,16 @@ static int load_file(struct loader *ld, struct lz_config *c, const char *profile
         const struct lz_toml_entry *e = &t->u.table.entries[i];
         if (!lz_profile_name_valid(e->key))
             return cfg_err(ld, e->line, NULL, "profiles.%s: invalid profile name (must match ^[a-z0-9_-]{2,32}$)",
-                        cfg_kdisp(e->key, d, sizeof d));
+                           cfg_kdisp(e->key, d, sizeof d));
         /* {data_root}/{profile} must not collide with Lazaret's own
          * directories of the Storage Root. */
         static const char *const reserved[] = { "domains", "images", "prepared" };
         for (size_t k = 0; k < LZ_ARRAY_SIZE(reserved); k++)
             if (strcmp(e->key, reserved[k]) == 0)
-                return cfg_err(ld, e->line, NULL, "profiles.%s: the profile name \"%s\" is reserved "
-                            "({data_root}/%s is Lazaret's own)", reserved[k], reserved[k], reserved[k]);
+                return cfg_err(ld, e->line, NULL,
+                               "profiles.%s: the profile name \"%s\" is reserved "
+                               "({data_root}/%s is Lazaret's own)",
+                               reserved[k], reserved[k], reserved[k]);
         char key[64];
         snprintf(key, sizeof key, "profiles.%s", e->key);
         if ((r = cfg_want_type(ld, e->value, LZ_TOML_TABLE, key)) < 0)
@@ -531,7 +542,9 @@ int lz_config_load(const struct lz_config_opts *opts, struct lz_config **ret, st
                             cfg_disp(profile, d, sizeof d));
 
     _cleanup_config_ struct lz_config *c = lz_xcalloc(1, sizeof *c);
-    struct loader ld = { .err = err, .home = lz_home_dir(), .lookup_env = opts ? opts->lookup_env : NULL,
+    struct loader ld = { .err = err,
+                         .home = lz_home_dir(),
+                         .lookup_env = opts ? opts->lookup_env : NULL,
                          .lookup_env_ud = opts ? opts->lookup_env_ud : NULL };
     int r = cfg_resolve_workspace(opts, c, err);
     if (r < 0)
@@ -582,4 +595,3 @@ void lz_config_free(struct lz_config *c) {
     strv_free(c->profile_names, c->n_profile_names);
     free(c);
 }
-

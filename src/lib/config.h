@@ -37,8 +37,8 @@
 #include "util.h"
 
 #define LZ_CONFIG_MAX_FILE (1024 * 1024)
-#define LZ_CONFIG_MAX_LIST 256    /* elements of any array, entries of env */
-#define LZ_CONFIG_MAX_STRING 4096 /* bytes of any configured string */
+#define LZ_CONFIG_MAX_LIST 256               /* elements of any array, entries of env */
+#define LZ_CONFIG_MAX_STRING 4096            /* bytes of any configured string */
 #define LZ_CONFIG_MAX_ENV_VALUE (128 * 1024) /* bytes of a resolved env: value */
 #define LZ_PROFILE_NAME_MAX 32
 

@@ -144,9 +144,7 @@ bool cfg_path_within(const char *p, const char *anc) {
     return strncmp(p, anc, n) == 0 && (p[n] == '\0' || p[n] == '/');
 }
 
-bool cfg_path_strictly_within(const char *p, const char *anc) {
-    return cfg_path_within(p, anc) && strcmp(p, anc) != 0;
-}
+bool cfg_path_strictly_within(const char *p, const char *anc) { return cfg_path_within(p, anc) && strcmp(p, anc) != 0; }
 
 bool cfg_paths_overlap(const char *a, const char *b) { return cfg_path_within(a, b) || cfg_path_within(b, a); }
 
@@ -198,8 +196,8 @@ int lz_ipv4_prefix_parse(const char *s, char ret[static 19], uint32_t *ret_addr,
         goto bad;
     }
     uint32_t mask = len == 0 ? 0 : UINT32_MAX << (32 - len);
-    snprintf(ret, 19, "%u.%u.%u.%u/%u", (addr & mask) >> 24, ((addr & mask) >> 16) & 255,
-             ((addr & mask) >> 8) & 255, (addr & mask) & 255, len);
+    snprintf(ret, 19, "%u.%u.%u.%u/%u", (addr & mask) >> 24, ((addr & mask) >> 16) & 255, ((addr & mask) >> 8) & 255,
+             (addr & mask) & 255, len);
     if (ret_addr)
         *ret_addr = addr & mask;
     if (ret_len)
@@ -219,8 +217,7 @@ bad:
 /* ---- typed lookups --------------------------------------------------- */
 
 /* Refuses keys of t that are not in allowed (NULL-terminated). */
-int cfg_check_keys(struct loader *ld, const struct lz_toml_value *t, const char *prefix,
-                      const char *const *allowed) {
+int cfg_check_keys(struct loader *ld, const struct lz_toml_value *t, const char *prefix, const char *const *allowed) {
     for (size_t i = 0; i < t->u.table.n; i++) {
         const struct lz_toml_entry *e = &t->u.table.entries[i];
         bool ok = false;
@@ -236,7 +233,7 @@ int cfg_check_keys(struct loader *ld, const struct lz_toml_value *t, const char 
             o += r > 0 ? (size_t)r : 0;
         }
         return cfg_err(ld, e->line, NULL, "%s%s%s: unknown key (expected one of: %s)", prefix ? prefix : "",
-                    prefix ? "." : "", cfg_kdisp(e->key, kd, sizeof kd), expect);
+                       prefix ? "." : "", cfg_kdisp(e->key, kd, sizeof kd), expect);
     }
     return 0;
 }

@@ -14,8 +14,8 @@
 struct loader {
     const char *file; /* name used in messages: canonical config path */
     struct lz_error *err;
-    const char *home; /* may be NULL: then "~" cannot be expanded */
-    int data_root_line, socket_dir_line; /* 0 when not from the file */
+    const char *home;                                      /* may be NULL: then "~" cannot be expanded */
+    int data_root_line, socket_dir_line;                   /* 0 when not from the file */
     const char *(*lookup_env)(void *ud, const char *name); /* NULL: secure_getenv */
     void *lookup_env_ud;
 };
@@ -47,8 +47,7 @@ struct profile_in {
 
 /* Sets ld->err to "FILE:LINE: KEY: fmt..." (line 0 / key NULL: left out)
  * and returns -EINVAL. */
-int cfg_err(struct loader *ld, int line, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+int cfg_err(struct loader *ld, int line, const char *key, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* A string for a message: quoted, control bytes escaped, cut at ~200 bytes. */
 const char *cfg_disp(const char *s, char *buf, size_t size);
 /* A key for a message: bare keys as they are, anything else quoted. */

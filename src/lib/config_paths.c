@@ -19,20 +19,20 @@ static int expand(struct loader *ld, int line, const char *key, const char *raw,
     const char *s = raw;
 
     /* Bounded by LZ_CONFIG_MAX_STRING inputs and PATH_MAX outputs. */
-#define APPEND(p, n)                                                                       \
-    do {                                                                                   \
-        size_t _n = (n);                                                                   \
-        if (len + _n >= PATH_MAX)                                                          \
-            return cfg_err(ld, line, key, "%s is longer than %d bytes after expansion",      \
-                        cfg_disp(raw, d, sizeof d), PATH_MAX - 1);                             \
-        if (len + _n + 1 > cap) {                                                          \
-            while (cap < len + _n + 1)                                                     \
-                cap *= 2;                                                                  \
-            out = lz_xrealloc(out, cap);                                                   \
-        }                                                                                  \
-        memcpy(out + len, (p), _n);                                                        \
-        len += _n;                                                                         \
-        out[len] = '\0';                                                                   \
+#define APPEND(p, n)                                                                                                   \
+    do {                                                                                                               \
+        size_t _n = (n);                                                                                               \
+        if (len + _n >= PATH_MAX)                                                                                      \
+            return cfg_err(ld, line, key, "%s is longer than %d bytes after expansion", cfg_disp(raw, d, sizeof d),    \
+                           PATH_MAX - 1);                                                                              \
+        if (len + _n + 1 > cap) {                                                                                      \
+            while (cap < len + _n + 1)                                                                                 \
+                cap *= 2;                                                                                              \
+            out = lz_xrealloc(out, cap);                                                                               \
+        }                                                                                                              \
+        memcpy(out + len, (p), _n);                                                                                    \
+        len += _n;                                                                                                     \
+        out[len] = '\0';                                                                                               \
     } while (0)
 
     out = lz_xmalloc(cap);
@@ -59,8 +59,11 @@ static int expand(struct loader *ld, int line, const char *key, const char *raw,
                 if (strncmp(s, names[i], n) == 0) {
                     tn = n;
                     if (x)
-                        val = i == 0 ? x->profile_dir : i == 1 ? x->domain_dir : i == 2 ? x->profile_name
-                            : i == 3 ? x->domain_hash : x->workspace;
+                        val = i == 0 ? x->profile_dir
+                            : i == 1 ? x->domain_dir
+                            : i == 2 ? x->profile_name
+                            : i == 3 ? x->domain_hash
+                                     : x->workspace;
                 }
             }
             if (tn == 0) {
@@ -68,9 +71,10 @@ static int expand(struct loader *ld, int line, const char *key, const char *raw,
                 size_t n = e && *s == '{' ? (size_t)(e - s) + 1 : 1;
                 _cleanup_free_ char *tok = lz_xstrndup(s, n > 64 ? 64 : n);
                 char t[DISP_MAX];
-                return cfg_err(ld, line, key, "unknown expansion token %s in %s (known: {profile_dir}, {domain_dir}, "
-                            "{profile_name}, {domain_hash}, {workspace_dir})",
-                            cfg_disp(tok, t, sizeof t), cfg_disp(raw, d, sizeof d));
+                return cfg_err(ld, line, key,
+                               "unknown expansion token %s in %s (known: {profile_dir}, {domain_dir}, "
+                               "{profile_name}, {domain_hash}, {workspace_dir})",
+                               cfg_disp(tok, t, sizeof t), cfg_disp(raw, d, sizeof d));
             }
             if (!x)
                 return cfg_err(ld, line, key, "expansion tokens are not allowed here: %s", cfg_disp(raw, d, sizeof d));
@@ -98,7 +102,7 @@ static int check_canonical(struct loader *ld, int line, const char *key, const c
     if (rp) {
         if (strcmp(rp, path) != 0)
             return cfg_err(ld, line, key, "%s is not canonical (it resolves to %s)", cfg_disp(path, d, sizeof d),
-                        cfg_disp(rp, d2, sizeof d2));
+                           cfg_disp(rp, d2, sizeof d2));
         *ret_exists = true;
         return 0;
     }
@@ -132,8 +136,7 @@ static int check_canonical(struct loader *ld, int line, const char *key, const c
     }
     if (strcmp(rp, anc) != 0)
         return cfg_err(ld, line, key, "%s is not canonical (its ancestor %s resolves to %s)",
-                       cfg_disp(path, d, sizeof d), cfg_disp(anc, d2, sizeof d2),
-                       cfg_disp(rp, d3, sizeof d3));
+                       cfg_disp(path, d, sizeof d), cfg_disp(anc, d2, sizeof d2), cfg_disp(rp, d3, sizeof d3));
     if (stat(anc, &st) < 0 || !S_ISDIR(st.st_mode))
         return cfg_err(ld, line, key, "%s: ancestor is not a directory", cfg_disp(path, d, sizeof d));
     *ret_exists = false;
@@ -172,7 +175,7 @@ static int check_container_path(struct loader *ld, int line, const char *key, co
     for (size_t i = 0; i < LZ_ARRAY_SIZE(protected_dest); i++)
         if (cfg_paths_overlap(p, protected_dest[i]))
             return cfg_err(ld, line, key, "%s overlaps the protected sandbox destination %s", cfg_disp(p, d, sizeof d),
-                        protected_dest[i]);
+                           protected_dest[i]);
     return 0;
 }
 
@@ -185,8 +188,8 @@ static int check_host_path(struct loader *ld, int line, const char *key, const c
     if (why) {
         if (strcmp(raw, p) == 0)
             return cfg_err(ld, line, key, "%s %s", cfg_disp(raw, d, sizeof d), why);
-        return cfg_err(ld, line, key, "%s (expanded to %s) %s", cfg_disp(raw, d, sizeof d),
-                       cfg_disp(p, d2, sizeof d2), why);
+        return cfg_err(ld, line, key, "%s (expanded to %s) %s", cfg_disp(raw, d, sizeof d), cfg_disp(p, d2, sizeof d2),
+                       why);
     }
     return 0;
 }
@@ -228,11 +231,12 @@ int cfg_parse_persistent(struct loader *ld, struct profile_in *pi, const struct 
             const char *o = p->persistent_dirs[j];
             if (strcmp(o, e->u.string.s) == 0)
                 return cfg_err(ld, e->line, key, "%s is listed twice (also persistent_dirs[%zu])",
-                            cfg_disp(e->u.string.s, d, sizeof d), j);
+                               cfg_disp(e->u.string.s, d, sizeof d), j);
             if (cfg_paths_overlap(o, e->u.string.s))
-                return cfg_err(ld, e->line, key, "%s overlaps persistent_dirs[%zu] %s (no persistent directory may "
-                            "contain another)",
-                            cfg_disp(e->u.string.s, d, sizeof d), j, cfg_disp(o, d2, sizeof d2));
+                return cfg_err(ld, e->line, key,
+                               "%s overlaps persistent_dirs[%zu] %s (no persistent directory may "
+                               "contain another)",
+                               cfg_disp(e->u.string.s, d, sizeof d), j, cfg_disp(o, d2, sizeof d2));
         }
         p->persistent_dirs[p->n_persistent_dirs++] = lz_xstrdup(e->u.string.s);
     }
@@ -240,7 +244,7 @@ int cfg_parse_persistent(struct loader *ld, struct profile_in *pi, const struct 
 }
 
 int cfg_parse_volumes(struct loader *ld, struct profile_in *pi, const struct lz_toml_value *arr,
-                         const struct expand_ctx *x) {
+                      const struct expand_ctx *x) {
     char key[128], kb[160], d[DISP_MAX];
     snprintf(key, sizeof key, "profiles.%s.volumes", pi->name);
     int r = cfg_check_array(ld, arr, key);
@@ -257,25 +261,27 @@ int cfg_parse_volumes(struct loader *ld, struct profile_in *pi, const struct lz_
         const struct lz_toml_value *h = lz_toml_table_get(e, "host"), *c = lz_toml_table_get(e, "container"),
                                    *m = lz_toml_table_get(e, "mode");
         if (!h || !c || !m)
-            return cfg_err(ld, e->line, key, "missing required key %s", !h ? "host" : !c ? "container"
-                        : "mode (one of \"rw\", \"ro\", \"z\")");
+            return cfg_err(ld, e->line, key, "missing required key %s",
+                           !h       ? "host"
+                               : !c ? "container"
+                                    : "mode (one of \"rw\", \"ro\", \"z\")");
         snprintf(kb, sizeof kb, "%s.mode", key);
         if ((r = cfg_check_string(ld, m, kb)) < 0)
             return r;
         if (strcmp(m->u.string.s, "rw") != 0 && strcmp(m->u.string.s, "ro") != 0 && strcmp(m->u.string.s, "z") != 0)
             return cfg_err(ld, m->line, kb, "%s is not a volume mode (one of \"rw\", \"ro\", \"z\")",
-                        cfg_disp(m->u.string.s, d, sizeof d));
+                           cfg_disp(m->u.string.s, d, sizeof d));
         snprintf(kb, sizeof kb, "%s.container", key);
         if ((r = cfg_check_string(ld, c, kb)) < 0 || (r = check_container_path(ld, c->line, kb, c->u.string.s)) < 0)
             return r;
         for (size_t j = 0; j < p->n_volumes; j++)
             if (strcmp(p->volumes[j].container, c->u.string.s) == 0)
                 return cfg_err(ld, c->line, kb, "%s is also the destination of volumes[%zu]",
-                            cfg_disp(c->u.string.s, d, sizeof d), j);
+                               cfg_disp(c->u.string.s, d, sizeof d), j);
         for (size_t j = 0; j < p->n_persistent_dirs; j++)
             if (strcmp(p->persistent_dirs[j], c->u.string.s) == 0)
-                return cfg_err(ld, c->line, kb, "%s is also persistent_dirs[%zu]",
-                               cfg_disp(c->u.string.s, d, sizeof d), j);
+                return cfg_err(ld, c->line, kb, "%s is also persistent_dirs[%zu]", cfg_disp(c->u.string.s, d, sizeof d),
+                               j);
 
         snprintf(kb, sizeof kb, "%s.host", key);
         if ((r = cfg_check_string(ld, h, kb)) < 0)
@@ -303,9 +309,9 @@ int cfg_resolve_paths(struct loader *ld, struct lz_config *c) {
     int r;
     if (cfg_paths_overlap(c->data_root, c->workspace))
         return cfg_err(ld, ld->data_root_line, ld->data_root_line ? "storage.data_root" : NULL,
-                    "the Storage Root %s and the workspace %s overlap; the sandbox could reach Lazaret's own "
-                    "state; run lazaret in a project directory, or set [storage] data_root outside the workspace",
-                    cfg_disp(c->data_root, d, sizeof d), cfg_disp(c->workspace, d2, sizeof d2));
+                       "the Storage Root %s and the workspace %s overlap; the sandbox could reach Lazaret's own "
+                       "state; run lazaret in a project directory, or set [storage] data_root outside the workspace",
+                       cfg_disp(c->data_root, d, sizeof d), cfg_disp(c->workspace, d2, sizeof d2));
     /* SR-2: host configuration never lies beneath a path the sandbox sees. */
     if (c->source_path && cfg_path_within(c->source_path, c->workspace))
         return lz_error_set(ld->err, -EINVAL,
@@ -315,7 +321,7 @@ int cfg_resolve_paths(struct loader *ld, struct lz_config *c) {
 
     if (c->escalation_socket_dir && cfg_paths_overlap(c->escalation_socket_dir, c->workspace))
         return cfg_err(ld, ld->socket_dir_line, "escalation.socket_dir", "%s and the workspace %s overlap",
-                    cfg_disp(c->escalation_socket_dir, d, sizeof d), cfg_disp(c->workspace, d2, sizeof d2));
+                       cfg_disp(c->escalation_socket_dir, d, sizeof d), cfg_disp(c->workspace, d2, sizeof d2));
     _cleanup_free_ char *gitdir = lz_xasprintf("%s/.git", c->workspace);
     for (size_t i = 0; i < c->profile.n_volumes; i++) {
         struct lz_volume *v = &c->profile.volumes[i];
@@ -327,23 +333,31 @@ int cfg_resolve_paths(struct loader *ld, struct lz_config *c) {
             /* 003 §3.2: creation is limited to directories strictly beneath
              * the profile directory. */
             if (!cfg_path_strictly_within(v->host, c->profile_dir))
-                return cfg_err(ld, v->line, key, "%s does not exist (only volumes strictly beneath {profile_dir} are "
-                            "created)", cfg_disp(v->host, d, sizeof d));
+                return cfg_err(ld, v->line, key,
+                               "%s does not exist (only volumes strictly beneath {profile_dir} are "
+                               "created)",
+                               cfg_disp(v->host, d, sizeof d));
             v->create = true;
         }
         if (c->source_path && cfg_path_within(c->source_path, v->host))
-            return cfg_err(ld, v->line, key, "%s contains the configuration file; host configuration must not be "
-                        "mounted into the sandbox (SR-2)", cfg_disp(v->host, d, sizeof d));
+            return cfg_err(ld, v->line, key,
+                           "%s contains the configuration file; host configuration must not be "
+                           "mounted into the sandbox (SR-2)",
+                           cfg_disp(v->host, d, sizeof d));
         if (cfg_path_within(c->workspace, v->host))
-            return cfg_err(ld, v->line, key, "%s contains the workspace; it is mounted only at /workspace, with "
-                        "its .git protections", cfg_disp(v->host, d, sizeof d));
+            return cfg_err(ld, v->line, key,
+                           "%s contains the workspace; it is mounted only at /workspace, with "
+                           "its .git protections",
+                           cfg_disp(v->host, d, sizeof d));
         if (cfg_path_within(v->host, gitdir))
             return cfg_err(ld, v->line, key, "%s is inside the workspace's .git directory (SR-4)",
-                        cfg_disp(v->host, d, sizeof d));
+                           cfg_disp(v->host, d, sizeof d));
         if (cfg_path_within(v->host, c->data_root) && !cfg_path_strictly_within(v->host, c->profile_dir) &&
             !cfg_path_strictly_within(v->host, c->domain_dir))
-            return cfg_err(ld, v->line, key, "%s is Lazaret's own state under the Storage Root; only paths strictly "
-                        "beneath {profile_dir} or {domain_dir} may be volumes", cfg_disp(v->host, d, sizeof d));
+            return cfg_err(ld, v->line, key,
+                           "%s is Lazaret's own state under the Storage Root; only paths strictly "
+                           "beneath {profile_dir} or {domain_dir} may be volumes",
+                           cfg_disp(v->host, d, sizeof d));
         if (cfg_path_within(c->data_root, v->host))
             return cfg_err(ld, v->line, key, "%s contains the Storage Root", cfg_disp(v->host, d, sizeof d));
         if (c->escalation_socket_dir && cfg_paths_overlap(c->escalation_socket_dir, v->host))
@@ -362,7 +376,8 @@ int cfg_default_data_root(struct loader *ld, char **ret) {
     else if (ld->home)
         p = lz_xasprintf("%s/.local/share/lazaret", strcmp(ld->home, "/") == 0 ? "" : ld->home);
     else
-        return lz_error_set(ld->err, -ENOENT, "cannot determine the Storage Root: neither XDG_DATA_HOME nor a home "
+        return lz_error_set(ld->err, -ENOENT,
+                            "cannot determine the Storage Root: neither XDG_DATA_HOME nor a home "
                             "directory is available");
     if (cfg_path_problem(p))
         return lz_error_set(ld->err, -EINVAL, "the default Storage Root \"%s\" is not a normalized absolute path", p);
@@ -395,14 +410,15 @@ int cfg_resolve_workspace(const struct lz_config_opts *opts, struct lz_config *c
 }
 
 /* Finds the configuration file. *ret_path NULL means "none: built-in". */
-int cfg_locate_config(const struct lz_config_opts *opts, const char *home, char **ret_path,
-                         struct lz_error *err) {
+int cfg_locate_config(const struct lz_config_opts *opts, const char *home, char **ret_path, struct lz_error *err) {
     char d[DISP_MAX];
     if (opts && opts->config_path) {
         const char *p = opts->config_path;
         if (p[0] == '\0' || cfg_has_dotdot(p) || cfg_has_ctrl(p))
-            return lz_error_set(err, -EINVAL, "--config %s: not a usable path (no '..' segments or control "
-                                "characters)", cfg_disp(p, d, sizeof d));
+            return lz_error_set(err, -EINVAL,
+                                "--config %s: not a usable path (no '..' segments or control "
+                                "characters)",
+                                cfg_disp(p, d, sizeof d));
         /* An explicit path may be a symlink: it is resolved once here and
          * the canonical target is what is read and reported. */
         char *rp = realpath(p, NULL);

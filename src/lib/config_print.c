@@ -60,4 +60,3 @@ void lz_config_print(FILE *out, const struct lz_config *c) {
     fprintf(out, "# Domain ID: %s\n", c->domain_id_hex);
     fprintf(out, "# Configuration Fingerprint: %s\n", c->fingerprint_hex);
 }
-

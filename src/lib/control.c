@@ -12,10 +12,9 @@
 
 #define CONTROL_TIMEOUT_MS 5000
 
-
 /* One request, one reply (bounded). */
-static ssize_t request(const char *sock_path, uint8_t type, const void *payload, size_t len, uint8_t *reply,
-                       size_t cap, struct lz_error *err) {
+static ssize_t request(const char *sock_path, uint8_t type, const void *payload, size_t len, uint8_t *reply, size_t cap,
+                       struct lz_error *err) {
     _cleanup_close_ int fd = lz_proto_connect(sock_path);
     if (fd < 0)
         return lz_error_set(err, fd, "cannot connect to %s: %s", sock_path, strerror(-fd));
@@ -32,8 +31,7 @@ static ssize_t request(const char *sock_path, uint8_t type, const void *payload,
                                 CONTROL_TIMEOUT_MS / 1000);
         ssize_t n = lz_msg_recv(fd, reply, cap);
         if (n <= 0)
-            return lz_error_set(err, n < 0 ? (int)n : -EPIPE, "the coordinator at %s closed the connection",
-                                sock_path);
+            return lz_error_set(err, n < 0 ? (int)n : -EPIPE, "the coordinator at %s closed the connection", sock_path);
         if (reply[0] == LZ_MSG_NOTICE)
             continue;
         if (reply[0] == LZ_MSG_REFUSED) {

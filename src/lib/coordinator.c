@@ -82,15 +82,16 @@ void hc_control_request(struct hc *h, struct session *s, const uint8_t *buf, siz
     if (type == LZ_MSG_STOP) {
         uint8_t st[4] = { 0 };
         hc_session_send(s, LZ_MSG_EXIT, 0, st, sizeof st);
-        hc_begin_stop(h, (flags & LZ_STOP_FORCE) ? "the Domain is being stopped (lazaret stop --force)"
+        hc_begin_stop(h,
+                      (flags & LZ_STOP_FORCE) ? "the Domain is being stopped (lazaret stop --force)"
                                               : "the Domain is being stopped (lazaret stop)",
-                   flags & LZ_STOP_FORCE);
+                      flags & LZ_STOP_FORCE);
         return;
     }
-    json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:i,s:s,s:b}", "domain_id", h->cfg->domain_id_hex, "profile",
-                          h->cfg->profile.name, "workspace", h->cfg->workspace, "generation", (json_int_t)h->gen,
-                          "coordinator_pid", (int)getpid(), "fingerprint", h->cfg->fingerprint_hex, "stopping",
-                          h->stopping);
+    json_t *o =
+        json_pack("{s:s,s:s,s:s,s:I,s:i,s:s,s:b}", "domain_id", h->cfg->domain_id_hex, "profile", h->cfg->profile.name,
+                  "workspace", h->cfg->workspace, "generation", (json_int_t)h->gen, "coordinator_pid", (int)getpid(),
+                  "fingerprint", h->cfg->fingerprint_hex, "stopping", h->stopping);
     json_object_set_new(o, "domain_dir", json_string(h->cfg->domain_dir));
     json_t *arr = json_array();
     for (int i = 0; i < MAX_SESSIONS; i++) {
@@ -98,9 +99,10 @@ void hc_control_request(struct hc *h, struct session *s, const uint8_t *buf, siz
         if (!t || t == s || !t->recorded)
             continue;
         static const char *const names[] = { "starting", "running", "draining", "releasing", "done" };
-        json_array_append_new(arr, json_pack("{s:i,s:b,s:s,s:I,s:s}", "session", t->id, "tty", t->tty, "command",
-                                             t->command ? t->command : "", "started_ms",
-                                             (json_int_t)t->started_wall, "state", names[t->state]));
+        json_array_append_new(arr,
+                              json_pack("{s:i,s:b,s:s,s:I,s:s}", "session", t->id, "tty", t->tty, "command",
+                                        t->command ? t->command : "", "started_ms", (json_int_t)t->started_wall,
+                                        "state", names[t->state]));
     }
     json_object_set_new(o, "sessions", arr);
     char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
@@ -168,8 +170,7 @@ static int take_domain_lock(const char *domain_dir, struct lz_error *err) {
         return lz_error_set(err, r, "flock %s: %s", p, strerror(-r));
     }
     close(fd);
-    return lz_error_set(err, -EBUSY, "the Domain is still held by another coordinator after %d s",
-                        FLOCK_TIMEOUT_S);
+    return lz_error_set(err, -EBUSY, "the Domain is still held by another coordinator after %d s", FLOCK_TIMEOUT_S);
 }
 
 static void recovery_log(void *ud, const char *msg) {
@@ -216,7 +217,8 @@ static void hc_done(struct hc *h) {
 /* The Domain Store: identity checked (SR-11), interrupted generations
  * recovered, then this generation recorded. */
 static int open_store(struct hc *h, struct lz_error *err) {
-    struct lz_store_identity sid = { .domain_id = h->cfg->domain_id_hex, .profile = h->cfg->profile.name,
+    struct lz_store_identity sid = { .domain_id = h->cfg->domain_id_hex,
+                                     .profile = h->cfg->profile.name,
                                      .workspace = h->cfg->workspace };
     struct lz_procid self_id;
     int r;
@@ -250,8 +252,10 @@ static int coordinator_start(struct hc *h, struct lz_error *err) {
     /* jansson's copies of the process spec (resolved values) are zeroed
      * when freed too. */
     json_set_alloc_funcs(malloc, zeroing_free);
-    struct lz_config_opts co = { .config_path = a->config_path, .profile = a->profile,
-                                 .workspace = a->workspace, .lookup_env = lz_envpass_get,
+    struct lz_config_opts co = { .config_path = a->config_path,
+                                 .profile = a->profile,
+                                 .workspace = a->workspace,
+                                 .lookup_env = lz_envpass_get,
                                  .lookup_env_ud = envpass };
     r = lz_config_load(&co, &h->cfg, err);
     lz_envpass_free(envpass);
@@ -259,8 +263,8 @@ static int coordinator_start(struct hc *h, struct lz_error *err) {
         return r;
     if (strcmp(h->cfg->domain_id_hex, a->expect_domain) || strcmp(h->cfg->fingerprint_hex, a->expect_fingerprint))
         return lz_error_set(err, -ESTALE, "the configuration changed while the Domain was starting; try again");
-    hc_log("coordinator for Domain %s (profile %s, workspace %s)", h->cfg->domain_id_hex,
-           h->cfg->profile.name, h->cfg->workspace);
+    hc_log("coordinator for Domain %s (profile %s, workspace %s)", h->cfg->domain_id_hex, h->cfg->profile.name,
+           h->cfg->workspace);
     if ((h->lock_fd = take_domain_lock(h->cfg->domain_dir, err)) < 0)
         return h->lock_fd;
     if ((r = lz_runtime_dir(&h->rt, err)) < 0)
@@ -298,8 +302,13 @@ static int coordinator_start(struct hc *h, struct lz_error *err) {
 
 int lz_coordinator_main(const struct lz_coordinator_args *a) {
     struct lz_error err = { 0 };
-    _cleanup_(hc_done) struct hc h = { .a = a, .rs = LZ_CHILD_NULL, .slirp = LZ_CHILD_NULL, .rs_ctl = -EBADF,
-                                       .listen_fd = -EBADF, .sfd = -EBADF, .lock_fd = -EBADF,
+    _cleanup_(hc_done) struct hc h = { .a = a,
+                                       .rs = LZ_CHILD_NULL,
+                                       .slirp = LZ_CHILD_NULL,
+                                       .rs_ctl = -EBADF,
+                                       .listen_fd = -EBADF,
+                                       .sfd = -EBADF,
+                                       .lock_fd = -EBADF,
                                        .boot = { .addr_fd = -EBADF, .policy_fd = -EBADF } };
     _cleanup_close_ int ready_fd = a->ready_fd;
     if (coordinator_start(&h, &err) < 0) {
@@ -312,7 +321,10 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
     long idle_deadline = lz_now_ms() + 30000; /* the starting client must attach */
     for (;;) {
         struct pollfd p[4 + MAX_SESSIONS * 4];
-        struct { struct session *s; int kind; } map[4 + MAX_SESSIONS * 4];
+        struct {
+            struct session *s;
+            int kind;
+        } map[4 + MAX_SESSIONS * 4];
         size_t np = 0;
         p[np] = (struct pollfd){ .fd = h.listen_fd, .events = POLLIN };
         map[np++].s = NULL;
@@ -414,22 +426,16 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
                 if (p[i].revents & (POLLIN | POLLHUP | POLLERR))
                     hc_session_client_msg(&h, s, p[i].revents);
                 break;
-            case 1:
-                break; /* handled in session_tick */
+            case 1: break; /* handled in session_tick */
             case 2:
                 if (p[i].revents & POLLOUT)
                     hc_pump_input(s);
                 if (p[i].revents & (POLLIN | POLLHUP | POLLERR))
                     hc_pump_output(s, s->tty ? &s->master : &s->out_r, 1);
                 break;
-            case 3:
-                hc_pump_output(s, &s->err_r, 2);
-                break;
-            case 4:
-                hc_pump_input(s);
-                break;
-            default:
-                break;
+            case 3: hc_pump_output(s, &s->err_r, 2); break;
+            case 4: hc_pump_input(s); break;
+            default: break;
             }
         }
         for (int i = 0; i < MAX_SESSIONS; i++) {

@@ -26,14 +26,14 @@
 #include "util.h"
 
 struct lz_coordinator_args {
-    const char *config_path;   /* may be NULL */
-    const char *profile;       /* may be NULL */
+    const char *config_path; /* may be NULL */
+    const char *profile;     /* may be NULL */
     const char *workspace;
-    const char *expect_domain; /* hex */
+    const char *expect_domain;      /* hex */
     const char *expect_fingerprint; /* hex */
-    const char *artifact_id;   /* prepared lower: <data_root>/prepared/<id>/rootfs */
+    const char *artifact_id;        /* prepared lower: <data_root>/prepared/<id>/rootfs */
     int ready_fd;
-    int env_fd;                /* sealed memfd of the referenced host variables (procenv.h), or -1 */
+    int env_fd; /* sealed memfd of the referenced host variables (procenv.h), or -1 */
 };
 
 int lz_coordinator_main(const struct lz_coordinator_args *a);

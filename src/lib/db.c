@@ -83,9 +83,10 @@ static int prepare_va(struct lz_db *db, sqlite3_stmt **ret, struct lz_error *err
     sqlite3_stmt *q = NULL;
     int rc = sqlite3_prepare_v2(db->db, sql, -1, &q, NULL);
     if (rc == SQLITE_OK && q && sqlite3_bind_parameter_count(q) != (int)strlen(types))
-        return lz_db_finalize(db, &q, lz_error_set(err, -EINVAL, "%s %s: %s: %d parameters, %zu values",
-                                                   db->schema->name, db->path, sql,
-                                                   sqlite3_bind_parameter_count(q), strlen(types)), err);
+        return lz_db_finalize(db, &q,
+                              lz_error_set(err, -EINVAL, "%s %s: %s: %d parameters, %zu values", db->schema->name,
+                                           db->path, sql, sqlite3_bind_parameter_count(q), strlen(types)),
+                              err);
     if (rc == SQLITE_OK)
         rc = bind_va(q, types, ap);
     if (rc != SQLITE_OK) {
@@ -96,8 +97,7 @@ static int prepare_va(struct lz_db *db, sqlite3_stmt **ret, struct lz_error *err
     return 0;
 }
 
-int lz_db_prepare(struct lz_db *db, sqlite3_stmt **ret, struct lz_error *err, const char *sql, const char *types,
-                  ...) {
+int lz_db_prepare(struct lz_db *db, sqlite3_stmt **ret, struct lz_error *err, const char *sql, const char *types, ...) {
     va_list ap;
     va_start(ap, types);
     int r = prepare_va(db, ret, err, sql, types, ap);
@@ -288,8 +288,9 @@ static int check_file(const char *path, const struct lz_db_schema *s, unsigned f
     } else if (!S_ISREG(st.st_mode)) {
         return lz_error_set(err, -EINVAL, "%s is not a regular file; refusing to use it", path);
     }
-    _cleanup_close_ int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK |
-                                            ((flags & LZ_DB_CREATE) ? O_CREAT : 0), s->mode);
+    _cleanup_close_ int fd =
+        open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | ((flags & LZ_DB_CREATE) ? O_CREAT : 0),
+             s->mode);
     if (fd < 0)
         return lz_error_set(err, -errno, "%s %s: %m", s->name, path);
     if (fstat(fd, &st) < 0)
@@ -307,8 +308,7 @@ int lz_db_open(const char *path, const struct lz_db_schema *schema, unsigned fla
     _cleanup_db_ struct lz_db *db = lz_xcalloc(1, sizeof *db);
     db->path = lz_xstrdup(path);
     db->schema = schema;
-    int rc = sqlite3_open_v2(path, &db->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE,
-                             NULL);
+    int rc = sqlite3_open_v2(path, &db->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE, NULL);
     if (rc != SQLITE_OK)
         return lz_db_error(db, rc, "open", err);
     /* Defensive: no writable_schema, no shadow-table writes, no schema

@@ -89,8 +89,7 @@ void lz_db_rollback(struct lz_db *db);
  * types: one letter per ?N parameter: 't' text (const char *, NULL binds
  * NULL), 'i' int64_t. */
 int lz_db_exec(struct lz_db *db, const char *sql, struct lz_error *err);
-int lz_db_prepare(struct lz_db *db, sqlite3_stmt **ret, struct lz_error *err, const char *sql, const char *types,
-                  ...);
+int lz_db_prepare(struct lz_db *db, sqlite3_stmt **ret, struct lz_error *err, const char *sql, const char *types, ...);
 /* 1 with a row, 0 when done, or -errno. */
 int lz_db_step_row(struct lz_db *db, sqlite3_stmt *q, struct lz_error *err);
 /* 0 when the statement ran to its end without a row, or -errno. */

@@ -40,8 +40,12 @@ static void check_userns(struct lz_check **v, size_t *n) {
     struct lz_check *c = add(v, n, "unprivileged user namespaces");
     /* Exactly what the coordinator does for the Runtime Supervisor. */
     char *argv[] = { (char *)"/bin/true", NULL };
-    struct lz_spawn_opts o = { .path = "/bin/true", .argv = argv, .stdin_fd = -1, .stdout_fd = -1,
-                               .stderr_fd = -1, .setns_pidfd = -1,
+    struct lz_spawn_opts o = { .path = "/bin/true",
+                               .argv = argv,
+                               .stdin_fd = -1,
+                               .stdout_fd = -1,
+                               .stderr_fd = -1,
+                               .setns_pidfd = -1,
                                .clone_flags = CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS };
     struct lz_child ch;
     int st = -1;
@@ -123,13 +127,12 @@ static void check_subids(struct lz_check **v, size_t *n) {
              name);
 }
 
-static void check_tool(struct lz_check **v, size_t *n, const char *name, const char *const *argv,
-                       const char *want, const char *fix) {
+static void check_tool(struct lz_check **v, size_t *n, const char *name, const char *const *argv, const char *want,
+                       const char *fix) {
     struct lz_check *c = add(v, n, name);
     char out[512] = "";
     int st = 0;
-    int r = access(argv[0], X_OK) == 0 ? lz_spawn_capture((char *const *)argv, 10000, out, sizeof out, &st)
-                                       : -ENOENT;
+    int r = access(argv[0], X_OK) == 0 ? lz_spawn_capture((char *const *)argv, 10000, out, sizeof out, &st) : -ENOENT;
     if (r == -ETIMEDOUT)
         r = 0; /* it answered, then hung: judge what it printed */
     if (r < 0) {
@@ -156,8 +159,10 @@ static void check_dev(struct lz_check **v, size_t *n, const char *name, const ch
     } else {
         c->status = LZ_CHECK_FAIL;
         snprintf(c->detail, sizeof c->detail, "%s: %s", path, strerror(errno));
-        snprintf(c->fix, sizeof c->fix, "sudo chmod 0666 %s (stock distributions ship it 0666; "
-                 "scripts/setup.sh does this)", path);
+        snprintf(c->fix, sizeof c->fix,
+                 "sudo chmod 0666 %s (stock distributions ship it 0666; "
+                 "scripts/setup.sh does this)",
+                 path);
     }
 }
 
@@ -192,7 +197,8 @@ static void check_disk(struct lz_check **v, size_t *n, const char *data_root) {
         c->status = LZ_CHECK_OK;
     else {
         c->status = freeb >= (512ULL << 20) ? LZ_CHECK_WARN : LZ_CHECK_FAIL;
-        snprintf(c->fix, sizeof c->fix, "free some space: the default image and its prepared root "
+        snprintf(c->fix, sizeof c->fix,
+                 "free some space: the default image and its prepared root "
                  "filesystem need about 1 GiB");
     }
 }

@@ -9,8 +9,8 @@ enum lz_check_status { LZ_CHECK_OK, LZ_CHECK_WARN, LZ_CHECK_FAIL };
 struct lz_check {
     const char *name;
     enum lz_check_status status;
-    char detail[512];   /* what was observed */
-    char fix[512];      /* what to do, when not OK */
+    char detail[512]; /* what was observed */
+    char fix[512];    /* what to do, when not OK */
 };
 
 /* Runs every check; *ret is an array of *ret_n results (free()). data_root

@@ -84,8 +84,7 @@ int lz_config_fingerprint_v1(const struct lz_config *c, uint8_t ret_fp[static 32
     crypto_hash_sha256_init(&st);
     crypto_hash_sha256_update(&st, (const uint8_t *)LZ_FINGERPRINT_CONTEXT, strlen(LZ_FINGERPRINT_CONTEXT));
     crypto_hash_sha256_update(&st, c->domain_id, sizeof c->domain_id);
-    if ((r = put_str(&st, c->data_root)) < 0 ||
-        (r = put_sorted_list(&st, c->default_allow, c->n_default_allow)) < 0 ||
+    if ((r = put_str(&st, c->data_root)) < 0 || (r = put_sorted_list(&st, c->default_allow, c->n_default_allow)) < 0 ||
         (r = put_sorted_list(&st, c->default_deny, c->n_default_deny)) < 0)
         return r;
     put_byte(&st, c->escalation_enabled);

@@ -291,8 +291,8 @@ int dom_scan(int domfd, const char *data_root, char ***ret_ids, size_t *ret_n, c
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
         struct stat st;
-        bool is_root = lz_domain_id_valid(de->d_name) &&
-                       fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+        bool is_root = lz_domain_id_valid(de->d_name) && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISDIR(st.st_mode);
         if (is_root) {
             ids = lz_xrealloc(ids, (n + 1) * sizeof *ids);
             ids[n++] = lz_xstrdup(de->d_name);
@@ -483,8 +483,7 @@ int lz_domains_resolve(const char *data_root, const char *arg, char ret_id[stati
 
 /* ---- the Domain's own configuration (optional) ---- */
 
-struct lz_config *dom_config(const char *config_path, const char *id, const char *profile,
-                                       const char *workspace) {
+struct lz_config *dom_config(const char *config_path, const char *id, const char *profile, const char *workspace) {
     if (!profile || !workspace)
         return NULL;
     struct lz_config_opts o = { .config_path = config_path, .profile = profile, .workspace = workspace };
@@ -558,8 +557,8 @@ int lz_domain_inspect(const char *data_root, const char *config_path, const char
             in.session_alive = lz_xcalloc(in.snap.n_sessions, sizeof *in.session_alive);
             for (size_t i = 0; i < in.snap.n_sessions; i++)
                 in.session_alive[i] = strcmp(in.snap.sessions[i].phase, "unassigned") != 0
-                                          ? dom_proc_alive(&in.snap.sessions[i].exec)
-                                          : 0;
+                    ? dom_proc_alive(&in.snap.sessions[i].exec)
+                    : 0;
             char an[32];
             snprintf(an, sizeof an, "anchor-%" PRId64, in.snap.anchor_gen);
             anchorfd = openat(rootfd, an, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -621,4 +620,3 @@ void lz_domain_info_clear(struct lz_domain_info *i) {
     free(i->leases);
     *i = (struct lz_domain_info){ 0 };
 }
-

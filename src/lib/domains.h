@@ -106,7 +106,7 @@ struct lz_domain_info {
     uint64_t anchor_size;
     struct lz_domain_pdir *pdirs;
     size_t n_pdirs;
-    bool pdirs_from_config; /* the profile's persistent_dirs (else: what upper/ holds) */
+    bool pdirs_from_config;          /* the profile's persistent_dirs (else: what upper/ holds) */
     struct lz_catalog_lease *leases; /* of this Domain */
     size_t n_leases;
 };
@@ -129,7 +129,7 @@ typedef void (*lz_domain_report_fn)(void *ud, const char *domain_id, const char 
 
 struct lz_domain_verdict {
     char id[LZ_DOMAIN_ID_HEX + 1];
-    bool running; /* not verified */
+    bool running;              /* not verified */
     char *profile, *workspace; /* NULL when unknown */
     size_t n_errors, n_warnings;
 };

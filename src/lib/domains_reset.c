@@ -31,9 +31,17 @@ static int rm_tree_userns(int dirfd, const char *name, struct lz_error *err) {
     snprintf(fdstr, sizeof fdstr, "%d", dirfd);
     char *argv[] = { self, (char *)"state", (char *)"__rm-tree", fdstr, (char *)name, NULL };
     int keep[] = { dirfd };
-    struct lz_spawn_opts o = { .path = self, .argv = argv, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = 2,
-                               .keep_fds = keep, .n_keep_fds = 1, .clone_flags = CLONE_NEWUSER,
-                               .setns_pidfd = -1, .barrier = true, .pdeathsig = SIGKILL };
+    struct lz_spawn_opts o = { .path = self,
+                               .argv = argv,
+                               .stdin_fd = -1,
+                               .stdout_fd = -1,
+                               .stderr_fd = 2,
+                               .keep_fds = keep,
+                               .n_keep_fds = 1,
+                               .clone_flags = CLONE_NEWUSER,
+                               .setns_pidfd = -1,
+                               .barrier = true,
+                               .pdeathsig = SIGKILL };
     struct lz_child ch;
     if ((r = lz_spawn(&o, &ch)) < 0)
         return lz_error_errno(err, r, "cannot create a user namespace");
@@ -241,4 +249,3 @@ int lz_domain_reset(const char *data_root, const char *id, lz_domain_log_fn log,
         return r;
     return 0;
 }
-

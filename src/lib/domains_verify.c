@@ -174,9 +174,9 @@ static void verify_generations(struct vctx *v, const char *id, const struct lz_s
             const struct lz_store_session *t = &s->sessions[k];
             if (t->gen != g->gen || !strcmp(t->state, "clean") || !strcmp(t->phase, "unassigned"))
                 continue;
-            int w = snprintf(procs + off, sizeof procs - off,
-                             "%ssession %" PRId64 " exec client pid %" PRId64 " (%s): %s", off ? "; " : "",
-                             t->session, t->exec.pid, t->phase, alive_text(dom_proc_alive(&t->exec)));
+            int w =
+                snprintf(procs + off, sizeof procs - off, "%ssession %" PRId64 " exec client pid %" PRId64 " (%s): %s",
+                         off ? "; " : "", t->session, t->exec.pid, t->phase, alive_text(dom_proc_alive(&t->exec)));
             off += w > 0 ? (size_t)w : 0;
         }
         vreport(v, "warn",
@@ -373,8 +373,8 @@ int lz_domains_verify(const char *data_root, const char *config_path, const char
             verify_one(&v, domfd, all[i]);
         v.cur = NULL;
         for (size_t i = 0; i < n_strays; i++)
-            vreport(&v, "warn", "%s/domains/%s is not a Domain Root (not a directory named by a Domain ID)",
-                    data_root, strays[i]);
+            vreport(&v, "warn", "%s/domains/%s is not a Domain Root (not a directory named by a Domain ID)", data_root,
+                    strays[i]);
         /* Leases of Domains that have no Domain Root at all. */
         for (size_t i = 0; have_cat && i < cat.n_leases; i++) {
             const struct lz_catalog_lease *l = &cat.leases[i];
@@ -407,4 +407,3 @@ void lz_verify_result_clear(struct lz_verify_result *r) {
     free(r->v);
     *r = (struct lz_verify_result){ 0 };
 }
-

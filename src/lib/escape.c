@@ -61,43 +61,41 @@ bool lz_utf8_wellformed(const void *s, size_t len) {
 
 /* Code points that draw nothing, draw like something else, move text, or
  * act on the terminal. Sorted; inclusive ranges. */
-static const struct { uint32_t lo, hi; } escaped_ranges[] = {
-    { 0x0000, 0x001f },   /* C0 controls, ESC */
-    { 0x007f, 0x009f },   /* DEL, C1 controls (CSI is U+009B) */
-    { 0x00a0, 0x00a0 },   /* no-break space: looks like an argument separator */
-    { 0x00ad, 0x00ad },   /* soft hyphen */
-    { 0x034f, 0x034f },   /* combining grapheme joiner */
-    { 0x0600, 0x0605 },   /* Arabic number signs (format) */
-    { 0x061c, 0x061c },   /* Arabic letter mark (bidi) */
-    { 0x06dd, 0x06dd },
-    { 0x070f, 0x070f },
-    { 0x08e2, 0x08e2 },
-    { 0x115f, 0x1160 },   /* Hangul choseong/jungseong fillers */
-    { 0x1680, 0x1680 },   /* Ogham space mark */
-    { 0x17b4, 0x17b5 },   /* Khmer invisible vowels */
-    { 0x180b, 0x180f },   /* Mongolian variation selectors, vowel separator */
-    { 0x2000, 0x200f },   /* spaces, ZWSP, ZWNJ, ZWJ, LRM, RLM */
-    { 0x2028, 0x202f },   /* line/paragraph separators, LRE..RLO, narrow NBSP */
-    { 0x205f, 0x206f },   /* medium space, word joiner, invisible operators,
-                           * LRI..PDI isolates, deprecated format controls */
-    { 0x2800, 0x2800 },   /* braille blank */
-    { 0x3000, 0x3000 },   /* ideographic space */
-    { 0x3164, 0x3164 },   /* Hangul filler */
-    { 0xd800, 0xdfff },   /* surrogates (never decoded; kept for completeness) */
-    { 0xe000, 0xf8ff },   /* private use */
-    { 0xfdd0, 0xfdef },   /* noncharacters */
-    { 0xfe00, 0xfe0f },   /* variation selectors */
-    { 0xfeff, 0xfeff },   /* BOM / zero-width no-break space */
-    { 0xffa0, 0xffa0 },   /* halfwidth Hangul filler */
-    { 0xfff0, 0xfffb },   /* specials, interlinear annotation */
-    { 0x110bd, 0x110bd },
-    { 0x110cd, 0x110cd },
-    { 0x13430, 0x1343f }, /* Egyptian hieroglyph format controls */
-    { 0x1bca0, 0x1bca3 }, /* shorthand format controls */
-    { 0x1d173, 0x1d17a }, /* musical symbol format controls */
-    { 0xe0000, 0xe007f }, /* tag characters */
-    { 0xe0100, 0xe01ef }, /* variation selectors supplement */
-    { 0xf0000, 0x10ffff },/* supplementary private use planes */
+static const struct {
+    uint32_t lo, hi;
+} escaped_ranges[] = {
+    { 0x0000, 0x001f }, /* C0 controls, ESC */
+    { 0x007f, 0x009f }, /* DEL, C1 controls (CSI is U+009B) */
+    { 0x00a0, 0x00a0 }, /* no-break space: looks like an argument separator */
+    { 0x00ad, 0x00ad }, /* soft hyphen */
+    { 0x034f, 0x034f }, /* combining grapheme joiner */
+    { 0x0600, 0x0605 }, /* Arabic number signs (format) */
+    { 0x061c, 0x061c }, /* Arabic letter mark (bidi) */
+    { 0x06dd, 0x06dd },    { 0x070f, 0x070f },   { 0x08e2, 0x08e2 },
+    { 0x115f, 0x1160 }, /* Hangul choseong/jungseong fillers */
+    { 0x1680, 0x1680 }, /* Ogham space mark */
+    { 0x17b4, 0x17b5 }, /* Khmer invisible vowels */
+    { 0x180b, 0x180f }, /* Mongolian variation selectors, vowel separator */
+    { 0x2000, 0x200f }, /* spaces, ZWSP, ZWNJ, ZWJ, LRM, RLM */
+    { 0x2028, 0x202f }, /* line/paragraph separators, LRE..RLO, narrow NBSP */
+    { 0x205f, 0x206f }, /* medium space, word joiner, invisible operators,
+                         * LRI..PDI isolates, deprecated format controls */
+    { 0x2800, 0x2800 }, /* braille blank */
+    { 0x3000, 0x3000 }, /* ideographic space */
+    { 0x3164, 0x3164 }, /* Hangul filler */
+    { 0xd800, 0xdfff }, /* surrogates (never decoded; kept for completeness) */
+    { 0xe000, 0xf8ff }, /* private use */
+    { 0xfdd0, 0xfdef }, /* noncharacters */
+    { 0xfe00, 0xfe0f }, /* variation selectors */
+    { 0xfeff, 0xfeff }, /* BOM / zero-width no-break space */
+    { 0xffa0, 0xffa0 }, /* halfwidth Hangul filler */
+    { 0xfff0, 0xfffb }, /* specials, interlinear annotation */
+    { 0x110bd, 0x110bd },  { 0x110cd, 0x110cd }, { 0x13430, 0x1343f }, /* Egyptian hieroglyph format controls */
+    { 0x1bca0, 0x1bca3 },                                              /* shorthand format controls */
+    { 0x1d173, 0x1d17a },                                              /* musical symbol format controls */
+    { 0xe0000, 0xe007f },                                              /* tag characters */
+    { 0xe0100, 0xe01ef },                                              /* variation selectors supplement */
+    { 0xf0000, 0x10ffff },                                             /* supplementary private use planes */
 };
 
 bool lz_escape_needs(uint32_t cp) {
@@ -253,9 +251,8 @@ ssize_t lz_unescape(const char *text, size_t len, unsigned flags, uint8_t **ret)
             return -EINVAL;
         char c = text[i++];
         switch (c) {
-        case '\\': case '"':
-            out[o++] = (uint8_t)c;
-            break;
+        case '\\':
+        case '"': out[o++] = (uint8_t)c; break;
         case 't': out[o++] = '\t'; break;
         case 'n': out[o++] = '\n'; break;
         case 'r': out[o++] = '\r'; break;
@@ -298,8 +295,7 @@ ssize_t lz_unescape(const char *text, size_t len, unsigned flags, uint8_t **ret)
             }
             break;
         }
-        default:
-            return -EINVAL;
+        default: return -EINVAL;
         }
     }
     /* Accept only the one rendering lz_escape produces for these bytes

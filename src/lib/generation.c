@@ -100,8 +100,9 @@ static int stage_rs_child(struct hc *h, const struct lz_rsmsg *m, struct lz_erro
     pid_t pid = (pid_t)m->u[0];
     /* Volume routers are routers too: recovery stops them with the rest. */
     enum lz_role role = strcmp(slot, "runsc") ? LZ_ROLE_GIT_ROUTING : LZ_ROLE_SANDBOX;
-    struct lz_child c = { .pid = pid, .pidfd = (int)syscall(SYS_pidfd_open, pid, 0), .barrier_fd = -EBADF,
-                          .status_fd = -EBADF };
+    struct lz_child c = {
+        .pid = pid, .pidfd = (int)syscall(SYS_pidfd_open, pid, 0), .barrier_fd = -EBADF, .status_fd = -EBADF
+    };
     if (c.pidfd < 0)
         return lz_error_set(err, -errno, "cannot open the Supervisor's %s: %s", slot, strerror(errno));
     int r = record_proc(h, role, slot, "staged", &c, err);
@@ -158,14 +159,29 @@ static int start_slirp(struct hc *h, struct lz_error *err) {
     snprintf(ready, sizeof ready, "--ready-fd=%d", rp[1]);
     /* --disable-host-loopback: 10.0.2.2 does not lead to the host's
      * loopback; sandbox and seccomp: the helper locks itself down. */
-    char *argv[] = { (char *)path, (char *)"--configure", (char *)"--mtu=65520",
-                     (char *)"--disable-host-loopback", (char *)"--enable-sandbox",
-                     (char *)"--enable-seccomp", ready, pid, (char *)LZ_NET_TAP, NULL };
+    char *argv[] = { (char *)path,
+                     (char *)"--configure",
+                     (char *)"--mtu=65520",
+                     (char *)"--disable-host-loopback",
+                     (char *)"--enable-sandbox",
+                     (char *)"--enable-seccomp",
+                     ready,
+                     pid,
+                     (char *)LZ_NET_TAP,
+                     NULL };
     int keep[] = { rp[1] };
     _cleanup_env_ char **envp = lz_env_build(LZ_ENV_HELPER);
-    struct lz_spawn_opts o = { .path = path, .argv = argv, .envp = envp, .stdin_fd = -1, .stdout_fd = 2,
-                               .stderr_fd = 2, .keep_fds = keep, .n_keep_fds = 1, .setns_pidfd = -1,
-                               .pdeathsig = SIGTERM, .barrier = true };
+    struct lz_spawn_opts o = { .path = path,
+                               .argv = argv,
+                               .envp = envp,
+                               .stdin_fd = -1,
+                               .stdout_fd = 2,
+                               .stderr_fd = 2,
+                               .keep_fds = keep,
+                               .n_keep_fds = 1,
+                               .setns_pidfd = -1,
+                               .pdeathsig = SIGTERM,
+                               .barrier = true };
     int r = lz_spawn(&o, &h->slirp);
     close(rp[1]);
     if (r < 0) {
@@ -186,8 +202,9 @@ static int start_slirp(struct hc *h, struct lz_error *err) {
     ssize_t n = poll(&p, 1, 15000) > 0 ? read(rp[0], b, sizeof b) : -1;
     close(rp[0]);
     if (n < 1 || b[0] != '1')
-        return lz_error_set(err, -EIO, "the connectivity helper (slirp4netns) did not become ready; "
-                                       "is /dev/net/tun usable? (lazaret doctor)");
+        return lz_error_set(err, -EIO,
+                            "the connectivity helper (slirp4netns) did not become ready; "
+                            "is /dev/net/tun usable? (lazaret doctor)");
     return record_proc(h, LZ_ROLE_HELPER, "slirp4netns", "committed", &h->slirp, err);
 }
 
@@ -243,15 +260,13 @@ static int prepare_generation(struct hc *h, struct lz_error *err) {
     h->anchor_target = lz_xasprintf("%s/anchor", h->gen_dir);
     if ((r = lz_mkdir_p(h->state_dir, 0700)) < 0 || (r = lz_mkdir_p(h->bundle_dir, 0700)) < 0 ||
         (r = lz_mkdir_p(h->overlay_dir, 0700)) < 0 || (r = lz_mkdir_p(h->view, 0700)) < 0)
-        return lz_error_set(err, r, "cannot create runtime directories under %s: %s", h->gen_dir,
-                            strerror(-r));
+        return lz_error_set(err, r, "cannot create runtime directories under %s: %s", h->gen_dir, strerror(-r));
     for (size_t i = 0; i < c->profile.n_volumes; i++) {
         const struct lz_volume *v = &c->profile.volumes[i];
         if (v->read_only)
             continue;
         if (h->n_vol >= LZ_RS_VOLUMES_MAX)
-            return lz_error_set(err, -E2BIG, "more than %d writable volumes: make some read-only",
-                                LZ_RS_VOLUMES_MAX);
+            return lz_error_set(err, -E2BIG, "more than %d writable volumes: make some read-only", LZ_RS_VOLUMES_MAX);
         h->vol_view[h->n_vol] = lz_xasprintf("%s/volume-%zu", h->gen_dir, h->n_vol);
         h->vol_of[h->n_vol] = i;
         /* The router's source must exist before it starts. */
@@ -353,12 +368,30 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
     _cleanup_free_ char **argv =
         lz_xcalloc(40 + 2 * h->git.n_protect + 2 * n_persist + 4 * LZ_RS_VOLUMES_MAX + 2 * 3, sizeof *argv);
     size_t na = 0;
-    char *fixed[] = { self, (char *)"__supervisor", (char *)"--ctl-fd", fdstr,
-                      (char *)"--runsc", h->runsc, (char *)"--state", h->state_dir,
-                      (char *)"--bundle", h->bundle_dir, (char *)"--id", h->container_id,
-                      (char *)"--overlay", h->overlay_dir, (char *)"--router", h->router,
-                      (char *)"--workspace", c->workspace, (char *)"--view", h->view,
-                      (char *)"--policy-fd", pfdstr, (char *)"--policy-digest", h->boot.policy_hex };
+    char *fixed[] = { self,
+                      (char *)"__supervisor",
+                      (char *)"--ctl-fd",
+                      fdstr,
+                      (char *)"--runsc",
+                      h->runsc,
+                      (char *)"--state",
+                      h->state_dir,
+                      (char *)"--bundle",
+                      h->bundle_dir,
+                      (char *)"--id",
+                      h->container_id,
+                      (char *)"--overlay",
+                      h->overlay_dir,
+                      (char *)"--router",
+                      h->router,
+                      (char *)"--workspace",
+                      c->workspace,
+                      (char *)"--view",
+                      h->view,
+                      (char *)"--policy-fd",
+                      pfdstr,
+                      (char *)"--policy-digest",
+                      h->boot.policy_hex };
     for (size_t i = 0; i < LZ_ARRAY_SIZE(fixed); i++)
         argv[na++] = fixed[i];
     if (afd >= 0) {
@@ -383,7 +416,7 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
         argv[na++] = deny[i];
     }
     if (n_persist) {
-        char *anc[] = { (char *)"--rootfs", h->rootfs, (char *)"--anchor-root", h->anchor_root,
+        char *anc[] = { (char *)"--rootfs",        h->rootfs,       (char *)"--anchor-root", h->anchor_root,
                         (char *)"--anchor-target", h->anchor_target };
         for (size_t i = 0; i < LZ_ARRAY_SIZE(anc); i++)
             argv[na++] = anc[i];
@@ -401,10 +434,18 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
     /* Our hooks only (procenv.h); it passes the bare helper set on. */
     _cleanup_env_ char **rs_env = lz_env_build(LZ_ENV_SUPERVISOR);
     struct lz_spawn_opts o = {
-        .path = self, .argv = argv, .envp = rs_env, .stdin_fd = -1, .stdout_fd = 2, .stderr_fd = 2,
-        .keep_fds = keep, .n_keep_fds = afd >= 0 ? 3 : 2,
+        .path = self,
+        .argv = argv,
+        .envp = rs_env,
+        .stdin_fd = -1,
+        .stdout_fd = 2,
+        .stderr_fd = 2,
+        .keep_fds = keep,
+        .n_keep_fds = afd >= 0 ? 3 : 2,
         .clone_flags = CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS,
-        .setns_pidfd = -1, .barrier = true, .pdeathsig = SIGTERM,
+        .setns_pidfd = -1,
+        .barrier = true,
+        .pdeathsig = SIGTERM,
     };
     r = lz_spawn(&o, &h->rs);
     close(sp[1]);
@@ -412,10 +453,9 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
     lz_closep(&h->boot.addr_fd);
     lz_closep(&h->boot.policy_fd);
     if (r < 0)
-        return lz_error_set(err, r, "cannot create the Domain namespaces: %s%s", strerror(-r),
-                            r == -EPERM || r == -ENOSPC
-                                ? " (unprivileged user namespaces disabled? run `lazaret doctor`)"
-                                : "");
+        return lz_error_set(
+            err, r, "cannot create the Domain namespaces: %s%s", strerror(-r),
+            r == -EPERM || r == -ENOSPC ? " (unprivileged user namespaces disabled? run `lazaret doctor`)" : "");
     hc_log("Runtime Supervisor started (pid %d), writing ID maps", (int)h->rs.pid);
     return 0;
 }
@@ -616,18 +656,18 @@ static int publish(struct hc *h, struct lz_error *err) {
  * model action is logged and then its crash point is passed. */
 static const struct gen_step acquire[] = {
     /* participant        act                crash point         model action */
-    { "prepared lower",   lower_intent,      "lower-intent",     NULL },
-    { "prepared lower",   lower_lease,       "lease-inserted",   NULL },
-    { "prepared lower",   lower_lease_held,  "lease-held",       NULL },
-    { "sandbox",          supervisor_spawn,  NULL,               NULL },
-    { "sandbox",          supervisor_staged, NULL,               NULL },
-    { "state anchor",     anchor_intent,     "anchor-intent",    NULL },
-    { "state anchor",     anchor_mount,      "anchor-mounted",   NULL },
-    { "state anchor",     anchor_prepared,   "anchor-prepared",  "MountStateAnchor" },
-    { "routing, network, helper", network_intents, NULL,         NULL },
-    { "helper",           helper_start,      NULL,               "StartSidecar" },
-    { "sandbox",          sandbox_start,     NULL,               "StartSandbox" }, /* router-staged, runsc-staged */
-    { "publication",      publish,           "running",          "PublishDomain" },
+    { "prepared lower", lower_intent, "lower-intent", NULL },
+    { "prepared lower", lower_lease, "lease-inserted", NULL },
+    { "prepared lower", lower_lease_held, "lease-held", NULL },
+    { "sandbox", supervisor_spawn, NULL, NULL },
+    { "sandbox", supervisor_staged, NULL, NULL },
+    { "state anchor", anchor_intent, "anchor-intent", NULL },
+    { "state anchor", anchor_mount, "anchor-mounted", NULL },
+    { "state anchor", anchor_prepared, "anchor-prepared", "MountStateAnchor" },
+    { "routing, network, helper", network_intents, NULL, NULL },
+    { "helper", helper_start, NULL, "StartSidecar" },
+    { "sandbox", sandbox_start, NULL, "StartSandbox" }, /* router-staged, runsc-staged */
+    { "publication", publish, "running", "PublishDomain" },
 };
 
 int hc_start_generation(struct hc *h, struct lz_error *err) {
@@ -786,8 +826,7 @@ static int rel_lower_intent(struct hc *h, struct lz_error *err) {
 static int rel_lease(struct hc *h, struct lz_error *err) {
     if (!h->rel.rec || !h->rel.proven || !h->rel.ok || !h->recorded[LZ_ROLE_PREPARED_LOWER])
         return STEP_QUIET;
-    h->rel.ok = lz_catalog_lease_release(h->cfg->data_root, h->a->artifact_id, h->cfg->domain_id_hex, h->gen,
-                                         err) >= 0;
+    h->rel.ok = lz_catalog_lease_release(h->cfg->data_root, h->a->artifact_id, h->cfg->domain_id_hex, h->gen, err) >= 0;
     h->rel.lease_removed = h->rel.ok;
     return 0;
 }
@@ -832,21 +871,21 @@ static int rel_runtime_dir(struct hc *h, struct lz_error *err) {
  * proven gone. */
 static const struct gen_step release[] = {
     /* participant        act                  crash point              model action */
-    { "generation",       rel_begin,           NULL,                    "BeginTeardown" },
-    { "publication",      rel_publication,     NULL,                    NULL },
-    { "sandbox",          rel_sandbox,         NULL,                    "StopSandbox" },
-    { "helper",           rel_helper,          NULL,                    "StopSidecar" },
-    { "state anchor",     rel_anchor_intent,   "anchor-release-intent", NULL },
-    { "state anchor",     rel_anchor_unmount,  "anchor-unmounted",      NULL },
-    { "sandbox",          rel_supervisor,      NULL,                    NULL },
-    { "sandbox",          rel_absence_proof,   NULL,                    NULL },
-    { "sandbox, network, routing", rel_clean_sandbox, NULL,             NULL },
-    { "prepared lower",   rel_lower_intent,    "lower-release-intent",  NULL },
-    { "prepared lower",   rel_lease,           "lease-removed",         NULL },
-    { "prepared lower",   rel_lower_clean,     NULL,                    NULL },
-    { "state anchor",     rel_anchor_released, NULL,                    "UnmountStateAnchor" },
-    { "generation",       rel_finish,          NULL,                    "FinishTeardown" },
-    { "generation",       rel_runtime_dir,     NULL,                    NULL },
+    { "generation", rel_begin, NULL, "BeginTeardown" },
+    { "publication", rel_publication, NULL, NULL },
+    { "sandbox", rel_sandbox, NULL, "StopSandbox" },
+    { "helper", rel_helper, NULL, "StopSidecar" },
+    { "state anchor", rel_anchor_intent, "anchor-release-intent", NULL },
+    { "state anchor", rel_anchor_unmount, "anchor-unmounted", NULL },
+    { "sandbox", rel_supervisor, NULL, NULL },
+    { "sandbox", rel_absence_proof, NULL, NULL },
+    { "sandbox, network, routing", rel_clean_sandbox, NULL, NULL },
+    { "prepared lower", rel_lower_intent, "lower-release-intent", NULL },
+    { "prepared lower", rel_lease, "lease-removed", NULL },
+    { "prepared lower", rel_lower_clean, NULL, NULL },
+    { "state anchor", rel_anchor_released, NULL, "UnmountStateAnchor" },
+    { "generation", rel_finish, NULL, "FinishTeardown" },
+    { "generation", rel_runtime_dir, NULL, NULL },
 };
 
 void hc_stop_generation(struct hc *h) {

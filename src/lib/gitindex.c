@@ -50,12 +50,12 @@ struct ix {
     unsigned hl, version;
     uint32_t nr;
     size_t ents_end;
-    uint32_t *offs;        /* entry start offsets; bit 31: v4 name fully stripped */
-    uint32_t first_empty;  /* first entry with an empty name, or UINT32_MAX */
-    uint32_t first_dir;    /* first sparse-directory entry, or UINT32_MAX */
+    uint32_t *offs;       /* entry start offsets; bit 31: v4 name fully stripped */
+    uint32_t first_empty; /* first entry with an empty name, or UINT32_MAX */
+    uint32_t first_dir;   /* first sparse-directory entry, or UINT32_MAX */
     bool has_link, has_sdir, hard;
     struct lz_error *err;
-    int code;               /* worst problem noted so far (see note()) */
+    int code; /* worst problem noted so far (see note()) */
     char msg[LZ_ERROR_MAX];
 };
 
@@ -236,7 +236,7 @@ static int parse_entries(struct ix *x) {
             int c = name_cmp(ord, ordn, name, n);
             if (c > 0 || (c == 0 && (ordstage == 0 || stage == 0 || ordstage >= stage)))
                 bad_path(x, c > 0 ? "unsorted entry" : "duplicate entry", name, n,
-                                "entries must be sorted by name and stage, each once");
+                         "entries must be sorted by name and stage, each once");
             while (common < ordn && common < n && ord[common] == name[common])
                 common++;
         }
@@ -633,8 +633,9 @@ static int parse_extensions(struct ix *x) {
 }
 
 int lz_gitindex_check(const void *buf, size_t len, unsigned hash_len, struct lz_error *err) {
-    struct ix x = { .b = buf, .len = len, .hl = hash_len, .err = err,
-                    .first_empty = UINT32_MAX, .first_dir = UINT32_MAX };
+    struct ix x = {
+        .b = buf, .len = len, .hl = hash_len, .err = err, .first_empty = UINT32_MAX, .first_dir = UINT32_MAX
+    };
     if (hash_len != 20 && hash_len != 32)
         return FAIL(&x, -EINVAL, "object ID length %u is neither SHA-1 nor SHA-256", hash_len);
     if (!buf || len < HDR_SIZE + hash_len)

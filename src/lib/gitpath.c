@@ -37,8 +37,7 @@ static uint32_t utf8_next(const uint8_t **pp, const uint8_t *end) {
 
 /* HFS+ ignores these code points when comparing names (utf8.c). */
 static bool hfs_ignorable(uint32_t c) {
-    return (c >= 0x200c && c <= 0x200f) || (c >= 0x202a && c <= 0x202e) || (c >= 0x206a && c <= 0x206f) ||
-           c == 0xfeff;
+    return (c >= 0x200c && c <= 0x200f) || (c >= 0x202a && c <= 0x202e) || (c >= 0x206a && c <= 0x206f) || c == 0xfeff;
 }
 
 static uint32_t hfs_next(const uint8_t **pp, const uint8_t *end) {
@@ -130,8 +129,10 @@ static bool ntfs_dot(const uint8_t *p, const uint8_t *end, const char *name, con
 /* Files Git reads from the work tree and must not follow as symlinks
  * (verify_path() refuses .gitmodules; fsck the others since Git 2.32). */
 static const char *const dotfiles[][2] = {
-    { "gitmodules", "gi7eba" }, { "gitattributes", "gi7d29" },
-    { "gitignore", "gi250a" },  { "mailmap", "maba30" },
+    { "gitmodules", "gi7eba" },
+    { "gitattributes", "gi7d29" },
+    { "gitignore", "gi250a" },
+    { "mailmap", "maba30" },
 };
 
 /* The checks Git's verify_path() makes at the start of each component; q

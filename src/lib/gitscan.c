@@ -43,9 +43,7 @@ const char *lz_gitscan_rel(const char *ws, const char *p) {
     return p + wl + 1;
 }
 
-char *lz_gs_path_child(const char *d, const char *c) {
-    return lz_xasprintf("%s%s%s", d, strcmp(d, "/") ? "/" : "", c);
-}
+char *lz_gs_path_child(const char *d, const char *c) { return lz_xasprintf("%s%s%s", d, strcmp(d, "/") ? "/" : "", c); }
 
 static void path_up(char *d) {
     char *s = strrchr(d, '/');
@@ -157,7 +155,7 @@ char *lz_gitscan_canon(const char *abs, void (*on_link)(void *ud, const char *li
 
 static bool is_sep(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ';' || c == '|' || c == '&' || c == '(' ||
-           c == ')' || c == '<' || c == '>' || c == '"' || c == '\'' || c == '{' || c == '}';
+        c == ')' || c == '<' || c == '>' || c == '"' || c == '\'' || c == '{' || c == '}';
 }
 
 size_t lz_gitscan_tokens(const char *script, char ***ret) {
@@ -349,8 +347,9 @@ static void protect_canon(struct scan *s, const char *p, const char *why) {
     if (!rel)
         return;
     if (!rel[0]) {
-        lz_gs_notice(s, "%s is the workspace itself; Lazaret cannot keep the whole workspace read-only, so this "
-                        "is not protected: point it outside the workspace",
+        lz_gs_notice(s,
+                     "%s is the workspace itself; Lazaret cannot keep the whole workspace read-only, so this "
+                     "is not protected: point it outside the workspace",
                      why);
         return;
     }
@@ -389,9 +388,7 @@ static void escape_into(char *out, size_t cap, size_t *pos, const char *name) {
     out[*pos] = '\0';
 }
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static size_t env_size(const char *name, size_t def) {
     const char *v = getenv(name);
@@ -421,10 +418,10 @@ int lz_gitscan_run(const char *workspace, const struct lz_gitscan_opts *o, struc
     if (!s.ws)
         return lz_error_set(err, -errno, "cannot resolve the workspace %s: %s", workspace, strerror(errno));
     s.home = lz_home_dir();
-    s.max_entries = o && o->max_entries ? o->max_entries
-                                        : env_size(LZ_GITSCAN_ENV_MAX_ENTRIES, LZ_GITSCAN_MAX_ENTRIES_DEFAULT);
-    s.max_depth = o && o->max_depth ? o->max_depth
-                                    : (unsigned)env_size(LZ_GITSCAN_ENV_MAX_DEPTH, LZ_GITSCAN_MAX_DEPTH_DEFAULT);
+    s.max_entries =
+        o && o->max_entries ? o->max_entries : env_size(LZ_GITSCAN_ENV_MAX_ENTRIES, LZ_GITSCAN_MAX_ENTRIES_DEFAULT);
+    s.max_depth =
+        o && o->max_depth ? o->max_depth : (unsigned)env_size(LZ_GITSCAN_ENV_MAX_DEPTH, LZ_GITSCAN_MAX_DEPTH_DEFAULT);
     s.timeout_ms = o && o->timeout_ms ? o->timeout_ms : 10000;
     s.git = o && o->git ? lz_xstrdup(o->git) : lz_gs_find_git();
     int r = 0;
@@ -556,4 +553,3 @@ done:
     free(s.ws);
     return r;
 }
-

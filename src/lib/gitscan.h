@@ -42,22 +42,22 @@
 #define LZ_GITSCAN_MAX_PROTECT 8192
 
 struct lz_gitscan {
-    char **protect;      /* workspace-relative, deduplicated, sorted */
+    char **protect; /* workspace-relative, deduplicated, sorted */
     size_t n_protect;
-    char **notices;      /* one line each */
+    char **notices; /* one line each */
     size_t n_notices;
-    char **log;          /* informational lines for the coordinator log */
+    char **log; /* informational lines for the coordinator log */
     size_t n_log;
-    size_t n_repos;      /* Git directories and repositories looked at */
-    size_t n_entries;    /* directory entries walked */
-    bool git_missing;    /* no `git` on PATH: nothing of the host's Git to protect */
+    size_t n_repos;   /* Git directories and repositories looked at */
+    size_t n_entries; /* directory entries walked */
+    bool git_missing; /* no `git` on PATH: nothing of the host's Git to protect */
 };
 
 struct lz_gitscan_opts {
-    size_t max_entries;  /* 0: default or environment */
-    unsigned max_depth;  /* 0: default or environment */
-    const char *git;     /* absolute path of git; NULL: search PATH */
-    int timeout_ms;      /* per git run; 0: 10 s */
+    size_t max_entries; /* 0: default or environment */
+    unsigned max_depth; /* 0: default or environment */
+    const char *git;    /* absolute path of git; NULL: search PATH */
+    int timeout_ms;     /* per git run; 0: 10 s */
 };
 
 /* Scans workspace (a directory). 0 on success with *ret filled (free with
@@ -91,9 +91,9 @@ const char *lz_gitscan_rel(const char *ws, const char *p);
 size_t lz_gitscan_tokens(const char *script, char ***ret);
 
 enum {
-    LZ_HM_HUSKY9 = 1 << 0,         /* hooksPath .husky/_ */
-    LZ_HM_HUSKY4 = 1 << 1,         /* husky.sh, reads package.json / .huskyrc */
-    LZ_HM_PRECOMMIT = 1 << 2,      /* pre-commit.com */
+    LZ_HM_HUSKY9 = 1 << 0,    /* hooksPath .husky/_ */
+    LZ_HM_HUSKY4 = 1 << 1,    /* husky.sh, reads package.json / .huskyrc */
+    LZ_HM_PRECOMMIT = 1 << 2, /* pre-commit.com */
     LZ_HM_LEFTHOOK = 1 << 3,
     LZ_HM_SIMPLE_GIT_HOOKS = 1 << 4,
     LZ_HM_PACKAGE_RUNNER = 1 << 5, /* npx, npm, yarn, pnpm, bun, make, node_modules */

@@ -33,8 +33,9 @@ char *lz_gs_find_git(void) {
 /* The environment for git: the variables that select the developer's
  * configuration, nothing that could redirect the repository. */
 char **lz_gs_clean_env(void) {
-    static const char *const keep[] = { "HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
-                                        "GIT_CONFIG_NOSYSTEM", "PATH", "LANG" };
+    static const char *const keep[] = {
+        "HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "PATH", "LANG"
+    };
     char **e = lz_xcalloc(LZ_ARRAY_SIZE(keep) + 1, sizeof *e);
     size_t n = 0;
     for (size_t i = 0; i < LZ_ARRAY_SIZE(keep); i++) {
@@ -60,8 +61,14 @@ static int run_git(struct scan *s, const char *const *args, char **ret, size_t *
     if (pipe2(pp, O_CLOEXEC) < 0)
         return -errno;
     _cleanup_close_ int rd = pp[0];
-    struct lz_spawn_opts o = { .path = s->git, .argv = argv, .envp = s->envp, .stdin_fd = -1,
-                               .stdout_fd = pp[1], .stderr_fd = -1, .setns_pidfd = -1, .cwd = "/" };
+    struct lz_spawn_opts o = { .path = s->git,
+                               .argv = argv,
+                               .envp = s->envp,
+                               .stdin_fd = -1,
+                               .stdout_fd = pp[1],
+                               .stderr_fd = -1,
+                               .setns_pidfd = -1,
+                               .cwd = "/" };
     struct lz_child c = LZ_CHILD_NULL;
     int r = lz_spawn(&o, &c);
     close(pp[1]);
@@ -164,12 +171,12 @@ static void scan_file(struct scan *s, const char *f, int depth, const char *repo
 /* ---- hooks -------------------------------------------------------------- */
 
 static const char *const hook_names[] = {
-    "applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit",
-    "prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase", "post-checkout", "post-merge",
-    "pre-push", "pre-receive", "update", "proc-receive", "post-receive", "post-update",
-    "reference-transaction", "push-to-checkout", "pre-auto-gc", "post-rewrite", "sendemail-validate",
-    "fsmonitor-watchman", "p4-changelist", "p4-prepare-changelist", "p4-post-changelist", "p4-pre-submit",
-    "post-index-change",
+    "applypatch-msg",     "pre-applypatch",     "post-applypatch",       "pre-commit",       "pre-merge-commit",
+    "prepare-commit-msg", "commit-msg",         "post-commit",           "pre-rebase",       "post-checkout",
+    "post-merge",         "pre-push",           "pre-receive",           "update",           "proc-receive",
+    "post-receive",       "post-update",        "reference-transaction", "push-to-checkout", "pre-auto-gc",
+    "post-rewrite",       "sendemail-validate", "fsmonitor-watchman",    "p4-changelist",    "p4-prepare-changelist",
+    "p4-post-changelist", "p4-pre-submit",      "post-index-change",
 };
 
 /* Protects name (relative to the work tree root wt) whether or not it
@@ -194,46 +201,69 @@ static void analyse_hook(struct scan *s, const char *repo, const char *wt, const
     unsigned m = lz_gitscan_managers(text, hdir);
     const char *root = wt ? wt : hdir;
     if (m & LZ_HM_HUSKY4) {
-        static const char *const rc[] = { ".huskyrc", ".huskyrc.json", ".huskyrc.yaml", ".huskyrc.yml",
-                                          ".huskyrc.js", ".huskyrc.cjs", "husky.config.js", "husky.config.cjs" };
+        static const char *const rc[] = { ".huskyrc",    ".huskyrc.json", ".huskyrc.yaml",   ".huskyrc.yml",
+                                          ".huskyrc.js", ".huskyrc.cjs",  "husky.config.js", "husky.config.cjs" };
         for (size_t i = 0; i < LZ_ARRAY_SIZE(rc); i++)
             protect_in_tree(s, root, rc[i], why);
-        lz_gs_notice(s, "%s: husky v4 runs the commands in the \"husky\" key of package.json, which Lazaret cannot "
-                        "keep read-only (normal work edits it); review package.json before committing on the host, "
-                        "or move to husky v9 (.husky/)",
+        lz_gs_notice(s,
+                     "%s: husky v4 runs the commands in the \"husky\" key of package.json, which Lazaret cannot "
+                     "keep read-only (normal work edits it); review package.json before committing on the host, "
+                     "or move to husky v9 (.husky/)",
                      why);
     }
     if (m & LZ_HM_PRECOMMIT) {
         _cleanup_free_ char *cfg = lz_gitscan_precommit_config(text);
         protect_in_tree(s, root, cfg, why);
-        lz_gs_notice(s, "%s: pre-commit runs the hooks of %s (kept read-only); its `repo: local` hooks and the "
-                        "scripts they name run files the agent can change; review them before committing on the host",
+        lz_gs_notice(s,
+                     "%s: pre-commit runs the hooks of %s (kept read-only); its `repo: local` hooks and the "
+                     "scripts they name run files the agent can change; review them before committing on the host",
                      why, cfg);
     }
     if (m & LZ_HM_LEFTHOOK) {
         static const char *const lf[] = {
-            "lefthook.yml", "lefthook.yaml", "lefthook.toml", "lefthook.json", ".lefthook.yml", ".lefthook.yaml",
-            ".lefthook.toml", ".lefthook.json", "lefthook-local.yml", "lefthook-local.yaml", "lefthook-local.toml",
-            "lefthook-local.json", ".lefthook-local.yml", ".lefthook-local.yaml", ".lefthook-local.toml",
-            ".lefthook-local.json", ".config/lefthook.yml", ".config/lefthook.yaml", ".config/lefthook.toml",
-            ".config/lefthook.json", ".config/lefthook-local.yml", ".config/lefthook-local.yaml",
-            ".lefthook", ".lefthook-local",
+            "lefthook.yml",
+            "lefthook.yaml",
+            "lefthook.toml",
+            "lefthook.json",
+            ".lefthook.yml",
+            ".lefthook.yaml",
+            ".lefthook.toml",
+            ".lefthook.json",
+            "lefthook-local.yml",
+            "lefthook-local.yaml",
+            "lefthook-local.toml",
+            "lefthook-local.json",
+            ".lefthook-local.yml",
+            ".lefthook-local.yaml",
+            ".lefthook-local.toml",
+            ".lefthook-local.json",
+            ".config/lefthook.yml",
+            ".config/lefthook.yaml",
+            ".config/lefthook.toml",
+            ".config/lefthook.json",
+            ".config/lefthook-local.yml",
+            ".config/lefthook-local.yaml",
+            ".lefthook",
+            ".lefthook-local",
         };
         for (size_t i = 0; i < LZ_ARRAY_SIZE(lf); i++)
             protect_in_tree(s, root, lf[i], why);
-        lz_gs_notice(s, "%s: lefthook runs the commands of its configuration (kept read-only); scripts those "
-                        "commands name outside .lefthook/ can be changed by the agent; review them before "
-                        "committing on the host",
+        lz_gs_notice(s,
+                     "%s: lefthook runs the commands of its configuration (kept read-only); scripts those "
+                     "commands name outside .lefthook/ can be changed by the agent; review them before "
+                     "committing on the host",
                      why);
     }
     if (m & LZ_HM_SIMPLE_GIT_HOOKS)
-        lz_gs_notice(s, "%s: simple-git-hooks copies its commands from package.json when `simple-git-hooks` runs; "
-                        "the agent can change that key: review package.json before running it on the host",
+        lz_gs_notice(s,
+                     "%s: simple-git-hooks copies its commands from package.json when `simple-git-hooks` runs; "
+                     "the agent can change that key: review package.json before running it on the host",
                      why);
     if (m & LZ_HM_PACKAGE_RUNNER)
-        lz_gs_notice(s, "%s runs npm/npx/yarn/pnpm/bun/make or node_modules code: package.json scripts, Makefiles "
-                        "and node_modules are files the agent can change, which Lazaret cannot keep read-only; "
-                        "review them (or commit with --no-verify) after an agent session",
+        lz_gs_notice(s,
+                     "%s runs npm/npx/yarn/pnpm/bun/make or node_modules code: package.json scripts, Makefiles "
+                     "and node_modules are files the agent can change, which Lazaret cannot keep read-only; "
+                     "review them (or commit with --no-verify) after an agent session",
                      why);
     /* Generic: every word naming an existing file of the work tree. */
     char **tok = NULL;
@@ -274,11 +304,13 @@ static void scan_hooks(struct scan *s, const char *repo, const char *wt, const c
 
 /* Where the repository's common and own Git directories are, whether it is
  * bare, and the way up to its work tree's top. */
-static const char *const rev_parse[] = { "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir",
-                                         "--is-bare-repository", "--show-cdup", NULL };
+static const char *const rev_parse[] = { "rev-parse", "--path-format=absolute", "--git-common-dir",
+                                         "--git-dir", "--is-bare-repository",   "--show-cdup",
+                                         NULL };
 /* Every active key with its scope and origin file, includes followed. */
-static const char *const config_list[] = { "config", "--list", "--show-origin", "--show-scope", "-z", "--includes",
-                                           NULL };
+static const char *const config_list[] = {
+    "config", "--list", "--show-origin", "--show-scope", "-z", "--includes", NULL
+};
 
 /* Runs `git -C dir CMD...` (or, without dir, `git --git-dir=gitdir
  * CMD...`) like run_git; cmd is NULL-terminated. */
@@ -379,4 +411,3 @@ void lz_gs_scan_repo(struct scan *s, const char *dir, const char *gitdir) {
     }
     strv_clear(&hooks);
 }
-

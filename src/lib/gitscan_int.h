@@ -50,7 +50,7 @@ static inline void strv_clear(struct strv *s) {
 /* ---- one scan ----------------------------------------------------------- */
 
 struct scan {
-    char *ws;             /* canonical workspace */
+    char *ws; /* canonical workspace */
     const char *home;
     char *git;
     char **envp;

@@ -79,9 +79,7 @@ static int open_dir_at(int dfd, const char *name) {
     return openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-static void scan_repo_gitdir(struct scan *s, const char *abs) {
-    lz_gs_scan_repo(s, NULL, abs);
-}
+static void scan_repo_gitdir(struct scan *s, const char *abs) { lz_gs_scan_repo(s, NULL, abs); }
 
 /* Reads a regular file below dfd (no symlink followed) of at most max bytes. */
 static int read_at(int dfd, const char *name, size_t max, char **ret, size_t *ret_len) {
@@ -174,7 +172,7 @@ static int walk_gitdir_at(struct scan *s, int dfd, const char *abs, const char *
     /* logs/ has a HEAD too: a Git directory also has objects and refs
      * (modules/<name>) or a commondir (worktrees/<id>) */
     bool is_gd = has_entry(dfd, "HEAD") &&
-                 (has_entry(dfd, "commondir") || (has_entry(dfd, "objects") && has_entry(dfd, "refs")));
+        (has_entry(dfd, "commondir") || (has_entry(dfd, "objects") && has_entry(dfd, "refs")));
     if (is_gd && depth > 0)
         scan_repo_gitdir(s, abs);
     struct gitdir_pos w = { .abs = abs, .rel = rel, .in_objects = in_objects, .is_gd = is_gd, .depth = depth };

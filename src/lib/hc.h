@@ -30,7 +30,10 @@
 
 enum sess_state { S_HELLO, S_RUNNING, S_DRAINING, S_RELEASING, S_DONE };
 
-struct outbuf { uint8_t buf[LZ_PROTO_MAX]; size_t len; };
+struct outbuf {
+    uint8_t buf[LZ_PROTO_MAX];
+    size_t len;
+};
 
 struct session {
     int id;
@@ -38,18 +41,20 @@ struct session {
     enum sess_state state;
     bool tty;
     struct lz_child exec;
-    int master;            /* tty: PTY master */
-    int in_w, out_r, err_r;/* pipes */
-    uint8_t *inbuf; size_t inlen, inoff; /* pending input to the exec */
+    int master;             /* tty: PTY master */
+    int in_w, out_r, err_r; /* pipes */
+    uint8_t *inbuf;
+    size_t inlen, inoff; /* pending input to the exec */
     bool in_eof_pending;
-    struct outbuf pend;    /* pending message to the client (backpressure) */
-    bool exited; int status;
-    long deadline;         /* drain / release deadline */
+    struct outbuf pend; /* pending message to the client (backpressure) */
+    bool exited;
+    int status;
+    long deadline; /* drain / release deadline */
     int release_step;
     char *procfile;
-    char *command;         /* program name, for `lazaret ps` */
-    int64_t started_wall;  /* ms since the epoch */
-    bool recorded;         /* a Session Terminal record exists */
+    char *command;        /* program name, for `lazaret ps` */
+    int64_t started_wall; /* ms since the epoch */
+    bool recorded;        /* a Session Terminal record exists */
     bool release_recorded;
 };
 
@@ -67,22 +72,22 @@ struct hc {
     uint8_t sidecar_id[16];
     uint8_t readiness[32];
     int listen_fd;
-    int lock_fd;                   /* the Domain flock, for the coordinator's life */
+    int lock_fd; /* the Domain flock, for the coordinator's life */
     int sfd;
     struct session *s[MAX_SESSIONS];
     int next_id;
     bool had_session;
     bool stopping;
-    struct lz_gitscan git;         /* what the host's Git reads from the workspace */
+    struct lz_gitscan git; /* what the host's Git reads from the workspace */
     /* Durable generation (store.h). */
     struct lz_store *st;
     int64_t gen;
-    char *rootfs;                  /* <data_root>/prepared/<artifact>/rootfs */
+    char *rootfs; /* <data_root>/prepared/<artifact>/rootfs */
     char *anchor_root, *anchor_target;
-    char anchor_ident[4096];       /* "" until the anchor is mounted */
-    uint64_t rs_userns;            /* the Domain user namespace of this generation */
-    bool recorded[LZ_ROLE_COUNT];  /* participant rows written for this generation */
-    bool rs_exited_msg;            /* the Supervisor reported the sandbox gone */
+    char anchor_ident[4096];              /* "" until the anchor is mounted */
+    uint64_t rs_userns;                   /* the Domain user namespace of this generation */
+    bool recorded[LZ_ROLE_COUNT];         /* participant rows written for this generation */
+    bool rs_exited_msg;                   /* the Supervisor reported the sandbox gone */
     struct lz_procid router_id, runsc_id; /* the Supervisor's children, as staged */
     /* Writable volumes, each served by its own router (slot "vol<i>") at
      * vol_view[i]; vol_of[i] is its index in profile.volumes. */
@@ -91,15 +96,15 @@ struct hc {
     struct lz_procid vol_id[LZ_RS_VOLUMES_MAX];
     /* generation.c, while starting: what goes to the Supervisor. */
     struct {
-        int addr_fd;               /* host-address watch (netfollow.h), or -EBADF */
-        int policy_fd;             /* sealed memfd of the policy bytes */
-        char policy_hex[65];       /* their digest */
+        int addr_fd;         /* host-address watch (netfollow.h), or -EBADF */
+        int policy_fd;       /* sealed memfd of the policy bytes */
+        char policy_hex[65]; /* their digest */
     } boot;
     /* generation.c, while releasing. */
     struct {
-        bool rec;                  /* a durable generation to record into */
-        bool proven;               /* every resource so far proven gone */
-        bool ok;                   /* every record so far written */
+        bool rec;    /* a durable generation to record into */
+        bool proven; /* every resource so far proven gone */
+        bool ok;     /* every record so far written */
         bool lease_removed;
     } rel;
 };

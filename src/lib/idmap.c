@@ -35,8 +35,8 @@ bool lz_idmap_ranges(struct lz_idmap_ranges *r) {
     uid_t uid = getuid();
     struct passwd *pw = getpwuid(uid);
     return pw && subid_range("/etc/subuid", pw->pw_name, uid, &r->us, &r->un) &&
-           subid_range("/etc/subgid", pw->pw_name, uid, &r->gs, &r->gn) && access("/usr/bin/newuidmap", X_OK) == 0 &&
-           access("/usr/bin/newgidmap", X_OK) == 0;
+        subid_range("/etc/subgid", pw->pw_name, uid, &r->gs, &r->gn) && access("/usr/bin/newuidmap", X_OK) == 0 &&
+        access("/usr/bin/newgidmap", X_OK) == 0;
 }
 
 bool lz_idmap_have_subids(void) {

@@ -91,7 +91,8 @@ static int prepare_artifact(const char *data_root, const struct lz_oci_store *st
         r = lz_error_set(err, tfd, "cannot open %s/%s: %s", pdir, tmp, strerror(-tfd));
         goto fail;
     }
-    if (mkdirat(tfd, "rootfs", 0755) < 0 || (rfd = lz_openat_beneath(tfd, "rootfs", O_RDONLY | O_DIRECTORY, 0, false)) < 0) {
+    if (mkdirat(tfd, "rootfs", 0755) < 0 ||
+        (rfd = lz_openat_beneath(tfd, "rootfs", O_RDONLY | O_DIRECTORY, 0, false)) < 0) {
         r = lz_error_set(err, rfd < 0 && rfd != -EBADF ? rfd : -errno, "cannot create rootfs in %s/%s", pdir, tmp);
         goto fail;
     }
@@ -108,8 +109,14 @@ static int prepare_artifact(const char *data_root, const struct lz_oci_store *st
             goto fail;
         }
         struct lz_layer_opts o = {
-            .expected_digest = l->digest, .progress = progress, .ud = ud, .phase = "prepare",
-            .progress_base = done, .progress_total = total, .stats = &stats, .shift = shift ? &rg : NULL,
+            .expected_digest = l->digest,
+            .progress = progress,
+            .ud = ud,
+            .phase = "prepare",
+            .progress_base = done,
+            .progress_total = total,
+            .stats = &stats,
+            .shift = shift ? &rg : NULL,
         };
         r = lz_prepare_apply_layer(rfd, lfd, &o, err);
         if (r < 0) {
@@ -125,8 +132,13 @@ static int prepare_artifact(const char *data_root, const struct lz_oci_store *st
         for (size_t i = 0; i < m.n_layers; i++)
             layers[i] = m.layers[i].digest;
         struct lz_artifact_record rec = {
-            .artifact_id = id, .source_ref = name, .manifest_digest = mdigest,
-            .config_digest = m.config.digest, .layers = layers, .n_layers = m.n_layers, .stats = &stats,
+            .artifact_id = id,
+            .source_ref = name,
+            .manifest_digest = mdigest,
+            .config_digest = m.config.digest,
+            .layers = layers,
+            .n_layers = m.n_layers,
+            .stats = &stats,
         };
         r = lz_artifact_write(tfd, rootfs_path, &rec, err);
         if (r < 0)
@@ -158,8 +170,8 @@ fail:
     return r;
 }
 
-int lz_image_prepare(const char *data_root, const char *ref, lz_progress_fn progress, void *ud,
-                     struct lz_prepared *ret, struct lz_error *err) {
+int lz_image_prepare(const char *data_root, const char *ref, lz_progress_fn progress, void *ud, struct lz_prepared *ret,
+                     struct lz_error *err) {
     if (sodium_init() < 0)
         return lz_error_set(err, -EIO, "libsodium initialisation failed");
     struct lz_image_ref p;
@@ -200,9 +212,7 @@ int lz_image_prepare(const char *data_root, const char *ref, lz_progress_fn prog
         break;
     case LZ_REF_OCI:
     case LZ_REF_OCI_ARCHIVE:
-    case LZ_REF_DOCKER_ARCHIVE:
-        r = lz_image_import_local(&st, &p, progress, ud, &digest, err);
-        break;
+    case LZ_REF_DOCKER_ARCHIVE: r = lz_image_import_local(&st, &p, progress, ud, &digest, err); break;
     }
     if (r == -ENOENT && err && err->code == 0)
         r = lz_error_set(err, r, "image %s not found in the store", p.name);

@@ -86,9 +86,9 @@
 
 struct lz_prepared {
     char artifact_id[65];
-    char *rootfs;           /* absolute: <data_root>/prepared/<id>/rootfs */
-    char *manifest_digest;  /* "sha256:<hex>" */
-    char *source_ref;       /* the store name of the image */
+    char *rootfs;          /* absolute: <data_root>/prepared/<id>/rootfs */
+    char *manifest_digest; /* "sha256:<hex>" */
+    char *source_ref;      /* the store name of the image */
 };
 
 /* Resolves image reference `ref`, importing it into the store if needed,
@@ -96,15 +96,15 @@ struct lz_prepared {
  * "import", "bootstrap" (+ forwarded tool lines), "prepare" (done/total in
  * compressed layer bytes). ret is filled only on success; free with
  * lz_prepared_clear. */
-int lz_image_prepare(const char *data_root, const char *ref, lz_progress_fn progress, void *ud,
-                     struct lz_prepared *ret, struct lz_error *err);
+int lz_image_prepare(const char *data_root, const char *ref, lz_progress_fn progress, void *ud, struct lz_prepared *ret,
+                     struct lz_error *err);
 void lz_prepared_clear(struct lz_prepared *p);
 
 struct lz_image_info {
-    char *name;             /* ref.name annotation */
+    char *name; /* ref.name annotation */
     char *manifest_digest;
-    char *config_digest;    /* NULL when the manifest is unreadable */
-    uint64_t size;          /* manifest + config + layer blob sizes */
+    char *config_digest; /* NULL when the manifest is unreadable */
+    uint64_t size;       /* manifest + config + layer blob sizes */
 };
 
 struct lz_image_list {

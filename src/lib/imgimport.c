@@ -208,12 +208,12 @@ static int import_docker_dir(const struct lz_oci_store *st, int src, const char 
             return lz_error_set(err, -EBADMSG, "docker archive layer %s hashes to %s, expected %s", p, dg,
                                 named ? lb : want);
         }
-        json_array_append_new(ldescs, json_pack("{s:s, s:s, s:I}", "mediaType", mt, "digest", dg, "size",
-                                                (json_int_t)sz));
+        json_array_append_new(ldescs,
+                              json_pack("{s:s, s:s, s:I}", "mediaType", mt, "digest", dg, "size", (json_int_t)sz));
     }
-    _cleanup_json_ json_t *man = json_pack("{s:i, s:s, s:{s:s, s:s, s:I}, s:o}", "schemaVersion", 2, "mediaType",
-                                           LZ_MT_OCI_MANIFEST, "config", "mediaType", LZ_MT_OCI_CONFIG, "digest",
-                                           cfg_digest, "size", (json_int_t)cfg_len, "layers", ldescs);
+    _cleanup_json_ json_t *man =
+        json_pack("{s:i, s:s, s:{s:s, s:s, s:I}, s:o}", "schemaVersion", 2, "mediaType", LZ_MT_OCI_MANIFEST, "config",
+                  "mediaType", LZ_MT_OCI_CONFIG, "digest", cfg_digest, "size", (json_int_t)cfg_len, "layers", ldescs);
     _cleanup_free_ char *raw = lz_json_dump_compact(man);
     char mdg[LZ_OCI_DIGEST_LEN + 1];
     r = lz_oci_put_mem(st, raw, strlen(raw), mdg, err);
@@ -238,7 +238,10 @@ static int unpack_archive(const struct lz_oci_store *st, const char *path, int d
     if (fstat(fd, &s) < 0 || !S_ISREG(s.st_mode))
         return lz_error_set(err, -EINVAL, "%s: not a regular file", path);
     struct lz_layer_opts o = {
-        .progress = progress, .ud = ud, .phase = "unpack", .progress_total = (uint64_t)s.st_size,
+        .progress = progress,
+        .ud = ud,
+        .phase = "unpack",
+        .progress_total = (uint64_t)s.st_size,
     };
     int r = lz_prepare_apply_layer(dirfd, fd, &o, err);
     if (r < 0)
@@ -247,8 +250,8 @@ static int unpack_archive(const struct lz_oci_store *st, const char *path, int d
     return 0;
 }
 
-int lz_image_import_local(const struct lz_oci_store *st, const struct lz_image_ref *p, lz_progress_fn progress, void *ud,
-                        char **ret_digest, struct lz_error *err) {
+int lz_image_import_local(const struct lz_oci_store *st, const struct lz_image_ref *p, lz_progress_fn progress,
+                          void *ud, char **ret_digest, struct lz_error *err) {
     if (p->kind == LZ_REF_OCI) {
         _cleanup_close_ int src = open(p->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (src < 0)
@@ -272,8 +275,8 @@ int lz_image_import_local(const struct lz_oci_store *st, const struct lz_image_r
     return 0;
 }
 
-int lz_image_pull_registry(const struct lz_oci_store *st, const struct lz_image_ref *p, lz_progress_fn progress, void *ud,
-                         char **ret_digest, struct lz_error *err) {
+int lz_image_pull_registry(const struct lz_oci_store *st, const struct lz_image_ref *p, lz_progress_fn progress,
+                           void *ud, char **ret_digest, struct lz_error *err) {
     char scratch[64];
     _cleanup_close_ int dfd = -EBADF;
     int r = lz_oci_scratch(st, ".pull-", scratch, &dfd, err);
@@ -290,12 +293,13 @@ int lz_image_pull_registry(const struct lz_oci_store *st, const struct lz_image_
     if (r == -ENOENT) {
         r = lz_error_set(err, -ENOENT,
                          "skopeo is not installed; it is needed to pull %s from a registry "
-                         "(or use an oci:, oci-archive: or docker-archive: reference)", p->name);
+                         "(or use an oci:, oci-archive: or docker-archive: reference)",
+                         p->name);
     } else if (r == -ETIMEDOUT) {
         char tail[800];
         lz_tool_tail(&o, tail, sizeof tail);
-        r = lz_error_set(err, -ETIMEDOUT, "skopeo copy %s did not finish within %d minutes and was stopped: %s",
-                         src, LZ_TOOL_TIMEOUT_MIN, tail);
+        r = lz_error_set(err, -ETIMEDOUT, "skopeo copy %s did not finish within %d minutes and was stopped: %s", src,
+                         LZ_TOOL_TIMEOUT_MIN, tail);
     } else if (r < 0) {
         r = lz_error_errno(err, r, "cannot run skopeo");
     } else if (status != 0) {

@@ -56,8 +56,7 @@ static int normalize_registry(const char *in, char **ret, struct lz_error *err) 
     if (n == 0 || n > 512 || !((in[0] >= 'a' && in[0] <= 'z') || (in[0] >= '0' && in[0] <= '9')))
         return lz_error_set(err, -EINVAL, "invalid image reference \"%s\"", in);
     for (const char *p = in; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-              strchr("._-:/@", *p)))
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("._-:/@", *p)))
             return lz_error_set(err, -EINVAL, "invalid character in image reference \"%s\"", in);
     if (strstr(in, "//") || in[n - 1] == '/' || in[n - 1] == ':')
         return lz_error_set(err, -EINVAL, "invalid image reference \"%s\"", in);
@@ -80,8 +79,8 @@ static int normalize_registry(const char *in, char **ret, struct lz_error *err) 
     }
     char *slash = strchr(name, '/');
     size_t first = slash ? (size_t)(slash - name) : 0;
-    bool has_domain = slash && (memchr(name, '.', first) || memchr(name, ':', first) ||
-                                (first == 9 && !strncmp(name, "localhost", 9)));
+    bool has_domain = slash &&
+        (memchr(name, '.', first) || memchr(name, ':', first) || (first == 9 && !strncmp(name, "localhost", 9)));
     if (strchr(name, ':') && !has_domain)
         return lz_error_set(err, -EINVAL, "invalid image reference \"%s\"", in);
     if (has_domain && first == 9 && !strncmp(name, "docker.io", 9) && !strchr(slash + 1, '/'))

@@ -8,10 +8,10 @@ enum lz_ref_kind { LZ_REF_BUILTIN, LZ_REF_OCI, LZ_REF_OCI_ARCHIVE, LZ_REF_DOCKER
 
 struct lz_image_ref {
     enum lz_ref_kind kind;
-    char *name;    /* store name */
-    char *path;    /* local sources: absolute */
-    char *tag;     /* local sources: optional */
-    char *suite;   /* builtin */
+    char *name;  /* store name */
+    char *path;  /* local sources: absolute */
+    char *tag;   /* local sources: optional */
+    char *suite; /* builtin */
 };
 
 /* Parses ref; local source paths are made absolute (realpath). Free with

@@ -43,7 +43,6 @@ void lz_tool_tail(const struct lz_tool_out *o, char *out, size_t size) {
     }
 }
 
-
 /* The value of PATH in envp, else LZ_HELPER_PATH's. */
 static const char *env_path(char *const *envp) {
     for (size_t i = 0; envp && envp[i]; i++)
@@ -106,8 +105,14 @@ int lz_tool_run(char *const argv[], const char *cwd, int timeout_ms, struct lz_t
     if (pipe2(out, O_CLOEXEC) < 0)
         return -errno;
     _cleanup_close_ int rd = out[0];
-    struct lz_spawn_opts so = { .path = path, .argv = argv, .envp = envp, .stdin_fd = -1, .stdout_fd = out[1],
-                                .stderr_fd = out[1], .setns_pidfd = -1, .cwd = cwd };
+    struct lz_spawn_opts so = { .path = path,
+                                .argv = argv,
+                                .envp = envp,
+                                .stdin_fd = -1,
+                                .stdout_fd = out[1],
+                                .stderr_fd = out[1],
+                                .setns_pidfd = -1,
+                                .cwd = cwd };
     struct lz_child c = LZ_CHILD_NULL;
     r = lz_spawn(&so, &c);
     close(out[1]);
@@ -156,8 +161,14 @@ int lz_tool_run(char *const argv[], const char *cwd, int timeout_ms, struct lz_t
 
 bool lz_tool_unreachable(const struct lz_tool_out *o) {
     static const char *const marks[] = {
-        "no such host", "dial tcp", "connection refused", "i/o timeout", "network is unreachable",
-        "TLS handshake timeout", "temporary failure in name resolution", "server misbehaving",
+        "no such host",
+        "dial tcp",
+        "connection refused",
+        "i/o timeout",
+        "network is unreachable",
+        "TLS handshake timeout",
+        "temporary failure in name resolution",
+        "server misbehaving",
     };
     for (size_t i = 0; i < o->n_tail; i++)
         for (size_t k = 0; k < LZ_ARRAY_SIZE(marks); k++)

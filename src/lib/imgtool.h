@@ -25,7 +25,7 @@
 struct lz_tool_out {
     lz_progress_fn progress;
     void *ud;
-    const char *prefix;     /* progress phase prefix, e.g. "bootstrap" */
+    const char *prefix; /* progress phase prefix, e.g. "bootstrap" */
     char line[512];
     size_t line_len;
     char tail[LZ_TOOL_TAIL_LINES][256];

@@ -261,8 +261,7 @@ static int dump_host(struct lz_netfollow *f, uint32_t **ret, size_t *ret_n, bool
         }
         bool done = false;
         int rest = (int)len;
-        for (const struct nlmsghdr *m = (const void *)buf; mnl_nlmsg_ok(m, rest);
-             m = mnl_nlmsg_next(m, &rest)) {
+        for (const struct nlmsghdr *m = (const void *)buf; mnl_nlmsg_ok(m, rest); m = mnl_nlmsg_next(m, &rest)) {
             bool mine = m->nlmsg_seq == f->seq && m->nlmsg_pid == f->portid;
             uint32_t a;
             if (mine && m->nlmsg_type == NLMSG_DONE)
@@ -314,8 +313,10 @@ int lz_netfollow_reconcile(struct lz_netfollow *f, const char *why, struct lz_er
     for (size_t i = 0; i < nr; i++)
         if ((r = undeny(f, rm[i], err)) < 0)
             return r;
-    logf_(f, "host addresses reconciled (%s): %zu IPv4 addresses, %zu followed denies (+%zu -%zu), %d dump(s), "
-             "%.2f ms", why, n_host, f->n_added, na, nr, attempts, (double)(now_us() - t0) / 1000.0);
+    logf_(f,
+          "host addresses reconciled (%s): %zu IPv4 addresses, %zu followed denies (+%zu -%zu), %d dump(s), "
+          "%.2f ms",
+          why, n_host, f->n_added, na, nr, attempts, (double)(now_us() - t0) / 1000.0);
     return 0;
 }
 
@@ -335,13 +336,11 @@ int lz_netfollow_process(struct lz_netfollow *f, struct lz_error *err) {
         if (len == 0)
             break;
         int rest = (int)len;
-        for (const struct nlmsghdr *m = (const void *)buf; mnl_nlmsg_ok(m, rest);
-             m = mnl_nlmsg_next(m, &rest)) {
+        for (const struct nlmsghdr *m = (const void *)buf; mnl_nlmsg_ok(m, rest); m = mnl_nlmsg_next(m, &rest)) {
             uint32_t a;
             if (!msg_addr(m, &a))
                 continue;
-            if (m->nlmsg_type == RTM_NEWADDR && lz_netfollow_needs_deny(&f->pol, a) &&
-                !has(f->added, f->n_added, a)) {
+            if (m->nlmsg_type == RTM_NEWADDR && lz_netfollow_needs_deny(&f->pol, a) && !has(f->added, f->n_added, a)) {
                 int r = deny(f, a, "appeared (RTM_NEWADDR)", err);
                 if (r < 0)
                     return r;

@@ -139,8 +139,7 @@ int lz_netpolicy_decode(const uint8_t *buf, size_t len, struct lz_netpolicy *ret
         memcpy(&a, q, 4);
         p.rules[i] = (struct lz_netrule){ ntohl(a), q[4], q[5] };
         bool bad = q[4] > 32 || (q[5] != LZ_NET_ALLOW && q[5] != LZ_NET_DENY) ||
-                   (p.rules[i].addr & ~mask_of(q[4])) != 0 ||
-                   (i > 0 && rule_cmp(&p.rules[i - 1], &p.rules[i]) >= 0);
+            (p.rules[i].addr & ~mask_of(q[4])) != 0 || (i > 0 && rule_cmp(&p.rules[i - 1], &p.rules[i]) >= 0);
         if (bad) {
             lz_netpolicy_clear(&p);
             return lz_error_set(err, -EBADMSG, "network policy: rule %u is not canonical", i);
@@ -150,9 +149,7 @@ int lz_netpolicy_decode(const uint8_t *buf, size_t len, struct lz_netpolicy *ret
     return 0;
 }
 
-void lz_netpolicy_digest(const uint8_t *buf, size_t len, uint8_t ret[32]) {
-    crypto_hash_sha256(ret, buf, len);
-}
+void lz_netpolicy_digest(const uint8_t *buf, size_t len, uint8_t ret[32]) { crypto_hash_sha256(ret, buf, len); }
 
 enum lz_net_action lz_netpolicy_lookup(const struct lz_netpolicy *p, uint32_t addr) {
     int best = -1;
@@ -224,13 +221,13 @@ static int route(struct nl *nl, int cmd, unsigned flags, uint32_t dst, unsigned 
  * on-link on tap0, any other allow goes via the helper's gateway. */
 static int policy_route(struct nl *nl, uint32_t addr, unsigned len, uint8_t action, unsigned tap) {
     if (action == LZ_NET_DENY)
-        return route(nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, addr, len, RTN_PROHIBIT, RT_SCOPE_UNIVERSE, 0,
-                     0, false);
+        return route(nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, addr, len, RTN_PROHIBIT, RT_SCOPE_UNIVERSE, 0, 0,
+                     false);
     if (addr == LZ_NET_DNS && len == 32)
         return route(nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, addr, 32, RTN_UNICAST, RT_SCOPE_LINK, 0, tap,
                      false);
-    return route(nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, addr, len, RTN_UNICAST, RT_SCOPE_UNIVERSE,
-                 LZ_NET_GW, tap, true);
+    return route(nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, addr, len, RTN_UNICAST, RT_SCOPE_UNIVERSE, LZ_NET_GW,
+                 tap, true);
 }
 
 static int write_sysctl(const char *path, const char *v) {
@@ -377,8 +374,8 @@ int lz_netpolicy_observe(const struct lz_netpolicy *p, char *sum, size_t cap, st
     for (size_t i = 0; i < o.n; i++) {
         bool found = false;
         for (size_t j = 0; j < p->n && !found; j++)
-            found = p->rules[j].addr == o.r[i].addr && p->rules[j].len == o.r[i].len &&
-                    p->rules[j].action == o.r[i].action;
+            found =
+                p->rules[j].addr == o.r[i].addr && p->rules[j].len == o.r[i].len && p->rules[j].action == o.r[i].action;
         if (!found && !(o.r[i].len == 0 && o.r[i].action == LZ_NET_DENY))
             extra++;
         if (o.r[i].action == LZ_NET_DENY)
@@ -426,8 +423,7 @@ int lz_netpolicy_probe(const struct lz_netpolicy *p, struct lz_error *err) {
         int r = route_check(a);
         bool denied = r == -EACCES || r == -ENETUNREACH || r == -EPERM;
         if ((want == LZ_NET_DENY && !denied) || (want == LZ_NET_ALLOW && r != 0))
-            return lz_error_set(err, -EIO,
-                                "network readiness probe: %u.%u.%u.%u should be %s but connect() gave %s",
+            return lz_error_set(err, -EIO, "network readiness probe: %u.%u.%u.%u should be %s but connect() gave %s",
                                 a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255,
                                 want == LZ_NET_DENY ? "denied" : "allowed", r ? strerror(-r) : "success");
     }

@@ -31,14 +31,14 @@
 
 /* The connectivity helper's fixed network (slirp4netns defaults). */
 #define LZ_NET_TAP "tap0"
-#define LZ_NET_ADDR 0x0a000264u  /* 10.0.2.100 */
-#define LZ_NET_GW 0x0a000202u    /* 10.0.2.2 */
-#define LZ_NET_DNS 0x0a000203u   /* 10.0.2.3 */
+#define LZ_NET_ADDR 0x0a000264u /* 10.0.2.100 */
+#define LZ_NET_GW 0x0a000202u   /* 10.0.2.2 */
+#define LZ_NET_DNS 0x0a000203u  /* 10.0.2.3 */
 
 enum lz_net_action { LZ_NET_ALLOW = 1, LZ_NET_DENY = 2 };
 
 struct lz_netrule {
-    uint32_t addr;  /* host byte order, host bits zero */
+    uint32_t addr; /* host byte order, host bits zero */
     uint8_t len;
     uint8_t action;
 };
@@ -50,8 +50,8 @@ struct lz_netpolicy {
 
 /* Derives the policy. host_addrs: the host's own IPv4 addresses (host
  * byte order), each denied as a /32 (slirp4netns connects from the host). */
-int lz_netpolicy_derive(const struct lz_config *c, const uint32_t *host_addrs, size_t n_host,
-                        struct lz_netpolicy *ret, struct lz_error *err);
+int lz_netpolicy_derive(const struct lz_config *c, const uint32_t *host_addrs, size_t n_host, struct lz_netpolicy *ret,
+                        struct lz_error *err);
 /* The host's IPv4 addresses (getifaddrs). */
 int lz_host_ipv4_addrs(uint32_t **ret, size_t *ret_n);
 

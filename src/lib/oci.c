@@ -34,8 +34,7 @@ void lz_progress_report(lz_progress_fn fn, void *ud, const char *phase, uint64_t
 /* ---- small helpers ---- */
 
 /* Reads a regular file of at most max bytes, opened confined under dirfd. */
-int lz_oci_read_beneath(int dirfd, const char *path, bool allow_symlinks, size_t max, char **ret_buf,
-                        size_t *ret_len) {
+int lz_oci_read_beneath(int dirfd, const char *path, bool allow_symlinks, size_t max, char **ret_buf, size_t *ret_len) {
     _cleanup_close_ int fd = lz_openat_beneath(dirfd, path, O_RDONLY, 0, allow_symlinks);
     if (fd < 0)
         return fd;
@@ -132,7 +131,6 @@ char *lz_json_dump_compact(json_t *j) {
 
 /* ---- the store ---- */
 
-
 void lz_oci_close(struct lz_oci_store *s) {
     lz_closep(&s->fd);
     lz_closep(&s->blobs);
@@ -209,9 +207,7 @@ int lz_oci_read_index(const struct lz_oci_store *st, json_t **ret, struct lz_err
     return 0;
 }
 
-const char *lz_oci_ref_name(json_t *desc) {
-    return lz_json_str(json_object_get(desc, "annotations"), LZ_OCI_REF_NAME);
-}
+const char *lz_oci_ref_name(json_t *desc) { return lz_json_str(json_object_get(desc, "annotations"), LZ_OCI_REF_NAME); }
 
 /* -ENOENT (no message) when the store has no image of that name. */
 int lz_oci_lookup(const struct lz_oci_store *st, const char *name, char **ret_digest, struct lz_error *err) {
@@ -238,7 +234,7 @@ int lz_oci_lookup(const struct lz_oci_store *st, const char *name, char **ret_di
 }
 
 int lz_oci_set_name(const struct lz_oci_store *st, const char *name, const char *digest, uint64_t size,
-                          const char *media_type, struct lz_error *err) {
+                    const char *media_type, struct lz_error *err) {
     _cleanup_close_ int lk = -EBADF;
     int r = lz_oci_lock(st->fd, ".lock", &lk);
     if (r < 0)
@@ -261,8 +257,9 @@ int lz_oci_set_name(const struct lz_oci_store *st, const char *name, const char 
         if (!n || strcmp(n, name) != 0)
             json_array_append(nms, d);
     }
-    json_array_append_new(nms, json_pack("{s:s, s:s, s:I, s:{s:s}}", "mediaType", media_type, "digest", digest,
-                                         "size", (json_int_t)size, "annotations", LZ_OCI_REF_NAME, name));
+    json_array_append_new(nms,
+                          json_pack("{s:s, s:s, s:I, s:{s:s}}", "mediaType", media_type, "digest", digest, "size",
+                                    (json_int_t)size, "annotations", LZ_OCI_REF_NAME, name));
     json_object_set_new(idx, "manifests", nms);
     _cleanup_free_ char *out = json_dumps(idx, JSON_INDENT(2));
     if (!out)
@@ -282,7 +279,6 @@ bool lz_oci_has_blob(const struct lz_oci_store *st, const char *digest, int64_t 
         return false;
     return size < 0 || s.st_size == size;
 }
-
 
 /* Reads src to EOF (at most limit bytes), copying to dst when dst >= 0. */
 int lz_oci_hash_copy(int src, int dst, uint64_t limit, const struct lz_oci_copy_progress *pc,
@@ -326,8 +322,8 @@ int lz_oci_hash_copy(int src, int dst, uint64_t limit, const struct lz_oci_copy_
  * the copy is refused unless it matches; the blob appears under its digest
  * only after it was verified and synced. */
 int lz_oci_put_fd(const struct lz_oci_store *st, int src, const char *expected_digest, int64_t expected_size,
-                        const struct lz_oci_copy_progress *pc, char ret_digest[LZ_OCI_DIGEST_LEN + 1], uint64_t *ret_size,
-                        struct lz_error *err) {
+                  const struct lz_oci_copy_progress *pc, char ret_digest[LZ_OCI_DIGEST_LEN + 1], uint64_t *ret_size,
+                  struct lz_error *err) {
     char tmp[64];
     lz_oci_random_name(".tmp-", tmp);
     _cleanup_close_ int fd = openat(st->blobs, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -344,8 +340,8 @@ int lz_oci_put_fd(const struct lz_oci_store *st, int src, const char *expected_d
     else if (expected_digest && strcmp(digest, expected_digest) != 0)
         r = lz_error_set(err, -EBADMSG, "blob digest mismatch: expected %s, got %s", expected_digest, digest);
     else if (expected_size >= 0 && size != (uint64_t)expected_size)
-        r = lz_error_set(err, -EBADMSG, "blob %s size mismatch: expected %" PRId64 ", got %" PRIu64,
-                         digest, expected_size, size);
+        r = lz_error_set(err, -EBADMSG, "blob %s size mismatch: expected %" PRId64 ", got %" PRIu64, digest,
+                         expected_size, size);
     else if (fsync(fd) < 0)
         r = lz_error_set(err, -errno, "image store: fsync: %m");
     else if (renameat(st->blobs, tmp, st->blobs, digest + 7) < 0)
@@ -361,7 +357,7 @@ int lz_oci_put_fd(const struct lz_oci_store *st, int src, const char *expected_d
 }
 
 int lz_oci_put_mem(const struct lz_oci_store *st, const void *buf, size_t len, char ret_digest[LZ_OCI_DIGEST_LEN + 1],
-                         struct lz_error *err) {
+                   struct lz_error *err) {
     char digest[LZ_OCI_DIGEST_LEN + 1];
     lz_oci_sha256(buf, len, digest);
     if (!lz_oci_has_blob(st, digest, (int64_t)len)) {
@@ -387,7 +383,7 @@ int lz_oci_put_mem(const struct lz_oci_store *st, const void *buf, size_t len, c
 /* Reads a small store blob and checks its digest (the store is trusted, but
  * a manifest or config is cheap to verify). */
 int lz_oci_read_blob(const struct lz_oci_store *st, const char *digest, char **ret_buf, size_t *ret_len,
-                           struct lz_error *err) {
+                     struct lz_error *err) {
     if (!lz_oci_digest_valid(digest))
         return lz_error_set(err, -EBADMSG, "invalid digest \"%s\"", digest ?: "");
     _cleanup_free_ char *buf = NULL;
@@ -405,7 +401,7 @@ int lz_oci_read_blob(const struct lz_oci_store *st, const char *digest, char **r
 }
 
 int lz_oci_scratch(const struct lz_oci_store *st, const char *prefix, char name[64], int *ret_fd,
-                        struct lz_error *err) {
+                   struct lz_error *err) {
     lz_oci_random_name(prefix, name);
     if (mkdirat(st->fd, name, 0700) < 0)
         return lz_error_set(err, -errno, "image store: cannot create scratch directory: %m");
@@ -420,7 +416,6 @@ int lz_oci_scratch(const struct lz_oci_store *st, const char *prefix, char name[
 
 /* ---- descriptors and manifests ---- */
 
-
 int lz_oci_parse_desc(json_t *j, struct lz_oci_desc *d, const char *what, struct lz_error *err) {
     if (!json_is_object(j))
         return lz_error_set(err, -EBADMSG, "%s: descriptor is not an object", what);
@@ -428,8 +423,7 @@ int lz_oci_parse_desc(json_t *j, struct lz_oci_desc *d, const char *what, struct
     d->digest = lz_json_str(j, "digest");
     json_t *sz = json_object_get(j, "size");
     if (!d->digest || strncmp(d->digest, "sha256:", 7) != 0)
-        return lz_error_set(err, -ENOTSUP, "%s: only sha256 digests are supported (got \"%s\")", what,
-                            d->digest ?: "");
+        return lz_error_set(err, -ENOTSUP, "%s: only sha256 digests are supported (got \"%s\")", what, d->digest ?: "");
     if (!lz_oci_digest_valid(d->digest))
         return lz_error_set(err, -EBADMSG, "%s: invalid digest \"%s\"", what, d->digest);
     if (!json_is_integer(sz) || json_integer_value(sz) < 0 || (uint64_t)json_integer_value(sz) > LZ_OCI_MAX_BLOB)
@@ -440,7 +434,9 @@ int lz_oci_parse_desc(json_t *j, struct lz_oci_desc *d, const char *what, struct
 
 static bool layer_type_ok(const char *mt) {
     static const char *const ok[] = {
-        LZ_MT_LAYER_TAR, LZ_MT_LAYER_GZIP, LZ_MT_LAYER_ZSTD,
+        LZ_MT_LAYER_TAR,
+        LZ_MT_LAYER_GZIP,
+        LZ_MT_LAYER_ZSTD,
         "application/vnd.oci.image.layer.nondistributable.v1.tar",
         "application/vnd.oci.image.layer.nondistributable.v1.tar+gzip",
         "application/vnd.oci.image.layer.nondistributable.v1.tar+zstd",
@@ -452,7 +448,6 @@ static bool layer_type_ok(const char *mt) {
             return true;
     return false;
 }
-
 
 void lz_oci_manifest_clear(struct lz_oci_manifest *m) {
     if (m->doc)

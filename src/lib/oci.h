@@ -41,8 +41,7 @@ const char *lz_oci_host_arch(void);
 void lz_progress_report(lz_progress_fn fn, void *ud, const char *phase, uint64_t done, uint64_t total);
 /* Reads a regular file of at most max bytes, opened confined under dirfd
  * (lz_openat_beneath); returns -errno without a message. */
-int lz_oci_read_beneath(int dirfd, const char *path, bool allow_symlinks, size_t max, char **ret_buf,
-                        size_t *ret_len);
+int lz_oci_read_beneath(int dirfd, const char *path, bool allow_symlinks, size_t max, char **ret_buf, size_t *ret_len);
 /* "sha256:" + 64 lowercase hex. */
 bool lz_oci_digest_valid(const char *d);
 /* "blobs/sha256/<hex>" of a valid digest. */
@@ -64,9 +63,9 @@ char *lz_json_dump_compact(json_t *j);
 /* ---- the store ---- */
 
 struct lz_oci_store {
-    int fd;      /* <data_root>/images */
-    int blobs;   /* <data_root>/images/blobs/sha256 */
-    char *path;  /* <data_root>/images */
+    int fd;     /* <data_root>/images */
+    int blobs;  /* <data_root>/images/blobs/sha256 */
+    char *path; /* <data_root>/images */
 };
 
 /* Opens <data_root>/images (with create: making it and its oci-layout and
@@ -100,15 +99,14 @@ int lz_oci_hash_copy(int src, int dst, uint64_t limit, const struct lz_oci_copy_
 int lz_oci_put_fd(const struct lz_oci_store *st, int src, const char *expected_digest, int64_t expected_size,
                   const struct lz_oci_copy_progress *pc, char ret_digest[LZ_OCI_DIGEST_LEN + 1], uint64_t *ret_size,
                   struct lz_error *err);
-int lz_oci_put_mem(const struct lz_oci_store *st, const void *buf, size_t len,
-                   char ret_digest[LZ_OCI_DIGEST_LEN + 1], struct lz_error *err);
+int lz_oci_put_mem(const struct lz_oci_store *st, const void *buf, size_t len, char ret_digest[LZ_OCI_DIGEST_LEN + 1],
+                   struct lz_error *err);
 /* Reads a small store blob (at most LZ_OCI_MAX_JSON) and checks its digest. */
 int lz_oci_read_blob(const struct lz_oci_store *st, const char *digest, char **ret_buf, size_t *ret_len,
                      struct lz_error *err);
 /* Creates and opens images/<prefix><random>, a private scratch directory
  * (the caller removes it with lz_prepare_remove_tree). */
-int lz_oci_scratch(const struct lz_oci_store *st, const char *prefix, char name[64], int *ret_fd,
-                   struct lz_error *err);
+int lz_oci_scratch(const struct lz_oci_store *st, const char *prefix, char name[64], int *ret_fd, struct lz_error *err);
 
 /* ---- descriptors and manifests ---- */
 

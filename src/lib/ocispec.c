@@ -8,10 +8,9 @@
 /* Docker's default capability set without CAP_NET_RAW: enough for package
  * managers as root in the sandbox; nothing that administers the network. */
 static const char *const caps[] = {
-    "CAP_CHOWN",  "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",
-    "CAP_MKNOD",  "CAP_SETGID",       "CAP_SETUID",           "CAP_SETFCAP",
-    "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL",
-    "CAP_AUDIT_WRITE",
+    "CAP_CHOWN",      "CAP_DAC_OVERRIDE", "CAP_FSETID",      "CAP_FOWNER",  "CAP_MKNOD",
+    "CAP_SETGID",     "CAP_SETUID",       "CAP_SETFCAP",     "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+    "CAP_SYS_CHROOT", "CAP_KILL",         "CAP_AUDIT_WRITE",
 };
 
 static json_t *caps_json(void) {
@@ -26,8 +25,7 @@ static json_t *caps_json(void) {
     return c;
 }
 
-static json_t *mount_json(const char *dest, const char *type, const char *src,
-                          const char *const *opts) {
+static json_t *mount_json(const char *dest, const char *type, const char *src, const char *const *opts) {
     json_t *m = json_object();
     json_object_set_new(m, "destination", json_string(dest));
     json_object_set_new(m, "type", json_string(type));
@@ -91,8 +89,7 @@ int lz_oci_workspace_mounts(const char *ws, const char *view, struct lz_oci_bind
         if (type_at(gfd, "hooks") == 0 && mkdirat(gfd, "hooks", 0755) < 0 && errno != EEXIST)
             return lz_error_set(err, -errno, "cannot create %s/hooks: %s", gitdir, strerror(errno));
         if (type_at(gfd, "hooks") != S_IFDIR)
-            return lz_error_set(err, -EINVAL,
-                                "%s/hooks is not a directory: refusing to start (it cannot be hidden)",
+            return lz_error_set(err, -EINVAL, "%s/hooks is not a directory: refusing to start (it cannot be hidden)",
                                 gitdir);
         add_str(tmpfs, n_tmpfs, "/workspace/.git/hooks");
     } else if (git == S_IFREG) {
@@ -101,8 +98,7 @@ int lz_oci_workspace_mounts(const char *ws, const char *view, struct lz_oci_bind
         _cleanup_free_ char *gf = lz_xasprintf("%s/.git", view);
         add_bind(binds, n_binds, gf, "/workspace/.git", true);
     } else if (git != 0) {
-        return lz_error_set(err, -EINVAL, "%s/.git is neither a directory nor a file: refusing to start",
-                            ws);
+        return lz_error_set(err, -EINVAL, "%s/.git is neither a directory nor a file: refusing to start", ws);
     }
     static const char *const hidden[] = { ".vscode", ".idea" };
     for (size_t i = 0; i < LZ_ARRAY_SIZE(hidden); i++) {
@@ -122,7 +118,8 @@ int lz_oci_sandbox_config(const struct lz_sandbox_spec *s, char **ret_json, stru
     json_object_set_new(proc, "terminal", json_false());
     json_object_set_new(proc, "user", json_pack("{s:i,s:i}", "uid", 0, "gid", 0));
     json_object_set_new(proc, "args", json_pack("[s]", "/run/lazaret/init"));
-    json_object_set_new(proc, "env", json_pack("[s]", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
+    json_object_set_new(proc, "env",
+                        json_pack("[s]", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
     json_object_set_new(proc, "cwd", json_string("/"));
     json_object_set_new(proc, "capabilities", caps_json());
     json_object_set_new(proc, "noNewPrivileges", json_true());
@@ -155,8 +152,8 @@ int lz_oci_sandbox_config(const struct lz_sandbox_spec *s, char **ret_json, stru
         return r;
     }
     for (size_t i = 0; i < nwb; i++)
-        json_array_append_new(mounts, mount_json(wb[i].destination, "bind", wb[i].source,
-                                                 wb[i].read_only ? ro_o : rw_o));
+        json_array_append_new(mounts,
+                              mount_json(wb[i].destination, "bind", wb[i].source, wb[i].read_only ? ro_o : rw_o));
     for (size_t i = 0; i < ntmp; i++) {
         json_array_append_new(mounts, mount_json(tmpd[i], "tmpfs", "tmpfs", hide_o));
         free(tmpd[i]);
@@ -164,8 +161,9 @@ int lz_oci_sandbox_config(const struct lz_sandbox_spec *s, char **ret_json, stru
     free(tmpd);
     lz_oci_binds_free(wb, nwb);
     for (size_t i = 0; i < s->n_binds; i++)
-        json_array_append_new(mounts, mount_json(s->binds[i].destination, "bind", s->binds[i].source,
-                                                 s->binds[i].read_only ? ro_o : rw_o));
+        json_array_append_new(
+            mounts,
+            mount_json(s->binds[i].destination, "bind", s->binds[i].source, s->binds[i].read_only ? ro_o : rw_o));
     json_object_set_new(root, "mounts", mounts);
 
     json_t *ns = json_array();
@@ -192,8 +190,7 @@ int lz_oci_process_json(const struct lz_exec_spec *e, char **ret_json, struct lz
     json_t *p = json_object();
     json_object_set_new(p, "terminal", json_boolean(e->terminal));
     if (e->terminal && e->rows && e->cols)
-        json_object_set_new(p, "consoleSize",
-                            json_pack("{s:i,s:i}", "height", e->rows, "width", e->cols));
+        json_object_set_new(p, "consoleSize", json_pack("{s:i,s:i}", "height", e->rows, "width", e->cols));
     json_object_set_new(p, "user", json_pack("{s:i,s:i}", "uid", 0, "gid", 0));
     json_t *a = json_array();
     for (char *const *v = e->argv; *v; v++)

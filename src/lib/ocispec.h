@@ -19,22 +19,22 @@
 #include "util.h"
 
 struct lz_oci_bind {
-    char *source;       /* host path (absolute) */
-    char *destination;  /* sandbox path */
+    char *source;      /* host path (absolute) */
+    char *destination; /* sandbox path */
     bool read_only;
 };
 
 struct lz_sandbox_spec {
-    const char *rootfs;        /* prepared lower (absolute, no symlinks) */
-    const char *workspace;     /* canonical workspace */
-    const char *view;          /* the router's view of it (source of /workspace) */
-    const char *init_path;     /* host path of lazaret-init */
+    const char *rootfs;    /* prepared lower (absolute, no symlinks) */
+    const char *workspace; /* canonical workspace */
+    const char *view;      /* the router's view of it (source of /workspace) */
+    const char *init_path; /* host path of lazaret-init */
     const char *hostname;
-    const char *netns_path;    /* NULL: runsc's own empty network namespace */
+    const char *netns_path;            /* NULL: runsc's own empty network namespace */
     const struct lz_oci_bind *anchors; /* State Anchor layers: mounted first, so that the
-                                         * network files and volumes land on top of them */
+                                        * network files and volumes land on top of them */
     size_t n_anchors;
-    const struct lz_oci_bind *binds;  /* volumes, terminfo, ... */
+    const struct lz_oci_bind *binds; /* volumes, terminfo, ... */
     size_t n_binds;
 };
 

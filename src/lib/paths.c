@@ -17,12 +17,11 @@ static int check_private_dir(const char *p, struct lz_error *err) {
     if (!S_ISDIR(st.st_mode))
         return lz_error_set(err, -ENOTDIR, "%s is not a directory", p);
     if (st.st_uid != getuid())
-        return lz_error_set(err, -EPERM, "%s belongs to uid %u, not to you (uid %u): remove it",
-                            p, st.st_uid, getuid());
+        return lz_error_set(err, -EPERM, "%s belongs to uid %u, not to you (uid %u): remove it", p, st.st_uid,
+                            getuid());
     if (st.st_mode & 077) {
         if (chmod(p, 0700) < 0)
-            return lz_error_set(err, -errno, "%s has mode %o and cannot be made 0700", p,
-                                st.st_mode & 07777);
+            return lz_error_set(err, -errno, "%s has mode %o and cannot be made 0700", p, st.st_mode & 07777);
     }
     return 0;
 }
@@ -35,8 +34,7 @@ int lz_runtime_dir(char **ret, struct lz_error *err) {
     else
         dir = lz_xasprintf("/tmp/lazaret-%u", (unsigned)getuid());
     if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-        return lz_error_set(err, -errno, "cannot create runtime directory %s: %s", dir,
-                            strerror(errno));
+        return lz_error_set(err, -errno, "cannot create runtime directory %s: %s", dir, strerror(errno));
     int r = check_private_dir(dir, err);
     if (r < 0)
         return r;
@@ -69,14 +67,11 @@ int lz_libexec_path(const char *name, char **ret, struct lz_error *err) {
         *ret = TAKE_PTR(p);
         return 0;
     }
-    return lz_error_set(err, -ENOENT, "%s not found next to lazaret or in %s: reinstall lazaret",
-                        name, LZ_LIBEXECDIR);
+    return lz_error_set(err, -ENOENT, "%s not found next to lazaret or in %s: reinstall lazaret", name, LZ_LIBEXECDIR);
 }
 
 char *lz_domain_socket_path(const char *rt, const char *hex) {
     /* 128 bits of the Domain ID keep the path within sun_path. */
     return lz_xasprintf("%s/%.32s.sock", rt, hex);
 }
-char *lz_domain_start_lock_path(const char *rt, const char *hex) {
-    return lz_xasprintf("%s/%.32s.start", rt, hex);
-}
+char *lz_domain_start_lock_path(const char *rt, const char *hex) { return lz_xasprintf("%s/%.32s.start", rt, hex); }

@@ -31,8 +31,8 @@ bool lz_prepare_keeps_setid(void) {
 /* ---- layer context ---- */
 
 struct fixup {
-    char *path;           /* relative, normalised, non-empty */
-    size_t depth, idx;    /* for ordering: deepest first, then recording order */
+    char *path;        /* relative, normalised, non-empty */
+    size_t depth, idx; /* for ordering: deepest first, then recording order */
     mode_t mode;
     bool has_time;
     struct timespec mtime;
@@ -52,9 +52,9 @@ static int mount_id_of(int fd, uint64_t *ret) {
 
 struct layer {
     int root;
-    uint64_t root_mnt;    /* the mount every confined open must stay on */
-    bool chown_ok;        /* euid == 0 */
-    bool keep_setid;      /* CAP_CHOWN */
+    uint64_t root_mnt; /* the mount every confined open must stay on */
+    bool chown_ok;     /* euid == 0 */
+    bool keep_setid;   /* CAP_CHOWN */
     uid_t euid;
     const struct lz_idmap_ranges *shift; /* see lz_layer_opts */
     uint64_t bytes, max_bytes;
@@ -94,8 +94,11 @@ static void add_fixup(struct layer *l, const char *path, mode_t mode, const stru
     for (const char *s = path; *s; s++)
         depth += *s == '/';
     l->fixups[l->n_fixups] = (struct fixup){
-        .path = lz_xstrdup(path), .depth = depth, .idx = l->n_fixups,
-        .mode = mode, .has_time = mtime != NULL,
+        .path = lz_xstrdup(path),
+        .depth = depth,
+        .idx = l->n_fixups,
+        .mode = mode,
+        .has_time = mtime != NULL,
         .mtime = mtime ? *mtime : (struct timespec){ 0 },
     };
     l->n_fixups++;
@@ -171,14 +174,10 @@ static int ensure_dir_usable(struct layer *l, int fd, const char *relpath) {
 
 static int refuse_walk(struct layer *l, int r, const char *path) {
     switch (r) {
-    case -ELOOP:
-        return lz_error_set(l->err, -EPERM, "entry \"%s\": a parent is a symlink", path);
-    case -ENOTDIR:
-        return lz_error_set(l->err, -EPERM, "entry \"%s\": a parent is not a directory", path);
-    case -EXDEV:
-        return lz_error_set(l->err, -EPERM, "entry \"%s\": a parent escapes the rootfs", path);
-    default:
-        return lz_error_set(l->err, r, "entry \"%s\": cannot open parent: %s", path, strerror(-r));
+    case -ELOOP: return lz_error_set(l->err, -EPERM, "entry \"%s\": a parent is a symlink", path);
+    case -ENOTDIR: return lz_error_set(l->err, -EPERM, "entry \"%s\": a parent is not a directory", path);
+    case -EXDEV: return lz_error_set(l->err, -EPERM, "entry \"%s\": a parent escapes the rootfs", path);
+    default: return lz_error_set(l->err, r, "entry \"%s\": cannot open parent: %s", path, strerror(-r));
     }
 }
 
@@ -265,7 +264,7 @@ static int remove_existing(struct layer *l, int parent, const char *name, bool k
 static mode_t entry_mode(const struct layer *l, struct archive_entry *e) {
     mode_t m = archive_entry_perm(e) & 07777;
     if (!l->keep_setid)
-        m &= (mode_t)~(S_ISUID | S_ISGID);
+        m &= (mode_t) ~(S_ISUID | S_ISGID);
     return m;
 }
 
@@ -344,8 +343,8 @@ static int write_data(struct layer *l, struct archive *a, int fd, uint64_t size,
     return 0;
 }
 
-static int do_regular(struct layer *l, struct archive *a, struct archive_entry *e, int parent,
-                      const char *base, const char *norm) {
+static int do_regular(struct layer *l, struct archive *a, struct archive_entry *e, int parent, const char *base,
+                      const char *norm) {
     if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0 ||
         (uint64_t)archive_entry_size(e) > LZ_PREPARE_MAX_FILE_SIZE)
         return lz_error_set(l->err, -EFBIG, "entry \"%s\": absurd size", norm);
@@ -353,7 +352,8 @@ static int do_regular(struct layer *l, struct archive *a, struct archive_entry *
     int r = remove_existing(l, parent, base, false, NULL);
     if (r < 0)
         return lz_error_set(l->err, r, "entry \"%s\": cannot replace existing entry: %s", norm, strerror(-r));
-    _cleanup_close_ int fd = openat(parent, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+    _cleanup_close_ int fd =
+        openat(parent, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
     if (fd < 0)
         return lz_error_set(l->err, -errno, "entry \"%s\": create: %m", norm);
     r = write_data(l, a, fd, size, norm);
@@ -632,16 +632,11 @@ static int apply_entry(struct layer *l, struct archive *a, struct archive_entry 
     if (hardlink)
         return do_hardlink(l, hardlink, parent, base, norm);
     switch (type) {
-    case AE_IFREG:
-        return do_regular(l, a, e, parent, base, norm);
-    case AE_IFDIR:
-        return do_dir(l, e, parent, base, norm);
-    case AE_IFLNK:
-        return do_symlink(l, e, parent, base, norm);
-    case AE_IFIFO:
-        return do_fifo(l, e, parent, base, norm);
-    default:
-        return lz_error_set(l->err, -EINVAL, "entry \"%s\": unsupported type 0%o", norm, (unsigned)type);
+    case AE_IFREG: return do_regular(l, a, e, parent, base, norm);
+    case AE_IFDIR: return do_dir(l, e, parent, base, norm);
+    case AE_IFLNK: return do_symlink(l, e, parent, base, norm);
+    case AE_IFIFO: return do_fifo(l, e, parent, base, norm);
+    default: return lz_error_set(l->err, -EINVAL, "entry \"%s\": unsupported type 0%o", norm, (unsigned)type);
     }
 }
 
@@ -768,8 +763,7 @@ static la_ssize_t reader_read(struct archive *a, void *ud, const void **ret_buf)
     return n;
 }
 
-static int apply_stream(int rootfs_dirfd, struct reader *rd, const struct lz_layer_opts *opts,
-                        struct lz_error *err) {
+static int apply_stream(int rootfs_dirfd, struct reader *rd, const struct lz_layer_opts *opts, struct lz_error *err) {
     if (sodium_init() < 0)
         return lz_error_set(err, -EIO, "libsodium initialisation failed");
     struct lz_prepare_stats local = { 0 };
@@ -798,10 +792,8 @@ static int apply_stream(int rootfs_dirfd, struct reader *rd, const struct lz_lay
     r = 0;
     /* In-process decompressors only: a WARN here means libarchive would run
      * an external program on attacker-controlled bytes. */
-    if (archive_read_support_filter_gzip(a) != ARCHIVE_OK ||
-        archive_read_support_filter_zstd(a) != ARCHIVE_OK ||
-        archive_read_support_format_tar(a) != ARCHIVE_OK ||
-        archive_read_support_format_empty(a) != ARCHIVE_OK) {
+    if (archive_read_support_filter_gzip(a) != ARCHIVE_OK || archive_read_support_filter_zstd(a) != ARCHIVE_OK ||
+        archive_read_support_format_tar(a) != ARCHIVE_OK || archive_read_support_format_empty(a) != ARCHIVE_OK) {
         r = lz_error_set(err, -ENOTSUP, "libarchive lacks in-process gzip/zstd/tar support");
         goto out;
     }
@@ -865,8 +857,7 @@ out:
     return lz_error_sanitize(err, r);
 }
 
-int lz_prepare_apply_layer(int rootfs_dirfd, int layer_fd, const struct lz_layer_opts *opts,
-                           struct lz_error *err) {
+int lz_prepare_apply_layer(int rootfs_dirfd, int layer_fd, const struct lz_layer_opts *opts, struct lz_error *err) {
     _cleanup_free_ uint8_t *buf = lz_xmalloc(READ_CHUNK);
     struct reader rd = { .fd = layer_fd, .buf = buf };
     return apply_stream(rootfs_dirfd, &rd, opts, err);
@@ -876,8 +867,8 @@ int lz_prepare_apply_layer_fd(int rootfs_dirfd, int layer_fd, struct lz_error *e
     return lz_prepare_apply_layer(rootfs_dirfd, layer_fd, NULL, err);
 }
 
-int lz_prepare_apply_layer_mem_opts(int rootfs_dirfd, const void *buf, size_t len,
-                                    const struct lz_layer_opts *opts, struct lz_error *err) {
+int lz_prepare_apply_layer_mem_opts(int rootfs_dirfd, const void *buf, size_t len, const struct lz_layer_opts *opts,
+                                    struct lz_error *err) {
     static const uint8_t empty[1];
     struct reader rd = { .fd = -EBADF, .mem = len ? buf : empty, .mem_len = len };
     return apply_stream(rootfs_dirfd, &rd, opts, err);

@@ -78,30 +78,30 @@
  * calling thread; must not call back into the library. */
 typedef void (*lz_progress_fn)(void *ud, const char *phase, uint64_t done, uint64_t total);
 
-#define LZ_PREPARE_MAX_FILE_SIZE (UINT64_C(64) << 30)   /* one file's declared size */
+#define LZ_PREPARE_MAX_FILE_SIZE (UINT64_C(64) << 30)    /* one file's declared size */
 #define LZ_PREPARE_MAX_LAYER_BYTES (UINT64_C(256) << 30) /* data written per layer */
-#define LZ_PREPARE_MAX_ENTRIES (UINT64_C(4) << 20)      /* entries per layer */
-#define LZ_PREPARE_MAX_OTHER_DATA (UINT64_C(1) << 20)   /* declared data of a non-regular entry */
+#define LZ_PREPARE_MAX_ENTRIES (UINT64_C(4) << 20)       /* entries per layer */
+#define LZ_PREPARE_MAX_OTHER_DATA (UINT64_C(1) << 20)    /* declared data of a non-regular entry */
 
 struct lz_prepare_stats {
-    uint64_t entries;          /* headers read */
+    uint64_t entries; /* headers read */
     uint64_t regular, dirs, symlinks, hardlinks, fifos;
     uint64_t whiteouts, opaques;
-    uint64_t devices_skipped;  /* char/block devices and sockets */
-    uint64_t chown_failed;     /* ids the user namespace cannot map */
-    uint64_t bytes;            /* file data written */
+    uint64_t devices_skipped; /* char/block devices and sockets */
+    uint64_t chown_failed;    /* ids the user namespace cannot map */
+    uint64_t bytes;           /* file data written */
 };
 
 struct lz_layer_opts {
     /* "sha256:<hex>": the whole stream (to EOF) must hash to this, else
      * -EBADMSG after extraction. NULL: not checked. */
     const char *expected_digest;
-    lz_progress_fn progress;   /* done = compressed bytes read */
+    lz_progress_fn progress; /* done = compressed bytes read */
     void *ud;
-    const char *phase;         /* default "prepare" */
-    uint64_t progress_base;    /* added to done */
+    const char *phase;      /* default "prepare" */
+    uint64_t progress_base; /* added to done */
     uint64_t progress_total;
-    uint64_t max_bytes;        /* 0: LZ_PREPARE_MAX_LAYER_BYTES */
+    uint64_t max_bytes;             /* 0: LZ_PREPARE_MAX_LAYER_BYTES */
     struct lz_prepare_stats *stats; /* accumulated into when non-NULL */
     /* When root prepares for its own Domains, which map sandbox IDs 1..N to
      * its subordinate range (idmap.h), image owner u >= 1 is stored as host
@@ -113,12 +113,11 @@ struct lz_layer_opts {
 
 /* Applies one layer read from layer_fd (read to EOF, not closed) onto the
  * directory rootfs_dirfd. opts may be NULL. */
-int lz_prepare_apply_layer(int rootfs_dirfd, int layer_fd, const struct lz_layer_opts *opts,
-                           struct lz_error *err);
+int lz_prepare_apply_layer(int rootfs_dirfd, int layer_fd, const struct lz_layer_opts *opts, struct lz_error *err);
 int lz_prepare_apply_layer_fd(int rootfs_dirfd, int layer_fd, struct lz_error *err);
 int lz_prepare_apply_layer_mem(int rootfs_dirfd, const void *buf, size_t len, struct lz_error *err);
-int lz_prepare_apply_layer_mem_opts(int rootfs_dirfd, const void *buf, size_t len,
-                                    const struct lz_layer_opts *opts, struct lz_error *err);
+int lz_prepare_apply_layer_mem_opts(int rootfs_dirfd, const void *buf, size_t len, const struct lz_layer_opts *opts,
+                                    struct lz_error *err);
 
 /* The preparer's version string: part of the prepared-artifact ID, so any
  * change to the rules above that can change a tree must bump it. */

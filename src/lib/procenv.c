@@ -13,9 +13,13 @@ char *const lz_helper_envp[] = { (char *)LZ_HELPER_PATH, NULL };
  * and the Supervisor (crash points, fake boot ID, model trace, tool paths).
  * The test hooks exist only in test builds (util.h lz_test_hook). */
 const char *const lz_env_hooks[] = {
-    "LAZARET_DEBUG", "LAZARET_RUNSC", "LAZARET_SLIRP4NETNS",
+    "LAZARET_DEBUG",
+    "LAZARET_RUNSC",
+    "LAZARET_SLIRP4NETNS",
 #ifdef LZ_TEST_HOOKS
-    "LAZARET_TEST_BOOT_ID", "LAZARET_TEST_CRASH", "LAZARET_TEST_NETFOLLOW",
+    "LAZARET_TEST_BOOT_ID",
+    "LAZARET_TEST_CRASH",
+    "LAZARET_TEST_NETFOLLOW",
 #endif
     NULL,
 };
@@ -26,8 +30,16 @@ const char *const lz_env_hooks[] = {
  * the developer's git does, so Git's own config-locating variables come
  * along, and the scan's bounds. */
 static const char *const coordinator_dirs[] = {
-    "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
-    "GIT_CONFIG_NOSYSTEM", "LAZARET_GIT_SCAN_MAX_ENTRIES", "LAZARET_GIT_SCAN_MAX_DEPTH", NULL,
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_RUNTIME_DIR",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_NOSYSTEM",
+    "LAZARET_GIT_SCAN_MAX_ENTRIES",
+    "LAZARET_GIT_SCAN_MAX_DEPTH",
+    NULL,
 };
 
 /* The image tools' legitimate needs: finding themselves and their helpers
@@ -35,10 +47,33 @@ static const char *const coordinator_dirs[] = {
  * registry auth), temporary space, messages, and the network path to the
  * registry or the Debian mirror (proxies, TLS trust). */
 static const char *const tool_vars[] = {
-    "PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES",
-    "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY",
-    "SSL_CERT_FILE", "SSL_CERT_DIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "REGISTRY_AUTH_FILE", "DOCKER_CONFIG",
-    "CONTAINERS_REGISTRIES_CONF", "SOURCE_DATE_EPOCH", NULL,
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "TMPDIR",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "http_proxy",
+    "HTTP_PROXY",
+    "https_proxy",
+    "HTTPS_PROXY",
+    "no_proxy",
+    "NO_PROXY",
+    "all_proxy",
+    "ALL_PROXY",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "XDG_RUNTIME_DIR",
+    "XDG_CONFIG_HOME",
+    "REGISTRY_AUTH_FILE",
+    "DOCKER_CONFIG",
+    "CONTAINERS_REGISTRIES_CONF",
+    "SOURCE_DATE_EPOCH",
+    NULL,
 };
 
 /* Longer values are not copied: none of these legitimately is. */
@@ -133,8 +168,8 @@ int lz_envpass_create(const struct lz_config *c, int *ret_fd, struct lz_error *e
         const char *var = e->reference + 4;
         bool dup = false;
         for (size_t k = 0; k < i && !dup; k++)
-            dup = c->profile.env[k].reference && c->profile.env[k].value &&
-                  !strcmp(c->profile.env[k].reference + 4, var);
+            dup =
+                c->profile.env[k].reference && c->profile.env[k].value && !strcmp(c->profile.env[k].reference + 4, var);
         if (dup)
             continue;
         size_t nl = strlen(var), vl = strlen(e->value);
@@ -154,8 +189,7 @@ int lz_envpass_create(const struct lz_config *c, int *ret_fd, struct lz_error *e
     if (r < 0) {
         if (fd >= 0)
             close(fd);
-        return lz_error_set(err, r, "cannot hand the profile's environment to the Host Coordinator: %s",
-                            strerror(-r));
+        return lz_error_set(err, r, "cannot hand the profile's environment to the Host Coordinator: %s", strerror(-r));
     }
     *ret_fd = fd;
     return 0;

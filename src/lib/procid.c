@@ -66,8 +66,9 @@ int lz_procid_from_pidfd(int pidfd, pid_t pid, struct lz_procid *ret) {
     struct stat st;
     if (fstat(pidfd, &st) < 0)
         return -errno;
-    struct lz_procid id = { .dev = (uint64_t)st.st_dev, .ino = (uint64_t)st.st_ino, .pid = pid,
-                            .start_time = start_time_of(pid) };
+    struct lz_procid id = {
+        .dev = (uint64_t)st.st_dev, .ino = (uint64_t)st.st_ino, .pid = pid, .start_time = start_time_of(pid)
+    };
     snprintf(id.boot_id, sizeof id.boot_id, "%s", lz_boot_id());
     if (!id.boot_id[0])
         return -ENOENT;
@@ -144,8 +145,8 @@ int lz_procid_kill(const struct lz_procid *id, int timeout_ms) {
 }
 
 void lz_procid_format(const struct lz_procid *id, char *buf, size_t len) {
-    snprintf(buf, len, "%s:%" PRIu64 ":%" PRIu64 ":%" PRId64 ":%" PRId64, id->boot_id[0] ? id->boot_id : "-",
-             id->dev, id->ino, id->pid, id->start_time);
+    snprintf(buf, len, "%s:%" PRIu64 ":%" PRIu64 ":%" PRId64 ":%" PRId64, id->boot_id[0] ? id->boot_id : "-", id->dev,
+             id->ino, id->pid, id->start_time);
 }
 
 int lz_procid_parse(const char *s, struct lz_procid *ret) {

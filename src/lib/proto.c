@@ -4,7 +4,11 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-struct wbuf { uint8_t *p; size_t cap, len; bool overflow; };
+struct wbuf {
+    uint8_t *p;
+    size_t cap, len;
+    bool overflow;
+};
 
 static void w_bytes(struct wbuf *w, const void *b, size_t n) {
     if (w->overflow || n > w->cap - w->len) {
@@ -56,7 +60,10 @@ int lz_hello_encode(const struct lz_hello *h, uint8_t *buf, size_t cap, size_t *
     return 0;
 }
 
-struct rbuf { const uint8_t *p; size_t len, off; };
+struct rbuf {
+    const uint8_t *p;
+    size_t len, off;
+};
 
 static int r_bytes(struct rbuf *r, void *out, size_t n) {
     if (n > r->len - r->off)
@@ -136,8 +143,8 @@ int lz_hello_decode(const uint8_t *buf, size_t len, struct lz_hello *ret, struct
         goto bad;
     if (h.version != LZ_PROTO_VERSION)
         return lz_error_set(err, -EPROTONOSUPPORT,
-                            "client speaks protocol %u, coordinator %u: use the same lazaret binary",
-                            h.version, LZ_PROTO_VERSION);
+                            "client speaks protocol %u, coordinator %u: use the same lazaret binary", h.version,
+                            LZ_PROTO_VERSION);
     if ((e = r_bytes(&r, h.domain_id, 32)) < 0 || (e = r_bytes(&r, h.fingerprint, 32)) < 0 ||
         (e = r_u32(&r, &h.flags)) < 0 || (e = r_bytes(&r, rc, 4)) < 0)
         goto bad;

@@ -31,20 +31,20 @@
 #define LZ_PROTO_ENV_MAX 64
 
 enum lz_msg_type {
-    LZ_MSG_HELLO = 1,     /* c->hc */
-    LZ_MSG_READY = 2,     /* hc->c: session attached; payload: u32 session number (1, 2, ... per Domain) */
-    LZ_MSG_REFUSED = 3,   /* hc->c: payload: u32 code + message */
-    LZ_MSG_DATA = 4,      /* both: channel 0 stdin, 1 stdout, 2 stderr */
-    LZ_MSG_EOF = 5,       /* both: channel closed */
-    LZ_MSG_WINSIZE = 6,   /* c->hc: u16 rows, u16 cols */
-    LZ_MSG_SIGNAL = 7,    /* c->hc: u32 signal number (non-tty sessions) */
-    LZ_MSG_EXIT = 8,      /* hc->c: u32 status (code, or 128+signal) */
-    LZ_MSG_NOTICE = 9,    /* hc->c: a line to print on stderr */
+    LZ_MSG_HELLO = 1,   /* c->hc */
+    LZ_MSG_READY = 2,   /* hc->c: session attached; payload: u32 session number (1, 2, ... per Domain) */
+    LZ_MSG_REFUSED = 3, /* hc->c: payload: u32 code + message */
+    LZ_MSG_DATA = 4,    /* both: channel 0 stdin, 1 stdout, 2 stderr */
+    LZ_MSG_EOF = 5,     /* both: channel closed */
+    LZ_MSG_WINSIZE = 6, /* c->hc: u16 rows, u16 cols */
+    LZ_MSG_SIGNAL = 7,  /* c->hc: u32 signal number (non-tty sessions) */
+    LZ_MSG_EXIT = 8,    /* hc->c: u32 status (code, or 128+signal) */
+    LZ_MSG_NOTICE = 9,  /* hc->c: a line to print on stderr */
     /* Control connections (`lazaret ps`, `lazaret stop`): the first and
      * only message instead of HELLO. */
-    LZ_MSG_STATUS = 10,   /* c->hc: no payload; reply STATUS_REPLY */
+    LZ_MSG_STATUS = 10,       /* c->hc: no payload; reply STATUS_REPLY */
     LZ_MSG_STATUS_REPLY = 11, /* hc->c: JSON object (see docs/lazaret.1, ps --json) */
-    LZ_MSG_STOP = 12,     /* c->hc: u32 flags (LZ_STOP_FORCE); reply EXIT 0 once accepted */
+    LZ_MSG_STOP = 12,         /* c->hc: u32 flags (LZ_STOP_FORCE); reply EXIT 0 once accepted */
 };
 
 #define LZ_STOP_FORCE 0x1u
@@ -65,8 +65,10 @@ struct lz_hello {
     uint8_t fingerprint[32];
     uint32_t flags;
     uint16_t rows, cols;
-    char **argv; size_t argc;   /* NULL-terminated as well */
-    char **envv; size_t envc;   /* NULL-terminated as well */
+    char **argv;
+    size_t argc; /* NULL-terminated as well */
+    char **envv;
+    size_t envc; /* NULL-terminated as well */
     char *cwd;
 };
 
@@ -89,9 +91,13 @@ int lz_msg_send(int fd, uint8_t type, uint8_t channel, const void *payload, size
  * 0 on orderly EOF, or -errno; -EBADMSG for a truncated/short message. */
 ssize_t lz_msg_recv(int fd, uint8_t *buf, size_t cap);
 
-static inline void lz_put_u16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void lz_put_u16(uint8_t *p, uint16_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
 static inline void lz_put_u32(uint8_t *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
 }
 static inline uint16_t lz_get_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 static inline uint32_t lz_get_u32(const uint8_t *p) {

@@ -15,14 +15,11 @@ static const char *const names[LZ_REC_KIND_MAX + 1] = {
     [LZ_REC_CANCEL] = "cancel",
 };
 
-const char *lz_record_name(unsigned kind) {
-    return kind <= LZ_REC_KIND_MAX ? names[kind] : NULL;
-}
+const char *lz_record_name(unsigned kind) { return kind <= LZ_REC_KIND_MAX ? names[kind] : NULL; }
 
 /* ---- validation shared by encoder and decoder ---- */
 
-static int check_text(const char *s, size_t len, size_t max, bool nonempty, const char *what,
-                      struct lz_error *err) {
+static int check_text(const char *s, size_t len, size_t max, bool nonempty, const char *what, struct lz_error *err) {
     if (len > max)
         return lz_error_set(err, -E2BIG, "%s is %zu bytes, more than %zu", what, len, max);
     if (nonempty && len == 0)
@@ -36,8 +33,7 @@ static int check_text(const char *s, size_t len, size_t max, bool nonempty, cons
 
 static int check_argv(char *const *argv, size_t argc, bool allow_empty, struct lz_error *err) {
     if (argc > LZ_RECORD_ARGV_MAX)
-        return lz_error_set(err, -E2BIG, "argv has %zu elements, more than %d", argc,
-                            LZ_RECORD_ARGV_MAX);
+        return lz_error_set(err, -E2BIG, "argv has %zu elements, more than %d", argc, LZ_RECORD_ARGV_MAX);
     if (argc == 0 && !allow_empty)
         return lz_error_set(err, -EINVAL, "argv is empty");
     size_t total = 0;
@@ -70,8 +66,8 @@ static int check_record(const struct lz_record *rec, struct lz_error *err) {
         if (rec->request.expires_ms <= rec->request.created_ms)
             return lz_error_set(err, -EINVAL, "the request expires before it was created");
         if (rec->request.timeout_s > LZ_RECORD_TIMEOUT_MAX_S)
-            return lz_error_set(err, -EINVAL, "timeout %u s is more than %d s",
-                                rec->request.timeout_s, LZ_RECORD_TIMEOUT_MAX_S);
+            return lz_error_set(err, -EINVAL, "timeout %u s is more than %d s", rec->request.timeout_s,
+                                LZ_RECORD_TIMEOUT_MAX_S);
         return 0;
     }
     case LZ_REC_REQUEST_ACK:
@@ -83,31 +79,27 @@ static int check_record(const struct lz_record *rec, struct lz_error *err) {
             return lz_error_set(err, -EINVAL, "unknown decision %u", (unsigned)rec->decision.decision);
         if (rec->decision.decision == LZ_DECISION_DENIED && rec->decision.argc != 0)
             return lz_error_set(err, -EINVAL, "a denial carries an argv");
-        return check_argv(rec->decision.argv, rec->decision.argc,
-                          rec->decision.decision == LZ_DECISION_DENIED, err);
+        return check_argv(rec->decision.argv, rec->decision.argc, rec->decision.decision == LZ_DECISION_DENIED, err);
     case LZ_REC_RESULT_CHUNK:
         if (rec->chunk.stream != LZ_STREAM_STDOUT && rec->chunk.stream != LZ_STREAM_STDERR)
             return lz_error_set(err, -EINVAL, "unknown stream %u", (unsigned)rec->chunk.stream);
         if (rec->chunk.len == 0)
             return lz_error_set(err, -EINVAL, "an empty result chunk");
         if (rec->chunk.len > LZ_RECORD_CHUNK_MAX)
-            return lz_error_set(err, -E2BIG, "a result chunk of %zu bytes, more than %d",
-                                rec->chunk.len, LZ_RECORD_CHUNK_MAX);
+            return lz_error_set(err, -E2BIG, "a result chunk of %zu bytes, more than %d", rec->chunk.len,
+                                LZ_RECORD_CHUNK_MAX);
         return 0;
-    case LZ_REC_CHUNK_ACK:
-        return 0;
+    case LZ_REC_CHUNK_ACK: return 0;
     case LZ_REC_RESULT_END:
         if ((unsigned)rec->end.outcome > LZ_OUTCOME_FAILED)
             return lz_error_set(err, -EINVAL, "unknown outcome %u", (unsigned)rec->end.outcome);
         if (rec->end.exit_status < 0 || rec->end.exit_status > 255)
             return lz_error_set(err, -EINVAL, "exit status %d is not 0..255", rec->end.exit_status);
         if (rec->end.signal > LZ_RECORD_SIGNAL_MAX)
-            return lz_error_set(err, -EINVAL, "signal %u is not 0..%d", rec->end.signal,
-                                LZ_RECORD_SIGNAL_MAX);
+            return lz_error_set(err, -EINVAL, "signal %u is not 0..%d", rec->end.signal, LZ_RECORD_SIGNAL_MAX);
         /* A command ends by exit or by signal, not both; only a completed
          * command has an exit status. */
-        if (rec->end.exit_status != 0 &&
-            (rec->end.outcome != LZ_OUTCOME_COMPLETED || rec->end.signal != 0))
+        if (rec->end.exit_status != 0 && (rec->end.outcome != LZ_OUTCOME_COMPLETED || rec->end.signal != 0))
             return lz_error_set(err, -EINVAL, "an exit status with a signal or without completion");
         return 0;
     case LZ_REC_CANCEL:
@@ -166,8 +158,7 @@ static void w_argv(struct wr *w, char *const *argv, size_t argc) {
         w_str(w, argv[i], strlen(argv[i]));
 }
 
-int lz_record_encode(const struct lz_record *rec, uint8_t *buf, size_t cap, size_t *ret_len,
-                     struct lz_error *err) {
+int lz_record_encode(const struct lz_record *rec, uint8_t *buf, size_t cap, size_t *ret_len, struct lz_error *err) {
     int r = check_record(rec, err);
     if (r < 0)
         return r;
@@ -202,9 +193,7 @@ int lz_record_encode(const struct lz_record *rec, uint8_t *buf, size_t cap, size
         w_varint(&w, rec->chunk.stream);
         w_str(&w, rec->chunk.data, rec->chunk.len);
         break;
-    case LZ_REC_CHUNK_ACK:
-        w_varint(&w, rec->chunk_ack.next_seq);
-        break;
+    case LZ_REC_CHUNK_ACK: w_varint(&w, rec->chunk_ack.next_seq); break;
     case LZ_REC_RESULT_END:
         w_varint(&w, rec->end.outcome);
         w_i32(&w, rec->end.exit_status);
@@ -218,8 +207,8 @@ int lz_record_encode(const struct lz_record *rec, uint8_t *buf, size_t cap, size
         break;
     }
     if (w.overflow || w.len > LZ_RECORD_PAYLOAD_MAX)
-        return lz_error_set(err, -E2BIG, "the %s record does not fit in %zu bytes",
-                            lz_record_name(rec->kind), cap < LZ_RECORD_PAYLOAD_MAX ? cap : (size_t)LZ_RECORD_PAYLOAD_MAX);
+        return lz_error_set(err, -E2BIG, "the %s record does not fit in %zu bytes", lz_record_name(rec->kind),
+                            cap < LZ_RECORD_PAYLOAD_MAX ? cap : (size_t)LZ_RECORD_PAYLOAD_MAX);
     *ret_len = w.len;
     return 0;
 }
@@ -268,9 +257,7 @@ static int r_varint(struct rd *r, unsigned bits, uint64_t *ret) {
     }
 }
 
-static int r_u64(struct rd *r, uint64_t *ret) {
-    return r_varint(r, 64, ret);
-}
+static int r_u64(struct rd *r, uint64_t *ret) { return r_varint(r, 64, ret); }
 
 static int r_u32(struct rd *r, uint32_t *ret) {
     uint64_t v;
@@ -310,8 +297,9 @@ static int r_str(struct rd *r, size_t max, char **ret, size_t *ret_len) {
     if (e < 0)
         return e;
     if (n > max)
-        return lz_error_set(r->err, -E2BIG, "malformed record at byte %zu: a string of %" PRIu64
-                            " bytes, more than %zu", r->off, n, max);
+        return lz_error_set(r->err, -E2BIG,
+                            "malformed record at byte %zu: a string of %" PRIu64 " bytes, more than %zu", r->off, n,
+                            max);
     if (n > r->len - r->off)
         return r_fail(r, "truncated string");
     char *s = lz_xmalloc((size_t)n + 1);
@@ -338,8 +326,8 @@ static int r_argv(struct rd *r, char ***ret, size_t *ret_argc) {
     if (e < 0)
         return e;
     if (n > LZ_RECORD_ARGV_MAX)
-        return lz_error_set(r->err, -E2BIG, "malformed record: argv has %" PRIu64
-                            " elements, more than %d", n, LZ_RECORD_ARGV_MAX);
+        return lz_error_set(r->err, -E2BIG, "malformed record: argv has %" PRIu64 " elements, more than %d", n,
+                            LZ_RECORD_ARGV_MAX);
     /* Each element takes at least its one-byte length. */
     if (n > r->len - r->off)
         return r_fail(r, "truncated argv");
@@ -364,13 +352,11 @@ static int r_argv(struct rd *r, char ***ret, size_t *ret_argc) {
     return 0;
 }
 
-int lz_record_decode(unsigned kind, const uint8_t *buf, size_t len, struct lz_record *ret,
-                     struct lz_error *err) {
+int lz_record_decode(unsigned kind, const uint8_t *buf, size_t len, struct lz_record *ret, struct lz_error *err) {
     if (!lz_record_name(kind))
         return lz_error_set(err, -EBADMSG, "unknown record kind %u", kind);
     if (len > LZ_RECORD_PAYLOAD_MAX)
-        return lz_error_set(err, -E2BIG, "a record payload of %zu bytes, more than %d", len,
-                            LZ_RECORD_PAYLOAD_MAX);
+        return lz_error_set(err, -E2BIG, "a record payload of %zu bytes, more than %d", len, LZ_RECORD_PAYLOAD_MAX);
     struct rd r = { .p = buf, .len = len, .err = err };
     struct lz_record rec = { .kind = (enum lz_record_kind)kind };
     int e;
@@ -381,8 +367,7 @@ int lz_record_decode(unsigned kind, const uint8_t *buf, size_t len, struct lz_re
         return e;
     switch (rec.kind) {
     case LZ_REC_ESCALATION_REQUEST:
-        if ((e = r_u64(&r, &rec.request.created_ms)) < 0 ||
-            (e = r_u64(&r, &rec.request.expires_ms)) < 0 ||
+        if ((e = r_u64(&r, &rec.request.created_ms)) < 0 || (e = r_u64(&r, &rec.request.expires_ms)) < 0 ||
             (e = r_argv(&r, &rec.request.argv, &rec.request.argc)) < 0 ||
             (e = r_str(&r, LZ_RECORD_PATH_MAX, &rec.request.cwd, &l)) < 0)
             goto fail;
@@ -396,14 +381,12 @@ int lz_record_decode(unsigned kind, const uint8_t *buf, size_t len, struct lz_re
             e = r_fail(&r, "justification contains a NUL byte");
             goto fail;
         }
-        if ((e = r_u32(&r, &rec.request.timeout_s)) < 0 ||
-            (e = r_bool(&r, &rec.request.stdin_wanted)) < 0)
+        if ((e = r_u32(&r, &rec.request.timeout_s)) < 0 || (e = r_bool(&r, &rec.request.stdin_wanted)) < 0)
             goto fail;
         break;
     case LZ_REC_REQUEST_ACK:
         if ((e = r_bytes(&r, rec.ack.request_digest, LZ_RECORD_DIGEST_LEN)) < 0 ||
-            (e = r_u64(&r, &rec.ack.received_ms)) < 0 ||
-            (e = r_u64(&r, &rec.ack.decide_by_ms)) < 0)
+            (e = r_u64(&r, &rec.ack.received_ms)) < 0 || (e = r_u64(&r, &rec.ack.decide_by_ms)) < 0)
             goto fail;
         break;
     case LZ_REC_DEVELOPER_DECISION:
@@ -479,8 +462,8 @@ static uint8_t *signed_message(unsigned kind, const uint8_t *payload, size_t len
     return m;
 }
 
-int lz_record_sign(const uint8_t sk[crypto_sign_SECRETKEYBYTES], unsigned kind,
-                   const uint8_t *payload, size_t len, uint8_t ret_sig[crypto_sign_BYTES]) {
+int lz_record_sign(const uint8_t sk[crypto_sign_SECRETKEYBYTES], unsigned kind, const uint8_t *payload, size_t len,
+                   uint8_t ret_sig[crypto_sign_BYTES]) {
     if (!lz_record_name(kind) || len > LZ_RECORD_PAYLOAD_MAX)
         return -EINVAL;
     size_t mlen;
@@ -489,8 +472,8 @@ int lz_record_sign(const uint8_t sk[crypto_sign_SECRETKEYBYTES], unsigned kind,
     return 0;
 }
 
-int lz_record_verify(const uint8_t pk[crypto_sign_PUBLICKEYBYTES], unsigned kind,
-                     const uint8_t *payload, size_t len, const uint8_t sig[crypto_sign_BYTES]) {
+int lz_record_verify(const uint8_t pk[crypto_sign_PUBLICKEYBYTES], unsigned kind, const uint8_t *payload, size_t len,
+                     const uint8_t sig[crypto_sign_BYTES]) {
     if (!lz_record_name(kind) || len > LZ_RECORD_PAYLOAD_MAX)
         return -EBADMSG;
     size_t mlen;
@@ -498,8 +481,8 @@ int lz_record_verify(const uint8_t pk[crypto_sign_PUBLICKEYBYTES], unsigned kind
     return crypto_sign_verify_detached(sig, m, mlen, pk) == 0 ? 0 : -EBADMSG;
 }
 
-int lz_record_seal(const uint8_t sk[crypto_sign_SECRETKEYBYTES], const struct lz_record *rec,
-                   uint8_t *buf, size_t cap, size_t *ret_len, struct lz_error *err) {
+int lz_record_seal(const uint8_t sk[crypto_sign_SECRETKEYBYTES], const struct lz_record *rec, uint8_t *buf, size_t cap,
+                   size_t *ret_len, struct lz_error *err) {
     if (cap < LZ_RECORD_HDR)
         return lz_error_set(err, -E2BIG, "no room for a record header");
     size_t plen;
@@ -514,8 +497,8 @@ int lz_record_seal(const uint8_t sk[crypto_sign_SECRETKEYBYTES], const struct lz
     return 0;
 }
 
-int lz_record_open(const uint8_t pk[crypto_sign_PUBLICKEYBYTES], const uint8_t *bytes, size_t len,
-                   unsigned accept, struct lz_record *ret, struct lz_error *err) {
+int lz_record_open(const uint8_t pk[crypto_sign_PUBLICKEYBYTES], const uint8_t *bytes, size_t len, unsigned accept,
+                   struct lz_record *ret, struct lz_error *err) {
     if (len > LZ_RECORD_MAX)
         return lz_error_set(err, -EBADMSG, "a record of %zu bytes, more than %d", len, LZ_RECORD_MAX);
     if (len < LZ_RECORD_HDR)
@@ -528,8 +511,7 @@ int lz_record_open(const uint8_t pk[crypto_sign_PUBLICKEYBYTES], const uint8_t *
     /* Nothing of the payload is parsed before this: the signature covers
      * the name of the kind and the exact payload bytes we hold. */
     if (lz_record_verify(pk, kind, bytes + LZ_RECORD_HDR, len - LZ_RECORD_HDR, bytes + 2) < 0)
-        return lz_error_set(err, -EBADMSG, "the %s record's signature does not verify",
-                            lz_record_name(kind));
+        return lz_error_set(err, -EBADMSG, "the %s record's signature does not verify", lz_record_name(kind));
     return lz_record_decode(kind, bytes + LZ_RECORD_HDR, len - LZ_RECORD_HDR, ret, err);
 }
 
@@ -544,17 +526,12 @@ void lz_record_clear(struct lz_record *rec) {
         free(rec->request.cwd);
         free(rec->request.justification);
         break;
-    case LZ_REC_DEVELOPER_DECISION:
-        free_argv(rec->decision.argv, rec->decision.argc);
-        break;
-    case LZ_REC_RESULT_CHUNK:
-        free(rec->chunk.data);
-        break;
+    case LZ_REC_DEVELOPER_DECISION: free_argv(rec->decision.argv, rec->decision.argc); break;
+    case LZ_REC_RESULT_CHUNK: free(rec->chunk.data); break;
     case LZ_REC_REQUEST_ACK:
     case LZ_REC_CHUNK_ACK:
     case LZ_REC_RESULT_END:
-    case LZ_REC_CANCEL:
-        break;
+    case LZ_REC_CANCEL: break;
     }
     sodium_memzero(rec, sizeof *rec);
 }

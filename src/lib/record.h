@@ -58,10 +58,10 @@
 #define LZ_RECORD_CHUNK_MAX 49152
 #define LZ_RECORD_ID_LEN 16
 #define LZ_RECORD_DIGEST_LEN 32
-#define LZ_RECORD_ARGV_MAX 256          /* elements */
-#define LZ_RECORD_ARGV_BYTES_MAX 32768  /* sum of element lengths */
+#define LZ_RECORD_ARGV_MAX 256         /* elements */
+#define LZ_RECORD_ARGV_BYTES_MAX 32768 /* sum of element lengths */
 #define LZ_RECORD_PATH_MAX 4096
-#define LZ_RECORD_TEXT_MAX 4096         /* justification */
+#define LZ_RECORD_TEXT_MAX 4096 /* justification */
 #define LZ_RECORD_TIMEOUT_MAX_S 86400
 #define LZ_RECORD_SIGNAL_MAX 64
 
@@ -77,12 +77,11 @@ enum lz_record_kind {
 #define LZ_REC_KIND_MAX 7
 #define LZ_REC_MASK(kind) (1u << (kind))
 /* The kinds each signer produces (the accept masks for lz_record_open). */
-#define LZ_REC_FROM_SANDBOX                                                    \
-    (LZ_REC_MASK(LZ_REC_ESCALATION_REQUEST) | LZ_REC_MASK(LZ_REC_CHUNK_ACK) |  \
-     LZ_REC_MASK(LZ_REC_CANCEL))
-#define LZ_REC_FROM_HOST                                                       \
-    (LZ_REC_MASK(LZ_REC_REQUEST_ACK) | LZ_REC_MASK(LZ_REC_DEVELOPER_DECISION) | \
-     LZ_REC_MASK(LZ_REC_RESULT_CHUNK) | LZ_REC_MASK(LZ_REC_RESULT_END))
+#define LZ_REC_FROM_SANDBOX                                                                                            \
+    (LZ_REC_MASK(LZ_REC_ESCALATION_REQUEST) | LZ_REC_MASK(LZ_REC_CHUNK_ACK) | LZ_REC_MASK(LZ_REC_CANCEL))
+#define LZ_REC_FROM_HOST                                                                                               \
+    (LZ_REC_MASK(LZ_REC_REQUEST_ACK) | LZ_REC_MASK(LZ_REC_DEVELOPER_DECISION) | LZ_REC_MASK(LZ_REC_RESULT_CHUNK) |     \
+     LZ_REC_MASK(LZ_REC_RESULT_END))
 
 enum lz_decision {
     LZ_DECISION_APPROVED = 0,      /* the requested argv, as shown */
@@ -106,8 +105,8 @@ enum lz_outcome {
 };
 
 enum lz_cancel_reason {
-    LZ_CANCEL_INTERRUPTED = 0,     /* the requester was interrupted */
-    LZ_CANCEL_CLIENT_TIMEOUT = 1,  /* the requester stopped waiting */
+    LZ_CANCEL_INTERRUPTED = 0,    /* the requester was interrupted */
+    LZ_CANCEL_CLIENT_TIMEOUT = 1, /* the requester stopped waiting */
 };
 
 struct lz_record {
@@ -116,40 +115,40 @@ struct lz_record {
     uint8_t session_id[LZ_RECORD_ID_LEN];
     union {
         struct {
-            uint64_t created_ms, expires_ms;  /* Unix time; expires_ms > created_ms */
-            char **argv;                      /* 1..LZ_RECORD_ARGV_MAX UTF-8, NUL-free */
+            uint64_t created_ms, expires_ms; /* Unix time; expires_ms > created_ms */
+            char **argv;                     /* 1..LZ_RECORD_ARGV_MAX UTF-8, NUL-free */
             size_t argc;
-            char *cwd;                        /* absolute, UTF-8 */
-            char *justification;              /* UTF-8, may be empty */
-            uint32_t timeout_s;               /* 0 = the Host Coordinator's default */
-            bool stdin_wanted;                /* forward the requester's stdin */
+            char *cwd;           /* absolute, UTF-8 */
+            char *justification; /* UTF-8, may be empty */
+            uint32_t timeout_s;  /* 0 = the Host Coordinator's default */
+            bool stdin_wanted;   /* forward the requester's stdin */
         } request;
         struct {
             /* SHA-256 of the complete escalation-request record as read. */
             uint8_t request_digest[LZ_RECORD_DIGEST_LEN];
             uint64_t received_ms;
-            uint64_t decide_by_ms;            /* > received_ms */
+            uint64_t decide_by_ms; /* > received_ms */
         } ack;
         struct {
             enum lz_decision decision;
-            char **argv;                      /* what will run; empty iff DENIED */
+            char **argv; /* what will run; empty iff DENIED */
             size_t argc;
             uint64_t decided_ms;
         } decision;
         struct {
-            uint64_t seq;                     /* 0, 1, 2, ... per request */
+            uint64_t seq; /* 0, 1, 2, ... per request */
             enum lz_stream stream;
-            uint8_t *data;                    /* 1..LZ_RECORD_CHUNK_MAX bytes */
+            uint8_t *data; /* 1..LZ_RECORD_CHUNK_MAX bytes */
             size_t len;
         } chunk;
         struct {
-            uint64_t next_seq;                /* chunks 0..next_seq-1 received */
+            uint64_t next_seq; /* chunks 0..next_seq-1 received */
         } chunk_ack;
         struct {
             enum lz_outcome outcome;
-            int32_t exit_status;              /* 0..255; 0 unless COMPLETED by exit */
-            uint32_t signal;                  /* 0 or the terminating signal (<= 64) */
-            uint64_t chunks;                  /* result-chunks sent in all */
+            int32_t exit_status; /* 0..255; 0 unless COMPLETED by exit */
+            uint32_t signal;     /* 0 or the terminating signal (<= 64) */
+            uint64_t chunks;     /* result-chunks sent in all */
             uint64_t ended_ms;
         } end;
         struct {
@@ -164,33 +163,31 @@ const char *lz_record_name(unsigned kind);
 
 /* Encodes rec's payload into buf. Refuses (-EINVAL, -E2BIG with a message)
  * any record the decoder would refuse, so every encoded record decodes. */
-int lz_record_encode(const struct lz_record *rec, uint8_t *buf, size_t cap, size_t *ret_len,
-                     struct lz_error *err);
+int lz_record_encode(const struct lz_record *rec, uint8_t *buf, size_t cap, size_t *ret_len, struct lz_error *err);
 
 /* Decodes a payload of the given kind. Parses unauthenticated bytes only
  * for tests and fuzzing: production code calls lz_record_open, which
  * verifies first. On success *ret owns its allocations (lz_record_clear). */
-int lz_record_decode(unsigned kind, const uint8_t *buf, size_t len, struct lz_record *ret,
-                     struct lz_error *err);
+int lz_record_decode(unsigned kind, const uint8_t *buf, size_t len, struct lz_record *ret, struct lz_error *err);
 
 /* Signs payload bytes of the given kind (context as above). */
-int lz_record_sign(const uint8_t sk[crypto_sign_SECRETKEYBYTES], unsigned kind,
-                   const uint8_t *payload, size_t len, uint8_t ret_sig[crypto_sign_BYTES]);
+int lz_record_sign(const uint8_t sk[crypto_sign_SECRETKEYBYTES], unsigned kind, const uint8_t *payload, size_t len,
+                   uint8_t ret_sig[crypto_sign_BYTES]);
 /* 0 when sig is pk's signature of payload as kind; -EBADMSG otherwise. */
-int lz_record_verify(const uint8_t pk[crypto_sign_PUBLICKEYBYTES], unsigned kind,
-                     const uint8_t *payload, size_t len, const uint8_t sig[crypto_sign_BYTES]);
+int lz_record_verify(const uint8_t pk[crypto_sign_PUBLICKEYBYTES], unsigned kind, const uint8_t *payload, size_t len,
+                     const uint8_t sig[crypto_sign_BYTES]);
 
 /* Encodes, signs and frames rec into buf (cap >= its size; LZ_RECORD_MAX
  * always suffices). */
-int lz_record_seal(const uint8_t sk[crypto_sign_SECRETKEYBYTES], const struct lz_record *rec,
-                   uint8_t *buf, size_t cap, size_t *ret_len, struct lz_error *err);
+int lz_record_seal(const uint8_t sk[crypto_sign_SECRETKEYBYTES], const struct lz_record *rec, uint8_t *buf, size_t cap,
+                   size_t *ret_len, struct lz_error *err);
 
 /* Verify-then-decode of one framed record (the bytes read once from the
  * mailbox file). accept is a mask of LZ_REC_MASK(kind) the caller expects
  * from this signer; other kinds are refused before verification. Errors:
  * -EBADMSG (framing, kind or signature), -EINVAL / -E2BIG (payload). */
-int lz_record_open(const uint8_t pk[crypto_sign_PUBLICKEYBYTES], const uint8_t *bytes, size_t len,
-                   unsigned accept, struct lz_record *ret, struct lz_error *err);
+int lz_record_open(const uint8_t pk[crypto_sign_PUBLICKEYBYTES], const uint8_t *bytes, size_t len, unsigned accept,
+                   struct lz_record *ret, struct lz_error *err);
 
 /* SHA-256 of a complete framed record (for request-ack's request_digest). */
 void lz_record_digest(const uint8_t *bytes, size_t len, uint8_t ret[LZ_RECORD_DIGEST_LEN]);

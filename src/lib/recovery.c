@@ -66,8 +66,8 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
     }
 
     /* 1. Exact processes, Supervisor first. */
-    static const enum lz_role order[] = { LZ_ROLE_SANDBOX, LZ_ROLE_HELPER, LZ_ROLE_GIT_ROUTING,
-                                          LZ_ROLE_STATE_ANCHOR, LZ_ROLE_NETWORK, LZ_ROLE_PUBLICATION,
+    static const enum lz_role order[] = { LZ_ROLE_SANDBOX,       LZ_ROLE_HELPER,  LZ_ROLE_GIT_ROUTING,
+                                          LZ_ROLE_STATE_ANCHOR,  LZ_ROLE_NETWORK, LZ_ROLE_PUBLICATION,
                                           LZ_ROLE_PREPARED_LOWER };
     for (size_t k = 0; k < LZ_ARRAY_SIZE(order); k++)
         for (size_t i = 0; i < s->n_procs; i++) {
@@ -78,8 +78,8 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
             if (r < 0)
                 return lz_error_set(err, r, "recovery: the %s process %s (pid %" PRId64 ") did not exit",
                                     lz_role_name(p->role), p->slot, p->id.pid);
-            lz_recovery_logf(log, ud, "recovery: %s %s process (pid %" PRId64 ", %s): %s", lz_role_name(p->role), p->slot,
-                  p->id.pid, p->phase, r == 1 ? "killed" : "already gone (not signalled)");
+            lz_recovery_logf(log, ud, "recovery: %s %s process (pid %" PRId64 ", %s): %s", lz_role_name(p->role),
+                             p->slot, p->id.pid, p->phase, r == 1 ? "killed" : "already gone (not signalled)");
         }
 
     /* Session Terminals: their exec clients, exactly. */
@@ -89,10 +89,9 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
             continue;
         r = lz_procid_kill(&t->exec, KILL_WAIT_MS);
         if (r < 0)
-            return lz_error_set(err, r, "recovery: the exec client of session %" PRId64 " did not exit",
-                                t->session);
-        lz_recovery_logf(log, ud, "recovery: session %" PRId64 " exec client (pid %" PRId64 "): %s", t->session, t->exec.pid,
-              r == 1 ? "killed" : "already gone (not signalled)");
+            return lz_error_set(err, r, "recovery: the exec client of session %" PRId64 " did not exit", t->session);
+        lz_recovery_logf(log, ud, "recovery: session %" PRId64 " exec client (pid %" PRId64 "): %s", t->session,
+                         t->exec.pid, r == 1 ? "killed" : "already gone (not signalled)");
     }
 
     /* 2. Independent absence proof: nothing left in the Domain user
@@ -124,7 +123,8 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
         }
         if ((r = lz_store_commit(st, err)) < 0)
             return r;
-        lz_recovery_logf(log, ud, "recovery: State Anchor of generation %" PRId64 " is unmounted (proven) and clean", gen);
+        lz_recovery_logf(log, ud, "recovery: State Anchor of generation %" PRId64 " is unmounted (proven) and clean",
+                         gen);
     }
     if (lower_live) {
         if (lower->state != LZ_P_RELEASE_INTENT && !anchor_live &&
@@ -135,7 +135,7 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
             if (r < 0)
                 return r;
             lz_recovery_logf(log, ud, "recovery: lease of generation %" PRId64 " on %.12s %s", gen, lower->artifact_id,
-                  r == 1 ? "removed" : "was already absent");
+                             r == 1 ? "removed" : "was already absent");
         }
         if ((r = lz_store_part_set(st, gen, LZ_ROLE_PREPARED_LOWER, LZ_P_CLEAN, NULL, NULL, NULL, err)) < 0)
             return r;

@@ -68,7 +68,7 @@ static bool is_sensitive_top(const char *c) {
         c = stem;
     }
     return ieq_any(c, protected_files, LZ_ARRAY_SIZE(protected_files)) ||
-           ieq_any(c, protected_dirs, LZ_ARRAY_SIZE(protected_dirs)) || ieq(c, "objects");
+        ieq_any(c, protected_dirs, LZ_ARRAY_SIZE(protected_dirs)) || ieq(c, "objects");
 }
 
 int lz_router_path_valid(const char *path) {
@@ -389,7 +389,7 @@ static int check_create_gitdir(const struct lz_router_policy *pol, const struct 
     if (s.n == 0)
         return 0;
     bool special = req->op == LZ_ROP_SYMLINK || req->op == LZ_ROP_LINK ||
-                   (req->op == LZ_ROP_CREATE && req->type && !S_ISREG(req->type));
+        (req->op == LZ_ROP_CREATE && req->type && !S_ISREG(req->type));
     if (!special && !is_index_name(s.c[s.n - 1]))
         return 0;
     size_t g;
@@ -527,10 +527,8 @@ int lz_router_check(const struct lz_router_policy *pol, const struct lz_router_r
     case LZ_ROP_CREATE:
     case LZ_ROP_MKDIR:
     case LZ_ROP_SYMLINK:
-    case LZ_ROP_LINK:
-        return check_create(pol, req);
-    case LZ_ROP_RENAME:
-        return check_rename(pol, req);
+    case LZ_ROP_LINK: return check_create(pol, req);
+    case LZ_ROP_RENAME: return check_rename(pol, req);
     case LZ_ROP_WRITE:
     case LZ_ROP_SETATTR:
     case LZ_ROP_UNLINK:

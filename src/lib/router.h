@@ -39,22 +39,22 @@
 /* What a path is, seen from the policy. Ordered: a higher value never
  * allows more than a lower one. */
 enum lz_router_class {
-    LZ_RCLASS_FREE = 0,   /* ordinary: everything allowed */
-    LZ_RCLASS_ANCESTOR,   /* a directory on the way to protected names
-                             (`.git/objects`, `.git/objects/info`, parents of
-                             --protect paths): it may be created with mkdir
-                             (a new, empty, real directory) and read, but
-                             not renamed, removed, replaced, or created as a
-                             symlink, file or link */
-    LZ_RCLASS_PROTECTED,  /* configuration or code Git reads or runs
-                             (`config`, `hooks/`, `commondir`, ...), or
-                             anything below one: read-only */
-    LZ_RCLASS_GITNAME,    /* an entry named `.git` (repository or gitfile):
-                             never created, written, renamed or removed */
+    LZ_RCLASS_FREE = 0,  /* ordinary: everything allowed */
+    LZ_RCLASS_ANCESTOR,  /* a directory on the way to protected names
+                            (`.git/objects`, `.git/objects/info`, parents of
+                            --protect paths): it may be created with mkdir
+                            (a new, empty, real directory) and read, but
+                            not renamed, removed, replaced, or created as a
+                            symlink, file or link */
+    LZ_RCLASS_PROTECTED, /* configuration or code Git reads or runs
+                            (`config`, `hooks/`, `commondir`, ...), or
+                            anything below one: read-only */
+    LZ_RCLASS_GITNAME,   /* an entry named `.git` (repository or gitfile):
+                            never created, written, renamed or removed */
 };
 
 enum lz_router_op {
-    LZ_ROP_CREATE,  /* new regular file or FIFO (create, mknod) */
+    LZ_ROP_CREATE, /* new regular file or FIFO (create, mknod) */
     LZ_ROP_MKDIR,
     LZ_ROP_SYMLINK,
     LZ_ROP_LINK,    /* new hard link: path = new name, path2 = a current
@@ -63,7 +63,7 @@ enum lz_router_op {
     LZ_ROP_SETATTR, /* chmod, chown, utimens */
     LZ_ROP_UNLINK,
     LZ_ROP_RMDIR,
-    LZ_ROP_RENAME,  /* path -> path2, flags RENAME_NOREPLACE/EXCHANGE */
+    LZ_ROP_RENAME, /* path -> path2, flags RENAME_NOREPLACE/EXCHANGE */
 };
 
 /* What the policy may ask about the real tree. has_entry returns 1 if the
@@ -86,13 +86,13 @@ struct lz_router_policy {
 
 struct lz_router_req {
     enum lz_router_op op;
-    const char *path;   /* the object, or the new name for creations */
-    bool exists;        /* creations: `path` is already taken.
-                           RENAME: the destination exists */
-    bool is_dir;        /* the object at `path` is a directory (RENAME) */
-    const char *path2;  /* RENAME: destination; LINK: source (or NULL) */
-    bool is_dir2;       /* RENAME_EXCHANGE: the destination is a directory */
-    unsigned flags;     /* RENAME: RENAME_NOREPLACE | RENAME_EXCHANGE */
+    const char *path;  /* the object, or the new name for creations */
+    bool exists;       /* creations: `path` is already taken.
+                          RENAME: the destination exists */
+    bool is_dir;       /* the object at `path` is a directory (RENAME) */
+    const char *path2; /* RENAME: destination; LINK: source (or NULL) */
+    bool is_dir2;      /* RENAME_EXCHANGE: the destination is a directory */
+    unsigned flags;    /* RENAME: RENAME_NOREPLACE | RENAME_EXCHANGE */
     /* What the object is (S_IFMT bits; 0 = a directory if is_dir, else a
      * regular file) and how many links it has (0 = 1): for CREATE the new
      * object, for LINK and RENAME the source, type2/nlink2 the destination
@@ -111,8 +111,7 @@ int lz_router_normalize(const char *in, char **ret_path);
 
 /* Classifies `path`; may call fs->has_entry to recognise directories shaped
  * like Git directories. */
-int lz_router_classify(const struct lz_router_policy *pol, const char *path,
-                       enum lz_router_class *ret_class);
+int lz_router_classify(const struct lz_router_policy *pol, const char *path, enum lz_router_class *ret_class);
 
 /* 1 if `path` names a Git index inside a Git directory (`index`,
  * `sharedindex.*`), 0 if not, or a negative errno. Such a file may only

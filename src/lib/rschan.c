@@ -28,9 +28,7 @@ static const struct {
 
 static bool kind_valid(unsigned k) { return k > 0 && k < LZ_RS_KIND_MAX && schema[k].name; }
 
-const char *lz_rschan_kind_name(enum lz_rs_kind kind) {
-    return kind_valid((unsigned)kind) ? schema[kind].name : "?";
-}
+const char *lz_rschan_kind_name(enum lz_rs_kind kind) { return kind_valid((unsigned)kind) ? schema[kind].name : "?"; }
 
 static void put_u64(uint8_t *p, uint64_t v) {
     lz_put_u32(p, (uint32_t)v);
@@ -144,12 +142,10 @@ int lz_rschan_recv(int fd, int timeout_ms, struct lz_rsmsg *ret) {
 void lz_rschan_format(const struct lz_rsmsg *m, char *buf, size_t len) {
     const char *name = lz_rschan_kind_name(m->kind);
     switch (m->kind) {
-    case LZ_RS_STAGE:
-        snprintf(buf, len, "%s %s %llu", name, m->str, (unsigned long long)m->u[0]);
-        break;
+    case LZ_RS_STAGE: snprintf(buf, len, "%s %s %llu", name, m->str, (unsigned long long)m->u[0]); break;
     case LZ_RS_READY:
-        snprintf(buf, len, "%s %llu %llu %llu %s", name, (unsigned long long)m->u[0],
-                 (unsigned long long)m->u[1], (unsigned long long)m->u[2], m->str);
+        snprintf(buf, len, "%s %llu %llu %llu %s", name, (unsigned long long)m->u[0], (unsigned long long)m->u[1],
+                 (unsigned long long)m->u[2], m->str);
         break;
     case LZ_RS_EXITED:
         if (m->str[0])
@@ -167,8 +163,6 @@ void lz_rschan_format(const struct lz_rsmsg *m, char *buf, size_t len) {
     case LZ_RS_STOP:
     case LZ_RS_UNMOUNT:
     case LZ_RS_KIND_MAX:
-    default:
-        snprintf(buf, len, "%s%s%s", name, m->str[0] ? " " : "", m->str);
-        break;
+    default: snprintf(buf, len, "%s%s%s", name, m->str[0] ? " " : "", m->str); break;
     }
 }

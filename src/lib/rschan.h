@@ -88,7 +88,7 @@ struct lz_rsmsg {
  * (stop_router), each at its own bound, plus slack. */
 static inline int lz_rs_stop_bound_ms(size_t n_volumes) {
     return LZ_RS_T_RUNSC_TERM_MS + LZ_RS_T_RUNSC_KILL_MS + LZ_RS_T_RUNSC_KILLED_MS + LZ_RS_T_RUNSC_DELETE_MS +
-           (int)(1 + n_volumes) * LZ_RS_T_ROUTER_STOP_MS + LZ_RS_T_MARGIN_MS;
+        (int)(1 + n_volumes) * LZ_RS_T_ROUTER_STOP_MS + LZ_RS_T_MARGIN_MS;
 }
 
 /* "stage", "anchored", ...: the kind's name for logs; "?" if unknown. */

@@ -24,8 +24,8 @@ static int64_t wall_ms(void) {
 }
 
 static bool env_name_allowed(const char *kv) {
-    static const char *const allowed[] = { "TERM=", "LANG=", "COLORTERM=", "LC_ALL=", "LC_CTYPE=",
-                                           "LC_MESSAGES=", "LANGUAGE=", "TZ=" };
+    static const char *const allowed[] = { "TERM=",     "LANG=",        "COLORTERM=", "LC_ALL=",
+                                           "LC_CTYPE=", "LC_MESSAGES=", "LANGUAGE=",  "TZ=" };
     for (size_t i = 0; i < LZ_ARRAY_SIZE(allowed); i++)
         if (!strncmp(kv, allowed[i], strlen(allowed[i])))
             return true;
@@ -136,8 +136,7 @@ static int spec_feed(int w, const char *json, size_t len, size_t *off, int timeo
     return 0;
 }
 
-static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *hello,
-                              struct lz_error *err) {
+static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *hello, struct lz_error *err) {
     struct lz_config *c = h->cfg;
     char **env = NULL;
     size_t ne = 0;
@@ -147,7 +146,9 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
     strv_push(&env, &ne, lz_xstrdup("LAZARET=1"));
     /* No Domain ID: with the user name it would spell the Domain's host
      * directory, and no feature inside needs it. */
-    strv_push(&env, &ne, lz_xstrdup("TERMINFO_DIRS=:/run/lazaret/terminfo/etc:/run/lazaret/terminfo/lib:/run/lazaret/terminfo/share"));
+    strv_push(
+        &env, &ne,
+        lz_xstrdup("TERMINFO_DIRS=:/run/lazaret/terminfo/etc:/run/lazaret/terminfo/lib:/run/lazaret/terminfo/share"));
     bool have_term = false;
     for (size_t i = 0; i < hello->envc; i++)
         if (env_name_allowed(hello->envv[i])) {
@@ -165,8 +166,11 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
     char *shell_argv[] = { h->shell, (char *)"-l", NULL };
     struct lz_exec_spec es = {
         .argv = hello->argc ? hello->argv : shell_argv,
-        .envv = env, .cwd = hello->cwd && hello->cwd[0] ? hello->cwd : "/workspace",
-        .terminal = s->tty, .rows = hello->rows, .cols = hello->cols,
+        .envv = env,
+        .cwd = hello->cwd && hello->cwd[0] ? hello->cwd : "/workspace",
+        .terminal = s->tty,
+        .rows = hello->rows,
+        .cols = hello->cols,
     };
     _cleanup_(zero_freep) char *json = NULL;
     int r = lz_oci_process_json(&es, &json, err);
@@ -192,14 +196,19 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
     fcntl(spec_w, F_SETFL, O_NONBLOCK);
     spec_feed(spec_w, json, spec_len, &spec_off, 0);
     s->procfile = lz_xasprintf("/proc/self/fd/%d", spec_r);
-    char *argv[] = { h->runsc, (char *)"--root", h->state_dir, (char *)"exec", (char *)"--process",
-                     s->procfile, h->container_id, NULL };
+    char *argv[] = { h->runsc,    (char *)"--root", h->state_dir, (char *)"exec", (char *)"--process",
+                     s->procfile, h->container_id,  NULL };
     int keep[] = { spec_r };
     _cleanup_env_ char **envp = lz_env_build(LZ_ENV_HELPER);
     struct lz_spawn_opts o = {
-        .path = h->runsc, .argv = argv, .envp = envp, .setns_pidfd = h->rs.pidfd,
+        .path = h->runsc,
+        .argv = argv,
+        .envp = envp,
+        .setns_pidfd = h->rs.pidfd,
         .setns_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET,
-        .keep_fds = keep, .n_keep_fds = 1, .barrier = true,
+        .keep_fds = keep,
+        .n_keep_fds = 1,
+        .barrier = true,
     };
     /* The Session Terminal: intent before the exec client exists. */
     const char *prog = es.argv[0] ? es.argv[0] : "";
@@ -296,8 +305,8 @@ static void session_handle_hello(struct hc *h, struct session *s, const uint8_t 
         memcmp(hello.fingerprint, h->cfg->fingerprint, 32) != 0) {
         hc_model_action("RejectConfigurationMismatch", "s=%d", s->id);
         hc_session_refuse(s, LZ_REFUSE_CONFIG_MISMATCH,
-                       "this Domain is running with a different configuration; end its sessions "
-                       "(or run `lazaret stop`) and start again to apply the new one");
+                          "this Domain is running with a different configuration; end its sessions "
+                          "(or run `lazaret stop`) and start again to apply the new one");
         lz_hello_clear(&hello);
         s->state = S_DONE;
         return;
@@ -510,9 +519,7 @@ void hc_pump_output(struct session *s, int *fdp, uint8_t ch) {
     hc_flush_pending(s);
 }
 
-static bool outputs_open(struct session *s) {
-    return s->tty ? s->master >= 0 : (s->out_r >= 0 || s->err_r >= 0);
-}
+static bool outputs_open(struct session *s) { return s->tty ? s->master >= 0 : (s->out_r >= 0 || s->err_r >= 0); }
 
 static void session_finish(struct session *s) {
     if (s->pend.len && !hc_flush_pending(s))
@@ -570,12 +577,8 @@ void hc_session_tick(struct hc *h, struct session *s) {
             lz_closep(&s->in_w);
             lz_child_signal(&s->exec, SIGHUP);
             break;
-        case 1:
-            lz_child_signal(&s->exec, SIGTERM);
-            break;
-        default:
-            lz_child_signal(&s->exec, SIGKILL);
-            break;
+        case 1: lz_child_signal(&s->exec, SIGTERM); break;
+        default: lz_child_signal(&s->exec, SIGKILL); break;
         }
         s->deadline = lz_now_ms() + RELEASE_GRACE_MS;
     }

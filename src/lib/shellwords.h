@@ -42,8 +42,7 @@
  * words (*ret_argv, free with lz_shellwords_free) and its count. An empty
  * line (no words) is an error. Errors: -EINVAL with err saying what and
  * at which column (1-based byte offset), -E2BIG for the size bounds. */
-int lz_shellwords_split(const char *line, size_t len, char ***ret_argv, size_t *ret_argc,
-                        struct lz_error *err);
+int lz_shellwords_split(const char *line, size_t len, char ***ret_argv, size_t *ret_argc, struct lz_error *err);
 
 /* Quotes argv as one line that lz_shellwords_split turns back into exactly
  * argv: a word made only of safe characters stays bare, every other word
@@ -51,7 +50,6 @@ int lz_shellwords_split(const char *line, size_t len, char ***ret_argv, size_t *
  * (-EINVAL) a word the line editor must not hold raw (control, bidi,
  * invisible characters or invalid UTF-8: lz_escape_needs), so such a
  * request can be approved or denied as shown but not edited. */
-int lz_shellwords_quote(const char *const *argv, size_t argc, char **ret_line,
-                        struct lz_error *err);
+int lz_shellwords_quote(const char *const *argv, size_t argc, char **ret_line, struct lz_error *err);
 
 void lz_shellwords_free(char **argv);

@@ -27,11 +27,9 @@ static int sys_pidfd_send_signal(int pidfd, int sig) {
     return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
 }
 
-
 /* Runs in the child after clone3: async-signal-safe calls only. Reports
  * failure as an errno over status_w and exits 127. */
-__attribute__((noreturn)) static void child_main(const struct lz_spawn_opts *o, int barrier_r,
-                                                 int status_w) {
+__attribute__((noreturn)) static void child_main(const struct lz_spawn_opts *o, int barrier_r, int status_w) {
     int e = 0;
     sigset_t all;
     sigemptyset(&all);
@@ -248,8 +246,9 @@ int lz_spawn_capture(char *const argv[], int timeout_ms, char *out, size_t cap, 
         out[0] = '\0';
     if (pipe2(p, O_CLOEXEC) < 0)
         return -errno;
-    struct lz_spawn_opts o = { .path = argv[0], .argv = argv, .stdin_fd = -1, .stdout_fd = p[1],
-                               .stderr_fd = p[1], .setns_pidfd = -1 };
+    struct lz_spawn_opts o = {
+        .path = argv[0], .argv = argv, .stdin_fd = -1, .stdout_fd = p[1], .stderr_fd = p[1], .setns_pidfd = -1
+    };
     struct lz_child c;
     int r = lz_spawn(&o, &c);
     close(p[1]);

@@ -23,20 +23,20 @@ struct lz_child {
 #define LZ_CHILD_NULL ((struct lz_child){ .pid = 0, .pidfd = -EBADF, .barrier_fd = -EBADF, .status_fd = -EBADF })
 
 struct lz_spawn_opts {
-    const char *path;           /* executable (absolute) */
+    const char *path; /* executable (absolute) */
     char *const *argv;
-    char *const *envp;          /* NULL: only LZ_HELPER_PATH (procenv.h); never the caller's environ */
+    char *const *envp;                  /* NULL: only LZ_HELPER_PATH (procenv.h); never the caller's environ */
     int stdin_fd, stdout_fd, stderr_fd; /* -1: /dev/null */
-    const int *keep_fds;        /* extra fds kept open in the child (their numbers are preserved) */
+    const int *keep_fds;                /* extra fds kept open in the child (their numbers are preserved) */
     size_t n_keep_fds;
-    unsigned long clone_flags;  /* extra CLONE_NEW* flags for clone3 */
-    int setns_pidfd;            /* >= 0: join these namespaces of that process before exec */
-    int setns_flags;            /* CLONE_NEW* set for setns */
-    const char *cwd;            /* NULL: unchanged */
-    bool new_session;           /* setsid() */
-    bool ctty;                  /* make stdin the controlling terminal (needs new_session) */
-    bool barrier;               /* hold the child until lz_child_release() */
-    int pdeathsig;              /* 0: none */
+    unsigned long clone_flags; /* extra CLONE_NEW* flags for clone3 */
+    int setns_pidfd;           /* >= 0: join these namespaces of that process before exec */
+    int setns_flags;           /* CLONE_NEW* set for setns */
+    const char *cwd;           /* NULL: unchanged */
+    bool new_session;          /* setsid() */
+    bool ctty;                 /* make stdin the controlling terminal (needs new_session) */
+    bool barrier;              /* hold the child until lz_child_release() */
+    int pdeathsig;             /* 0: none */
 };
 
 /* Starts a child. On success *ret holds its pidfd (and barrier if asked). */

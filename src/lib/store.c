@@ -90,8 +90,8 @@ static int store_refuse(const char *path, int code, const struct lz_db_found *f,
                             path, (long long)f->version, STORE_VERSION);
     if (f->application_id == 0 && f->version == 0)
         return lz_error_set(err, code, "%s is not a Lazaret Domain Store; refusing to use it", path);
-    return lz_error_set(err, code, "%s is not a Lazaret Domain Store (application id %#llx); refusing to use it",
-                        path, (unsigned long long)f->application_id);
+    return lz_error_set(err, code, "%s is not a Lazaret Domain Store (application id %#llx); refusing to use it", path,
+                        (unsigned long long)f->application_id);
 }
 
 static const struct lz_db_schema store_schema = {
@@ -137,8 +137,8 @@ static int check_identity(struct lz_store *st, const struct lz_store_identity *i
     return 0;
 }
 
-int lz_store_open(const char *domain_dir, const struct lz_store_identity *id, bool create,
-                  struct lz_store **ret, struct lz_error *err) {
+int lz_store_open(const char *domain_dir, const struct lz_store_identity *id, bool create, struct lz_store **ret,
+                  struct lz_error *err) {
     _cleanup_free_ char *path = lz_xasprintf("%s/domain.db", domain_dir);
     if (create && (!id || !id->domain_id || !id->profile || !id->workspace))
         return lz_error_set(err, -EINVAL, "creating the Domain Store %s needs the Domain's identity", path);
@@ -184,8 +184,8 @@ int lz_store_meta_get(struct lz_store *st, const char *key, char **ret, struct l
 }
 
 int lz_store_meta_set(struct lz_store *st, const char *key, const char *value, struct lz_error *err) {
-    return ok(lz_db_run(st->db, err, "INSERT INTO meta VALUES(?1, ?2) ON CONFLICT(key) DO UPDATE SET value = ?2",
-                        "tt", key, value));
+    return ok(lz_db_run(st->db, err, "INSERT INTO meta VALUES(?1, ?2) ON CONFLICT(key) DO UPDATE SET value = ?2", "tt",
+                        key, value));
 }
 
 int lz_store_meta_del(struct lz_store *st, const char *key, struct lz_error *err) {
@@ -194,7 +194,7 @@ int lz_store_meta_del(struct lz_store *st, const char *key, struct lz_error *err
 
 /* Runs change(st, ud, err) in its own transaction unless one is open. */
 static int change_in_txn(struct lz_store *st, int (*change)(struct lz_store *, void *, struct lz_error *), void *ud,
-                  struct lz_error *err) {
+                         struct lz_error *err) {
     if (st->db->in_txn)
         return change(st, ud, err);
     int r = lz_db_begin(st->db, true, err);
@@ -229,8 +229,8 @@ static int gen_begin(struct lz_store *st, void *ud, struct lz_error *err) {
     return lz_store_meta_set(st, "last_used_ms", ms, err);
 }
 
-int lz_store_gen_begin(struct lz_store *st, const char *fingerprint, const struct lz_procid *hc,
-                       int64_t *ret_gen, struct lz_error *err) {
+int lz_store_gen_begin(struct lz_store *st, const char *fingerprint, const struct lz_procid *hc, int64_t *ret_gen,
+                       struct lz_error *err) {
     struct gen_begin g = { .fingerprint = fingerprint, .hc = hc };
     int r = change_in_txn(st, gen_begin, &g, err);
     if (r < 0)
@@ -277,25 +277,25 @@ static int part_set(struct lz_store *st, void *ud, struct lz_error *err) {
 }
 
 int lz_store_part_set(struct lz_store *st, int64_t gen, enum lz_role role, enum lz_pstate state,
-                      const char *artifact_id, const char *mount, const char *evidence,
-                      struct lz_error *err) {
+                      const char *artifact_id, const char *mount, const char *evidence, struct lz_error *err) {
     struct part_set p = { gen, role, state, artifact_id, mount, evidence };
     return change_in_txn(st, part_set, &p, err);
 }
 
-int lz_store_proc_set(struct lz_store *st, int64_t gen, enum lz_role role, const char *slot,
-                      const char *phase, const struct lz_procid *id, struct lz_error *err) {
+int lz_store_proc_set(struct lz_store *st, int64_t gen, enum lz_role role, const char *slot, const char *phase,
+                      const struct lz_procid *id, struct lz_error *err) {
     return ok(lz_db_run(st->db, err,
                         "INSERT INTO processes VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
                         "ON CONFLICT(gen, role, slot) DO UPDATE SET phase = ?4, boot_id = ?5, pidfs_dev = ?6, "
                         "pidfs_ino = ?7, pid = ?8, start_time = ?9",
-                        "itttt" "iiii", gen, lz_role_name(role), slot, phase, id->boot_id, (int64_t)id->dev,
-                        (int64_t)id->ino, id->pid, id->start_time));
+                        "itttt"
+                        "iiii",
+                        gen, lz_role_name(role), slot, phase, id->boot_id, (int64_t)id->dev, (int64_t)id->ino, id->pid,
+                        id->start_time));
 }
 
 int lz_store_session_set(struct lz_store *st, int64_t gen, int64_t session, const char *state, bool tty,
-                         const char *command, const char *phase, const struct lz_procid *exec,
-                         struct lz_error *err) {
+                         const char *command, const char *phase, const struct lz_procid *exec, struct lz_error *err) {
     int r;
     if (!strcmp(state, "clean"))
         r = lz_db_run(st->db, err,
@@ -311,8 +311,10 @@ int lz_store_session_set(struct lz_store *st, int64_t gen, int64_t session, cons
         r = lz_db_run(st->db, err,
                       "UPDATE sessions SET state = ?3, phase = ?4, boot_id = ?5, pidfs_dev = ?6, pidfs_ino = ?7, "
                       "pid = ?8, start_time = ?9 WHERE gen = ?1 AND session = ?2",
-                      "iittt" "iiii", gen, session, state, phase, exec->boot_id, (int64_t)exec->dev,
-                      (int64_t)exec->ino, exec->pid, exec->start_time);
+                      "iittt"
+                      "iiii",
+                      gen, session, state, phase, exec->boot_id, (int64_t)exec->dev, (int64_t)exec->ino, exec->pid,
+                      exec->start_time);
     else
         r = lz_db_run(st->db, err, "UPDATE sessions SET state = ?3 WHERE gen = ?1 AND session = ?2", "iit", gen,
                       session, state);
@@ -415,13 +417,13 @@ static int read_locked(struct lz_store *st, struct lz_store_snapshot *s, struct 
         (r = lz_db_read_rows(db, "participants",
                              "SELECT gen, role, state, artifact_id, mount, evidence FROM participants "
                              "ORDER BY gen, rowid",
-                             STORE_MAX_ROWS, sizeof *s->parts, fill_part, clear_part, (void **)&s->parts,
-                             &s->n_parts, err)) < 0 ||
+                             STORE_MAX_ROWS, sizeof *s->parts, fill_part, clear_part, (void **)&s->parts, &s->n_parts,
+                             err)) < 0 ||
         (r = lz_db_read_rows(db, "processes",
                              "SELECT gen, role, slot, phase, boot_id, pidfs_dev, pidfs_ino, pid, start_time "
                              "FROM processes ORDER BY gen, rowid",
-                             STORE_MAX_ROWS, sizeof *s->procs, fill_proc, NULL, (void **)&s->procs, &s->n_procs,
-                             err)) < 0)
+                             STORE_MAX_ROWS, sizeof *s->procs, fill_proc, NULL, (void **)&s->procs, &s->n_procs, err)) <
+            0)
         return r;
     return lz_db_read_rows(db, "sessions",
                            "SELECT gen, session, state, tty, command, phase, boot_id, pidfs_dev, pidfs_ino, pid, "
@@ -479,8 +481,7 @@ int lz_store_check(struct lz_store *st, struct lz_error *err) {
     if (r < 0)
         return r;
     if (r > 0)
-        return lz_error_set(err, -EBADMSG, "Domain Store: a %s row refers to a missing record",
-                            table ? table : "?");
+        return lz_error_set(err, -EBADMSG, "Domain Store: a %s row refers to a missing record", table ? table : "?");
     return 0;
 }
 

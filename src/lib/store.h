@@ -7,8 +7,8 @@
  * before any row is read; an unknown version is refused (-EPROTONOSUPPORT,
  * the one code of an unknown store version, as the Storage Catalog's; a
  * file that is not a Domain Store: -EBADMSG) and nothing is written. The
- * SQLite layer is db.h (defensive mode, checked statements, row caps). The stored Domain identity (ID, profile, workspace) must equal
- * the caller's before anything is reused (SR-11).
+ * SQLite layer is db.h (defensive mode, checked statements, row caps). The stored Domain identity (ID, profile,
+ * workspace) must equal the caller's before anything is reused (SR-11).
  *
  * Records (STRICT tables):
  *   meta          domain_id, profile, workspace, created_ms, last_used_ms,
@@ -65,21 +65,21 @@ enum lz_pstate {
 
 const char *lz_role_name(enum lz_role r);
 const char *lz_pstate_name(enum lz_pstate s);
-int lz_pstate_parse(const char *s);   /* enum value or -EINVAL */
+int lz_pstate_parse(const char *s); /* enum value or -EINVAL */
 int lz_role_parse(const char *s);
 
 struct lz_store;
 
 struct lz_store_identity {
-    const char *domain_id;  /* 64 hex */
+    const char *domain_id; /* 64 hex */
     const char *profile;
     const char *workspace;
 };
 
 /* Opens (creating when absent and `create`) the store of domain_dir.
  * -ENOENT when absent and !create. */
-int lz_store_open(const char *domain_dir, const struct lz_store_identity *id, bool create,
-                  struct lz_store **ret, struct lz_error *err);
+int lz_store_open(const char *domain_dir, const struct lz_store_identity *id, bool create, struct lz_store **ret,
+                  struct lz_error *err);
 void lz_store_close(struct lz_store *st);
 
 int lz_store_begin(struct lz_store *st, struct lz_error *err);
@@ -92,25 +92,23 @@ int lz_store_meta_set(struct lz_store *st, const char *key, const char *value, s
 int lz_store_meta_del(struct lz_store *st, const char *key, struct lz_error *err);
 
 /* generations */
-int lz_store_gen_begin(struct lz_store *st, const char *fingerprint, const struct lz_procid *hc,
-                       int64_t *ret_gen, struct lz_error *err);
+int lz_store_gen_begin(struct lz_store *st, const char *fingerprint, const struct lz_procid *hc, int64_t *ret_gen,
+                       struct lz_error *err);
 int lz_store_gen_set_state(struct lz_store *st, int64_t gen, const char *state, struct lz_error *err);
 
 /* participants: set the state; artifact/mount/evidence NULL keeps the
  * recorded value. Moving to LZ_P_CLEAN clears evidence and process slots. */
 int lz_store_part_set(struct lz_store *st, int64_t gen, enum lz_role role, enum lz_pstate state,
-                      const char *artifact_id, const char *mount, const char *evidence,
-                      struct lz_error *err);
+                      const char *artifact_id, const char *mount, const char *evidence, struct lz_error *err);
 /* process slots: phase "staged" or "committed". */
-int lz_store_proc_set(struct lz_store *st, int64_t gen, enum lz_role role, const char *slot,
-                      const char *phase, const struct lz_procid *id, struct lz_error *err);
+int lz_store_proc_set(struct lz_store *st, int64_t gen, enum lz_role role, const char *slot, const char *phase,
+                      const struct lz_procid *id, struct lz_error *err);
 
 /* Session Terminals: state "intent" (inserts; tty, command), "running" or
  * "release_intent" (phase "staged"/"committed" with the exec client's
  * identity, or NULL to keep it), "clean" (clears the identity). */
 int lz_store_session_set(struct lz_store *st, int64_t gen, int64_t session, const char *state, bool tty,
-                         const char *command, const char *phase, const struct lz_procid *exec,
-                         struct lz_error *err);
+                         const char *command, const char *phase, const struct lz_procid *exec, struct lz_error *err);
 
 /* A snapshot of the whole store, for recovery and the state commands. */
 struct lz_store_gen {

@@ -76,7 +76,10 @@ static unsigned long ns_ino(const char *which) {
 
 /* Keeps the last bytes runsc wrote to stderr for the error message, and
  * forwards everything to our stderr (the coordinator's log). */
-struct tail { char buf[2048]; size_t len; };
+struct tail {
+    char buf[2048];
+    size_t len;
+};
 static void tail_add(struct tail *t, const char *b, size_t n) {
     (void)!write(2, b, n);
     const size_t cap = sizeof t->buf - 1;
@@ -168,8 +171,14 @@ static int run_runsc_cmd(const struct lz_supervisor_args *a, const char *const *
     for (; *tail_argv && n < LZ_ARRAY_SIZE(argv) - 1; tail_argv++)
         argv[n++] = (char *)*tail_argv;
     argv[n] = NULL;
-    struct lz_spawn_opts o = { .path = a->runsc, .argv = argv, .envp = lz_helper_envp, .stdin_fd = -1,
-                               .stdout_fd = 2, .stderr_fd = 2, .setns_pidfd = -1, .pdeathsig = SIGKILL };
+    struct lz_spawn_opts o = { .path = a->runsc,
+                               .argv = argv,
+                               .envp = lz_helper_envp,
+                               .stdin_fd = -1,
+                               .stdout_fd = 2,
+                               .stderr_fd = 2,
+                               .setns_pidfd = -1,
+                               .pdeathsig = SIGKILL };
     struct lz_child c;
     int r = lz_spawn(&o, &c);
     if (r < 0)
@@ -183,7 +192,6 @@ static int run_runsc_cmd(const struct lz_supervisor_args *a, const char *const *
     lz_child_close(&c);
     return r < 0 ? r : st;
 }
-
 
 static void stop_sandbox(const struct lz_supervisor_args *a, struct lz_child *runsc) {
     int st;
@@ -291,9 +299,17 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
     }
     argv[n] = NULL;
     int keep[] = { rp[1] };
-    struct lz_spawn_opts o = { .path = a->router, .argv = argv, .envp = lz_helper_envp, .stdin_fd = -1,
-                               .stdout_fd = 2, .stderr_fd = 2, .keep_fds = keep, .n_keep_fds = 1,
-                               .setns_pidfd = -1, .pdeathsig = SIGTERM, .barrier = true };
+    struct lz_spawn_opts o = { .path = a->router,
+                               .argv = argv,
+                               .envp = lz_helper_envp,
+                               .stdin_fd = -1,
+                               .stdout_fd = 2,
+                               .stderr_fd = 2,
+                               .keep_fds = keep,
+                               .n_keep_fds = 1,
+                               .setns_pidfd = -1,
+                               .pdeathsig = SIGTERM,
+                               .barrier = true };
     int r = lz_spawn(&o, ret);
     close(rp[1]);
     if (r < 0) {
@@ -380,8 +396,8 @@ static void follow_log(const char *line) {
  * watch (a->addr_fd, netfollow.h) it starts the follower (*ret_follow) and
  * keeps CAP_NET_ADMIN in its own permitted set only, for the follower's
  * /32 denies. */
-static int setup_network(const struct lz_supervisor_args *a, char *msg, size_t msglen, char *observed,
-                         size_t obslen, struct lz_netfollow **ret_follow) {
+static int setup_network(const struct lz_supervisor_args *a, char *msg, size_t msglen, char *observed, size_t obslen,
+                         struct lz_netfollow **ret_follow) {
     struct lz_rsmsg got;
     int w = wait_command(a->ctl_fd, LZ_RS_NET, NULL, LZ_RS_T_NET_CMD_MS, &got);
     if (w == -ETIMEDOUT) {
@@ -526,7 +542,7 @@ struct rs_run {
     bool runsc_ran;
     struct lz_netfollow *follow;
     int outp[2], errp[2];
-    bool exited;                 /* report EXITED (status, reason) after the stop */
+    bool exited; /* report EXITED (status, reason) after the stop */
     int status;
     const char *reason;
 };
@@ -557,8 +573,9 @@ static void rs_exited(struct rs_run *x, int status, const char *reason) {
 
 static int run_sandbox(const struct lz_supervisor_args *a) {
     int ctl = a->ctl_fd;
-    _cleanup_(rs_run_end) struct rs_run x = { .a = a, .runsc = LZ_CHILD_NULL, .router = LZ_CHILD_NULL,
-                                              .outp = { -EBADF, -EBADF }, .errp = { -EBADF, -EBADF } };
+    _cleanup_(rs_run_end) struct rs_run x = {
+        .a = a, .runsc = LZ_CHILD_NULL, .router = LZ_CHILD_NULL, .outp = { -EBADF, -EBADF }, .errp = { -EBADF, -EBADF }
+    };
     owned[1] = &x.router;
     int r = loopback_up();
     if (r < 0)
@@ -582,15 +599,28 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
     if (pipe2(x.outp, O_CLOEXEC) < 0 || pipe2(x.errp, O_CLOEXEC) < 0)
         return rs_fail(&x, "pipe: %s", strerror(errno));
     _cleanup_free_ char *overlay = lz_xasprintf("--overlay2=root:dir=%s", a->overlay_dir);
-    char *argv[] = { (char *)a->runsc, (char *)"--root", (char *)a->state_dir,
-                     (char *)"--network=host", (char *)"--ignore-cgroups", overlay,
-                     (char *)"run", (char *)"--bundle", (char *)a->bundle_dir,
-                     (char *)a->container_id, NULL };
+    char *argv[] = { (char *)a->runsc,
+                     (char *)"--root",
+                     (char *)a->state_dir,
+                     (char *)"--network=host",
+                     (char *)"--ignore-cgroups",
+                     overlay,
+                     (char *)"run",
+                     (char *)"--bundle",
+                     (char *)a->bundle_dir,
+                     (char *)a->container_id,
+                     NULL };
     /* runsc passes its environment on to runsc-gofer and runsc-sandbox:
      * the bare helper set (procenv.h), never ours. */
-    struct lz_spawn_opts o = { .path = a->runsc, .argv = argv, .envp = lz_helper_envp, .stdin_fd = -1,
-                               .stdout_fd = x.outp[1], .stderr_fd = x.errp[1], .setns_pidfd = -1,
-                               .pdeathsig = SIGKILL, .barrier = true };
+    struct lz_spawn_opts o = { .path = a->runsc,
+                               .argv = argv,
+                               .envp = lz_helper_envp,
+                               .stdin_fd = -1,
+                               .stdout_fd = x.outp[1],
+                               .stderr_fd = x.errp[1],
+                               .setns_pidfd = -1,
+                               .pdeathsig = SIGKILL,
+                               .barrier = true };
     owned[0] = &x.runsc;
     r = lz_spawn(&o, &x.runsc);
     lz_closep(&x.outp[1]);
@@ -691,8 +721,8 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
             if (vol_gone || lz_child_try_reap(&x.router, &st) != 0) {
                 /* Without the router the workspace view is gone (and with it
                  * the Git policy): the sandbox cannot go on. */
-                fprintf(stderr, "rs[%d]: lazaret-router exited with status %d; stopping the sandbox\n",
-                        (int)getpid(), st);
+                fprintf(stderr, "rs[%d]: lazaret-router exited with status %d; stopping the sandbox\n", (int)getpid(),
+                        st);
                 if (!ready)
                     return rs_fail(&x, "the workspace view (lazaret-router) exited");
                 rs_exited(&x, 0, "router");

@@ -43,9 +43,9 @@
 
 struct lz_supervisor_args {
     int ctl_fd;
-    const char *runsc;         /* absolute path of runsc */
-    const char *state_dir;     /* runsc --root */
-    const char *bundle_dir;    /* holds config.json */
+    const char *runsc;      /* absolute path of runsc */
+    const char *state_dir;  /* runsc --root */
+    const char *bundle_dir; /* holds config.json */
     const char *container_id;
     const char *overlay_dir;   /* filestore of the root overlay */
     const char *router;        /* lazaret-router binary */
@@ -66,9 +66,9 @@ struct lz_supervisor_args {
      * as slot "vol<i>". */
     char **vol_source, **vol_view;
     size_t n_volumes;
-    char **deny_link;          /* --deny-link-target for every router */
+    char **deny_link; /* --deny-link-target for every router */
     size_t n_deny_link;
-    int start_timeout_ms;      /* LZ_RS_T_START_MS (rschan.h) */
+    int start_timeout_ms; /* LZ_RS_T_START_MS (rschan.h) */
 };
 
 /* Runs the supervisor until the sandbox is stopped; returns an exit code. */

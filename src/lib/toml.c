@@ -123,12 +123,9 @@ void lz_toml_free(struct lz_toml_value *v) {
             lz_toml_free(v->u.array.items[i]);
         free(v->u.array.items);
         break;
-    case LZ_TOML_STRING:
-        free(v->u.string.s);
-        break;
+    case LZ_TOML_STRING: free(v->u.string.s); break;
     case LZ_TOML_INTEGER:
-    case LZ_TOML_BOOL:
-        break;
+    case LZ_TOML_BOOL: break;
     }
     free(v);
 }
@@ -385,10 +382,8 @@ static int parse_value(struct parser *ps, int depth, struct lz_toml_value **ret)
         *ret = v;
         return 0;
     }
-    case '[':
-        return parse_array(ps, depth, ret);
-    case '{':
-        return parse_inline_table(ps, depth, ret);
+    case '[': return parse_array(ps, depth, ret);
+    case '{': return parse_inline_table(ps, depth, ret);
     case 't':
     case 'f': {
         size_t n = c == 't' ? 4 : 5;
@@ -445,18 +440,18 @@ static int insert_kv(struct parser *ps, struct lz_toml_value *t, const char *pre
         }
         if (v->type == LZ_TOML_TABLE && (v->flags & LZ_TOML_F_INLINE))
             return tl_perr(ps, line, "cannot add keys to inline table %s (defined at line %d)",
-                        path_disp_in(prefix, kv, i + 1, kd, sizeof kd), v->line);
+                           path_disp_in(prefix, kv, i + 1, kd, sizeof kd), v->line);
         if (v->type == LZ_TOML_TABLE)
             return tl_perr(ps, line, "table %s is defined at line %d; a dotted key cannot extend it",
-                        path_disp_in(prefix, kv, i + 1, kd, sizeof kd), v->line);
+                           path_disp_in(prefix, kv, i + 1, kd, sizeof kd), v->line);
         return tl_perr(ps, line, "key %s is already defined as %s at line %d",
-                    path_disp_in(prefix, kv, i + 1, kd, sizeof kd), what(v), e->line);
+                       path_disp_in(prefix, kv, i + 1, kd, sizeof kd), what(v), e->line);
     }
     const char *last = kv->k[kv->n - 1];
     struct lz_toml_entry *e = table_find(t, last);
     if (e)
         return tl_perr(ps, line, "duplicate key %s (first defined at line %d)",
-                    path_disp_in(prefix, kv, kv->n, kd, sizeof kd), e->line);
+                       path_disp_in(prefix, kv, kv->n, kd, sizeof kd), e->line);
     struct lz_toml_value *v = NULL;
     int r = parse_value(ps, base_depth + (int)kv->n, &v);
     if (r < 0)
@@ -483,7 +478,7 @@ static int header_descend(struct parser *ps, struct lz_toml_value *t, const stru
     if (v->type == LZ_TOML_TABLE) {
         if (v->flags & LZ_TOML_F_INLINE)
             return tl_perr(ps, line, "cannot extend inline table %s (defined at line %d)",
-                        path_disp(kv, i + 1, kd, sizeof kd), v->line);
+                           path_disp(kv, i + 1, kd, sizeof kd), v->line);
         *ret = v;
         return 0;
     }
@@ -491,8 +486,8 @@ static int header_descend(struct parser *ps, struct lz_toml_value *t, const stru
         *ret = v->u.array.items[v->u.array.n - 1];
         return 0;
     }
-    return tl_perr(ps, line, "key %s is already defined as %s at line %d", path_disp(kv, i + 1, kd, sizeof kd),
-                what(v), e->line);
+    return tl_perr(ps, line, "key %s is already defined as %s at line %d", path_disp(kv, i + 1, kd, sizeof kd), what(v),
+                   e->line);
 }
 
 static int parse_header(struct parser *ps) {
@@ -507,7 +502,7 @@ static int parse_header(struct parser *ps) {
         goto out;
     if (peek(ps, 0) != ']' || (aot && peek(ps, 1) != ']')) {
         r = tl_perr(ps, line, "expected '%s' to close the table header, found %s", aot ? "]]" : "]",
-                 tl_char_disp(peek(ps, aot && peek(ps, 0) == ']' ? 1 : 0), cd, sizeof cd));
+                    tl_char_disp(peek(ps, aot && peek(ps, 0) == ']' ? 1 : 0), cd, sizeof cd));
         goto out;
     }
     ps->p += aot ? 2 : 1;
@@ -533,7 +528,7 @@ static int parse_header(struct parser *ps) {
             a = e->value;
         } else {
             r = tl_perr(ps, line, "cannot define [[%s]]: %s is already defined as %s at line %d", kd, kd,
-                     what(e->value), e->line);
+                        what(e->value), e->line);
             goto out;
         }
         struct lz_toml_value *nt = node_new(LZ_TOML_TABLE, line);
@@ -559,7 +554,7 @@ static int parse_header(struct parser *ps) {
             goto out;
         } else {
             r = tl_perr(ps, line, "cannot define table [%s]: %s is already defined as %s at line %d", kd, kd,
-                     what(e->value), e->line);
+                        what(e->value), e->line);
             goto out;
         }
     }
@@ -688,4 +683,3 @@ const char *lz_toml_type_name(enum lz_toml_type t) {
     }
     return "value";
 }
-

@@ -91,8 +91,8 @@ struct lz_toml_value {
 
 /* Parses buf[0..len). buf need not be NUL-terminated. On success *ret_root
  * is a LZ_TOML_TABLE owned by the caller (free with lz_toml_free). */
-int lz_toml_parse(const char *buf, size_t len, const char *filename,
-                  struct lz_toml_value **ret_root, struct lz_error *err);
+int lz_toml_parse(const char *buf, size_t len, const char *filename, struct lz_toml_value **ret_root,
+                  struct lz_error *err);
 
 /* Frees a whole tree; NULL is fine. */
 void lz_toml_free(struct lz_toml_value *v);

@@ -162,7 +162,7 @@ static int parse_escape(struct parser *ps, struct sbuf *b) {
         if (e < 0)
             return tl_perr(ps, ps->line, "unterminated string");
         return tl_perr(ps, ps->line, "invalid escape sequence: backslash followed by %s",
-                    tl_char_disp(e, cd, sizeof cd));
+                       tl_char_disp(e, cd, sizeof cd));
     }
 }
 
@@ -308,4 +308,3 @@ int tl_parse_key(struct parser *ps, struct keyvec *kv) {
         skip_ws(ps);
     }
 }
-

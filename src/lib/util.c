@@ -286,9 +286,7 @@ const char *lz_home_dir(void) {
 }
 
 #ifdef LZ_TEST_HOOKS
-const char *lz_test_hook(const char *name) {
-    return getenv(name);
-}
+const char *lz_test_hook(const char *name) { return getenv(name); }
 #endif
 
 long lz_now_ms(void) {

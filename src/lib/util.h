@@ -22,13 +22,12 @@
 #define LZ_ERROR_MAX 1024
 
 struct lz_error {
-    int code;                 /* negative errno, 0 when unset */
-    char msg[LZ_ERROR_MAX];   /* one line, no trailing newline */
+    int code;               /* negative errno, 0 when unset */
+    char msg[LZ_ERROR_MAX]; /* one line, no trailing newline */
 };
 
 /* Sets err (if non-NULL) and returns code (which must be negative). */
-int lz_error_set(struct lz_error *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+int lz_error_set(struct lz_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The error contract's helper for a failed system call or library call
  * that returned the negative errno r: sets err to "what: strerror(-r)"
  * and returns r, so a negative return always comes with a message:
@@ -36,8 +35,7 @@ int lz_error_set(struct lz_error *err, int code, const char *fmt, ...)
  *         return lz_error_errno(err, r, "cannot write the policy");  */
 int lz_error_errno(struct lz_error *err, int r, const char *what);
 /* Prepends "prefix: " to an already-set message; returns err->code or code. */
-int lz_error_prefix(struct lz_error *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+int lz_error_prefix(struct lz_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static inline void lz_freep(void *p) { free(*(void **)p); }
 static inline void lz_closep(int *fd) {
@@ -48,7 +46,10 @@ static inline void lz_closep(int *fd) {
     }
     *fd = -EBADF;
 }
-static inline void lz_fclosep(FILE **f) { if (*f) fclose(*f); }
+static inline void lz_fclosep(FILE **f) {
+    if (*f)
+        fclose(*f);
+}
 static inline void lz_close_pairp(int (*pair)[2]) {
     lz_closep(&(*pair)[0]);
     lz_closep(&(*pair)[1]);
@@ -61,8 +62,18 @@ static inline void lz_close_pairp(int (*pair)[2]) {
 /* int fds[2] = { -EBADF, -EBADF } from pipe2()/socketpair(). */
 #define _cleanup_close_pair_ _cleanup_(lz_close_pairp)
 
-#define TAKE_PTR(p) ({ __typeof__(p) _t = (p); (p) = NULL; _t; })
-#define TAKE_FD(fd) ({ int _t = (fd); (fd) = -EBADF; _t; })
+#define TAKE_PTR(p)                                                                                                    \
+    ({                                                                                                                 \
+        __typeof__(p) _t = (p);                                                                                        \
+        (p) = NULL;                                                                                                    \
+        _t;                                                                                                            \
+    })
+#define TAKE_FD(fd)                                                                                                    \
+    ({                                                                                                                 \
+        int _t = (fd);                                                                                                 \
+        (fd) = -EBADF;                                                                                                 \
+        _t;                                                                                                            \
+    })
 
 #define LZ_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -75,11 +86,10 @@ char *lz_xstrndup(const char *s, size_t n);
 char *lz_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Bounded formatting into a fixed buffer: returns -ENAMETOOLONG on truncation. */
-int lz_snprintf(char *buf, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+int lz_snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Full read/write loops over EINTR and short transfers. */
-ssize_t lz_read_full(int fd, void *buf, size_t n);   /* returns bytes read (< n only at EOF) or -errno */
+ssize_t lz_read_full(int fd, void *buf, size_t n);    /* returns bytes read (< n only at EOF) or -errno */
 int lz_write_full(int fd, const void *buf, size_t n); /* 0 or -errno */
 
 /* openat2() confined to dirfd: RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, and

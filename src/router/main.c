@@ -90,16 +90,16 @@ struct rt_inode {
     struct rt_inode *lru_next;
     dev_t dev;
     ino_t ino;
-    int fd;                    /* O_PATH | O_NOFOLLOW, or -1 while evicted */
-    mode_t type;               /* S_IFMT bits */
-    uint64_t nlookup;          /* references held by the kernel */
-    uint64_t nchild;           /* inodes naming this one as their parent */
-    struct rt_inode *parent;   /* directory where `name` was last seen (counted in its nchild) */
+    int fd;                  /* O_PATH | O_NOFOLLOW, or -1 while evicted */
+    mode_t type;             /* S_IFMT bits */
+    uint64_t nlookup;        /* references held by the kernel */
+    uint64_t nchild;         /* inodes naming this one as their parent */
+    struct rt_inode *parent; /* directory where `name` was last seen (counted in its nchild) */
     char *name;
-    bool sticky;               /* seen under a protected name while held */
-    bool sealed;               /* a checked Git index now: no more writes through any handle */
+    bool sticky; /* seen under a protected name while held */
+    bool sealed; /* a checked Git index now: no more writes through any handle */
     bool is_root;
-    bool hashed;               /* in the table (false once retired) */
+    bool hashed; /* in the table (false once retired) */
 };
 
 struct rt_dir {
@@ -112,7 +112,7 @@ struct router {
     struct rt_inode root;
     char *root_path; /* the kernel's path of the source root */
     size_t root_len;
-    int proc_fd;     /* /proc/self/fd */
+    int proc_fd; /* /proc/self/fd */
     struct rt_inode **buckets;
     size_t nbuckets, count;
     struct rt_inode *retired;
@@ -122,14 +122,14 @@ struct router {
     struct lz_router_policy pol;
     char **protect;
     size_t n_protect;
-    char **deny;     /* --deny-link-target: canonical absolute host paths */
+    char **deny; /* --deny-link-target: canonical absolute host paths */
     size_t n_deny;
     char *mountpoint; /* canonical; never looked at by lt_resolve() */
-    bool plain;      /* --plain: no Git policy (a volume, not a workspace) */
+    bool plain;       /* --plain: no Git policy (a volume, not a workspace) */
     uid_t uid;
     gid_t gid;
     bool quiet;
-    double timeout;  /* attribute and entry cache timeout, seconds (default 0) */
+    double timeout; /* attribute and entry cache timeout, seconds (default 0) */
     time_t log_window;
     unsigned log_count, log_dropped;
 };
@@ -321,8 +321,7 @@ static int inode_fd_at_depth(struct router *r, struct rt_inode *in, unsigned dep
     if (fd < 0)
         return fd == -ENOENT ? -ESTALE : fd;
     struct stat st;
-    if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != in->dev ||
-        st.st_ino != in->ino) {
+    if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != in->dev || st.st_ino != in->ino) {
         close(fd);
         return -ESTALE;
     }
@@ -394,9 +393,7 @@ static void forget_one(struct router *r, fuse_ino_t ino, uint64_t n) {
 
 /* The fd of an open regular file handle, or -1 (directory handles are not
  * fds, and the kernel only passes file handles for regular files). */
-static int fh_fd(struct rt_inode *in, struct fuse_file_info *fi) {
-    return fi && S_ISREG(in->type) ? (int)fi->fh : -1;
-}
+static int fh_fd(struct rt_inode *in, struct fuse_file_info *fi) { return fi && S_ISREG(in->type) ? (int)fi->fh : -1; }
 
 /* ---- paths for the policy ---- */
 
@@ -493,8 +490,7 @@ static int entry_relpath(struct router *r, struct rt_inode *dir, const char *nam
 /* The current path of `in`. A non-directory with no link left has no path:
  * *ret_noname is set and nothing else. `fhfd` is an open handle of it, or
  * -1. */
-static int inode_relpath(struct router *r, struct rt_inode *in, int fhfd, char *out, size_t size,
-                         bool *ret_noname) {
+static int inode_relpath(struct router *r, struct rt_inode *in, int fhfd, char *out, size_t size, bool *ret_noname) {
     *ret_noname = false;
     if (S_ISDIR(in->type)) {
         int fd = inode_fd(r, in);
@@ -557,11 +553,9 @@ static int plain_check(const struct lz_router_req *q) {
             return -EINVAL;
         return q->path[0] == '\0' || q->path2[0] == '\0' ? -EBUSY : 0;
     case LZ_ROP_UNLINK:
-    case LZ_ROP_RMDIR:
-        return q->path[0] == '\0' ? -EBUSY : 0;
+    case LZ_ROP_RMDIR: return q->path[0] == '\0' ? -EBUSY : 0;
     case LZ_ROP_WRITE:
-    case LZ_ROP_SETATTR:
-        return 0;
+    case LZ_ROP_SETATTR: return 0;
     }
     return -EINVAL;
 }
@@ -852,8 +846,7 @@ static int lt_walk(struct router *r, int fd, char *base, unsigned depth, size_t 
                 rc = -ENAMETOOLONG;
                 break;
             }
-            _cleanup_close_ int sub =
-                lz_openat_beneath(dfd, de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0, false);
+            _cleanup_close_ int sub = lz_openat_beneath(dfd, de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0, false);
             if (sub >= 0)
                 rc = lt_walk(r, sub, base, depth + 1, budget);
             base[blen] = '\0';
@@ -1042,7 +1035,7 @@ static void rt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
     struct rt_inode *in = inode_of(r, ino);
     int fhfd = fh_fd(in, fi), ifd = -1, rc;
     const int meta = FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_ATIME |
-                     FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW;
+        FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW;
 
     if (valid & meta) {
         rc = policy_inode(r, in, fhfd, LZ_ROP_SETATTR);
@@ -1198,23 +1191,15 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
         goto fail;
     }
     switch (op) {
-    case LZ_ROP_MKDIR:
-        rc = mkdirat(dfd, name, mode & 01777);
-        break;
-    case LZ_ROP_SYMLINK:
-        rc = symlinkat(target, dfd, name);
-        break;
-    case LZ_ROP_CREATE:
-        rc = mknodat(dfd, name, (mode & S_IFMT) | (mode & 01777), 0);
-        break;
+    case LZ_ROP_MKDIR: rc = mkdirat(dfd, name, mode & 01777); break;
+    case LZ_ROP_SYMLINK: rc = symlinkat(target, dfd, name); break;
+    case LZ_ROP_CREATE: rc = mknodat(dfd, name, (mode & S_IFMT) | (mode & 01777), 0); break;
     case LZ_ROP_LINK:
     case LZ_ROP_WRITE:
     case LZ_ROP_SETATTR:
     case LZ_ROP_UNLINK:
     case LZ_ROP_RMDIR:
-    case LZ_ROP_RENAME:
-        rc = (errno = EINVAL, -1);
-        break;
+    case LZ_ROP_RENAME: rc = (errno = EINVAL, -1); break;
     }
     if (rc < 0) {
         rc = -errno;
@@ -1322,8 +1307,7 @@ static void rt_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
 
 /* Reads at most `max` bytes of a regular file opened relative to dfd
  * (no symlink followed) into a new buffer. */
-static int read_small(int dfd, const char *name, size_t max, const struct stat *want, char **ret_buf,
-                      size_t *ret_len) {
+static int read_small(int dfd, const char *name, size_t max, const struct stat *want, char **ret_buf, size_t *ret_len) {
     _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
@@ -1397,8 +1381,8 @@ static int check_index(struct router *r, int dfd, const char *name, const struct
     return 0;
 }
 
-static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
-                      const char *newname, unsigned int flags) {
+static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
+                      unsigned int flags) {
     struct router *r = begin(req);
     struct rt_inode *sdir = inode_of(r, parent), *ddir = inode_of(r, newparent);
     char spath[LZ_ROUTER_PATH_MAX + 1], dpath[LZ_ROUTER_PATH_MAX + 1];
@@ -1424,10 +1408,17 @@ static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
         (rc = entry_relpath(r, ddir, newname, dpath, sizeof dpath)) < 0)
         goto fail;
     struct lz_router_req q = {
-        .op = LZ_ROP_RENAME, .path = spath, .path2 = dpath, .exists = dexists,
-        .is_dir = S_ISDIR(sst.st_mode), .is_dir2 = dexists && S_ISDIR(dst.st_mode), .flags = flags,
-        .type = sst.st_mode & S_IFMT, .nlink = sst.st_nlink,
-        .type2 = dexists ? dst.st_mode & S_IFMT : 0, .nlink2 = dexists ? dst.st_nlink : 0,
+        .op = LZ_ROP_RENAME,
+        .path = spath,
+        .path2 = dpath,
+        .exists = dexists,
+        .is_dir = S_ISDIR(sst.st_mode),
+        .is_dir2 = dexists && S_ISDIR(dst.st_mode),
+        .flags = flags,
+        .type = sst.st_mode & S_IFMT,
+        .nlink = sst.st_nlink,
+        .type2 = dexists ? dst.st_mode & S_IFMT : 0,
+        .nlink2 = dexists ? dst.st_nlink : 0,
     };
     rc = policy(r, &q);
     if (rc == 0)
@@ -1872,8 +1863,7 @@ static int setup_router(struct router *r, const char *source, const char *mountp
     if (!mp)
         return lz_error_set(err, -errno, "cannot resolve mountpoint %s: %s", mountpoint, strerror(errno));
     if (path_within(mp, r->root_path) || path_within(r->root_path, mp))
-        return lz_error_set(err, -EINVAL, "mountpoint %s and source %s must not contain each other", mp,
-                            r->root_path);
+        return lz_error_set(err, -EINVAL, "mountpoint %s and source %s must not contain each other", mp, r->root_path);
     r->mountpoint = TAKE_PTR(mp);
 
     /* On a case-folding directory `.git/CONFIG` is `.git/config` under
@@ -1954,12 +1944,8 @@ int main(int argc, char **argv) {
 
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
-        case 's':
-            source = optarg;
-            break;
-        case 'm':
-            mountpoint = optarg;
-            break;
+        case 's': source = optarg; break;
+        case 'm': mountpoint = optarg; break;
         case 'r':
             if (parse_fd(optarg, &ready_fd) < 0 || fcntl(ready_fd, F_GETFD) < 0) {
                 fprintf(stderr, "lazaret-router: --ready-fd %s is not an open file descriptor\n", optarg);
@@ -1997,20 +1983,15 @@ int main(int argc, char **argv) {
             r.max_held = v;
             break;
         }
-        case 'a':
-            allow_other = true;
-            break;
-        case 'P':
-            r.plain = true;
-            break;
+        case 'a': allow_other = true; break;
+        case 'P': r.plain = true; break;
         case 'd': {
             /* Canonical when it exists, so that it compares with resolved
              * paths; else as given (it may be made later). */
             char *p = realpath(optarg, NULL);
             if (optarg[0] != '/' || r.n_deny >= 64) {
                 free(p);
-                fprintf(stderr, "lazaret-router: --deny-link-target %s: want an absolute path (at most 64)\n",
-                        optarg);
+                fprintf(stderr, "lazaret-router: --deny-link-target %s: want an absolute path (at most 64)\n", optarg);
                 return 2;
             }
             r.deny = lz_xrealloc(r.deny, (r.n_deny + 1) * sizeof *r.deny);
@@ -2022,15 +2003,9 @@ int main(int argc, char **argv) {
             r.deny[r.n_deny++] = p;
             break;
         }
-        case 'q':
-            r.quiet = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
+        case 'q': r.quiet = true; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
         }
     }
     if (!source || !mountpoint || optind != argc) {
@@ -2055,8 +2030,8 @@ int main(int argc, char **argv) {
     /* Half for held inode fds, the rest for open files and directories. */
     if (r.max_held == 0)
         r.max_held = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 2 > 64
-                         ? (size_t)(rl.rlim_cur / 2)
-                         : 512;
+            ? (size_t)(rl.rlim_cur / 2)
+            : 512;
 
     if (setup_router(&r, source, mountpoint, &err) < 0) {
         fprintf(stderr, "lazaret-router: %s\n", err.msg);

@@ -24,8 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             __builtin_trap();
         check_safe(out, (size_t)n);
         uint8_t *back = NULL;
-        if (lz_unescape(out, (size_t)n, flags, &back) != (ssize_t)size ||
-            (size && memcmp(back, data, size) != 0))
+        if (lz_unescape(out, (size_t)n, flags, &back) != (ssize_t)size || (size && memcmp(back, data, size) != 0))
             __builtin_trap();
         free(back);
         free(out);

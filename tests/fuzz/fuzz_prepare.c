@@ -40,9 +40,7 @@ static int base_fd = -EBADF;
 static char canary_path[256];
 static char base_path[256];
 
-static void remove_base(void) {
-    lz_prepare_remove_tree(AT_FDCWD, base_path);
-}
+static void remove_base(void) { lz_prepare_remove_tree(AT_FDCWD, base_path); }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
@@ -144,9 +142,7 @@ static int build_layer(const char *p, const char *end, void **ret, size_t *ret_l
                 dlen = target ? strlen(target) : 0;
                 archive_entry_set_size(e, (la_int64_t)dlen);
                 break;
-            case 'd':
-                archive_entry_set_filetype(e, AE_IFDIR);
-                break;
+            case 'd': archive_entry_set_filetype(e, AE_IFDIR); break;
             case 'l':
                 archive_entry_set_filetype(e, AE_IFLNK);
                 archive_entry_set_symlink(e, target ? target : "");
@@ -159,11 +155,8 @@ static int build_layer(const char *p, const char *end, void **ret, size_t *ret_l
                 archive_entry_set_filetype(e, AE_IFCHR);
                 archive_entry_set_rdev(e, 0x103);
                 break;
-            case 'p':
-                archive_entry_set_filetype(e, AE_IFIFO);
-                break;
-            default:
-                ok = false;
+            case 'p': archive_entry_set_filetype(e, AE_IFIFO); break;
+            default: ok = false;
             }
             if (ok && archive_write_header(a, e) >= ARCHIVE_WARN && dlen)
                 archive_write_data(a, target, dlen);

@@ -54,8 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         __builtin_trap();
     /* The signer's own seal of the decoded record opens and is identical. */
     size_t slen;
-    if (lz_record_seal(sk, &d, again, sizeof again, &slen, NULL) != 0 ||
-        slen != LZ_RECORD_HDR + plen || memcmp(again, frame, slen) != 0)
+    if (lz_record_seal(sk, &d, again, sizeof again, &slen, NULL) != 0 || slen != LZ_RECORD_HDR + plen ||
+        memcmp(again, frame, slen) != 0)
         __builtin_trap();
     lz_record_clear(&d);
     return 0;

@@ -22,8 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char buf[200];
         struct lz_procid again;
         lz_procid_format(&id, buf, sizeof buf);
-        if (lz_procid_parse(buf, &again) != 0 || again.dev != id.dev || again.ino != id.ino ||
-            again.pid != id.pid || strcmp(again.boot_id, id.boot_id) != 0)
+        if (lz_procid_parse(buf, &again) != 0 || again.dev != id.dev || again.ino != id.ino || again.pid != id.pid ||
+            strcmp(again.boot_id, id.boot_id) != 0)
             __builtin_trap();
     }
     (void)lz_evidence_u64(s, "userns");

@@ -59,8 +59,8 @@ static size_t walk(const struct lz_toml_value *v) {
             n += walk(lz_toml_array_at(v, i));
         }
     }
-    if (v->type == LZ_TOML_STRING && (strlen(v->u.string.s) != v->u.string.len ||
-                                      !lz_utf8_valid(v->u.string.s, v->u.string.len)))
+    if (v->type == LZ_TOML_STRING &&
+        (strlen(v->u.string.s) != v->u.string.len || !lz_utf8_valid(v->u.string.s, v->u.string.len)))
         abort(); /* strings are NUL-free UTF-8 */
     if (v->line < 1)
         abort();

@@ -56,9 +56,7 @@ static int teardown(void **state) {
     return 0;
 }
 
-static void make_id(unsigned n, char out[65]) {
-    snprintf(out, 65, "%064x", n);
-}
+static void make_id(unsigned n, char out[65]) { snprintf(out, 65, "%064x", n); }
 
 static int64_t wall_ms(void) {
     struct timespec t;
@@ -319,7 +317,8 @@ static void test_concurrent_sections(void **state) {
             for (int i = 0; i < EACH; i++) {
                 if (lz_catalog_lease_acquire(f->data_root, a, k % 2 ? DOM1 : DOM2, k * 100 + i, NULL) < 0)
                     _exit(1);
-                if (i % 3 == 0 && lz_catalog_lease_release(f->data_root, a, k % 2 ? DOM1 : DOM2, k * 100 + i, NULL) != 1)
+                if (i % 3 == 0 &&
+                    lz_catalog_lease_release(f->data_root, a, k % 2 ? DOM1 : DOM2, k * 100 + i, NULL) != 1)
                     _exit(2);
             }
             _exit(0);
@@ -633,8 +632,11 @@ static void test_gc_prepares_and_foreign(void **state) {
     assert_int_equal(lz_mkdir_p(p, 0755), 0);
     /* no intent, and names Lazaret does not own */
     static const char *const foreign[] = {
-        ".tmp-norow", "notes", ".reclaim-0000000000000000000000000000000000000000000000000000000000000005",
-        "0000000000000000000000000000000000000000000000000000000000000007", ".hidden",
+        ".tmp-norow",
+        "notes",
+        ".reclaim-0000000000000000000000000000000000000000000000000000000000000005",
+        "0000000000000000000000000000000000000000000000000000000000000007",
+        ".hidden",
     };
     for (size_t i = 0; i < LZ_ARRAY_SIZE(foreign); i++) {
         snprintf(p, sizeof p, "%s/%s/inner", f->prepared, foreign[i]);

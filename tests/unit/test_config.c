@@ -225,8 +225,10 @@ static void test_tokens(void **state) {
     struct lz_error err;
     assert_int_equal(load("tokens.toml", "tok", &c, &err), -EINVAL);
     char *dir = realpath(fixtures, NULL);
-    snprintf(msg, sizeof msg, "%s/tokens.toml:9: profiles.tok.volumes[1].host: \"%s/cache\" does not exist (only "
-             "volumes strictly beneath {profile_dir} are created)", dir, dd);
+    snprintf(msg, sizeof msg,
+             "%s/tokens.toml:9: profiles.tok.volumes[1].host: \"%s/cache\" does not exist (only "
+             "volumes strictly beneath {profile_dir} are created)",
+             dir, dd);
     free(dir);
     assert_string_equal(err.msg, msg);
 
@@ -269,79 +271,172 @@ struct bad {
 };
 
 static const struct bad bad_cases[] = {
-    { "bad-auto-approve-empty.toml", "claude", "bad-auto-approve-empty.toml:2: escalation.auto_approve[0].argv: must not be empty" },
-    { "bad-auto-approve-no-argv.toml", "claude", "bad-auto-approve-no-argv.toml:1: escalation.auto_approve[0]: missing required key argv" },
-    { "bad-auto-approve-string.toml", "claude", "bad-auto-approve-string.toml:2: escalation.auto_approve[0]: expected a table, found a string" },
-    { "bad-auto-approve-type.toml", "claude", "bad-auto-approve-type.toml:2: escalation.auto_approve[0].argv[1]: expected a string, found an integer" },
-    { "bad-conflict-builtin.toml", "claude", "bad-conflict-builtin.toml:3: profiles.claude.deny_egress[0]: \"0.0.0.0/0\" is also allowed by built-in network.default_allow[0]; the same prefix cannot be both allowed and denied" },
-    { "bad-conflict-defaults.toml", "claude", "bad-conflict-defaults.toml:2: network.default_allow[0]: \"192.168.0.0/16\" is also denied by built-in network.default_deny[2]; the same prefix cannot be both allowed and denied" },
-    { "bad-conflict.toml", "claude", "bad-conflict.toml:9: profiles.claude.allow_egress[0]: \"10.0.0.0/8\" is also denied by network.default_deny[0] at line 4; the same prefix cannot be both allowed and denied" },
-    { "bad-container-control.toml", "claude", "bad-container-control.toml:3: profiles.claude.volumes[0].container: \"/run/lazaret/x\" overlaps the protected sandbox destination /run/lazaret" },
-    { "bad-container-dup.toml", "claude", "bad-container-dup.toml:5: profiles.claude.volumes[1].container: \"/data\" is also the destination of volumes[0]" },
-    { "bad-container-persistent.toml", "claude", "bad-container-persistent.toml:4: profiles.claude.volumes[0].container: \"/root\" is also persistent_dirs[0]" },
-    { "bad-container-relative.toml", "claude", "bad-container-relative.toml:3: profiles.claude.volumes[0].container: \"data\" is not an absolute path" },
-    { "bad-container-trailing.toml", "claude", "bad-container-trailing.toml:3: profiles.claude.volumes[0].container: \"/data/\" has a trailing '/'" },
-    { "bad-container-workspace.toml", "claude", "bad-container-workspace.toml:3: profiles.claude.volumes[0].container: \"/workspace/sub\" overlaps the protected sandbox destination /workspace" },
-    { "bad-data-root-symlink.toml", "claude", "bad-data-root-symlink.toml:2: storage.data_root: \"@/home/link/data\" is not canonical (its ancestor \"@/home/link\" resolves to \"@/home/shared\")" },
-    { "bad-dotdot-data-root.toml", "claude", "bad-dotdot-data-root.toml:2: storage.data_root: \"~/a/../b\" has a '..' segment" },
-    { "bad-dotdot-host.toml", "claude", "bad-dotdot-host.toml:3: profiles.claude.volumes[0].host: \"{profile_dir}/../x\" has a '..' segment" },
-    { "bad-dotdot.toml", "claude", "bad-dotdot.toml:3: profiles.claude.persistent_dirs[1]: \"/usr/../etc\" has a '..' segment" },
-    { "bad-duplicate-key.toml", "claude", "bad-duplicate-key.toml:3: duplicate key profiles.claude.image (first defined at line 2)" },
-    { "bad-env-name.toml", "claude", "bad-env-name.toml:4: profiles.claude.env.1BAD: not a valid environment variable name ([A-Za-z_][A-Za-z0-9_]*)" },
-    { "bad-env-ref.toml", "claude", "bad-env-ref.toml:3: profiles.claude.env.K: \"env:\" does not name a valid host environment variable" },
-    { "bad-env-table-type.toml", "claude", "bad-env-table-type.toml:3: profiles.claude.env: expected a table, found an array" },
-    { "bad-env-type.toml", "claude", "bad-env-type.toml:3: profiles.claude.env.K: expected a string, found an integer" },
-    { "bad-host-bits.toml", "claude", "bad-host-bits.toml:2: network.default_deny[0]: \"10.0.0.1/8\" has host bits set (did you mean \"10.0.0.0/8\"?)" },
+    { "bad-auto-approve-empty.toml", "claude",
+      "bad-auto-approve-empty.toml:2: escalation.auto_approve[0].argv: must not be empty" },
+    { "bad-auto-approve-no-argv.toml", "claude",
+      "bad-auto-approve-no-argv.toml:1: escalation.auto_approve[0]: missing required key argv" },
+    { "bad-auto-approve-string.toml", "claude",
+      "bad-auto-approve-string.toml:2: escalation.auto_approve[0]: expected a table, found a string" },
+    { "bad-auto-approve-type.toml", "claude",
+      "bad-auto-approve-type.toml:2: escalation.auto_approve[0].argv[1]: expected a string, found an integer" },
+    { "bad-conflict-builtin.toml", "claude",
+      "bad-conflict-builtin.toml:3: profiles.claude.deny_egress[0]: \"0.0.0.0/0\" is also allowed by built-in "
+      "network.default_allow[0]; the same prefix cannot be both allowed and denied" },
+    { "bad-conflict-defaults.toml", "claude",
+      "bad-conflict-defaults.toml:2: network.default_allow[0]: \"192.168.0.0/16\" is also denied by built-in "
+      "network.default_deny[2]; the same prefix cannot be both allowed and denied" },
+    { "bad-conflict.toml", "claude",
+      "bad-conflict.toml:9: profiles.claude.allow_egress[0]: \"10.0.0.0/8\" is also denied by network.default_deny[0] "
+      "at line 4; the same prefix cannot be both allowed and denied" },
+    { "bad-container-control.toml", "claude",
+      "bad-container-control.toml:3: profiles.claude.volumes[0].container: \"/run/lazaret/x\" overlaps the protected "
+      "sandbox destination /run/lazaret" },
+    { "bad-container-dup.toml", "claude",
+      "bad-container-dup.toml:5: profiles.claude.volumes[1].container: \"/data\" is also the destination of "
+      "volumes[0]" },
+    { "bad-container-persistent.toml", "claude",
+      "bad-container-persistent.toml:4: profiles.claude.volumes[0].container: \"/root\" is also persistent_dirs[0]" },
+    { "bad-container-relative.toml", "claude",
+      "bad-container-relative.toml:3: profiles.claude.volumes[0].container: \"data\" is not an absolute path" },
+    { "bad-container-trailing.toml", "claude",
+      "bad-container-trailing.toml:3: profiles.claude.volumes[0].container: \"/data/\" has a trailing '/'" },
+    { "bad-container-workspace.toml", "claude",
+      "bad-container-workspace.toml:3: profiles.claude.volumes[0].container: \"/workspace/sub\" overlaps the protected "
+      "sandbox destination /workspace" },
+    { "bad-data-root-symlink.toml", "claude",
+      "bad-data-root-symlink.toml:2: storage.data_root: \"@/home/link/data\" is not canonical (its ancestor "
+      "\"@/home/link\" resolves to \"@/home/shared\")" },
+    { "bad-dotdot-data-root.toml", "claude",
+      "bad-dotdot-data-root.toml:2: storage.data_root: \"~/a/../b\" has a '..' segment" },
+    { "bad-dotdot-host.toml", "claude",
+      "bad-dotdot-host.toml:3: profiles.claude.volumes[0].host: \"{profile_dir}/../x\" has a '..' segment" },
+    { "bad-dotdot.toml", "claude",
+      "bad-dotdot.toml:3: profiles.claude.persistent_dirs[1]: \"/usr/../etc\" has a '..' segment" },
+    { "bad-duplicate-key.toml", "claude",
+      "bad-duplicate-key.toml:3: duplicate key profiles.claude.image (first defined at line 2)" },
+    { "bad-env-name.toml", "claude",
+      "bad-env-name.toml:4: profiles.claude.env.1BAD: not a valid environment variable name ([A-Za-z_][A-Za-z0-9_]*)" },
+    { "bad-env-ref.toml", "claude",
+      "bad-env-ref.toml:3: profiles.claude.env.K: \"env:\" does not name a valid host environment variable" },
+    { "bad-env-table-type.toml", "claude",
+      "bad-env-table-type.toml:3: profiles.claude.env: expected a table, found an array" },
+    { "bad-env-type.toml", "claude",
+      "bad-env-type.toml:3: profiles.claude.env.K: expected a string, found an integer" },
+    { "bad-host-bits.toml", "claude",
+      "bad-host-bits.toml:2: network.default_deny[0]: \"10.0.0.1/8\" has host bits set (did you mean "
+      "\"10.0.0.0/8\"?)" },
     { "bad-image.toml", "claude", "bad-image.toml:2: profiles.claude.image: \"a b\" is not an image reference" },
-    { "bad-ipv6.toml", "claude", "bad-ipv6.toml:2: network.default_deny[1]: \"fd00::/8\" is an IPv6 prefix; IPv6 is disabled in v1" },
-    { "bad-missing-env.toml", "claude", "bad-missing-env.toml:3: profiles.claude.env.K: host environment variable \"LZ_TEST_MISSING_VAR\" is not set" },
+    { "bad-ipv6.toml", "claude",
+      "bad-ipv6.toml:2: network.default_deny[1]: \"fd00::/8\" is an IPv6 prefix; IPv6 is disabled in v1" },
+    { "bad-missing-env.toml", "claude",
+      "bad-missing-env.toml:3: profiles.claude.env.K: host environment variable \"LZ_TEST_MISSING_VAR\" is not set" },
     { "bad-missing-image.toml", "claude", "bad-missing-image.toml:1: profiles.claude: missing required key image" },
-    { "bad-other-profile.toml", "default", "bad-other-profile.toml:6: profiles.other.persistent_dirs[0]: \"/usr/../etc\" has a '..' segment" },
-    { "bad-persistent-dot.toml", "claude", "bad-persistent-dot.toml:3: profiles.claude.persistent_dirs[0]: \"/usr/./local\" has a '.' segment" },
-    { "bad-persistent-dup.toml", "claude", "bad-persistent-dup.toml:3: profiles.claude.persistent_dirs[1]: \"/root\" is listed twice (also persistent_dirs[0])" },
-    { "bad-persistent-overlap.toml", "claude", "bad-persistent-overlap.toml:5: profiles.claude.persistent_dirs[1]: \"/usr\" overlaps persistent_dirs[0] \"/usr/local\" (no persistent directory may contain another)" },
-    { "bad-persistent-root.toml", "claude", "bad-persistent-root.toml:3: profiles.claude.persistent_dirs[0]: \"/\" cannot be a destination" },
-    { "bad-persistent-run.toml", "claude", "bad-persistent-run.toml:3: profiles.claude.persistent_dirs[0]: \"/run\" overlaps the protected sandbox destination /run/lazaret" },
-    { "bad-persistent-type.toml", "claude", "bad-persistent-type.toml:3: profiles.claude.persistent_dirs[1]: expected a string, found an integer" },
-    { "bad-prefix-len.toml", "claude", "bad-prefix-len.toml:3: profiles.claude.allow_egress[0]: \"10.0.0.0/33\" has an invalid prefix length (0 to 32)" },
-    { "bad-prefix-no-len.toml", "claude", "bad-prefix-no-len.toml:3: profiles.claude.deny_egress[0]: \"10.0.0.1\" has no prefix length (write a.b.c.d/len, e.g. /32 for one address)" },
-    { "bad-prefix-octal.toml", "claude", "bad-prefix-octal.toml:2: network.default_allow[0]: \"010.0.0.0/8\" is not an IPv4 prefix of the form a.b.c.d/len" },
-    { "bad-prefix-type.toml", "claude", "bad-prefix-type.toml:2: network.default_allow: expected an array, found a string" },
-    { "bad-profile-key.toml", "claude", "bad-profile-key.toml:3: profiles.claude.ignored-state: unknown key (expected one of: image, persistent_dirs, allow_egress, deny_egress, env, volumes, ignored_state)" },
-    { "bad-profile-name-dot.toml", "claude", "bad-profile-name-dot.toml:1: profiles.\"a.b\": invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
-    { "bad-profile-name-short.toml", "claude", "bad-profile-name-short.toml:1: profiles.a: invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
-    { "bad-profile-name-after.toml", "claude", "bad-profile-name-after.toml:6: profiles.Other: invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
-    { "bad-profile-name.toml", "claude", "bad-profile-name.toml:1: profiles.Claude: invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
-    { "bad-profile-reserved.toml", "claude", "bad-profile-reserved.toml:1: profiles.domains: the profile name \"domains\" is reserved ({data_root}/domains is Lazaret's own)" },
-    { "bad-profile-reserved-images.toml", "claude", "bad-profile-reserved-images.toml:1: profiles.images: the profile name \"images\" is reserved ({data_root}/images is Lazaret's own)" },
+    { "bad-other-profile.toml", "default",
+      "bad-other-profile.toml:6: profiles.other.persistent_dirs[0]: \"/usr/../etc\" has a '..' segment" },
+    { "bad-persistent-dot.toml", "claude",
+      "bad-persistent-dot.toml:3: profiles.claude.persistent_dirs[0]: \"/usr/./local\" has a '.' segment" },
+    { "bad-persistent-dup.toml", "claude",
+      "bad-persistent-dup.toml:3: profiles.claude.persistent_dirs[1]: \"/root\" is listed twice (also "
+      "persistent_dirs[0])" },
+    { "bad-persistent-overlap.toml", "claude",
+      "bad-persistent-overlap.toml:5: profiles.claude.persistent_dirs[1]: \"/usr\" overlaps persistent_dirs[0] "
+      "\"/usr/local\" (no persistent directory may contain another)" },
+    { "bad-persistent-root.toml", "claude",
+      "bad-persistent-root.toml:3: profiles.claude.persistent_dirs[0]: \"/\" cannot be a destination" },
+    { "bad-persistent-run.toml", "claude",
+      "bad-persistent-run.toml:3: profiles.claude.persistent_dirs[0]: \"/run\" overlaps the protected sandbox "
+      "destination /run/lazaret" },
+    { "bad-persistent-type.toml", "claude",
+      "bad-persistent-type.toml:3: profiles.claude.persistent_dirs[1]: expected a string, found an integer" },
+    { "bad-prefix-len.toml", "claude",
+      "bad-prefix-len.toml:3: profiles.claude.allow_egress[0]: \"10.0.0.0/33\" has an invalid prefix length (0 to "
+      "32)" },
+    { "bad-prefix-no-len.toml", "claude",
+      "bad-prefix-no-len.toml:3: profiles.claude.deny_egress[0]: \"10.0.0.1\" has no prefix length (write a.b.c.d/len, "
+      "e.g. /32 for one address)" },
+    { "bad-prefix-octal.toml", "claude",
+      "bad-prefix-octal.toml:2: network.default_allow[0]: \"010.0.0.0/8\" is not an IPv4 prefix of the form "
+      "a.b.c.d/len" },
+    { "bad-prefix-type.toml", "claude",
+      "bad-prefix-type.toml:2: network.default_allow: expected an array, found a string" },
+    { "bad-profile-key.toml", "claude",
+      "bad-profile-key.toml:3: profiles.claude.ignored-state: unknown key (expected one of: image, persistent_dirs, "
+      "allow_egress, deny_egress, env, volumes, ignored_state)" },
+    { "bad-profile-name-dot.toml", "claude",
+      "bad-profile-name-dot.toml:1: profiles.\"a.b\": invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
+    { "bad-profile-name-short.toml", "claude",
+      "bad-profile-name-short.toml:1: profiles.a: invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
+    { "bad-profile-name-after.toml", "claude",
+      "bad-profile-name-after.toml:6: profiles.Other: invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
+    { "bad-profile-name.toml", "claude",
+      "bad-profile-name.toml:1: profiles.Claude: invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
+    { "bad-profile-reserved.toml", "claude",
+      "bad-profile-reserved.toml:1: profiles.domains: the profile name \"domains\" is reserved ({data_root}/domains is "
+      "Lazaret's own)" },
+    { "bad-profile-reserved-images.toml", "claude",
+      "bad-profile-reserved-images.toml:1: profiles.images: the profile name \"images\" is reserved "
+      "({data_root}/images is Lazaret's own)" },
     { "bad-profile-type.toml", "claude", "bad-profile-type.toml:2: profiles.claude: expected a table, found a string" },
-    { "bad-redefined-table.toml", "claude", "bad-redefined-table.toml:4: table [profiles.claude] is defined twice (first at line 1)" },
-    { "bad-relative-data-root.toml", "claude", "bad-relative-data-root.toml:2: storage.data_root: \"data\" is not an absolute path" },
-    { "bad-relative-host.toml", "claude", "bad-relative-host.toml:3: profiles.claude.volumes[0].host: \"relative/dir\" is not an absolute path" },
-    { "bad-relative-socket-dir.toml", "claude", "bad-relative-socket-dir.toml:2: escalation.socket_dir: \"run/lazaret\" is not an absolute path" },
-    { "bad-relative-token.toml", "claude", "bad-relative-token.toml:3: profiles.claude.volumes[0].host: \"{profile_name}/x\" (expanded to \"claude/x\") is not an absolute path" },
+    { "bad-redefined-table.toml", "claude",
+      "bad-redefined-table.toml:4: table [profiles.claude] is defined twice (first at line 1)" },
+    { "bad-relative-data-root.toml", "claude",
+      "bad-relative-data-root.toml:2: storage.data_root: \"data\" is not an absolute path" },
+    { "bad-relative-host.toml", "claude",
+      "bad-relative-host.toml:3: profiles.claude.volumes[0].host: \"relative/dir\" is not an absolute path" },
+    { "bad-relative-socket-dir.toml", "claude",
+      "bad-relative-socket-dir.toml:2: escalation.socket_dir: \"run/lazaret\" is not an absolute path" },
+    { "bad-relative-token.toml", "claude",
+      "bad-relative-token.toml:3: profiles.claude.volumes[0].host: \"{profile_name}/x\" (expanded to \"claude/x\") is "
+      "not an absolute path" },
     { "bad-syntax.toml", "claude", "bad-syntax.toml:3: expected ',' or ']' in an array, found '\"'" },
-    { "bad-tilde-user.toml", "claude", "bad-tilde-user.toml:2: storage.data_root: \"~root/data\" is not an absolute path" },
-    { "bad-token-data-root.toml", "claude", "bad-token-data-root.toml:2: storage.data_root: expansion tokens are not allowed here: \"{profile_dir}/x\"" },
+    { "bad-tilde-user.toml", "claude",
+      "bad-tilde-user.toml:2: storage.data_root: \"~root/data\" is not an absolute path" },
+    { "bad-token-data-root.toml", "claude",
+      "bad-token-data-root.toml:2: storage.data_root: expansion tokens are not allowed here: \"{profile_dir}/x\"" },
     { "bad-type-section.toml", "claude", "bad-type-section.toml:1: storage: expected a table, found a string" },
     { "bad-type.toml", "claude", "bad-type.toml:2: escalation.enabled: expected a boolean, found a string" },
-    { "bad-unknown-key.toml", "claude", "bad-unknown-key.toml:2: storage.data_roots: unknown key (expected one of: data_root, prepared_keep_days, prepared_max_bytes)" },
-    { "bad-unknown-section.toml", "claude", "bad-unknown-section.toml:1: storag: unknown key (expected one of: storage, network, escalation, profiles)" },
-    { "bad-unknown-token.toml", "claude", "bad-unknown-token.toml:3: profiles.claude.volumes[0].host: unknown expansion token \"{home}\" in \"{home}/x\" (known: {profile_dir}, {domain_dir}, {profile_name}, {domain_hash}, {workspace_dir})" },
-    { "bad-volume-gitdir.toml", "claude", "bad-volume-gitdir.toml:3: profiles.claude.volumes[0].host: \"@/ws/.git/hooks\" is inside the workspace's .git directory (SR-4)" },
-    { "bad-volume-key.toml", "claude", "bad-volume-key.toml:3: profiles.claude.volumes[0].options: unknown key (expected one of: host, container, mode)" },
-    { "bad-volume-missing.toml", "claude", "bad-volume-missing.toml:3: profiles.claude.volumes[0].host: \"@/home/missing\" does not exist (only volumes strictly beneath {profile_dir} are created)" },
-    { "bad-volume-mode.toml", "claude", "bad-volume-mode.toml:3: profiles.claude.volumes[0].mode: \"rx\" is not a volume mode (one of \"rw\", \"ro\", \"z\")" },
-    { "bad-volume-no-mode.toml", "claude", "bad-volume-no-mode.toml:3: profiles.claude.volumes[0]: missing required key mode (one of \"rw\", \"ro\", \"z\")" },
-    { "bad-volume-storage-root.toml", "claude", "bad-volume-storage-root.toml:3: profiles.claude.volumes[0].host: \"@/home\" contains the Storage Root" },
-    { "bad-volume-symlink.toml", "claude", "bad-volume-symlink.toml:3: profiles.claude.volumes[0].host: \"@/home/link\" is not canonical (it resolves to \"@/home/shared\")" },
-    { "bad-volume-type.toml", "claude", "bad-volume-type.toml:3: profiles.claude.volumes[0]: expected a table, found a string" },
-    { "bad-volume-workspace.toml", "claude", "bad-volume-workspace.toml:3: profiles.claude.volumes[0].host: \"@/ws\" contains the workspace; it is mounted only at /workspace, with its .git protections" },
+    { "bad-unknown-key.toml", "claude",
+      "bad-unknown-key.toml:2: storage.data_roots: unknown key (expected one of: data_root, prepared_keep_days, "
+      "prepared_max_bytes)" },
+    { "bad-unknown-section.toml", "claude",
+      "bad-unknown-section.toml:1: storag: unknown key (expected one of: storage, network, escalation, profiles)" },
+    { "bad-unknown-token.toml", "claude",
+      "bad-unknown-token.toml:3: profiles.claude.volumes[0].host: unknown expansion token \"{home}\" in \"{home}/x\" "
+      "(known: {profile_dir}, {domain_dir}, {profile_name}, {domain_hash}, {workspace_dir})" },
+    { "bad-volume-gitdir.toml", "claude",
+      "bad-volume-gitdir.toml:3: profiles.claude.volumes[0].host: \"@/ws/.git/hooks\" is inside the workspace's .git "
+      "directory (SR-4)" },
+    { "bad-volume-key.toml", "claude",
+      "bad-volume-key.toml:3: profiles.claude.volumes[0].options: unknown key (expected one of: host, container, "
+      "mode)" },
+    { "bad-volume-missing.toml", "claude",
+      "bad-volume-missing.toml:3: profiles.claude.volumes[0].host: \"@/home/missing\" does not exist (only volumes "
+      "strictly beneath {profile_dir} are created)" },
+    { "bad-volume-mode.toml", "claude",
+      "bad-volume-mode.toml:3: profiles.claude.volumes[0].mode: \"rx\" is not a volume mode (one of \"rw\", \"ro\", "
+      "\"z\")" },
+    { "bad-volume-no-mode.toml", "claude",
+      "bad-volume-no-mode.toml:3: profiles.claude.volumes[0]: missing required key mode (one of \"rw\", \"ro\", "
+      "\"z\")" },
+    { "bad-volume-storage-root.toml", "claude",
+      "bad-volume-storage-root.toml:3: profiles.claude.volumes[0].host: \"@/home\" contains the Storage Root" },
+    { "bad-volume-symlink.toml", "claude",
+      "bad-volume-symlink.toml:3: profiles.claude.volumes[0].host: \"@/home/link\" is not canonical (it resolves to "
+      "\"@/home/shared\")" },
+    { "bad-volume-type.toml", "claude",
+      "bad-volume-type.toml:3: profiles.claude.volumes[0]: expected a table, found a string" },
+    { "bad-volume-workspace.toml", "claude",
+      "bad-volume-workspace.toml:3: profiles.claude.volumes[0].host: \"@/ws\" contains the workspace; it is mounted "
+      "only at /workspace, with its .git protections" },
     /* selecting a profile that is not defined: no fallback */
     { "good.toml", "nope", "good.toml: profile \"nope\" is not defined (defined profiles: default, claude, opencode)" },
-    { "bad-unknown-key.toml", NULL, "bad-unknown-key.toml:2: storage.data_roots: unknown key (expected one of: data_root, prepared_keep_days, prepared_max_bytes)" },
+    { "bad-unknown-key.toml", NULL,
+      "bad-unknown-key.toml:2: storage.data_roots: unknown key (expected one of: data_root, prepared_keep_days, "
+      "prepared_max_bytes)" },
     /* path resolution comes before environment resolution */
-    { "good.toml", "opencode", "good.toml:47: profiles.opencode.volumes[0].host: \"@/home/does-not-exist\" does not exist (only volumes strictly beneath {profile_dir} are created)" },
+    { "good.toml", "opencode",
+      "good.toml:47: profiles.opencode.volumes[0].host: \"@/home/does-not-exist\" does not exist (only volumes "
+      "strictly beneath {profile_dir} are created)" },
 };
 
 static void test_bad_fixtures(void **state) {
@@ -384,7 +479,8 @@ static void test_bad_volume_domain_dir(void **state) {
     assert_int_equal(lz_mkdir_p(dd, 0700), 0);
     assert_int_equal(load("bad-volume-domain-dir.toml", "claude", &c, &err), -EINVAL);
     char *dir = realpath(fixtures, NULL);
-    snprintf(exp, sizeof exp, "%s/bad-volume-domain-dir.toml:3: profiles.claude.volumes[0].host: \"%s\" is Lazaret's own "
+    snprintf(exp, sizeof exp,
+             "%s/bad-volume-domain-dir.toml:3: profiles.claude.volumes[0].host: \"%s\" is Lazaret's own "
              "state under the Storage Root; only paths strictly beneath {profile_dir} or {domain_dir} may be volumes",
              dir, dd);
     free(dir);
@@ -415,18 +511,22 @@ static void test_sr2_config_in_volume(void **state) {
     char path[8192], exp[16384];
     xmkdir(home, "cfg");
     snprintf(path, sizeof path, "%s/cfg/config.toml", home);
-    write_file(path, "[profiles.claude]\nimage = \"img\"\n"
-                     "volumes = [{ host = \"~/cfg\", container = \"/cfg\", mode = \"ro\" }]\n");
+    write_file(path,
+               "[profiles.claude]\nimage = \"img\"\n"
+               "volumes = [{ host = \"~/cfg\", container = \"/cfg\", mode = \"ro\" }]\n");
     struct lz_config *c = NULL;
     struct lz_error err;
     assert_int_equal(load_path(path, "claude", NULL, &c, &err), -EINVAL);
-    snprintf(exp, sizeof exp, "%s:3: profiles.claude.volumes[0].host: \"%s/cfg\" contains the configuration file; host "
-             "configuration must not be mounted into the sandbox (SR-2)", path, home);
+    snprintf(exp, sizeof exp,
+             "%s:3: profiles.claude.volumes[0].host: \"%s/cfg\" contains the configuration file; host "
+             "configuration must not be mounted into the sandbox (SR-2)",
+             path, home);
     assert_string_equal(err.msg, exp);
 
     /* the file itself as a volume */
-    write_file(path, "[profiles.claude]\nimage = \"img\"\n"
-                     "volumes = [{ host = \"~/cfg/config.toml\", container = \"/cfg\", mode = \"ro\" }]\n");
+    write_file(path,
+               "[profiles.claude]\nimage = \"img\"\n"
+               "volumes = [{ host = \"~/cfg/config.toml\", container = \"/cfg\", mode = \"ro\" }]\n");
     assert_int_equal(load_path(path, "claude", NULL, &c, &err), -EINVAL);
     assert_non_null(strstr(err.msg, "contains the configuration file"));
 }
@@ -439,8 +539,10 @@ static void test_sr2_config_in_workspace(void **state) {
     struct lz_config *c = NULL;
     struct lz_error err;
     assert_int_equal(load_path(path, "claude", NULL, &c, &err), -EINVAL);
-    snprintf(exp, sizeof exp, "%s: the configuration file is inside the workspace \"%s\"; host configuration must not "
-             "be reachable from the sandbox (SR-2)", path, ws);
+    snprintf(exp, sizeof exp,
+             "%s: the configuration file is inside the workspace \"%s\"; host configuration must not "
+             "be reachable from the sandbox (SR-2)",
+             path, ws);
     assert_string_equal(err.msg, exp);
 
     /* a symlink to it from outside the workspace does not help: the
@@ -462,21 +564,24 @@ static void test_data_root_in_workspace(void **state) {
                         "2: storage.data_root: the Storage Root \"@/ws/state\" and the workspace \"@/ws\" overlap; the "
                         "sandbox could reach Lazaret's own state; run lazaret in a project directory, or set [storage] "
                         "data_root outside the workspace");
-    snprintf(content, sizeof content, "[escalation]\nsocket_dir = \"%s/sub\"\n[profiles.claude]\nimage = \"img\"\n", ws);
+    snprintf(content, sizeof content, "[escalation]\nsocket_dir = \"%s/sub\"\n[profiles.claude]\nimage = \"img\"\n",
+             ws);
     expect_fail_content("sd-ws.toml", content, "claude",
                         "2: escalation.socket_dir: \"@/ws/sub\" and the workspace \"@/ws\" overlap");
     expect_fail_content("sd.toml",
                         "[escalation]\nsocket_dir = \"~\"\n[profiles.claude]\nimage = \"img\"\n"
                         "volumes = [{ host = \"~/shared\", container = \"/s\", mode = \"rw\" }]\n",
-                        "claude", "5: profiles.claude.volumes[0].host: \"@/home/shared\" overlaps escalation.socket_dir");
+                        "claude",
+                        "5: profiles.claude.volumes[0].host: \"@/home/shared\" overlaps escalation.socket_dir");
 }
 
 static void test_gc_keys(void **state) {
     (void)state;
     char path[8192];
     snprintf(path, sizeof path, "%s/gc.toml", root);
-    write_file(path, "[storage]\nprepared_keep_days = 0\nprepared_max_bytes = 10737418240\n"
-                     "[profiles.claude]\nimage = \"img\"\n");
+    write_file(path,
+               "[storage]\nprepared_keep_days = 0\nprepared_max_bytes = 10737418240\n"
+               "[profiles.claude]\nimage = \"img\"\n");
     struct lz_config *c = NULL;
     struct lz_error err;
     assert_int_equal(load_path(path, "claude", NULL, &c, &err), 0);
@@ -544,12 +649,16 @@ static void test_limits(void **state) {
 
 static void test_env_non_utf8(void **state) {
     (void)state;
-    setenv("LZ_TEST_API_KEY", "bad\xff" "value", 1);
+    setenv("LZ_TEST_API_KEY",
+           "bad\xff"
+           "value",
+           1);
     struct lz_config *c = NULL;
     struct lz_error err;
     assert_int_equal(load("good.toml", "claude", &c, &err), -EINVAL);
-    assert_non_null(strstr(err.msg, "good.toml:37: profiles.claude.env.ANTHROPIC_API_KEY: host environment variable "
-                                    "\"LZ_TEST_API_KEY\" is not valid UTF-8"));
+    assert_non_null(strstr(err.msg,
+                           "good.toml:37: profiles.claude.env.ANTHROPIC_API_KEY: host environment variable "
+                           "\"LZ_TEST_API_KEY\" is not valid UTF-8"));
     /* the value never appears in a message */
     assert_null(strstr(err.msg, "value"));
     setenv("LZ_TEST_API_KEY", "", 1); /* empty is a value */
@@ -575,8 +684,8 @@ static void test_builtin_default(void **state) {
     assert_string_equal(c->data_root, exp);
     assert_int_equal(c->n_default_allow, 1);
     assert_string_equal(c->default_allow[0], "0.0.0.0/0");
-    static const char *const deny[] = { "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16",
-                                        "100.64.0.0/10", "127.0.0.0/8", "224.0.0.0/4", "240.0.0.0/4" };
+    static const char *const deny[] = { "10.0.0.0/8",    "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16",
+                                        "100.64.0.0/10", "127.0.0.0/8",   "224.0.0.0/4",    "240.0.0.0/4" };
     assert_int_equal(c->n_default_deny, LZ_ARRAY_SIZE(deny));
     for (size_t i = 0; i < LZ_ARRAY_SIZE(deny); i++)
         assert_string_equal(c->default_deny[i], deny[i]);
@@ -610,8 +719,9 @@ static void test_builtin_default(void **state) {
 
     /* only "default" exists without a file */
     assert_int_equal(load_path(NULL, "claude", NULL, &c, &err), -ENOENT);
-    assert_string_equal(err.msg, "profile \"claude\" is not defined: no configuration file exists and the built-in "
-                                 "configuration defines only \"default\"");
+    assert_string_equal(err.msg,
+                        "profile \"claude\" is not defined: no configuration file exists and the built-in "
+                        "configuration defines only \"default\"");
 }
 
 static void test_xdg_lookup(void **state) {
@@ -835,9 +945,22 @@ static void test_prefix_parse(void **state) {
     assert_int_equal(lz_ipv4_prefix_parse("0.0.0.0/0", buf, NULL, NULL, NULL), 0);
     assert_int_equal(lz_ipv4_prefix_parse("255.255.255.255/32", buf, NULL, NULL, NULL), 0);
     assert_string_equal(buf, "255.255.255.255/32");
-    static const char *const bad[] = { "10.0.0.0/8 ", " 10.0.0.0/8", "10.0.0/8", "10.0.0.0.0/8", "256.0.0.0/8",
-                                       "10.0.0.0/", "10.0.0.0/08", "10.0.0.0/-1", "+1.0.0.0/8", "1.2.3.4/32x",
-                                       "", "/8", "1..2.3/8", "0x1.0.0.0/8", "1.2.3.4/1000", "00.0.0.0/0" };
+    static const char *const bad[] = { "10.0.0.0/8 ",
+                                       " 10.0.0.0/8",
+                                       "10.0.0/8",
+                                       "10.0.0.0.0/8",
+                                       "256.0.0.0/8",
+                                       "10.0.0.0/",
+                                       "10.0.0.0/08",
+                                       "10.0.0.0/-1",
+                                       "+1.0.0.0/8",
+                                       "1.2.3.4/32x",
+                                       "",
+                                       "/8",
+                                       "1..2.3/8",
+                                       "0x1.0.0.0/8",
+                                       "1.2.3.4/1000",
+                                       "00.0.0.0/0" };
     for (size_t i = 0; i < LZ_ARRAY_SIZE(bad); i++) {
         if (lz_ipv4_prefix_parse(bad[i], buf, NULL, NULL, &why) != -EINVAL)
             print_error("accepted \"%s\"\n", bad[i]);

@@ -27,7 +27,9 @@ static void check_id(const char *profile, const char *ws, const char *hex) {
 static void test_domain_id_vectors(void **state) {
     (void)state;
     check_id("default", "/home/u/proj", "29a3b3fb3f120f285a035ccd089137f03f9eaa95b0c513d0014aebaf86cd943f");
-    check_id("claude", "/tmp/\xc3\xbcn\xc3\xaf c\xc3\xb4" "de",
+    check_id("claude",
+             "/tmp/\xc3\xbcn\xc3\xaf c\xc3\xb4"
+             "de",
              "87253d93b431ac92ad412250c9acd3e23303fafa3cc2b32c953725c552aace96");
     check_id("ab", "/", "19bea1029b757efb1846dd657823bd6c191c06f97c5380c4fcf63186b45829d5");
     check_id("vector", "/usr", "d184cfb04f49bd36ae04439b849d476459b7a979c837dfbe2939b381fe396a8a");
@@ -81,8 +83,9 @@ static void vector_config(struct lz_config *c, struct lz_auto_approve *rule, str
     env[1] = (struct lz_env_entry){ .name = W("A"), .value = W("lit") };
     c->profile.env = env;
     c->profile.n_env = 2;
-    *vol = (struct lz_volume){
-        .host = W("/nonexistent-lazaret-test/data/vector/v"), .container = W("/data"), .mode = W("z") };
+    *vol = (struct lz_volume){ .host = W("/nonexistent-lazaret-test/data/vector/v"),
+                               .container = W("/data"),
+                               .mode = W("z") };
     c->profile.volumes = vol;
     c->profile.n_volumes = 1;
     c->profile.ignored_state = false;
@@ -138,7 +141,10 @@ static void test_fingerprint_sensitivity(void **state) {
         case 0: c.domain_id[31] ^= 1; break;
         case 1: c.data_root = W("/nonexistent-lazaret-test/data2"); break;
         case 2: c.n_default_allow = 0; break;
-        case 3: c.default_deny = alt_list; c.n_default_deny = 1; break;
+        case 3:
+            c.default_deny = alt_list;
+            c.n_default_deny = 1;
+            break;
         case 4: c.escalation_enabled = true; break;
         case 5: c.escalation_socket_dir = NULL; break;
         case 6: rule.argv = alt_argv; break;
@@ -146,9 +152,15 @@ static void test_fingerprint_sensitivity(void **state) {
         case 8: c.n_auto_approve = 0; break;
         case 9: c.profile.name = W("vector2"); break;
         case 10: c.profile.image = W("example.org/img:2"); break;
-        case 11: c.profile.persistent_dirs = alt_pdirs; c.profile.n_persistent_dirs = 1; break;
+        case 11:
+            c.profile.persistent_dirs = alt_pdirs;
+            c.profile.n_persistent_dirs = 1;
+            break;
         case 12: c.profile.n_allow_egress = 0; break;
-        case 13: c.profile.deny_egress = alt_list; c.profile.n_deny_egress = 1; break;
+        case 13:
+            c.profile.deny_egress = alt_list;
+            c.profile.n_deny_egress = 1;
+            break;
         case 14: env[1].value = W("lit2"); break;
         case 15: env[0].reference = W("env:LZ_TEST_OTHER"); break;
         case 16: env[1].name = W("C"); break;
@@ -205,10 +217,8 @@ static void test_fingerprint_framing(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_domain_id_vectors),
-        cmocka_unit_test(test_domain_id_framing),
-        cmocka_unit_test(test_fingerprint_vector),
-        cmocka_unit_test(test_fingerprint_sensitivity),
+        cmocka_unit_test(test_domain_id_vectors),   cmocka_unit_test(test_domain_id_framing),
+        cmocka_unit_test(test_fingerprint_vector),  cmocka_unit_test(test_fingerprint_sensitivity),
         cmocka_unit_test(test_fingerprint_framing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -37,22 +37,38 @@ static char *render(const void *in, size_t len, unsigned flags) {
 }
 
 static size_t utf8_encode(uint32_t cp, uint8_t *b) {
-    if (cp < 0x80) { b[0] = (uint8_t)cp; return 1; }
-    if (cp < 0x800) { b[0] = (uint8_t)(0xc0 | cp >> 6); b[1] = (uint8_t)(0x80 | (cp & 0x3f)); return 2; }
-    if (cp < 0x10000) {
-        b[0] = (uint8_t)(0xe0 | cp >> 12); b[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
-        b[2] = (uint8_t)(0x80 | (cp & 0x3f)); return 3;
+    if (cp < 0x80) {
+        b[0] = (uint8_t)cp;
+        return 1;
     }
-    b[0] = (uint8_t)(0xf0 | cp >> 18); b[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3f));
-    b[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f)); b[3] = (uint8_t)(0x80 | (cp & 0x3f)); return 4;
+    if (cp < 0x800) {
+        b[0] = (uint8_t)(0xc0 | cp >> 6);
+        b[1] = (uint8_t)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        b[0] = (uint8_t)(0xe0 | cp >> 12);
+        b[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
+        b[2] = (uint8_t)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    b[0] = (uint8_t)(0xf0 | cp >> 18);
+    b[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3f));
+    b[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
+    b[3] = (uint8_t)(0x80 | (cp & 0x3f));
+    return 4;
 }
 
 static void test_checker_fires(void **state) {
     (void)state;
     /* Positive control: raw ESC, raw RLO and a raw C1 CSI fail the property. */
     assert_false(output_is_safe("\x1b[31m", 5));
-    assert_false(output_is_safe("a\xe2\x80\xae" "b", 5));
-    assert_false(output_is_safe("\xc2\x9b" "31m", 5));
+    assert_false(output_is_safe("a\xe2\x80\xae"
+                                "b",
+                                5));
+    assert_false(output_is_safe("\xc2\x9b"
+                                "31m",
+                                5));
     assert_false(output_is_safe("\xff", 1));
     assert_true(output_is_safe("plain \xc3\xa9", 8));
 }
@@ -102,13 +118,17 @@ static void test_every_c0_and_c1(void **state) {
 static void test_listed_code_points(void **state) {
     (void)state;
     static const uint32_t single[] = {
-        0x061c, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068,
-        0x2069, 0x200b, 0x200c, 0x200d, 0x2060, 0x2061, 0x2062, 0x2063, 0x2064, 0xfeff, 0x180e,
-        0x00ad, 0x034f, 0x115f, 0x1160, 0x3164, 0xffa0, 0x2028, 0x2029, 0x00a0, 0x3000, 0xe000,
-        0xfffe, 0x10ffff,
+        0x061c, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068,   0x2069,
+        0x200b, 0x200c, 0x200d, 0x2060, 0x2061, 0x2062, 0x2063, 0x2064, 0xfeff, 0x180e, 0x00ad,   0x034f,
+        0x115f, 0x1160, 0x3164, 0xffa0, 0x2028, 0x2029, 0x00a0, 0x3000, 0xe000, 0xfffe, 0x10ffff,
     };
-    static const struct { uint32_t lo, hi; } ranges[] = {
-        { 0xe0000, 0xe007f }, { 0xfe00, 0xfe0f }, { 0xe0100, 0xe01ef }, { 0x2000, 0x200a },
+    static const struct {
+        uint32_t lo, hi;
+    } ranges[] = {
+        { 0xe0000, 0xe007f },
+        { 0xfe00, 0xfe0f },
+        { 0xe0100, 0xe01ef },
+        { 0x2000, 0x200a },
     };
     for (size_t i = 0; i < LZ_ARRAY_SIZE(single); i++) {
         uint8_t b[4];
@@ -142,18 +162,26 @@ static void test_visible_unicode_passes(void **state) {
 
 static void test_invalid_utf8(void **state) {
     (void)state;
-    static const struct { const char *in; size_t len; const char *want; } cases[] = {
-        { "\xc0\xaf", 2, "\\xc0\\xaf" },                     /* overlong '/' */
+    static const struct {
+        const char *in;
+        size_t len;
+        const char *want;
+    } cases[] = {
+        { "\xc0\xaf", 2, "\\xc0\\xaf" }, /* overlong '/' */
         { "\xc1\xbf", 2, "\\xc1\\xbf" },
-        { "\xe0\x80\xaf", 3, "\\xe0\\x80\\xaf" },            /* overlong 3-byte */
-        { "\xf0\x80\x80\xaf", 4, "\\xf0\\x80\\x80\\xaf" },   /* overlong 4-byte */
-        { "\xed\xa0\x80", 3, "\\xed\\xa0\\x80" },            /* surrogate U+D800 */
-        { "\xed\xbf\xbf", 3, "\\xed\\xbf\\xbf" },            /* surrogate U+DFFF */
-        { "\xf4\x90\x80\x80", 4, "\\xf4\\x90\\x80\\x80" },   /* U+110000 */
+        { "\xe0\x80\xaf", 3, "\\xe0\\x80\\xaf" },          /* overlong 3-byte */
+        { "\xf0\x80\x80\xaf", 4, "\\xf0\\x80\\x80\\xaf" }, /* overlong 4-byte */
+        { "\xed\xa0\x80", 3, "\\xed\\xa0\\x80" },          /* surrogate U+D800 */
+        { "\xed\xbf\xbf", 3, "\\xed\\xbf\\xbf" },          /* surrogate U+DFFF */
+        { "\xf4\x90\x80\x80", 4, "\\xf4\\x90\\x80\\x80" }, /* U+110000 */
         { "\xf5\x80\x80\x80", 4, "\\xf5\\x80\\x80\\x80" },
-        { "\x80", 1, "\\x80" },                              /* stray continuation */
-        { "\xe2\x80", 2, "\\xe2\\x80" },                     /* truncated */
-        { "\xe2\x80" "a", 3, "\\xe2\\x80" "a" },
+        { "\x80", 1, "\\x80" },          /* stray continuation */
+        { "\xe2\x80", 2, "\\xe2\\x80" }, /* truncated */
+        { "\xe2\x80"
+          "a",
+          3,
+          "\\xe2\\x80"
+          "a" },
         { "\xff\xfe", 2, "\\xff\\xfe" },
         /* the good sequence after a bad byte survives */
         { "\xe2\xc3\xa9", 3, "\\xe2\xc3\xa9" },
@@ -182,10 +210,10 @@ static void test_literal_escape_text_is_distinct(void **state) {
 static void test_unescape_strict(void **state) {
     (void)state;
     uint8_t *b = NULL;
-    assert_int_equal(lz_unescape("\\x41", 4, 0, &b), -EINVAL);      /* A is never escaped */
-    assert_int_equal(lz_unescape("\\u{202e}", 8, 0, &b), -EINVAL);  /* lower-case */
+    assert_int_equal(lz_unescape("\\x41", 4, 0, &b), -EINVAL);     /* A is never escaped */
+    assert_int_equal(lz_unescape("\\u{202e}", 8, 0, &b), -EINVAL); /* lower-case */
     assert_int_equal(lz_unescape("\\u{0041}", 8, 0, &b), -EINVAL);
-    assert_int_equal(lz_unescape("\x1b", 1, 0, &b), -EINVAL);       /* raw control */
+    assert_int_equal(lz_unescape("\x1b", 1, 0, &b), -EINVAL); /* raw control */
     assert_int_equal(lz_unescape("\\", 1, 0, &b), -EINVAL);
     assert_int_equal(lz_unescape("\\q", 2, 0, &b), -EINVAL);
     assert_int_equal(lz_unescape("\\xc3\\xa9", 8, 0, &b), -EINVAL); /* é is shown raw */
@@ -203,12 +231,12 @@ static void test_argv_lines(void **state) {
     ssize_t n = lz_escape_argv(argv, 6, &out);
     assert_true(n > 0);
     assert_string_equal(out,
-        "argv[0] = \"/usr/bin/git\"\n"
-        "argv[1] = \"commit\"\n"
-        "argv[2] = \"-m\"\n"
-        "argv[3] = \" x\\x1b[8m\\\"y\\\" \"\n"
-        "argv[4] = \"\"\n"
-        "argv[5] = \"a\\\\b\"\n");
+                        "argv[0] = \"/usr/bin/git\"\n"
+                        "argv[1] = \"commit\"\n"
+                        "argv[2] = \"-m\"\n"
+                        "argv[3] = \" x\\x1b[8m\\\"y\\\" \"\n"
+                        "argv[4] = \"\"\n"
+                        "argv[5] = \"a\\\\b\"\n");
     /* Safe apart from the line ends the formatter itself writes. */
     for (char *nl = strchr(out, '\n'); nl; nl = strchr(nl, '\n'))
         *nl = ' ';

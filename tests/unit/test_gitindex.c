@@ -62,10 +62,10 @@ static int git_v(const char *dir, char **out, const char *const *argv) {
 }
 
 #define GIT_RC(dir, ...) git_v(dir, NULL, (const char *const[]){ "git", __VA_ARGS__, NULL })
-#define GIT(dir, ...)                                                                      \
-    do {                                                                                   \
-        if (GIT_RC(dir, __VA_ARGS__) != 0)                                                 \
-            fail_msg("git %s failed in %s", ((const char *const[]){ __VA_ARGS__ })[0], dir); \
+#define GIT(dir, ...)                                                                                                  \
+    do {                                                                                                               \
+        if (GIT_RC(dir, __VA_ARGS__) != 0)                                                                             \
+            fail_msg("git %s failed in %s", ((const char *const[]){ __VA_ARGS__ })[0], dir);                           \
     } while (0)
 
 static char *git_out(const char *dir, const char *const *argv) {
@@ -167,8 +167,8 @@ static void test_real_indexes(void **state) {
     expect_ok(d, ".git/index", 20);
 
     /* EOIE and IEOT (threaded readers) */
-    GIT(d, "-c", "index.threads=2", "-c", "index.recordEndOfIndexEntries=true", "-c",
-        "index.recordOffsetTable=true", "update-index", "--index-version", "2");
+    GIT(d, "-c", "index.threads=2", "-c", "index.recordEndOfIndexEntries=true", "-c", "index.recordOffsetTable=true",
+        "update-index", "--index-version", "2");
     free(b);
     b = read_all(d, ".git/index", &n);
     assert_true(has_ext(b, n, "EOIE"));
@@ -380,8 +380,10 @@ static void expect_refused(unsigned ver, const struct ent *e, size_t ne) {
 static void test_builder_benign(void **state) {
     (void)state;
     for (unsigned v = 2; v <= 4; v++) {
-        assert_int_equal(check_ents(v, ENTS({ "a", REG }, { "a-b", S_IFLNK }, { "a.c", REG }, { "b/c", REG },
-                                            { "b/d", S_IFREG | 0755 }, { "sub", 0160000 })), 0);
+        assert_int_equal(check_ents(v,
+                                    ENTS({ "a", REG }, { "a-b", S_IFLNK }, { "a.c", REG }, { "b/c", REG },
+                                         { "b/d", S_IFREG | 0755 }, { "sub", 0160000 })),
+                         0);
         /* conflict stages */
         assert_int_equal(check_ents(v, ENTS({ "f", REG, 1 }, { "f", REG, 2 }, { "f", REG, 3 })), 0);
     }
@@ -391,9 +393,26 @@ static void test_builder_benign(void **state) {
 static void test_bad_paths(void **state) {
     (void)state;
     static const char *const bad[] = {
-        ".git/hooks/post-checkout", ".GIT/config", "../x", "a/../../x", "/abs", "a//b", "a/", ".git./config",
-        ".git . ./config", "git~1/config", "GIT~1/config", ".g\xe2\x80\x8cit/config", "\xef\xbb\xbf.git/config",
-        ".git::$INDEX_ALLOCATION/config", "a\\.git\\config", "a/.", ".", "..", "x/.git", ".git",
+        ".git/hooks/post-checkout",
+        ".GIT/config",
+        "../x",
+        "a/../../x",
+        "/abs",
+        "a//b",
+        "a/",
+        ".git./config",
+        ".git . ./config",
+        "git~1/config",
+        "GIT~1/config",
+        ".g\xe2\x80\x8cit/config",
+        "\xef\xbb\xbf.git/config",
+        ".git::$INDEX_ALLOCATION/config",
+        "a\\.git\\config",
+        "a/.",
+        ".",
+        "..",
+        "x/.git",
+        ".git",
     };
     for (unsigned v = 2; v <= 4; v++)
         for (size_t i = 0; i < LZ_ARRAY_SIZE(bad); i++)
@@ -401,9 +420,10 @@ static void test_bad_paths(void **state) {
     /* NUL inside a name (v2/3 take the length from the flags) */
     expect_refused(2, ENTS({ "a\0b", REG, 0, 0, 3 }));
     /* symlinks Git reads through */
-    static const char *const links[] = { ".gitmodules", ".GITMODULES", "gitmod~1", "gi7eba~1", ".gitattributes",
-                                         ".gitignore", ".mailmap", "d/.gitmodules", ".gitmodules .",
-                                         ".git\xe2\x80\x8dmodules" };
+    static const char *const links[] = {
+        ".gitmodules", ".GITMODULES", "gitmod~1",      "gi7eba~1",      ".gitattributes",
+        ".gitignore",  ".mailmap",    "d/.gitmodules", ".gitmodules .", ".git\xe2\x80\x8dmodules"
+    };
     for (size_t i = 0; i < LZ_ARRAY_SIZE(links); i++)
         expect_refused(2, (const struct ent[]){ { links[i], S_IFLNK } }, 1);
     /* ... which are fine as files */
@@ -429,7 +449,8 @@ static void test_structure(void **state) {
     (void)state;
     /* Git finds EOIE at a fixed distance from the end: a look-alike inside
      * an optional extension would send a threaded reader elsewhere */
-    uint8_t look[8 + 32] = "Zzzz\0\0\0\x20" "EOIE\0\0\0\x18";
+    uint8_t look[8 + 32] = "Zzzz\0\0\0\x20"
+                           "EOIE\0\0\0\x18";
     struct bld lo = build(2, 20, ENTS({ "a", REG }), look, sizeof look);
     assert_int_equal(lz_gitindex_verify(lo.b, lo.n, 20, NULL), -EPERM);
     lo.b[lo.n - 20 - 32 + 3] = 'F'; /* control: "EOIF" is just data */
@@ -437,13 +458,18 @@ static void test_structure(void **state) {
     free(lo.b);
     /* v4 + IEOT: a threaded reader starts each block from an empty name, so
      * a block starting with a prefix-compressed name reads differently */
-    static const uint8_t two[] = "IEOT\0\0\0\x14" "\0\0\0\1" "\0\0\0\x0c\0\0\0\1" "\0\0\0\x4d\0\0\0\1";
+    static const uint8_t two[] = "IEOT\0\0\0\x14"
+                                 "\0\0\0\1"
+                                 "\0\0\0\x0c\0\0\0\1"
+                                 "\0\0\0\x4d\0\0\0\1";
     lo = build(4, 20, ENTS({ "a", REG }, { "ab", REG }), two, sizeof two - 1);
     struct lz_error ie = { 0 };
     assert_int_equal(lz_gitindex_verify(lo.b, lo.n, 20, &ie), -EPERM);
     assert_non_null(strstr(ie.msg, "IEOT block starts with a prefix-compressed name"));
     free(lo.b);
-    static const uint8_t one_block[] = "IEOT\0\0\0\x0c" "\0\0\0\1" "\0\0\0\x0c\0\0\0\2";
+    static const uint8_t one_block[] = "IEOT\0\0\0\x0c"
+                                       "\0\0\0\1"
+                                       "\0\0\0\x0c\0\0\0\2";
     lo = build(4, 20, ENTS({ "a", REG }, { "ab", REG }), one_block, sizeof one_block - 1);
     assert_int_equal(lz_gitindex_verify(lo.b, lo.n, 20, NULL), 0); /* control */
     free(lo.b);
@@ -469,14 +495,20 @@ static void test_structure(void **state) {
     assert_int_equal(lz_gitindex_check(o.b, o.n, 20, NULL), 0);
     free(o.b);
     /* TREE with a bad name */
-    static const uint8_t tree[] = "TREE\0\0\0\x10" "\0-1 1\n" ".git\0-1 0\n";
+    static const uint8_t tree[] = "TREE\0\0\0\x10"
+                                  "\0-1 1\n"
+                                  ".git\0-1 0\n";
     o = build(2, 20, ENTS({ "a", REG }), tree, sizeof tree - 1);
     assert_int_equal(lz_gitindex_check(o.b, o.n, 20, NULL), -EPERM);
     memcpy(o.b + o.n - 20 - 10, "ok", 2); /* ".git" -> "okit": the control */
     assert_int_equal(lz_gitindex_check(o.b, o.n, 20, NULL), 0);
     free(o.b);
     /* REUC with a bad path */
-    static const uint8_t reuc[] = "REUC\0\0\0\x14" "../x\0" "100644\0" "0\0" "0\0";
+    static const uint8_t reuc[] = "REUC\0\0\0\x14"
+                                  "../x\0"
+                                  "100644\0"
+                                  "0\0"
+                                  "0\0";
     struct bld e = { 0 };
     put(&e, reuc, sizeof reuc - 1);
     put(&e, oid, 20);
@@ -520,11 +552,11 @@ static void test_hash_confusion(void **state) {
     uint8_t b[92 + 32] = { 0 };
     memcpy(b, "DIRC\0\0\0\2\0\0\0\1", 12);
     b[12 + 24] = 0x00, b[12 + 25] = 0x00, b[12 + 26] = 0x81, b[12 + 27] = 0xa4; /* 0100644 */
-    b[72] = 0, b[73] = 10;                   /* SHA-1 flags: 10-byte name */
-    memcpy(b + 74, ".git/hooks", 10);        /* SHA-1 name, NUL at 84 */
-    b[84] = 0, b[85] = 1;                    /* SHA-256 flags: 1-byte name */
-    b[86] = 'x';                             /* SHA-256 name, padded to 92 */
-    memcpy(b + 92, "Zzzz\0\0\0\4", 8);       /* SHA-1: optional extension... */
+    b[72] = 0, b[73] = 10;                                                      /* SHA-1 flags: 10-byte name */
+    memcpy(b + 74, ".git/hooks", 10);                                           /* SHA-1 name, NUL at 84 */
+    b[84] = 0, b[85] = 1;                                                       /* SHA-256 flags: 1-byte name */
+    b[86] = 'x';                                                                /* SHA-256 name, padded to 92 */
+    memcpy(b + 92, "Zzzz\0\0\0\4", 8);                                          /* SHA-1: optional extension... */
     assert_int_equal(lz_gitindex_check(b, sizeof b, 32, NULL), 0);
     assert_int_equal(lz_gitindex_check(b, sizeof b, 20, NULL), -EPERM);
     struct lz_error err = { 0 };
@@ -535,7 +567,10 @@ static void test_hash_confusion(void **state) {
 
 static void test_config(void **state) {
     (void)state;
-    static const struct { const char *text; unsigned want; } cases[] = {
+    static const struct {
+        const char *text;
+        unsigned want;
+    } cases[] = {
         { "[core]\n\tbare = false\n", 20 },
         { "[extensions]\n\tobjectformat = sha256\n", 32 },
         { "[Extensions]\nObjectFormat=\"sha256\" ; comment\n", 32 },
@@ -564,9 +599,9 @@ static void test_control_checkout_index(void **state) {
         for (int i = 0; i < 20; i++)
             sscanf(hex + 2 * i, "%2hhx", &oid[i]);
         /* v3 needs an entry with extended flags: an intent-to-add one */
-        struct bld o = v == 3 ? build(3, 20, ENTS({ ".git/hooks/post-checkout", S_IFREG | 0755 }, { "z", REG, 0, 0x2000 }),
-                                      NULL, 0)
-                              : build(v, 20, ENTS({ ".git/hooks/post-checkout", S_IFREG | 0755 }), NULL, 0);
+        struct bld o = v == 3
+            ? build(3, 20, ENTS({ ".git/hooks/post-checkout", S_IFREG | 0755 }, { "z", REG, 0, 0x2000 }), NULL, 0)
+            : build(v, 20, ENTS({ ".git/hooks/post-checkout", S_IFREG | 0755 }), NULL, 0);
         _cleanup_free_ char *idx = path_in(d, ".git/index");
         assert_int_equal(lz_write_file_atomic_at(AT_FDCWD, idx, o.b, o.n, 0644), 0);
         struct lz_error err = { 0 };
@@ -615,8 +650,7 @@ static void test_perf_30k(void **state) {
             double t = now_ms() - t0;
             best = t < best ? t : best;
         }
-        print_message("30000-entry v%s index (%zu bytes): lz_gitindex_verify %.2f ms (best of 10)\n", vers[k], n,
-                      best);
+        print_message("30000-entry v%s index (%zu bytes): lz_gitindex_verify %.2f ms (best of 10)\n", vers[k], n, best);
         assert_true(best < 100);
     }
 }

@@ -228,7 +228,8 @@ static void test_scan_repo(void **state) {
        "git config includeIf.onbranch:evil.path ../evil.cfg && "
        "printf '[include]\\n\\tpath = deeper.cfg\\n' > evil.cfg && "
        "git config core.hooksPath .husky/_ && "
-       "printf '#!/bin/sh\\n./scripts/lint.sh\\nnpx lint-staged\\n' > .husky/_/pre-commit && chmod +x .husky/_/pre-commit && "
+       "printf '#!/bin/sh\\n./scripts/lint.sh\\nnpx lint-staged\\n' > .husky/_/pre-commit && chmod +x "
+       ".husky/_/pre-commit && "
        "git -C vendor/lib init -q && git -C vendor/lib config core.hooksPath hooks2 && "
        "printf '[include]\\n\\tpath = proj/home-inc.cfg\\n' > %s/.gitconfig",
        ws_base, ws_base);
@@ -237,8 +238,14 @@ static void test_scan_repo(void **state) {
     struct lz_gitscan g;
     struct lz_error err = { 0 };
     assert_int_equal(lz_gitscan_run(ws, NULL, &g, &err), 0);
-    const char *want[] = { ".git/config", ".husky", "deeper.cfg", "evil.cfg", "home-inc.cfg",
-                           "tools/inc.cfg", "vendor/lib/.git/config", "vendor/lib/hooks2" };
+    const char *want[] = { ".git/config",
+                           ".husky",
+                           "deeper.cfg",
+                           "evil.cfg",
+                           "home-inc.cfg",
+                           "tools/inc.cfg",
+                           "vendor/lib/.git/config",
+                           "vendor/lib/hooks2" };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         if (!has(g.protect, g.n_protect, want[i]))
             fail_msg("%s not protected", want[i]);
@@ -282,8 +289,12 @@ static void test_scan_repo(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_join),    cmocka_unit_test(test_rel),     cmocka_unit_test(test_canon),
-        cmocka_unit_test(test_tokens),  cmocka_unit_test(test_managers), cmocka_unit_test(test_entries),
+        cmocka_unit_test(test_join),
+        cmocka_unit_test(test_rel),
+        cmocka_unit_test(test_canon),
+        cmocka_unit_test(test_tokens),
+        cmocka_unit_test(test_managers),
+        cmocka_unit_test(test_entries),
         cmocka_unit_test_setup_teardown(test_scan_repo, setup_ws, teardown_ws),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,15 +31,15 @@ static void test_needs_deny(void **state) {
     (void)state;
     struct lz_netpolicy p;
     derive(NULL, 0, &p);
-    assert_true(lz_netfollow_needs_deny(&p, A(198, 18, 9, 77)));    /* inside an allowed /24 */
-    assert_true(lz_netfollow_needs_deny(&p, A(192, 0, 2, 9)));      /* allowed by 0/0 */
-    assert_true(lz_netfollow_needs_deny(&p, A(10, 213, 7, 5)));     /* allow inside a deny */
-    assert_true(lz_netfollow_needs_deny(&p, A(10, 9, 9, 9)));       /* an explicit /32 allow: deny wins */
-    assert_false(lz_netfollow_needs_deny(&p, A(10, 1, 2, 3)));      /* already denied by 10/8 */
-    assert_false(lz_netfollow_needs_deny(&p, A(198, 18, 9, 200)));  /* denied by a longer prefix */
-    assert_false(lz_netfollow_needs_deny(&p, A(10, 0, 2, 50)));     /* the helper's denied /24 */
-    assert_false(lz_netfollow_needs_deny(&p, A(10, 0, 2, 3)));      /* the DNS forwarder, as at start */
-    assert_false(lz_netfollow_needs_deny(&p, A(127, 0, 0, 2)));     /* loopback, as at start */
+    assert_true(lz_netfollow_needs_deny(&p, A(198, 18, 9, 77)));   /* inside an allowed /24 */
+    assert_true(lz_netfollow_needs_deny(&p, A(192, 0, 2, 9)));     /* allowed by 0/0 */
+    assert_true(lz_netfollow_needs_deny(&p, A(10, 213, 7, 5)));    /* allow inside a deny */
+    assert_true(lz_netfollow_needs_deny(&p, A(10, 9, 9, 9)));      /* an explicit /32 allow: deny wins */
+    assert_false(lz_netfollow_needs_deny(&p, A(10, 1, 2, 3)));     /* already denied by 10/8 */
+    assert_false(lz_netfollow_needs_deny(&p, A(198, 18, 9, 200))); /* denied by a longer prefix */
+    assert_false(lz_netfollow_needs_deny(&p, A(10, 0, 2, 50)));    /* the helper's denied /24 */
+    assert_false(lz_netfollow_needs_deny(&p, A(10, 0, 2, 3)));     /* the DNS forwarder, as at start */
+    assert_false(lz_netfollow_needs_deny(&p, A(127, 0, 0, 2)));    /* loopback, as at start */
     lz_netpolicy_clear(&p);
 }
 
@@ -48,8 +48,8 @@ static void test_needs_deny(void **state) {
  * verdict to deny; and with the follower's /32 deny, X is denied. */
 static void test_matches_start_time_derivation(void **state) {
     (void)state;
-    static const uint32_t xs[] = { A(198, 18, 9, 77), A(10, 9, 9, 9), A(10, 213, 7, 1), A(8, 8, 8, 8),
-                                   A(10, 1, 1, 1), A(198, 18, 9, 255), A(172, 16, 0, 1), A(0, 0, 0, 1) };
+    static const uint32_t xs[] = { A(198, 18, 9, 77), A(10, 9, 9, 9),     A(10, 213, 7, 1), A(8, 8, 8, 8),
+                                   A(10, 1, 1, 1),    A(198, 18, 9, 255), A(172, 16, 0, 1), A(0, 0, 0, 1) };
     struct lz_netpolicy base;
     derive(NULL, 0, &base);
     for (size_t i = 0; i < sizeof xs / sizeof *xs; i++) {

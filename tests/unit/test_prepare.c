@@ -21,10 +21,10 @@
 /* ---- helpers ---- */
 
 struct ent {
-    char type;          /* f d l h c b p */
+    char type; /* f d l h c b p */
     const char *path;
-    const char *data;   /* file content, symlink or hard link target */
-    mode_t mode;        /* 0: default */
+    const char *data; /* file content, symlink or hard link target */
+    mode_t mode;      /* 0: default */
 };
 
 enum { F_NONE, F_GZIP, F_ZSTD };
@@ -77,8 +77,7 @@ static void *build_tar(const struct ent *e, size_t n, int filter, size_t *ret_le
             archive_entry_set_filetype(ae, AE_IFIFO);
             archive_entry_set_perm(ae, e[i].mode ? e[i].mode : 0600);
             break;
-        default:
-            fail();
+        default: fail();
         }
         assert_int_equal(archive_write_header(a, ae), ARCHIVE_OK);
         if (len)
@@ -92,7 +91,7 @@ static void *build_tar(const struct ent *e, size_t n, int filter, size_t *ret_le
 }
 
 struct fixture {
-    char parent[64];   /* scratch dir; holds rootfs/ and outside/ */
+    char parent[64]; /* scratch dir; holds rootfs/ and outside/ */
     char rootfs[96];
     char outside[96];
     int root;
@@ -130,13 +129,13 @@ static int apply(struct fixture *f, const struct ent *e, size_t n, int filter, s
     return r;
 }
 
-#define APPLY_OK(f, ...)                                                                         \
-    do {                                                                                         \
-        const struct ent _e[] = { __VA_ARGS__ };                                                 \
-        struct lz_error _err = { 0 };                                                            \
-        int _r = apply(f, _e, LZ_ARRAY_SIZE(_e), F_NONE, NULL, &_err);                           \
-        if (_r < 0)                                                                              \
-            fail_msg("apply: %d %s", _r, _err.msg);                                              \
+#define APPLY_OK(f, ...)                                                                                               \
+    do {                                                                                                               \
+        const struct ent _e[] = { __VA_ARGS__ };                                                                       \
+        struct lz_error _err = { 0 };                                                                                  \
+        int _r = apply(f, _e, LZ_ARRAY_SIZE(_e), F_NONE, NULL, &_err);                                                 \
+        if (_r < 0)                                                                                                    \
+            fail_msg("apply: %d %s", _r, _err.msg);                                                                    \
     } while (0)
 
 static int apply_expect_fail(struct fixture *f, const struct ent *e, size_t n, struct lz_error *err) {
@@ -372,7 +371,9 @@ static void test_devices_and_fifo(void **state) {
     struct fixture *f = *state;
     struct lz_prepare_stats st = { 0 };
     struct lz_error err = { 0 };
-    const struct ent e[] = { { 'c', "dev/null", NULL, 0 }, { 'b', "dev/sda", NULL, 0 }, { 'p', "run/fifo", NULL, 0640 } };
+    const struct ent e[] = { { 'c', "dev/null", NULL, 0 },
+                             { 'b', "dev/sda", NULL, 0 },
+                             { 'p', "run/fifo", NULL, 0640 } };
     assert_int_equal(apply(f, e, 3, F_NONE, &st, &err), 0);
     assert_int_equal(st.devices_skipped, 2);
     assert_int_equal(st.fifos, 1);
@@ -385,7 +386,8 @@ static void test_devices_and_fifo(void **state) {
 }
 
 static void compressed_case(struct fixture *f, int filter) {
-    const struct ent e[] = { { 'd', "usr", NULL, 0 }, { 'f', "usr/hello", "hello world", 0 },
+    const struct ent e[] = { { 'd', "usr", NULL, 0 },
+                             { 'f', "usr/hello", "hello world", 0 },
                              { 'l', "usr/link", "hello", 0 } };
     struct lz_error err = { 0 };
     assert_int_equal(apply(f, e, 3, filter, NULL, &err), 0);
@@ -571,7 +573,9 @@ static void put_blob(const char *layout, const void *buf, size_t len, char diges
 }
 
 static const struct ent test_layer[] = {
-    { 'd', "bin", NULL, 0 }, { 'f', "bin/tool", "#!/bin/sh\necho hi\n", 0755 }, { 'f', "etc/passwd", "root:x:0:0::/root:/bin/sh\n", 0 },
+    { 'd', "bin", NULL, 0 },
+    { 'f', "bin/tool", "#!/bin/sh\necho hi\n", 0755 },
+    { 'f', "etc/passwd", "root:x:0:0::/root:/bin/sh\n", 0 },
 };
 
 /* An OCI layout with one image; returns the manifest digest. With
@@ -591,34 +595,38 @@ static void make_layout(const char *dir, bool multiarch, char mdigest[80], char 
     lz_hex(md, 32, diff + 7);
     free(tar);
     char *cfg = lz_xasprintf("{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":{},"
-                             "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"%s\"]}}", diff);
+                             "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"%s\"]}}",
+                             diff);
     char cdigest[80];
     put_blob(dir, cfg, strlen(cfg), cdigest);
-    char *man = lz_xasprintf("{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\","
-                             "\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"%s\",\"size\":%zu},"
-                             "\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\",\"digest\":\"%s\",\"size\":%zu}]}",
-                             cdigest, strlen(cfg), ldigest, len);
+    char *man = lz_xasprintf(
+        "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\","
+        "\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"%s\",\"size\":%zu},"
+        "\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\",\"digest\":\"%s\",\"size\":%zu}]}",
+        cdigest, strlen(cfg), ldigest, len);
     put_blob(dir, man, strlen(man), mdigest);
     char top[80];
     size_t top_size = strlen(man);
     const char *top_mt = "application/vnd.oci.image.manifest.v1+json";
     char *nested = NULL;
     if (multiarch) {
-        nested = lz_xasprintf("{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.index.v1+json\",\"manifests\":["
-                              "{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"sha256:%064d\",\"size\":10,"
-                              "\"platform\":{\"os\":\"linux\",\"architecture\":\"arm64\"}},"
-                              "{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"%s\",\"size\":%zu,"
-                              "\"platform\":{\"os\":\"linux\",\"architecture\":\"amd64\"}}]}",
-                              0, mdigest, strlen(man));
+        nested = lz_xasprintf(
+            "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.index.v1+json\",\"manifests\":["
+            "{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"sha256:%064d\",\"size\":10,"
+            "\"platform\":{\"os\":\"linux\",\"architecture\":\"arm64\"}},"
+            "{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"%s\",\"size\":%zu,"
+            "\"platform\":{\"os\":\"linux\",\"architecture\":\"amd64\"}}]}",
+            0, mdigest, strlen(man));
         put_blob(dir, nested, strlen(nested), top);
         top_size = strlen(nested);
         top_mt = "application/vnd.oci.image.index.v1+json";
     } else {
         memcpy(top, mdigest, strlen(mdigest) + 1);
     }
-    char *index = lz_xasprintf("{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%zu,"
-                               "\"annotations\":{\"org.opencontainers.image.ref.name\":\"v1\"}}]}",
-                               top_mt, top, top_size);
+    char *index =
+        lz_xasprintf("{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%zu,"
+                     "\"annotations\":{\"org.opencontainers.image.ref.name\":\"v1\"}}]}",
+                     top_mt, top, top_size);
     char *p = lz_xasprintf("%s/index.json", dir);
     write_file(p, index, strlen(index));
     free(p);
@@ -792,20 +800,28 @@ static void test_docker_archive(void **state) {
     crypto_hash_sha256(md, layer, tlen);
     lz_hex(md, 32, diff + 7);
     char *cfg = lz_xasprintf("{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":{\"Cmd\":[\"/bin/sh\"]},"
-                             "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"%s\"]}}", diff);
+                             "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"%s\"]}}",
+                             diff);
     char chex[65];
     crypto_hash_sha256(md, (const uint8_t *)cfg, strlen(cfg));
     lz_hex(md, 32, chex);
     char *cfgname = lz_xasprintf("%s.json", chex);
-    char *man = lz_xasprintf("[{\"Config\":\"%s\",\"RepoTags\":[\"example:1\"],\"Layers\":[\"0123/layer.tar\"]}]", cfgname);
+    char *man =
+        lz_xasprintf("[{\"Config\":\"%s\",\"RepoTags\":[\"example:1\"],\"Layers\":[\"0123/layer.tar\"]}]", cfgname);
     /* Hand-build the outer tar with the writer. */
     size_t cap = 8 << 20, used = 0;
     void *buf = lz_xmalloc(cap);
     struct archive *a = archive_write_new();
     archive_write_set_format_pax_restricted(a);
     archive_write_open_memory(a, buf, cap, &used);
-    const struct { const char *name; const void *data; size_t len; } files[] = {
-        { "manifest.json", man, strlen(man) }, { cfgname, cfg, strlen(cfg) }, { "0123/layer.tar", layer, tlen },
+    const struct {
+        const char *name;
+        const void *data;
+        size_t len;
+    } files[] = {
+        { "manifest.json", man, strlen(man) },
+        { cfgname, cfg, strlen(cfg) },
+        { "0123/layer.tar", layer, tlen },
     };
     for (size_t i = 0; i < LZ_ARRAY_SIZE(files); i++) {
         struct archive_entry *e = archive_entry_new();
@@ -976,8 +992,10 @@ static void test_reference_errors(void **state) {
 static void test_artifact_id(void **state) {
     (void)state;
     char a[65], b[65];
-    assert_int_equal(lz_prepared_artifact_id("sha256:0000000000000000000000000000000000000000000000000000000000000000", a), 0);
-    assert_int_equal(lz_prepared_artifact_id("sha256:0000000000000000000000000000000000000000000000000000000000000001", b), 0);
+    assert_int_equal(
+        lz_prepared_artifact_id("sha256:0000000000000000000000000000000000000000000000000000000000000000", a), 0);
+    assert_int_equal(
+        lz_prepared_artifact_id("sha256:0000000000000000000000000000000000000000000000000000000000000001", b), 0);
     assert_string_not_equal(a, b);
     assert_int_equal(strlen(a), 64);
     assert_int_equal(lz_prepared_artifact_id("md5:00", a), -EINVAL);

@@ -103,8 +103,13 @@ static void spawn_env(char *const *envp, char *out, size_t cap) {
     int p[2];
     assert_int_equal(pipe2(p, O_CLOEXEC), 0);
     char *argv[] = { "/usr/bin/env", NULL };
-    struct lz_spawn_opts o = { .path = "/usr/bin/env", .argv = argv, .envp = envp, .stdin_fd = -1,
-                               .stdout_fd = p[1], .stderr_fd = -1, .setns_pidfd = -1 };
+    struct lz_spawn_opts o = { .path = "/usr/bin/env",
+                               .argv = argv,
+                               .envp = envp,
+                               .stdin_fd = -1,
+                               .stdout_fd = p[1],
+                               .stderr_fd = -1,
+                               .setns_pidfd = -1 };
     struct lz_child c;
     assert_int_equal(lz_spawn(&o, &c), 0);
     close(p[1]);
@@ -132,8 +137,14 @@ static int run_test_fd(int fd, const int *keep, size_t n_keep) {
     char cmd[64];
     snprintf(cmd, sizeof cmd, "test -e /proc/self/fd/%d", fd);
     char *argv[] = { "/bin/sh", "-c", cmd, NULL };
-    struct lz_spawn_opts o = { .path = "/bin/sh", .argv = argv, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1,
-                               .keep_fds = keep, .n_keep_fds = n_keep, .setns_pidfd = -1 };
+    struct lz_spawn_opts o = { .path = "/bin/sh",
+                               .argv = argv,
+                               .stdin_fd = -1,
+                               .stdout_fd = -1,
+                               .stderr_fd = -1,
+                               .keep_fds = keep,
+                               .n_keep_fds = n_keep,
+                               .setns_pidfd = -1 };
     struct lz_child c;
     assert_int_equal(lz_spawn(&o, &c), 0);
     int st = -1;
@@ -202,14 +213,17 @@ static int memfd_with(const char *b, size_t n) {
 
 static void test_envpass_refuses_bad_records(void **state) {
     (void)state;
-    static const struct { const char *b; size_t n; } bad[] = {
-        { "A=1", 3 },              /* no terminating NUL */
-        { "=1\0", 3 },             /* empty name */
-        { "1A=x\0", 5 },           /* invalid name */
-        { "A-B=x\0", 6 },          /* invalid name */
-        { "NOEQUALS\0", 9 },       /* no '=' */
-        { "A=1\0A=2\0", 8 },       /* duplicate */
-        { "A=\xff\0", 4 },         /* not UTF-8 */
+    static const struct {
+        const char *b;
+        size_t n;
+    } bad[] = {
+        { "A=1", 3 },        /* no terminating NUL */
+        { "=1\0", 3 },       /* empty name */
+        { "1A=x\0", 5 },     /* invalid name */
+        { "A-B=x\0", 6 },    /* invalid name */
+        { "NOEQUALS\0", 9 }, /* no '=' */
+        { "A=1\0A=2\0", 8 }, /* duplicate */
+        { "A=\xff\0", 4 },   /* not UTF-8 */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int fd = memfd_with(bad[i].b, bad[i].n);

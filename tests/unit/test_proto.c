@@ -149,10 +149,8 @@ static void test_seqpacket_send_recv(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip),
-        cmocka_unit_test(test_every_truncation_refused),
-        cmocka_unit_test(test_bad_fields_refused),
-        cmocka_unit_test(test_encode_too_big),
+        cmocka_unit_test(test_roundtrip),           cmocka_unit_test(test_every_truncation_refused),
+        cmocka_unit_test(test_bad_fields_refused),  cmocka_unit_test(test_encode_too_big),
         cmocka_unit_test(test_seqpacket_send_recv),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -60,9 +60,7 @@ static struct lz_record sample(unsigned kind) {
         r.chunk.data = chunk_data;
         r.chunk.len = sizeof chunk_data;
         break;
-    case LZ_REC_CHUNK_ACK:
-        r.chunk_ack.next_seq = 0;
-        break;
+    case LZ_REC_CHUNK_ACK: r.chunk_ack.next_seq = 0; break;
     case LZ_REC_RESULT_END:
         r.end.outcome = LZ_OUTCOME_COMPLETED;
         r.end.exit_status = 255;
@@ -113,9 +111,7 @@ static void assert_same(const struct lz_record *a, const struct lz_record *b) {
         assert_int_equal(a->chunk.len, b->chunk.len);
         assert_memory_equal(a->chunk.data, b->chunk.data, a->chunk.len);
         break;
-    case LZ_REC_CHUNK_ACK:
-        assert_int_equal(a->chunk_ack.next_seq, b->chunk_ack.next_seq);
-        break;
+    case LZ_REC_CHUNK_ACK: assert_int_equal(a->chunk_ack.next_seq, b->chunk_ack.next_seq); break;
     case LZ_REC_RESULT_END:
         assert_int_equal(a->end.outcome, b->end.outcome);
         assert_int_equal(a->end.exit_status, b->end.exit_status);
@@ -289,18 +285,22 @@ static int dec(unsigned kind, const struct pb *p) {
 
 static void test_varints(void **state) {
     (void)state;
-    static const struct { const char *bytes; size_t n; int ok; } cases[] = {
+    static const struct {
+        const char *bytes;
+        size_t n;
+        int ok;
+    } cases[] = {
         { "\x00", 1, 1 },
         { "\x7f", 1, 1 },
         { "\x80\x01", 2, 1 },
-        { "\x80\x00", 2, 0 },                 /* overlong 0 */
-        { "\xff\x00", 2, 0 },                 /* overlong 127 */
+        { "\x80\x00", 2, 0 }, /* overlong 0 */
+        { "\xff\x00", 2, 0 }, /* overlong 127 */
         { "\x81\x80\x00", 3, 0 },
         { "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 10, 1 }, /* UINT64_MAX */
         { "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02", 10, 0 }, /* 2^64 */
         { "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x81\x00", 11, 0 },
         { "\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\x00", 11, 0 },
-        { "\x80", 1, 0 },                     /* truncated */
+        { "\x80", 1, 0 }, /* truncated */
     };
     for (size_t i = 0; i < LZ_ARRAY_SIZE(cases); i++) {
         struct pb p;

@@ -40,16 +40,40 @@ static const struct lz_router_fs fake_fs = { .has_entry = fake_has_entry };
  * repository, a host-made bare repository (a test fixture), a linked
  * worktree administrative directory, and half-built Git-looking dirs. */
 static const char *const tree[] = {
-    ".git", ".git/HEAD", ".git/config", ".git/objects", ".git/objects/info", ".git/refs", ".git/hooks",
+    ".git",
+    ".git/HEAD",
+    ".git/config",
+    ".git/objects",
+    ".git/objects/info",
+    ".git/refs",
+    ".git/hooks",
     ".git/index",
-    "vendor", "vendor/lib", "vendor/lib/.git", "vendor/lib/.git/HEAD",
-    "fixtures", "fixtures/bare.git", "fixtures/bare.git/HEAD", "fixtures/bare.git/objects",
-    "fixtures/bare.git/refs", "fixtures/bare.git/config",
-    "wtlike", "wtlike/HEAD", "wtlike/commondir",
-    "evil", "evil/objects", "evil/refs",           /* missing HEAD */
-    "evil2", "evil2/HEAD", "evil2/objects",         /* missing refs */
-    "evil3", "evil3/HEAD",                          /* missing commondir */
-    "src", "src/main.c", "HEAD2", "x", "d1",
+    "vendor",
+    "vendor/lib",
+    "vendor/lib/.git",
+    "vendor/lib/.git/HEAD",
+    "fixtures",
+    "fixtures/bare.git",
+    "fixtures/bare.git/HEAD",
+    "fixtures/bare.git/objects",
+    "fixtures/bare.git/refs",
+    "fixtures/bare.git/config",
+    "wtlike",
+    "wtlike/HEAD",
+    "wtlike/commondir",
+    "evil",
+    "evil/objects",
+    "evil/refs", /* missing HEAD */
+    "evil2",
+    "evil2/HEAD",
+    "evil2/objects", /* missing refs */
+    "evil3",
+    "evil3/HEAD", /* missing commondir */
+    "src",
+    "src/main.c",
+    "HEAD2",
+    "x",
+    "d1",
 };
 
 static struct lz_router_policy pol;
@@ -73,11 +97,11 @@ static enum lz_router_class cls(const char *path) {
     return c;
 }
 
-#define assert_class(path, want)                                                                             \
-    do {                                                                                                     \
-        enum lz_router_class got_ = cls(path);                                                               \
-        if (got_ != (want))                                                                                  \
-            fail_msg("%s: class %s, want %s", path, lz_router_class_name(got_), lz_router_class_name(want)); \
+#define assert_class(path, want)                                                                                       \
+    do {                                                                                                               \
+        enum lz_router_class got_ = cls(path);                                                                         \
+        if (got_ != (want))                                                                                            \
+            fail_msg("%s: class %s, want %s", path, lz_router_class_name(got_), lz_router_class_name(want));           \
     } while (0)
 
 static int chk(enum lz_router_op op, const char *path, bool exists, const char *path2) {
@@ -85,25 +109,30 @@ static int chk(enum lz_router_op op, const char *path, bool exists, const char *
     return lz_router_check(&pol, &q);
 }
 
-#define assert_op(expect, op, path, exists, path2)                                                        \
-    do {                                                                                                  \
-        int got_ = chk(op, path, exists, path2);                                                          \
-        if (got_ != (expect))                                                                             \
-            fail_msg("%s %s%s%s: %d, want %d", lz_router_op_name(op), path, (path2) ? " <- " : "",        \
-                     (path2) ? (const char *)(path2) : "", got_, expect);                                 \
+#define assert_op(expect, op, path, exists, path2)                                                                     \
+    do {                                                                                                               \
+        int got_ = chk(op, path, exists, path2);                                                                       \
+        if (got_ != (expect))                                                                                          \
+            fail_msg("%s %s%s%s: %d, want %d", lz_router_op_name(op), path, (path2) ? " <- " : "",                     \
+                     (path2) ? (const char *)(path2) : "", got_, expect);                                              \
     } while (0)
 
 static int ren(const char *from, const char *to, bool is_dir, bool exists, bool is_dir2, unsigned flags) {
-    struct lz_router_req q = { .op = LZ_ROP_RENAME, .path = from, .path2 = to, .is_dir = is_dir,
-                               .exists = exists, .is_dir2 = is_dir2, .flags = flags };
+    struct lz_router_req q = { .op = LZ_ROP_RENAME,
+                               .path = from,
+                               .path2 = to,
+                               .is_dir = is_dir,
+                               .exists = exists,
+                               .is_dir2 = is_dir2,
+                               .flags = flags };
     return lz_router_check(&pol, &q);
 }
 
-#define assert_ren(expect, from, to, is_dir, exists, is_dir2, flags)                          \
-    do {                                                                                      \
-        int got_ = ren(from, to, is_dir, exists, is_dir2, flags);                             \
-        if (got_ != (expect))                                                                 \
-            fail_msg("rename %s -> %s: %d, want %d", from, to, got_, expect);                 \
+#define assert_ren(expect, from, to, is_dir, exists, is_dir2, flags)                                                   \
+    do {                                                                                                               \
+        int got_ = ren(from, to, is_dir, exists, is_dir2, flags);                                                      \
+        if (got_ != (expect))                                                                                          \
+            fail_msg("rename %s -> %s: %d, want %d", from, to, got_, expect);                                          \
     } while (0)
 
 /* ---- classification ---- */
@@ -117,32 +146,79 @@ static void test_classify_gitdir(void **state) {
     assert_class("a/b/c/.git", LZ_RCLASS_GITNAME);
     assert_class(".GIT", LZ_RCLASS_GITNAME);
     assert_class("x/.Git", LZ_RCLASS_GITNAME);
-    for (const char *const *p = (const char *const[]){
-             ".git/config", ".git/CONFIG", ".GIT/config", ".git/config.worktree", ".git/commondir",
-             ".git/gitdir", ".git/hooks", ".git/hooks/pre-commit", ".git/hooks/a/b/c", ".git/modules",
-             ".git/modules/x/config", ".git/modules/x/objects/ab/cd", ".git/modules/a/modules/b/hooks/x",
-             ".git/worktrees", ".git/worktrees/wt/commondir", ".git/worktrees/wt/gitdir",
-             ".git/worktrees/wt/config.worktree", ".git/worktrees/wt/HEAD", ".git/objects/info/alternates",
-             ".git/objects/info/http-alternates", ".git/objects/INFO/Alternates", ".git/branches",
-             ".git/branches/origin", ".git/remotes/origin", "sub/.git/config", "a/b/.git/hooks/post-checkout",
-             ".git/objects/.git/config", ".git/refs/x/.git/hooks/y", NULL };
+    for (const char *const *p = (const char *const[]){ ".git/config",
+                                                       ".git/CONFIG",
+                                                       ".GIT/config",
+                                                       ".git/config.worktree",
+                                                       ".git/commondir",
+                                                       ".git/gitdir",
+                                                       ".git/hooks",
+                                                       ".git/hooks/pre-commit",
+                                                       ".git/hooks/a/b/c",
+                                                       ".git/modules",
+                                                       ".git/modules/x/config",
+                                                       ".git/modules/x/objects/ab/cd",
+                                                       ".git/modules/a/modules/b/hooks/x",
+                                                       ".git/worktrees",
+                                                       ".git/worktrees/wt/commondir",
+                                                       ".git/worktrees/wt/gitdir",
+                                                       ".git/worktrees/wt/config.worktree",
+                                                       ".git/worktrees/wt/HEAD",
+                                                       ".git/objects/info/alternates",
+                                                       ".git/objects/info/http-alternates",
+                                                       ".git/objects/INFO/Alternates",
+                                                       ".git/branches",
+                                                       ".git/branches/origin",
+                                                       ".git/remotes/origin",
+                                                       "sub/.git/config",
+                                                       "a/b/.git/hooks/post-checkout",
+                                                       ".git/objects/.git/config",
+                                                       ".git/refs/x/.git/hooks/y",
+                                                       NULL };
          *p; p++)
         assert_class(*p, LZ_RCLASS_PROTECTED);
     assert_class(".git/objects", LZ_RCLASS_ANCESTOR);
     assert_class(".git/objects/info", LZ_RCLASS_ANCESTOR);
     assert_class("sub/.git/objects/info", LZ_RCLASS_ANCESTOR);
     /* What git add/commit/checkout/stash/merge/rebase/gc write. */
-    for (const char *const *p = (const char *const[]){
-             ".git/index", ".git/index.lock", ".git/HEAD", ".git/HEAD.lock", ".git/ORIG_HEAD", ".git/FETCH_HEAD",
-             ".git/MERGE_HEAD", ".git/MERGE_MSG", ".git/COMMIT_EDITMSG", ".git/packed-refs",
-             ".git/packed-refs.lock", ".git/objects/ab/cdef0123", ".git/objects/ab/tmp_obj_XXXX",
-             ".git/objects/pack/pack-1.pack", ".git/objects/info/packs", ".git/objects/info/commit-graph",
-             ".git/refs/heads/main", ".git/refs/heads/feat.lock", ".git/refs/stash", ".git/logs/HEAD",
-             ".git/logs/refs/heads/main", ".git/rebase-merge/done", ".git/rebase-apply/0001",
-             ".git/sequencer/todo", ".git/info/exclude", ".git/info/attributes", ".git/description",
-             ".git/shallow", ".git/gc.pid", ".git/AUTO_MERGE", ".git/refs/config", ".git/logs/hooks",
-             "config", "hooks/pre-commit", "app/config/settings.py", "objects/info/alternates",
-             "modules/x", NULL };
+    for (const char *const *p = (const char *const[]){ ".git/index",
+                                                       ".git/index.lock",
+                                                       ".git/HEAD",
+                                                       ".git/HEAD.lock",
+                                                       ".git/ORIG_HEAD",
+                                                       ".git/FETCH_HEAD",
+                                                       ".git/MERGE_HEAD",
+                                                       ".git/MERGE_MSG",
+                                                       ".git/COMMIT_EDITMSG",
+                                                       ".git/packed-refs",
+                                                       ".git/packed-refs.lock",
+                                                       ".git/objects/ab/cdef0123",
+                                                       ".git/objects/ab/tmp_obj_XXXX",
+                                                       ".git/objects/pack/pack-1.pack",
+                                                       ".git/objects/info/packs",
+                                                       ".git/objects/info/commit-graph",
+                                                       ".git/refs/heads/main",
+                                                       ".git/refs/heads/feat.lock",
+                                                       ".git/refs/stash",
+                                                       ".git/logs/HEAD",
+                                                       ".git/logs/refs/heads/main",
+                                                       ".git/rebase-merge/done",
+                                                       ".git/rebase-apply/0001",
+                                                       ".git/sequencer/todo",
+                                                       ".git/info/exclude",
+                                                       ".git/info/attributes",
+                                                       ".git/description",
+                                                       ".git/shallow",
+                                                       ".git/gc.pid",
+                                                       ".git/AUTO_MERGE",
+                                                       ".git/refs/config",
+                                                       ".git/logs/hooks",
+                                                       "config",
+                                                       "hooks/pre-commit",
+                                                       "app/config/settings.py",
+                                                       "objects/info/alternates",
+                                                       "modules/x",
+                                                       NULL };
          *p; p++)
         assert_class(*p, LZ_RCLASS_FREE);
 }
@@ -234,11 +310,23 @@ static void test_create_gitname_refused(void **state) {
 static void test_protected_read_only(void **state) {
     (void)state;
     static const char *const prot[] = {
-        ".git/config", ".git/config.lock", ".git/config.worktree", ".git/commondir", ".git/gitdir",
-        ".git/hooks/pre-commit", ".git/hooks/fsmonitor-watchman", ".git/modules/x/config",
-        ".git/modules/x/hooks/post-checkout", ".git/worktrees/x/commondir", ".git/worktrees/x/gitdir",
-        ".git/worktrees/x/config.worktree", ".git/objects/info/alternates", ".git/branches/x",
-        ".git/remotes/origin", "vendor/lib/.git/config", "fixtures/bare.git/config",
+        ".git/config",
+        ".git/config.lock",
+        ".git/config.worktree",
+        ".git/commondir",
+        ".git/gitdir",
+        ".git/hooks/pre-commit",
+        ".git/hooks/fsmonitor-watchman",
+        ".git/modules/x/config",
+        ".git/modules/x/hooks/post-checkout",
+        ".git/worktrees/x/commondir",
+        ".git/worktrees/x/gitdir",
+        ".git/worktrees/x/config.worktree",
+        ".git/objects/info/alternates",
+        ".git/branches/x",
+        ".git/remotes/origin",
+        "vendor/lib/.git/config",
+        "fixtures/bare.git/config",
     };
     for (size_t i = 0; i < LZ_ARRAY_SIZE(prot); i++) {
         assert_op(-EPERM, LZ_ROP_CREATE, prot[i], false, NULL);
@@ -357,12 +445,19 @@ static void test_rename_bypasses(void **state) {
     assert_ren(-EBUSY, "", "y", true, false, false, 0);
 }
 
-
-static int ren_typed(const char *from, const char *to, unsigned type, unsigned long nlink, bool exists,
-                     unsigned type2, unsigned long nlink2, unsigned flags) {
-    struct lz_router_req q = { .op = LZ_ROP_RENAME, .path = from, .path2 = to, .is_dir = S_ISDIR(type),
-                               .exists = exists, .is_dir2 = S_ISDIR(type2), .flags = flags,
-                               .type = type, .nlink = nlink, .type2 = type2, .nlink2 = nlink2 };
+static int ren_typed(const char *from, const char *to, unsigned type, unsigned long nlink, bool exists, unsigned type2,
+                     unsigned long nlink2, unsigned flags) {
+    struct lz_router_req q = { .op = LZ_ROP_RENAME,
+                               .path = from,
+                               .path2 = to,
+                               .is_dir = S_ISDIR(type),
+                               .exists = exists,
+                               .is_dir2 = S_ISDIR(type2),
+                               .flags = flags,
+                               .type = type,
+                               .nlink = nlink,
+                               .type2 = type2,
+                               .nlink2 = nlink2 };
     return lz_router_check(&pol, &q);
 }
 
@@ -377,9 +472,19 @@ static int create_typed(const char *path, unsigned type) {
 static void test_gitdir_contents(void **state) {
     (void)state;
     static const char *const inside[] = {
-        ".git/COMMIT_EDITMSG", ".git/MERGE_MSG", ".git/ORIG_HEAD", ".git/FETCH_HEAD", ".git/logs/HEAD",
-        ".git/logs/refs/heads/main", ".git/logs/refs", ".git/rebase-merge/done", ".git/gc.log",
-        ".git/sequencer/todo", ".git/x/y/z", "vendor/lib/.git/COMMIT_EDITMSG", "fixtures/bare.git/FETCH_HEAD",
+        ".git/COMMIT_EDITMSG",
+        ".git/MERGE_MSG",
+        ".git/ORIG_HEAD",
+        ".git/FETCH_HEAD",
+        ".git/logs/HEAD",
+        ".git/logs/refs/heads/main",
+        ".git/logs/refs",
+        ".git/rebase-merge/done",
+        ".git/gc.log",
+        ".git/sequencer/todo",
+        ".git/x/y/z",
+        "vendor/lib/.git/COMMIT_EDITMSG",
+        "fixtures/bare.git/FETCH_HEAD",
         "fixtures/bare.git/logs/refs",
     };
     for (size_t i = 0; i < LZ_ARRAY_SIZE(inside); i++) {
@@ -468,8 +573,11 @@ static void test_no_new_git_directories(void **state) {
     assert_op(0, LZ_ROP_CREATE, "fixtures/bare.git/FETCH_HEAD", false, NULL);
     /* Taking a shape apart is allowed; putting it back is not. */
     assert_ren(0, "fixtures/bare.git/HEAD", "fixtures/bare.git/HEAD.bak", false, false, false, 0);
-    static const char *const unshaped[] = { "fixtures", "fixtures/bare.git", "fixtures/bare.git/HEAD.bak",
-                                            "fixtures/bare.git/objects", "fixtures/bare.git/refs",
+    static const char *const unshaped[] = { "fixtures",
+                                            "fixtures/bare.git",
+                                            "fixtures/bare.git/HEAD.bak",
+                                            "fixtures/bare.git/objects",
+                                            "fixtures/bare.git/refs",
                                             "fixtures/bare.git/config" };
     fake_paths = unshaped;
     fake_n = LZ_ARRAY_SIZE(unshaped);

@@ -165,10 +165,8 @@ static void test_socket_send_recv(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip_every_kind),
-        cmocka_unit_test(test_every_truncation_refused),
-        cmocka_unit_test(test_bad_fields_refused),
-        cmocka_unit_test(test_timeouts_derived),
+        cmocka_unit_test(test_roundtrip_every_kind), cmocka_unit_test(test_every_truncation_refused),
+        cmocka_unit_test(test_bad_fields_refused),   cmocka_unit_test(test_timeouts_derived),
         cmocka_unit_test(test_socket_send_recv),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

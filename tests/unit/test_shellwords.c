@@ -122,7 +122,9 @@ static void test_malformed(void **state) {
     /* control, invisible and invalid bytes anywhere, even quoted */
     expect_refused("echo '\x1b[2J'", 11, 7);
     expect_refused("echo a\x7f", 7, 7);
-    expect_refused("echo \xe2\x80\xae" "x", 9, 6);
+    expect_refused("echo \xe2\x80\xae"
+                   "x",
+                   9, 6);
     expect_refused("echo '\xc2\x9b'", 9, 7);
     expect_refused("echo \xc0\xaf", 7, 6);
     expect_refused("echo \xed\xa0\x80", 8, 6);
@@ -179,8 +181,8 @@ static void roundtrip(const char *const *argv, size_t argc) {
 static void test_quote_roundtrip(void **state) {
     (void)state;
     roundtrip(W("/usr/bin/make", "-j4"));
-    roundtrip(W("/bin/echo", "", "a b", "it's", "'", "''", "\"", "\\", "$HOME", "`id`",
-                "a|b;c&d<e>f(g)h", "*?[]{}~!#", "#x", "--x=1", "caf\xc3\xa9"));
+    roundtrip(W("/bin/echo", "", "a b", "it's", "'", "''", "\"", "\\", "$HOME", "`id`", "a|b;c&d<e>f(g)h", "*?[]{}~!#",
+                "#x", "--x=1", "caf\xc3\xa9"));
     roundtrip(W("FOO=1", "BAR=2"));
     roundtrip(W("~", "!", "=", "#"));
     char *line = NULL;
@@ -202,10 +204,8 @@ static void test_quote_roundtrip(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plain_and_quotes),
-        cmocka_unit_test(test_every_operator_refused),
-        cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_plain_and_quotes), cmocka_unit_test(test_every_operator_refused),
+        cmocka_unit_test(test_malformed),        cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_quote_roundtrip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

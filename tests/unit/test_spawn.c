@@ -12,8 +12,9 @@
 static void test_exit_status(void **state) {
     (void)state;
     char *argv[] = { "/bin/sh", "-c", "exit 7", NULL };
-    struct lz_spawn_opts o = { .path = "/bin/sh", .argv = argv, .stdin_fd = -1, .stdout_fd = -1,
-                               .stderr_fd = -1, .setns_pidfd = -1 };
+    struct lz_spawn_opts o = {
+        .path = "/bin/sh", .argv = argv, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1, .setns_pidfd = -1
+    };
     struct lz_child c;
     assert_int_equal(lz_spawn(&o, &c), 0);
     assert_true(c.pidfd >= 0);
@@ -26,8 +27,9 @@ static void test_exit_status(void **state) {
 static void test_signal_status(void **state) {
     (void)state;
     char *argv[] = { "/bin/sleep", "100", NULL };
-    struct lz_spawn_opts o = { .path = "/bin/sleep", .argv = argv, .stdin_fd = -1, .stdout_fd = -1,
-                               .stderr_fd = -1, .setns_pidfd = -1 };
+    struct lz_spawn_opts o = {
+        .path = "/bin/sleep", .argv = argv, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1, .setns_pidfd = -1
+    };
     struct lz_child c;
     assert_int_equal(lz_spawn(&o, &c), 0);
     int st = -1;
@@ -40,8 +42,9 @@ static void test_signal_status(void **state) {
 static void test_exec_failure_reported(void **state) {
     (void)state;
     char *argv[] = { "/nonexistent/prog", NULL };
-    struct lz_spawn_opts o = { .path = "/nonexistent/prog", .argv = argv, .stdin_fd = -1,
-                               .stdout_fd = -1, .stderr_fd = -1, .setns_pidfd = -1 };
+    struct lz_spawn_opts o = {
+        .path = "/nonexistent/prog", .argv = argv, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1, .setns_pidfd = -1
+    };
     struct lz_child c;
     assert_int_equal(lz_spawn(&o, &c), -ENOENT);
 }
@@ -51,8 +54,13 @@ static void test_barrier_and_stdio(void **state) {
     int p[2];
     assert_int_equal(pipe2(p, O_CLOEXEC), 0);
     char *argv[] = { "/bin/sh", "-c", "echo released", NULL };
-    struct lz_spawn_opts o = { .path = "/bin/sh", .argv = argv, .stdin_fd = -1, .stdout_fd = p[1],
-                               .stderr_fd = -1, .setns_pidfd = -1, .barrier = true };
+    struct lz_spawn_opts o = { .path = "/bin/sh",
+                               .argv = argv,
+                               .stdin_fd = -1,
+                               .stdout_fd = p[1],
+                               .stderr_fd = -1,
+                               .setns_pidfd = -1,
+                               .barrier = true };
     struct lz_child c;
     assert_int_equal(lz_spawn(&o, &c), 0);
     close(p[1]);
@@ -79,8 +87,9 @@ static void test_stop_escalates(void **state) {
     char *argv[] = { "/bin/sh", "-c", "trap '' TERM; echo x; while :; do sleep 1; done", NULL };
     int p[2];
     assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-    struct lz_spawn_opts o = { .path = "/bin/sh", .argv = argv, .stdin_fd = -1, .stdout_fd = p[1],
-                               .stderr_fd = -1, .setns_pidfd = -1 };
+    struct lz_spawn_opts o = {
+        .path = "/bin/sh", .argv = argv, .stdin_fd = -1, .stdout_fd = p[1], .stderr_fd = -1, .setns_pidfd = -1
+    };
     struct lz_child c;
     assert_int_equal(lz_spawn(&o, &c), 0);
     close(p[1]);
@@ -94,10 +103,8 @@ static void test_stop_escalates(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_exit_status),
-        cmocka_unit_test(test_signal_status),
-        cmocka_unit_test(test_exec_failure_reported),
-        cmocka_unit_test(test_barrier_and_stdio),
+        cmocka_unit_test(test_exit_status),           cmocka_unit_test(test_signal_status),
+        cmocka_unit_test(test_exec_failure_reported), cmocka_unit_test(test_barrier_and_stdio),
         cmocka_unit_test(test_stop_escalates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -93,18 +93,17 @@ static void test_integers(void **state) {
 
 static void test_strings(void **state) {
     (void)state;
-    struct lz_toml_value *r = parse_ok(
-        "a = \"tab\\there \\\"q\\\" back\\\\slash \\b\\f\\r\\n\"\n"
-        "b = \"\\u00e9\\U0001F600\\u20AC\"\n"
-        "c = 'C:\\no\\escapes \"here\"'\n"
-        "d = \"\"\"\nline1\nline2\"\"\"\n"
-        "e = \"\"\"one \\\n     two \\\n\n   three\"\"\"\n"
-        "f = '''\n''raw'' \\n\n'''\n"
-        "g = \"\"\"quote\"\" inside\"\"\"\"\"\n"
-        "h = \"\"\n"
-        "i = ''\n"
-        "j = \"é ünïcödé 😀\"\n"
-        "k = \"\"\"\r\nx\r\ny\"\"\"\n");
+    struct lz_toml_value *r = parse_ok("a = \"tab\\there \\\"q\\\" back\\\\slash \\b\\f\\r\\n\"\n"
+                                       "b = \"\\u00e9\\U0001F600\\u20AC\"\n"
+                                       "c = 'C:\\no\\escapes \"here\"'\n"
+                                       "d = \"\"\"\nline1\nline2\"\"\"\n"
+                                       "e = \"\"\"one \\\n     two \\\n\n   three\"\"\"\n"
+                                       "f = '''\n''raw'' \\n\n'''\n"
+                                       "g = \"\"\"quote\"\" inside\"\"\"\"\"\n"
+                                       "h = \"\"\n"
+                                       "i = ''\n"
+                                       "j = \"é ünïcödé 😀\"\n"
+                                       "k = \"\"\"\r\nx\r\ny\"\"\"\n");
     assert_str(path(r, "a", NULL, NULL), "tab\there \"q\" back\\slash \b\f\r\n");
     assert_str(path(r, "b", NULL, NULL), "\xc3\xa9\xf0\x9f\x98\x80\xe2\x82\xac");
     assert_str(path(r, "c", NULL, NULL), "C:\\no\\escapes \"here\"");
@@ -352,7 +351,9 @@ static const struct bad bad_cases[] = {
     { "a = \"\xc0\xaf\"\n", 0, "in.toml:1: invalid UTF-8" },
     { "a = \"\xed\xa0\x80\"\n", 0, "in.toml:1: invalid UTF-8" },
     { "a = \"\xf4\x90\x80\x80\"\n", 0, "in.toml:1: invalid UTF-8" },
-    { "\xef\xbb\xbf" "a = 1\n", 0, "in.toml:1: expected a key, found byte 0xef" },
+    { "\xef\xbb\xbf"
+      "a = 1\n",
+      0, "in.toml:1: expected a key, found byte 0xef" },
 };
 
 static void test_refusals(void **state) {
