@@ -8,6 +8,16 @@
  * single `d_step`, i.e. one atomic transition), the same twelve invariants
  * and the same four liveness properties, under the same weak fairness.
  *
+ * Extended ahead of the implementation (marked "extension" throughout; not
+ * in the TLA+ model): the host-escalation prompt in detail (the prompt is
+ * drawn and settles before keys count, keys typed ahead are discarded,
+ * [e]dit shows the edited argv again for a new [a], [s] approves the exact
+ * request identity for the rest of the Client Session, [q] denies and ends
+ * the session, the prompt times out as a denial), cancellation from the
+ * sandbox, and the Domain's warm linger after its last session. The
+ * developer's keys carry no fairness (TLA+ has DeveloperApprove/Deny in
+ * RequestProgress): every prompt must end by its time-out alone.
+ *
  * Checked by tests/model/check.sh; see docs/model/README.md.
  *
  * Encoding rules
@@ -25,7 +35,8 @@
  *   - The actions of Next outside every Progress formula (DisconnectSession,
  *     FailDomain, ReceiveEscalation) carry no fairness in Spec. They live in
  *     one Environment process that can also stutter, so pan's
- *     per-process fairness never forces them to happen.
+ *     per-process fairness never forces them to happen. So do the
+ *     extension's unfair actions: CancelRequest and the developer's keys.
  *   - Every process loop head is an end state: Lazaret.cfg has
  *     CHECK_DEADLOCK FALSE ("fully closed or failed application states
  *     intentionally have no successor").
@@ -37,6 +48,12 @@
  *   FIXTURE_MISMATCH     extra fixture, not the seed's: S2 carries another
  *                        Configuration Fingerprint ("config-b") so that
  *                        RejectConfigurationMismatch becomes reachable.
+ *   FIXTURE_ESC          extra fixture, not the seed's: three authenticated
+ *                        prompted requests, R1 and R2 of one identity in
+ *                        S1, R3 of that identity in S2 (the [s] approval
+ *                        is used, and must not cross sessions).
+ *   ESC_OTHER_IDENTITY   with FIXTURE_ESC: R2 is another identity (ShellCmd)
+ *                        in S1 (an [s] approval must not cover it).
  *   TLA_INVARIANTS_ONLY  the monitor asserts the twelve TLA+ invariants only
  *                        (used to show what the extras add).
  *   NO_STUTTER           drop the Environment's stutter step so that a state
@@ -58,11 +75,39 @@
  *                        AutoApprovalNoShell on FIXTURE_WIDE; the seed
  *                        fixture cannot see it, its only shell request R3
  *                        is unauthenticated).
- *   BUG_NO_DECISION      deliberately broken: the developer never answers
- *                        and requests never time out (self-test, must fail
- *                        RequestEventuallyResolves).
- *   BUG_NO_TEARDOWN      deliberately broken: BeginTeardown never happens
- *                        (self-test, must fail EmptyDomainStopsWhenIdle).
+ *   BUG_NO_PROMPT_TIMEOUT deliberately broken: the prompt never times out
+ *                        (self-test, must fail PromptEventuallyEnds and
+ *                        RequestEventuallyResolves: the developer may
+ *                        never answer).
+ *   BUG_NO_TEARDOWN      deliberately broken: BeginTeardown never happens,
+ *                        i.e. the linger never expires (self-test, must fail
+ *                        EmptyDomainStopsWhenIdle and DomainEventuallyStops).
+ *   BUG_EDIT_NO_CONFIRM  deliberately broken: [e] approves the edited argv
+ *                        without showing it again (must fail
+ *                        ExecutedEqualsApproved).
+ *   BUG_EXEC_ORIGINAL    deliberately broken: the host process runs the
+ *                        request's argv, not the approved (edited) one (must
+ *                        fail ExecutedEqualsApproved).
+ *   BUG_TYPEAHEAD        deliberately broken: [a] counts before the prompt is
+ *                        drawn and settled (must fail ApprovalOnlyAfterDraw).
+ *   BUG_GRANT_ANY_SESSION deliberately broken: an [s] approval of any
+ *                        session matches (FIXTURE_ESC; must fail
+ *                        SessionApprovalScoped).
+ *   BUG_GRANT_ANY_IDENTITY deliberately broken: any [s] approval of the
+ *                        session matches any request of it (FIXTURE_ESC with
+ *                        ESC_OTHER_IDENTITY; must fail SessionApprovalScoped).
+ *   BUG_GRANT_OUTLIVES_SESSION deliberately broken: DisconnectSession keeps
+ *                        the session's [s] approvals (must fail
+ *                        SessionApprovalScoped).
+ *   BUG_CANCEL_ORPHAN    deliberately broken: CancelRequest leaves the host
+ *                        process running (must fail NoOrphanHostProcess).
+ *   BUG_DISCONNECT_ORPHAN deliberately broken: DisconnectSession leaves the
+ *                        host process running (must fail NoOrphanHostProcess).
+ *   BUG_LINGER_NO_CANCEL deliberately broken: a join does not cancel the
+ *                        linger (must fail LingerOnlyWhenIdle).
+ *   BUG_PROMPT_LEAK      deliberately broken: PromptTimeout leaves the prompt
+ *                        state (drawn, edited) behind (must fail
+ *                        PromptStateClosed).
  */
 
 /* ---------------------------------------------------------------------
@@ -949,7 +994,9 @@ inline PromptTimeout(r) {
         sessionPhase[ReqSession(r)] = S_Attached;
         terminalRoute[ReqSession(r)] = T_Sandbox;
         activeRequest[ReqSession(r)] = NoRequest;
+#ifndef BUG_PROMPT_LEAK
         ClosePrompt(ReqSession(r));
+#endif
         COVER(ACT_PromptTimeout);
         printf("ACTION PromptTimeout(r%d)\n", r)
     }
@@ -1392,31 +1439,62 @@ init {
     !hostRunning[r] && execCommand[r] == NoCommand)
 #define QuiescentStateClean (ALL_D(QC_d, 0) && ALL_S(QC_s, 0) && ALL_R(QC_r, 0))
 
-/* Checked in every reachable state: a guard is evaluated in every state, and
- * only a violated invariant enables its assert. */
+/* All invariants, checked in every reachable state: the monitor's guard is
+ * evaluated in every state and is enabled only when one is violated; then it
+ * names every invariant violated in that state (the trail, replayed with
+ * spin -t, shows them) and asserts. */
+#define TlaInvariants (TypeOK && \
+    ConfigurationConfinement && \
+    OrderedNetworkStartup && \
+    PublishedDomainsReady && \
+    RegisteredSessionsConnected && \
+    AttachedSessionsValid && \
+    AuthenticatedRequestsOnly && \
+    HostExecutionAuthorized && \
+    AutoApprovalNoShell && \
+    TerminalIsolation && \
+    NoOrphanHostProcess && \
+    StateAnchorOwnership)
+#ifdef TLA_INVARIANTS_ONLY
+#define AllInvariants TlaInvariants
+#else
+/* + extras, ours */
+#define AllInvariants (TlaInvariants && ResourceNesting && \
+    ExecutedEqualsApproved && \
+    ApprovalOnlyAfterDraw && \
+    SessionApprovalScoped && \
+    LingerOnlyWhenIdle && \
+    PromptStateClosed)
+#endif
+
 active proctype Invariants() {
 end_Invariants:
     do
-    :: atomic { !(TypeOK) -> printf("VIOLATED TypeOK\n"); assert(TypeOK) }
-    :: atomic { !(ConfigurationConfinement) -> printf("VIOLATED ConfigurationConfinement\n"); assert(ConfigurationConfinement) }
-    :: atomic { !(OrderedNetworkStartup) -> printf("VIOLATED OrderedNetworkStartup\n"); assert(OrderedNetworkStartup) }
-    :: atomic { !(PublishedDomainsReady) -> printf("VIOLATED PublishedDomainsReady\n"); assert(PublishedDomainsReady) }
-    :: atomic { !(RegisteredSessionsConnected) -> printf("VIOLATED RegisteredSessionsConnected\n"); assert(RegisteredSessionsConnected) }
-    :: atomic { !(AttachedSessionsValid) -> printf("VIOLATED AttachedSessionsValid\n"); assert(AttachedSessionsValid) }
-    :: atomic { !(AuthenticatedRequestsOnly) -> printf("VIOLATED AuthenticatedRequestsOnly\n"); assert(AuthenticatedRequestsOnly) }
-    :: atomic { !(HostExecutionAuthorized) -> printf("VIOLATED HostExecutionAuthorized\n"); assert(HostExecutionAuthorized) }
-    :: atomic { !(AutoApprovalNoShell) -> printf("VIOLATED AutoApprovalNoShell\n"); assert(AutoApprovalNoShell) }
-    :: atomic { !(TerminalIsolation) -> printf("VIOLATED TerminalIsolation\n"); assert(TerminalIsolation) }
-    :: atomic { !(NoOrphanHostProcess) -> printf("VIOLATED NoOrphanHostProcess\n"); assert(NoOrphanHostProcess) }
-    :: atomic { !(StateAnchorOwnership) -> printf("VIOLATED StateAnchorOwnership\n"); assert(StateAnchorOwnership) }
+    :: atomic {
+        !(AllInvariants) ->
+        if :: !(TypeOK) -> printf("VIOLATED TypeOK\n") :: else -> skip fi;
+        if :: !(ConfigurationConfinement) -> printf("VIOLATED ConfigurationConfinement\n") :: else -> skip fi;
+        if :: !(OrderedNetworkStartup) -> printf("VIOLATED OrderedNetworkStartup\n") :: else -> skip fi;
+        if :: !(PublishedDomainsReady) -> printf("VIOLATED PublishedDomainsReady\n") :: else -> skip fi;
+        if :: !(RegisteredSessionsConnected) -> printf("VIOLATED RegisteredSessionsConnected\n") :: else -> skip fi;
+        if :: !(AttachedSessionsValid) -> printf("VIOLATED AttachedSessionsValid\n") :: else -> skip fi;
+        if :: !(AuthenticatedRequestsOnly) -> printf("VIOLATED AuthenticatedRequestsOnly\n") :: else -> skip fi;
+        if :: !(HostExecutionAuthorized) -> printf("VIOLATED HostExecutionAuthorized\n") :: else -> skip fi;
+        if :: !(AutoApprovalNoShell) -> printf("VIOLATED AutoApprovalNoShell\n") :: else -> skip fi;
+        if :: !(TerminalIsolation) -> printf("VIOLATED TerminalIsolation\n") :: else -> skip fi;
+        if :: !(NoOrphanHostProcess) -> printf("VIOLATED NoOrphanHostProcess\n") :: else -> skip fi;
+        if :: !(StateAnchorOwnership) -> printf("VIOLATED StateAnchorOwnership\n") :: else -> skip fi;
 #ifndef TLA_INVARIANTS_ONLY
-    /* extras, ours */
-    :: atomic { !(ResourceNesting) -> printf("VIOLATED ResourceNesting\n"); assert(ResourceNesting) }
-    :: atomic { !(ExecutedEqualsApproved) -> printf("VIOLATED ExecutedEqualsApproved\n"); assert(ExecutedEqualsApproved) }
-    :: atomic { !(ApprovalOnlyAfterDraw) -> printf("VIOLATED ApprovalOnlyAfterDraw\n"); assert(ApprovalOnlyAfterDraw) }
-    :: atomic { !(SessionApprovalScoped) -> printf("VIOLATED SessionApprovalScoped\n"); assert(SessionApprovalScoped) }
-    :: atomic { !(LingerOnlyWhenIdle) -> printf("VIOLATED LingerOnlyWhenIdle\n"); assert(LingerOnlyWhenIdle) }
-    :: atomic { !(PromptStateClosed) -> printf("VIOLATED PromptStateClosed\n"); assert(PromptStateClosed) }
+        if :: !(ResourceNesting) -> printf("VIOLATED ResourceNesting\n") :: else -> skip fi;
+        if :: !(ExecutedEqualsApproved) -> printf("VIOLATED ExecutedEqualsApproved\n") :: else -> skip fi;
+        if :: !(ApprovalOnlyAfterDraw) -> printf("VIOLATED ApprovalOnlyAfterDraw\n") :: else -> skip fi;
+        if :: !(SessionApprovalScoped) -> printf("VIOLATED SessionApprovalScoped\n") :: else -> skip fi;
+        if :: !(LingerOnlyWhenIdle) -> printf("VIOLATED LingerOnlyWhenIdle\n") :: else -> skip fi;
+        if :: !(PromptStateClosed) -> printf("VIOLATED PromptStateClosed\n") :: else -> skip fi;
+#endif
+        assert(AllInvariants)
+       }
+#ifndef TLA_INVARIANTS_ONLY
     :: atomic { timeout -> printf("CHECK QuiescentStateClean\n"); assert(QuiescentStateClean) }
 #endif
     od
