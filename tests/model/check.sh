@@ -21,8 +21,9 @@
 # Environment:
 #   LAZARET_MODEL_TIMEOUT  seconds allowed to one pan run (default 240)
 #   LAZARET_MODEL_FULL=1   also run EmptyDomainStopsWhenIdle and
-#                          DomainEventuallyStops on FIXTURE_WIDE (minutes
-#                          and about 1 GB each; allowed at least 900 s)
+#                          DomainEventuallyStops on FIXTURE_WIDE (about
+#                          2 minutes and 0.55 GB together; allowed at least
+#                          900 s each)
 set -euo pipefail
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
