@@ -8,6 +8,16 @@
  * single `d_step`, i.e. one atomic transition), the same twelve invariants
  * and the same four liveness properties, under the same weak fairness.
  *
+ * Extended ahead of the implementation (marked "extension" throughout; not
+ * in the TLA+ model): the host-escalation prompt in detail (the prompt is
+ * drawn and settles before keys count, keys typed ahead are discarded,
+ * [e]dit shows the edited argv again for a new [a], [s] approves the exact
+ * request identity for the rest of the Client Session, [q] denies and ends
+ * the session, the prompt times out as a denial), cancellation from the
+ * sandbox, and the Domain's warm linger after its last session. The
+ * developer's keys carry no fairness (TLA+ has DeveloperApprove/Deny in
+ * RequestProgress): every prompt must end by its time-out alone.
+ *
  * Checked by tests/model/check.sh; see docs/model/README.md.
  *
  * Encoding rules
@@ -25,7 +35,8 @@
  *   - The actions of Next outside every Progress formula (DisconnectSession,
  *     FailDomain, ReceiveEscalation) carry no fairness in Spec. They live in
  *     one Environment process that can also stutter, so pan's
- *     per-process fairness never forces them to happen.
+ *     per-process fairness never forces them to happen. So do the
+ *     extension's unfair actions: CancelRequest and the developer's keys.
  *   - Every process loop head is an end state: Lazaret.cfg has
  *     CHECK_DEADLOCK FALSE ("fully closed or failed application states
  *     intentionally have no successor").
@@ -37,6 +48,12 @@
  *   FIXTURE_MISMATCH     extra fixture, not the seed's: S2 carries another
  *                        Configuration Fingerprint ("config-b") so that
  *                        RejectConfigurationMismatch becomes reachable.
+ *   FIXTURE_ESC          extra fixture, not the seed's: three authenticated
+ *                        prompted requests, R1 and R2 of one identity in
+ *                        S1, R3 of that identity in S2 (the [s] approval
+ *                        is used, and must not cross sessions).
+ *   ESC_OTHER_IDENTITY   with FIXTURE_ESC: R2 is another identity (ShellCmd)
+ *                        in S1 (an [s] approval must not cover it).
  *   TLA_INVARIANTS_ONLY  the monitor asserts the twelve TLA+ invariants only
  *                        (used to show what the extras add).
  *   NO_STUTTER           drop the Environment's stutter step so that a state
@@ -58,11 +75,39 @@
  *                        AutoApprovalNoShell on FIXTURE_WIDE; the seed
  *                        fixture cannot see it, its only shell request R3
  *                        is unauthenticated).
- *   BUG_NO_DECISION      deliberately broken: the developer never answers
- *                        and requests never time out (self-test, must fail
- *                        RequestEventuallyResolves).
- *   BUG_NO_TEARDOWN      deliberately broken: BeginTeardown never happens
- *                        (self-test, must fail EmptyDomainStopsWhenIdle).
+ *   BUG_NO_PROMPT_TIMEOUT deliberately broken: the prompt never times out
+ *                        (self-test, must fail PromptEventuallyEnds and
+ *                        RequestEventuallyResolves: the developer may
+ *                        never answer).
+ *   BUG_NO_TEARDOWN      deliberately broken: BeginTeardown never happens,
+ *                        i.e. the linger never expires (self-test, must fail
+ *                        EmptyDomainStopsWhenIdle and DomainEventuallyStops).
+ *   BUG_EDIT_NO_CONFIRM  deliberately broken: [e] approves the edited argv
+ *                        without showing it again (must fail
+ *                        ExecutedEqualsApproved).
+ *   BUG_EXEC_ORIGINAL    deliberately broken: the host process runs the
+ *                        request's argv, not the approved (edited) one (must
+ *                        fail ExecutedEqualsApproved).
+ *   BUG_TYPEAHEAD        deliberately broken: [a] counts before the prompt is
+ *                        drawn and settled (must fail ApprovalOnlyAfterDraw).
+ *   BUG_GRANT_ANY_SESSION deliberately broken: an [s] approval of any
+ *                        session matches (FIXTURE_ESC; must fail
+ *                        SessionApprovalScoped).
+ *   BUG_GRANT_ANY_IDENTITY deliberately broken: any [s] approval of the
+ *                        session matches any request of it (FIXTURE_ESC with
+ *                        ESC_OTHER_IDENTITY; must fail SessionApprovalScoped).
+ *   BUG_GRANT_OUTLIVES_SESSION deliberately broken: DisconnectSession keeps
+ *                        the session's [s] approvals (must fail
+ *                        SessionApprovalScoped).
+ *   BUG_CANCEL_ORPHAN    deliberately broken: CancelRequest leaves the host
+ *                        process running (must fail NoOrphanHostProcess).
+ *   BUG_DISCONNECT_ORPHAN deliberately broken: DisconnectSession leaves the
+ *                        host process running (must fail NoOrphanHostProcess).
+ *   BUG_LINGER_NO_CANCEL deliberately broken: a join does not cancel the
+ *                        linger (must fail LingerOnlyWhenIdle).
+ *   BUG_PROMPT_LEAK      deliberately broken: PromptTimeout leaves the prompt
+ *                        state (drawn, edited) behind (must fail
+ *                        PromptStateClosed).
  */
 
 /* ---------------------------------------------------------------------
@@ -76,6 +121,15 @@
 #define ND 2
 #define NS 3
 #define NR 4
+#elif defined(FIXTURE_ESC)
+/* Extra fixture, NOT the seed's: one Domain, two sessions, three
+ * authenticated requests without an auto rule, for the session-scoped
+ * approval ([s]): R1 and R2 are the same request identity (PromptCmd) in
+ * S1, R3 is that identity in the other session S2. With ESC_OTHER_IDENTITY,
+ * R2 is another identity (ShellCmd) in the same session as R1. */
+#define ND 1
+#define NS 2
+#define NR 3
 #else
 #define ND 1                    /* DomainsFixture  == {D1}                */
 #define NS 2                    /* SessionsFixture == {S1, S2}            */
@@ -95,7 +149,7 @@
 #define ExactCmd  0
 #define PromptCmd 1
 #define ShellCmd  2
-#define EditedCmd 3
+#define EditedCmd 3             /* what [e]dit produces from any request's argv */
 
 #define NoSession NS            /* NoSession \notin Sessions */
 #define NoRequest NR            /* NoRequest \notin Requests */
@@ -121,6 +175,21 @@
 #define DomainFingerprint(d)    CONFIG_A
 /* ConfigSafeFixture == D1 :> TRUE                       [wide: D2 :> TRUE] */
 #define ConfigSafe(d)           true
+#if defined(FIXTURE_ESC)
+/* esc: R1 :> S1, R2 :> S1, R3 :> S2 */
+#define RequestSession(r)       (((r) == R3) -> S2 : S1)
+#if defined(ESC_OTHER_IDENTITY)
+/* esc, other identity: R1, R3 :> PromptCmd, R2 :> ShellCmd */
+#define RequestCommand(r)       (((r) == R2) -> ShellCmd : PromptCmd)
+#else
+/* esc: R1, R2, R3 :> PromptCmd (one identity) */
+#define RequestCommand(r)       PromptCmd
+#endif
+/* esc: every request authenticated, no auto rule matches */
+#define CertificateValid(r)     true
+#define SignatureValid(r)       true
+#define AutoRuleMatches(r)      false
+#else
 /* RequestSessionFixture == (R1 :> S1) @@ (R2 :> S2) @@ (R3 :> S1)   [wide: R4 :> S3] */
 #define RequestSession(r)       (((r) == R2) -> S2 : (((r) == R4) -> S3 : S1))
 /* RequestCommandFixture == (R1 :> ExactCmd) @@ (R2 :> PromptCmd) @@ (R3 :> ShellCmd)
@@ -132,6 +201,7 @@
 #define SignatureValid(r)       ((r) != R3)
 /* AutoRuleMatchesFixture == (R1 :> TRUE) @@ (R2 :> FALSE) @@ (R3 :> TRUE)   [wide: R4 :> TRUE] */
 #define AutoRuleMatches(r)      ((r) != R2)
+#endif
 /* CommandRequiresShellFixture: only ShellCmd is TRUE */
 #define CommandRequiresShell(c) ((c) == ShellCmd)
 
@@ -166,7 +236,8 @@ mtype = {
     K_Disconnected, K_Connected,
     Q_Unused, Q_Verified, Q_AwaitingApproval, Q_Approved, Q_Executing,
     Q_Completed, Q_Denied, Q_TimedOut, Q_Cancelled, Q_Failed,
-    A_NoApproval, A_AutoRule, A_Developer
+    A_NoApproval, A_AutoRule, A_Developer,
+    A_SessionGrant      /* extension: a session-scoped approval ([s]) matched */
 };
 
 /* ---------------------------------------------------------------------
@@ -193,6 +264,23 @@ mtype requestPhase[NR]     = Q_Unused;        /* [r |-> "Unused"]      */
 mtype approvalSource[NR]   = A_NoApproval;    /* [r |-> NoApproval]    */
 byte  approvedCommand[NR]  = NoCommand;       /* [r |-> NoCommand]     */
 bool  hostRunning[NR];                        /* {}                    */
+
+/* Extension (not in the TLA+ model): host-escalation prompt details, the
+ * session-scoped approval and the warm linger. Each is reset as soon as it
+ * no longer matters, so finished requests and closed sessions leave no
+ * residue that would multiply the state space. */
+bool  promptDrawn[NS];      /* the session's prompt is fully drawn and its
+                               settle delay has passed: keys are accepted */
+bool  promptEdited[NS];     /* the prompt shows the edited argv (EditedCmd)
+                               instead of the request's own */
+byte  sessionGrant[NS];     /* [s] approvals of the session: bit c set =
+                               request identity (command) c is approved for
+                               the rest of this Client Session */
+byte  execCommand[NR] = NoCommand; /* the argv the host process runs */
+bool  lingering[ND];        /* the Domain is Ready, idle, in its linger period */
+/* ghosts: observe the developer's approval key press, no protocol effect */
+byte  confirmedCommand[NR] = NoCommand; /* argv on screen at [a]/[s] */
+bool  approvalDrawn[NR];    /* [a]/[s] was accepted on a drawn, settled prompt */
 
 hidden byte ii;     /* loop index inside d_step only; not part of the state */
 hidden byte stutter; /* target of the Environment's stuttering step; not part of the state */
@@ -221,6 +309,25 @@ hidden byte stutter; /* target of the Environment's stuttering step; not part of
 #define NoneInterested(d)       ALL_S(NotInterestedIn, d)
 #define NotRegistered(s, d)     (!registered[d].has[s])
 #define NotConnected(s, d)      (!connected[d].has[s])
+#define IdleDomain(d)           (NoneInterested(d) && ALL_S(NotRegistered, d) && \
+                                 ALL_S(NotConnected, d))
+
+/* Extension: the prompt and the session-scoped approval. */
+/* the argv the prompt of session s shows for its request r */
+#define Shown(s, r)             (promptEdited[s] -> EditedCmd : RequestCommand(r))
+#define GrantBit(c)             (1 << (c))
+#define GrantHas(s, c)          (((sessionGrant[s] >> (c)) & 1) == 1)
+#define NoGrantFor(s, c)        (!GrantHas(s, c))
+/* an [s] approval covers request r: its own session granted its exact identity */
+#if defined(BUG_GRANT_ANY_SESSION)
+#define Granted(r)              (!ALL_S(NoGrantFor, RequestCommand(r)))
+#elif defined(BUG_GRANT_ANY_IDENTITY)
+#define Granted(r)              (sessionGrant[ReqSession(r)] != 0)
+#else
+#define Granted(r)              GrantHas(ReqSession(r), RequestCommand(r))
+#endif
+/* the prompt closes: nothing of it survives into the next prompt */
+#define ClosePrompt(s)          promptDrawn[s] = false; promptEdited[s] = false
 
 /* ---------------------------------------------------------------------
  * Action coverage (like TLC's coverage report). With spin -DCOVERAGE each
@@ -258,7 +365,17 @@ hidden byte stutter; /* target of the Environment's stuttering step; not part of
 #define ACT_TimeoutRequest 26
 #define ACT_FailDomain 27
 #define ACT_ResetFailedDomain 28
-#define N_ACTIONS 29
+/* extension: actions not in the TLA+ model */
+#define ACT_StartLinger 29
+#define ACT_SessionApprove 30
+#define ACT_PromptDrawn 31
+#define ACT_DiscardTypeahead 32
+#define ACT_DeveloperEdit 33
+#define ACT_DeveloperApproveSession 34
+#define ACT_DeveloperQuit 35
+#define ACT_PromptTimeout 36
+#define ACT_CancelRequest 37
+#define N_ACTIONS 38
 
 #ifdef COVERAGE
 c_decl {
@@ -291,7 +408,16 @@ c_decl {
         "CompleteHostExecution",
         "TimeoutRequest",
         "FailDomain",
-        "ResetFailedDomain"
+        "ResetFailedDomain",
+        "StartLinger",
+        "SessionApprove",
+        "PromptDrawn",
+        "DiscardTypeahead",
+        "DeveloperEdit",
+        "DeveloperApproveSession",
+        "DeveloperQuit",
+        "PromptTimeout",
+        "CancelRequest"
     };
     static unsigned long lz_action_count[N_ACTIONS];
     static int lz_cover_armed;
@@ -336,6 +462,9 @@ inline StartReadySession(s) {
         ->
         sessionPhase[s] = S_Registering;
         connectionState[s] = K_Connected;
+#ifndef BUG_LINGER_NO_CANCEL
+        lingering[Dom(s)] = false;  /* extension: a join cancels the linger */
+#endif
         COVER(ACT_StartReadySession);
         printf("ACTION StartReadySession(s%d)\n", s)
     }
@@ -449,6 +578,9 @@ inline AdvanceWaitingSession(s) {
         ->
         sessionPhase[s] = S_Registering;
         connectionState[s] = K_Connected;
+#ifndef BUG_LINGER_NO_CANCEL
+        lingering[Dom(s)] = false;  /* extension: a join cancels the linger */
+#endif
         COVER(ACT_AdvanceWaitingSession);
         printf("ACTION AdvanceWaitingSession(s%d)\n", s)
     }
@@ -504,10 +636,20 @@ inline DisconnectSession(s) {
                 requestPhase[activeRequest[s]] = Q_Cancelled
             :: else -> skip
             fi;
+#ifndef BUG_DISCONNECT_ORPHAN
+            execCommand[activeRequest[s]] = NoCommand;  /* extension */
             hostRunning[activeRequest[s]] = false
+#else
+            skip
+#endif
         :: else -> skip
         fi;
         activeRequest[s] = NoRequest;
+        /* extension: the prompt closes, the session's [s] approvals end */
+        ClosePrompt(s);
+#ifndef BUG_GRANT_OUTLIVES_SESSION
+        sessionGrant[s] = 0;
+#endif
         COVER(ACT_DisconnectSession);
         printf("ACTION DisconnectSession(s%d)\n", s)
     }
@@ -520,6 +662,7 @@ inline BeginTeardown(d) {
         NoneInterested(d) &&
         ALL_S(NotRegistered, d) &&
         ALL_S(NotConnected, d) &&
+        lingering[d] &&     /* extension: only when the linger period ends */
 #ifdef BUG_NO_TEARDOWN
         false &&
 #endif
@@ -528,8 +671,24 @@ inline BeginTeardown(d) {
         domainPhase[d] = D_Stopping;
         coordinatorState[d] = C_Stopping;
         published[d] = false;
+        lingering[d] = false;
         COVER(ACT_BeginTeardown);
         printf("ACTION BeginTeardown(d%d)\n", d)
+    }
+}
+
+/* Extension: StartLinger(d). The last session has left a Ready Domain: it
+ * keeps running for a linger period. BeginTeardown is the end of that
+ * period; a session joining meanwhile (StartReadySession) cancels it. */
+inline StartLinger(d) {
+    d_step {
+        domainPhase[d] == D_Ready &&
+        !lingering[d] &&
+        IdleDomain(d)
+        ->
+        lingering[d] = true;
+        COVER(ACT_StartLinger);
+        printf("ACTION StartLinger(d%d)\n", d)
     }
 }
 
@@ -636,11 +795,27 @@ inline AutoApprove(r) {
     }
 }
 
-/* TLA+: QueuePrompt(r) */
+/* Extension: SessionApprove(r). The request's exact identity was approved
+ * with [s] earlier in the same Client Session: approved without a prompt. */
+inline SessionApprove(r) {
+    d_step {
+        requestPhase[r] == Q_Verified &&
+        Granted(r)
+        ->
+        requestPhase[r] = Q_Approved;
+        approvalSource[r] = A_SessionGrant;
+        approvedCommand[r] = RequestCommand(r);
+        COVER(ACT_SessionApprove);
+        printf("ACTION SessionApprove(r%d)\n", r)
+    }
+}
+
+/* TLA+: QueuePrompt(r)   (extension: not when an [s] approval covers r) */
 inline QueuePrompt(r) {
     d_step {
         requestPhase[r] == Q_Verified &&
-        !(AutoRuleMatches(r) && !CommandRequiresShell(RequestCommand(r)))
+        !(AutoRuleMatches(r) && !CommandRequiresShell(RequestCommand(r))) &&
+        !Granted(r)
         ->
         requestPhase[r] = Q_AwaitingApproval;
         COVER(ACT_QueuePrompt);
@@ -648,7 +823,8 @@ inline QueuePrompt(r) {
     }
 }
 
-/* TLA+: BeginPrompt(r) */
+/* TLA+: BeginPrompt(r). The terminal is switched to the prompt, which starts
+ * to be drawn; no key is accepted yet (extension: PromptDrawn). */
 inline BeginPrompt(r) {
     d_step {
         requestPhase[r] == Q_AwaitingApproval &&
@@ -657,42 +833,176 @@ inline BeginPrompt(r) {
         ->
         sessionPhase[ReqSession(r)] = S_Prompting;
         terminalRoute[ReqSession(r)] = T_Prompt;
+        ClosePrompt(ReqSession(r));     /* not drawn, shows the request's argv */
         COVER(ACT_BeginPrompt);
         printf("ACTION BeginPrompt(r%d)\n", r)
     }
 }
 
-/* TLA+: DeveloperApprove(r, cmd) */
-inline DeveloperApprove(r, cmd) {
+/* The prompt of request r is on the terminal of its session (any stage). */
+#define PromptOn(r) \
+    (requestPhase[r] == Q_AwaitingApproval && \
+     sessionPhase[ReqSession(r)] == S_Prompting && \
+     activeRequest[ReqSession(r)] == r)
+/* ... and accepts keys: fully drawn and settled. */
+#define PromptAccepts(r)    (PromptOn(r) && promptDrawn[ReqSession(r)])
+#if defined(BUG_TYPEAHEAD)
+#define ApprovalKeyAccepted(r)  PromptOn(r)     /* broken: typed-ahead key counts */
+#else
+#define ApprovalKeyAccepted(r)  PromptAccepts(r)
+#endif
+
+/* Extension: PromptDrawn(r). The prompt (request's or edited argv) is fully
+ * drawn and the settle delay has passed; input that arrived before was
+ * discarded, from now on keys are decisions. */
+inline PromptDrawn(r) {
     d_step {
-        requestPhase[r] == Q_AwaitingApproval &&
-        sessionPhase[ReqSession(r)] == S_Prompting
-        /* cmd \in Commands: the caller offers one option per command */
+        PromptOn(r) &&
+        !promptDrawn[ReqSession(r)]
         ->
-        requestPhase[r] = Q_Approved;
-        approvalSource[r] = A_Developer;
-        approvedCommand[r] = cmd;
-        COVER(ACT_DeveloperApprove);
-        printf("ACTION DeveloperApprove(r%d, c%d)\n", r, cmd)
+        promptDrawn[ReqSession(r)] = true;
+        COVER(ACT_PromptDrawn);
+        printf("ACTION PromptDrawn(r%d)\n", r)
     }
 }
 
-/* TLA+: DeveloperDeny(r) */
+/* Extension: DiscardTypeahead(r). A key arrives while the prompt is still
+ * being drawn or settling: it is thrown away, nothing changes. */
+inline DiscardTypeahead(r) {
+    d_step {
+        PromptOn(r) &&
+        !promptDrawn[ReqSession(r)]
+        ->
+        COVER(ACT_DiscardTypeahead);
+        printf("ACTION DiscardTypeahead(r%d)\n", r)
+    }
+}
+
+/* TLA+: DeveloperApprove(r, cmd), refined: [a] approves exactly the argv the
+ * drawn prompt shows (cmd is the request's argv or the edited one), and
+ * only once the prompt accepts keys. */
+inline DeveloperApprove(r) {
+    d_step {
+        ApprovalKeyAccepted(r)
+        ->
+        requestPhase[r] = Q_Approved;
+        approvalSource[r] = A_Developer;
+        approvedCommand[r] = Shown(ReqSession(r), r);
+        confirmedCommand[r] = Shown(ReqSession(r), r);
+        approvalDrawn[r] = promptDrawn[ReqSession(r)];
+        ClosePrompt(ReqSession(r));
+        COVER(ACT_DeveloperApprove);
+        printf("ACTION DeveloperApprove(r%d)\n", r)
+    }
+}
+
+/* Extension: DeveloperApproveSession(r). [s]: as [a], and the request's
+ * exact identity is approved for the rest of this Client Session. Offered
+ * for the request's own argv only, not for an edited one (a later request
+ * with this identity runs its own argv). */
+inline DeveloperApproveSession(r) {
+    d_step {
+        ApprovalKeyAccepted(r) &&
+        !promptEdited[ReqSession(r)]
+        ->
+        requestPhase[r] = Q_Approved;
+        approvalSource[r] = A_Developer;
+        approvedCommand[r] = RequestCommand(r);
+        confirmedCommand[r] = RequestCommand(r);
+        approvalDrawn[r] = promptDrawn[ReqSession(r)];
+        sessionGrant[ReqSession(r)] = sessionGrant[ReqSession(r)] | GrantBit(RequestCommand(r));
+        ClosePrompt(ReqSession(r));
+        COVER(ACT_DeveloperApproveSession);
+        printf("ACTION DeveloperApproveSession(r%d)\n", r)
+    }
+}
+
+/* Extension: DeveloperEdit(r). [e]: the developer edits the argv; the
+ * prompt is drawn again with the edited argv and needs a new [a]. One edit
+ * per prompt: the prompt's deadline is absolute, so a prompt sees finitely
+ * many edits, and a second edit would only lead to the same "edited" value
+ * of the abstraction. */
+inline DeveloperEdit(r) {
+    d_step {
+        PromptAccepts(r) &&
+        !promptEdited[ReqSession(r)]
+        ->
+#if defined(BUG_EDIT_NO_CONFIRM)
+        /* broken: the edited argv is approved as it leaves the editor; the
+         * key that approved it, [e], was pressed on the drawn prompt
+         * showing the request's own argv */
+        requestPhase[r] = Q_Approved;
+        approvalSource[r] = A_Developer;
+        approvedCommand[r] = EditedCmd;
+        confirmedCommand[r] = Shown(ReqSession(r), r);
+        approvalDrawn[r] = true;
+        ClosePrompt(ReqSession(r));
+#else
+        promptEdited[ReqSession(r)] = true;
+        promptDrawn[ReqSession(r)] = false;     /* redrawn, settles again */
+#endif
+        COVER(ACT_DeveloperEdit);
+        printf("ACTION DeveloperEdit(r%d)\n", r)
+    }
+}
+
+/* TLA+: DeveloperDeny(r)   (extension: keys only on a drawn prompt) */
 inline DeveloperDeny(r) {
     d_step {
-        requestPhase[r] == Q_AwaitingApproval &&
-        sessionPhase[ReqSession(r)] == S_Prompting
+        PromptAccepts(r)
         ->
         requestPhase[r] = Q_Denied;
         sessionPhase[ReqSession(r)] = S_Attached;
         terminalRoute[ReqSession(r)] = T_Sandbox;
         activeRequest[ReqSession(r)] = NoRequest;
+        ClosePrompt(ReqSession(r));
         COVER(ACT_DeveloperDeny);
         printf("ACTION DeveloperDeny(r%d)\n", r)
     }
 }
 
-/* TLA+: StartHostExecution(r) */
+/* Extension: DeveloperQuit(r). [q]: the request is denied and the Client
+ * Session ends cleanly (as DisconnectSession, but the request is Denied,
+ * not Cancelled). The Domain stops through the linger if no session is left. */
+inline DeveloperQuit(r) {
+    d_step {
+        PromptAccepts(r)
+        ->
+        requestPhase[r] = Q_Denied;
+        registered[ReqDomain(r)].has[ReqSession(r)] = false;
+        connected[ReqDomain(r)].has[ReqSession(r)] = false;
+        sessionPhase[ReqSession(r)] = S_Closed;
+        terminalRoute[ReqSession(r)] = T_Detached;
+        connectionState[ReqSession(r)] = K_Disconnected;
+        activeRequest[ReqSession(r)] = NoRequest;
+        sessionGrant[ReqSession(r)] = 0;
+        ClosePrompt(ReqSession(r));
+        COVER(ACT_DeveloperQuit);
+        printf("ACTION DeveloperQuit(r%d)\n", r)
+    }
+}
+
+/* Extension: PromptTimeout(r). The prompt's deadline passes (in any stage:
+ * drawing, settled, after an edit): the request is answered as denied
+ * (phase TimedOut). This is the part of TLA+ TimeoutRequest(r) for a
+ * request whose prompt is on the terminal. */
+inline PromptTimeout(r) {
+    d_step {
+        PromptOn(r)
+        ->
+        requestPhase[r] = Q_TimedOut;
+        sessionPhase[ReqSession(r)] = S_Attached;
+        terminalRoute[ReqSession(r)] = T_Sandbox;
+        activeRequest[ReqSession(r)] = NoRequest;
+#ifndef BUG_PROMPT_LEAK
+        ClosePrompt(ReqSession(r));
+#endif
+        COVER(ACT_PromptTimeout);
+        printf("ACTION PromptTimeout(r%d)\n", r)
+    }
+}
+
+/* TLA+: StartHostExecution(r)   (extension: records the argv it runs) */
 inline StartHostExecution(r) {
     d_step {
         requestPhase[r] == Q_Approved &&
@@ -705,6 +1015,11 @@ inline StartHostExecution(r) {
         sessionPhase[ReqSession(r)] = S_HostExecuting;
         terminalRoute[ReqSession(r)] = T_HostProcess;
         hostRunning[r] = true;
+#if defined(BUG_EXEC_ORIGINAL)
+        execCommand[r] = RequestCommand(r);     /* broken: ignores the edit */
+#else
+        execCommand[r] = approvedCommand[r];
+#endif
         COVER(ACT_StartHostExecution);
         printf("ACTION StartHostExecution(r%d)\n", r)
     }
@@ -718,6 +1033,7 @@ inline CompleteHostExecution(r) {
         ->
         requestPhase[r] = Q_Completed;
         hostRunning[r] = false;
+        execCommand[r] = NoCommand;
         sessionPhase[ReqSession(r)] = S_Attached;
         terminalRoute[ReqSession(r)] = T_Sandbox;
         activeRequest[ReqSession(r)] = NoRequest;
@@ -726,20 +1042,48 @@ inline CompleteHostExecution(r) {
     }
 }
 
-/* TLA+: TimeoutRequest(r) */
+/* TLA+: TimeoutRequest(r), without the case PromptTimeout(r) takes (the
+ * union of the two is the TLA+ action). */
 inline TimeoutRequest(r) {
     d_step {
         (requestPhase[r] == Q_Verified ||
          requestPhase[r] == Q_AwaitingApproval ||
          requestPhase[r] == Q_Approved) &&
-        activeRequest[ReqSession(r)] == r
+        activeRequest[ReqSession(r)] == r &&
+        !PromptOn(r)
         ->
         requestPhase[r] = Q_TimedOut;
         sessionPhase[ReqSession(r)] = S_Attached;
         terminalRoute[ReqSession(r)] = T_Sandbox;
         activeRequest[ReqSession(r)] = NoRequest;
+        ClosePrompt(ReqSession(r));
         COVER(ACT_TimeoutRequest);
         printf("ACTION TimeoutRequest(r%d)\n", r)
+    }
+}
+
+/* Extension: CancelRequest(r)   (no fairness). The Escalation Client
+ * cancels (Ctrl-C in the sandbox) a request that is not finished: a prompt
+ * closes, a host process is ended, the terminal returns to the sandbox. */
+inline CancelRequest(r) {
+    d_step {
+        (requestPhase[r] == Q_Verified ||
+         requestPhase[r] == Q_AwaitingApproval ||
+         requestPhase[r] == Q_Approved ||
+         requestPhase[r] == Q_Executing) &&
+        activeRequest[ReqSession(r)] == r
+        ->
+        requestPhase[r] = Q_Cancelled;
+#ifndef BUG_CANCEL_ORPHAN
+        hostRunning[r] = false;
+        execCommand[r] = NoCommand;
+#endif
+        sessionPhase[ReqSession(r)] = S_Attached;
+        terminalRoute[ReqSession(r)] = T_Sandbox;
+        activeRequest[ReqSession(r)] = NoRequest;
+        ClosePrompt(ReqSession(r));
+        COVER(ACT_CancelRequest);
+        printf("ACTION CancelRequest(r%d)\n", r)
     }
 }
 
@@ -761,6 +1105,7 @@ inline FailDomain(d) {
         trustReady[d] = false;
         lockOwner[d] = NoSession;
         published[d] = false;
+        lingering[d] = false;       /* extension */
         for (ii : 0 .. NS - 1) {
             registered[d].has[ii] = false;
             connected[d].has[ii] = false;
@@ -773,7 +1118,9 @@ inline FailDomain(d) {
                 fi;
                 terminalRoute[ii] = T_Detached;
                 connectionState[ii] = K_Disconnected;
-                activeRequest[ii] = NoRequest
+                activeRequest[ii] = NoRequest;
+                ClosePrompt(ii);            /* extension */
+                sessionGrant[ii] = 0        /* extension */
             :: else -> skip
             fi
         };
@@ -785,7 +1132,8 @@ inline FailDomain(d) {
                     requestPhase[ii] = Q_Failed
                 :: else -> skip
                 fi;
-                hostRunning[ii] = false     /* hostRunning \ RequestsForDomain(d) */
+                hostRunning[ii] = false;    /* hostRunning \ RequestsForDomain(d) */
+                execCommand[ii] = NoCommand /* extension */
             :: else -> skip
             fi
         };
@@ -811,7 +1159,7 @@ inline ResetFailedDomain(d) {
  * Processes = the fairness partition of Spec
  * ------------------------------------------------------------------- */
 
-/* WF_vars(DomainProgress(d)) */
+/* WF_vars(DomainProgress(d))   (+ extension: StartLinger) */
 proctype DomainProc(byte d) {
 end_DomainProgress:
     do
@@ -820,6 +1168,7 @@ end_DomainProgress:
     :: StartSidecar(d)
     :: StartSandbox(d)
     :: PublishDomain(d)
+    :: StartLinger(d)
     :: BeginTeardown(d)
     :: StopSandbox(d)
     :: StopSidecar(d)
@@ -843,45 +1192,59 @@ end_SessionProgress:
     od
 }
 
-/* WF_vars(RequestProgress(r)) */
+/* WF_vars(RequestProgress(r)), without the developer's keys (see
+ * Environment), + extension: SessionApprove, PromptDrawn, PromptTimeout. */
 proctype RequestProc(byte r) {
 end_RequestProgress:
     do
     :: AutoApprove(r)
+    :: SessionApprove(r)
     :: QueuePrompt(r)
     :: BeginPrompt(r)
-#ifndef BUG_NO_DECISION
-    /* \E cmd \in Commands : DeveloperApprove(r, cmd) */
-    :: DeveloperApprove(r, ExactCmd)
-    :: DeveloperApprove(r, PromptCmd)
-    :: DeveloperApprove(r, ShellCmd)
-    :: DeveloperApprove(r, EditedCmd)
-    :: DeveloperDeny(r)
-#endif
+    :: PromptDrawn(r)
     :: StartHostExecution(r)
     :: CompleteHostExecution(r)
-#ifndef BUG_NO_DECISION
     :: TimeoutRequest(r)
+#if !defined(BUG_NO_PROMPT_TIMEOUT)
+    :: PromptTimeout(r)
 #endif
     od
 }
 
+/* Per request: the Escalation Client's cancellation and the developer's
+ * keys on the prompt. None is fair: the developer may never answer, and
+ * every prompt still has to end (PromptEventuallyEnds rests on the time-out).
+ * TLA+ has DeveloperApprove/Deny inside RequestProgress (fair); leaving them
+ * unfair assumes less. */
+#define REQUEST_ENV(r) \
+    :: ReceiveEscalation(r) \
+    :: CancelRequest(r) \
+    :: DiscardTypeahead(r) \
+    :: DeveloperApprove(r) \
+    :: DeveloperApproveSession(r) \
+    :: DeveloperEdit(r) \
+    :: DeveloperDeny(r) \
+    :: DeveloperQuit(r)
+
 /* The rest of Next: \E s : DisconnectSession(s), \E d : FailDomain(d),
- * \E r : ReceiveEscalation(r). Not fair in Spec; the stutter option keeps
- * pan's process fairness from forcing any of them. */
+ * \E r : ReceiveEscalation(r), + the unfair extension actions above. Not
+ * fair in Spec; the stutter option keeps pan's process fairness from
+ * forcing any of them. */
 proctype Environment() {
 end_Environment:
     do
     :: DisconnectSession(S1)
     :: DisconnectSession(S2)
     :: FailDomain(D1)
-    :: ReceiveEscalation(R1)
-    :: ReceiveEscalation(R2)
-    :: ReceiveEscalation(R3)
+    REQUEST_ENV(R1)
+    REQUEST_ENV(R2)
+    REQUEST_ENV(R3)
+#if defined(FIXTURE_WIDE)
+    REQUEST_ENV(R4)
+#endif
 #if defined(FIXTURE_WIDE)
     :: DisconnectSession(S3)
     :: FailDomain(D2)
-    :: ReceiveEscalation(R4)
 #endif
 #ifndef NO_STUTTER
     :: stutter = 0  /* stuttering step: changes no stored variable */
@@ -898,9 +1261,11 @@ init {
         run RequestProc(R2);
         run RequestProc(R3);
 #if defined(FIXTURE_WIDE)
+        run RequestProc(R4);
+#endif
+#if defined(FIXTURE_WIDE)
         run DomainProc(D2);
         run SessionProc(S3);
-        run RequestProc(R4);
 #endif
         run Environment()
     }
@@ -926,7 +1291,7 @@ init {
     (x) == Q_AwaitingApproval || (x) == Q_Approved || (x) == Q_Executing || \
     TerminalRequestPhase(x))
 #define IsApprovalSource(x) ((x) == A_NoApproval || (x) == A_AutoRule || \
-    (x) == A_Developer)
+    (x) == A_Developer || (x) == A_SessionGrant)
 
 /* TypeOK (the BOOLEAN and SUBSET members are bool arrays: typed by construction) */
 #define TypeOK_d(d, _) (IsDomainPhase(domainPhase[d]) && \
@@ -935,9 +1300,11 @@ init {
     IsResourceState(sandboxState[d]) && lockOwner[d] <= NoSession)
 #define TypeOK_s(s, _) (IsSessionPhase(sessionPhase[s]) && \
     IsTerminalRoute(terminalRoute[s]) && \
-    IsConnectionState(connectionState[s]) && activeRequest[s] <= NoRequest)
+    IsConnectionState(connectionState[s]) && activeRequest[s] <= NoRequest && \
+    sessionGrant[s] < GrantBit(NC))
 #define TypeOK_r(r, _) (IsRequestPhase(requestPhase[r]) && \
-    IsApprovalSource(approvalSource[r]) && approvedCommand[r] <= NoCommand)
+    IsApprovalSource(approvalSource[r]) && approvedCommand[r] <= NoCommand && \
+    execCommand[r] <= NoCommand && confirmedCommand[r] <= NoCommand)
 #define TypeOK (ALL_D(TypeOK_d, 0) && ALL_S(TypeOK_s, 0) && ALL_R(TypeOK_r, 0))
 
 /* ConfigurationConfinement */
@@ -973,10 +1340,11 @@ init {
     (CertificateValid(r) && SignatureValid(r)))
 #define AuthenticatedRequestsOnly ALL_R(ARO_r, 0)
 
-/* HostExecutionAuthorized */
+/* HostExecutionAuthorized   (extension: an [s] approval is a source too) */
 #define HEA_r(r, _) (!hostRunning[r] || \
     (requestPhase[r] == Q_Executing && \
-     (approvalSource[r] == A_AutoRule || approvalSource[r] == A_Developer) && \
+     (approvalSource[r] == A_AutoRule || approvalSource[r] == A_Developer || \
+      approvalSource[r] == A_SessionGrant) && \
      approvedCommand[r] < NC))
 #define HostExecutionAuthorized ALL_R(HEA_r, 0)
 
@@ -1012,41 +1380,121 @@ init {
     (sidecarState[d] != X_Ready || (stateAnchorState[d] == M_Mounted && trustReady[d])))
 #define ResourceNesting ALL_D(RN_d, 0)
 
+/* Extension, escalation (ours). */
+
+/* ExecutedEqualsApproved: HostExecutionAuthorized, strengthened. The host
+ * process runs exactly the approved argv; an auto or [s]-matched approval
+ * is for the request's own argv; a developer approval is for exactly the
+ * argv the prompt showed when [a]/[s] was pressed (after [e], the edited
+ * argv, shown again and confirmed). */
+#define EEA_r(r, _) (!hostRunning[r] || \
+    (execCommand[r] == approvedCommand[r] && \
+     (approvalSource[r] != A_Developer || approvedCommand[r] == confirmedCommand[r]) && \
+     (approvalSource[r] == A_Developer || approvedCommand[r] == RequestCommand(r))))
+#define ExecutedEqualsApproved ALL_R(EEA_r, 0)
+
+/* ApprovalOnlyAfterDraw: a developer approval was given on a prompt that
+ * was fully drawn and settled (keys typed ahead were discarded). */
+#define AOAD_r(r, _) (approvalSource[r] != A_Developer || approvalDrawn[r])
+#define ApprovalOnlyAfterDraw ALL_R(AOAD_r, 0)
+
+/* SessionApprovalScoped: a request approved by an [s] approval, until it
+ * ends, is covered by a grant of its own session for its own exact
+ * identity; a session that is not live (not Attached, Prompting or
+ * HostExecuting: closed, failed) holds no grant. */
+#define SessionLive(s) (sessionPhase[s] == S_Attached || \
+    sessionPhase[s] == S_Prompting || sessionPhase[s] == S_HostExecuting)
+#define SAS_r(r, _) (approvalSource[r] != A_SessionGrant || \
+    !(requestPhase[r] == Q_Approved || requestPhase[r] == Q_Executing) || \
+    (GrantHas(ReqSession(r), RequestCommand(r)) && \
+     approvedCommand[r] == RequestCommand(r)))
+#define SAS_s(s, _) (SessionLive(s) || sessionGrant[s] == 0)
+#define SessionApprovalScoped (ALL_R(SAS_r, 0) && ALL_S(SAS_s, 0))
+
+/* LingerOnlyWhenIdle: a Domain lingers only while Ready and idle (no
+ * session interested, registered or connected); a join ends the linger. */
+#define LOWI_d(d, _) (!lingering[d] || (domainPhase[d] == D_Ready && IdleDomain(d)))
+#define LingerOnlyWhenIdle ALL_D(LOWI_d, 0)
+
+/* PromptStateClosed (model hygiene, not a protocol property): the prompt
+ * details of a session are set only while its prompt is on the terminal. */
+#define PSC_s(s, _) ((!promptDrawn[s] && !promptEdited[s]) || \
+    (sessionPhase[s] == S_Prompting && activeRequest[s] != NoRequest && \
+     requestPhase[activeRequest[s]] == Q_AwaitingApproval))
+#define PromptStateClosed ALL_S(PSC_s, 0)
+
 /* Not in the TLA+ model (extra, ours): a state without any successor is a
  * fully closed or failed application state, as the comment in Lazaret.cfg
  * claims. Only evaluated when the Environment cannot stutter (NO_STUTTER). */
 #define QC_d(d, _) (domainPhase[d] == D_Absent && coordinatorState[d] == C_Absent && \
     stateAnchorState[d] == M_Unmounted && sidecarState[d] == X_Stopped && \
     sandboxState[d] == X_Stopped && !trustReady[d] && \
-    lockOwner[d] == NoSession && !published[d] && \
+    lockOwner[d] == NoSession && !published[d] && !lingering[d] && \
     ALL_S(NotRegistered, d) && ALL_S(NotConnected, d))
 #define QC_s(s, _) ((sessionPhase[s] == S_Closed || sessionPhase[s] == S_Failed) && \
     terminalRoute[s] == T_Detached && connectionState[s] == K_Disconnected && \
-    activeRequest[s] == NoRequest)
+    activeRequest[s] == NoRequest && sessionGrant[s] == 0 && \
+    !promptDrawn[s] && !promptEdited[s])
 #define QC_r(r, _) ((requestPhase[r] == Q_Unused || IsTerminalRequest(r)) && \
-    !hostRunning[r])
+    !hostRunning[r] && execCommand[r] == NoCommand)
 #define QuiescentStateClean (ALL_D(QC_d, 0) && ALL_S(QC_s, 0) && ALL_R(QC_r, 0))
 
-/* Checked in every reachable state: a guard is evaluated in every state, and
- * only a violated invariant enables its assert. */
+/* All invariants, checked in every reachable state: the monitor's guard is
+ * evaluated in every state and is enabled only when one is violated; then it
+ * names every invariant violated in that state (the trail, replayed with
+ * spin -t, shows them) and asserts. */
+#define TlaInvariants (TypeOK && \
+    ConfigurationConfinement && \
+    OrderedNetworkStartup && \
+    PublishedDomainsReady && \
+    RegisteredSessionsConnected && \
+    AttachedSessionsValid && \
+    AuthenticatedRequestsOnly && \
+    HostExecutionAuthorized && \
+    AutoApprovalNoShell && \
+    TerminalIsolation && \
+    NoOrphanHostProcess && \
+    StateAnchorOwnership)
+#ifdef TLA_INVARIANTS_ONLY
+#define AllInvariants TlaInvariants
+#else
+/* + extras, ours */
+#define AllInvariants (TlaInvariants && ResourceNesting && \
+    ExecutedEqualsApproved && \
+    ApprovalOnlyAfterDraw && \
+    SessionApprovalScoped && \
+    LingerOnlyWhenIdle && \
+    PromptStateClosed)
+#endif
+
 active proctype Invariants() {
 end_Invariants:
     do
-    :: atomic { !(TypeOK) -> printf("VIOLATED TypeOK\n"); assert(TypeOK) }
-    :: atomic { !(ConfigurationConfinement) -> printf("VIOLATED ConfigurationConfinement\n"); assert(ConfigurationConfinement) }
-    :: atomic { !(OrderedNetworkStartup) -> printf("VIOLATED OrderedNetworkStartup\n"); assert(OrderedNetworkStartup) }
-    :: atomic { !(PublishedDomainsReady) -> printf("VIOLATED PublishedDomainsReady\n"); assert(PublishedDomainsReady) }
-    :: atomic { !(RegisteredSessionsConnected) -> printf("VIOLATED RegisteredSessionsConnected\n"); assert(RegisteredSessionsConnected) }
-    :: atomic { !(AttachedSessionsValid) -> printf("VIOLATED AttachedSessionsValid\n"); assert(AttachedSessionsValid) }
-    :: atomic { !(AuthenticatedRequestsOnly) -> printf("VIOLATED AuthenticatedRequestsOnly\n"); assert(AuthenticatedRequestsOnly) }
-    :: atomic { !(HostExecutionAuthorized) -> printf("VIOLATED HostExecutionAuthorized\n"); assert(HostExecutionAuthorized) }
-    :: atomic { !(AutoApprovalNoShell) -> printf("VIOLATED AutoApprovalNoShell\n"); assert(AutoApprovalNoShell) }
-    :: atomic { !(TerminalIsolation) -> printf("VIOLATED TerminalIsolation\n"); assert(TerminalIsolation) }
-    :: atomic { !(NoOrphanHostProcess) -> printf("VIOLATED NoOrphanHostProcess\n"); assert(NoOrphanHostProcess) }
-    :: atomic { !(StateAnchorOwnership) -> printf("VIOLATED StateAnchorOwnership\n"); assert(StateAnchorOwnership) }
+    :: atomic {
+        !(AllInvariants) ->
+        if :: !(TypeOK) -> printf("VIOLATED TypeOK\n") :: else -> skip fi;
+        if :: !(ConfigurationConfinement) -> printf("VIOLATED ConfigurationConfinement\n") :: else -> skip fi;
+        if :: !(OrderedNetworkStartup) -> printf("VIOLATED OrderedNetworkStartup\n") :: else -> skip fi;
+        if :: !(PublishedDomainsReady) -> printf("VIOLATED PublishedDomainsReady\n") :: else -> skip fi;
+        if :: !(RegisteredSessionsConnected) -> printf("VIOLATED RegisteredSessionsConnected\n") :: else -> skip fi;
+        if :: !(AttachedSessionsValid) -> printf("VIOLATED AttachedSessionsValid\n") :: else -> skip fi;
+        if :: !(AuthenticatedRequestsOnly) -> printf("VIOLATED AuthenticatedRequestsOnly\n") :: else -> skip fi;
+        if :: !(HostExecutionAuthorized) -> printf("VIOLATED HostExecutionAuthorized\n") :: else -> skip fi;
+        if :: !(AutoApprovalNoShell) -> printf("VIOLATED AutoApprovalNoShell\n") :: else -> skip fi;
+        if :: !(TerminalIsolation) -> printf("VIOLATED TerminalIsolation\n") :: else -> skip fi;
+        if :: !(NoOrphanHostProcess) -> printf("VIOLATED NoOrphanHostProcess\n") :: else -> skip fi;
+        if :: !(StateAnchorOwnership) -> printf("VIOLATED StateAnchorOwnership\n") :: else -> skip fi;
 #ifndef TLA_INVARIANTS_ONLY
-    /* extras, ours */
-    :: atomic { !(ResourceNesting) -> printf("VIOLATED ResourceNesting\n"); assert(ResourceNesting) }
+        if :: !(ResourceNesting) -> printf("VIOLATED ResourceNesting\n") :: else -> skip fi;
+        if :: !(ExecutedEqualsApproved) -> printf("VIOLATED ExecutedEqualsApproved\n") :: else -> skip fi;
+        if :: !(ApprovalOnlyAfterDraw) -> printf("VIOLATED ApprovalOnlyAfterDraw\n") :: else -> skip fi;
+        if :: !(SessionApprovalScoped) -> printf("VIOLATED SessionApprovalScoped\n") :: else -> skip fi;
+        if :: !(LingerOnlyWhenIdle) -> printf("VIOLATED LingerOnlyWhenIdle\n") :: else -> skip fi;
+        if :: !(PromptStateClosed) -> printf("VIOLATED PromptStateClosed\n") :: else -> skip fi;
+#endif
+        assert(AllInvariants)
+       }
+#ifndef TLA_INVARIANTS_ONLY
     :: atomic { timeout -> printf("CHECK QuiescentStateClean\n"); assert(QuiescentStateClean) }
 #endif
     od
@@ -1071,6 +1519,14 @@ end_Invariants:
 #define IdleD1           (!InterestedPhase(sessionPhase[S1]) && \
                           !InterestedPhase(sessionPhase[S2]))
 #define IdleD2           (!InterestedPhase(sessionPhase[S3]))
+/* extension: the prompt of request r (in session s) is on the terminal */
+#define PromptOpen(r, s) (requestPhase[r] == Q_AwaitingApproval && \
+                          sessionPhase[s] == S_Prompting)
+/* it ended: approved ([a], [s]), denied ([d], [q]), timed out, cancelled
+ * (Ctrl-C, disconnect), failed (Domain failure) */
+#define PromptEnded(r)   (requestPhase[r] == Q_Approved || requestPhase[r] == Q_Executing || \
+                          ReqResolved(r))
+#define Lingering(d)     (lingering[d])
 #define Absent(d)        (domainPhase[d] == D_Absent)
 
 /* (Spin's ltl parser wants a binary operator at the end of a line, not at
@@ -1131,4 +1587,34 @@ ltl EmptyDomainStopsWhenIdle {
     ((<> [] IdleD2) -> <> [] Absent(D2)) &&
 #endif
     ((<> [] IdleD1) -> <> [] Absent(D1))
+}
+
+/* Extension: PromptEventuallyEnds == \A r : the prompt of r is on the
+ * terminal ~> r is approved, denied, timed out, cancelled or failed. The
+ * developer's keys are not fair: this rests on PromptTimeout. */
+ltl PromptEventuallyEnds {
+    [] (
+#if defined(FIXTURE_WIDE)
+        (PromptOpen(R4, S3) -> <> PromptEnded(R4)) &&
+#endif
+#if defined(FIXTURE_ESC)
+        (PromptOpen(R1, S1) -> <> PromptEnded(R1)) &&
+        (PromptOpen(R2, S1) -> <> PromptEnded(R2)) &&
+        (PromptOpen(R3, S2) -> <> PromptEnded(R3)))
+#else
+        (PromptOpen(R1, S1) -> <> PromptEnded(R1)) &&
+        (PromptOpen(R2, S2) -> <> PromptEnded(R2)) &&
+        (PromptOpen(R3, S1) -> <> PromptEnded(R3)))
+#endif
+}
+
+/* Extension: DomainEventuallyStops == \A d : lingering[d] ~>
+ *   (domainPhase[d] = "Absent" \/ Interested(d) # {}): a linger ends with
+ * the Domain stopped unless a session joins during it. */
+ltl DomainEventuallyStops {
+    [] (
+#if defined(FIXTURE_WIDE)
+        (Lingering(D2) -> <> (Absent(D2) || !IdleD2)) &&
+#endif
+        (Lingering(D1) -> <> (Absent(D1) || !IdleD1)))
 }

@@ -6,10 +6,13 @@
 #
 # Runs, each as its own pan binary built in a temporary directory:
 #   - the seed fixture (Lazaret.cfg sizes): safety (the twelve TLA+
-#     invariants, our extras ResourceNesting and QuiescentStateClean,
-#     assertions, invalid end states) and each ltl property separately under
-#     weak fairness (pan -a -f), all exhaustive;
-#   - two extra fixtures (FIXTURE_MISMATCH, FIXTURE_WIDE), likewise;
+#     invariants, our extras -- ResourceNesting, QuiescentStateClean and the
+#     escalation/linger extension's ExecutedEqualsApproved,
+#     ApprovalOnlyAfterDraw, SessionApprovalScoped, LingerOnlyWhenIdle,
+#     PromptStateClosed -- assertions, invalid end states) and each ltl
+#     property separately under weak fairness (pan -a -f), all exhaustive;
+#   - three extra fixtures (FIXTURE_MISMATCH, FIXTURE_ESC, FIXTURE_WIDE),
+#     likewise (FIXTURE_ESC also as ESC_OTHER_IDENTITY, safety only);
 #   - self-tests: deliberately broken variants of the model (spin -DBUG_...)
 #     and an unfair search, which must make pan report errors.
 # Exits non-zero if any run does not end as expected ("errors: 0" for a
@@ -17,9 +20,10 @@
 #
 # Environment:
 #   LAZARET_MODEL_TIMEOUT  seconds allowed to one pan run (default 240)
-#   LAZARET_MODEL_FULL=1   also run EmptyDomainStopsWhenIdle on FIXTURE_WIDE
-#                          (about 3.5 minutes and 1.1 GB on its own; allowed
-#                          at least 900 s)
+#   LAZARET_MODEL_FULL=1   also run EmptyDomainStopsWhenIdle and
+#                          DomainEventuallyStops on FIXTURE_WIDE (about
+#                          2 minutes and 0.55 GB together; allowed at least
+#                          900 s each)
 set -euo pipefail
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
@@ -190,7 +194,7 @@ coverage() {
         note_failure "$fixture coverage: no coverage lines in pan output"
         return 0
     fi
-    printf '     %-9s   action coverage: %d of %d TLA+ actions taken; never enabled: %s\n' \
+    printf '     %-9s   action coverage: %d of %d actions taken; never enabled: %s\n' \
         "$fixture" "$((total - $(wc -w <<<"$dead")))" "$total" "${dead:-none}"
     if [[ $dead != "$expected_dead" ]]; then
         note_failure "$fixture coverage: never-enabled actions '${dead}' differ from expected '${expected_dead}'"
@@ -199,15 +203,22 @@ coverage() {
 
 liveness=(SessionEventuallyResolves RequestEventuallyResolves
           PromptEventuallyRestoresTerminal EmptyDomainEventuallyStops
-          EmptyDomainStopsWhenIdle)
-safety_label="safety: 12 TLA+ invariants + 2 extras"
+          EmptyDomainStopsWhenIdle PromptEventuallyEnds DomainEventuallyStops)
+# the slow ones on FIXTURE_WIDE, run only with LAZARET_MODEL_FULL=1
+wide_full_only=" EmptyDomainStopsWhenIdle DomainEventuallyStops "
+safety_label="safety: 12 TLA+ invariants + 7 extras"
+# actions of the prompt, never enabled where no prompt can happen
+prompt_actions=(QueuePrompt BeginPrompt PromptDrawn DiscardTypeahead
+                DeveloperApprove DeveloperApproveSession DeveloperEdit
+                DeveloperDeny DeveloperQuit PromptTimeout)
 
 echo "== spin model check of docs/model/lazaret.pml ($(spin -V | head -n 1))"
 
 # --- seed fixture (Lazaret.cfg): D1; S1, S2; R1, R2, R3; 4 commands ----------
+# (no session has two requests of one identity: SessionApprove is dead)
 build seed-safety safety -DNO_STUTTER -DCOVERAGE || true
 check pass seed "$safety_label" seed-safety -m"$depth"
-coverage seed RejectConfigurationMismatch
+coverage seed RejectConfigurationMismatch SessionApprove
 build seed-live fair3 || true
 for p in "${liveness[@]}"; do
     check pass seed "ltl $p (-a -f)" seed-live -a -f -m"$depth" -N "$p"
@@ -216,23 +227,35 @@ done
 # --- extra fixture MISMATCH: as the seed, but S2 has fingerprint config-b ---
 build mismatch-safety safety -DFIXTURE_MISMATCH -DNO_STUTTER -DCOVERAGE || true
 check pass mismatch "$safety_label" mismatch-safety -m"$depth"
-coverage mismatch QueuePrompt BeginPrompt DeveloperApprove DeveloperDeny
+coverage mismatch "${prompt_actions[@]}" SessionApprove
 build mismatch-live fair3 -DFIXTURE_MISMATCH || true
 for p in "${liveness[@]}"; do
     check pass mismatch "ltl $p (-a -f)" mismatch-live -a -f -m"$depth" -N "$p"
 done
 
+# --- extra fixture ESC: D1; S1 with R1, R2 and S2 with R3, one identity ----
+build esc-safety safety -DFIXTURE_ESC -DNO_STUTTER -DCOVERAGE || true
+check pass esc "$safety_label" esc-safety -m"$depth"
+coverage esc RejectConfigurationMismatch AutoApprove
+build esc2-safety safety -DFIXTURE_ESC -DESC_OTHER_IDENTITY -DNO_STUTTER -DCOVERAGE || true
+check pass esc2 "$safety_label (R2 other identity)" esc2-safety -m"$depth"
+coverage esc2 RejectConfigurationMismatch AutoApprove SessionApprove
+build esc-live fair3 -DFIXTURE_ESC || true
+for p in "${liveness[@]}"; do
+    check pass esc "ltl $p (-a -f)" esc-live -a -f -m"$depth" -N "$p"
+done
+
 # --- extra fixture WIDE: + D2 with S3 and R4 (authenticated shell request) --
 build wide-safety safety -DFIXTURE_WIDE -DNO_STUTTER -DCOVERAGE || true
 check pass wide "$safety_label" wide-safety -m"$depth"
-coverage wide RejectConfigurationMismatch
+coverage wide RejectConfigurationMismatch SessionApprove
 build wide-live fair4 -DFIXTURE_WIDE || true
 for p in "${liveness[@]}"; do
-    if [[ $p == EmptyDomainStopsWhenIdle && $full != 1 ]]; then
-        printf 'SKIP %-9s %-52s (LAZARET_MODEL_FULL=1 runs it, ~3.5 min)\n' wide "ltl $p (-a -f)"
+    if [[ $wide_full_only == *" $p "* && $full != 1 ]]; then
+        printf 'SKIP %-9s %-52s (LAZARET_MODEL_FULL=1 runs it)\n' wide "ltl $p (-a -f)"
         continue
     fi
-    if [[ $p == EmptyDomainStopsWhenIdle ]]; then
+    if [[ $wide_full_only == *" $p "* ]]; then
         saved_timeout=$run_timeout
         run_timeout=$((run_timeout > 900 ? run_timeout : 900))
         check pass wide "ltl $p (-a -f)" wide-live -a -f -m"$depth" -N "$p"
@@ -244,29 +267,42 @@ done
 
 # --- self-tests: the checks can fail -----------------------------------------
 echo "-- self-tests (each must report errors)"
-build bug-teardown safety -DBUG_TEARDOWN_ORDER -DNO_STUTTER || true
-check fail seed "BUG_TEARDOWN_ORDER: safety" bug-teardown -m"$depth"
-expect_violation bug-teardown OrderedNetworkStartup
+# safety_bug FIXTURE BUILD INVARIANT SPIN_DEFINE...: a broken variant whose
+# safety run must fail, with INVARIANT on the replayed trail
+safety_bug() {
+    local fixture=$1 name=$2 inv=$3
+    shift 3
+    local label=${1#-D}
+    build "$name" safety "$@" -DNO_STUTTER || true
+    check fail "$fixture" "$label: safety" "$name" -m"$depth"
+    expect_violation "$name" "$inv"
+}
+safety_bug seed bug-teardown OrderedNetworkStartup -DBUG_TEARDOWN_ORDER
+safety_bug seed bug-anchor ResourceNesting -DBUG_ANCHOR_ORDER
+safety_bug seed bug-unauth AuthenticatedRequestsOnly -DBUG_UNAUTHENTICATED
+safety_bug wide bug-autoshell-wide AutoApprovalNoShell -DBUG_AUTO_SHELL -DFIXTURE_WIDE
+safety_bug seed bug-edit-no-confirm ExecutedEqualsApproved -DBUG_EDIT_NO_CONFIRM
+safety_bug seed bug-exec-original ExecutedEqualsApproved -DBUG_EXEC_ORIGINAL
+safety_bug seed bug-typeahead ApprovalOnlyAfterDraw -DBUG_TYPEAHEAD
+safety_bug esc bug-grant-any-session SessionApprovalScoped -DBUG_GRANT_ANY_SESSION -DFIXTURE_ESC
+safety_bug esc2 bug-grant-any-identity SessionApprovalScoped -DBUG_GRANT_ANY_IDENTITY -DFIXTURE_ESC -DESC_OTHER_IDENTITY
+safety_bug seed bug-grant-outlives-session SessionApprovalScoped -DBUG_GRANT_OUTLIVES_SESSION
+safety_bug seed bug-cancel-orphan NoOrphanHostProcess -DBUG_CANCEL_ORPHAN
+safety_bug seed bug-disconnect-orphan NoOrphanHostProcess -DBUG_DISCONNECT_ORPHAN
+safety_bug seed bug-linger-no-cancel LingerOnlyWhenIdle -DBUG_LINGER_NO_CANCEL
+safety_bug seed bug-prompt-leak PromptStateClosed -DBUG_PROMPT_LEAK
 
-build bug-anchor safety -DBUG_ANCHOR_ORDER -DNO_STUTTER || true
-check fail seed "BUG_ANCHOR_ORDER: safety" bug-anchor -m"$depth"
-expect_violation bug-anchor ResourceNesting
-
-build bug-unauth safety -DBUG_UNAUTHENTICATED -DNO_STUTTER || true
-check fail seed "BUG_UNAUTHENTICATED: safety" bug-unauth -m"$depth"
-expect_violation bug-unauth AuthenticatedRequestsOnly
-
-build bug-autoshell-wide safety -DBUG_AUTO_SHELL -DFIXTURE_WIDE -DNO_STUTTER || true
-check fail wide "BUG_AUTO_SHELL: safety" bug-autoshell-wide -m"$depth"
-expect_violation bug-autoshell-wide AutoApprovalNoShell
-
-build bug-nodecision fair3 -DBUG_NO_DECISION || true
-check fail seed "BUG_NO_DECISION: ltl RequestEventuallyResolves" bug-nodecision \
-    -a -f -m"$depth" -N RequestEventuallyResolves
+build bug-noprompttimeout fair3 -DBUG_NO_PROMPT_TIMEOUT || true
+for p in PromptEventuallyEnds RequestEventuallyResolves; do
+    check fail seed "BUG_NO_PROMPT_TIMEOUT: ltl $p" bug-noprompttimeout \
+        -a -f -m"$depth" -N "$p"
+done
 
 build bug-noteardown fair3 -DBUG_NO_TEARDOWN || true
-check fail seed "BUG_NO_TEARDOWN: ltl EmptyDomainStopsWhenIdle" bug-noteardown \
-    -a -f -m"$depth" -N EmptyDomainStopsWhenIdle
+for p in EmptyDomainStopsWhenIdle DomainEventuallyStops; do
+    check fail seed "BUG_NO_TEARDOWN: ltl $p" bug-noteardown \
+        -a -f -m"$depth" -N "$p"
+done
 
 check fail seed "no fairness: ltl SessionEventuallyResolves (-a)" seed-live \
     -a -m"$depth" -N SessionEventuallyResolves
