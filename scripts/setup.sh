@@ -28,7 +28,7 @@ SRC
 fi
 
 pkgs=(
-    build-essential meson ninja-build pkg-config clang llvm libclang-rt-14-dev
+    build-essential meson ninja-build pkg-config clang clang-format llvm libclang-rt-14-dev
     libsqlite3-dev libsodium-dev libjansson-dev libarchive-dev libmnl-dev
     libgit2-dev libfuse3-dev libcmocka-dev libedit-dev
     fuse3 fuse-overlayfs uidmap slirp4netns iproute2 iputils-ping

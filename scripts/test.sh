@@ -62,6 +62,11 @@ with_test_hooks() {
 step "build (gcc, -Werror)"
 with_test_hooks build --werror
 quiet ninja -C build
+step "formatting (clang-format --dry-run against .clang-format)"
+# shellcheck disable=SC2046 # file names from git, no spaces
+clang-format --dry-run --Werror $(git ls-files 'src/*.c' 'src/*.h' 'tests/unit/*.c' 'tests/fuzz/*.c' 'bench/*.c' \
+    2>/dev/null || find src tests/unit tests/fuzz bench -name '*.[ch]') && echo "clang-format: clean"
+
 step "static analysis (cppcheck)"
 cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr -D_GNU_SOURCE \
     -Isrc/lib --suppress=missingIncludeSystem src/ && echo "cppcheck: clean"
