@@ -247,7 +247,8 @@ static int unreadable(struct lz_db *db, int r, struct lz_error *err) {
                         sqlite3_errmsg(db->db));
 }
 
-/* 0 this store at this version, 1 an empty file, or the refusal. */
+/* 0 this store at this version, 1 an empty file, 2 this store at an older
+ * version the schema upgrades (db->version), or the refusal. */
 static int check_version(struct lz_db *db, struct lz_error *err) {
     const struct lz_db_schema *s = db->schema;
     struct lz_db_found f = { 0 };
@@ -255,8 +256,14 @@ static int check_version(struct lz_db *db, struct lz_error *err) {
     if ((r = lz_db_get_int(db, &f.application_id, err, "PRAGMA application_id", "")) < 0 ||
         (r = lz_db_get_int(db, &f.version, err, "PRAGMA user_version", "")) < 0)
         return unreadable(db, r, err);
-    if (f.application_id == s->application_id)
-        return f.version == s->version ? 0 : s->refuse(db->path, -EPROTONOSUPPORT, &f, err);
+    if (f.application_id == s->application_id) {
+        db->version = (int)f.version;
+        if (f.version == s->version)
+            return 0;
+        if (s->upgrade && f.version >= 1 && f.version < s->version)
+            return 2;
+        return s->refuse(db->path, -EPROTONOSUPPORT, &f, err);
+    }
     if (f.application_id != 0)
         return s->refuse(db->path, -EBADMSG, &f, err);
     if ((r = lz_db_get_int(db, &f.tables, err, "SELECT count(*) FROM sqlite_schema", "")) < 0)
@@ -274,6 +281,33 @@ static int create_schema(struct lz_db *db, struct lz_error *err) {
     if ((r = lz_db_exec(db, db->schema->sql, err)) < 0 || (r = lz_db_exec(db, v, err)) < 0)
         return r;
     db->created = true;
+    db->version = db->schema->version;
+    return 0;
+}
+
+/* In the open write transaction: every step from db->version up, then the
+ * version. A failure leaves the transaction to be rolled back by the
+ * caller's close: the file keeps its old version and tables. */
+static int upgrade_schema(struct lz_db *db, struct lz_error *err) {
+    const struct lz_db_schema *s = db->schema;
+    int from = db->version, r;
+    for (int v = from; v < s->version; v++) {
+        const char *sql = s->upgrade[v - 1];
+        if (!sql)
+            return lz_error_set(err, -EPROTONOSUPPORT, "%s %s: no upgrade from version %d", s->name, db->path, v);
+        if ((r = lz_db_exec(db, sql, err)) < 0) {
+            char what[LZ_ERROR_MAX];
+            snprintf(what, sizeof what, "%s", err ? err->msg : "");
+            return lz_error_set(err, r, "%s %s: upgrading from version %d to %d failed (the store is unchanged): %s",
+                                s->name, db->path, v, v + 1, what);
+        }
+    }
+    char q[64];
+    (void)lz_snprintf(q, sizeof q, "PRAGMA user_version = %d;", s->version);
+    if ((r = lz_db_exec(db, q, err)) < 0)
+        return r;
+    db->version = s->version;
+    db->upgraded_from = from;
     return 0;
 }
 
@@ -288,8 +322,9 @@ static int check_file(const char *path, const struct lz_db_schema *s, unsigned f
     } else if (!S_ISREG(st.st_mode)) {
         return lz_error_set(err, -EINVAL, "%s is not a regular file; refusing to use it", path);
     }
+    int mode = (flags & LZ_DB_READONLY) ? O_RDONLY : O_RDWR;
     _cleanup_close_ int fd =
-        open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | ((flags & LZ_DB_CREATE) ? O_CREAT : 0),
+        open(path, mode | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | ((flags & LZ_DB_CREATE) ? O_CREAT : 0),
              s->mode);
     if (fd < 0)
         return lz_error_set(err, -errno, "%s %s: %m", s->name, path);
@@ -302,13 +337,19 @@ static int check_file(const char *path, const struct lz_db_schema *s, unsigned f
 
 int lz_db_open(const char *path, const struct lz_db_schema *schema, unsigned flags, struct lz_db **ret,
                struct lz_error *err) {
+    bool ro = flags & LZ_DB_READONLY;
+    if (ro && (flags & (LZ_DB_WRITE | LZ_DB_CREATE)))
+        return lz_error_set(err, -EINVAL, "%s %s: a read-only open cannot write", schema->name, path);
     int r = check_file(path, schema, flags, err);
     if (r < 0)
         return r;
     _cleanup_db_ struct lz_db *db = lz_xcalloc(1, sizeof *db);
     db->path = lz_xstrdup(path);
     db->schema = schema;
-    int rc = sqlite3_open_v2(path, &db->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE, NULL);
+    int rc = sqlite3_open_v2(path, &db->db,
+                             (ro ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOFOLLOW |
+                                 SQLITE_OPEN_EXRESCODE,
+                             NULL);
     if (rc != SQLITE_OK)
         return lz_db_error(db, rc, "open", err);
     /* Defensive: no writable_schema, no shadow-table writes, no schema
@@ -327,6 +368,19 @@ int lz_db_open(const char *path, const struct lz_db_schema *schema, unsigned fla
             return r; /* rolled back by the close */
         if (r == 0)
             break;
+        if (r == 2) {
+            if (ro)
+                break; /* read as it is: db->version says what it has */
+            /* The upgrade writes: checked again under BEGIN IMMEDIATE, so
+             * that no other writer upgrades (or writes) in between. */
+            if (pass == 0 && !(flags & LZ_DB_WRITE)) {
+                lz_db_rollback(db);
+                continue;
+            }
+            if ((r = upgrade_schema(db, err)) < 0)
+                return r;
+            break;
+        }
         if (!(flags & LZ_DB_CREATE)) {
             db->fresh = true;
             break;

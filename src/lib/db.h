@@ -14,7 +14,14 @@
  *     both through the schema's refuse() so that each store keeps its own
  *     message, and nothing is written;
  *   - an empty file gets the schema (LZ_DB_CREATE) in that transaction, the
- *     version last; without LZ_DB_CREATE it stays empty and `fresh` says so.
+ *     version last; without LZ_DB_CREATE it stays empty and `fresh` says so;
+ *   - a file of an older version that the schema can upgrade (`upgrade`) is
+ *     upgraded in one BEGIN IMMEDIATE transaction: each step's SQL, then
+ *     user_version = the schema's version, all or nothing (the store stays
+ *     at its old version when any step fails). A newer version is refused
+ *     as before. With LZ_DB_READONLY nothing is upgraded: an older
+ *     upgradable file opens as it is and `version` says which it is, for the
+ *     caller to read only what that version has.
  * lz_db_open returns with the transaction open: the caller reads or writes,
  * then lz_db_commit() or lz_db_rollback().
  *
@@ -46,11 +53,18 @@ struct lz_db_schema {
      * returns code: -EPROTONOSUPPORT (this store, another version) or
      * -EBADMSG (not this store). */
     int (*refuse)(const char *path, int code, const struct lz_db_found *found, struct lz_error *err);
+    /* upgrade[v - 1] takes a file of version v to v + 1 (v = 1 ..
+     * version - 1); NULL when no older version is accepted. */
+    const char *const *upgrade;
 };
 
 enum {
     LZ_DB_WRITE = 1u << 0,  /* the open transaction is BEGIN IMMEDIATE */
     LZ_DB_CREATE = 1u << 1, /* create the file and give an empty one the schema */
+    /* SQLITE_OPEN_READONLY, the file opened O_RDONLY: for readers that do
+     * not hold the store's lock (a running Domain's WAL store is read
+     * without blocking its writer). Not with LZ_DB_WRITE or LZ_DB_CREATE. */
+    LZ_DB_READONLY = 1u << 2,
 };
 
 struct lz_db {
@@ -60,6 +74,8 @@ struct lz_db {
     bool in_txn;
     bool fresh;   /* empty file, no schema (only without LZ_DB_CREATE): reads as empty */
     bool created; /* the schema was created by this open (in the open transaction) */
+    int version;  /* of the file as it is now (< schema->version only read-only) */
+    int upgraded_from; /* the version this open upgraded from, or 0 */
 };
 
 /* -ENOENT (err set) when path is absent and !LZ_DB_CREATE. */

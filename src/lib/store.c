@@ -7,7 +7,9 @@
 #include "db.h"
 
 #define STORE_APP_ID 0x4c5a4453 /* "LZDS" */
-#define STORE_VERSION 1
+/* 1: meta, generations, participants, processes, sessions.
+ * 2: + audit (audit.h), with its append-only triggers. */
+#define STORE_VERSION LZ_STORE_VERSION
 /* A bound on what one Domain Store can make a reader hold (one row per
  * generation or session: decades of use). */
 #define STORE_MAX_ROWS 1000000
@@ -47,6 +49,38 @@ int lz_pstate_parse(const char *s) {
     return -EINVAL;
 }
 
+/* The escalation audit (audit.h defines the columns, their encoding and
+ * the hash chain). The triggers make the table append-only for every
+ * connection that does not drop them first: they stop a mistaken UPDATE or
+ * DELETE, not someone who can write the file (the chain detects that). */
+#define AUDIT_SQL                                                                                                      \
+    "CREATE TABLE audit("                                                                                              \
+    "  seq INTEGER PRIMARY KEY CHECK(seq >= 1),"                                                                      \
+    "  gen INTEGER NOT NULL,"                                                                                          \
+    "  request_id TEXT NOT NULL CHECK(length(request_id) = 32),"                                                      \
+    "  session_id TEXT NOT NULL CHECK(length(session_id) = 32),"                                                      \
+    "  received_ms INTEGER NOT NULL,"                                                                                  \
+    "  decided_by TEXT NOT NULL CHECK(decided_by IN ('none','rule','developer')),"                                    \
+    "  decided_ref INTEGER NOT NULL,"                                                                                  \
+    "  decision TEXT NOT NULL CHECK(decision IN ('none','auto-approved','approved','approved-for-session',"           \
+    "                                            'session-approved','edited','denied')),"                             \
+    "  end_state TEXT NOT NULL CHECK(end_state IN ('completed','denied','timed-out','cancelled','failed')),"          \
+    "  argv TEXT NOT NULL,"                                                                                            \
+    "  edited_argv TEXT,"                                                                                              \
+    "  executable TEXT NOT NULL,"                                                                                      \
+    "  executable_sha256 TEXT NOT NULL CHECK(length(executable_sha256) IN (0, 64)),"                                  \
+    "  cwd TEXT NOT NULL,"                                                                                             \
+    "  exit_status INTEGER NOT NULL,"                                                                                  \
+    "  signal INTEGER NOT NULL,"                                                                                       \
+    "  output_bytes INTEGER NOT NULL,"                                                                                 \
+    "  ended_ms INTEGER NOT NULL,"                                                                                     \
+    "  prev_hash TEXT NOT NULL CHECK(length(prev_hash) = 64),"                                                        \
+    "  row_hash TEXT NOT NULL CHECK(length(row_hash) = 64)) STRICT;"                                                  \
+    "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit"                                                            \
+    "  BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END;"                                             \
+    "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit"                                                            \
+    "  BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END;"
+
 static const char schema[] =
     "CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT;"
     "CREATE TABLE generations("
@@ -80,12 +114,15 @@ static const char schema[] =
     "  phase TEXT NOT NULL CHECK(phase IN ('unassigned','staged','committed')),"
     "  boot_id TEXT, pidfs_dev INTEGER, pidfs_ino INTEGER, pid INTEGER, start_time INTEGER,"
     "  started_ms INTEGER NOT NULL, ended_ms INTEGER,"
-    "  PRIMARY KEY(gen, session)) STRICT;";
+    "  PRIMARY KEY(gen, session)) STRICT;" AUDIT_SQL;
+
+/* Version 1 -> 2: the audit table, in the upgrade's transaction. */
+static const char *const upgrade[] = { AUDIT_SQL };
 
 static int store_refuse(const char *path, int code, const struct lz_db_found *f, struct lz_error *err) {
     if (code == -EPROTONOSUPPORT)
         return lz_error_set(err, code,
-                            "the Domain Store %s has version %lld; this lazaret reads version %d only "
+                            "the Domain Store %s has version %lld; this lazaret reads versions up to %d "
                             "(a newer lazaret wrote it: use that version, or move the Domain aside)",
                             path, (long long)f->version, STORE_VERSION);
     if (f->application_id == 0 && f->version == 0)
@@ -102,6 +139,7 @@ static const struct lz_db_schema store_schema = {
     .wal = true,
     .mode = 0644, /* SQLite's own default, as before the layer */
     .refuse = store_refuse,
+    .upgrade = upgrade,
 };
 
 /* A change that is its own transaction unless one is open. */
@@ -137,13 +175,14 @@ static int check_identity(struct lz_store *st, const struct lz_store_identity *i
     return 0;
 }
 
-int lz_store_open(const char *domain_dir, const struct lz_store_identity *id, bool create, struct lz_store **ret,
-                  struct lz_error *err) {
+static int store_open(const char *domain_dir, const struct lz_store_identity *id, unsigned flags, struct lz_store **ret,
+                      struct lz_error *err) {
     _cleanup_free_ char *path = lz_xasprintf("%s/domain.db", domain_dir);
+    bool create = flags & LZ_DB_CREATE;
     if (create && (!id || !id->domain_id || !id->profile || !id->workspace))
         return lz_error_set(err, -EINVAL, "creating the Domain Store %s needs the Domain's identity", path);
     struct lz_store *st = lz_xcalloc(1, sizeof *st);
-    int r = lz_db_open(path, &store_schema, create ? LZ_DB_CREATE : 0, &st->db, err);
+    int r = lz_db_open(path, &store_schema, flags, &st->db, err);
     if (r == -ENOENT || (r == 0 && st->db->fresh)) {
         r = lz_error_set(err, -ENOENT, "the Domain has no store (%s)", path);
         goto fail;
@@ -168,6 +207,22 @@ fail:
     lz_store_close(st);
     return r;
 }
+
+int lz_store_open(const char *domain_dir, const struct lz_store_identity *id, bool create, struct lz_store **ret,
+                  struct lz_error *err) {
+    return store_open(domain_dir, id, create ? LZ_DB_CREATE : 0, ret, err);
+}
+
+int lz_store_open_readonly(const char *domain_dir, const struct lz_store_identity *id, struct lz_store **ret,
+                           struct lz_error *err) {
+    return store_open(domain_dir, id, LZ_DB_READONLY, ret, err);
+}
+
+int lz_store_version(const struct lz_store *st) { return st->db->version; }
+
+int lz_store_upgraded_from(const struct lz_store *st) { return st->db->upgraded_from; }
+
+struct lz_db *lz_store_db(struct lz_store *st) { return st->db; }
 
 void lz_store_close(struct lz_store *st) {
     if (!st)

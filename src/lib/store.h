@@ -29,6 +29,9 @@
  *                 intent|running|release_intent|clean, the command, and the
  *                 exec client's slot (unassigned|staged|committed + pidfs
  *                 identity), cleared when clean
+ *   audit         (version 2) the escalation audit: one append-only,
+ *                 hash-chained row per request and its end state (audit.h);
+ *                 its chain head is meta audit_head
  *
  * Every change is one transaction (write-ahead log, synchronous=FULL: one
  * fsync per commit, durable across a crash of any process and of the
@@ -76,11 +79,33 @@ struct lz_store_identity {
     const char *workspace;
 };
 
+/* The current store version (PRAGMA user_version); LZ_STORE_VERSION - 1
+ * is upgraded when opened for writing. */
+#define LZ_STORE_VERSION 2
+
 /* Opens (creating when absent and `create`) the store of domain_dir.
- * -ENOENT when absent and !create. */
+ * -ENOENT when absent and !create. A store of an older version is
+ * upgraded to LZ_STORE_VERSION in one transaction (db.h) by this open:
+ * the caller holds the Domain flock. */
 int lz_store_open(const char *domain_dir, const struct lz_store_identity *id, bool create, struct lz_store **ret,
                   struct lz_error *err);
+/* A read-only connection for a reader that does not hold the Domain flock
+ * (`lazaret audit` of a running Domain: WAL readers never block the
+ * coordinator, nor it them). Nothing is written, not even an upgrade: an
+ * older store opens as it is (lz_store_version). id as lz_store_open
+ * (SR-11). Only reads (lz_store_read, lz_audit_read) may be used on it. */
+int lz_store_open_readonly(const char *domain_dir, const struct lz_store_identity *id, struct lz_store **ret,
+                           struct lz_error *err);
 void lz_store_close(struct lz_store *st);
+static inline void lz_store_closep(struct lz_store **st) { lz_store_close(*st); }
+#define _cleanup_store_ _cleanup_(lz_store_closep)
+/* The version of the opened file; < LZ_STORE_VERSION only read-only. */
+int lz_store_version(const struct lz_store *st);
+/* The version this open upgraded the file from, or 0. */
+int lz_store_upgraded_from(const struct lz_store *st);
+/* The SQLite layer under the store, for the modules that own a table of it
+ * (audit.c). */
+struct lz_db *lz_store_db(struct lz_store *st);
 
 int lz_store_begin(struct lz_store *st, struct lz_error *err);
 int lz_store_commit(struct lz_store *st, struct lz_error *err);
