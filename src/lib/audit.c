@@ -321,7 +321,7 @@ static int append_locked(struct lz_db *db, const struct lz_audit_entry *in, int6
                   " end_state, argv, edited_argv, executable, executable_sha256, cwd, exit_status, signal,"
                   " output_bytes, ended_ms, prev_hash, row_hash) "
                   "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
-                  "iittitititttttiiiitt", seq, e.gen, req, ses, e.received_ms, lz_audit_decider_name(e.decided_by),
+                  "iittititttttttiiiitt", seq, e.gen, req, ses, e.received_ms, lz_audit_decider_name(e.decided_by),
                   e.decided_ref, lz_audit_decision_name(e.decision), lz_audit_end_name(e.end_state), argv, edited, exe,
                   sha, cwd, (int64_t)e.exit_status, (int64_t)e.signal, e.output_bytes, e.ended_ms, prev_hex,
                   hash_hex);
