@@ -37,6 +37,7 @@ int lz_cmd_config(int argc, char **argv); /* lazaret config check ... */
 int lz_cmd_image(int argc, char **argv);  /* lazaret image bootstrap|ls ... */
 int lz_cmd_doctor(int argc, char **argv);
 int lz_cmd_state(int argc, char **argv);    /* lazaret state ls|inspect|verify|reset ... */
+int lz_cmd_audit(int argc, char **argv);    /* lazaret audit */
 int lz_cmd_ps(int argc, char **argv);       /* lazaret ps */
 int lz_cmd_stop(int argc, char **argv);     /* lazaret stop */
 int lz_cmd_internal(int argc, char **argv); /* __coordinator / __supervisor */

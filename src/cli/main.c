@@ -19,6 +19,8 @@ static void usage(FILE *f) {
           "                     reclaim prepared root filesystems no Domain uses\n"
           "  state ls|inspect|verify|reset\n"
           "                     list, check or reset the Domains' persistent state\n"
+          "  audit [DOMAIN] [--json]\n"
+          "                     list a Domain's escalation requests, verify the audit chain\n"
           "  ps [--json]        list running Domains and their sessions\n"
           "  stop [DOMAIN] [--force]\n"
           "                     stop a running Domain (default: this directory's)\n"
@@ -57,6 +59,8 @@ int main(int argc, char **argv) {
         return lz_cmd_doctor(argc - 1, argv + 1);
     if (!strcmp(cmd, "state"))
         return lz_cmd_state(argc - 1, argv + 1);
+    if (!strcmp(cmd, "audit"))
+        return lz_cmd_audit(argc - 1, argv + 1);
     if (!strcmp(cmd, "ps"))
         return lz_cmd_ps(argc - 1, argv + 1);
     if (!strcmp(cmd, "stop"))

@@ -302,9 +302,8 @@ static int append_locked(struct lz_db *db, const struct lz_audit_entry *in, int6
     uint8_t hash[LZ_AUDIT_HASH_LEN];
     lz_audit_row_hash(seq, &e, prev, hash);
 
-    char req[2 * LZ_RECORD_ID_LEN + 1], ses[2 * LZ_RECORD_ID_LEN + 1], sha[2 * LZ_AUDIT_HASH_LEN + 1] = "",
-                                                                       prev_hex[2 * LZ_AUDIT_HASH_LEN + 1],
-                                                                       hash_hex[2 * LZ_AUDIT_HASH_LEN + 1];
+    char req[2 * LZ_RECORD_ID_LEN + 1], ses[2 * LZ_RECORD_ID_LEN + 1];
+    char sha[2 * LZ_AUDIT_HASH_LEN + 1] = "", prev_hex[2 * LZ_AUDIT_HASH_LEN + 1], hash_hex[2 * LZ_AUDIT_HASH_LEN + 1];
     lz_hex(e.request_id, LZ_RECORD_ID_LEN, req);
     lz_hex(e.session_id, LZ_RECORD_ID_LEN, ses);
     if (e.has_sha256)
@@ -323,8 +322,7 @@ static int append_locked(struct lz_db *db, const struct lz_audit_entry *in, int6
                   "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
                   "iittititttttttiiiitt", seq, e.gen, req, ses, e.received_ms, lz_audit_decider_name(e.decided_by),
                   e.decided_ref, lz_audit_decision_name(e.decision), lz_audit_end_name(e.end_state), argv, edited, exe,
-                  sha, cwd, (int64_t)e.exit_status, (int64_t)e.signal, e.output_bytes, e.ended_ms, prev_hex,
-                  hash_hex);
+                  sha, cwd, (int64_t)e.exit_status, (int64_t)e.signal, e.output_bytes, e.ended_ms, prev_hex, hash_hex);
     if (r < 0)
         return r;
     _cleanup_free_ char *nh = lz_xasprintf("%" PRId64 " %s", seq, hash_hex);
@@ -556,8 +554,9 @@ int lz_audit_verify(const struct lz_audit_log *log, int64_t *ret_first_bad, stru
         }
         lz_audit_row_hash(w->seq, &w->e, w->prev_hash, h);
         if (sodium_memcmp(h, w->row_hash, sizeof h) != 0)
-            return broken(pos, ret_first_bad, err, "its contents do not match its row_hash: it was changed after it "
-                                                   "was written");
+            return broken(pos, ret_first_bad, err,
+                          "its contents do not match its row_hash: it was changed after it "
+                          "was written");
         memcpy(prev, w->row_hash, sizeof prev);
     }
     int64_t n = (int64_t)log->n;

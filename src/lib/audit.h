@@ -112,7 +112,7 @@
 
 #define LZ_AUDIT_HASH_LEN 32
 /* Bounds an appended row must keep (the record's own are smaller). */
-#define LZ_AUDIT_ARGV_MAX 4096            /* elements */
+#define LZ_AUDIT_ARGV_MAX 4096           /* elements */
 #define LZ_AUDIT_BYTES_MAX (1024 * 1024) /* all byte strings of a row */
 /* A bound on what reading one store's audit may hold. */
 #define LZ_AUDIT_ROWS_MAX 1000000
@@ -173,7 +173,7 @@ struct lz_audit_row {
 
 struct lz_audit_log {
     char domain_id[65];
-    int store_version; /* < LZ_STORE_VERSION: a store without the table (no rows) */
+    int store_version;         /* < LZ_STORE_VERSION: a store without the table (no rows) */
     struct lz_audit_row *rows; /* in seq order */
     size_t n;
     bool has_head; /* meta audit_head */

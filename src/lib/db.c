@@ -323,9 +323,8 @@ static int check_file(const char *path, const struct lz_db_schema *s, unsigned f
         return lz_error_set(err, -EINVAL, "%s is not a regular file; refusing to use it", path);
     }
     int mode = (flags & LZ_DB_READONLY) ? O_RDONLY : O_RDWR;
-    _cleanup_close_ int fd =
-        open(path, mode | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | ((flags & LZ_DB_CREATE) ? O_CREAT : 0),
-             s->mode);
+    _cleanup_close_ int fd = open(
+        path, mode | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | ((flags & LZ_DB_CREATE) ? O_CREAT : 0), s->mode);
     if (fd < 0)
         return lz_error_set(err, -errno, "%s %s: %m", s->name, path);
     if (fstat(fd, &st) < 0)
@@ -346,10 +345,9 @@ int lz_db_open(const char *path, const struct lz_db_schema *schema, unsigned fla
     _cleanup_db_ struct lz_db *db = lz_xcalloc(1, sizeof *db);
     db->path = lz_xstrdup(path);
     db->schema = schema;
-    int rc = sqlite3_open_v2(path, &db->db,
-                             (ro ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOFOLLOW |
-                                 SQLITE_OPEN_EXRESCODE,
-                             NULL);
+    int rc = sqlite3_open_v2(
+        path, &db->db,
+        (ro ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE, NULL);
     if (rc != SQLITE_OK)
         return lz_db_error(db, rc, "open", err);
     /* Defensive: no writable_schema, no shadow-table writes, no schema

@@ -72,9 +72,9 @@ struct lz_db {
     char *path;
     const struct lz_db_schema *schema;
     bool in_txn;
-    bool fresh;   /* empty file, no schema (only without LZ_DB_CREATE): reads as empty */
-    bool created; /* the schema was created by this open (in the open transaction) */
-    int version;  /* of the file as it is now (< schema->version only read-only) */
+    bool fresh;        /* empty file, no schema (only without LZ_DB_CREATE): reads as empty */
+    bool created;      /* the schema was created by this open (in the open transaction) */
+    int version;       /* of the file as it is now (< schema->version only read-only) */
     int upgraded_from; /* the version this open upgraded from, or 0 */
 };
 

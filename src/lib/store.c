@@ -55,29 +55,29 @@ int lz_pstate_parse(const char *s) {
  * DELETE, not someone who can write the file (the chain detects that). */
 #define AUDIT_SQL                                                                                                      \
     "CREATE TABLE audit("                                                                                              \
-    "  seq INTEGER PRIMARY KEY CHECK(seq >= 1),"                                                                      \
+    "  seq INTEGER PRIMARY KEY CHECK(seq >= 1),"                                                                       \
     "  gen INTEGER NOT NULL,"                                                                                          \
-    "  request_id TEXT NOT NULL CHECK(length(request_id) = 32),"                                                      \
-    "  session_id TEXT NOT NULL CHECK(length(session_id) = 32),"                                                      \
+    "  request_id TEXT NOT NULL CHECK(length(request_id) = 32),"                                                       \
+    "  session_id TEXT NOT NULL CHECK(length(session_id) = 32),"                                                       \
     "  received_ms INTEGER NOT NULL,"                                                                                  \
-    "  decided_by TEXT NOT NULL CHECK(decided_by IN ('none','rule','developer')),"                                    \
+    "  decided_by TEXT NOT NULL CHECK(decided_by IN ('none','rule','developer')),"                                     \
     "  decided_ref INTEGER NOT NULL,"                                                                                  \
-    "  decision TEXT NOT NULL CHECK(decision IN ('none','auto-approved','approved','approved-for-session',"           \
-    "                                            'session-approved','edited','denied')),"                             \
-    "  end_state TEXT NOT NULL CHECK(end_state IN ('completed','denied','timed-out','cancelled','failed')),"          \
+    "  decision TEXT NOT NULL CHECK(decision IN ('none','auto-approved','approved','approved-for-session',"            \
+    "                                            'session-approved','edited','denied')),"                              \
+    "  end_state TEXT NOT NULL CHECK(end_state IN ('completed','denied','timed-out','cancelled','failed')),"           \
     "  argv TEXT NOT NULL,"                                                                                            \
     "  edited_argv TEXT,"                                                                                              \
     "  executable TEXT NOT NULL,"                                                                                      \
-    "  executable_sha256 TEXT NOT NULL CHECK(length(executable_sha256) IN (0, 64)),"                                  \
+    "  executable_sha256 TEXT NOT NULL CHECK(length(executable_sha256) IN (0, 64)),"                                   \
     "  cwd TEXT NOT NULL,"                                                                                             \
     "  exit_status INTEGER NOT NULL,"                                                                                  \
     "  signal INTEGER NOT NULL,"                                                                                       \
     "  output_bytes INTEGER NOT NULL,"                                                                                 \
     "  ended_ms INTEGER NOT NULL,"                                                                                     \
-    "  prev_hash TEXT NOT NULL CHECK(length(prev_hash) = 64),"                                                        \
-    "  row_hash TEXT NOT NULL CHECK(length(row_hash) = 64)) STRICT;"                                                  \
+    "  prev_hash TEXT NOT NULL CHECK(length(prev_hash) = 64),"                                                         \
+    "  row_hash TEXT NOT NULL CHECK(length(row_hash) = 64)) STRICT;"                                                   \
     "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit"                                                            \
-    "  BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END;"                                             \
+    "  BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END;"                                              \
     "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit"                                                            \
     "  BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END;"
 
@@ -222,7 +222,9 @@ int lz_store_version(const struct lz_store *st) { return st->db->version; }
 
 int lz_store_upgraded_from(const struct lz_store *st) { return st->db->upgraded_from; }
 
-struct lz_db *lz_store_db(struct lz_store *st) { return st->db; }
+struct lz_db *lz_store_db(struct lz_store *st) {
+    return st->db;
+}
 
 void lz_store_close(struct lz_store *st) {
     if (!st)

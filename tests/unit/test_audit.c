@@ -97,8 +97,15 @@ static struct lz_store *open_store(const char *dir, bool create) {
 
 /* Agent-chosen bytes: an escape sequence, a bidi override, a zero-width
  * space, a byte that is not UTF-8, a backslash, an empty element. */
-static const char *const argv_a[] = { "/usr/bin/printf", "%s\\n", "\x1b[2Jcleared", "abc\xe2\x80\xae" "def",
-                                      "zero\xe2\x80\x8bwidth", "\xff\xfe", "", "back\\slash" };
+static const char *const argv_a[] = { "/usr/bin/printf",
+                                      "%s\\n",
+                                      "\x1b[2Jcleared",
+                                      "abc\xe2\x80\xae"
+                                      "def",
+                                      "zero\xe2\x80\x8bwidth",
+                                      "\xff\xfe",
+                                      "",
+                                      "back\\slash" };
 static const char *const argv_b[] = { "/usr/bin/git", "push" };
 static const char *const edited_b[] = { "/usr/bin/git", "push", "--dry-run" };
 
@@ -116,8 +123,12 @@ static struct lz_audit_entry entry(int i) {
         .edited_argc = i % 2 ? LZ_ARRAY_SIZE(edited_b) : 0,
         .executable = i % 2 ? "/usr/bin/git" : "/usr/bin/printf",
         .has_sha256 = i != 2,
-        .cwd = i == 3 ? "/home/dev/ws/sub\x01" "dir" : "/home/dev/ws",
-        .exit_status = i == 0 ? 0 : i == 1 ? -1 : 3,
+        .cwd = i == 3 ? "/home/dev/ws/sub\x01"
+                        "dir"
+                      : "/home/dev/ws",
+        .exit_status = i == 0 ? 0
+            : i == 1          ? -1
+                              : 3,
         .signal = i == 1 ? 9 : 0,
         .output_bytes = 12345 * i,
         .ended_ms = 1700000000500 + i * 1000,
@@ -244,9 +255,10 @@ static void test_append_read_roundtrip(void **state) {
     }
     /* What is stored is the escaped rendering: nothing a terminal would
      * interpret, and a JSON array of strings. */
-    assert_string_equal(log.rows[0].argv_text, "[\"/usr/bin/printf\",\"%s\\\\\\\\n\",\"\\\\x1b[2Jcleared\","
-                                               "\"abc\\\\u{202E}def\",\"zero\\\\u{200B}width\",\"\\\\xff\\\\xfe\","
-                                               "\"\",\"back\\\\\\\\slash\"]");
+    assert_string_equal(log.rows[0].argv_text,
+                        "[\"/usr/bin/printf\",\"%s\\\\\\\\n\",\"\\\\x1b[2Jcleared\","
+                        "\"abc\\\\u{202E}def\",\"zero\\\\u{200B}width\",\"\\\\xff\\\\xfe\","
+                        "\"\",\"back\\\\\\\\slash\"]");
     assert_null(log.rows[0].edited_argv_text);
     assert_string_equal(log.rows[3].cwd_text, "/home/dev/ws/sub\\x01dir");
     /* The positive control of every tamper test below. */
@@ -351,16 +363,18 @@ static void test_delete_reorder_forge(void **state) {
     tamper(f, "DELETE FROM audit");
     expect_broken_at(f->work, 1, "every row deleted");
     /* Reordered: rows 2 and 3 swap places (seq values exchanged). */
-    tamper(f, "UPDATE audit SET seq = 1000 WHERE seq = 2; UPDATE audit SET seq = 2 WHERE seq = 3;"
-              " UPDATE audit SET seq = 3 WHERE seq = 1000");
+    tamper(f,
+           "UPDATE audit SET seq = 1000 WHERE seq = 2; UPDATE audit SET seq = 2 WHERE seq = 3;"
+           " UPDATE audit SET seq = 3 WHERE seq = 1000");
     expect_broken_at(f->work, 2, "rows 2 and 3 swapped");
     /* Renumbered after a deletion, so that seq has no gap. */
     tamper(f, "DELETE FROM audit WHERE seq = 2; UPDATE audit SET seq = seq - 1 WHERE seq > 2");
     expect_broken_at(f->work, 2, "deleted and renumbered");
     /* A forged row after the last one, the head left alone. */
-    tamper(f, "INSERT INTO audit SELECT 5, gen, request_id, session_id, received_ms, decided_by, decided_ref,"
-              " decision, end_state, argv, edited_argv, executable, executable_sha256, cwd, exit_status, signal,"
-              " output_bytes, ended_ms, row_hash, row_hash FROM audit WHERE seq = 4");
+    tamper(f,
+           "INSERT INTO audit SELECT 5, gen, request_id, session_id, received_ms, decided_by, decided_ref,"
+           " decision, end_state, argv, edited_argv, executable, executable_sha256, cwd, exit_status, signal,"
+           " output_bytes, ended_ms, row_hash, row_hash FROM audit WHERE seq = 4");
     expect_broken_at(f->work, 5, "forged row");
     /* The head removed or damaged. */
     tamper(f, "DELETE FROM meta WHERE key = 'audit_head'");
@@ -368,8 +382,9 @@ static void test_delete_reorder_forge(void **state) {
     tamper(f, "UPDATE meta SET value = 'four' WHERE key = 'audit_head'");
     expect_broken_at(f->work, NROWS, "head malformed");
     /* The chain moved to another Domain: the genesis hash differs. */
-    tamper(f, "UPDATE meta SET value = '3333333333333333333333333333333333333333333333333333333333333333'"
-              " WHERE key = 'domain_id'");
+    tamper(f,
+           "UPDATE meta SET value = '3333333333333333333333333333333333333333333333333333333333333333'"
+           " WHERE key = 'domain_id'");
     int64_t bad = 0;
     struct lz_store_identity id = { .domain_id = "3333333333333333333333333333333333333333333333333333333333333333" };
     struct lz_store *st = NULL;
@@ -416,8 +431,9 @@ static void test_triggers_refuse_changes(void **state) {
     assert_int_equal(plain_sql_rc(f->wdb, "DELETE FROM audit WHERE seq = 4"), SQLITE_CONSTRAINT);
     expect_intact(f->work);
     /* Positive control: without the triggers the same UPDATE goes through. */
-    assert_int_equal(plain_sql_rc(f->wdb, "DROP TRIGGER audit_no_update; UPDATE audit SET output_bytes = 7 WHERE seq = 1"),
-                     SQLITE_OK);
+    assert_int_equal(
+        plain_sql_rc(f->wdb, "DROP TRIGGER audit_no_update; UPDATE audit SET output_bytes = 7 WHERE seq = 1"),
+        SQLITE_OK);
     expect_broken_at(f->work, 1, "after the trigger was dropped");
 }
 
@@ -610,7 +626,8 @@ static void test_readonly_beside_a_writer(void **state) {
     /* With no writer (the WAL checkpointed and gone), read-only still works. */
     expect_intact(f->dir);
     /* Another Domain's identity is refused read-only as well (SR-11). */
-    struct lz_store_identity other = { .domain_id = "4444444444444444444444444444444444444444444444444444444444444444" };
+    struct lz_store_identity other = { .domain_id =
+                                           "4444444444444444444444444444444444444444444444444444444444444444" };
     assert_int_equal(lz_store_open_readonly(f->dir, &other, &r, &err), -EBADMSG);
 }
 

@@ -1,0 +1,420 @@
+/* audit_cmd.c — `lazaret audit [DOMAIN] [--json]`: the escalation audit of
+ * one Domain, listed and its hash chain verified (see audit.h). Reads the
+ * Domain Store read-only, so a running Domain is read as it is. */
+#include <inttypes.h>
+#include <jansson.h>
+#include <time.h>
+
+#include "audit.h"
+#include "cli.h"
+#include "config.h"
+#include "domains.h"
+#include "escape.h"
+
+#ifdef LZ_TEST_HOOKS
+#include <fcntl.h>
+#include <sys/file.h>
+#endif
+
+static void usage(FILE *out) {
+    fputs("Usage: lazaret audit [DOMAIN] [--json] [-p PROFILE] [--workspace DIR] [--config FILE]\n"
+          "\n"
+          "List the escalation requests of a Domain, each with its end state, who\n"
+          "decided (an auto-approval rule or the developer), the original and the\n"
+          "edited argv, the executable and its SHA-256, the exit status and the output\n"
+          "size, and verify the audit's hash chain. Works while the Domain runs.\n"
+          "\n"
+          "DOMAIN is a Domain ID or a unique prefix of at least 4 hex characters of\n"
+          "one (see `lazaret state ls`); default: the Domain of this directory (or of\n"
+          "--workspace DIR) with the profile given by -p.\n"
+          "\n"
+          "Text from the sandbox (argv) and host paths are shown escaped: control\n"
+          "characters, escapes, bidi and invisible characters as \\xNN or \\u{XXXX},\n"
+          "a backslash as \\\\ (the same rendering in --json).\n"
+          "\n"
+          "Exit status: 0 the chain is intact; 1 it is broken (\"audit chain broken at\n"
+          "row N: ...\" on standard error) or the audit could not be read; 2 usage.\n"
+          "\n"
+          "Options:\n"
+          "  --json                one JSON document on standard output\n"
+          "  -p, --profile NAME    profile (default: \"default\")\n"
+          "  --workspace DIR       the Domain of that workspace\n"
+          "  --config FILE         read FILE instead of the default configuration\n"
+          "  -h, --help            show this help\n",
+          out);
+}
+
+/* ISO 8601 UTC; "" for 0. */
+static void iso_time(int64_t ms, char *out, size_t size) {
+    out[0] = '\0';
+    if (ms <= 0)
+        return;
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    if (gmtime_r(&t, &tm))
+        strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* The escaped rendering of s (never NULL). */
+static char *esc(const char *s) {
+    char *out = NULL;
+    if (!s || lz_escape(s, strlen(s), 0, &out) < 0)
+        return lz_xstrdup(s ? "?" : "");
+    return out;
+}
+
+static void hexs(const uint8_t *b, size_t n, char *out) { lz_hex(b, n, out); }
+
+/* ---- text ---- */
+
+/* Prints lz_escape_argv's lines, indented and prefixed. */
+static void print_argv(const char *prefix, const char *const *argv, size_t argc) {
+    _cleanup_free_ char *lines = NULL;
+    if (lz_escape_argv(argv, argc, &lines) < 0) {
+        printf("    %s(too long to render)\n", prefix);
+        return;
+    }
+    for (char *l = lines, *nl; l && *l; l = nl ? nl + 1 : NULL) {
+        nl = strchr(l, '\n');
+        printf("    %s%.*s\n", prefix, nl ? (int)(nl - l) : (int)strlen(l), l);
+    }
+}
+
+static void print_row(const struct lz_audit_row *w) {
+    const struct lz_audit_entry *e = &w->e;
+    char req[33], ses[33], rcv[32], end[32];
+    hexs(e->request_id, sizeof e->request_id, req);
+    hexs(e->session_id, sizeof e->session_id, ses);
+    iso_time(e->received_ms, rcv, sizeof rcv);
+    iso_time(e->ended_ms, end, sizeof end);
+    printf("#%" PRId64 "  generation %" PRId64 "  request %s  session %s\n", w->seq, e->gen, req, ses);
+    if (w->problem) {
+        /* Undecodable: the stored text as it is, escaped once more. */
+        _cleanup_free_ char *p = esc(w->problem), *a = esc(w->argv_text), *x = esc(w->executable_text);
+        printf("    UNREADABLE: %s\n    stored argv: %s\n    stored executable: %s\n", p, a, x);
+        return;
+    }
+    printf("    received %s  ended %s\n", rcv[0] ? rcv : "-", end[0] ? end : "-");
+    if (e->decided_by == LZ_AUDIT_BY_NONE)
+        printf("    no decision");
+    else if (e->decided_by == LZ_AUDIT_BY_RULE)
+        printf("    decided by rule %" PRId64, e->decided_ref);
+    else
+        printf("    decided by the developer");
+    if (e->decision != LZ_AUDIT_DECISION_NONE)
+        printf(": %s", lz_audit_decision_name(e->decision));
+    if (e->decision == LZ_AUDIT_SESSION_APPROVED)
+        printf(" (by the session approval of #%" PRId64 ")", e->decided_ref);
+    printf("; end state %s", lz_audit_end_name(e->end_state));
+    if (e->exit_status >= 0)
+        printf(", exit status %d", e->exit_status);
+    if (e->signal > 0)
+        printf(", signal %d", e->signal);
+    printf(", %" PRId64 " output bytes\n", e->output_bytes);
+    _cleanup_free_ char *exe = esc(e->executable), *cwd = esc(e->cwd);
+    char sha[65] = "-";
+    if (e->has_sha256)
+        hexs(e->executable_sha256, sizeof e->executable_sha256, sha);
+    printf("    executable \"%s\"  sha256 %s\n", exe, sha);
+    printf("    cwd \"%s\"\n", cwd);
+    print_argv("", e->argv, e->argc);
+    if (e->edited_argv) {
+        printf("    edited to:\n");
+        print_argv("edited ", e->edited_argv, e->edited_argc);
+    }
+}
+
+/* ---- JSON ---- */
+
+static json_t *jtime(int64_t ms) {
+    char b[32];
+    iso_time(ms, b, sizeof b);
+    return b[0] ? json_string(b) : json_null();
+}
+
+static json_t *jesc(const char *s) {
+    _cleanup_free_ char *e = esc(s);
+    json_t *j = json_string(e);
+    return j ? j : json_null();
+}
+
+static json_t *jargv(const char *const *argv, size_t argc) {
+    json_t *a = json_array();
+    for (size_t i = 0; i < argc; i++)
+        json_array_append_new(a, jesc(argv[i]));
+    return a;
+}
+
+static json_t *row_json(const struct lz_audit_row *w) {
+    const struct lz_audit_entry *e = &w->e;
+    char req[33], ses[33], prev[65], hash[65], sha[65];
+    hexs(e->request_id, sizeof e->request_id, req);
+    hexs(e->session_id, sizeof e->session_id, ses);
+    hexs(w->prev_hash, sizeof w->prev_hash, prev);
+    hexs(w->row_hash, sizeof w->row_hash, hash);
+    hexs(e->executable_sha256, sizeof e->executable_sha256, sha);
+    json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:o, s:I, s:s, s:I, s:s, s:s}", "seq", (json_int_t)w->seq, "generation",
+                          (json_int_t)e->gen, "request_id", req, "session_id", ses, "received", jtime(e->received_ms),
+                          "received_ms", (json_int_t)e->received_ms, "decided_by", lz_audit_decider_name(e->decided_by),
+                          "decided_ref", (json_int_t)e->decided_ref, "decision", lz_audit_decision_name(e->decision),
+                          "end_state", lz_audit_end_name(e->end_state));
+    if (!o)
+        return json_null();
+    if (w->problem) {
+        json_object_set_new(o, "argv", json_null());
+        json_object_set_new(o, "edited_argv", json_null());
+        json_object_set_new(o, "stored_argv", jesc(w->argv_text));
+    } else {
+        json_object_set_new(o, "argv", jargv(e->argv, e->argc));
+        json_object_set_new(o, "edited_argv", e->edited_argv ? jargv(e->edited_argv, e->edited_argc) : json_null());
+    }
+    json_object_set_new(o, "executable", w->problem ? jesc(w->executable_text) : jesc(e->executable));
+    json_object_set_new(o, "executable_sha256", e->has_sha256 ? json_string(sha) : json_null());
+    json_object_set_new(o, "cwd", w->problem ? jesc(w->cwd_text) : jesc(e->cwd));
+    json_object_set_new(o, "exit_status", e->exit_status >= 0 ? json_integer(e->exit_status) : json_null());
+    json_object_set_new(o, "signal", e->signal > 0 ? json_integer(e->signal) : json_null());
+    json_object_set_new(o, "output_bytes", json_integer(e->output_bytes));
+    json_object_set_new(o, "ended", jtime(e->ended_ms));
+    json_object_set_new(o, "ended_ms", json_integer(e->ended_ms));
+    json_object_set_new(o, "prev_hash", json_string(prev));
+    json_object_set_new(o, "row_hash", json_string(hash));
+    json_object_set_new(o, "problem", w->problem ? jesc(w->problem) : json_null());
+    return o;
+}
+
+static int print_json(const struct lz_audit_log *log, int verdict, int64_t bad, const char *msg) {
+    json_t *rows = json_array();
+    for (size_t i = 0; i < log->n; i++)
+        json_array_append_new(rows, row_json(&log->rows[i]));
+    json_t *root = json_pack("{s:s, s:i, s:o, s:b, s:o, s:o}", "domain", log->domain_id, "store_version",
+                             log->store_version, "rows", rows, "intact", verdict == 0, "broken_at",
+                             verdict ? json_integer(bad) : json_null(), "problem", verdict ? jesc(msg) : json_null());
+    char *s = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
+    json_decref(root);
+    if (!s) {
+        lz_cli_error("audit: cannot format JSON");
+        return LZ_EXIT_FAILURE;
+    }
+    puts(s);
+    free(s);
+    return LZ_EXIT_OK;
+}
+
+/* ---- the test-only writer ---- */
+
+#ifdef LZ_TEST_HOOKS
+/* The bytes of a JSON string holding an lz_escape rendering. */
+static char *jbytes(json_t *j, bool *ok) {
+    const char *t = json_string_value(j);
+    uint8_t *b = NULL;
+    ssize_t n = t ? lz_unescape(t, strlen(t), 0, &b) : -1;
+    if (n < 0 || memchr(b, '\0', (size_t)n)) {
+        free(b);
+        *ok = false;
+        return NULL;
+    }
+    char *s = lz_xrealloc(b, (size_t)n + 1);
+    s[n] = '\0';
+    return s;
+}
+
+static char **jvec(json_t *a, size_t *n, bool *ok) {
+    *n = json_array_size(a);
+    char **v = lz_xcalloc(*n + 1, sizeof *v);
+    for (size_t i = 0; i < *n; i++)
+        v[i] = jbytes(json_array_get(a, i), ok);
+    return v;
+}
+
+static int enum_of(const char *(*name)(int), const char *s) {
+    for (int i = 0; s && name(i); i++)
+        if (!strcmp(name(i), s))
+            return i;
+    return -1;
+}
+static const char *by_name(int i) { return lz_audit_decider_name((enum lz_audit_decider)i); }
+static const char *dec_name(int i) { return lz_audit_decision_name((enum lz_audit_decision)i); }
+static const char *end_name(int i) { return lz_audit_end_name((enum lz_outcome)i); }
+
+static bool hex_field(json_t *o, const char *key, uint8_t *out, size_t n) {
+    const char *s = json_string_value(json_object_get(o, key));
+    if (!s || strlen(s) != 2 * n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned v;
+        if (sscanf(s + 2 * i, "%2x", &v) != 1)
+            return false;
+        out[i] = (uint8_t)v;
+    }
+    return true;
+}
+
+/* `lazaret audit __append DOMAIN_DIR` (test builds only): appends one row
+ * per JSON line of standard input through lz_audit_append, holding the
+ * Domain flock as every writer of the store does. Strings of argv,
+ * edited_argv, executable and cwd are lz_escape renderings (any bytes). */
+static int test_append(int argc, char **argv) {
+    if (argc != 3) {
+        lz_cli_error("audit __append: expects DOMAIN_DIR");
+        return LZ_EXIT_USAGE;
+    }
+    _cleanup_free_ char *lockp = lz_xasprintf("%s/lock", argv[2]);
+    _cleanup_close_ int lock = open(lockp, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0) {
+        lz_cli_error("audit __append: cannot lock %s (is the Domain running?): %m", lockp);
+        return LZ_EXIT_FAILURE;
+    }
+    struct lz_store *st = NULL;
+    struct lz_error err = { 0 };
+    if (lz_store_open(argv[2], NULL, false, &st, &err) < 0) {
+        lz_cli_error("audit __append: %s", err.msg);
+        return LZ_EXIT_FAILURE;
+    }
+    int ret = LZ_EXIT_OK;
+    char line[1 << 16];
+    while (ret == LZ_EXIT_OK && fgets(line, sizeof line, stdin)) {
+        json_error_t je;
+        json_t *o = json_loads(line, 0, &je);
+        struct lz_audit_entry e = { 0 };
+        bool ok = o && json_is_object(o);
+        size_t n_argv = 0, n_ed = 0;
+        char **av = ok ? jvec(json_object_get(o, "argv"), &n_argv, &ok) : NULL;
+        json_t *ed = json_object_get(o, "edited_argv");
+        char **edv = ok && json_is_array(ed) ? jvec(ed, &n_ed, &ok) : NULL;
+        char *exe = ok ? jbytes(json_object_get(o, "executable"), &ok) : NULL;
+        char *cwd = ok ? jbytes(json_object_get(o, "cwd"), &ok) : NULL;
+        int by = enum_of(by_name, json_string_value(json_object_get(o, "decided_by")));
+        int dec = enum_of(dec_name, json_string_value(json_object_get(o, "decision")));
+        int end = enum_of(end_name, json_string_value(json_object_get(o, "end_state")));
+        ok = ok && by >= 0 && dec >= 0 && end >= 0 && hex_field(o, "request_id", e.request_id, 16) &&
+            hex_field(o, "session_id", e.session_id, 16);
+        if (ok) {
+            e.gen = json_integer_value(json_object_get(o, "gen"));
+            e.received_ms = json_integer_value(json_object_get(o, "received_ms"));
+            e.decided_by = (enum lz_audit_decider)by;
+            e.decided_ref = json_integer_value(json_object_get(o, "decided_ref"));
+            e.decision = (enum lz_audit_decision)dec;
+            e.end_state = (enum lz_outcome)end;
+            e.argv = (const char *const *)av;
+            e.argc = n_argv;
+            e.edited_argv = (const char *const *)edv;
+            e.edited_argc = n_ed;
+            e.executable = exe;
+            e.cwd = cwd;
+            e.has_sha256 = hex_field(o, "executable_sha256", e.executable_sha256, 32);
+            e.exit_status = (int)json_integer_value(json_object_get(o, "exit_status"));
+            e.signal = (int)json_integer_value(json_object_get(o, "signal"));
+            e.output_bytes = json_integer_value(json_object_get(o, "output_bytes"));
+            e.ended_ms = json_integer_value(json_object_get(o, "ended_ms"));
+            int64_t seq = 0;
+            if (lz_audit_append(st, &e, &seq, &err) < 0) {
+                lz_cli_error("audit __append: %s", err.msg);
+                ret = LZ_EXIT_FAILURE;
+            } else {
+                printf("%" PRId64 "\n", seq);
+            }
+        } else {
+            lz_cli_error("audit __append: malformed entry line");
+            ret = LZ_EXIT_USAGE;
+        }
+        for (size_t i = 0; av && i < n_argv; i++)
+            free(av[i]);
+        for (size_t i = 0; edv && i < n_ed; i++)
+            free(edv[i]);
+        free(av);
+        free(edv);
+        free(exe);
+        free(cwd);
+        json_decref(o);
+    }
+    lz_store_close(st);
+    return ret;
+}
+#endif
+
+/* ---- the command ---- */
+
+int lz_cmd_audit(int argc, char **argv) {
+#ifdef LZ_TEST_HOOKS
+    if (argc >= 2 && !strcmp(argv[1], "__append"))
+        return test_append(argc, argv);
+#endif
+    const char *config_path = NULL, *profile = NULL, *workspace = NULL;
+    bool json = false;
+    const struct lz_cli_option opts[] = {
+        { "config", 0, &config_path, NULL },
+        { "profile", 'p', &profile, NULL },
+        { "workspace", 0, &workspace, NULL },
+        { "json", 0, NULL, &json },
+        { NULL, 0, NULL, NULL },
+    };
+    int first;
+    /* Options may follow DOMAIN (`lazaret audit 3f2a --json`). */
+    if (!lz_cli_getopt(argc, argv, "audit", opts, false, usage, &first))
+        return first;
+    size_t n_args = (size_t)(argc - first);
+    if (n_args > 1 || (n_args && workspace)) {
+        lz_cli_error("audit: expects at most one Domain (an ID, a prefix, or --workspace DIR)");
+        return LZ_EXIT_USAGE;
+    }
+    const char *arg = n_args ? argv[first] : NULL;
+
+    _cleanup_config_ struct lz_config *cfg = NULL;
+    struct lz_error err = { 0 };
+    struct lz_config_opts o = { .config_path = config_path, .profile = profile, .workspace = workspace };
+    int r = lz_config_load(&o, &cfg, &err);
+    if (r < 0 && arg) {
+        /* A named Domain needs only the Storage Root; the current directory
+         * may not be a usable workspace ($HOME, the Storage Root). */
+        o.workspace = "/proc";
+        if (lz_config_load(&o, &cfg, NULL) >= 0)
+            r = 0;
+    }
+    if (r < 0) {
+        lz_cli_error("audit: %s", err.msg);
+        return LZ_EXIT_FAILURE;
+    }
+    char id[LZ_DOMAIN_ID_HEX + 1];
+    err = (struct lz_error){ 0 };
+    r = lz_domains_resolve(cfg->data_root, arg ? arg : cfg->domain_id_hex, id, &err);
+    if (r < 0) {
+        if (!arg && r == -ENOENT) {
+            _cleanup_free_ char *ws = esc(cfg->workspace);
+            lz_cli_error("audit: profile %s has no Domain for workspace %s (Domain ID %.12s): it never ran there",
+                         cfg->profile.name, ws, cfg->domain_id_hex);
+        } else {
+            lz_cli_error("audit: %s", err.msg);
+        }
+        return LZ_EXIT_FAILURE;
+    }
+    _cleanup_audit_log_ struct lz_audit_log log = { 0 };
+    if ((r = lz_audit_load(cfg->data_root, id, &log, &err)) < 0) {
+        lz_cli_error("audit: %s", err.msg);
+        return LZ_EXIT_FAILURE;
+    }
+    int64_t bad = 0;
+    struct lz_error verr = { 0 };
+    int verdict = lz_audit_verify(&log, &bad, &verr);
+    int ret = verdict == 0 ? LZ_EXIT_OK : LZ_EXIT_FAILURE;
+    if (json) {
+        if (print_json(&log, verdict, bad, verr.msg) != LZ_EXIT_OK)
+            ret = LZ_EXIT_FAILURE;
+    } else {
+        printf("Audit of Domain %s\n", id);
+        if (log.store_version < LZ_STORE_VERSION)
+            printf("no requests recorded (its Domain Store is version %d, from before the audit; it is upgraded "
+                   "when the Domain next starts)\n",
+                   log.store_version);
+        else if (!log.n)
+            printf("no requests recorded\n");
+        for (size_t i = 0; i < log.n; i++)
+            print_row(&log.rows[i]);
+        if (verdict == 0)
+            printf("audit chain intact: %zu row%s\n", log.n, log.n == 1 ? "" : "s");
+    }
+    if (verdict != 0) {
+        _cleanup_free_ char *m = esc(verr.msg);
+        lz_cli_error("%s", m);
+    }
+    return ret;
+}
