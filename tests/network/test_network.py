@@ -512,6 +512,7 @@ def test_address_burst_overflow_is_reconciled(testhosts, user_env, host_address_
         for a in {probe}; do busybox nc -w 1 $a 8080 </dev/null 2>&1; done
         busybox nc -w 5 198.18.7.2 8080 </dev/null; echo "allowed=$?"
         echo phase2
+        read done
     """)
     batch = Path(tempfile.mkdtemp(prefix="lznf")) / "batch"
 
@@ -535,7 +536,9 @@ def test_address_burst_overflow_is_reconciled(testhosts, user_env, host_address_
         assert out.count("Permission denied") == len(addrs[::97]) and "allowed=0" in out, out
         batch.write_text("".join(f"address del {a}/32 dev {DUMMY}\n" for a in addrs))
         sh("ip", "-batch", str(batch))
+        # The session (and so the Supervisor) lives until the removals are seen.
         assert poll(lambda: denies() == 0, 20.0), denies()
+        s.send("done\n")
     finally:
         s.close()
         shutil.rmtree(batch.parent, ignore_errors=True)
