@@ -4,6 +4,7 @@
  * Root, the workspace and where the file is; see config_internal.h. */
 #include "config_internal.h"
 
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <sys/stat.h>
@@ -492,6 +493,25 @@ static int path_lookup(struct loader *ld, struct lz_config *c, int line, const c
 
 #define MAX_LINKS 40
 
+/* The interpreter line of a #! script ("/usr/bin/env python3"), or false. */
+static bool read_shebang(const char *path, char *ret, size_t size) {
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    char b[256];
+    ssize_t n = read(fd, b, sizeof b - 1);
+    if (n < 3 || b[0] != '#' || b[1] != '!')
+        return false;
+    b[n] = '\0';
+    char *s = b + 2;
+    s += strspn(s, " \t");
+    size_t k = strcspn(s, "\n");
+    s[k] = '\0';
+    char d[DISP_MAX];
+    snprintf(ret, size, "%s", cfg_disp(s, d, sizeof d));
+    return true;
+}
+
 static int resolve_rule(struct loader *ld, struct lz_config *c, const struct trees *t, size_t i) {
     char d[DISP_MAX], d2[DISP_MAX], key[128];
     struct lz_auto_approve *a = &c->auto_approve[i];
@@ -603,6 +623,16 @@ static int resolve_rule(struct loader *ld, struct lz_config *c, const struct tre
             if ((r = check_outside(ld, t, a->line, skey, "the script", sp)) < 0)
                 goto out;
         }
+        /* A script: the kernel runs its #! interpreter with the script as
+         * an operand, so what it does is decided by the script (and by
+         * whatever that interpreter loads). Named, not refused: the
+         * arguments after it are the script's, not the interpreter's. */
+        char she[256];
+        if (read_shebang(canon, she, sizeof she))
+            snprintf(why + strlen(why), sizeof why - strlen(why),
+                     "%sa script run by %s: check what it runs and loads (a version manager's shim, for one, "
+                     "chooses the program from files in the working directory, the workspace)",
+                     why[0] ? "; " : "", she);
         if (st.st_mode & (S_IWGRP | S_IWOTH))
             snprintf(why + strlen(why), sizeof why - strlen(why), "%s%s is writable by its group or by others",
                      why[0] ? "; " : "", cfg_disp(canon, d2, sizeof d2));

@@ -435,7 +435,7 @@ static const struct bad bad_cases[] = {
       "prepared_max_bytes)" },
     /* path resolution comes before environment resolution */
     { "good.toml", "opencode",
-      "good.toml:47: profiles.opencode.volumes[0].host: \"@/home/does-not-exist\" does not exist (only volumes "
+      "good.toml:50: profiles.opencode.volumes[0].host: \"@/home/does-not-exist\" does not exist (only volumes "
       "strictly beneath {profile_dir} are created)" },
 };
 
@@ -657,7 +657,7 @@ static void test_env_non_utf8(void **state) {
     struct lz_error err;
     assert_int_equal(load("good.toml", "claude", &c, &err), -EINVAL);
     assert_non_null(strstr(err.msg,
-                           "good.toml:37: profiles.claude.env.ANTHROPIC_API_KEY: host environment variable "
+                           "good.toml:40: profiles.claude.env.ANTHROPIC_API_KEY: host environment variable "
                            "\"LZ_TEST_API_KEY\" is not valid UTF-8"));
     /* the value never appears in a message */
     assert_null(strstr(err.msg, "value"));
@@ -841,21 +841,26 @@ static void test_workspace_resolution(void **state) {
 
 static void test_fingerprint_vector_file(void **state) {
     (void)state;
-    char *usr = realpath("/usr", NULL);
-    bool usable = usr && strcmp(usr, "/usr") == 0 && strncmp(fixtures, "/usr/", 5) != 0;
-    free(usr);
+    /* Workspace /etc: the rule's /usr/bin/true must lie outside it (an
+     * auto_approve executable inside the workspace is refused). */
+    char *etc = realpath("/etc", NULL), *tru = realpath("/usr/bin/true", NULL);
+    bool usable = etc && strcmp(etc, "/etc") == 0 && tru && strcmp(tru, "/usr/bin/true") == 0 &&
+                  strncmp(fixtures, "/etc/", 5) != 0;
+    free(etc);
+    free(tru);
     if (!usable)
         skip();
     char p[8192];
     snprintf(p, sizeof p, "%s/vector.toml", fixtures);
     struct lz_config *c = NULL;
     struct lz_error err;
-    int r = load_path(p, "vector", "/usr", &c, &err);
+    int r = load_path(p, "vector", "/etc", &c, &err);
     if (r < 0)
         print_error("%s\n", err.msg);
     assert_int_equal(r, 0);
-    assert_string_equal(c->domain_id_hex, "d184cfb04f49bd36ae04439b849d476459b7a979c837dfbe2939b381fe396a8a");
-    assert_string_equal(c->fingerprint_hex, "6d20d04cf3bdfd5e1f0657a2cd64c77d82bd544eaba525a1d123e9396eb79344");
+    /* Also computed independently from the encoding in domain_id.h. */
+    assert_string_equal(c->domain_id_hex, "fb62411e69802b9dada5fbe82c52ab2a45a3ad2be22ac5b78c892980a3e4f45b");
+    assert_string_equal(c->fingerprint_hex, "25e674fd58298fe888a3a67f7c8c463ed60e7a46410b87e110f15d6161ffed82");
     assert_string_equal(c->profile.volumes[0].host, "/nonexistent-lazaret-test/data/vector/v");
     assert_true(c->profile.volumes[0].create);
     assert_int_equal(c->n_default_deny, 2);
