@@ -473,7 +473,7 @@ int lz_autoapprove_check(const char *const *names, size_t n_names, char *const *
     const char *shown = argv[0];
     for (size_t i = 0; i < n_names; i++) {
         const struct family *g = lookup(names[i]);
-        if (g && (!f || g->cls > f->cls)) {
+        if (g && (!f || g->cls >= f->cls)) { /* ties: the later name, the canonical file last */
             f = g;
             shown = names[i];
         }
