@@ -72,17 +72,22 @@ struct family {
 };
 
 static const char *const sh_long[] = { "--command", "--init-command", "--interactive", NULL };
-static const char *const node_long[] = { "--eval", "--print", "--require", "--import", "--loader",
-                                         "--experimental-loader", "--interactive", NULL };
+static const char *const node_long[] = { "--eval",        "--print",  "--require",
+                                         "--import",      "--loader", "--experimental-loader",
+                                         "--interactive", NULL };
 static const char *const julia_long[] = { "--eval", "--print", NULL };
 static const char *const su_long[] = { "--command", "--session-command", "--shell", "--login", NULL };
 static const char *const sudo_long[] = { "--shell", "--login", NULL };
 static const char *const script_long[] = { "--command", NULL };
 
-#define SHELL(n) { n, AA_SHELL, "csiC", sh_long, NULL }
-#define PROJ(n, w) { n, AA_PROJECT, NULL, NULL, w }
-#define OPTX(n, w) { n, AA_OPTEXEC, NULL, NULL, w }
-#define WRAP(n) { n, AA_WRAPPER, NULL, NULL, NULL }
+#define SHELL(n)                                                                                                       \
+    { n, AA_SHELL, "csiC", sh_long, NULL }
+#define PROJ(n, w)                                                                                                     \
+    { n, AA_PROJECT, NULL, NULL, w }
+#define OPTX(n, w)                                                                                                     \
+    { n, AA_OPTEXEC, NULL, NULL, w }
+#define WRAP(n)                                                                                                        \
+    { n, AA_WRAPPER, NULL, NULL, NULL }
 
 static const char git_why[] = "git runs hooks, aliases, pagers, editors and helpers from its configuration, including "
                               "the workspace's own (seed 000: git is never auto-approved, with any subcommand)";
@@ -400,7 +405,8 @@ static int check_vec(const struct family *f, const char *shown, char *const *arg
                 return -EPERM;
             }
             const struct family *g = lookup(argv[1]);
-            if (g && check_vec(g, argv[1], argv + 1, argc - 1, base + 1, false, why, why_size, ret_script, depth + 1) < 0)
+            if (g &&
+                check_vec(g, argv[1], argv + 1, argc - 1, base + 1, false, why, why_size, ret_script, depth + 1) < 0)
                 return -EPERM;
             if (ret_script && *ret_script)
                 *ret_script += 1;

@@ -275,14 +275,14 @@ static int parse_escalation(struct loader *ld, struct lz_config *c, const struct
              (const char *const[]){ "enabled", "socket_dir", "prompt_timeout_seconds", "auto_approve", NULL })) < 0 ||
         (r = cfg_get_bool(ld, t, "enabled", "escalation.enabled", true, &c->escalation_enabled)) < 0 ||
         (r = cfg_get_count(ld, t, "prompt_timeout_seconds", "escalation.prompt_timeout_seconds",
-                           LZ_ESC_PROMPT_TIMEOUT_MAX, LZ_ESC_PROMPT_TIMEOUT_DEFAULT,
-                           &c->escalation_prompt_timeout_s)) < 0)
+                           LZ_ESC_PROMPT_TIMEOUT_MAX, LZ_ESC_PROMPT_TIMEOUT_DEFAULT, &c->escalation_prompt_timeout_s)) <
+            0)
         return r;
     if (c->escalation_prompt_timeout_s < LZ_ESC_PROMPT_TIMEOUT_MIN) {
         const struct lz_toml_value *pt = lz_toml_table_get(t, "prompt_timeout_seconds");
         return cfg_err(ld, pt ? pt->line : t->line, "escalation.prompt_timeout_seconds",
-                       "%" PRId64 " is too short to read a prompt (at least %d seconds)", c->escalation_prompt_timeout_s,
-                       LZ_ESC_PROMPT_TIMEOUT_MIN);
+                       "%" PRId64 " is too short to read a prompt (at least %d seconds)",
+                       c->escalation_prompt_timeout_s, LZ_ESC_PROMPT_TIMEOUT_MIN);
     }
     const struct lz_toml_value *v = lz_toml_table_get(t, "socket_dir");
     if (v) {

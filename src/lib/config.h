@@ -126,7 +126,7 @@ struct lz_config {
     char **default_deny;
     size_t n_default_deny;
     bool escalation_enabled;
-    char *escalation_socket_dir; /* canonical absolute, or NULL (runtime default) */
+    char *escalation_socket_dir;         /* canonical absolute, or NULL (runtime default) */
     int64_t escalation_prompt_timeout_s; /* seconds; host policy, not in the fingerprint */
     struct lz_auto_approve *auto_approve;
     size_t n_auto_approve;

@@ -604,8 +604,8 @@ static int resolve_rule(struct loader *ld, struct lz_config *c, const struct tre
         /* 4. The classes (autoapprove.h). */
         char why[1024];
         size_t script = 0;
-        if (lz_autoapprove_check((const char *const *)names, nn, a->argv, a->argc, a->allow_extra_args, why,
-                                 sizeof why, &script) < 0) {
+        if (lz_autoapprove_check((const char *const *)names, nn, a->argv, a->argc, a->allow_extra_args, why, sizeof why,
+                                 &script) < 0) {
             r = cfg_err(ld, a->line, key, "refused: %s", why);
             goto out;
         }

@@ -852,7 +852,7 @@ static void test_fingerprint_vector_file(void **state) {
      * auto_approve executable inside the workspace is refused). */
     char *etc = realpath("/etc", NULL), *tru = realpath("/usr/bin/true", NULL);
     bool usable = etc && strcmp(etc, "/etc") == 0 && tru && strcmp(tru, "/usr/bin/true") == 0 &&
-                  strncmp(fixtures, "/etc/", 5) != 0;
+        strncmp(fixtures, "/etc/", 5) != 0;
     free(etc);
     free(tru);
     if (!usable)
@@ -1001,7 +1001,6 @@ static void test_profile_names(void **state) {
     assert_false(lz_profile_name_valid("a$b"));
 }
 
-
 /* ---- [[escalation.auto_approve]] ---------------------------------------- */
 
 /* A tree of executables for the rules (@ = root):
@@ -1038,13 +1037,20 @@ static void aa_tree(void) {
     if (done)
         return;
     done = true;
-    static const char *const ex[] = { "@/opt/bin/tool", "@/opt/bin/python3.11", "@/opt/bin/bash", "@/opt/bin/git",
-                                      "@/opt/bin/make", "@/opt/bin/env",        "@/opt/bin/sudo", "@/opt/bin/find",
-                                      "@/ws/bin/evil",  "@/home/data/bin/x",    "@/vol/x",        "@/vol2/x",
-                                      "@/sock/x",       "@/cfg/x",              "@/run/lazaret/x",
-                                      "@/home/bin/tool2", "@/opt/bin/lister" };
+    static const char *const ex[] = { "@/opt/bin/tool",  "@/opt/bin/python3.11",
+                                      "@/opt/bin/bash",  "@/opt/bin/git",
+                                      "@/opt/bin/make",  "@/opt/bin/env",
+                                      "@/opt/bin/sudo",  "@/opt/bin/find",
+                                      "@/ws/bin/evil",   "@/home/data/bin/x",
+                                      "@/vol/x",         "@/vol2/x",
+                                      "@/sock/x",        "@/cfg/x",
+                                      "@/run/lazaret/x", "@/home/bin/tool2",
+                                      "@/opt/bin/lister" };
     for (size_t i = 0; i < LZ_ARRAY_SIZE(ex); i++)
-        aa_exec(ex[i], "\x7f" "ELF-not-really\n", 0755);
+        aa_exec(ex[i],
+                "\x7f"
+                "ELF-not-really\n",
+                0755);
     aa_exec("@/opt/bin/notexec", "x\n", 0644);
     aa_exec("@/opt/bin/script.py", "print(1)\n", 0644);
     aa_exec("@/opt/bin/shim", "#!/bin/sh\nexec tool \"$@\"\n", 0755);
@@ -1170,8 +1176,8 @@ static void test_aa_symlink_chain(void **state) {
     (void)state;
     char exp[4096];
     /* runpy -> python3 -> python3.11: the chain's names count */
-    aa_refused("argv = [\"@/opt/bin/runpy\", \"-c\", \"print(1)\"]", "escalation.auto_approve[0].argv[0]: refused:",
-               "python3.11 is an interpreter given -c");
+    aa_refused("argv = [\"@/opt/bin/runpy\", \"-c\", \"print(1)\"]",
+               "escalation.auto_approve[0].argv[0]: refused:", "python3.11 is an interpreter given -c");
     /* the same through a bare name */
     aa_refused("argv = [\"runpy\", \"-m\", \"http.server\"]", "given -m", NULL);
     /* the canonical path is what a request must name */
@@ -1203,8 +1209,8 @@ static void test_aa_symlink_chain(void **state) {
 
 static void test_aa_locations(void **state) {
     (void)state;
-    aa_refused("argv = [\"bin/tool\"]", "config.toml:7: escalation.auto_approve[0].argv[0]: \"bin/tool\" is a relative path",
-               NULL);
+    aa_refused("argv = [\"bin/tool\"]",
+               "config.toml:7: escalation.auto_approve[0].argv[0]: \"bin/tool\" is a relative path", NULL);
     aa_refused("argv = [\"./tool\"]", "is a relative path", NULL);
     aa_refused("argv = [\"~other/tool\"]", "is a relative path", NULL);
     aa_refused("argv = [\"no-such-tool-lazaret\"]", "\"no-such-tool-lazaret\" is not found in PATH", NULL);
@@ -1250,8 +1256,8 @@ static void test_aa_classes(void **state) {
     aa_refused("argv = [\"@/opt/bin/bash\"]", "names no script: it would read its program from standard input", NULL);
     aa_refused("argv = [\"@/opt/bin/bash\", \"@/opt/bin/script.py\"]\nallow_extra_args = true",
                "bash is a shell: with allow_extra_args = true the sandbox chooses the program", NULL);
-    aa_refused("argv = [\"@/opt/bin/bash\", \"run.sh\"]", "argv[1] run.sh: the script bash runs must be an absolute path",
-               NULL);
+    aa_refused("argv = [\"@/opt/bin/bash\", \"run.sh\"]",
+               "argv[1] run.sh: the script bash runs must be an absolute path", NULL);
     /* interpreters */
     aa_refused("argv = [\"@/opt/bin/python3\", \"-c\", \"1\"]", "python3.11 is an interpreter given -c", NULL);
     aa_refused("argv = [\"@/opt/bin/python3\", \"-Ic\", \"1\"]", "given -Ic", NULL);
@@ -1259,7 +1265,8 @@ static void test_aa_classes(void **state) {
                "python3.11 is an interpreter: with allow_extra_args = true", NULL);
     aa_refused("argv = [\"@/opt/bin/python3\", \"-\"]", "names no script", NULL);
     /* refused outright, with any arguments */
-    aa_refused("argv = [\"@/opt/bin/git\", \"status\"]", "git is a program that runs code the sandbox controls", "seed 000");
+    aa_refused("argv = [\"@/opt/bin/git\", \"status\"]", "git is a program that runs code the sandbox controls",
+               "seed 000");
     aa_refused("argv = [\"@/opt/bin/git\"]", "git is a program that runs code the sandbox controls", NULL);
     aa_refused("argv = [\"@/opt/bin/make\", \"test\"]", "make is a program that runs code the sandbox controls",
                "working directory");
@@ -1271,8 +1278,8 @@ static void test_aa_classes(void **state) {
     aa_refused("argv = [\"@/opt/bin/sudo\", \"-s\"]", "sudo given -s", NULL);
     aa_refused("argv = [\"@/opt/bin/env\", \"git\", \"status\"]", "git is a program that runs code", NULL);
     /* options that run programs: never with extra args */
-    aa_refused("argv = [\"@/opt/bin/find\", \".\"]\nallow_extra_args = true", "find with allow_extra_args = true is refused",
-               "-exec");
+    aa_refused("argv = [\"@/opt/bin/find\", \".\"]\nallow_extra_args = true",
+               "find with allow_extra_args = true is refused", "-exec");
 
     /* permitted, with a warning where it is risky */
     struct lz_config *c = aa_ok("argv = [\"@/opt/bin/env\", \"tool\", \"x\"]");
@@ -1298,8 +1305,9 @@ static void test_aa_prompt_timeout(void **state) {
     struct lz_config *c = NULL;
     struct lz_error err;
     assert_int_equal(aa_load("prompt_timeout_seconds = 4", "", &c, &err), -EINVAL);
-    assert_non_null(strstr(err.msg, "config.toml:5: escalation.prompt_timeout_seconds: 4 is too short to read a prompt "
-                                    "(at least 5 seconds)"));
+    assert_non_null(strstr(err.msg,
+                           "config.toml:5: escalation.prompt_timeout_seconds: 4 is too short to read a prompt "
+                           "(at least 5 seconds)"));
     assert_int_equal(aa_load("prompt_timeout_seconds = 86401", "", &c, &err), -EINVAL);
     assert_non_null(strstr(err.msg, "escalation.prompt_timeout_seconds"));
     assert_int_equal(aa_load("prompt_timeout_seconds = \"300\"", "", &c, &err), -EINVAL);
@@ -1393,15 +1401,18 @@ static void test_aa_fingerprint(void **state) {
     lz_config_free(a);
     lz_config_free(b);
     /* allow_extra_args counts */
-    assert_int_equal(aa_load(NULL, "[[escalation.auto_approve]]\nargv = [\"tool\"]\nallow_extra_args = true\n", &a, &err),
-                     0);
+    assert_int_equal(
+        aa_load(NULL, "[[escalation.auto_approve]]\nargv = [\"tool\"]\nallow_extra_args = true\n", &a, &err), 0);
     assert_string_not_equal(a->fingerprint_hex, fp);
     lz_config_free(a);
     /* the same text resolving to another executable counts (the
      * canonical path is hashed, not the spelling) */
     char alt[4096];
     subst("@/opt/alt", alt, sizeof alt);
-    aa_exec("@/opt/alt/tool", "\x7f" "ELF\n", 0755);
+    aa_exec("@/opt/alt/tool",
+            "\x7f"
+            "ELF\n",
+            0755);
     assert_int_equal(aa_load(NULL, "[[escalation.auto_approve]]\nargv = [\"tool\"]\n", &a, &err), 0);
     assert_string_equal(a->fingerprint_hex, fp);
     lz_config_free(a);
