@@ -270,10 +270,20 @@ static int parse_escalation(struct loader *ld, struct lz_config *c, const struct
     char key[128];
     int r;
     if ((r = cfg_want_type(ld, t, LZ_TOML_TABLE, "escalation")) < 0 ||
-        (r = cfg_check_keys(ld, t, "escalation",
-                            (const char *const[]){ "enabled", "socket_dir", "auto_approve", NULL })) < 0 ||
-        (r = cfg_get_bool(ld, t, "enabled", "escalation.enabled", true, &c->escalation_enabled)) < 0)
+        (r = cfg_check_keys(
+             ld, t, "escalation",
+             (const char *const[]){ "enabled", "socket_dir", "prompt_timeout_seconds", "auto_approve", NULL })) < 0 ||
+        (r = cfg_get_bool(ld, t, "enabled", "escalation.enabled", true, &c->escalation_enabled)) < 0 ||
+        (r = cfg_get_count(ld, t, "prompt_timeout_seconds", "escalation.prompt_timeout_seconds",
+                           LZ_ESC_PROMPT_TIMEOUT_MAX, LZ_ESC_PROMPT_TIMEOUT_DEFAULT, &c->escalation_prompt_timeout_s)) <
+            0)
         return r;
+    if (c->escalation_prompt_timeout_s < LZ_ESC_PROMPT_TIMEOUT_MIN) {
+        const struct lz_toml_value *pt = lz_toml_table_get(t, "prompt_timeout_seconds");
+        return cfg_err(ld, pt ? pt->line : t->line, "escalation.prompt_timeout_seconds",
+                       "%" PRId64 " is too short to read a prompt (at least %d seconds)",
+                       c->escalation_prompt_timeout_s, LZ_ESC_PROMPT_TIMEOUT_MIN);
+    }
     const struct lz_toml_value *v = lz_toml_table_get(t, "socket_dir");
     if (v) {
         if ((r = cfg_host_setting(ld, v, "escalation.socket_dir", &c->escalation_socket_dir)) < 0)
@@ -293,6 +303,7 @@ static int parse_escalation(struct loader *ld, struct lz_config *c, const struct
             (r = cfg_check_keys(ld, rule, key, (const char *const[]){ "argv", "allow_extra_args", NULL })) < 0)
             return r;
         struct lz_auto_approve *a = &c->auto_approve[c->n_auto_approve++];
+        a->line = rule->line;
         snprintf(key, sizeof key, "escalation.auto_approve[%zu].allow_extra_args", i);
         if ((r = cfg_get_bool(ld, rule, "allow_extra_args", key, false, &a->allow_extra_args)) < 0)
             return r;
@@ -313,6 +324,8 @@ static int parse_escalation(struct loader *ld, struct lz_config *c, const struct
                 return r;
             if (j == 0 && s->u.string.len == 0)
                 return cfg_err(ld, s->line, key, "the executable must not be empty");
+            if (j == 0)
+                a->line = s->line;
             a->argv[a->argc++] = lz_xstrdup(s->u.string.s);
         }
     }
@@ -369,6 +382,7 @@ static int load_builtin(struct loader *ld, struct lz_config *c, const char *prof
     for (size_t i = 0; i < c->n_default_deny; i++)
         c->default_deny[i] = lz_xstrdup(builtin_deny[i]);
     c->escalation_enabled = true;
+    c->escalation_prompt_timeout_s = LZ_ESC_PROMPT_TIMEOUT_DEFAULT;
     struct lz_profile *p = &c->profile;
     p->name = lz_xstrdup(LZ_DEFAULT_PROFILE);
     p->image = lz_xstrdup(LZ_BUILTIN_IMAGE);
@@ -460,6 +474,7 @@ static int load_file(struct loader *ld, struct lz_config *c, const char *profile
 
     /* [escalation] */
     c->escalation_enabled = true;
+    c->escalation_prompt_timeout_s = LZ_ESC_PROMPT_TIMEOUT_DEFAULT;
     if ((t = lz_toml_table_get(root, "escalation")) && (r = parse_escalation(ld, c, t)) < 0)
         return r;
 
@@ -495,6 +510,12 @@ static int load_file(struct loader *ld, struct lz_config *c, const char *profile
         c->profile_names[c->n_profile_names++] = lz_xstrdup(e->key);
         struct profile_in pi = { .name = e->key, .tbl = e->value };
         r = parse_profile(ld, c, &pi, &defallow, &defdeny);
+        for (size_t k = 0; r >= 0 && k < pi.p.n_volumes; k++) {
+            ld->vol_hosts = lz_xrealloc(ld->vol_hosts, (ld->n_vol_hosts + 1) * sizeof *ld->vol_hosts);
+            ld->vol_keys = lz_xrealloc(ld->vol_keys, (ld->n_vol_hosts + 1) * sizeof *ld->vol_keys);
+            ld->vol_hosts[ld->n_vol_hosts] = lz_xstrdup(pi.p.volumes[k].host);
+            ld->vol_keys[ld->n_vol_hosts++] = lz_xasprintf("profiles.%s.volumes[%zu].host", e->key, k);
+        }
         if (r >= 0 && strcmp(e->key, profile) == 0) {
             sel = (ssize_t)i;
             selected = pi;
@@ -529,9 +550,33 @@ static int load_file(struct loader *ld, struct lz_config *c, const char *profile
     lz_hex(c->domain_id, sizeof c->domain_id, c->domain_id_hex);
     c->domain_dir = lz_xasprintf("%s/domains/%s", c->data_root, c->domain_id_hex);
 
-    if ((r = cfg_resolve_paths(ld, c)) < 0)
+    if ((r = cfg_resolve_paths(ld, c)) < 0 || (r = cfg_resolve_auto_approve(ld, c)) < 0)
         return r;
     return resolve_env(ld, c, t->u.table.entries[sel].value);
+}
+
+/* Everything but the fingerprint, with ld's lists freed by the caller on
+ * every path. */
+static int load_config(const struct lz_config_opts *opts, struct loader *ld, struct lz_config *c, const char *profile,
+                       struct lz_error *err) {
+    int r = cfg_resolve_workspace(opts, c, err);
+    if (r < 0)
+        return r;
+    if ((r = cfg_locate_config(opts, ld->home, &c->source_path, err)) < 0)
+        return r;
+    if (c->source_path) {
+        ld->file = c->source_path;
+        return load_file(ld, c, profile);
+    }
+    ld->file = "built-in configuration";
+    if ((r = load_builtin(ld, c, profile)) < 0)
+        return r;
+    c->profile_dir = lz_xasprintf("%s/%s", c->data_root, c->profile.name);
+    if ((r = lz_domain_id_v1(c->profile.name, c->workspace, c->domain_id)) < 0)
+        return lz_error_set(err, r, "cannot compute the Domain ID");
+    lz_hex(c->domain_id, sizeof c->domain_id, c->domain_id_hex);
+    c->domain_dir = lz_xasprintf("%s/domains/%s", c->data_root, c->domain_id_hex);
+    return cfg_resolve_paths(ld, c);
 }
 
 int lz_config_load(const struct lz_config_opts *opts, struct lz_config **ret, struct lz_error *err) {
@@ -546,27 +591,13 @@ int lz_config_load(const struct lz_config_opts *opts, struct lz_config **ret, st
                          .home = lz_home_dir(),
                          .lookup_env = opts ? opts->lookup_env : NULL,
                          .lookup_env_ud = opts ? opts->lookup_env_ud : NULL };
-    int r = cfg_resolve_workspace(opts, c, err);
-    if (r < 0)
-        return r;
-    if ((r = cfg_locate_config(opts, ld.home, &c->source_path, err)) < 0)
-        return r;
-
-    if (c->source_path) {
-        ld.file = c->source_path;
-        r = load_file(&ld, c, profile);
-    } else {
-        ld.file = "built-in configuration";
-        r = load_builtin(&ld, c, profile);
-        if (r >= 0) {
-            c->profile_dir = lz_xasprintf("%s/%s", c->data_root, c->profile.name);
-            if ((r = lz_domain_id_v1(c->profile.name, c->workspace, c->domain_id)) < 0)
-                return lz_error_set(err, r, "cannot compute the Domain ID");
-            lz_hex(c->domain_id, sizeof c->domain_id, c->domain_id_hex);
-            c->domain_dir = lz_xasprintf("%s/domains/%s", c->data_root, c->domain_id_hex);
-            r = cfg_resolve_paths(&ld, c);
-        }
+    int r = load_config(opts, &ld, c, profile, err);
+    for (size_t i = 0; i < ld.n_vol_hosts; i++) {
+        free(ld.vol_hosts[i]);
+        free(ld.vol_keys[i]);
     }
+    free(ld.vol_hosts);
+    free(ld.vol_keys);
     if (r < 0)
         return r;
 
@@ -585,9 +616,13 @@ void lz_config_free(struct lz_config *c) {
     strv_free(c->default_allow, c->n_default_allow);
     strv_free(c->default_deny, c->n_default_deny);
     free(c->escalation_socket_dir);
-    for (size_t i = 0; i < c->n_auto_approve; i++)
+    for (size_t i = 0; i < c->n_auto_approve; i++) {
         strv_free(c->auto_approve[i].argv, c->auto_approve[i].argc);
+        free(c->auto_approve[i].written);
+        free(c->auto_approve[i].warning);
+    }
     free(c->auto_approve);
+    free(c->auto_approve_path);
     profile_done(&c->profile);
     free(c->workspace);
     free(c->profile_dir);

@@ -24,6 +24,15 @@
  *    "/home/u/.config/lazaret/config.toml:12: profiles.claude.persistent_dirs[1]:
  *    \"/usr/../etc\" has a '..' segment". Messages never contain resolved
  *    environment values.
+ *  - [[escalation.auto_approve]] rules: argv[0] is resolved once, here, to
+ *    a canonical executable (an absolute path; "~/" expanded; a bare name
+ *    through PATH: this process's own, or, with lookup_env, the "PATH" the
+ *    client handed over) that is a regular executable file outside the
+ *    workspace, every profile's volumes, the Storage Root, Lazaret's
+ *    runtime directory, escalation.socket_dir and the configuration
+ *    file's directory; rules that could run code the sandbox chooses are
+ *    refused (autoapprove.h). Messages name the rule:
+ *    "escalation.auto_approve[2].argv[0]: ...".
  *  - The result is one owned value (free with lz_config_free); resolved env
  *    values live only in profile.env[i].value, are never printed and never
  *    enter the fingerprint. lz_config_free wipes them.
@@ -53,6 +62,11 @@
 
 /* Protected sandbox destinations (the closed layout): no persistent dir or
  * volume destination may equal, contain or lie beneath one of these. */
+/* [escalation] prompt_timeout_seconds: an unanswered prompt is a denial. */
+#define LZ_ESC_PROMPT_TIMEOUT_DEFAULT 300
+#define LZ_ESC_PROMPT_TIMEOUT_MIN 5
+#define LZ_ESC_PROMPT_TIMEOUT_MAX 86400
+
 #define LZ_SANDBOX_WORKSPACE "/workspace"
 #define LZ_SANDBOX_CONTROL "/run/lazaret"
 
@@ -71,10 +85,17 @@ struct lz_env_entry {
     char *value;     /* resolved (literal or host value); never printed */
 };
 
+/* One [[escalation.auto_approve]] rule, resolved (see autoapprove.h; the
+ * Host Coordinator matches through lz_autoapprove_rules/_match). The first
+ * three members have the layout of struct lz_esc_rule. */
 struct lz_auto_approve {
-    char **argv;
+    char **argv; /* argv[0]: the canonical executable; the rest as written; NULL-terminated */
     size_t argc;
     bool allow_extra_args;
+    char *written;      /* argv[0] as written in the file */
+    bool found_in_path; /* written was a bare name, found through PATH at load */
+    char *warning;      /* NULL, or why this permitted rule is risky (config check shows it) */
+    int line;           /* line of argv[0] in the file */
 };
 
 struct lz_profile {
@@ -105,9 +126,14 @@ struct lz_config {
     char **default_deny;
     size_t n_default_deny;
     bool escalation_enabled;
-    char *escalation_socket_dir; /* canonical absolute, or NULL (runtime default) */
+    char *escalation_socket_dir;         /* canonical absolute, or NULL (runtime default) */
+    int64_t escalation_prompt_timeout_s; /* seconds; host policy, not in the fingerprint */
     struct lz_auto_approve *auto_approve;
     size_t n_auto_approve;
+    /* The PATH that resolved bare auto_approve names (NULL when no rule
+     * had one): the client hands it to the coordinator with the env:
+     * values (procenv.h) so that both resolve the same executable. */
+    char *auto_approve_path;
     struct lz_profile profile; /* the selected profile, resolved */
     char *workspace;           /* canonical workspace */
     char *profile_dir;         /* {data_root}/{profile} */

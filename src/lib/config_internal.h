@@ -18,6 +18,10 @@ struct loader {
     int data_root_line, socket_dir_line;                   /* 0 when not from the file */
     const char *(*lookup_env)(void *ud, const char *name); /* NULL: secure_getenv */
     void *lookup_env_ud;
+    /* Every profile's volume host paths (expanded, selected or not) with
+     * their keys: no auto_approve executable may lie beneath one. */
+    char **vol_hosts, **vol_keys;
+    size_t n_vol_hosts;
 };
 
 /* One prefix list with the line of every element, for conflict messages. */
@@ -87,6 +91,10 @@ int cfg_parse_volumes(struct loader *ld, struct profile_in *pi, const struct lz_
 /* The selected profile's paths against the filesystem (SR-2, SR-4). */
 int cfg_resolve_paths(struct loader *ld, struct lz_config *c);
 int cfg_default_data_root(struct loader *ld, char **ret);
+/* [[escalation.auto_approve]]: argv[0] to a canonical executable outside
+ * every sandbox-writable and control tree, classes (autoapprove.h). After
+ * cfg_resolve_paths. */
+int cfg_resolve_auto_approve(struct loader *ld, struct lz_config *c);
 int cfg_resolve_workspace(const struct lz_config_opts *opts, struct lz_config *c, struct lz_error *err);
 /* Finds the configuration file. *ret_path NULL means "none: built-in". */
 int cfg_locate_config(const struct lz_config_opts *opts, const char *home, char **ret_path, struct lz_error *err);

@@ -4,8 +4,12 @@
  * Root, the workspace and where the file is; see config_internal.h. */
 #include "config_internal.h"
 
+#include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
 #include <sys/stat.h>
+
+#include "autoapprove.h"
 
 /* Expands a leading "~" or "~/" and, when x is non-NULL, the tokens
  * {profile_dir} {domain_dir} {profile_name} {domain_hash} {workspace_dir}.
@@ -362,6 +366,298 @@ int cfg_resolve_paths(struct loader *ld, struct lz_config *c) {
             return cfg_err(ld, v->line, key, "%s contains the Storage Root", cfg_disp(v->host, d, sizeof d));
         if (c->escalation_socket_dir && cfg_paths_overlap(c->escalation_socket_dir, v->host))
             return cfg_err(ld, v->line, key, "%s overlaps escalation.socket_dir", cfg_disp(v->host, d, sizeof d));
+    }
+    return 0;
+}
+
+/* ---- [[escalation.auto_approve]] ------------------------------------ */
+
+/* A tree no auto_approve executable (or script) may lie in. */
+struct tree {
+    char *path;
+    char *what;
+};
+
+struct trees {
+    struct tree *v;
+    size_t n;
+};
+
+static void trees_add(struct trees *t, const char *path, const char *what) {
+    if (!path || path[0] != '/')
+        return;
+    /* The spelling in the file and, when it exists, the real path. */
+    _cleanup_free_ char *rp = realpath(path, NULL);
+    for (int k = 0; k < 2; k++) {
+        const char *p = k == 0 ? path : rp;
+        if (!p || (k == 1 && strcmp(rp, path) == 0))
+            continue;
+        t->v = lz_xrealloc(t->v, (t->n + 1) * sizeof *t->v);
+        t->v[t->n++] = (struct tree){ .path = lz_xstrdup(p), .what = lz_xstrdup(what) };
+    }
+}
+
+static void trees_done(struct trees *t) {
+    for (size_t i = 0; i < t->n; i++) {
+        free(t->v[i].path);
+        free(t->v[i].what);
+    }
+    free(t->v);
+}
+
+static const struct tree *trees_find(const struct trees *t, const char *p) {
+    for (size_t i = 0; i < t->n; i++)
+        if (cfg_path_within(p, t->v[i].path))
+            return &t->v[i];
+    return NULL;
+}
+
+/* path with its directory resolved (the last component as it is), so that
+ * a link's location is compared canonically without following the link. */
+static char *dir_resolved(const char *path) {
+    _cleanup_free_ char *d = lz_xstrdup(path), *b = lz_xstrdup(path);
+    const char *base = basename(b);
+    _cleanup_free_ char *rd = realpath(dirname(d), NULL);
+    if (!rd)
+        return lz_xstrdup(path);
+    return lz_xasprintf("%s/%s", strcmp(rd, "/") == 0 ? "" : rd, base);
+}
+
+static void build_trees(struct loader *ld, const struct lz_config *c, struct trees *t) {
+    trees_add(t, c->workspace, "the workspace");
+    trees_add(t, c->data_root, "the Storage Root");
+    for (size_t i = 0; i < ld->n_vol_hosts; i++)
+        trees_add(t, ld->vol_hosts[i], ld->vol_keys[i]);
+    for (size_t i = 0; i < c->profile.n_volumes; i++)
+        trees_add(t, c->profile.volumes[i].host, "a volume of the selected profile");
+    trees_add(t, c->escalation_socket_dir, "escalation.socket_dir");
+    if (c->source_path) {
+        _cleanup_free_ char *d = lz_xstrdup(c->source_path);
+        trees_add(t, dirname(d), "the configuration file's directory");
+    }
+    /* Lazaret's runtime directory (paths.c lz_runtime_dir: the mailboxes
+     * and sockets), both places it can be; computed, not created. */
+    const char *x = secure_getenv("XDG_RUNTIME_DIR");
+    if (x && x[0] == '/') {
+        _cleanup_free_ char *rt = lz_xasprintf("%s/lazaret", x);
+        trees_add(t, rt, "Lazaret's runtime directory");
+    }
+    _cleanup_free_ char *tmp = lz_xasprintf("/tmp/lazaret-%u", (unsigned)getuid());
+    trees_add(t, tmp, "Lazaret's runtime directory");
+}
+
+/* A path (argv[0], a link of its chain, a script) must not lie in a tree,
+ * neither where it is written nor where it resolves. */
+static int check_outside(struct loader *ld, const struct trees *t, int line, const char *key, const char *what,
+                         const char *p) {
+    char d[DISP_MAX], d2[DISP_MAX];
+    _cleanup_free_ char *dr = dir_resolved(p), *rp = realpath(p, NULL);
+    const char *cand[] = { p, dr, rp };
+    for (size_t k = 0; k < LZ_ARRAY_SIZE(cand); k++) {
+        const struct tree *hit = cand[k] ? trees_find(t, cand[k]) : NULL;
+        if (hit)
+            return cfg_err(ld, line, key,
+                           "%s %s lies inside %s (%s), which the sandbox can write or Lazaret controls; "
+                           "an auto-approved program must live outside it",
+                           what, cfg_disp(cand[k], d, sizeof d), hit->what, cfg_disp(hit->path, d2, sizeof d2));
+    }
+    return 0;
+}
+
+/* A bare name through PATH, the way execvp would find it — except that an
+ * empty or relative PATH entry (the current directory) is never searched. */
+static int path_lookup(struct loader *ld, struct lz_config *c, int line, const char *key, const char *name,
+                       char **ret) {
+    char d[DISP_MAX], d2[DISP_MAX];
+    const char *pathv = ld->lookup_env ? ld->lookup_env(ld->lookup_env_ud, "PATH") : secure_getenv("PATH");
+    if (!pathv || !*pathv)
+        return cfg_err(ld, line, key, "%s is a bare name and PATH is not set%s; write an absolute path",
+                       cfg_disp(name, d, sizeof d), ld->lookup_env ? " (not handed over by the client)" : "");
+    for (const char *s = pathv; *s;) {
+        const char *e = strchrnul(s, ':');
+        if (e > s && s[0] == '/' && (size_t)(e - s) < PATH_MAX) {
+            _cleanup_free_ char *cand = lz_xasprintf("%.*s/%s", (int)(e - s), s, name);
+            struct stat st;
+            if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0) {
+                if (!c->auto_approve_path)
+                    c->auto_approve_path = lz_xstrdup(pathv);
+                *ret = TAKE_PTR(cand);
+                return 0;
+            }
+        }
+        s = *e ? e + 1 : e;
+    }
+    return cfg_err(ld, line, key, "%s is not found in PATH (%s); write an absolute path", cfg_disp(name, d, sizeof d),
+                   cfg_disp(pathv, d2, sizeof d2));
+}
+
+#define MAX_LINKS 40
+
+/* The interpreter line of a #! script ("/usr/bin/env python3"), or false. */
+static bool read_shebang(const char *path, char *ret, size_t size) {
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    char b[256];
+    ssize_t n = read(fd, b, sizeof b - 1);
+    if (n < 3 || b[0] != '#' || b[1] != '!')
+        return false;
+    b[n] = '\0';
+    char *s = b + 2;
+    s += strspn(s, " \t");
+    size_t k = strcspn(s, "\n");
+    s[k] = '\0';
+    char d[DISP_MAX];
+    snprintf(ret, size, "%s", cfg_disp(s, d, sizeof d));
+    return true;
+}
+
+static int resolve_rule(struct loader *ld, struct lz_config *c, const struct trees *t, size_t i) {
+    char d[DISP_MAX], d2[DISP_MAX], key[128];
+    struct lz_auto_approve *a = &c->auto_approve[i];
+    const char *w = a->argv[0];
+    int r;
+    snprintf(key, sizeof key, "escalation.auto_approve[%zu].argv[0]", i);
+    if (cfg_has_ctrl(w))
+        return cfg_err(ld, a->line, key, "%s contains a control character", cfg_disp(w, d, sizeof d));
+
+    /* 1. The path written, "~/" expanded, or the bare name found in PATH. */
+    _cleanup_free_ char *p = NULL;
+    bool bare = false;
+    if (w[0] == '/' || (w[0] == '~' && w[1] == '/')) {
+        if (cfg_has_dotdot(w))
+            return cfg_err(ld, a->line, key, "%s has a '..' segment", cfg_disp(w, d, sizeof d));
+        if ((r = expand(ld, a->line, key, w, NULL, &p)) < 0)
+            return r;
+    } else if (strchr(w, '/') || w[0] == '~' || strcmp(w, ".") == 0 || strcmp(w, "..") == 0) {
+        return cfg_err(ld, a->line, key,
+                       "%s is a relative path; write an absolute path (or a bare name, looked up in PATH when the "
+                       "configuration is loaded)",
+                       cfg_disp(w, d, sizeof d));
+    } else {
+        if ((r = path_lookup(ld, c, a->line, key, w, &p)) < 0)
+            return r;
+        bare = true;
+    }
+
+    /* 2. The symlink chain: every link's name is a name of the program
+     * (/usr/bin/python3 -> python3.11), and no link may lie where the
+     * sandbox could retarget it. */
+    char *names[MAX_LINKS + 3];
+    size_t nn = 0;
+    names[nn++] = lz_xstrdup(w);
+    _cleanup_free_ char *hop = lz_xstrdup(p);
+    for (int k = 0;; k++) {
+        if (k > MAX_LINKS) {
+            r = cfg_err(ld, a->line, key, "%s: too many levels of symbolic links", cfg_disp(p, d, sizeof d));
+            goto out;
+        }
+        if ((r = check_outside(ld, t, a->line, key, k ? "the symbolic link" : "the executable", hop)) < 0)
+            goto out;
+        struct stat st;
+        if (lstat(hop, &st) < 0) {
+            r = cfg_err(ld, a->line, key, "%s: %s", cfg_disp(hop, d, sizeof d), strerror(errno));
+            goto out;
+        }
+        names[nn++] = lz_xstrdup(hop);
+        if (!S_ISLNK(st.st_mode))
+            break;
+        char tb[PATH_MAX];
+        ssize_t n = readlink(hop, tb, sizeof tb - 1);
+        if (n < 0) {
+            r = cfg_err(ld, a->line, key, "%s: %s", cfg_disp(hop, d, sizeof d), strerror(errno));
+            goto out;
+        }
+        tb[n] = '\0';
+        char *next;
+        if (tb[0] == '/') {
+            next = lz_xstrdup(tb);
+        } else {
+            _cleanup_free_ char *dd = lz_xstrdup(hop);
+            const char *dir = dirname(dd);
+            next = lz_xasprintf("%s/%s", strcmp(dir, "/") == 0 ? "" : dir, tb);
+        }
+        free(hop);
+        hop = next;
+    }
+
+    /* 3. The canonical file: a regular executable outside every tree. */
+    {
+        _cleanup_free_ char *canon = realpath(p, NULL);
+        if (!canon) {
+            r = cfg_err(ld, a->line, key, "%s: %s", cfg_disp(p, d, sizeof d), strerror(errno));
+            goto out;
+        }
+        struct stat st;
+        if (stat(canon, &st) < 0 || !S_ISREG(st.st_mode)) {
+            r = cfg_err(ld, a->line, key, "%s is not a regular file", cfg_disp(canon, d, sizeof d));
+            goto out;
+        }
+        if (access(canon, X_OK) < 0) {
+            r = cfg_err(ld, a->line, key, "%s is not executable", cfg_disp(canon, d, sizeof d));
+            goto out;
+        }
+        if ((r = check_outside(ld, t, a->line, key, "the executable", canon)) < 0)
+            goto out;
+        names[nn++] = lz_xstrdup(canon);
+
+        /* 4. The classes (autoapprove.h). */
+        char why[1024];
+        size_t script = 0;
+        if (lz_autoapprove_check((const char *const *)names, nn, a->argv, a->argc, a->allow_extra_args, why, sizeof why,
+                                 &script) < 0) {
+            r = cfg_err(ld, a->line, key, "refused: %s", why);
+            goto out;
+        }
+        if (script) {
+            char skey[128];
+            snprintf(skey, sizeof skey, "escalation.auto_approve[%zu].argv[%zu]", i, script);
+            const char *sp = a->argv[script];
+            _cleanup_free_ char *srp = realpath(sp, NULL);
+            struct stat sst;
+            if (cfg_has_dotdot(sp) || !srp || stat(srp, &sst) < 0 || !S_ISREG(sst.st_mode)) {
+                r = cfg_err(ld, a->line, skey, "the script %s is not an existing regular file (without '..')",
+                            cfg_disp(sp, d, sizeof d));
+                goto out;
+            }
+            if ((r = check_outside(ld, t, a->line, skey, "the script", sp)) < 0)
+                goto out;
+        }
+        /* A script: the kernel runs its #! interpreter with the script as
+         * an operand, so what it does is decided by the script (and by
+         * whatever that interpreter loads). Named, not refused: the
+         * arguments after it are the script's, not the interpreter's. */
+        char she[256];
+        if (read_shebang(canon, she, sizeof she))
+            snprintf(why + strlen(why), sizeof why - strlen(why),
+                     "%sa script run by %s: check what it runs and loads (a version manager's shim, for one, "
+                     "chooses the program from files in the working directory, the workspace)",
+                     why[0] ? "; " : "", she);
+        if (st.st_mode & (S_IWGRP | S_IWOTH))
+            snprintf(why + strlen(why), sizeof why - strlen(why), "%s%s is writable by its group or by others",
+                     why[0] ? "; " : "", cfg_disp(canon, d2, sizeof d2));
+        if (why[0])
+            a->warning = lz_xstrdup(why);
+        a->written = a->argv[0];
+        a->argv[0] = TAKE_PTR(canon);
+        a->found_in_path = bare;
+    }
+    r = 0;
+out:
+    for (size_t k = 0; k < nn; k++)
+        free(names[k]);
+    return r;
+}
+
+int cfg_resolve_auto_approve(struct loader *ld, struct lz_config *c) {
+    if (c->n_auto_approve == 0)
+        return 0;
+    __attribute__((cleanup(trees_done))) struct trees t = { 0 };
+    build_trees(ld, c, &t);
+    for (size_t i = 0; i < c->n_auto_approve; i++) {
+        int r = resolve_rule(ld, c, &t, i);
+        if (r < 0)
+            return r;
     }
     return 0;
 }

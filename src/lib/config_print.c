@@ -31,10 +31,19 @@ void lz_config_print(FILE *out, const struct lz_config *c) {
         fprintf(out, "socket_dir = %s\n", cfg_disp(c->escalation_socket_dir, d, sizeof d));
     else
         fprintf(out, "# socket_dir: default (beneath $XDG_RUNTIME_DIR)\n");
+    fprintf(out, "prompt_timeout_seconds = %" PRId64 "\n", c->escalation_prompt_timeout_s);
+    /* Each rule as the Host Coordinator matches it: argv[0] is the
+     * canonical executable a request must name byte for byte. */
     for (size_t i = 0; i < c->n_auto_approve; i++) {
-        fprintf(out, "\n[[escalation.auto_approve]]\n");
-        print_list(out, "argv", c->auto_approve[i].argv, c->auto_approve[i].argc);
-        fprintf(out, "allow_extra_args = %s\n", c->auto_approve[i].allow_extra_args ? "true" : "false");
+        const struct lz_auto_approve *a = &c->auto_approve[i];
+        fprintf(out, "\n[[escalation.auto_approve]]  # rule %zu\n", i);
+        print_list(out, "argv", a->argv, a->argc);
+        if (a->written && strcmp(a->written, a->argv[0]) != 0)
+            fprintf(out, "# argv[0] as written: %s%s\n", cfg_disp(a->written, d, sizeof d),
+                    a->found_in_path ? " (found through PATH when the configuration was loaded)" : "");
+        fprintf(out, "allow_extra_args = %s\n", a->allow_extra_args ? "true" : "false");
+        if (a->warning)
+            fprintf(out, "# WARNING: %s\n", a->warning);
     }
     fprintf(out, "\n[profiles.%s]\nimage = %s\n", p->name, cfg_disp(p->image, d, sizeof d));
     print_list(out, "persistent_dirs", p->persistent_dirs, p->n_persistent_dirs);

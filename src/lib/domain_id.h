@@ -25,7 +25,9 @@
  *    || B(escalation_enabled)
  *    || O(escalation_socket_dir)             canonical path or absent
  *    || u32be(n_rules) || for each auto_approve rule in file order:
- *           L(argv) || B(allow_extra_args)
+ *           u32be(argc) || S(argv[0]) || ... || B(allow_extra_args)
+ *                                            argv[0] the canonical executable
+ *                                            resolved at load, not as written
  *    || S(profile name)
  *    || S(image)
  *    || L(persistent_dirs)                   sorted bytewise

@@ -157,6 +157,15 @@ int lz_envpass_create(const struct lz_config *c, int *ret_fd, struct lz_error *e
         if (e->reference && e->value)
             len += strlen(e->reference + 4) + 1 + strlen(e->value) + 1;
     }
+    /* The PATH that resolved bare auto_approve names (config.h), so that
+     * the coordinator finds the same executables; unless a reference
+     * already carries it. */
+    bool path_ref = false;
+    for (size_t i = 0; i < c->profile.n_env; i++)
+        path_ref |= c->profile.env[i].reference && !strcmp(c->profile.env[i].reference + 4, "PATH");
+    const char *aa_path = c->auto_approve_path && !path_ref ? c->auto_approve_path : NULL;
+    if (aa_path)
+        len += strlen("PATH=") + strlen(aa_path) + 1;
     if (len > LZ_ENVPASS_MAX)
         return lz_error_set(err, -E2BIG, "the profile's environment is too large to hand over");
     char *buf = lz_xmalloc(len ? len : 1);
@@ -177,6 +186,12 @@ int lz_envpass_create(const struct lz_config *c, int *ret_fd, struct lz_error *e
         buf[off + nl] = '=';
         memcpy(buf + off + nl + 1, e->value, vl + 1);
         off += nl + 1 + vl + 1;
+    }
+    if (aa_path) {
+        size_t vl = strlen(aa_path);
+        memcpy(buf + off, "PATH=", 5);
+        memcpy(buf + off + 5, aa_path, vl + 1);
+        off += 5 + vl + 1;
     }
     int fd = memfd_create("lazaret-envpass", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     int r = 0;

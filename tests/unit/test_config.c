@@ -13,12 +13,15 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "autoapprove.h"
 #include "config.h"
 #include "domain_id.h"
+#include "procenv.h"
 
-static char root[1024], home[1100], ws[1100], fixtures[4096];
+static char root[1024], home[1100], ws[1100], fixtures[4096], orig_path[4096];
 
 static void xmkdir(const char *dir, const char *sub) {
     char p[4096];
@@ -37,6 +40,8 @@ static int setup(void **state) {
         src = ".";
     if (lz_snprintf(fixtures, sizeof fixtures, "%s/tests/unit/data/config", src) < 0)
         return -1;
+    const char *path = getenv("PATH");
+    snprintf(orig_path, sizeof orig_path, "%s", path ? path : "/usr/bin:/bin");
     char tmpl[] = "/tmp/lz-test-config-XXXXXX";
     if (!mkdtemp(tmpl))
         return -1;
@@ -74,6 +79,8 @@ static int env_reset(void **state) {
     setenv("LZ_TEST_VEC", "vector-secret", 1);
     unsetenv("LZ_TEST_MISSING_VAR");
     unsetenv("LZ_TEST_UNSET_VAR");
+    setenv("PATH", orig_path, 1);
+    unsetenv("XDG_RUNTIME_DIR");
     return 0;
 }
 
@@ -435,7 +442,7 @@ static const struct bad bad_cases[] = {
       "prepared_max_bytes)" },
     /* path resolution comes before environment resolution */
     { "good.toml", "opencode",
-      "good.toml:47: profiles.opencode.volumes[0].host: \"@/home/does-not-exist\" does not exist (only volumes "
+      "good.toml:50: profiles.opencode.volumes[0].host: \"@/home/does-not-exist\" does not exist (only volumes "
       "strictly beneath {profile_dir} are created)" },
 };
 
@@ -657,7 +664,7 @@ static void test_env_non_utf8(void **state) {
     struct lz_error err;
     assert_int_equal(load("good.toml", "claude", &c, &err), -EINVAL);
     assert_non_null(strstr(err.msg,
-                           "good.toml:37: profiles.claude.env.ANTHROPIC_API_KEY: host environment variable "
+                           "good.toml:40: profiles.claude.env.ANTHROPIC_API_KEY: host environment variable "
                            "\"LZ_TEST_API_KEY\" is not valid UTF-8"));
     /* the value never appears in a message */
     assert_null(strstr(err.msg, "value"));
@@ -841,21 +848,26 @@ static void test_workspace_resolution(void **state) {
 
 static void test_fingerprint_vector_file(void **state) {
     (void)state;
-    char *usr = realpath("/usr", NULL);
-    bool usable = usr && strcmp(usr, "/usr") == 0 && strncmp(fixtures, "/usr/", 5) != 0;
-    free(usr);
+    /* Workspace /etc: the rule's /usr/bin/true must lie outside it (an
+     * auto_approve executable inside the workspace is refused). */
+    char *etc = realpath("/etc", NULL), *tru = realpath("/usr/bin/true", NULL);
+    bool usable = etc && strcmp(etc, "/etc") == 0 && tru && strcmp(tru, "/usr/bin/true") == 0 &&
+        strncmp(fixtures, "/etc/", 5) != 0;
+    free(etc);
+    free(tru);
     if (!usable)
         skip();
     char p[8192];
     snprintf(p, sizeof p, "%s/vector.toml", fixtures);
     struct lz_config *c = NULL;
     struct lz_error err;
-    int r = load_path(p, "vector", "/usr", &c, &err);
+    int r = load_path(p, "vector", "/etc", &c, &err);
     if (r < 0)
         print_error("%s\n", err.msg);
     assert_int_equal(r, 0);
-    assert_string_equal(c->domain_id_hex, "d184cfb04f49bd36ae04439b849d476459b7a979c837dfbe2939b381fe396a8a");
-    assert_string_equal(c->fingerprint_hex, "6d20d04cf3bdfd5e1f0657a2cd64c77d82bd544eaba525a1d123e9396eb79344");
+    /* Also computed independently from the encoding in domain_id.h. */
+    assert_string_equal(c->domain_id_hex, "fb62411e69802b9dada5fbe82c52ab2a45a3ad2be22ac5b78c892980a3e4f45b");
+    assert_string_equal(c->fingerprint_hex, "25e674fd58298fe888a3a67f7c8c463ed60e7a46410b87e110f15d6161ffed82");
     assert_string_equal(c->profile.volumes[0].host, "/nonexistent-lazaret-test/data/vector/v");
     assert_true(c->profile.volumes[0].create);
     assert_int_equal(c->n_default_deny, 2);
@@ -989,6 +1001,461 @@ static void test_profile_names(void **state) {
     assert_false(lz_profile_name_valid("a$b"));
 }
 
+/* ---- [[escalation.auto_approve]] ---------------------------------------- */
+
+/* A tree of executables for the rules (@ = root):
+ *   @/opt/bin/tool                 a plain executable
+ *   @/opt/bin/python3.11           named like an interpreter
+ *   @/opt/bin/python3 -> python3.11, @/opt/bin/runpy -> python3 (a chain)
+ *   @/opt/bin/{bash,git,make,env,sudo,find}   named like their classes
+ *   @/opt/bin/notexec (0644), @/opt/bin/script.py (0644), @/opt/bin/dir/
+ *   @/opt/bin/intows -> @/ws/bin/evil      a link out of the workspace's reach into it
+ *   @/ws/bin/evil, @/ws/link-to-tool -> @/opt/bin/tool
+ *   @/home/data/bin/x  (Storage Root)   @/vol/x, @/vol2/x (volumes)
+ *   @/sock/x (socket_dir)   @/cfg/x (beside the file)   @/run/lazaret/x */
+static void aa_exec(const char *rel, const char *content, mode_t mode) {
+    char p[4096];
+    subst(rel, p, sizeof p);
+    char *d = lz_xstrdup(p);
+    *strrchr(d, '/') = '\0';
+    assert_int_equal(lz_mkdir_p(d, 0700), 0);
+    free(d);
+    write_file(p, content);
+    assert_int_equal(chmod(p, mode), 0);
+}
+
+static void aa_link(const char *target, const char *rel) {
+    char p[4096], t[4096];
+    subst(rel, p, sizeof p);
+    subst(target, t, sizeof t);
+    unlink(p);
+    assert_int_equal(symlink(t, p), 0);
+}
+
+static void aa_tree(void) {
+    static bool done;
+    if (done)
+        return;
+    done = true;
+    static const char *const ex[] = { "@/opt/bin/tool",  "@/opt/bin/python3.11",
+                                      "@/opt/bin/bash",  "@/opt/bin/git",
+                                      "@/opt/bin/make",  "@/opt/bin/env",
+                                      "@/opt/bin/sudo",  "@/opt/bin/find",
+                                      "@/ws/bin/evil",   "@/home/data/bin/x",
+                                      "@/vol/x",         "@/vol2/x",
+                                      "@/sock/x",        "@/cfg/x",
+                                      "@/run/lazaret/x", "@/home/bin/tool2",
+                                      "@/opt/bin/lister" };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(ex); i++)
+        aa_exec(ex[i],
+                "\x7f"
+                "ELF-not-really\n",
+                0755);
+    aa_exec("@/opt/bin/notexec", "x\n", 0644);
+    aa_exec("@/opt/bin/script.py", "print(1)\n", 0644);
+    aa_exec("@/opt/bin/shim", "#!/bin/sh\nexec tool \"$@\"\n", 0755);
+    aa_exec("@/opt/bin/dir/.keep", "", 0644);
+    aa_link("python3.11", "@/opt/bin/python3");
+    aa_link("python3", "@/opt/bin/runpy");
+    aa_link("@/ws/bin/evil", "@/opt/bin/intows");
+    aa_link("@/opt/bin/tool", "@/ws/link-to-tool");
+}
+
+/* Writes @/cfg/config.toml with rules (and extra [escalation] keys) and
+ * loads profile "default". The first rule's argv is on line 7. */
+static int aa_load(const char *esc, const char *rules, struct lz_config **c, struct lz_error *err) {
+    aa_tree();
+    char raw[8192], text[16384], p[4096];
+    snprintf(raw, sizeof raw,
+             "[storage]\n"
+             "data_root = \"@/home/data\"\n"
+             "[escalation]\n"
+             "socket_dir = \"@/sock\"\n"
+             "%s\n"
+             "%s\n"
+             "[profiles.default]\n"
+             "image = \"x\"\n"
+             "volumes = [{ host = \"@/vol\", container = \"/data\", mode = \"rw\" }]\n"
+             "[profiles.other]\n"
+             "image = \"x\"\n"
+             "volumes = [{ host = \"@/vol2\", container = \"/data\", mode = \"rw\" }]\n",
+             esc ? esc : "#", rules);
+    subst(raw, text, sizeof text);
+    subst("@/cfg/config.toml", p, sizeof p);
+    write_file(p, text);
+    char rt[4096];
+    subst("@/run", rt, sizeof rt);
+    setenv("XDG_RUNTIME_DIR", rt, 1);
+    char path[4096];
+    subst("@/opt/bin:/usr/bin:/bin", path, sizeof path);
+    setenv("PATH", path, 1);
+    *c = NULL;
+    return load_path(p, "default", NULL, c, err);
+}
+
+/* One rule ("argv = [...]" and maybe allow_extra_args) must be refused with
+ * a message containing every one of the fragments (@ = root). */
+static void aa_refused(const char *rule, const char *frag1, const char *frag2) {
+    char rules[4096], f[4096];
+    snprintf(rules, sizeof rules, "[[escalation.auto_approve]]\n%s\n", rule);
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    int r = aa_load(NULL, rules, &c, &err);
+    if (r >= 0)
+        print_error("accepted: %s\n", rule);
+    assert_true(r < 0);
+    assert_null(c);
+    const char *fr[] = { frag1, frag2 };
+    for (size_t i = 0; i < 2; i++) {
+        if (!fr[i])
+            continue;
+        subst(fr[i], f, sizeof f);
+        if (!strstr(err.msg, f))
+            print_error("message: %s\nmissing: %s\n", err.msg, f);
+        assert_non_null(strstr(err.msg, f));
+    }
+}
+
+/* One rule must be accepted; returns the loaded configuration. */
+static struct lz_config *aa_ok(const char *rule) {
+    char rules[4096];
+    snprintf(rules, sizeof rules, "[[escalation.auto_approve]]\n%s\n", rule);
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    int r = aa_load(NULL, rules, &c, &err);
+    if (r < 0)
+        print_error("refused: %s: %s\n", rule, err.msg);
+    assert_int_equal(r, 0);
+    assert_int_equal(c->n_auto_approve, 1);
+    return c;
+}
+
+static void test_aa_resolution(void **state) {
+    (void)state;
+    char exp[4096];
+    /* a bare name: through PATH at load, recorded for the coordinator */
+    struct lz_config *c = aa_ok("argv = [\"tool\", \"a\"]");
+    subst("@/opt/bin/tool", exp, sizeof exp);
+    assert_string_equal(c->auto_approve[0].argv[0], exp);
+    assert_string_equal(c->auto_approve[0].written, "tool");
+    assert_true(c->auto_approve[0].found_in_path);
+    assert_string_equal(c->auto_approve[0].argv[1], "a");
+    assert_null(c->auto_approve[0].argv[2]);
+    assert_null(c->auto_approve[0].warning); /* exact, plain: nothing to say */
+    subst("@/opt/bin:/usr/bin:/bin", exp, sizeof exp);
+    assert_string_equal(c->auto_approve_path, exp);
+    lz_config_free(c);
+
+    /* a relative PATH entry (the current directory) is never searched */
+    char path[4096], cwd[4096];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    subst("@/opt/bin", path, sizeof path);
+    assert_int_equal(chdir(path), 0);
+    char rules[] = "[[escalation.auto_approve]]\nargv = [\"tool\"]\n";
+    struct lz_error err;
+    aa_tree();
+    /* aa_load sets PATH; override after by loading by hand */
+    assert_int_equal(aa_load(NULL, rules, &c, &err), 0);
+    lz_config_free(c);
+    setenv("PATH", ".:bin:/nonexistent-lazaret", 1);
+    char p[4096];
+    subst("@/cfg/config.toml", p, sizeof p);
+    int r = load_path(p, "default", NULL, &c, &err);
+    assert_int_equal(chdir(cwd), 0);
+    assert_int_equal(r, -EINVAL);
+    assert_non_null(strstr(err.msg, "escalation.auto_approve[0].argv[0]: \"tool\" is not found in PATH"));
+
+    /* "~/" is expanded */
+    c = aa_ok("argv = [\"~/bin/tool2\"]");
+    subst("@/home/bin/tool2", exp, sizeof exp);
+    assert_string_equal(c->auto_approve[0].argv[0], exp);
+    lz_config_free(c);
+}
+
+static void test_aa_symlink_chain(void **state) {
+    (void)state;
+    char exp[4096];
+    /* runpy -> python3 -> python3.11: the chain's names count */
+    aa_refused("argv = [\"@/opt/bin/runpy\", \"-c\", \"print(1)\"]",
+               "escalation.auto_approve[0].argv[0]: refused:", "python3.11 is an interpreter given -c");
+    /* the same through a bare name */
+    aa_refused("argv = [\"runpy\", \"-m\", \"http.server\"]", "given -m", NULL);
+    /* the canonical path is what a request must name */
+    struct lz_config *c = aa_ok("argv = [\"@/opt/bin/runpy\", \"@/opt/bin/script.py\"]");
+    subst("@/opt/bin/python3.11", exp, sizeof exp);
+    assert_string_equal(c->auto_approve[0].argv[0], exp);
+    subst("@/opt/bin/runpy", exp, sizeof exp);
+    assert_string_equal(c->auto_approve[0].written, exp);
+    assert_false(c->auto_approve[0].found_in_path);
+    assert_non_null(c->auto_approve[0].warning);
+    assert_non_null(strstr(c->auto_approve[0].warning, "python3.11 is an interpreter running"));
+    /* config check shows the resolution and the warning */
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    lz_config_print(f, c);
+    fclose(f);
+    char line[8192];
+    subst("argv = [\"@/opt/bin/python3.11\", \"@/opt/bin/script.py\"]\n# argv[0] as written: \"@/opt/bin/runpy\"\n"
+          "allow_extra_args = false\n# WARNING: python3.11 is an interpreter running",
+          line, sizeof line);
+    if (!strstr(out, line))
+        print_error("%s", out);
+    assert_non_null(strstr(out, line));
+    assert_non_null(strstr(out, "prompt_timeout_seconds = 300\n"));
+    free(out);
+    lz_config_free(c);
+}
+
+static void test_aa_locations(void **state) {
+    (void)state;
+    aa_refused("argv = [\"bin/tool\"]",
+               "config.toml:7: escalation.auto_approve[0].argv[0]: \"bin/tool\" is a relative path", NULL);
+    aa_refused("argv = [\"./tool\"]", "is a relative path", NULL);
+    aa_refused("argv = [\"~other/tool\"]", "is a relative path", NULL);
+    aa_refused("argv = [\"no-such-tool-lazaret\"]", "\"no-such-tool-lazaret\" is not found in PATH", NULL);
+    aa_refused("argv = [\"@/opt/bin/missing\"]", "@/opt/bin/missing\": No such file or directory", NULL);
+    aa_refused("argv = [\"@/opt/bin/notexec\"]", "\"@/opt/bin/notexec\" is not executable", NULL);
+    aa_refused("argv = [\"@/opt/bin/dir\"]", "\"@/opt/bin/dir\" is not a regular file", NULL);
+    aa_refused("argv = [\"@/opt/bin/../bin/tool\"]", "has a '..' segment", NULL);
+    aa_refused("argv = [\"@/ws/bin/evil\"]",
+               "escalation.auto_approve[0].argv[0]: the executable \"@/ws/bin/evil\" lies inside the workspace", NULL);
+    aa_refused("argv = [\"@/ws/link-to-tool\"]", "the executable \"@/ws/link-to-tool\" lies inside the workspace",
+               NULL);
+    /* a link outside pointing in: the file it names is inside */
+    aa_refused("argv = [\"@/opt/bin/intows\"]", "the executable \"@/ws/bin/evil\" lies inside the workspace", NULL);
+    aa_refused("argv = [\"@/home/data/bin/x\"]", "lies inside the Storage Root", NULL);
+    aa_refused("argv = [\"@/vol/x\"]", "lies inside profiles.default.volumes[0].host", NULL);
+    aa_refused("argv = [\"@/vol2/x\"]", "lies inside profiles.other.volumes[0].host", NULL);
+    aa_refused("argv = [\"@/sock/x\"]", "lies inside escalation.socket_dir", NULL);
+    aa_refused("argv = [\"@/cfg/x\"]", "lies inside the configuration file's directory", NULL);
+    aa_refused("argv = [\"@/run/lazaret/x\"]", "lies inside Lazaret's runtime directory", NULL);
+    /* an interpreter's script is checked the same way */
+    aa_refused("argv = [\"@/opt/bin/python3\", \"@/ws/bin/evil\"]",
+               "escalation.auto_approve[0].argv[1]: the script \"@/ws/bin/evil\" lies inside the workspace", NULL);
+    aa_refused("argv = [\"@/opt/bin/python3\", \"@/opt/bin/nope.py\"]", "argv[1]: the script", "is not an existing");
+    /* the message names the rule by its index */
+    char rules[] = "[[escalation.auto_approve]]\nargv = [\"tool\"]\n"
+                   "[[escalation.auto_approve]]\nargv = [\"tool\", \"x\"]\n"
+                   "[[escalation.auto_approve]]\nargv = [\"@/opt/bin/git\", \"status\"]\n";
+    char r2[4096];
+    subst(rules, r2, sizeof r2);
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    assert_int_equal(aa_load(NULL, r2, &c, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "config.toml:11: escalation.auto_approve[2].argv[0]: refused: git is"));
+}
+
+static void test_aa_classes(void **state) {
+    (void)state;
+    /* shells: never with -c (alone or in a cluster), stdin or extra args */
+    aa_refused("argv = [\"@/opt/bin/bash\", \"-c\", \"true\"]", "refused: bash given -c (a command string", NULL);
+    aa_refused("argv = [\"@/opt/bin/bash\", \"-ec\", \"true\"]", "bash given -ec", NULL);
+    aa_refused("argv = [\"@/opt/bin/bash\", \"--command=x\"]", "bash given --command=x", NULL);
+    aa_refused("argv = [\"@/opt/bin/bash\", \"-s\"]", "bash given -s", NULL);
+    aa_refused("argv = [\"@/opt/bin/bash\"]", "names no script: it would read its program from standard input", NULL);
+    aa_refused("argv = [\"@/opt/bin/bash\", \"@/opt/bin/script.py\"]\nallow_extra_args = true",
+               "bash is a shell: with allow_extra_args = true the sandbox chooses the program", NULL);
+    aa_refused("argv = [\"@/opt/bin/bash\", \"run.sh\"]",
+               "argv[1] run.sh: the script bash runs must be an absolute path", NULL);
+    /* interpreters */
+    aa_refused("argv = [\"@/opt/bin/python3\", \"-c\", \"1\"]", "python3.11 is an interpreter given -c", NULL);
+    aa_refused("argv = [\"@/opt/bin/python3\", \"-Ic\", \"1\"]", "given -Ic", NULL);
+    aa_refused("argv = [\"@/opt/bin/python3\", \"@/opt/bin/script.py\"]\nallow_extra_args = true",
+               "python3.11 is an interpreter: with allow_extra_args = true", NULL);
+    aa_refused("argv = [\"@/opt/bin/python3\", \"-\"]", "names no script", NULL);
+    /* refused outright, with any arguments */
+    aa_refused("argv = [\"@/opt/bin/git\", \"status\"]", "git is a program that runs code the sandbox controls",
+               "seed 000");
+    aa_refused("argv = [\"@/opt/bin/git\"]", "git is a program that runs code the sandbox controls", NULL);
+    aa_refused("argv = [\"@/opt/bin/make\", \"test\"]", "make is a program that runs code the sandbox controls",
+               "working directory");
+    /* wrappers: only written out completely, and never around the above */
+    aa_refused("argv = [\"@/opt/bin/env\", \"tool\"]\nallow_extra_args = true",
+               "env is a wrapper that runs another program: with allow_extra_args = true", NULL);
+    aa_refused("argv = [\"@/opt/bin/env\", \"python3\", \"-c\", \"1\"]", "python3 is an interpreter given -c", NULL);
+    aa_refused("argv = [\"@/opt/bin/sudo\", \"sh\", \"-c\", \"id\"]", "sh given -c", NULL);
+    aa_refused("argv = [\"@/opt/bin/sudo\", \"-s\"]", "sudo given -s", NULL);
+    aa_refused("argv = [\"@/opt/bin/env\", \"git\", \"status\"]", "git is a program that runs code", NULL);
+    /* options that run programs: never with extra args */
+    aa_refused("argv = [\"@/opt/bin/find\", \".\"]\nallow_extra_args = true",
+               "find with allow_extra_args = true is refused", "-exec");
+
+    /* permitted, with a warning where it is risky */
+    struct lz_config *c = aa_ok("argv = [\"@/opt/bin/env\", \"tool\", \"x\"]");
+    assert_non_null(strstr(c->auto_approve[0].warning, "env is a wrapper that runs another program"));
+    lz_config_free(c);
+    c = aa_ok("argv = [\"@/opt/bin/find\", \"/tmp\", \"-name\", \"x\"]");
+    assert_non_null(strstr(c->auto_approve[0].warning, "find: its -exec"));
+    lz_config_free(c);
+    c = aa_ok("argv = [\"@/opt/bin/bash\", \"@/opt/bin/script.py\"]");
+    assert_non_null(strstr(c->auto_approve[0].warning, "bash is a shell running"));
+    lz_config_free(c);
+    c = aa_ok("argv = [\"tool\", \"x\"]\nallow_extra_args = true");
+    assert_true(c->auto_approve[0].allow_extra_args);
+    assert_non_null(strstr(c->auto_approve[0].warning, "the sandbox chooses every argument after argv[1]"));
+    lz_config_free(c);
+    c = aa_ok("argv = [\"@/opt/bin/shim\"]");
+    assert_non_null(strstr(c->auto_approve[0].warning, "a script run by \"/bin/sh\""));
+    lz_config_free(c);
+}
+
+static void test_aa_prompt_timeout(void **state) {
+    (void)state;
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    assert_int_equal(aa_load("prompt_timeout_seconds = 4", "", &c, &err), -EINVAL);
+    assert_non_null(strstr(err.msg,
+                           "config.toml:5: escalation.prompt_timeout_seconds: 4 is too short to read a prompt "
+                           "(at least 5 seconds)"));
+    assert_int_equal(aa_load("prompt_timeout_seconds = 86401", "", &c, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "escalation.prompt_timeout_seconds"));
+    assert_int_equal(aa_load("prompt_timeout_seconds = \"300\"", "", &c, &err), -EINVAL);
+    assert_int_equal(aa_load("prompt_timeout_seconds = 5", "", &c, &err), 0);
+    assert_int_equal(c->escalation_prompt_timeout_s, 5);
+    char fp[65];
+    memcpy(fp, c->fingerprint_hex, 65);
+    lz_config_free(c);
+    assert_int_equal(aa_load(NULL, "", &c, &err), 0);
+    assert_int_equal(c->escalation_prompt_timeout_s, LZ_ESC_PROMPT_TIMEOUT_DEFAULT);
+    /* host policy of the prompt, not a property of the Domain */
+    assert_string_equal(c->fingerprint_hex, fp);
+    lz_config_free(c);
+}
+
+static void test_aa_match(void **state) {
+    (void)state;
+    char r[4096];
+    subst("[[escalation.auto_approve]]\nargv = [\"tool\", \"sts\", \"id\"]\n"
+          "[[escalation.auto_approve]]\nargv = [\"@/opt/bin/lister\", \"list\"]\nallow_extra_args = true\n",
+          r, sizeof r);
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    assert_int_equal(aa_load(NULL, r, &c, &err), 0);
+    struct lz_esc_rule *rules = NULL;
+    size_t n = 0;
+    assert_int_equal(lz_autoapprove_rules(c, &rules, &n), 0);
+    assert_int_equal(n, 2);
+    char tool[4096], env[4096];
+    subst("@/opt/bin/tool", tool, sizeof tool);
+    subst("@/opt/bin/lister", env, sizeof env);
+    size_t which = 99;
+
+    char *exact[] = { tool, "sts", "id" };
+    assert_true(lz_autoapprove_match(rules, n, exact, 3, &which));
+    assert_int_equal(which, 0);
+    /* one extra argument: prompted, not matched */
+    char *extra[] = { tool, "sts", "id", "--debug" };
+    assert_false(lz_autoapprove_match(rules, n, extra, 4, NULL));
+    /* fewer arguments never match a longer rule */
+    assert_false(lz_autoapprove_match(rules, n, exact, 2, NULL));
+    assert_false(lz_autoapprove_match(rules, n, exact, 0, NULL));
+    /* a relative or bare argv[0] never matches, though the rule was
+     * written as a bare name */
+    char *bare[] = { "tool", "sts", "id" };
+    assert_false(lz_autoapprove_match(rules, n, bare, 3, NULL));
+    char *rel[] = { "./tool", "sts", "id" };
+    assert_false(lz_autoapprove_match(rules, n, rel, 3, NULL));
+    /* the same basename elsewhere never matches */
+    char *other[] = { "/usr/local/bin/tool", "sts", "id" };
+    assert_false(lz_autoapprove_match(rules, n, other, 3, NULL));
+    /* nor an unnormalized spelling of the same file */
+    char slashed[4200];
+    snprintf(slashed, sizeof slashed, "/%s", tool);
+    char *sl[] = { slashed, "sts", "id" };
+    assert_false(lz_autoapprove_match(rules, n, sl, 3, NULL));
+    /* a NULL element never matches */
+    char *hole[] = { tool, NULL, "id" };
+    assert_false(lz_autoapprove_match(rules, n, hole, 3, NULL));
+
+    /* allow_extra_args: the rule is a prefix */
+    char *e1[] = { env, "list" };
+    char *e2[] = { env, "list", "a", "b" };
+    char *e3[] = { env, "lis" };
+    char *e4[] = { env, "list-x" };
+    assert_true(lz_autoapprove_match(rules, n, e1, 2, &which));
+    assert_int_equal(which, 1);
+    assert_true(lz_autoapprove_match(rules, n, e2, 4, &which));
+    assert_false(lz_autoapprove_match(rules, n, e3, 2, NULL));
+    assert_false(lz_autoapprove_match(rules, n, e4, 2, NULL));
+    /* positive control for the layout: a rule written by hand */
+    char *hand_argv[] = { "/bin/x", "y" };
+    struct lz_esc_rule hand = { .argv = hand_argv, .argc = 2, .allow_extra_args = false };
+    char *hx[] = { "/bin/x", "y" };
+    assert_true(lz_autoapprove_match(&hand, 1, hx, 2, NULL));
+    free(rules);
+    lz_config_free(c);
+}
+
+/* Rules are in the fingerprint: a client whose rules differ cannot join a
+ * Domain whose coordinator holds others (docs/escalation.md). */
+static void test_aa_fingerprint(void **state) {
+    (void)state;
+    struct lz_config *a = NULL, *b = NULL;
+    struct lz_error err;
+    assert_int_equal(aa_load(NULL, "", &a, &err), 0);
+    assert_int_equal(aa_load(NULL, "[[escalation.auto_approve]]\nargv = [\"tool\"]\n", &b, &err), 0);
+    assert_string_not_equal(a->fingerprint_hex, b->fingerprint_hex);
+    char fp[65];
+    memcpy(fp, b->fingerprint_hex, 65);
+    lz_config_free(a);
+    lz_config_free(b);
+    /* allow_extra_args counts */
+    assert_int_equal(
+        aa_load(NULL, "[[escalation.auto_approve]]\nargv = [\"tool\"]\nallow_extra_args = true\n", &a, &err), 0);
+    assert_string_not_equal(a->fingerprint_hex, fp);
+    lz_config_free(a);
+    /* the same text resolving to another executable counts (the
+     * canonical path is hashed, not the spelling) */
+    char alt[4096];
+    subst("@/opt/alt", alt, sizeof alt);
+    aa_exec("@/opt/alt/tool",
+            "\x7f"
+            "ELF\n",
+            0755);
+    assert_int_equal(aa_load(NULL, "[[escalation.auto_approve]]\nargv = [\"tool\"]\n", &a, &err), 0);
+    assert_string_equal(a->fingerprint_hex, fp);
+    lz_config_free(a);
+    char path[8192], p[4096];
+    snprintf(path, sizeof path, "%s:/usr/bin", alt);
+    subst("@/cfg/config.toml", p, sizeof p);
+    setenv("PATH", path, 1);
+    assert_int_equal(load_path(p, "default", NULL, &a, &err), 0);
+    assert_string_not_equal(a->fingerprint_hex, fp);
+    lz_config_free(a);
+
+    /* The coordinator resolves bare names with the PATH the client handed
+     * over, not its own: the same executable, the same fingerprint. */
+    assert_int_equal(aa_load(NULL, "[[escalation.auto_approve]]\nargv = [\"tool\"]\n", &a, &err), 0);
+    int fd = -1;
+    assert_int_equal(lz_envpass_create(a, &fd, &err), 0);
+    struct lz_envpass *ep = NULL;
+    assert_int_equal(lz_envpass_read(fd, &ep, &err), 0);
+    close(fd);
+    assert_string_equal(lz_envpass_get(ep, "PATH"), a->auto_approve_path);
+    setenv("PATH", "/usr/bin:/bin", 1); /* the coordinator's own PATH */
+    struct lz_config_opts o = {
+        .config_path = p, .profile = "default", .workspace = ws, .lookup_env = lz_envpass_get, .lookup_env_ud = ep
+    };
+    assert_int_equal(lz_config_load(&o, &b, &err), 0);
+    assert_string_equal(b->fingerprint_hex, a->fingerprint_hex);
+    assert_string_equal(b->auto_approve[0].argv[0], a->auto_approve[0].argv[0]);
+    lz_config_free(b);
+    lz_envpass_free(ep);
+    /* positive control: without the hand-over it is refused, not guessed */
+    o.lookup_env_ud = NULL;
+    struct lz_envpass *empty = NULL;
+    int efd = memfd_create("t", MFD_CLOEXEC);
+    assert_true(efd >= 0);
+    assert_int_equal(lz_envpass_read(efd, &empty, &err), 0);
+    close(efd);
+    o.lookup_env_ud = empty;
+    assert_int_equal(lz_config_load(&o, &b, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "is a bare name and PATH is not set (not handed over by the client)"));
+    lz_envpass_free(empty);
+    lz_config_free(a);
+}
+
 #define T(f) cmocka_unit_test_setup(f, env_reset)
 
 int main(void) {
@@ -1014,6 +1481,13 @@ int main(void) {
         T(test_print_redacts),
         T(test_prefix_parse),
         T(test_profile_names),
+        T(test_aa_resolution),
+        T(test_aa_symlink_chain),
+        T(test_aa_locations),
+        T(test_aa_classes),
+        T(test_aa_prompt_timeout),
+        T(test_aa_match),
+        T(test_aa_fingerprint),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

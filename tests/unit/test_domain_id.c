@@ -51,7 +51,7 @@ static void test_domain_id_framing(void **state) {
  * so pointing them at literals is fine here. */
 #define W(x) ((char *)(x))
 
-/* The same inputs as tests/unit/data/config/vector.toml with workspace /usr. */
+/* The same inputs as tests/unit/data/config/vector.toml with workspace /etc. */
 static char *s_dallow[] = { W("0.0.0.0/0") };
 static char *s_ddeny[] = { W("192.168.0.0/16"), W("10.0.0.0/8"), W("10.0.0.0/8") };
 static char *s_argv[] = { W("/usr/bin/true"), W("x") };
@@ -61,7 +61,7 @@ static char *s_allow[] = { W("198.51.100.0/24") };
 static void vector_config(struct lz_config *c, struct lz_auto_approve *rule, struct lz_env_entry env[2],
                           struct lz_volume *vol) {
     memset(c, 0, sizeof *c);
-    assert_int_equal(lz_domain_id_v1("vector", "/usr", c->domain_id), 0);
+    assert_int_equal(lz_domain_id_v1("vector", "/etc", c->domain_id), 0);
     c->data_root = W("/nonexistent-lazaret-test/data");
     c->default_allow = s_dallow;
     c->n_default_allow = 1;
@@ -106,7 +106,7 @@ static void test_fingerprint_vector(void **state) {
     char hex[65], hex2[65];
     vector_config(&c, &rule, env, &vol);
     fp_hex(&c, hex);
-    assert_string_equal(hex, "6d20d04cf3bdfd5e1f0657a2cd64c77d82bd544eaba525a1d123e9396eb79344");
+    assert_string_equal(hex, "25e674fd58298fe888a3a67f7c8c463ed60e7a46410b87e110f15d6161ffed82");
 
     /* the host value behind env: does not count */
     env[0].value = W("another-secret");

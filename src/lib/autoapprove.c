@@ -1,0 +1,497 @@
+/* autoapprove.c — see autoapprove.h.
+ *
+ * The class table is a deny-list of the programs that most often turn one
+ * approved argv into "anything": it cannot be complete, which is why the
+ * real defence is allow_extra_args = false with every argument written out,
+ * and why docs/escalation.md lists what never to auto-approve. */
+#include "autoapprove.h"
+
+#include "config.h"
+
+bool lz_autoapprove_match(const struct lz_esc_rule *rules, size_t n, char *const *argv, size_t argc, size_t *ret_rule) {
+    if (!rules || !argv || argc == 0)
+        return false;
+    for (size_t i = 0; i < argc; i++)
+        if (!argv[i])
+            return false;
+    /* A rule's argv[0] is absolute, so byte equality already excludes a
+     * relative request; say it anyway, it is the property that matters. */
+    if (argv[0][0] != '/')
+        return false;
+    for (size_t r = 0; r < n; r++) {
+        const struct lz_esc_rule *rule = &rules[r];
+        if (rule->argc == 0 || !rule->argv || argc < rule->argc || (!rule->allow_extra_args && argc != rule->argc))
+            continue;
+        bool eq = true;
+        for (size_t j = 0; j < rule->argc && eq; j++)
+            eq = rule->argv[j] && strcmp(rule->argv[j], argv[j]) == 0;
+        if (eq) {
+            if (ret_rule)
+                *ret_rule = r;
+            return true;
+        }
+    }
+    return false;
+}
+
+int lz_autoapprove_rules(const struct lz_config *c, struct lz_esc_rule **ret, size_t *ret_n) {
+    struct lz_esc_rule *v = lz_xcalloc(c->n_auto_approve ? c->n_auto_approve : 1, sizeof *v);
+    for (size_t i = 0; i < c->n_auto_approve; i++)
+        v[i] = (struct lz_esc_rule){ .argv = c->auto_approve[i].argv,
+                                     .argc = c->auto_approve[i].argc,
+                                     .allow_extra_args = c->auto_approve[i].allow_extra_args };
+    *ret = v;
+    *ret_n = c->n_auto_approve;
+    return 0;
+}
+
+/* ---- classes ------------------------------------------------------------ */
+
+/* In order of severity: when an executable is known by several names (a
+ * symlink chain), the most severe class among them applies. */
+enum aa_class {
+    AA_PLAIN,
+    AA_OPTEXEC, /* options can run programs or write any file: never with extra args */
+    AA_TEXT,    /* awk, sed: the program is text in the rule */
+    AA_WRAPPER, /* runs another argv */
+    AA_INTERP,  /* runs a script */
+    AA_MULTI,   /* busybox, toybox: argv[1] is the program */
+    AA_SHELL,
+    AA_PROJECT, /* refused outright */
+};
+
+struct family {
+    const char *name;
+    enum aa_class cls;
+    /* Short option letters (alone or in a cluster) and long options
+     * (exact, or followed by '=') that give the program its code inline,
+     * from standard input or from a terminal. */
+    const char *letters;
+    const char *const *longs;
+    const char *why; /* for AA_PROJECT and AA_OPTEXEC: the reason */
+};
+
+static const char *const sh_long[] = { "--command", "--init-command", "--interactive", NULL };
+static const char *const node_long[] = { "--eval",        "--print",  "--require",
+                                         "--import",      "--loader", "--experimental-loader",
+                                         "--interactive", NULL };
+static const char *const julia_long[] = { "--eval", "--print", NULL };
+static const char *const su_long[] = { "--command", "--session-command", "--shell", "--login", NULL };
+static const char *const sudo_long[] = { "--shell", "--login", NULL };
+static const char *const script_long[] = { "--command", NULL };
+
+#define SHELL(n)                                                                                                       \
+    { n, AA_SHELL, "csiC", sh_long, NULL }
+#define PROJ(n, w)                                                                                                     \
+    { n, AA_PROJECT, NULL, NULL, w }
+#define OPTX(n, w)                                                                                                     \
+    { n, AA_OPTEXEC, NULL, NULL, w }
+#define WRAP(n)                                                                                                        \
+    { n, AA_WRAPPER, NULL, NULL, NULL }
+
+static const char git_why[] = "git runs hooks, aliases, pagers, editors and helpers from its configuration, including "
+                              "the workspace's own (seed 000: git is never auto-approved, with any subcommand)";
+static const char build_why[] = "it reads its instructions (build files, package scripts, tool configuration) from the "
+                                "working directory, which is the sandbox-writable workspace";
+static const char stdin_why[] = "it takes the command to run from standard input, which the sandbox supplies";
+static const char initfile_why[] = "it reads an init file from the working directory (the workspace) and runs "
+                                   "arbitrary commands";
+static const char files_why[] = "with arguments of the sandbox's choosing it writes, removes or changes any file the "
+                                "developer can";
+
+static const struct family families[] = {
+    SHELL("sh"),
+    SHELL("bash"),
+    SHELL("rbash"),
+    SHELL("dash"),
+    SHELL("ash"),
+    SHELL("hush"),
+    SHELL("zsh"),
+    SHELL("fish"),
+    SHELL("ksh"),
+    SHELL("mksh"),
+    SHELL("pdksh"),
+    SHELL("oksh"),
+    SHELL("loksh"),
+    SHELL("yash"),
+    SHELL("posh"),
+    SHELL("csh"),
+    SHELL("tcsh"),
+    SHELL("elvish"),
+    SHELL("nu"),
+    SHELL("xonsh"),
+    SHELL("pwsh"),
+    SHELL("rc"),
+    SHELL("es"),
+    { "busybox", AA_MULTI, NULL, NULL, NULL },
+    { "toybox", AA_MULTI, NULL, NULL, NULL },
+    /* -m runs a module from sys.path, whose first entry is then the
+     * working directory: the workspace. */
+    { "python", AA_INTERP, "cm", NULL, NULL },
+    { "pypy", AA_INTERP, "cm", NULL, NULL },
+    { "perl", AA_INTERP, "eE", NULL, NULL },
+    { "ruby", AA_INTERP, "e", NULL, NULL },
+    { "jruby", AA_INTERP, "e", NULL, NULL },
+    { "irb", AA_INTERP, NULL, NULL, NULL },
+    { "node", AA_INTERP, "epri", node_long, NULL },
+    { "nodejs", AA_INTERP, "epri", node_long, NULL },
+    { "php", AA_INTERP, "rRBEFa", NULL, NULL },
+    { "lua", AA_INTERP, "eil", NULL, NULL },
+    { "luajit", AA_INTERP, "eil", NULL, NULL },
+    { "tclsh", AA_INTERP, NULL, NULL, NULL },
+    { "wish", AA_INTERP, NULL, NULL, NULL },
+    { "expect", AA_INTERP, "ci", NULL, NULL },
+    { "osascript", AA_INTERP, "e", NULL, NULL },
+    { "Rscript", AA_INTERP, "e", NULL, NULL },
+    { "R", AA_INTERP, "e", NULL, NULL },
+    { "julia", AA_INTERP, "eEi", julia_long, NULL },
+    { "guile", AA_INTERP, "ce", NULL, NULL },
+    { "awk", AA_TEXT, NULL, NULL, NULL },
+    { "gawk", AA_TEXT, NULL, NULL, NULL },
+    { "mawk", AA_TEXT, NULL, NULL, NULL },
+    { "nawk", AA_TEXT, NULL, NULL, NULL },
+    { "sed", AA_TEXT, NULL, NULL, NULL },
+    { "gsed", AA_TEXT, NULL, NULL, NULL },
+    WRAP("env"),
+    { "sudo", AA_WRAPPER, "si", sudo_long, NULL },
+    { "doas", AA_WRAPPER, "s", NULL, NULL },
+    { "su", AA_WRAPPER, "csl", su_long, NULL },
+    { "runuser", AA_WRAPPER, "csl", su_long, NULL },
+    WRAP("pkexec"),
+    WRAP("sg"),
+    WRAP("nohup"),
+    WRAP("nice"),
+    WRAP("ionice"),
+    WRAP("timeout"),
+    WRAP("stdbuf"),
+    WRAP("setsid"),
+    WRAP("chroot"),
+    WRAP("unshare"),
+    WRAP("nsenter"),
+    { "flock", AA_WRAPPER, "c", script_long, NULL },
+    WRAP("time"),
+    WRAP("strace"),
+    WRAP("ltrace"),
+    WRAP("chrt"),
+    WRAP("taskset"),
+    WRAP("setpriv"),
+    WRAP("systemd-run"),
+    { "script", AA_WRAPPER, "c", script_long, NULL },
+    WRAP("firejail"),
+    WRAP("bwrap"),
+    WRAP("catchsegv"),
+    WRAP("perf"),
+    PROJ("git", git_why),
+    PROJ("make", build_why),
+    PROJ("gmake", build_why),
+    PROJ("bmake", build_why),
+    PROJ("npm", build_why),
+    PROJ("npx", build_why),
+    PROJ("yarn", build_why),
+    PROJ("yarnpkg", build_why),
+    PROJ("pnpm", build_why),
+    PROJ("pnpx", build_why),
+    PROJ("corepack", build_why),
+    PROJ("bun", build_why),
+    PROJ("bunx", build_why),
+    PROJ("deno", build_why),
+    PROJ("cargo", build_why),
+    PROJ("go", build_why),
+    PROJ("just", build_why),
+    PROJ("rake", build_why),
+    PROJ("bundle", build_why),
+    PROJ("bundler", build_why),
+    PROJ("composer", build_why),
+    PROJ("gradle", build_why),
+    PROJ("gradlew", build_why),
+    PROJ("mvn", build_why),
+    PROJ("mvnw", build_why),
+    PROJ("ant", build_why),
+    PROJ("ninja", build_why),
+    PROJ("meson", build_why),
+    PROJ("cmake", build_why),
+    PROJ("tox", build_why),
+    PROJ("nox", build_why),
+    PROJ("poetry", build_why),
+    PROJ("pipenv", build_why),
+    PROJ("pip", build_why),
+    PROJ("pipx", build_why),
+    PROJ("uv", build_why),
+    PROJ("uvx", build_why),
+    PROJ("dotnet", build_why),
+    PROJ("mix", build_why),
+    PROJ("sbt", build_why),
+    PROJ("xargs", stdin_why),
+    PROJ("parallel", stdin_why),
+    PROJ("watch", "it runs its command through sh -c"),
+    PROJ("gdb", initfile_why),
+    PROJ("valgrind", initfile_why),
+    OPTX("find", "its -exec, -execdir, -ok and -fprint options run programs and write files"),
+    OPTX("tar", "its --to-command, --checkpoint-action and --use-compress-program options run programs"),
+    OPTX("rsync", "its -e/--rsh and --rsync-path options run programs"),
+    OPTX("ssh", "it runs remote commands and -o ProxyCommand/LocalCommand run local ones"),
+    OPTX("scp", "its -o ProxyCommand and -S options run programs"),
+    OPTX("sftp", "its -o ProxyCommand and -S options run programs"),
+    OPTX("zip", "its -TT/--unzip-command option runs a program"),
+    OPTX("less", "it has shell escapes and input preprocessors"),
+    OPTX("more", "it has shell escapes"),
+    OPTX("man", "its -P/--pager and -H options run programs"),
+    OPTX("vi", "it runs -c and + commands, including shell escapes"),
+    OPTX("vim", "it runs -c and + commands, including shell escapes"),
+    OPTX("nvim", "it runs -c and + commands, including shell escapes"),
+    OPTX("view", "it runs -c and + commands, including shell escapes"),
+    OPTX("ex", "it runs -c and + commands, including shell escapes"),
+    OPTX("ed", "it has shell escapes"),
+    OPTX("emacs", "its --eval and -l options run Lisp"),
+    OPTX("m4", "its syscmd and esyscmd macros run shell commands"),
+    OPTX("docker", "it runs containers with host mounts and privileges"),
+    OPTX("podman", "it runs containers with host mounts"),
+    OPTX("kubectl", "it runs commands in clusters with the developer's credentials"),
+    OPTX("curl", "its -o, -K and --config options write and read any file"),
+    OPTX("wget", "its -O, -e and --execute options write any file and run commands"),
+    OPTX("dd", files_why),
+    OPTX("cp", files_why),
+    OPTX("mv", files_why),
+    OPTX("rm", files_why),
+    OPTX("ln", files_why),
+    OPTX("install", files_why),
+    OPTX("chmod", files_why),
+    OPTX("chown", files_why),
+    OPTX("tee", files_why),
+    OPTX("truncate", files_why),
+    OPTX("shred", files_why),
+};
+
+static const char *class_word(enum aa_class c) {
+    switch (c) {
+    case AA_SHELL: return "a shell";
+    case AA_MULTI: return "a multi-call binary";
+    case AA_INTERP: return "an interpreter";
+    case AA_TEXT: return "a text-program interpreter";
+    case AA_WRAPPER: return "a wrapper that runs another program";
+    case AA_PROJECT: return "a program that runs code the sandbox controls";
+    case AA_OPTEXEC: return "a program whose options run programs or write files";
+    case AA_PLAIN: return "a program";
+    }
+    return "a program";
+}
+
+void lz_autoapprove_family(const char *path, char *ret, size_t size) {
+    if (size == 0)
+        return;
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    size_t n = strlen(b);
+    /* "python3.11" -> "python"; a name of digits only stays as it is. */
+    size_t k = n;
+    while (k > 0 && ((b[k - 1] >= '0' && b[k - 1] <= '9') || b[k - 1] == '.'))
+        k--;
+    if (k == 0)
+        k = n;
+    if (k >= size)
+        k = size - 1;
+    memcpy(ret, b, k);
+    ret[k] = '\0';
+}
+
+static const struct family *lookup(const char *name) {
+    char fam[256];
+    lz_autoapprove_family(name, fam, sizeof fam);
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(families); i++)
+        if (strcmp(families[i].name, fam) == 0)
+            return &families[i];
+    return NULL;
+}
+
+/* Whether arg gives the program code inline, from stdin or a terminal. */
+static bool is_inline_opt(const struct family *f, const char *arg) {
+    if (arg[0] != '-' || arg[1] == '\0')
+        return false;
+    if (f->longs)
+        for (const char *const *l = f->longs; *l; l++) {
+            size_t n = strlen(*l);
+            if (strncmp(arg, *l, n) == 0 && (arg[n] == '\0' || arg[n] == '='))
+                return true;
+        }
+    /* A short cluster ("-ec", "-xc"): any listed letter in it counts, even
+     * where it might be an option's value; refusing too much is safe. */
+    if (arg[1] == '-' || !f->letters)
+        return false;
+    for (const char *p = arg + 1; *p; p++)
+        if (strchr(f->letters, *p))
+            return true;
+    return false;
+}
+
+#define WHY(...) snprintf(why, why_size, __VA_ARGS__)
+
+static int check_vec(const struct family *f, const char *shown, char *const *argv, size_t argc, size_t base,
+                     bool allow_extra, char *why, size_t why_size, size_t *ret_script, unsigned depth);
+
+/* A wrapper's (or multi-call binary's) own arguments: any of them that is
+ * itself a classified program is checked as the start of its own vector,
+ * so that `env python3 -c`, `sudo git` or `nice make` are refused like
+ * `python3 -c`, `git` and `make`. */
+static int check_inner(char *const *argv, size_t argc, size_t base, char *why, size_t why_size, size_t *ret_script,
+                       unsigned depth) {
+    for (size_t i = 1; i < argc; i++) {
+        const struct family *g = lookup(argv[i]);
+        if (!g)
+            continue;
+        size_t script = 0;
+        if (check_vec(g, argv[i], argv + i, argc - i, base + i, false, why, why_size, &script, depth + 1) < 0)
+            return -EPERM;
+        /* The inner program's script is checked by the loader like any
+         * other (its index in this vector). */
+        if (script && ret_script)
+            *ret_script = i + script;
+        return 0;
+    }
+    return 0;
+}
+
+static int check_vec(const struct family *f, const char *shown, char *const *argv, size_t argc, size_t base,
+                     bool allow_extra, char *why, size_t why_size, size_t *ret_script, unsigned depth) {
+    why[0] = '\0';
+    if (depth > 4) {
+        WHY("argv[%zu]: too many nested wrappers", base);
+        return -EPERM;
+    }
+    if (!f) {
+        if (allow_extra)
+            WHY("the sandbox chooses every argument after argv[%zu]: make sure no option of this program runs "
+                "another program, loads code or writes files it should not",
+                argc - 1);
+        return 0;
+    }
+    const char *w = class_word(f->cls);
+    switch (f->cls) {
+    case AA_PLAIN: return 0;
+    case AA_PROJECT: WHY("%s is %s: %s", shown, w, f->why); return -EPERM;
+    case AA_OPTEXEC:
+        if (allow_extra) {
+            WHY("%s with allow_extra_args = true is refused: %s; write every argument out", shown, f->why);
+            return -EPERM;
+        }
+        WHY("%s: %s; every argument is fixed by this rule", shown, f->why);
+        return 0;
+    case AA_TEXT:
+        if (allow_extra) {
+            WHY("%s is %s: with allow_extra_args = true the sandbox could add a program (-e, -f, a script); write "
+                "every argument out",
+                shown, w);
+            return -EPERM;
+        }
+        WHY("%s is %s: the program text in this rule runs with the developer's authority (awk's system(), sed's e "
+            "and w commands)",
+            shown, w);
+        return 0;
+    case AA_WRAPPER:
+    case AA_MULTI:
+        if (allow_extra) {
+            WHY("%s is %s: with allow_extra_args = true the sandbox chooses the program it runs; write every "
+                "argument out and set allow_extra_args = false",
+                shown, w);
+            return -EPERM;
+        }
+        for (size_t i = 1; i < argc; i++)
+            if (is_inline_opt(f, argv[i])) {
+                WHY("%s given %s runs a shell or a command string, which is never auto-approved", shown, argv[i]);
+                return -EPERM;
+            }
+        if (f->cls == AA_MULTI) {
+            if (argc < 2) {
+                WHY("%s is %s and the rule names no program (argv[%zu])", shown, w, base + 1);
+                return -EPERM;
+            }
+            const struct family *g = lookup(argv[1]);
+            if (g &&
+                check_vec(g, argv[1], argv + 1, argc - 1, base + 1, false, why, why_size, ret_script, depth + 1) < 0)
+                return -EPERM;
+            if (ret_script && *ret_script)
+                *ret_script += 1;
+        } else if (check_inner(argv, argc, base, why, why_size, ret_script, depth) < 0) {
+            return -EPERM;
+        }
+        WHY("%s is %s: every argument is fixed by this rule, but check what it runs (a bare program name is looked "
+            "up in PATH when it runs)",
+            shown, w);
+        return 0;
+    case AA_SHELL:
+    case AA_INTERP: break;
+    }
+    /* Shells and interpreters. */
+    if (allow_extra) {
+        WHY("%s is %s: with allow_extra_args = true the sandbox chooses the program it runs; write every argument out "
+            "and set allow_extra_args = false",
+            shown, w);
+        return -EPERM;
+    }
+    size_t op = 0;
+    for (size_t i = 1; i < argc && !op; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            op = i + 1 < argc ? i + 1 : argc;
+            break;
+        }
+        if (a[0] == '-' && a[1] != '\0') {
+            if (is_inline_opt(f, a)) {
+                if (f->cls == AA_SHELL)
+                    WHY("%s given %s (a command string, or commands from standard input or a terminal) is never "
+                        "auto-approved",
+                        shown, a);
+                else
+                    WHY("%s is %s given %s: its program would be text in the request or come from standard input, "
+                        "a terminal or the working directory (the workspace); refused",
+                        shown, w, a);
+                return -EPERM;
+            }
+            continue;
+        }
+        op = i;
+    }
+    if (op == 0 || op >= argc || strcmp(argv[op], "-") == 0) {
+        WHY("%s is %s and the rule names no script: it would read its program from standard input, which the "
+            "sandbox supplies",
+            shown, w);
+        return -EPERM;
+    }
+    if (argv[op][0] != '/') {
+        WHY("argv[%zu] %s: the script %s runs must be an absolute path (a relative one is found in the working "
+            "directory, the workspace; write an option's value joined to it, e.g. -Wignore)",
+            base + op, argv[op], shown);
+        return -EPERM;
+    }
+    if (ret_script)
+        *ret_script = op;
+    WHY("%s is %s running %s: the script and everything it loads must stay out of the sandbox's reach; its "
+        "working directory is in the workspace",
+        shown, w, argv[op]);
+    return 0;
+}
+
+int lz_autoapprove_check(const char *const *names, size_t n_names, char *const *argv, size_t argc,
+                         bool allow_extra_args, char *why, size_t why_size, size_t *ret_script) {
+    if (why_size == 0 || argc == 0)
+        return -EINVAL;
+    /* The most severe class among all the names of the executable. */
+    const struct family *f = NULL;
+    const char *shown = argv[0];
+    for (size_t i = 0; i < n_names; i++) {
+        const struct family *g = lookup(names[i]);
+        if (g && (!f || g->cls >= f->cls)) { /* ties: the later name, the canonical file last */
+            f = g;
+            shown = names[i];
+        }
+    }
+    size_t script = 0;
+    char sb[512];
+    const char *b = strrchr(shown, '/');
+    snprintf(sb, sizeof sb, "%s", b ? b + 1 : shown);
+    int r = check_vec(f, sb, argv, argc, 0, allow_extra_args, why, why_size, &script, 0);
+    if (r < 0)
+        return r;
+    if (ret_script)
+        *ret_script = script;
+    return 0;
+}
