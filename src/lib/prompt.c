@@ -314,11 +314,13 @@ static unsigned text_cols(const struct lz_prompt *p) {
 }
 static unsigned screen_rows(const struct lz_prompt *p) { return p->o.rows < MIN_ROWS ? MIN_ROWS : p->o.rows; }
 
-/* Appends s (safe text) as one or more rows of at most text_cols columns;
- * continuation rows start with CONT. */
-static void wrap(struct rows *r, const char *s, enum attr a, unsigned cols) {
+/* Appends s (safe text) as one or more rows of at most cols columns;
+ * continuation rows start with CONT. Our own prose breaks after a space
+ * (words); text from the request breaks at the column, so every character
+ * of it stays where the escape put it. */
+static void wrap_ex(struct rows *r, const char *s, enum attr a, unsigned cols, bool words) {
     const uint8_t *u = (const uint8_t *)s;
-    size_t len = strlen(s), start = 0, i = 0;
+    size_t len = strlen(s), start = 0, i = 0, brk = 0;
     unsigned w = 0, avail = cols;
     bool first = true;
     struct buf b = { 0 };
@@ -329,18 +331,24 @@ static void wrap(struct rows *r, const char *s, enum attr a, unsigned cols) {
             n = 1, cp = '?';
         unsigned cw = cp_width(cp);
         if (w + cw > avail && i > start) {
+            size_t cut = words && brk > start ? brk : i;
             b.len = 0;
             if (!first)
                 buf_adds(&b, CONT);
-            buf_add(&b, s + start, i - start);
+            /* A word break drops the space it broke at. */
+            buf_add(&b, s + start, cut - start - (cut == brk && words ? 1 : 0));
             rows_push(r, b.p, b.len, a);
             first = false;
-            start = i;
+            start = i = cut;
+            brk = 0;
             w = 0;
             avail = cols - CONT_WIDTH;
+            continue;
         }
         w += cw;
         i += n;
+        if (cp == ' ')
+            brk = i;
     }
     b.len = 0;
     if (!first)
@@ -350,17 +358,30 @@ static void wrap(struct rows *r, const char *s, enum attr a, unsigned cols) {
     rows_push(r, b.p ? b.p : "", b.len, a);
     free(b.p);
 }
+static void wrap(struct rows *r, const char *s, enum attr a, unsigned cols) { wrap_ex(r, s, a, cols, true); }
 
+static void vwrap(struct rows *r, enum attr a, unsigned cols, bool words, const char *fmt, va_list ap) {
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        abort();
+    wrap_ex(r, s, a, cols, words);
+    free(s);
+}
+/* Own prose (word breaks). */
 static void wrapf(struct rows *r, enum attr a, unsigned cols, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static void wrapf(struct rows *r, enum attr a, unsigned cols, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        abort();
+    vwrap(r, a, cols, true, fmt, ap);
     va_end(ap);
-    wrap(r, s, a, cols);
-    free(s);
+}
+/* A row that shows request content (breaks at the column). */
+static void contentf(struct rows *r, unsigned cols, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void contentf(struct rows *r, unsigned cols, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vwrap(r, A_NONE, cols, false, fmt, ap);
+    va_end(ap);
 }
 
 static void mode_string(mode_t m, char out[11]) {
@@ -377,7 +398,7 @@ static void mode_string(mode_t m, char out[11]) {
 
 static void exe_rows(struct rows *r, unsigned cols, const struct exe_copy *e, const char *label) {
     _cleanup_free_ char *path = escs(e->path, LZ_ESCAPE_QUOTED);
-    wrapf(r, A_NONE, cols, "  %-12s \"%s\"", label, path);
+    contentf(r, cols, "  %-12s \"%s\"", label, path);
     if (!e->stat_known)
         return;
     _cleanup_free_ char *owner = e->owner ? escs(e->owner, 0) : lz_xasprintf("%u", (unsigned)e->uid);
@@ -400,7 +421,7 @@ static void argv_rows(struct rows *r, unsigned cols, const char *const *argv, si
         if (!nl)
             break;
         *nl = '\0';
-        wrapf(r, A_NONE, cols, "  %s", s);
+        contentf(r, cols, "  %s", s);
     }
 }
 
@@ -415,17 +436,17 @@ static void build_body(struct lz_prompt *p) {
     wrap(r, "", A_NONE, cols);
     _cleanup_free_ char *profile = escs(p->profile, 0), *session = escs(p->session, 0),
                         *rid = escs(p->request_id, 0), *cwd = escs(p->cwd, LZ_ESCAPE_QUOTED);
-    wrapf(r, A_NONE, cols, "  %-12s %s", "profile", profile);
-    wrapf(r, A_NONE, cols, "  %-12s %s", "session", session);
-    wrapf(r, A_NONE, cols, "  %-12s %s", "request", rid);
+    contentf(r, cols, "  %-12s %s", "profile", profile);
+    contentf(r, cols, "  %-12s %s", "session", session);
+    contentf(r, cols, "  %-12s %s", "request", rid);
     exe_rows(r, cols, &p->exe, "executable");
-    wrapf(r, A_NONE, cols, "  %-12s \"%s\" (host working directory)", "directory", cwd);
+    contentf(r, cols, "  %-12s \"%s\" (host working directory)", "directory", cwd);
     wrap(r, "", A_NONE, cols);
     if (p->edited)
-        wrapf(r, A_BOLD, cols, "Command line, AS YOU EDITED IT (%zu argument%s, each on its own line between quotes):",
+        wrapf(r, A_BOLD, cols, "Command line AS YOU EDITED IT (%zu argument%s, one per line, between quotes):",
               argc, argc == 1 ? "" : "s");
     else
-        wrapf(r, A_BOLD, cols, "Command line (%zu argument%s, each on its own line between quotes):", argc,
+        wrapf(r, A_BOLD, cols, "Command line (%zu argument%s, one per line, between quotes):", argc,
               argc == 1 ? "" : "s");
     argv_rows(r, cols, argv, argc);
     if (p->edited) {
@@ -439,7 +460,7 @@ static void build_body(struct lz_prompt *p) {
     wrapf(r, A_BOLD, cols, "Environment of the command (%zu variable%s, all of it):", p->envc, p->envc == 1 ? "" : "s");
     for (size_t i = 0; i < p->envc; i++) {
         _cleanup_free_ char *e = escs(p->env[i], LZ_ESCAPE_QUOTED);
-        wrapf(r, A_NONE, cols, "  \"%s\"", e);
+        contentf(r, cols, "  \"%s\"", e);
     }
     wrap(r, "", A_NONE, cols);
     wrap(r, "Justification: text supplied by the sandbox, not checked by Lazaret", A_BOLD, cols);
@@ -455,7 +476,7 @@ static void build_body(struct lz_prompt *p) {
         if (!nl && e == s && s > 0)
             break; /* nothing after the last line feed */
         _cleanup_free_ char *t = esc(p->just + s, e - s, 0);
-        wrapf(r, A_NONE, cols, "  | %s%s", t, nl ? "\\n" : "");
+        contentf(r, cols, "  | %s%s", t, nl ? "\\n" : "");
         if (!nl)
             break;
         s = e + 1;
@@ -464,16 +485,16 @@ static void build_body(struct lz_prompt *p) {
     p->body_valid = true;
 }
 
-static void footer_rows(struct lz_prompt *p, struct rows *f, size_t body_h, size_t nbody) {
+static void footer_rows(struct lz_prompt *p, struct rows *f, size_t top, size_t body_h, size_t nbody) {
     unsigned cols = text_cols(p);
     if (p->state == LZ_PROMPT_EDITING)
         return;
-    size_t last = p->top + body_h < nbody ? p->top + body_h : nbody;
+    size_t last = top + body_h < nbody ? top + body_h : nbody;
     if (nbody <= body_h)
         wrapf(f, A_REVERSE, cols, " all %zu lines shown ", nbody);
     else
-        wrapf(f, A_REVERSE, cols, " lines %zu-%zu of %zu%s%s; Space, j, Down: forward; b, k, Up: back ", p->top + 1, last,
-              nbody, last < nbody ? ", MORE BELOW" : "", p->top > 0 ? ", more above" : "");
+        wrapf(f, A_REVERSE, cols, " lines %zu-%zu of %zu%s%s (Space, b: page; j, k: line) ", top + 1, last, nbody,
+              last < nbody ? ", MORE BELOW" : "", top > 0 ? ", more above" : "");
     if (p->discarded)
         wrapf(f, A_NONE, cols, "%u key%s typed before the prompt %s ignored", p->discarded,
               p->discarded == 1 ? "" : "s", p->discarded == 1 ? "was" : "were");
@@ -483,7 +504,7 @@ static void footer_rows(struct lz_prompt *p, struct rows *f, size_t body_h, size
         wrap(f, "Read the request. Keys are accepted in a moment; keys typed now are ignored.", A_NONE, cols);
         return;
     }
-    wrap(f, "[a] approve once  [d] deny  [e] edit  [q] deny and quit the session  Enter/Esc: deny", A_NONE, cols);
+    wrap(f, "[a] approve once  [d] deny  [e] edit  [q] deny, end session  Enter/Esc: deny", A_NONE, cols);
     if (p->edited)
         wrap(f, "This is your edit: [a] runs it once. [s] is not offered for an edited command.", A_NONE, cols);
     else
@@ -593,19 +614,22 @@ static size_t layout(struct lz_prompt *p, struct rows *f) {
     for (int i = 0; i < 4; i++) {
         rows_clear(f);
         size_t maxtop = p->body.n > body_h ? p->body.n - body_h : 0;
-        if (p->top > maxtop)
-            p->top = maxtop;
-        footer_rows(p, f, body_h, p->body.n);
+        footer_rows(p, f, p->top < maxtop ? p->top : maxtop, body_h, p->body.n);
         size_t h = rows > f->n + 1 ? rows - f->n : 1;
         if (h == body_h)
             break;
         body_h = h;
     }
-    if (f->n + body_h > rows) {
-        /* Still not stable (a pathological width): drop the body rows the
-         * footer needs; the status line still names what is shown. */
+    /* Not stable after a few rounds (a pathological width): the footer
+     * wins, the body gets what is left. */
+    body_h = rows > f->n + 1 ? rows - f->n : 1;
+    size_t maxtop = p->body.n > body_h ? p->body.n - body_h : 0;
+    if (p->top > maxtop)
+        p->top = maxtop;
+    rows_clear(f);
+    footer_rows(p, f, p->top, body_h, p->body.n);
+    if (f->n + body_h > rows)
         body_h = rows > f->n + 1 ? rows - f->n : 1;
-    }
     return body_h;
 }
 
@@ -946,8 +970,10 @@ static void edit_submit(struct lz_prompt *p) {
     exe_free(&p->exe);
     p->exe = exe;
     strv_free(p->edit_argv);
-    p->edit_argv = argv;
+    /* Our own copy: the splitter's vector has its own layout (lz_shellwords_free). */
+    p->edit_argv = strv_copy((const char *const *)argv, argc);
     p->edit_argc = argc;
+    lz_shellwords_free(argv);
     p->edited = true;
     p->body_valid = false;
     p->top = 0;

@@ -69,6 +69,8 @@ static bool h_out(struct h *h) {
     const char *why = NULL;
     if (!lz_prompt_output_safe(b, n, &why))
         fail_msg("unsafe output: %s", why);
+    if (getenv("LZ_TEST_SHOW_SCREEN")) /* debugging: the raw screens */
+        fprintf(stderr, "---- screen (%zu bytes) ----\n%.*s\n", n, (int)n, (const char *)b);
     free(h->last);
     h->last = lz_xstrndup(b, n);
     h->last_len = n;
@@ -118,7 +120,7 @@ static void assert_left(struct h *h) {
 /* ---- the checker itself: it must reject what a pass-through would show ---- */
 
 static void test_checker_fires(void **state) {
-    const char *bad[] = { "\x1b[2J!",         "x\x1b]0;title\x07",  "\xe2\x80\xae",  "\xc2\x9b" "31m", "\xe2\x80\x8b",
+    const char *bad[] = { "\x1b[2K!",         "x\x1b]0;title\x07",  "\xe2\x80\xae",  "\xc2\x9b" "31m", "\xe2\x80\x8b",
                           "\x07",             "\x1b[?1049hx\x1b[6n", "\xff",          "\x1b[31m",        "\x1b",
                           "\x1b[12;5Hx\x1b[", "\x9b" };
     for (size_t i = 0; i < LZ_ARRAY_SIZE(bad); i++) {
@@ -149,7 +151,7 @@ static const char EXPECTED_SCREEN[] =
     "               owner root:root (uid 0, gid 0), mode 0755 -rwxr-xr-x\r\n"
     "  directory    \"/home/dev/project\" (host working directory)\r\n"
     "\r\n"
-    "\x1b[1mCommand line (6 arguments, each on its own line between quotes):\x1b[0m\r\n"
+    "\x1b[1mCommand line (6 arguments, one per line, between quotes):\x1b[0m\r\n"
     "  argv[0] = \"/usr/bin/printf\"\r\n"
     "  argv[1] = \"a\\x1b[2Jb\"\r\n"
     "  argv[2] = \"\\u{202E}gnp.exe\"\r\n"
@@ -191,9 +193,9 @@ static void test_screen_bytes(void **state) {
     assert_null(memmem(h.last, h.last_len, "\x1b]", 2));
     /* Settled: the footer offers the actions, [s] with its scope in words. */
     h_at(&h, h.now + 500);
-    assert_non_null(strstr(h.last, "[a] approve once  [d] deny  [e] edit  [q] deny and quit the session  Enter/Esc: deny"));
-    assert_non_null(strstr(h.last, "[s] approve, and run this exact request (same executable, arguments, directory,"));
-    assert_non_null(strstr(h.last, "again without asking until this Client Session ends"));
+    assert_non_null(strstr(h.last, "[a] approve once  [d] deny  [e] edit  [q] deny, end session  Enter/Esc: deny"));
+    assert_non_null(strstr(h.last, "[s] approve, and run this exact request (same executable, arguments,\r\n"
+                                   "  + directory, environment) again without asking until this Client Session ends"));
     h_end(&h);
 }
 
@@ -421,23 +423,23 @@ static void test_edit_argv1(void **state) {
     assert_int_equal(lz_prompt_state(h.p), LZ_PROMPT_EDITING);
     assert_non_null(strstr(h.last, "> /usr/bin/git log --oneline"));
     /* Replace argv[1]: to the start of "log", delete it, type "show". */
-    h_feed(&h, "\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D"); /* before " --oneline" */
+    h_feed(&h, "\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D"); /* before " --oneline" */
     h_feed(&h, "\x17");                                                          /* Ctrl-W: "log" */
     h_feed(&h, "sh\xc3\xb6w");                                                   /* UTF-8 typed */
     h_feed(&h, "\x7f\x7f" "ow");                                                 /* backspace x2 */
     assert_non_null(strstr(h.last, "> /usr/bin/git show --oneline"));
-    /* The cursor is shown after "show": row of the line, column 2 + 18 + 1. */
-    assert_non_null(strstr(h.last, ";21H"));
+    /* The cursor is shown after "show": column 2 + 17, 1-based. */
+    assert_non_null(strstr(h.last, ";20H"));
     h_feed(&h, "\r");
     /* Shown again, settling again; keys are ignored until it settled. */
     assert_int_equal(lz_prompt_state(h.p), LZ_PROMPT_SETTLING);
     assert_non_null(strstr(h.last, "AS YOU EDITED IT"));
     assert_non_null(strstr(h.last, "  argv[1] = \"show\"\r\n"));
     assert_non_null(strstr(h.last, "The request asked for (3 arguments):"));
-    assert_non_null(strstr(h.last, "[s] is not offered"));
     h_feed(&h, "a");
     assert_int_equal(lz_prompt_state(h.p), LZ_PROMPT_SETTLING);
     h_at(&h, h.now + 500);
+    assert_non_null(strstr(h.last, "[s] is not offered"));
     /* [s] is refused for an edit. */
     h_feed(&h, "s");
     assert_int_equal(lz_prompt_state(h.p), LZ_PROMPT_ASKING);
@@ -452,7 +454,6 @@ static void test_edit_argv1(void **state) {
     assert_int_equal(r.discarded_keys, 1);
     lz_prompt_result_clear(&r);
     assert_left(&h);
-    assert_non_null(strstr(h.actions, "DeveloperEdit(argc=3) BeginPrompt") == NULL ? "ok" : NULL);
     assert_non_null(strstr(h.actions, "DeveloperEdit(argc=3) DiscardTypeahead(keys=1) PromptDrawn(edited=1) "
                                       "DeveloperApprove(argc=3 edited=1) "));
     h_end(&h);
@@ -466,7 +467,7 @@ static void test_edit_unterminated_quote(void **state) {
     h_feed(&h, "e");
     h_feed(&h, " 'abc\r");
     assert_int_equal(lz_prompt_state(h.p), LZ_PROMPT_EDITING);
-    assert_non_null(strstr(h.last, "Not accepted: single quote opened at column 30 is not closed"));
+    assert_non_null(strstr(h.last, "Not accepted: single quote opened at column 28 is not closed"));
     assert_non_null(strstr(h.last, "> /usr/bin/git log --oneline 'abc"));
     /* Fixed, it is accepted. */
     h_feed(&h, "'\r");
