@@ -11,8 +11,8 @@
 #define DEFAULT_ESCAPE_MS 100L
 #define MIN_ROWS 8u
 #define MIN_COLS 40u
-#define CSI_MAX 32      /* parameter bytes kept of one CSI sequence */
-#define CONT "  + "     /* starts a wrapped continuation row */
+#define CSI_MAX 32  /* parameter bytes kept of one CSI sequence */
+#define CONT "  + " /* starts a wrapped continuation row */
 #define CONT_WIDTH 4u
 
 /* ---- small growable buffers ---- */
@@ -144,15 +144,15 @@ struct lz_prompt {
     enum lz_prompt_state state;
     enum lz_prompt_decision decision;
     unsigned discarded, discarded_reported;
-    long deadline;        /* absolute prompt timeout */
-    long settle_until;    /* LONG_MAX: waiting for the draw */
-    bool settle_on_draw;  /* the next output taken starts the settle delay */
-    bool entered, left;   /* alternate screen */
-    bool dirty;           /* the screen must be drawn again */
+    long deadline;       /* absolute prompt timeout */
+    long settle_until;   /* LONG_MAX: waiting for the draw */
+    bool settle_on_draw; /* the next output taken starts the settle delay */
+    bool entered, left;  /* alternate screen */
+    bool dirty;          /* the screen must be drawn again */
     bool body_valid;
     struct rows body;
-    size_t top;           /* first body row shown */
-    char *message;        /* a one-time note under the actions (safe text) */
+    size_t top;    /* first body row shown */
+    char *message; /* a one-time note under the actions (safe text) */
 
     /* Key parser. */
     enum parse_state ps;
@@ -224,10 +224,11 @@ static bool str_ok(const char *s) { return s && strnlen(s, LZ_PROMPT_TEXT_MAX + 
 
 int lz_prompt_new(const struct lz_prompt_req *req, const struct lz_prompt_opts *o, struct lz_prompt **ret,
                   struct lz_error *err) {
-    if (!req || !o || !req->argv || req->argc == 0 || req->argc > LZ_PROMPT_ARGC_MAX || req->envc > LZ_PROMPT_ENVC_MAX ||
-        (req->envc && !req->env) || req->justification_len > LZ_PROMPT_TEXT_MAX ||
+    if (!req || !o || !req->argv || req->argc == 0 || req->argc > LZ_PROMPT_ARGC_MAX ||
+        req->envc > LZ_PROMPT_ENVC_MAX || (req->envc && !req->env) || req->justification_len > LZ_PROMPT_TEXT_MAX ||
         (req->justification_len && !req->justification) || !str_ok(req->exe.path) || !str_ok(req->cwd))
-        return lz_error_set(err, -EINVAL, "escalation prompt: the request is incomplete or exceeds the prompt's bounds");
+        return lz_error_set(err, -EINVAL,
+                            "escalation prompt: the request is incomplete or exceeds the prompt's bounds");
     for (size_t i = 0; i < req->argc; i++)
         if (!str_ok(req->argv[i]))
             return lz_error_set(err, -EINVAL, "escalation prompt: argv[%zu] is missing or too long", i);
@@ -368,7 +369,8 @@ static void vwrap(struct rows *r, enum attr a, unsigned cols, bool words, const 
     free(s);
 }
 /* Own prose (word breaks). */
-static void wrapf(struct rows *r, enum attr a, unsigned cols, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void wrapf(struct rows *r, enum attr a, unsigned cols, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static void wrapf(struct rows *r, enum attr a, unsigned cols, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -405,9 +407,9 @@ static void exe_rows(struct rows *r, unsigned cols, const struct exe_copy *e, co
     _cleanup_free_ char *group = e->group ? escs(e->group, 0) : lz_xasprintf("%u", (unsigned)e->gid);
     char ms[11];
     mode_string(e->mode, ms);
-    wrapf(r, A_NONE, cols, "  %-12s owner %s:%s (uid %u, gid %u), mode %04o %s%s%s", "", owner, group,
-          (unsigned)e->uid, (unsigned)e->gid, (unsigned)(e->mode & 07777), ms,
-          (e->mode & 022) ? ", WRITABLE BY OTHERS" : "", (e->mode & 06000) ? ", SET-ID" : "");
+    wrapf(r, A_NONE, cols, "  %-12s owner %s:%s (uid %u, gid %u), mode %04o %s%s%s", "", owner, group, (unsigned)e->uid,
+          (unsigned)e->gid, (unsigned)(e->mode & 07777), ms, (e->mode & 022) ? ", WRITABLE BY OTHERS" : "",
+          (e->mode & 06000) ? ", SET-ID" : "");
 }
 
 static void argv_rows(struct rows *r, unsigned cols, const char *const *argv, size_t argc) {
@@ -434,8 +436,8 @@ static void build_body(struct lz_prompt *p) {
 
     wrap(r, "Lazaret: the sandbox asks to run a command on this host, as you", A_BOLD, cols);
     wrap(r, "", A_NONE, cols);
-    _cleanup_free_ char *profile = escs(p->profile, 0), *session = escs(p->session, 0),
-                        *rid = escs(p->request_id, 0), *cwd = escs(p->cwd, LZ_ESCAPE_QUOTED);
+    _cleanup_free_ char *profile = escs(p->profile, 0), *session = escs(p->session, 0), *rid = escs(p->request_id, 0),
+                        *cwd = escs(p->cwd, LZ_ESCAPE_QUOTED);
     contentf(r, cols, "  %-12s %s", "profile", profile);
     contentf(r, cols, "  %-12s %s", "session", session);
     contentf(r, cols, "  %-12s %s", "request", rid);
@@ -443,8 +445,8 @@ static void build_body(struct lz_prompt *p) {
     contentf(r, cols, "  %-12s \"%s\" (host working directory)", "directory", cwd);
     wrap(r, "", A_NONE, cols);
     if (p->edited)
-        wrapf(r, A_BOLD, cols, "Command line AS YOU EDITED IT (%zu argument%s, one per line, between quotes):",
-              argc, argc == 1 ? "" : "s");
+        wrapf(r, A_BOLD, cols, "Command line AS YOU EDITED IT (%zu argument%s, one per line, between quotes):", argc,
+              argc == 1 ? "" : "s");
     else
         wrapf(r, A_BOLD, cols, "Command line (%zu argument%s, one per line, between quotes):", argc,
               argc == 1 ? "" : "s");
@@ -535,8 +537,10 @@ static void editor_rows(struct lz_prompt *p, struct rows *r, unsigned *ret_crow,
          "The line is split into arguments by shell quoting rules ('...', \"...\", \\) and run directly, never by a "
          "shell; $ ` ; & | < > ( ) * ? [ { } ~ ! must be quoted.",
          A_NONE, cols);
-    wrap(r, "Enter: done  Esc or Ctrl-C: back, unchanged  Ctrl-A/E: start/end  Ctrl-U/K: delete to start/end  "
-            "Ctrl-W: delete word", A_NONE, cols);
+    wrap(r,
+         "Enter: done  Esc or Ctrl-C: back, unchanged  Ctrl-A/E: start/end  Ctrl-U/K: delete to start/end  "
+         "Ctrl-W: delete word",
+         A_NONE, cols);
     wrap(r, "", A_NONE, cols);
     /* The line, scrolled horizontally so the cursor is visible. Columns:
      * "> " or "< " (more on the left), then the view. */
@@ -942,13 +946,14 @@ static void edit_submit(struct lz_prompt *p) {
     }
     struct exe_copy exe = { 0 };
     if (strcmp(argv[0], p->orig_argv[0]) == 0) {
-        exe_set(&exe, &(struct lz_prompt_exe){ .path = p->orig_exe.path,
-                                               .stat_known = p->orig_exe.stat_known,
-                                               .uid = p->orig_exe.uid,
-                                               .gid = p->orig_exe.gid,
-                                               .mode = p->orig_exe.mode,
-                                               .owner = p->orig_exe.owner,
-                                               .group = p->orig_exe.group });
+        exe_set(&exe,
+                &(struct lz_prompt_exe){ .path = p->orig_exe.path,
+                                         .stat_known = p->orig_exe.stat_known,
+                                         .uid = p->orig_exe.uid,
+                                         .gid = p->orig_exe.gid,
+                                         .mode = p->orig_exe.mode,
+                                         .owner = p->orig_exe.owner,
+                                         .group = p->orig_exe.group });
     } else if (!p->o.resolve) {
         _cleanup_free_ char *a0 = escs(p->orig_argv[0], LZ_ESCAPE_QUOTED);
         p->edit_err = lz_xasprintf("Not accepted: the first word must stay \"%s\" (the executable the request "

@@ -102,8 +102,10 @@
  *   ESC [ 0 m, 1 m, 7 m  attributes: reset, bold, reverse
  *   ESC [ ROW ; COL H    cursor position (the editor's cursor) */
 #define LZ_PROMPT_SEQUENCES                                                                                            \
-    { "\x1b[?1049h", "\x1b[?1049l", "\x1b[H", "\x1b[2J", "\x1b[r", "\x1b(B", "\x0f", "\x1b[4l", "\x1b[0m", "\x1b[1m",  \
-      "\x1b[7m" }
+    {                                                                                                                  \
+        "\x1b[?1049h", "\x1b[?1049l", "\x1b[H", "\x1b[2J", "\x1b[r", "\x1b(B", "\x0f", "\x1b[4l", "\x1b[0m",           \
+            "\x1b[1m", "\x1b[7m"                                                                                       \
+    }
 
 /* Bounds on what a prompt accepts (the record's bounds, record.h, are
  * smaller; these only keep the module's allocations bounded). */
@@ -169,10 +171,10 @@ struct lz_prompt_result {
 };
 
 struct lz_prompt_opts {
-    long now_ms;        /* creation time on opts->clock: the timeout counts from here */
-    long settle_ms;     /* after each draw; 0 = default 500, < 0 = none */
-    long timeout_ms;    /* 0 = default 5 minutes */
-    long escape_ms;     /* lone-ESC delay; 0 = default 100 */
+    long now_ms;         /* creation time on opts->clock: the timeout counts from here */
+    long settle_ms;      /* after each draw; 0 = default 500, < 0 = none */
+    long timeout_ms;     /* 0 = default 5 minutes */
+    long escape_ms;      /* lone-ESC delay; 0 = default 100 */
     unsigned rows, cols; /* terminal size; 0 = 24 x 80 */
     /* The clock feed/tick's now_ms come from, read when the output is taken
      * (the draw time starts the settle delay). NULL = lz_now_ms. */

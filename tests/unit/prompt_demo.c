@@ -59,20 +59,22 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: prompt_demo [--settle MS] [--timeout MS] -- ARGV...\n");
         return 2;
     }
-    static const char just[] = "I need this.\x1b[2J Really \xe2\x80\xae" "desrever\xe2\x80\x8b.";
+    static const char just[] = "I need this.\x1b[2J Really \xe2\x80\xae"
+                               "desrever\xe2\x80\x8b.";
     const char *env[] = { "PATH=/usr/bin:/bin", "HOME=/home/dev", "LANG=C.UTF-8" };
-    struct lz_prompt_req req = { .profile = "default",
-                                 .session = "demo",
-                                 .request_id = "00112233445566778899aabbccddeeff",
-                                 .exe = { .path = argv[i], .stat_known = true, .mode = 0100755, .owner = "root",
-                                          .group = "root" },
-                                 .argv = (const char *const *)argv + i,
-                                 .argc = (size_t)(argc - i),
-                                 .cwd = "/home/dev/project",
-                                 .env = env,
-                                 .envc = 3,
-                                 .justification = just,
-                                 .justification_len = sizeof just - 1 };
+    struct lz_prompt_req req = {
+        .profile = "default",
+        .session = "demo",
+        .request_id = "00112233445566778899aabbccddeeff",
+        .exe = { .path = argv[i], .stat_known = true, .mode = 0100755, .owner = "root", .group = "root" },
+        .argv = (const char *const *)argv + i,
+        .argc = (size_t)(argc - i),
+        .cwd = "/home/dev/project",
+        .env = env,
+        .envc = 3,
+        .justification = just,
+        .justification_len = sizeof just - 1
+    };
     struct winsize ws = { 0 };
     ioctl(STDIN_FILENO, TIOCGWINSZ, &ws);
     struct lz_prompt_opts o = { .now_ms = lz_now_ms(),
@@ -128,8 +130,8 @@ int main(int argc, char **argv) {
             for (char *c = line; *c; c++)
                 if (*c == '\n')
                     *c = ' ';
-        printf("RESULT %s edited=%d argc=%zu argv=%s discarded=%u\n", decision_name(res.decision), res.edited,
-               res.argc, line ? line : "", res.discarded_keys);
+        printf("RESULT %s edited=%d argc=%zu argv=%s discarded=%u\n", decision_name(res.decision), res.edited, res.argc,
+               line ? line : "", res.discarded_keys);
         free(line);
         lz_prompt_result_clear(&res);
     }

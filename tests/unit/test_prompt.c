@@ -120,9 +120,19 @@ static void assert_left(struct h *h) {
 /* ---- the checker itself: it must reject what a pass-through would show ---- */
 
 static void test_checker_fires(void **state) {
-    const char *bad[] = { "\x1b[2K!",         "x\x1b]0;title\x07",  "\xe2\x80\xae",  "\xc2\x9b" "31m", "\xe2\x80\x8b",
-                          "\x07",             "\x1b[?1049hx\x1b[6n", "\xff",          "\x1b[31m",        "\x1b",
-                          "\x1b[12;5Hx\x1b[", "\x9b" };
+    const char *bad[] = { "\x1b[2K!",
+                          "x\x1b]0;title\x07",
+                          "\xe2\x80\xae",
+                          "\xc2\x9b"
+                          "31m",
+                          "\xe2\x80\x8b",
+                          "\x07",
+                          "\x1b[?1049hx\x1b[6n",
+                          "\xff",
+                          "\x1b[31m",
+                          "\x1b",
+                          "\x1b[12;5Hx\x1b[",
+                          "\x9b" };
     for (size_t i = 0; i < LZ_ARRAY_SIZE(bad); i++) {
         const char *why = NULL;
         assert_false(lz_prompt_output_safe(bad[i], strlen(bad[i]), &why));
@@ -136,9 +146,16 @@ static void test_checker_fires(void **state) {
 
 /* ---- exact screen bytes with hostile argv and justification ---- */
 
-static const char *const EVIL_ARGV[] = { "/usr/bin/printf", "a\x1b[2Jb", "\xe2\x80\xae" "gnp.exe", "zero\xe2\x80\x8bwidth",
-                                         "c1\xc2\x9b" "31m", "tab\there" };
-static const char EVIL_JUST[] = "please\x1b]0;owned\x07 run\nit \xe2\x80\xae" "now\xe2\x81\xa6 \xc2\x85!";
+static const char *const EVIL_ARGV[] = { "/usr/bin/printf",
+                                         "a\x1b[2Jb",
+                                         "\xe2\x80\xae"
+                                         "gnp.exe",
+                                         "zero\xe2\x80\x8bwidth",
+                                         "c1\xc2\x9b"
+                                         "31m",
+                                         "tab\there" };
+static const char EVIL_JUST[] = "please\x1b]0;owned\x07 run\nit \xe2\x80\xae"
+                                "now\xe2\x81\xa6 \xc2\x85!";
 
 static const char EXPECTED_SCREEN[] =
     "\x1b[?1049h\x1b[0m\x1b(B\x0f\x1b[4l\x1b[r\x1b[H\x1b[2J"
@@ -194,8 +211,9 @@ static void test_screen_bytes(void **state) {
     /* Settled: the footer offers the actions, [s] with its scope in words. */
     h_at(&h, h.now + 500);
     assert_non_null(strstr(h.last, "[a] approve once  [d] deny  [e] edit  [q] deny, end session  Enter/Esc: deny"));
-    assert_non_null(strstr(h.last, "[s] approve, and run this exact request (same executable, arguments,\r\n"
-                                   "  + directory, environment) again without asking until this Client Session ends"));
+    assert_non_null(strstr(h.last,
+                           "[s] approve, and run this exact request (same executable, arguments,\r\n"
+                           "  + directory, environment) again without asking until this Client Session ends"));
     h_end(&h);
 }
 
@@ -235,8 +253,9 @@ static void test_typeahead_before_draw(void **state) {
     assert_int_equal(decision(&h, &r), LZ_PROMPT_APPROVED);
     assert_int_equal(r.discarded_keys, 1);
     lz_prompt_result_clear(&r);
-    assert_string_equal(h.actions, "QueuePrompt(argc=3) BeginPrompt(argc=3) DiscardTypeahead(keys=1) "
-                                   "PromptDrawn(edited=0) DeveloperApprove(argc=3 edited=0) ");
+    assert_string_equal(h.actions,
+                        "QueuePrompt(argc=3) BeginPrompt(argc=3) DiscardTypeahead(keys=1) "
+                        "PromptDrawn(edited=0) DeveloperApprove(argc=3 edited=0) ");
     h_end(&h);
 }
 
@@ -319,7 +338,9 @@ static void test_escape_then_key_denies(void **state) {
     struct lz_prompt_req req = base_req();
     h_start(&h, &req, 30);
     h_ready(&h);
-    h_feed(&h, "\x1b" "a");
+    h_feed(&h,
+           "\x1b"
+           "a");
     struct lz_prompt_result r;
     assert_int_equal(decision(&h, &r), LZ_PROMPT_DENIED);
     h_end(&h);
@@ -397,11 +418,14 @@ static void test_reports_and_paste_ignored(void **state) {
     struct lz_prompt_req req = base_req();
     h_start(&h, &req, 30);
     h_ready(&h);
-    h_feed(&h, "\x1b[200~a\x1b[201~");    /* bracketed paste of "a" */
-    h_feed(&h, "\x1b[Maaa");               /* X10 mouse report: three raw bytes */
-    h_feed(&h, "\x1b]l" "a" "\x1b\\");     /* a title report (OSC ... ST) */
-    h_feed(&h, "\x1b]11;rgb:a/a/a\x07");   /* a colour report (OSC ... BEL) */
-    h_feed(&h, "\x1bP1$ra\x1b\\");         /* DECRQSS reply (DCS) */
+    h_feed(&h, "\x1b[200~a\x1b[201~"); /* bracketed paste of "a" */
+    h_feed(&h, "\x1b[Maaa");           /* X10 mouse report: three raw bytes */
+    h_feed(&h,
+           "\x1b]l"
+           "a"
+           "\x1b\\");                     /* a title report (OSC ... ST) */
+    h_feed(&h, "\x1b]11;rgb:a/a/a\x07");  /* a colour report (OSC ... BEL) */
+    h_feed(&h, "\x1bP1$ra\x1b\\");        /* DECRQSS reply (DCS) */
     h_feed(&h, "\x1b[<0;1;1M\x1b[12;5R"); /* SGR mouse, cursor position report */
     assert_int_equal(lz_prompt_state(h.p), LZ_PROMPT_ASKING);
     /* Positive control: a plain 'a' approves. */
@@ -424,9 +448,11 @@ static void test_edit_argv1(void **state) {
     assert_non_null(strstr(h.last, "> /usr/bin/git log --oneline"));
     /* Replace argv[1]: to the start of "log", delete it, type "show". */
     h_feed(&h, "\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D\x1b[D"); /* before " --oneline" */
-    h_feed(&h, "\x17");                                                          /* Ctrl-W: "log" */
-    h_feed(&h, "sh\xc3\xb6w");                                                   /* UTF-8 typed */
-    h_feed(&h, "\x7f\x7f" "ow");                                                 /* backspace x2 */
+    h_feed(&h, "\x17");                                                         /* Ctrl-W: "log" */
+    h_feed(&h, "sh\xc3\xb6w");                                                  /* UTF-8 typed */
+    h_feed(&h,
+           "\x7f\x7f"
+           "ow"); /* backspace x2 */
     assert_non_null(strstr(h.last, "> /usr/bin/git show --oneline"));
     /* The cursor is shown after "show": column 2 + 17, 1-based. */
     assert_non_null(strstr(h.last, ";20H"));
@@ -454,8 +480,9 @@ static void test_edit_argv1(void **state) {
     assert_int_equal(r.discarded_keys, 1);
     lz_prompt_result_clear(&r);
     assert_left(&h);
-    assert_non_null(strstr(h.actions, "DeveloperEdit(argc=3) DiscardTypeahead(keys=1) PromptDrawn(edited=1) "
-                                      "DeveloperApprove(argc=3 edited=1) "));
+    assert_non_null(strstr(h.actions,
+                           "DeveloperEdit(argc=3) DiscardTypeahead(keys=1) PromptDrawn(edited=1) "
+                           "DeveloperApprove(argc=3 edited=1) "));
     h_end(&h);
 }
 
@@ -487,7 +514,9 @@ static void test_edit_refusals(void **state) {
     assert_non_null(strstr(h.last, "U+202E cannot be typed here"));
     assert_non_null(strstr(h.last, "> /usr/bin/git log --oneline"));
     /* argv[0] cannot change without a resolver. */
-    h_feed(&h, "\x01\x0b" "/bin/sh -c id\r");
+    h_feed(&h,
+           "\x01\x0b"
+           "/bin/sh -c id\r");
     assert_int_equal(lz_prompt_state(h.p), LZ_PROMPT_EDITING);
     assert_non_null(strstr(h.last, "Not accepted: the first word must stay"));
     /* Escape leaves the editor, unchanged; the prompt asks again. */
