@@ -82,56 +82,6 @@ static void reportf(void (*report)(void *, const char *, const char *), void *ud
     report(ud, sev, msg);
 }
 
-/* The names of prepared/ (without . and ..), sorted; at most LZ_CAT_MAX_ROWS. */
-static int list_prepared(int pfd, char ***ret, size_t *ret_n) {
-    int fd = dup(pfd);
-    if (fd < 0)
-        return -errno;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        int e = -errno;
-        close(fd);
-        return e;
-    }
-    rewinddir(d);
-    char **v = NULL;
-    size_t n = 0, cap = 0;
-    int r = 0;
-    struct dirent *de;
-    errno = 0;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        if (n == LZ_CAT_MAX_ROWS) {
-            r = -EFBIG;
-            break;
-        }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            v = lz_xrealloc(v, cap * sizeof *v);
-        }
-        v[n++] = lz_xstrdup(de->d_name);
-    }
-    if (r == 0 && errno)
-        r = -errno;
-    closedir(d);
-    if (r < 0) {
-        for (size_t i = 0; i < n; i++)
-            free(v[i]);
-        free(v);
-        return r;
-    }
-    *ret = v;
-    *ret_n = n;
-    return 0;
-}
-
-static void names_free(char **v, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
 static bool name_listed(char *const *v, size_t n, const char *name) {
     for (size_t i = 0; i < n; i++)
         if (strcmp(v[i], name) == 0)
@@ -179,7 +129,7 @@ int lz_catalog_verify(const char *data_root, void (*report)(void *ud, const char
     char **names = NULL;
     size_t n_names = 0;
     if (pfd >= 0) {
-        r = list_prepared(pfd, &names, &n_names);
+        r = lz_dir_names(pfd, LZ_CAT_MAX_ROWS, &names, &n_names);
         if (r < 0) {
             lz_catalog_clear(&l);
             return lz_error_set(err, r, "%s/prepared: %s", data_root, strerror(-r));
@@ -257,7 +207,7 @@ int lz_catalog_verify(const char *data_root, void (*report)(void *ud, const char
             reportf(report, ud, "info", "prepared/%s is not a name Lazaret uses; left alone", pn);
         }
     }
-    names_free(names, n_names);
+    lz_strv_free(names, n_names);
     lz_catalog_clear(&l);
     return errors;
 }
@@ -383,7 +333,7 @@ static int gc_plan_locked(struct gc *g, struct cat *c, int pfd, const struct lz_
     int r = lz_cat_load(c, &l, err);
     if (r < 0)
         return r;
-    if (pfd >= 0 && (r = list_prepared(pfd, &names, &n_names)) < 0) {
+    if (pfd >= 0 && (r = lz_dir_names(pfd, LZ_CAT_MAX_ROWS, &names, &n_names)) < 0) {
         lz_error_set(err, r, "%s/prepared: %s", g->data_root, strerror(-r));
         goto out;
     }
@@ -592,7 +542,7 @@ static int gc_plan_locked(struct gc *g, struct cat *c, int pfd, const struct lz_
 out:
     free(lru);
     free(cands);
-    names_free(names, n_names);
+    lz_strv_free(names, n_names);
     lz_catalog_clear(&l);
     return r;
 }

@@ -102,7 +102,7 @@ static void recovery_log(void *ud, const char *msg) {
 static int rm_other_anchors(int rootfd, int64_t keep, lz_domain_log_fn log, void *ud, struct lz_error *err) {
     char **names = NULL;
     size_t n = 0;
-    int r = dom_names(rootfd, &names, &n);
+    int r = lz_dir_names(rootfd, SIZE_MAX, &names, &n);
     if (r < 0)
         return lz_error_errno(err, r, "cannot read the Domain Root");
     for (size_t i = 0; i < n && r == 0; i++) {
@@ -113,7 +113,7 @@ static int rm_other_anchors(int rootfd, int64_t keep, lz_domain_log_fn log, void
         if (r == 0)
             lz_recovery_logf(log, ud, "deleted %s, the leftover of an interrupted reset", names[i]);
     }
-    dom_strv_free(names, n);
+    lz_strv_free(names, n);
     return r;
 }
 
@@ -124,12 +124,12 @@ static int empty_overlay(int rootfd, struct lz_error *err) {
         return errno == ENOENT ? 0 : lz_error_set(err, -errno, "cannot open overlay/: %s", strerror(errno));
     char **names = NULL;
     size_t n = 0;
-    int r = dom_names(fd, &names, &n);
+    int r = lz_dir_names(fd, SIZE_MAX, &names, &n);
     if (r < 0)
         return lz_error_errno(err, r, "cannot read overlay/");
     for (size_t i = 0; i < n && r == 0; i++)
         r = rm_tree(fd, names[i], err);
-    dom_strv_free(names, n);
+    lz_strv_free(names, n);
     return r < 0 ? lz_error_prefix(err, r, "overlay/") : 0;
 }
 

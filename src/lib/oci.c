@@ -38,23 +38,7 @@ int lz_oci_read_beneath(int dirfd, const char *path, bool allow_symlinks, size_t
     _cleanup_close_ int fd = lz_openat_beneath(dirfd, path, O_RDONLY, 0, allow_symlinks);
     if (fd < 0)
         return fd;
-    struct stat s;
-    if (fstat(fd, &s) < 0)
-        return -errno;
-    if (!S_ISREG(s.st_mode))
-        return -EINVAL;
-    if ((uint64_t)s.st_size > max)
-        return -EFBIG;
-    _cleanup_free_ char *buf = lz_xmalloc((size_t)s.st_size + 2);
-    ssize_t n = lz_read_full(fd, buf, (size_t)s.st_size + 1);
-    if (n < 0)
-        return (int)n;
-    if ((size_t)n > (size_t)s.st_size)
-        return -EFBIG; /* grew while we read */
-    buf[n] = '\0';
-    *ret_buf = TAKE_PTR(buf);
-    *ret_len = (size_t)n;
-    return 0;
+    return lz_read_fd(fd, max, ret_buf, ret_len);
 }
 
 bool lz_oci_digest_valid(const char *d) {

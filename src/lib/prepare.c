@@ -470,35 +470,6 @@ static int do_hardlink(struct layer *l, const char *target_raw, int parent, cons
     return 0;
 }
 
-/* Names of a directory's entries (without . and ..). */
-static int list_dir(int dirfd_path, char ***ret_names, size_t *ret_n) {
-    int fd = openat(dirfd_path, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        int r = -errno;
-        close(fd);
-        return r;
-    }
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            names = lz_xrealloc(names, cap * sizeof *names);
-        }
-        names[n++] = lz_xstrdup(de->d_name);
-    }
-    closedir(d);
-    *ret_names = names;
-    *ret_n = n;
-    return 0;
-}
-
 /* Opaque directory: remove every entry that this layer did not create or
  * touch; descend into kept directories (their lower content is hidden too). */
 static int opaque_clear(struct layer *l, int dfd, const char *dpath, int depth) {
@@ -506,7 +477,7 @@ static int opaque_clear(struct layer *l, int dfd, const char *dpath, int depth) 
         return lz_error_set(l->err, -ELOOP, "opaque directory \"%s\": nested too deep", dpath);
     char **names = NULL;
     size_t n = 0;
-    int r = list_dir(dfd, &names, &n);
+    int r = lz_dir_names(dfd, SIZE_MAX, &names, &n);
     if (r < 0)
         return lz_error_set(l->err, r, "opaque directory \"%s\": %s", dpath, strerror(-r));
     int ret = 0;
@@ -537,9 +508,7 @@ static int opaque_clear(struct layer *l, int dfd, const char *dpath, int depth) 
                 ret = r;
         }
     }
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
+    lz_strv_free(names, n);
     return ret;
 }
 
@@ -689,14 +658,13 @@ static int remove_tree_at(int dfd, const char *name, dev_t dev, int depth) {
         return -errno;
     char **names = NULL;
     size_t n = 0;
-    int ret = list_dir(fd, &names, &n);
+    int ret = lz_dir_names(fd, SIZE_MAX, &names, &n);
     for (size_t i = 0; i < n; i++) {
         int r = remove_tree_at(fd, names[i], dev, depth + 1);
         if (r < 0 && ret == 0)
             ret = r;
-        free(names[i]);
     }
-    free(names);
+    lz_strv_free(names, n);
     close(fd);
     if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && ret == 0)
         ret = -errno;

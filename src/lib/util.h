@@ -9,6 +9,7 @@
  */
 #pragma once
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -100,10 +101,25 @@ int lz_write_full(int fd, const void *buf, size_t n); /* 0 or -errno */
  * fd or -errno (-EXDEV: the path left dirfd, -ELOOP: a symlink). */
 int lz_openat_beneath(int dirfd, const char *path, int flags, mode_t mode, bool allow_symlinks);
 
-/* Reads a whole regular file (at most max bytes) opened relative to dirfd. */
+/* Reads the whole regular file open at fd (at most max bytes; -EINVAL when
+ * not a regular file, -EFBIG when larger) into a NUL-terminated buffer;
+ * ret_len may be NULL. */
+int lz_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);
+/* lz_read_fd on path opened relative to dirfd. */
 int lz_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len);
 /* Writes a file atomically (tmp + fsync + rename) relative to dirfd. */
 int lz_write_file_atomic_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode);
+
+/* A directory stream of dirfd's directory with its own offset (dirfd may
+ * be O_PATH and is not consumed); 0 or -errno. */
+int lz_opendir_at(int dirfd, DIR **ret);
+/* The entry names of dirfd's directory but "." and "..", sorted (strcmp);
+ * -EFBIG when there are more than max. Free with lz_strv_free. */
+int lz_dir_names(int dirfd, size_t max, char ***ret, size_t *ret_n);
+/* Frees n strings and the array. */
+void lz_strv_free(char **v, size_t n);
+/* strcmp on two char * elements, for qsort and bsearch. */
+int lz_cmp_strp(const void *a, const void *b);
 
 /* mkdir -p with the given mode for every created component; absolute path. */
 int lz_mkdir_p(const char *path, mode_t mode);
