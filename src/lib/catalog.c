@@ -156,6 +156,19 @@ int lz_cat_section_begin(const char *data_root, unsigned flags, struct cat *ret,
     return 0;
 }
 
+int lz_cat_section_existing(const char *data_root, unsigned flags, struct cat *ret, struct lz_error *err) {
+    struct cat c;
+    int r = lz_cat_section_begin(data_root, flags & ~LZ_DB_CREATE, &c, err);
+    if (r != 0)
+        return r;
+    if (c.fresh) {
+        r = lz_cat_section_end(&c, 0, err);
+        return r < 0 ? r : 1;
+    }
+    *ret = c;
+    return 0;
+}
+
 /* ---- rows ---- */
 
 struct row_artifact {
@@ -269,10 +282,8 @@ int lz_catalog_lease_release(const char *data_root, const char *artifact_id, con
     if (r < 0)
         return r;
     struct cat c;
-    if ((r = lz_cat_section_begin(data_root, LZ_DB_WRITE, &c, err)) != 0)
+    if ((r = lz_cat_section_existing(data_root, LZ_DB_WRITE, &c, err)) != 0)
         return r == 1 ? 0 : r;
-    if (c.fresh)
-        return lz_cat_section_end(&c, 0, err);
     r = lz_db_run(c.db, err, "DELETE FROM leases WHERE artifact_id = ? AND domain_id = ? AND generation = ?", "tti",
                   artifact_id, domain_id, generation);
     if (r >= 0) {
@@ -291,10 +302,8 @@ int lz_catalog_lease_held(const char *data_root, const char *artifact_id, const 
     if (r < 0)
         return r;
     struct cat c;
-    if ((r = lz_cat_section_begin(data_root, 0, &c, err)) != 0)
+    if ((r = lz_cat_section_existing(data_root, 0, &c, err)) != 0)
         return r == 1 ? 0 : r;
-    if (c.fresh)
-        return lz_cat_section_end(&c, 0, err);
     int64_t one = 0;
     r = lz_db_get_int(c.db, &one, err,
                       "SELECT 1 FROM leases WHERE artifact_id = ? AND domain_id = ? AND generation = ?", "tti",
@@ -399,16 +408,24 @@ void lz_catalog_clear(struct lz_catalog *c) {
 
 /* ---- prepare intent and publication ---- */
 
-int lz_catalog_prepare_begin(const char *data_root, const char *tmp_name, const char *artifact_id,
-                             struct lz_error *err) {
-    if (!tmp_name_valid(tmp_name) || !lz_cat_hex64(artifact_id))
-        return lz_error_set(err, -EINVAL, "invalid prepare intent");
+/* This process as a prepare intent's owner (lz_procid_format's form). */
+static int self_owner(char *owner, size_t size, struct lz_error *err) {
     struct lz_procid self;
     int r = lz_procid_self(&self);
     if (r < 0)
         return lz_error_set(err, r, "cannot identify this process (pidfd): %s", strerror(-r));
+    lz_procid_format(&self, owner, size);
+    return 0;
+}
+
+int lz_catalog_prepare_begin(const char *data_root, const char *tmp_name, const char *artifact_id,
+                             struct lz_error *err) {
+    if (!tmp_name_valid(tmp_name) || !lz_cat_hex64(artifact_id))
+        return lz_error_set(err, -EINVAL, "invalid prepare intent");
     char owner[160];
-    lz_procid_format(&self, owner, sizeof owner);
+    int r = self_owner(owner, sizeof owner, err);
+    if (r < 0)
+        return r;
     struct cat c;
     if ((r = lz_cat_section_begin(data_root, LZ_DB_WRITE | LZ_DB_CREATE, &c, err)) < 0)
         return r;
@@ -469,17 +486,13 @@ int lz_catalog_prepare_publish(const char *data_root, int prepared_fd, const cha
 int lz_catalog_prepare_forget(const char *data_root, const char *tmp_name, struct lz_error *err) {
     if (!tmp_name_valid(tmp_name))
         return lz_error_set(err, -EINVAL, "invalid prepare intent");
-    struct lz_procid self;
-    int r = lz_procid_self(&self);
-    if (r < 0)
-        return lz_error_set(err, r, "cannot identify this process (pidfd): %s", strerror(-r));
     char owner[160];
-    lz_procid_format(&self, owner, sizeof owner);
+    int r = self_owner(owner, sizeof owner, err);
+    if (r < 0)
+        return r;
     struct cat c;
-    if ((r = lz_cat_section_begin(data_root, LZ_DB_WRITE, &c, err)) != 0)
+    if ((r = lz_cat_section_existing(data_root, LZ_DB_WRITE, &c, err)) != 0)
         return r == 1 ? 0 : r;
-    if (c.fresh)
-        return lz_cat_section_end(&c, 0, err);
     r = lz_db_run(c.db, err, "DELETE FROM prepares WHERE tmp_name = ? AND owner = ?", "tt", tmp_name, owner);
     return lz_cat_section_end(&c, r < 0 ? r : r > 0, err);
 }

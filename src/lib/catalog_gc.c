@@ -552,6 +552,18 @@ out:
  * never followed and other filesystems never entered. */
 static int remove_beneath(int pfd, const char *name) { return lz_prepare_remove_tree(pfd, name); }
 
+/* One statement with the text parameters a and b (b NULL: a only) on the
+ * catalog's existing rows, in its own section; 0 or -errno. */
+static int gc_catalog_run(struct gc *g, const char *sql, const char *a, const char *b, struct lz_error *err) {
+    struct cat c;
+    int r = lz_cat_section_existing(g->data_root, LZ_DB_WRITE, &c, err);
+    if (r != 0)
+        return r < 0 ? r : 0;
+    r = b ? lz_db_run(c.db, err, sql, "tt", a, b) : lz_db_run(c.db, err, sql, "t", a);
+    r = lz_cat_section_end(&c, r, err);
+    return r < 0 ? r : 0;
+}
+
 static int gc_reclaim_artifact(struct gc *g, int pfd, const struct plan *pl, struct lz_error *err) {
     char rec[80];
     (void)lz_snprintf(rec, sizeof rec, ".reclaim-%s", pl->name);
@@ -569,17 +581,8 @@ static int gc_reclaim_artifact(struct gc *g, int pfd, const struct plan *pl, str
             if (pl->finish)
                 return 0; /* stays 'reclaiming': the next gc retries */
             /* Untouched: usable again. */
-            struct cat c;
-            r = lz_cat_section_begin(g->data_root, LZ_DB_WRITE, &c, err);
-            if (r == 0)
-                r = lz_cat_section_end(&c,
-                                       c.fresh ? 0
-                                               : lz_db_run(c.db, err,
-                                                           "UPDATE artifacts SET state = 'ready' WHERE "
-                                                           "artifact_id = ? AND state = 'reclaiming'",
-                                                           "t", pl->name),
-                                       err);
-            return r < 0 ? r : 0;
+            return gc_catalog_run(g, "UPDATE artifacts SET state = 'ready' WHERE artifact_id = ? AND state = 'reclaiming'",
+                                  pl->name, NULL, err);
         }
         fsync(pfd);
     }
@@ -590,16 +593,7 @@ static int gc_reclaim_artifact(struct gc *g, int pfd, const struct plan *pl, str
                  rec, strerror(-r));
         return 0;
     }
-    struct cat c;
-    r = lz_cat_section_begin(g->data_root, LZ_DB_WRITE, &c, err);
-    if (r == 0)
-        r = lz_cat_section_end(&c,
-                               c.fresh ? 0
-                                       : lz_db_run(c.db, err,
-                                                   "DELETE FROM artifacts WHERE artifact_id = ? AND state = "
-                                                   "'reclaiming'",
-                                                   "t", pl->name),
-                               err);
+    r = gc_catalog_run(g, "DELETE FROM artifacts WHERE artifact_id = ? AND state = 'reclaiming'", pl->name, NULL, err);
     if (r < 0)
         return r;
     gc_event(g, LZ_GC_RECLAIMED, "artifact", pl->name, pl->size, "%s", pl->reason);
@@ -613,14 +607,7 @@ static int gc_reclaim_abandoned(struct gc *g, int pfd, const struct plan *pl, st
                  pl->name, strerror(-r));
         return 0;
     }
-    struct cat c;
-    r = lz_cat_section_begin(g->data_root, LZ_DB_WRITE, &c, err);
-    if (r == 0)
-        r = lz_cat_section_end(&c,
-                               c.fresh ? 0
-                                       : lz_db_run(c.db, err, "DELETE FROM prepares WHERE tmp_name = ? AND owner = ?",
-                                                   "tt", pl->name, pl->owner),
-                               err);
+    r = gc_catalog_run(g, "DELETE FROM prepares WHERE tmp_name = ? AND owner = ?", pl->name, pl->owner, err);
     if (r < 0)
         return r;
     gc_event(g, LZ_GC_RECLAIMED, "prepare", pl->name, 0, "%s", pl->reason);
