@@ -256,15 +256,24 @@ static int check_lease_args(const char *artifact_id, const char *domain_id, int6
     return 0;
 }
 
+/* The section of a lease operation on valid arguments: with LZ_DB_CREATE in
+ * flags lz_cat_section_begin, else lz_cat_section_existing (1: no rows). */
+static int lease_section(const char *data_root, const char *artifact_id, const char *domain_id, int64_t generation,
+                         unsigned flags, struct cat *ret, struct lz_error *err) {
+    int r = check_lease_args(artifact_id, domain_id, generation, err);
+    if (r < 0)
+        return r;
+    return flags & LZ_DB_CREATE ? lz_cat_section_begin(data_root, flags, ret, err)
+                                : lz_cat_section_existing(data_root, flags, ret, err);
+}
+
 /* ---- leases ---- */
 
 int lz_catalog_lease_acquire(const char *data_root, const char *artifact_id, const char *domain_id, int64_t generation,
                              struct lz_error *err) {
-    int r = check_lease_args(artifact_id, domain_id, generation, err);
-    if (r < 0)
-        return r;
     struct cat c;
-    if ((r = lz_cat_section_begin(data_root, LZ_DB_WRITE | LZ_DB_CREATE, &c, err)) < 0)
+    int r = lease_section(data_root, artifact_id, domain_id, generation, LZ_DB_WRITE | LZ_DB_CREATE, &c, err);
+    if (r < 0)
         return r;
     int64_t now = lz_cat_now_ms();
     r = ensure_ready(&c, data_root, artifact_id, now, err);
@@ -278,11 +287,9 @@ int lz_catalog_lease_acquire(const char *data_root, const char *artifact_id, con
 
 int lz_catalog_lease_release(const char *data_root, const char *artifact_id, const char *domain_id, int64_t generation,
                              struct lz_error *err) {
-    int r = check_lease_args(artifact_id, domain_id, generation, err);
-    if (r < 0)
-        return r;
     struct cat c;
-    if ((r = lz_cat_section_existing(data_root, LZ_DB_WRITE, &c, err)) != 0)
+    int r = lease_section(data_root, artifact_id, domain_id, generation, LZ_DB_WRITE, &c, err);
+    if (r != 0)
         return r == 1 ? 0 : r;
     r = lz_db_run(c.db, err, "DELETE FROM leases WHERE artifact_id = ? AND domain_id = ? AND generation = ?", "tti",
                   artifact_id, domain_id, generation);
@@ -298,11 +305,9 @@ int lz_catalog_lease_release(const char *data_root, const char *artifact_id, con
 
 int lz_catalog_lease_held(const char *data_root, const char *artifact_id, const char *domain_id, int64_t generation,
                           struct lz_error *err) {
-    int r = check_lease_args(artifact_id, domain_id, generation, err);
-    if (r < 0)
-        return r;
     struct cat c;
-    if ((r = lz_cat_section_existing(data_root, 0, &c, err)) != 0)
+    int r = lease_section(data_root, artifact_id, domain_id, generation, 0, &c, err);
+    if (r != 0)
         return r == 1 ? 0 : r;
     int64_t one = 0;
     r = lz_db_get_int(c.db, &one, err,

@@ -51,18 +51,24 @@ static int import_manifest(const struct lz_oci_store *st, int src, struct lz_oci
     return lz_oci_set_name(st, name, m->digest, m->raw_len, m->media_type, err);
 }
 
-static int import_oci_dir(const struct lz_oci_store *st, int src, const char *tag, const char *name,
-                          lz_progress_fn progress, void *ud, char **ret_digest, struct lz_error *err) {
+/* Parses the JSON file path of the unpacked source src (symlinks that stay
+ * in src followed); what names it in errors. */
+static int read_json(int src, const char *path, const char *what, json_t **ret, struct lz_error *err) {
     _cleanup_free_ char *buf = NULL;
     size_t len;
+    int r = lz_oci_read_beneath(src, path, true, LZ_OCI_MAX_JSON, &buf, &len);
+    if (r < 0)
+        return lz_error_set(err, r, "%s: %s", what, strerror(-r));
+    return lz_json_parse(buf, len, ret, what, err);
+}
+
+static int import_oci_dir(const struct lz_oci_store *st, int src, const char *tag, const char *name,
+                          lz_progress_fn progress, void *ud, char **ret_digest, struct lz_error *err) {
     _cleanup_close_ int lfd = lz_openat_beneath(src, "oci-layout", O_RDONLY, 0, false);
     if (lfd < 0)
         return lz_error_set(err, lfd == -ENOENT ? -EINVAL : lfd, "not an OCI image layout (no oci-layout file)");
-    int r = lz_oci_read_beneath(src, "index.json", true, LZ_OCI_MAX_JSON, &buf, &len);
-    if (r < 0)
-        return lz_error_set(err, r, "OCI layout index.json: %s", strerror(-r));
     _cleanup_json_ json_t *idx = NULL;
-    r = lz_json_parse(buf, len, &idx, "OCI layout index.json", err);
+    int r = read_json(src, "index.json", "OCI layout index.json", &idx, err);
     if (r < 0)
         return r;
     json_t *ms = json_object_get(idx, "manifests"), *d, *pick = NULL;
@@ -103,13 +109,8 @@ static bool hex64_at(const char *s) {
 
 static int import_docker_dir(const struct lz_oci_store *st, int src, const char *tag, const char *name,
                              lz_progress_fn progress, void *ud, char **ret_digest, struct lz_error *err) {
-    _cleanup_free_ char *buf = NULL;
-    size_t len;
-    int r = lz_oci_read_beneath(src, "manifest.json", true, LZ_OCI_MAX_JSON, &buf, &len);
-    if (r < 0)
-        return lz_error_set(err, r, "docker archive manifest.json: %s", strerror(-r));
     _cleanup_json_ json_t *arr = NULL;
-    r = lz_json_parse(buf, len, &arr, "docker archive manifest.json", err);
+    int r = read_json(src, "manifest.json", "docker archive manifest.json", &arr, err);
     if (r < 0)
         return r;
     if (!json_is_array(arr) || json_array_size(arr) == 0)
@@ -214,12 +215,8 @@ static int import_docker_dir(const struct lz_oci_store *st, int src, const char 
     _cleanup_json_ json_t *man =
         json_pack("{s:i, s:s, s:{s:s, s:s, s:I}, s:o}", "schemaVersion", 2, "mediaType", LZ_MT_OCI_MANIFEST, "config",
                   "mediaType", LZ_MT_OCI_CONFIG, "digest", cfg_digest, "size", (json_int_t)cfg_len, "layers", ldescs);
-    _cleanup_free_ char *raw = lz_json_dump_compact(man);
     char mdg[LZ_OCI_DIGEST_LEN + 1];
-    r = lz_oci_put_mem(st, raw, strlen(raw), mdg, err);
-    if (r < 0)
-        return r;
-    r = lz_oci_set_name(st, name, mdg, strlen(raw), LZ_MT_OCI_MANIFEST, err);
+    r = lz_oci_put_manifest(st, name, man, mdg, err);
     if (r < 0)
         return r;
     *ret_digest = lz_xstrdup(mdg);
