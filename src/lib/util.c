@@ -332,6 +332,16 @@ void lz_hex(const uint8_t *in, size_t n, char *out) {
     out[2 * n] = '\0';
 }
 
+int lz_hex_value(int c) {
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 const char *lz_home_dir(void) {
     const char *h = secure_getenv("HOME");
     if (h && h[0] == '/')
@@ -340,6 +350,17 @@ const char *lz_home_dir(void) {
     if (pw && pw->pw_dir && pw->pw_dir[0] == '/')
         return pw->pw_dir;
     return NULL;
+}
+
+void lz_logf(lz_log_fn log, void *ud, const char *fmt, ...) {
+    if (!log)
+        return;
+    char b[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    log(ud, b);
 }
 
 #ifdef LZ_TEST_HOOKS

@@ -128,6 +128,8 @@ int lz_rm_rf_at(int dirfd, const char *name);
 
 /* Lowercase hex of n bytes into out (2n+1 bytes). */
 void lz_hex(const uint8_t *in, size_t n, char *out);
+/* The value of the hex digit c (either case), or -1. */
+int lz_hex_value(int c);
 
 /* CLOCK_MONOTONIC in milliseconds, for bounding waits. */
 long lz_now_ms(void);
@@ -142,6 +144,12 @@ int lz_flock_timeout(int fd, int seconds);
 
 /* $HOME, or the passwd entry's home directory. NULL if neither. */
 const char *lz_home_dir(void);
+
+/* Where a module reports what it did, one line at a time. */
+typedef void (*lz_log_fn)(void *ud, const char *line);
+/* Formats one line (at most 1023 bytes) and hands it to log(ud, line);
+ * nothing when log is NULL. */
+void lz_logf(lz_log_fn log, void *ud, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* A test hook's value (LAZARET_TEST_CRASH, LAZARET_TEST_BOOT_ID,
  * LAZARET_TEST_NETFOLLOW: environment variables the tests set to crash at a
