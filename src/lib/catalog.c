@@ -413,26 +413,28 @@ void lz_catalog_clear(struct lz_catalog *c) {
 
 /* ---- prepare intent and publication ---- */
 
-/* This process as a prepare intent's owner (lz_procid_format's form). */
-static int self_owner(char *owner, size_t size, struct lz_error *err) {
+/* The section of a prepare intent's change, on a valid tmp_name (and
+ * artifact_id, when not NULL), with owner this process (lz_procid_format's
+ * form); flags as for lease_section. */
+static int intent_section(const char *data_root, const char *tmp_name, const char *artifact_id, unsigned flags,
+                          char owner[static 160], struct cat *ret, struct lz_error *err) {
+    if (!tmp_name_valid(tmp_name) || (artifact_id && !lz_cat_hex64(artifact_id)))
+        return lz_error_set(err, -EINVAL, "invalid prepare intent");
     struct lz_procid self;
     int r = lz_procid_self(&self);
     if (r < 0)
         return lz_error_set(err, r, "cannot identify this process (pidfd): %s", strerror(-r));
-    lz_procid_format(&self, owner, size);
-    return 0;
+    lz_procid_format(&self, owner, 160);
+    return flags & LZ_DB_CREATE ? lz_cat_section_begin(data_root, flags, ret, err)
+                                : lz_cat_section_existing(data_root, flags, ret, err);
 }
 
 int lz_catalog_prepare_begin(const char *data_root, const char *tmp_name, const char *artifact_id,
                              struct lz_error *err) {
-    if (!tmp_name_valid(tmp_name) || !lz_cat_hex64(artifact_id))
-        return lz_error_set(err, -EINVAL, "invalid prepare intent");
     char owner[160];
-    int r = self_owner(owner, sizeof owner, err);
-    if (r < 0)
-        return r;
     struct cat c;
-    if ((r = lz_cat_section_begin(data_root, LZ_DB_WRITE | LZ_DB_CREATE, &c, err)) < 0)
+    int r = intent_section(data_root, tmp_name, artifact_id, LZ_DB_WRITE | LZ_DB_CREATE, owner, &c, err);
+    if (r < 0)
         return r;
     r = lz_db_run(c.db, err, "INSERT INTO prepares (tmp_name, artifact_id, owner, started_ms) VALUES (?, ?, ?, ?)",
                   "ttti", tmp_name, artifact_id, owner, lz_cat_now_ms());
@@ -489,14 +491,10 @@ int lz_catalog_prepare_publish(const char *data_root, int prepared_fd, const cha
 }
 
 int lz_catalog_prepare_forget(const char *data_root, const char *tmp_name, struct lz_error *err) {
-    if (!tmp_name_valid(tmp_name))
-        return lz_error_set(err, -EINVAL, "invalid prepare intent");
     char owner[160];
-    int r = self_owner(owner, sizeof owner, err);
-    if (r < 0)
-        return r;
     struct cat c;
-    if ((r = lz_cat_section_existing(data_root, LZ_DB_WRITE, &c, err)) != 0)
+    int r = intent_section(data_root, tmp_name, NULL, LZ_DB_WRITE, owner, &c, err);
+    if (r != 0)
         return r == 1 ? 0 : r;
     r = lz_db_run(c.db, err, "DELETE FROM prepares WHERE tmp_name = ? AND owner = ?", "tt", tmp_name, owner);
     return lz_cat_section_end(&c, r < 0 ? r : r > 0, err);

@@ -7,6 +7,16 @@
 
 #include "imgtool.h"
 
+/* An image config, checked (lz_oci_check_config: its parse in *ret_doc
+ * when not NULL) before it is stored. */
+static int put_config(const struct lz_oci_store *st, const char *cfg, size_t len, size_t n_layers, json_t **ret_doc,
+                      char ret_digest[LZ_OCI_DIGEST_LEN + 1], struct lz_error *err) {
+    int r = lz_oci_check_config(cfg, len, n_layers, ret_doc, err);
+    if (r < 0)
+        return r;
+    return lz_oci_put_mem(st, cfg, len, ret_digest, err);
+}
+
 /* Copies a verified manifest, its config and its layers from a source
  * layout into the store, then names it. */
 static int import_manifest(const struct lz_oci_store *st, int src, struct lz_oci_manifest *m, const char *name,
@@ -16,11 +26,8 @@ static int import_manifest(const struct lz_oci_store *st, int src, struct lz_oci
     int r = lz_oci_src_read_blob(src, &m->config, LZ_OCI_MAX_JSON, &cfg, &cfg_len, err);
     if (r < 0)
         return lz_error_prefix(err, r, "image config");
-    r = lz_oci_check_config(cfg, cfg_len, m->n_layers, NULL, err);
-    if (r < 0)
-        return r;
     char dg[LZ_OCI_DIGEST_LEN + 1];
-    r = lz_oci_put_mem(st, cfg, cfg_len, dg, err);
+    r = put_config(st, cfg, cfg_len, m->n_layers, NULL, dg, err);
     if (r < 0)
         return r;
 
@@ -147,11 +154,8 @@ static int import_docker_dir(const struct lz_oci_store *st, int src, const char 
     if (r < 0)
         return lz_error_set(err, r, "docker archive config %s: %s", cfg_path, strerror(-r));
     _cleanup_json_ json_t *cdoc = NULL;
-    r = lz_oci_check_config(cfg, cfg_len, json_array_size(layers), &cdoc, err);
-    if (r < 0)
-        return r;
     char cfg_digest[LZ_OCI_DIGEST_LEN + 1];
-    r = lz_oci_put_mem(st, cfg, cfg_len, cfg_digest, err);
+    r = put_config(st, cfg, cfg_len, json_array_size(layers), &cdoc, cfg_digest, err);
     if (r < 0)
         return r;
     /* "<hex>.json" (classic) or "blobs/sha256/<hex>" (docker >= 25): the

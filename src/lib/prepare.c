@@ -301,6 +301,15 @@ static void entry_mtime(struct archive_entry *e, struct timespec ts[2]) {
     ts[0] = ts[1];
 }
 
+/* The entry's mtime on parent/base itself (never followed). */
+static int set_mtime_at(struct layer *l, struct archive_entry *e, int parent, const char *base, const char *norm) {
+    struct timespec ts[2];
+    entry_mtime(e, ts);
+    if (utimensat(parent, base, ts, AT_SYMLINK_NOFOLLOW) < 0)
+        return lz_error_set(l->err, -errno, "entry \"%s\": utimensat: %m", norm);
+    return 0;
+}
+
 static void apply_owner_at(struct layer *l, int parent, const char *name, struct archive_entry *e) {
     uid_t uid;
     gid_t gid;
@@ -412,10 +421,9 @@ static int do_symlink(struct layer *l, struct archive_entry *e, int parent, cons
     if (symlinkat(target, parent, base) < 0)
         return lz_error_set(l->err, -errno, "entry \"%s\": symlink: %m", norm);
     apply_owner_at(l, parent, base, e);
-    struct timespec ts[2];
-    entry_mtime(e, ts);
-    if (utimensat(parent, base, ts, AT_SYMLINK_NOFOLLOW) < 0)
-        return lz_error_set(l->err, -errno, "entry \"%s\": utimensat: %m", norm);
+    r = set_mtime_at(l, e, parent, base, norm);
+    if (r < 0)
+        return r;
     l->st->symlinks++;
     return 0;
 }
@@ -432,10 +440,9 @@ static int do_fifo(struct layer *l, struct archive_entry *e, int parent, const c
      * fchmodat without /proc. */
     if (fchmodat(parent, base, entry_mode(l, e), 0) < 0)
         return lz_error_set(l->err, -errno, "entry \"%s\": chmod: %m", norm);
-    struct timespec ts[2];
-    entry_mtime(e, ts);
-    if (utimensat(parent, base, ts, AT_SYMLINK_NOFOLLOW) < 0)
-        return lz_error_set(l->err, -errno, "entry \"%s\": utimensat: %m", norm);
+    r = set_mtime_at(l, e, parent, base, norm);
+    if (r < 0)
+        return r;
     l->st->fifos++;
     return 0;
 }
