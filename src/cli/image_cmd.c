@@ -273,7 +273,7 @@ int lz_cmd_image(int argc, char **argv) {
     const char *config_path = NULL, *suite = NULL;
     bool json = false, dry_run = false;
     const struct lz_cli_option opts[] = {
-        { "config", 0, &config_path, NULL }, { "suite", 0, &suite, NULL },    { "json", 0, NULL, &json },
+        { "config", 0, &config_path, NULL }, { "suite", 0, &suite, NULL }, { "json", 0, NULL, &json },
         { "dry-run", 0, NULL, &dry_run },    { NULL, 0, NULL, NULL },
     };
     char what[32];

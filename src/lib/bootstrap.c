@@ -96,9 +96,9 @@ int lz_bootstrap_locked(const struct lz_oci_store *st, const char *suite, lz_pro
         _cleanup_free_ char *name = lz_xasprintf("builtin:debian-%s", suite);
         _cleanup_json_ json_t *man = json_pack(
             "{s:i, s:s, s:{s:s, s:s, s:I}, s:[{s:s, s:s, s:I}], s:{s:s, s:s}}", "schemaVersion", 2, "mediaType",
-            LZ_MT_OCI_MANIFEST, "config", "mediaType", LZ_MT_OCI_CONFIG, "digest", cdg, "size",
-            (json_int_t)clen, "layers", "mediaType", LZ_MT_LAYER_TAR, "digest", ldg, "size", (json_int_t)lsize,
-            "annotations", "org.opencontainers.image.created", created, "org.opencontainers.image.title", name);
+            LZ_MT_OCI_MANIFEST, "config", "mediaType", LZ_MT_OCI_CONFIG, "digest", cdg, "size", (json_int_t)clen,
+            "layers", "mediaType", LZ_MT_LAYER_TAR, "digest", ldg, "size", (json_int_t)lsize, "annotations",
+            "org.opencontainers.image.created", created, "org.opencontainers.image.title", name);
         if (!man)
             abort();
         char mdg[LZ_OCI_DIGEST_LEN + 1];

@@ -581,7 +581,8 @@ static int gc_reclaim_artifact(struct gc *g, int pfd, const struct plan *pl, str
             if (pl->finish)
                 return 0; /* stays 'reclaiming': the next gc retries */
             /* Untouched: usable again. */
-            return gc_catalog_run(g, "UPDATE artifacts SET state = 'ready' WHERE artifact_id = ? AND state = 'reclaiming'",
+            return gc_catalog_run(g,
+                                  "UPDATE artifacts SET state = 'ready' WHERE artifact_id = ? AND state = 'reclaiming'",
                                   pl->name, NULL, err);
         }
         fsync(pfd);

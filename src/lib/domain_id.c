@@ -22,7 +22,6 @@ static int put_bytes(crypto_hash_sha256_state *st, const void *p, size_t n) {
 
 static int put_str(crypto_hash_sha256_state *st, const char *s) { return put_bytes(st, s, strlen(s)); }
 
-
 /* L(list): sorted bytewise and deduplicated on a copy of the pointers. */
 static int put_sorted_list(crypto_hash_sha256_state *st, char *const *list, size_t n) {
     _cleanup_free_ char **v = lz_xcalloc(n ? n : 1, sizeof *v);

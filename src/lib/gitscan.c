@@ -388,7 +388,6 @@ static void escape_into(char *out, size_t cap, size_t *pos, const char *name) {
     out[*pos] = '\0';
 }
 
-
 static size_t env_size(const char *name, size_t def) {
     const char *v = getenv(name);
     if (!v || !v[0])

@@ -125,7 +125,7 @@ static int deny(struct lz_netfollow *f, uint32_t a, const char *why, struct lz_e
     f->added = lz_xrealloc(f->added, (f->n_added + 1) * sizeof *f->added);
     f->added[f->n_added++] = a;
     lz_logf(f->log, f->log_ud, "host address %s %s: /32 deny installed and read back in %.2f ms", s, why,
-          (double)(now_us() - t0) / 1000.0);
+            (double)(now_us() - t0) / 1000.0);
     return 0;
 }
 
@@ -152,7 +152,7 @@ static int undeny(struct lz_netfollow *f, uint32_t a, struct lz_error *err) {
             break;
         }
     lz_logf(f->log, f->log_ud, "host address %s is gone: its /32 deny %s and read back in %.2f ms", s,
-          act ? "replaced by the configured route" : "removed", (double)(now_us() - t0) / 1000.0);
+            act ? "replaced by the configured route" : "removed", (double)(now_us() - t0) / 1000.0);
     return 0;
 }
 
@@ -303,9 +303,9 @@ int lz_netfollow_reconcile(struct lz_netfollow *f, const char *why, struct lz_er
         if ((r = undeny(f, rm[i], err)) < 0)
             return r;
     lz_logf(f->log, f->log_ud,
-          "host addresses reconciled (%s): %zu IPv4 addresses, %zu followed denies (+%zu -%zu), %d dump(s), "
-          "%.2f ms",
-          why, n_host, f->n_added, na, nr, attempts, (double)(now_us() - t0) / 1000.0);
+            "host addresses reconciled (%s): %zu IPv4 addresses, %zu followed denies (+%zu -%zu), %d dump(s), "
+            "%.2f ms",
+            why, n_host, f->n_added, na, nr, attempts, (double)(now_us() - t0) / 1000.0);
     return 0;
 }
 

@@ -67,8 +67,8 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
             if (r < 0)
                 return lz_error_set(err, r, "recovery: the %s process %s (pid %" PRId64 ") did not exit",
                                     lz_role_name(p->role), p->slot, p->id.pid);
-            lz_logf(log, ud, "recovery: %s %s process (pid %" PRId64 ", %s): %s", lz_role_name(p->role),
-                             p->slot, p->id.pid, p->phase, r == 1 ? "killed" : "already gone (not signalled)");
+            lz_logf(log, ud, "recovery: %s %s process (pid %" PRId64 ", %s): %s", lz_role_name(p->role), p->slot,
+                    p->id.pid, p->phase, r == 1 ? "killed" : "already gone (not signalled)");
         }
 
     /* Session Terminals: their exec clients, exactly. */
@@ -79,8 +79,8 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
         r = lz_procid_kill(&t->exec, KILL_WAIT_MS);
         if (r < 0)
             return lz_error_set(err, r, "recovery: the exec client of session %" PRId64 " did not exit", t->session);
-        lz_logf(log, ud, "recovery: session %" PRId64 " exec client (pid %" PRId64 "): %s", t->session,
-                         t->exec.pid, r == 1 ? "killed" : "already gone (not signalled)");
+        lz_logf(log, ud, "recovery: session %" PRId64 " exec client (pid %" PRId64 "): %s", t->session, t->exec.pid,
+                r == 1 ? "killed" : "already gone (not signalled)");
     }
 
     /* 2. Independent absence proof: nothing left in the Domain user
@@ -112,8 +112,7 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
         }
         if ((r = lz_store_commit(st, err)) < 0)
             return r;
-        lz_logf(log, ud, "recovery: State Anchor of generation %" PRId64 " is unmounted (proven) and clean",
-                         gen);
+        lz_logf(log, ud, "recovery: State Anchor of generation %" PRId64 " is unmounted (proven) and clean", gen);
     }
     if (lower_live) {
         if (lower->state != LZ_P_RELEASE_INTENT && !anchor_live &&
@@ -124,7 +123,7 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
             if (r < 0)
                 return r;
             lz_logf(log, ud, "recovery: lease of generation %" PRId64 " on %.12s %s", gen, lower->artifact_id,
-                             r == 1 ? "removed" : "was already absent");
+                    r == 1 ? "removed" : "was already absent");
         }
         if ((r = lz_store_part_set(st, gen, LZ_ROLE_PREPARED_LOWER, LZ_P_CLEAN, NULL, NULL, NULL, err)) < 0)
             return r;
