@@ -4,6 +4,8 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* Exit statuses of the CLI itself (a sandboxed command's status passes
@@ -72,3 +74,25 @@ struct lz_cli_option {
  * was printed). */
 bool lz_cli_getopt(int argc, char **argv, const char *what, const struct lz_cli_option *opts, bool in_order,
                    void (*usage)(FILE *out), int *ret);
+
+/* The start of a command with subcommands: true with *ret the exit status
+ * when there is nothing more to do, i.e. no argv[1] (usage on stderr) or
+ * argv[1] is -h, --help or help (usage on stdout). */
+bool lz_cli_help_first(int argc, char **argv, void (*usage)(FILE *out), int *ret);
+
+/* A command of a dispatch table, called with argv[0] the command's name. */
+struct lz_cli_command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+};
+/* Runs the command of cmds (ended by a NULL name) that argv[1] names: true
+ * with *ret its exit status; false when argv[1] names none. */
+bool lz_cli_dispatch(const struct lz_cli_command *cmds, int argc, char **argv, int *ret);
+
+/* n bytes for people: "512 B", "1.5 KiB", "3.0 GiB". */
+void lz_cli_human_bytes(uint64_t n, char *out, size_t size);
+
+/* Prints root (then released; NULL: an allocation failed) indented on
+ * stdout; LZ_EXIT_OK, or LZ_EXIT_FAILURE with a message. */
+struct json_t;
+int lz_cli_print_json(struct json_t *root);

@@ -3,6 +3,8 @@
 #include "util.h"
 
 #include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
 
@@ -70,4 +72,53 @@ bool lz_cli_getopt(int argc, char **argv, const char *what, const struct lz_cli_
     }
     *ret = optind;
     return true;
+}
+
+bool lz_cli_help_first(int argc, char **argv, void (*usage)(FILE *out), int *ret) {
+    if (argc < 2) {
+        usage(stderr);
+        *ret = LZ_EXIT_USAGE;
+        return true;
+    }
+    const char *a = argv[1];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "help")) {
+        usage(stdout);
+        *ret = LZ_EXIT_OK;
+        return true;
+    }
+    return false;
+}
+
+bool lz_cli_dispatch(const struct lz_cli_command *cmds, int argc, char **argv, int *ret) {
+    if (argc < 2)
+        return false;
+    for (; cmds->name; cmds++)
+        if (!strcmp(argv[1], cmds->name)) {
+            *ret = cmds->fn(argc - 1, argv + 1);
+            return true;
+        }
+    return false;
+}
+
+void lz_cli_human_bytes(uint64_t n, char *out, size_t size) {
+    if (n >= (UINT64_C(1) << 30))
+        snprintf(out, size, "%.1f GiB", (double)n / (double)(UINT64_C(1) << 30));
+    else if (n >= (UINT64_C(1) << 20))
+        snprintf(out, size, "%.1f MiB", (double)n / (double)(UINT64_C(1) << 20));
+    else if (n >= 1024)
+        snprintf(out, size, "%.1f KiB", (double)n / 1024.0);
+    else
+        snprintf(out, size, "%" PRIu64 " B", n);
+}
+
+int lz_cli_print_json(json_t *root) {
+    char *s = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
+    json_decref(root);
+    if (!s) {
+        lz_cli_error("cannot format JSON");
+        return LZ_EXIT_FAILURE;
+    }
+    puts(s);
+    free(s);
+    return LZ_EXIT_OK;
 }

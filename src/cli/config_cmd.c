@@ -84,14 +84,9 @@ static int print_git(const struct lz_config *cfg) {
 }
 
 int lz_cmd_config(int argc, char **argv) {
-    if (argc < 2) {
-        usage(stderr);
-        return LZ_EXIT_USAGE;
-    }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        usage(stdout);
-        return LZ_EXIT_OK;
-    }
+    int ret;
+    if (lz_cli_help_first(argc, argv, usage, &ret))
+        return ret;
     if (strcmp(argv[1], "check") != 0) {
         lz_cli_error("config: unknown subcommand \"%s\" (expected \"check\")", argv[1]);
         return LZ_EXIT_USAGE;

@@ -1,6 +1,5 @@
 /* image_cmd.c — `lazaret image bootstrap|ls|prepare|gc`: the base images and
  * prepared lowers of the Storage Root (see image.h, catalog.h). */
-#include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <sys/ioctl.h>
@@ -44,17 +43,6 @@ struct progress_ui {
     uint64_t shown;
 };
 
-static void human_bytes(uint64_t n, char *out, size_t size) {
-    if (n >= (UINT64_C(1) << 30))
-        snprintf(out, size, "%.1f GiB", (double)n / (double)(UINT64_C(1) << 30));
-    else if (n >= (UINT64_C(1) << 20))
-        snprintf(out, size, "%.1f MiB", (double)n / (double)(UINT64_C(1) << 20));
-    else if (n >= 1024)
-        snprintf(out, size, "%.1f KiB", (double)n / 1024.0);
-    else
-        snprintf(out, size, "%" PRIu64 " B", n);
-}
-
 static void on_progress(void *ud, const char *phase, uint64_t done, uint64_t total) {
     struct progress_ui *ui = ud;
     bool same = strncmp(ui->phase, phase, sizeof ui->phase - 1) == 0;
@@ -74,11 +62,11 @@ static void on_progress(void *ud, const char *phase, uint64_t done, uint64_t tot
     ui->shown = done;
     char a[32] = "", b[32] = "", tail[96] = "";
     if (total) {
-        human_bytes(done, a, sizeof a);
-        human_bytes(total, b, sizeof b);
+        lz_cli_human_bytes(done, a, sizeof a);
+        lz_cli_human_bytes(total, b, sizeof b);
         snprintf(tail, sizeof tail, " %3d%% (%s / %s)", pct > 100 ? 100 : pct, a, b);
     } else if (done) {
-        human_bytes(done, a, sizeof a);
+        lz_cli_human_bytes(done, a, sizeof a);
         snprintf(tail, sizeof tail, " %s", a);
     }
     size_t room = ui->width > strlen(tail) + 1 ? ui->width - strlen(tail) - 1 : 10;
@@ -156,17 +144,8 @@ static int cmd_ls(const char *data_root, bool json) {
                                             p->source_ref, "manifest_digest", p->manifest_digest, "created", p->created,
                                             "size", (json_int_t)p->size));
         }
-        json_t *root = json_pack("{s:o, s:o}", "images", imgs, "prepared", preps);
-        char *s = json_dumps(root, JSON_INDENT(2));
-        json_decref(root);
-        if (!s) {
-            lz_image_list_clear(&l);
-            return LZ_EXIT_FAILURE;
-        }
-        puts(s);
-        free(s);
         lz_image_list_clear(&l);
-        return LZ_EXIT_OK;
+        return lz_cli_print_json(json_pack("{s:o, s:o}", "images", imgs, "prepared", preps));
     }
     char sz[32];
     printf("IMAGES\n");
@@ -176,7 +155,7 @@ static int cmd_ls(const char *data_root, bool json) {
         printf("  %-40s %-19s %10s\n", "NAME", "MANIFEST", "SIZE");
     for (size_t i = 0; i < l.n_images; i++) {
         const struct lz_image_info *im = &l.images[i];
-        human_bytes(im->size, sz, sizeof sz);
+        lz_cli_human_bytes(im->size, sz, sizeof sz);
         printf("  %-40s %-19.19s %10s\n", im->name, im->manifest_digest, sz);
     }
     printf("\nPREPARED LOWERS\n");
@@ -186,7 +165,7 @@ static int cmd_ls(const char *data_root, bool json) {
         printf("  %-12s %-40s %-20s %10s\n", "ARTIFACT", "SOURCE", "CREATED", "SIZE");
     for (size_t i = 0; i < l.n_prepared; i++) {
         const struct lz_prepared_info *p = &l.prepared[i];
-        human_bytes(p->size, sz, sizeof sz);
+        lz_cli_human_bytes(p->size, sz, sizeof sz);
         printf("  %-12.12s %-40s %-20s %10s\n", p->artifact_id, p->source_ref, p->created, sz);
     }
     lz_image_list_clear(&l);
@@ -235,7 +214,7 @@ static void on_gc_event(void *ud, const struct lz_gc_event *ev) {
     }
     char sz[32] = "-";
     if (ev->size)
-        human_bytes(ev->size, sz, sizeof sz);
+        lz_cli_human_bytes(ev->size, sz, sizeof sz);
     switch (ev->action) {
     case LZ_GC_RECLAIMED:
         printf("%-15s %-8s %-12.12s %10s  %s\n", o->dry_run ? "would reclaim" : "reclaimed", ev->kind, ev->name, sz,
@@ -270,15 +249,11 @@ static int cmd_gc(const struct lz_config *cfg, bool dry_run, bool json) {
             "policy", "prepared_keep_days", (json_int_t)cfg->prepared_keep_days, "prepared_max_bytes",
             (json_int_t)cfg->prepared_max_bytes, "total", "count", (json_int_t)res.n_reclaimed, "bytes",
             (json_int_t)res.bytes_reclaimed, "reclaimed", o.reclaimed, "kept", o.kept, "failed", o.failed);
-        char *s = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
-        json_decref(root);
-        if (!s)
+        if (lz_cli_print_json(root) != LZ_EXIT_OK)
             return LZ_EXIT_FAILURE;
-        puts(s);
-        free(s);
     } else {
         char sz[32];
-        human_bytes(res.bytes_reclaimed, sz, sizeof sz);
+        lz_cli_human_bytes(res.bytes_reclaimed, sz, sizeof sz);
         printf("%s %zu item%s, %s%s\n", dry_run ? "would reclaim" : "reclaimed", res.n_reclaimed,
                res.n_reclaimed == 1 ? "" : "s", sz, res.n_failed ? "; some could not be removed (see above)" : "");
     }
@@ -286,48 +261,30 @@ static int cmd_gc(const struct lz_config *cfg, bool dry_run, bool json) {
 }
 
 int lz_cmd_image(int argc, char **argv) {
-    if (argc < 2) {
-        usage(stderr);
-        return LZ_EXIT_USAGE;
-    }
+    int ret;
+    if (lz_cli_help_first(argc, argv, usage, &ret))
+        return ret;
     const char *sub = argv[1];
-    if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
-        usage(stdout);
-        return LZ_EXIT_OK;
-    }
     if (strcmp(sub, "bootstrap") != 0 && strcmp(sub, "ls") != 0 && strcmp(sub, "prepare") != 0 &&
         strcmp(sub, "gc") != 0) {
         lz_cli_error("image: unknown subcommand \"%s\" (expected bootstrap, ls, prepare or gc)", sub);
         return LZ_EXIT_USAGE;
     }
-    static const struct option longopts[] = {
-        { "config", required_argument, NULL, 'c' }, { "suite", required_argument, NULL, 's' },
-        { "json", no_argument, NULL, 'j' },         { "dry-run", no_argument, NULL, 'n' },
-        { "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
+    const char *config_path = NULL, *suite = NULL;
+    bool json = false, dry_run = false;
+    const struct lz_cli_option opts[] = {
+        { "config", 0, &config_path, NULL }, { "suite", 0, &suite, NULL }, { "json", 0, NULL, &json },
+        { "dry-run", 0, NULL, &dry_run },    { NULL, 0, NULL, NULL },
     };
-    const char *config_path = NULL, *suite = "bookworm";
-    bool json = false, suite_set = false, dry_run = false;
-    int sub_argc = argc - 1;
+    char what[32];
+    snprintf(what, sizeof what, "image %s", sub);
+    int sub_argc = argc - 1, first;
     char **sub_argv = argv + 1;
-    int c;
-    optind = 0; /* glibc: full re-initialisation */
-    opterr = 0;
-    while ((c = getopt_long(sub_argc, sub_argv, "+:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'c': config_path = optarg; break;
-        case 's':
-            suite = optarg;
-            suite_set = true;
-            break;
-        case 'j': json = true; break;
-        case 'n': dry_run = true; break;
-        case 'h': usage(stdout); return LZ_EXIT_OK;
-        case ':':
-            lz_cli_error("image %s: option %s needs an argument", sub, sub_argv[optind - 1]);
-            return LZ_EXIT_USAGE;
-        default: lz_cli_error("image %s: unknown option %s", sub, sub_argv[optind - 1]); return LZ_EXIT_USAGE;
-        }
-    }
+    if (!lz_cli_getopt(sub_argc, sub_argv, what, opts, true, usage, &first))
+        return first;
+    bool suite_set = suite != NULL;
+    if (!suite)
+        suite = "bookworm";
     bool is_bootstrap = !strcmp(sub, "bootstrap"), is_ls = !strcmp(sub, "ls"), is_gc = !strcmp(sub, "gc");
     if ((suite_set && !is_bootstrap) || (json && is_bootstrap) || (dry_run && !is_gc)) {
         lz_cli_error("image %s: option %s does not apply", sub,
@@ -337,7 +294,7 @@ int lz_cmd_image(int argc, char **argv) {
         return LZ_EXIT_USAGE;
     }
     int want_args = is_bootstrap || is_ls || is_gc ? 0 : 1;
-    if (sub_argc - optind != want_args) {
+    if (sub_argc - first != want_args) {
         lz_cli_error("image %s: %s", sub, want_args ? "expects one image reference" : "takes no arguments");
         return LZ_EXIT_USAGE;
     }
@@ -345,7 +302,6 @@ int lz_cmd_image(int argc, char **argv) {
     struct lz_config *cfg = NULL;
     if (load_data_root(config_path, &cfg) < 0)
         return LZ_EXIT_FAILURE;
-    int ret;
     if (is_bootstrap)
         ret = cmd_bootstrap(cfg->data_root, suite);
     else if (is_ls)
@@ -353,7 +309,7 @@ int lz_cmd_image(int argc, char **argv) {
     else if (is_gc)
         ret = cmd_gc(cfg, dry_run, json);
     else
-        ret = cmd_prepare(cfg->data_root, sub_argv[optind], json);
+        ret = cmd_prepare(cfg->data_root, sub_argv[first], json);
     lz_config_free(cfg);
     return ret;
 }

@@ -16,33 +16,31 @@ static int parse_fd(const char *s) {
     return (int)v;
 }
 
+static void internal_usage(FILE *out) {
+    fputs("Usage: lazaret __coordinator|__supervisor OPTIONS (started by lazaret itself, not by users)\n", out);
+}
+
 static int coordinator(int argc, char **argv) {
     struct lz_coordinator_args a = { .ready_fd = -1, .env_fd = -1 };
-    static const struct option opts[] = {
-        { "ready-fd", required_argument, NULL, 'r' },
-        { "workspace", required_argument, NULL, 'w' },
-        { "domain", required_argument, NULL, 'd' },
-        { "fingerprint", required_argument, NULL, 'f' },
-        { "artifact", required_argument, NULL, 'R' },
-        { "config", required_argument, NULL, 'c' },
-        { "profile", required_argument, NULL, 'p' },
-        { "env-fd", required_argument, NULL, 'e' },
-        { 0 },
+    const char *ready_fd = NULL, *env_fd = NULL;
+    const struct lz_cli_option opts[] = {
+        { "ready-fd", 0, &ready_fd, NULL },
+        { "workspace", 0, &a.workspace, NULL },
+        { "domain", 0, &a.expect_domain, NULL },
+        { "fingerprint", 0, &a.expect_fingerprint, NULL },
+        { "artifact", 0, &a.artifact_id, NULL },
+        { "config", 0, &a.config_path, NULL },
+        { "profile", 0, &a.profile, NULL },
+        { "env-fd", 0, &env_fd, NULL },
+        { NULL, 0, NULL, NULL },
     };
-    int c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (c) {
-        case 'r': a.ready_fd = parse_fd(optarg); break;
-        case 'w': a.workspace = optarg; break;
-        case 'd': a.expect_domain = optarg; break;
-        case 'f': a.expect_fingerprint = optarg; break;
-        case 'R': a.artifact_id = optarg; break;
-        case 'c': a.config_path = optarg; break;
-        case 'p': a.profile = optarg; break;
-        case 'e': a.env_fd = parse_fd(optarg); break;
-        default: return LZ_EXIT_USAGE;
-        }
-    }
+    int first;
+    if (!lz_cli_getopt(argc, argv, "__coordinator", opts, false, internal_usage, &first))
+        return first;
+    if (ready_fd)
+        a.ready_fd = parse_fd(ready_fd);
+    if (env_fd)
+        a.env_fd = parse_fd(env_fd);
     if (!a.workspace || !a.expect_domain || !a.expect_fingerprint || !a.artifact_id) {
         lz_cli_error("__coordinator: missing arguments");
         return LZ_EXIT_USAGE;

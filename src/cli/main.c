@@ -34,37 +34,26 @@ static void usage(FILE *f) {
           f);
 }
 
+static int cmd_run(int argc, char **argv) { return lz_cmd_run(argc, argv, &lz_run_core); }
+
+static const struct lz_cli_command commands[] = {
+    { "run", cmd_run },          { "config", lz_cmd_config }, { "image", lz_cmd_image },
+    { "doctor", lz_cmd_doctor }, { "state", lz_cmd_state },   { "audit", lz_cmd_audit },
+    { "ps", lz_cmd_ps },         { "stop", lz_cmd_stop },     { NULL, NULL },
+};
+
 int main(int argc, char **argv) {
     lz_cli_argv = argv;
-    if (argc < 2) {
-        usage(stderr);
-        return LZ_EXIT_USAGE;
-    }
+    int ret;
+    if (lz_cli_help_first(argc, argv, usage, &ret))
+        return ret;
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
-        usage(stdout);
-        return LZ_EXIT_OK;
-    }
     if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
         printf("lazaret %s\n", LZ_VERSION);
         return LZ_EXIT_OK;
     }
-    if (!strcmp(cmd, "run"))
-        return lz_cmd_run(argc - 1, argv + 1, &lz_run_core);
-    if (!strcmp(cmd, "config"))
-        return lz_cmd_config(argc - 1, argv + 1);
-    if (!strcmp(cmd, "image"))
-        return lz_cmd_image(argc - 1, argv + 1);
-    if (!strcmp(cmd, "doctor"))
-        return lz_cmd_doctor(argc - 1, argv + 1);
-    if (!strcmp(cmd, "state"))
-        return lz_cmd_state(argc - 1, argv + 1);
-    if (!strcmp(cmd, "audit"))
-        return lz_cmd_audit(argc - 1, argv + 1);
-    if (!strcmp(cmd, "ps"))
-        return lz_cmd_ps(argc - 1, argv + 1);
-    if (!strcmp(cmd, "stop"))
-        return lz_cmd_stop(argc - 1, argv + 1);
+    if (lz_cli_dispatch(commands, argc, argv, &ret))
+        return ret;
     if (!strncmp(cmd, "__", 2))
         return lz_cmd_internal(argc - 1, argv + 1);
     lz_cli_error("unknown command '%s' (see `lazaret --help`)", cmd);

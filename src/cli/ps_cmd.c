@@ -1,6 +1,5 @@
 /* ps_cmd.c — `lazaret ps` and `lazaret stop`: the running Domains of this
  * user, asked through their coordinators' control sockets (control.h). */
-#include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <time.h>
@@ -27,18 +26,11 @@ static void since(int64_t ms, char *buf, size_t len) {
 
 int lz_cmd_ps(int argc, char **argv) {
     bool as_json = false;
-    static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
-                                          { "help", no_argument, NULL, 'h' },
-                                          { 0 } };
-    int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'j': as_json = true; break;
-        case 'h': ps_usage(stdout); return LZ_EXIT_OK;
-        default: ps_usage(stderr); return LZ_EXIT_USAGE;
-        }
-    }
-    if (optind != argc) {
+    const struct lz_cli_option opts[] = { { "json", 0, NULL, &as_json }, { NULL, 0, NULL, NULL } };
+    int first;
+    if (!lz_cli_getopt(argc, argv, "ps", opts, false, ps_usage, &first))
+        return first;
+    if (first != argc) {
         ps_usage(stderr);
         return LZ_EXIT_USAGE;
     }
@@ -101,26 +93,20 @@ static void stop_usage(FILE *f) {
 int lz_cmd_stop(int argc, char **argv) {
     bool force = false;
     const char *profile = NULL, *config_path = NULL;
-    static const struct option opts[] = { { "force", no_argument, NULL, 'f' },
-                                          { "profile", required_argument, NULL, 'p' },
-                                          { "config", required_argument, NULL, 'c' },
-                                          { "help", no_argument, NULL, 'h' },
-                                          { 0 } };
-    int c;
-    while ((c = getopt_long(argc, argv, "p:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'f': force = true; break;
-        case 'p': profile = optarg; break;
-        case 'c': config_path = optarg; break;
-        case 'h': stop_usage(stdout); return LZ_EXIT_OK;
-        default: stop_usage(stderr); return LZ_EXIT_USAGE;
-        }
-    }
-    if (argc - optind > 1) {
+    const struct lz_cli_option opts[] = {
+        { "force", 0, NULL, &force },
+        { "profile", 'p', &profile, NULL },
+        { "config", 0, &config_path, NULL },
+        { NULL, 0, NULL, NULL },
+    };
+    int first;
+    if (!lz_cli_getopt(argc, argv, "stop", opts, false, stop_usage, &first))
+        return first;
+    if (argc - first > 1) {
         stop_usage(stderr);
         return LZ_EXIT_USAGE;
     }
-    const char *want = optind < argc ? argv[optind] : NULL;
+    const char *want = first < argc ? argv[first] : NULL;
     struct lz_error err = { 0 };
     _cleanup_free_ char *want_id = NULL;
     if (!want) {

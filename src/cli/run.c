@@ -3,7 +3,6 @@
 #include "client.h"
 #include "config.h"
 
-#include <getopt.h>
 #include <sodium.h>
 
 static void usage(FILE *f) {
@@ -38,22 +37,15 @@ static int prepare_lower(void *ud, const char **ret, struct lz_error *err) {
 
 int lz_cmd_run(int argc, char **argv, const struct lz_run_starter *starter) {
     const char *config_path = NULL, *profile = NULL;
-    static const struct option opts[] = {
-        { "profile", required_argument, NULL, 'p' },
-        { "config", required_argument, NULL, 'c' },
-        { "help", no_argument, NULL, 'h' },
-        { 0 },
+    const struct lz_cli_option opts[] = {
+        { "profile", 'p', &profile, NULL },
+        { "config", 0, &config_path, NULL },
+        { NULL, 0, NULL, NULL },
     };
-    int c;
-    /* '+': stop at the first non-option, so CMD's own options are CMD's. */
-    while ((c = getopt_long(argc, argv, "+p:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'p': profile = optarg; break;
-        case 'c': config_path = optarg; break;
-        case 'h': usage(stdout); return LZ_EXIT_OK;
-        default: usage(stderr); return LZ_EXIT_USAGE;
-        }
-    }
+    int first;
+    /* In order: options end at CMD, so CMD's own options are CMD's. */
+    if (!lz_cli_getopt(argc, argv, "run", opts, true, usage, &first))
+        return first;
     if (sodium_init() < 0) {
         lz_cli_error("libsodium failed to initialise");
         return LZ_EXIT_LAUNCH;
@@ -75,8 +67,8 @@ int lz_cmd_run(int argc, char **argv, const struct lz_run_starter *starter) {
         .profile = profile,
         .prepare = prepare_lower,
         .prepare_ud = &pc,
-        .argv = argv + optind,
-        .argc = (size_t)(argc - optind),
+        .argv = argv + first,
+        .argc = (size_t)(argc - first),
     };
     int r = lz_client_session(&o, &err);
     if (starter->clear)

@@ -41,17 +41,6 @@ static void usage(FILE *out) {
 
 /* ---- formatting ---- */
 
-static void human_bytes(uint64_t n, char *out, size_t size) {
-    if (n >= (UINT64_C(1) << 30))
-        snprintf(out, size, "%.1f GiB", (double)n / (double)(UINT64_C(1) << 30));
-    else if (n >= (UINT64_C(1) << 20))
-        snprintf(out, size, "%.1f MiB", (double)n / (double)(UINT64_C(1) << 20));
-    else if (n >= 1024)
-        snprintf(out, size, "%.1f KiB", (double)n / 1024.0);
-    else
-        snprintf(out, size, "%" PRIu64 " B", n);
-}
-
 /* ISO 8601 UTC; "" for an unknown (0) time. */
 static void iso_time(int64_t ms, char *out, size_t size) {
     out[0] = '\0';
@@ -100,18 +89,6 @@ static json_t *jtime(int64_t ms) {
     return b[0] ? json_string(b) : json_null();
 }
 
-static int print_json(json_t *root) {
-    char *s = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
-    json_decref(root);
-    if (!s) {
-        lz_cli_error("cannot format JSON");
-        return LZ_EXIT_FAILURE;
-    }
-    puts(s);
-    free(s);
-    return LZ_EXIT_OK;
-}
-
 /* ---- ls ---- */
 
 static int cmd_ls(const struct lz_config *cfg, bool json) {
@@ -134,7 +111,7 @@ static int cmd_ls(const struct lz_config *cfg, bool json) {
                                             "running", s->running, "has_store", s->has_store, "problem",
                                             jstr(s->problem)));
         }
-        return print_json(a);
+        return lz_cli_print_json(a);
     }
     if (!l.n) {
         printf("no Domains under %s/domains (`lazaret run` creates one per profile and workspace)\n", cfg->data_root);
@@ -144,7 +121,7 @@ static int cmd_ls(const struct lz_config *cfg, bool json) {
     for (size_t i = 0; i < l.n; i++) {
         const struct lz_domain_summary *s = &l.v[i];
         char sz[32], when[32];
-        human_bytes(s->size, sz, sizeof sz);
+        lz_cli_human_bytes(s->size, sz, sizeof sz);
         iso_time(s->last_used_ms, when, sizeof when);
         _cleanup_free_ char *prof = esc(s->profile), *ws = esc(s->workspace);
         printf("%-12.12s  %-16s  %-7s  %-20s  %10s  %s\n", s->id, prof, s->running ? "yes" : "no",
@@ -263,7 +240,7 @@ static void inspect_text(const struct lz_domain_info *in) {
     printf("Domain       %s\n", in->id);
     printf("Profile      %s\n", prof);
     printf("Workspace    %s\n", ws);
-    human_bytes(in->size, sz, sizeof sz);
+    lz_cli_human_bytes(in->size, sz, sizeof sz);
     printf("Size         %s (the whole Domain Root)\n", sz);
     if (in->running) {
         printf("Status       running: its Host Coordinator holds the Domain; the Domain Store is not read\n"
@@ -276,7 +253,7 @@ static void inspect_text(const struct lz_domain_info *in) {
         printf("Status       inactive\n");
         printf("Created      %s\n", t1[0] ? t1 : "-");
         printf("Last use     %s\n", t2[0] ? t2 : "-");
-        human_bytes(in->anchor_size, sz, sizeof sz);
+        lz_cli_human_bytes(in->anchor_size, sz, sizeof sz);
         if (in->anchor_present)
             printf("\nState Anchor anchor-%" PRId64 " (%s)\n", s->anchor_gen, sz);
         else
@@ -291,7 +268,7 @@ static void inspect_text(const struct lz_domain_info *in) {
             printf("  (from the anchor's upper/: the Domain's profile could not be loaded)\n");
         for (size_t i = 0; i < in->n_pdirs; i++) {
             _cleanup_free_ char *p = esc(in->pdirs[i].path);
-            human_bytes(in->pdirs[i].size, sz, sizeof sz);
+            lz_cli_human_bytes(in->pdirs[i].size, sz, sizeof sz);
             printf("  %-30s %s\n", p, in->pdirs[i].present ? sz : "(nothing written yet)");
         }
         size_t first = s->n_gens > INSPECT_TEXT_GENS ? s->n_gens - INSPECT_TEXT_GENS : 0;
@@ -367,7 +344,7 @@ static int cmd_inspect(const struct lz_config *cfg, const char *config_path, con
     }
     int ret = LZ_EXIT_OK;
     if (json)
-        ret = print_json(inspect_json(&in));
+        ret = lz_cli_print_json(inspect_json(&in));
     else
         inspect_text(&in);
     return ret;
@@ -438,7 +415,7 @@ static int cmd_verify(const struct lz_config *cfg, const char *config_path, char
         json_t *root = json_pack("{s:s, s:o, s:o, s:I, s:I, s:b}", "data_root", cfg->data_root, "domains", doms,
                                  "storage_root", root_f, "errors", (json_int_t)res.n_errors, "warnings",
                                  (json_int_t)res.n_warnings, "ok", res.n_errors == 0);
-        if (print_json(root) != LZ_EXIT_OK)
+        if (lz_cli_print_json(root) != LZ_EXIT_OK)
             ret = LZ_EXIT_FAILURE;
     } else {
         for (size_t i = 0; i < res.n; i++) {
@@ -605,15 +582,10 @@ static int load_config(const char *config_path, const char *profile, const char 
 }
 
 int lz_cmd_state(int argc, char **argv) {
-    if (argc < 2) {
-        usage(stderr);
-        return LZ_EXIT_USAGE;
-    }
+    int ret;
+    if (lz_cli_help_first(argc, argv, usage, &ret))
+        return ret;
     const char *sub = argv[1];
-    if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
-        usage(stdout);
-        return LZ_EXIT_OK;
-    }
     if (!strcmp(sub, "__rm-tree"))
         return rm_tree_helper(argc, argv);
     bool is_ls = !strcmp(sub, "ls"), is_inspect = !strcmp(sub, "inspect"), is_verify = !strcmp(sub, "verify"),
@@ -683,7 +655,7 @@ int lz_cmd_state(int argc, char **argv) {
     /* Every DOMAIN argument as a full, existing ID. */
     size_t n_ids = workspace ? 1 : n_args;
     char **ids = lz_xcalloc(n_ids ? n_ids : 1, sizeof *ids);
-    int ret = LZ_EXIT_OK;
+    ret = LZ_EXIT_OK;
     for (size_t i = 0; i < n_ids && ret == LZ_EXIT_OK; i++) {
         char id[LZ_DOMAIN_ID_HEX + 1];
         err = (struct lz_error){ 0 };

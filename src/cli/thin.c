@@ -36,20 +36,23 @@ static int start_in_core(const struct lz_config *cfg, void **state, const char *
 
 static const struct lz_run_starter exec_core = { .prepare = start_in_core };
 
+static int cmd_run(int argc, char **argv) { return lz_cmd_run(argc, argv, &exec_core); }
+
+static const struct lz_cli_command commands[] = {
+    { "run", cmd_run },
+    { "ps", lz_cmd_ps },
+    { "stop", lz_cmd_stop },
+    { NULL, NULL },
+};
+
 int main(int argc, char **argv) {
     lz_cli_argv = argv;
-    if (argc >= 2) {
-        const char *cmd = argv[1];
-        if (!strcmp(cmd, "run"))
-            return lz_cmd_run(argc - 1, argv + 1, &exec_core);
-        if (!strcmp(cmd, "ps"))
-            return lz_cmd_ps(argc - 1, argv + 1);
-        if (!strcmp(cmd, "stop"))
-            return lz_cmd_stop(argc - 1, argv + 1);
-        if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
-            printf("lazaret %s\n", LZ_VERSION);
-            return LZ_EXIT_OK;
-        }
+    int ret;
+    if (lz_cli_dispatch(commands, argc, argv, &ret))
+        return ret;
+    if (argc >= 2 && (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version"))) {
+        printf("lazaret %s\n", LZ_VERSION);
+        return LZ_EXIT_OK;
     }
     return lz_cli_exec_core();
 }

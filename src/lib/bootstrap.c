@@ -88,25 +88,21 @@ int lz_bootstrap_locked(const struct lz_oci_store *st, const char *suite, lz_pro
             "/", "rootfs", "type", "layers", "diff_ids", ldg, "history", "created", created, "created_by", created_by);
         if (!cfg)
             abort();
-        _cleanup_free_ char *craw = lz_json_dump_compact(cfg);
         char cdg[LZ_OCI_DIGEST_LEN + 1];
-        r = lz_oci_put_mem(st, craw, strlen(craw), cdg, err);
+        size_t clen;
+        r = lz_oci_put_json(st, cfg, cdg, &clen, err);
         if (r < 0)
             goto out;
         _cleanup_free_ char *name = lz_xasprintf("builtin:debian-%s", suite);
         _cleanup_json_ json_t *man = json_pack(
             "{s:i, s:s, s:{s:s, s:s, s:I}, s:[{s:s, s:s, s:I}], s:{s:s, s:s}}", "schemaVersion", 2, "mediaType",
-            LZ_MT_OCI_MANIFEST, "config", "mediaType", LZ_MT_OCI_CONFIG, "digest", cdg, "size",
-            (json_int_t)strlen(craw), "layers", "mediaType", LZ_MT_LAYER_TAR, "digest", ldg, "size", (json_int_t)lsize,
-            "annotations", "org.opencontainers.image.created", created, "org.opencontainers.image.title", name);
+            LZ_MT_OCI_MANIFEST, "config", "mediaType", LZ_MT_OCI_CONFIG, "digest", cdg, "size", (json_int_t)clen,
+            "layers", "mediaType", LZ_MT_LAYER_TAR, "digest", ldg, "size", (json_int_t)lsize, "annotations",
+            "org.opencontainers.image.created", created, "org.opencontainers.image.title", name);
         if (!man)
             abort();
-        _cleanup_free_ char *mraw = lz_json_dump_compact(man);
         char mdg[LZ_OCI_DIGEST_LEN + 1];
-        r = lz_oci_put_mem(st, mraw, strlen(mraw), mdg, err);
-        if (r < 0)
-            goto out;
-        r = lz_oci_set_name(st, name, mdg, strlen(mraw), LZ_MT_OCI_MANIFEST, err);
+        r = lz_oci_put_manifest(st, name, man, mdg, err);
         if (r == 0)
             lz_progress_report(progress, ud, "bootstrap: done", lsize, lsize);
     }

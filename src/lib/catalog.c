@@ -156,6 +156,19 @@ int lz_cat_section_begin(const char *data_root, unsigned flags, struct cat *ret,
     return 0;
 }
 
+int lz_cat_section_existing(const char *data_root, unsigned flags, struct cat *ret, struct lz_error *err) {
+    struct cat c;
+    int r = lz_cat_section_begin(data_root, flags & ~LZ_DB_CREATE, &c, err);
+    if (r != 0)
+        return r;
+    if (c.fresh) {
+        r = lz_cat_section_end(&c, 0, err);
+        return r < 0 ? r : 1;
+    }
+    *ret = c;
+    return 0;
+}
+
 /* ---- rows ---- */
 
 struct row_artifact {
@@ -243,15 +256,24 @@ static int check_lease_args(const char *artifact_id, const char *domain_id, int6
     return 0;
 }
 
+/* The section of a lease operation on valid arguments: with LZ_DB_CREATE in
+ * flags lz_cat_section_begin, else lz_cat_section_existing (1: no rows). */
+static int lease_section(const char *data_root, const char *artifact_id, const char *domain_id, int64_t generation,
+                         unsigned flags, struct cat *ret, struct lz_error *err) {
+    int r = check_lease_args(artifact_id, domain_id, generation, err);
+    if (r < 0)
+        return r;
+    return flags & LZ_DB_CREATE ? lz_cat_section_begin(data_root, flags, ret, err)
+                                : lz_cat_section_existing(data_root, flags, ret, err);
+}
+
 /* ---- leases ---- */
 
 int lz_catalog_lease_acquire(const char *data_root, const char *artifact_id, const char *domain_id, int64_t generation,
                              struct lz_error *err) {
-    int r = check_lease_args(artifact_id, domain_id, generation, err);
-    if (r < 0)
-        return r;
     struct cat c;
-    if ((r = lz_cat_section_begin(data_root, LZ_DB_WRITE | LZ_DB_CREATE, &c, err)) < 0)
+    int r = lease_section(data_root, artifact_id, domain_id, generation, LZ_DB_WRITE | LZ_DB_CREATE, &c, err);
+    if (r < 0)
         return r;
     int64_t now = lz_cat_now_ms();
     r = ensure_ready(&c, data_root, artifact_id, now, err);
@@ -265,14 +287,10 @@ int lz_catalog_lease_acquire(const char *data_root, const char *artifact_id, con
 
 int lz_catalog_lease_release(const char *data_root, const char *artifact_id, const char *domain_id, int64_t generation,
                              struct lz_error *err) {
-    int r = check_lease_args(artifact_id, domain_id, generation, err);
-    if (r < 0)
-        return r;
     struct cat c;
-    if ((r = lz_cat_section_begin(data_root, LZ_DB_WRITE, &c, err)) != 0)
+    int r = lease_section(data_root, artifact_id, domain_id, generation, LZ_DB_WRITE, &c, err);
+    if (r != 0)
         return r == 1 ? 0 : r;
-    if (c.fresh)
-        return lz_cat_section_end(&c, 0, err);
     r = lz_db_run(c.db, err, "DELETE FROM leases WHERE artifact_id = ? AND domain_id = ? AND generation = ?", "tti",
                   artifact_id, domain_id, generation);
     if (r >= 0) {
@@ -287,14 +305,10 @@ int lz_catalog_lease_release(const char *data_root, const char *artifact_id, con
 
 int lz_catalog_lease_held(const char *data_root, const char *artifact_id, const char *domain_id, int64_t generation,
                           struct lz_error *err) {
-    int r = check_lease_args(artifact_id, domain_id, generation, err);
-    if (r < 0)
-        return r;
     struct cat c;
-    if ((r = lz_cat_section_begin(data_root, 0, &c, err)) != 0)
+    int r = lease_section(data_root, artifact_id, domain_id, generation, 0, &c, err);
+    if (r != 0)
         return r == 1 ? 0 : r;
-    if (c.fresh)
-        return lz_cat_section_end(&c, 0, err);
     int64_t one = 0;
     r = lz_db_get_int(c.db, &one, err,
                       "SELECT 1 FROM leases WHERE artifact_id = ? AND domain_id = ? AND generation = ?", "tti",
@@ -399,18 +413,28 @@ void lz_catalog_clear(struct lz_catalog *c) {
 
 /* ---- prepare intent and publication ---- */
 
-int lz_catalog_prepare_begin(const char *data_root, const char *tmp_name, const char *artifact_id,
-                             struct lz_error *err) {
-    if (!tmp_name_valid(tmp_name) || !lz_cat_hex64(artifact_id))
+/* The section of a prepare intent's change, on a valid tmp_name (and
+ * artifact_id, when not NULL), with owner this process (lz_procid_format's
+ * form); flags as for lease_section. */
+static int intent_section(const char *data_root, const char *tmp_name, const char *artifact_id, unsigned flags,
+                          char owner[static 160], struct cat *ret, struct lz_error *err) {
+    if (!tmp_name_valid(tmp_name) || (artifact_id && !lz_cat_hex64(artifact_id)))
         return lz_error_set(err, -EINVAL, "invalid prepare intent");
     struct lz_procid self;
     int r = lz_procid_self(&self);
     if (r < 0)
         return lz_error_set(err, r, "cannot identify this process (pidfd): %s", strerror(-r));
+    lz_procid_format(&self, owner, 160);
+    return flags & LZ_DB_CREATE ? lz_cat_section_begin(data_root, flags, ret, err)
+                                : lz_cat_section_existing(data_root, flags, ret, err);
+}
+
+int lz_catalog_prepare_begin(const char *data_root, const char *tmp_name, const char *artifact_id,
+                             struct lz_error *err) {
     char owner[160];
-    lz_procid_format(&self, owner, sizeof owner);
     struct cat c;
-    if ((r = lz_cat_section_begin(data_root, LZ_DB_WRITE | LZ_DB_CREATE, &c, err)) < 0)
+    int r = intent_section(data_root, tmp_name, artifact_id, LZ_DB_WRITE | LZ_DB_CREATE, owner, &c, err);
+    if (r < 0)
         return r;
     r = lz_db_run(c.db, err, "INSERT INTO prepares (tmp_name, artifact_id, owner, started_ms) VALUES (?, ?, ?, ?)",
                   "ttti", tmp_name, artifact_id, owner, lz_cat_now_ms());
@@ -467,19 +491,11 @@ int lz_catalog_prepare_publish(const char *data_root, int prepared_fd, const cha
 }
 
 int lz_catalog_prepare_forget(const char *data_root, const char *tmp_name, struct lz_error *err) {
-    if (!tmp_name_valid(tmp_name))
-        return lz_error_set(err, -EINVAL, "invalid prepare intent");
-    struct lz_procid self;
-    int r = lz_procid_self(&self);
-    if (r < 0)
-        return lz_error_set(err, r, "cannot identify this process (pidfd): %s", strerror(-r));
     char owner[160];
-    lz_procid_format(&self, owner, sizeof owner);
     struct cat c;
-    if ((r = lz_cat_section_begin(data_root, LZ_DB_WRITE, &c, err)) != 0)
+    int r = intent_section(data_root, tmp_name, NULL, LZ_DB_WRITE, owner, &c, err);
+    if (r != 0)
         return r == 1 ? 0 : r;
-    if (c.fresh)
-        return lz_cat_section_end(&c, 0, err);
     r = lz_db_run(c.db, err, "DELETE FROM prepares WHERE tmp_name = ? AND owner = ?", "tt", tmp_name, owner);
     return lz_cat_section_end(&c, r < 0 ? r : r > 0, err);
 }

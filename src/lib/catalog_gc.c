@@ -82,56 +82,6 @@ static void reportf(void (*report)(void *, const char *, const char *), void *ud
     report(ud, sev, msg);
 }
 
-/* The names of prepared/ (without . and ..), sorted; at most LZ_CAT_MAX_ROWS. */
-static int list_prepared(int pfd, char ***ret, size_t *ret_n) {
-    int fd = dup(pfd);
-    if (fd < 0)
-        return -errno;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        int e = -errno;
-        close(fd);
-        return e;
-    }
-    rewinddir(d);
-    char **v = NULL;
-    size_t n = 0, cap = 0;
-    int r = 0;
-    struct dirent *de;
-    errno = 0;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        if (n == LZ_CAT_MAX_ROWS) {
-            r = -EFBIG;
-            break;
-        }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            v = lz_xrealloc(v, cap * sizeof *v);
-        }
-        v[n++] = lz_xstrdup(de->d_name);
-    }
-    if (r == 0 && errno)
-        r = -errno;
-    closedir(d);
-    if (r < 0) {
-        for (size_t i = 0; i < n; i++)
-            free(v[i]);
-        free(v);
-        return r;
-    }
-    *ret = v;
-    *ret_n = n;
-    return 0;
-}
-
-static void names_free(char **v, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
 static bool name_listed(char *const *v, size_t n, const char *name) {
     for (size_t i = 0; i < n; i++)
         if (strcmp(v[i], name) == 0)
@@ -179,7 +129,7 @@ int lz_catalog_verify(const char *data_root, void (*report)(void *ud, const char
     char **names = NULL;
     size_t n_names = 0;
     if (pfd >= 0) {
-        r = list_prepared(pfd, &names, &n_names);
+        r = lz_dir_names(pfd, LZ_CAT_MAX_ROWS, &names, &n_names);
         if (r < 0) {
             lz_catalog_clear(&l);
             return lz_error_set(err, r, "%s/prepared: %s", data_root, strerror(-r));
@@ -257,7 +207,7 @@ int lz_catalog_verify(const char *data_root, void (*report)(void *ud, const char
             reportf(report, ud, "info", "prepared/%s is not a name Lazaret uses; left alone", pn);
         }
     }
-    names_free(names, n_names);
+    lz_strv_free(names, n_names);
     lz_catalog_clear(&l);
     return errors;
 }
@@ -383,7 +333,7 @@ static int gc_plan_locked(struct gc *g, struct cat *c, int pfd, const struct lz_
     int r = lz_cat_load(c, &l, err);
     if (r < 0)
         return r;
-    if (pfd >= 0 && (r = list_prepared(pfd, &names, &n_names)) < 0) {
+    if (pfd >= 0 && (r = lz_dir_names(pfd, LZ_CAT_MAX_ROWS, &names, &n_names)) < 0) {
         lz_error_set(err, r, "%s/prepared: %s", g->data_root, strerror(-r));
         goto out;
     }
@@ -592,7 +542,7 @@ static int gc_plan_locked(struct gc *g, struct cat *c, int pfd, const struct lz_
 out:
     free(lru);
     free(cands);
-    names_free(names, n_names);
+    lz_strv_free(names, n_names);
     lz_catalog_clear(&l);
     return r;
 }
@@ -601,6 +551,18 @@ out:
  * first (a prepared tree has read-only and mode-0 directories), symlinks are
  * never followed and other filesystems never entered. */
 static int remove_beneath(int pfd, const char *name) { return lz_prepare_remove_tree(pfd, name); }
+
+/* One statement with the text parameters a and b (b NULL: a only) on the
+ * catalog's existing rows, in its own section; 0 or -errno. */
+static int gc_catalog_run(struct gc *g, const char *sql, const char *a, const char *b, struct lz_error *err) {
+    struct cat c;
+    int r = lz_cat_section_existing(g->data_root, LZ_DB_WRITE, &c, err);
+    if (r != 0)
+        return r < 0 ? r : 0;
+    r = b ? lz_db_run(c.db, err, sql, "tt", a, b) : lz_db_run(c.db, err, sql, "t", a);
+    r = lz_cat_section_end(&c, r, err);
+    return r < 0 ? r : 0;
+}
 
 static int gc_reclaim_artifact(struct gc *g, int pfd, const struct plan *pl, struct lz_error *err) {
     char rec[80];
@@ -619,17 +581,9 @@ static int gc_reclaim_artifact(struct gc *g, int pfd, const struct plan *pl, str
             if (pl->finish)
                 return 0; /* stays 'reclaiming': the next gc retries */
             /* Untouched: usable again. */
-            struct cat c;
-            r = lz_cat_section_begin(g->data_root, LZ_DB_WRITE, &c, err);
-            if (r == 0)
-                r = lz_cat_section_end(&c,
-                                       c.fresh ? 0
-                                               : lz_db_run(c.db, err,
-                                                           "UPDATE artifacts SET state = 'ready' WHERE "
-                                                           "artifact_id = ? AND state = 'reclaiming'",
-                                                           "t", pl->name),
-                                       err);
-            return r < 0 ? r : 0;
+            return gc_catalog_run(g,
+                                  "UPDATE artifacts SET state = 'ready' WHERE artifact_id = ? AND state = 'reclaiming'",
+                                  pl->name, NULL, err);
         }
         fsync(pfd);
     }
@@ -640,16 +594,7 @@ static int gc_reclaim_artifact(struct gc *g, int pfd, const struct plan *pl, str
                  rec, strerror(-r));
         return 0;
     }
-    struct cat c;
-    r = lz_cat_section_begin(g->data_root, LZ_DB_WRITE, &c, err);
-    if (r == 0)
-        r = lz_cat_section_end(&c,
-                               c.fresh ? 0
-                                       : lz_db_run(c.db, err,
-                                                   "DELETE FROM artifacts WHERE artifact_id = ? AND state = "
-                                                   "'reclaiming'",
-                                                   "t", pl->name),
-                               err);
+    r = gc_catalog_run(g, "DELETE FROM artifacts WHERE artifact_id = ? AND state = 'reclaiming'", pl->name, NULL, err);
     if (r < 0)
         return r;
     gc_event(g, LZ_GC_RECLAIMED, "artifact", pl->name, pl->size, "%s", pl->reason);
@@ -663,14 +608,7 @@ static int gc_reclaim_abandoned(struct gc *g, int pfd, const struct plan *pl, st
                  pl->name, strerror(-r));
         return 0;
     }
-    struct cat c;
-    r = lz_cat_section_begin(g->data_root, LZ_DB_WRITE, &c, err);
-    if (r == 0)
-        r = lz_cat_section_end(&c,
-                               c.fresh ? 0
-                                       : lz_db_run(c.db, err, "DELETE FROM prepares WHERE tmp_name = ? AND owner = ?",
-                                                   "tt", pl->name, pl->owner),
-                               err);
+    r = gc_catalog_run(g, "DELETE FROM prepares WHERE tmp_name = ? AND owner = ?", pl->name, pl->owner, err);
     if (r < 0)
         return r;
     gc_event(g, LZ_GC_RECLAIMED, "prepare", pl->name, 0, "%s", pl->reason);

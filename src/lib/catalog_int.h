@@ -19,6 +19,9 @@ struct cat {
  * the section open, 1 when there is no catalog.db (only without
  * LZ_DB_CREATE; nothing is created), or -errno. */
 int lz_cat_section_begin(const char *data_root, unsigned flags, struct cat *ret, struct lz_error *err);
+/* lz_cat_section_begin for work that needs existing rows: 1 (nothing left
+ * open) also when the catalog is fresh, never created. */
+int lz_cat_section_existing(const char *data_root, unsigned flags, struct cat *ret, struct lz_error *err);
 /* Commits (r >= 0) or rolls back (r < 0), closes, unlocks. Returns r, or
  * the commit error. */
 int lz_cat_section_end(struct cat *c, int r, struct lz_error *err);

@@ -22,14 +22,12 @@ static int put_bytes(crypto_hash_sha256_state *st, const void *p, size_t n) {
 
 static int put_str(crypto_hash_sha256_state *st, const char *s) { return put_bytes(st, s, strlen(s)); }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 /* L(list): sorted bytewise and deduplicated on a copy of the pointers. */
 static int put_sorted_list(crypto_hash_sha256_state *st, char *const *list, size_t n) {
     _cleanup_free_ char **v = lz_xcalloc(n ? n : 1, sizeof *v);
     if (n)
         memcpy(v, list, n * sizeof *v);
-    qsort(v, n, sizeof *v, cmp_str);
+    qsort(v, n, sizeof *v, lz_cmp_strp);
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
         if (m == 0 || strcmp(v[m - 1], v[i]) != 0)

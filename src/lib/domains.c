@@ -265,93 +265,34 @@ void dom_identity_from_log(int rootfd, const char *id, char **ret_profile, char 
 
 /* ---- listing ---- */
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 int dom_scan(int domfd, const char *data_root, char ***ret_ids, size_t *ret_n, char ***ret_strays, size_t *ret_ns,
              struct lz_error *err) {
-    int fd = openat(domfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return lz_error_set(err, -errno, "cannot read %s/domains: %s", data_root, strerror(errno));
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        int r = -errno;
-        close(fd);
+    char **names = NULL;
+    size_t n_names = 0;
+    int r = lz_dir_names(domfd, SIZE_MAX, &names, &n_names);
+    if (r < 0)
         return lz_error_set(err, r, "cannot read %s/domains: %s", data_root, strerror(-r));
-    }
-    char **ids = NULL, **strays = NULL;
+    /* Both lists keep the sorted order of names. */
+    char **ids = lz_xcalloc(n_names ? n_names : 1, sizeof *ids), **strays = NULL;
     size_t n = 0, ns = 0;
-    int r = 0;
-    for (;;) {
-        errno = 0;
-        struct dirent *de = readdir(d);
-        if (!de) {
-            r = -errno;
-            break;
-        }
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
+    if (ret_strays)
+        strays = lz_xcalloc(n_names ? n_names : 1, sizeof *strays);
+    for (size_t i = 0; i < n_names; i++) {
         struct stat st;
-        bool is_root = lz_domain_id_valid(de->d_name) && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        bool is_root = lz_domain_id_valid(names[i]) && fstatat(domfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
             S_ISDIR(st.st_mode);
-        if (is_root) {
-            ids = lz_xrealloc(ids, (n + 1) * sizeof *ids);
-            ids[n++] = lz_xstrdup(de->d_name);
-        } else if (ret_strays) {
-            strays = lz_xrealloc(strays, (ns + 1) * sizeof *strays);
-            strays[ns++] = lz_xstrdup(de->d_name);
-        }
+        if (is_root)
+            ids[n++] = TAKE_PTR(names[i]);
+        else if (ret_strays)
+            strays[ns++] = TAKE_PTR(names[i]);
     }
-    closedir(d);
-    if (r < 0) {
-        for (size_t i = 0; i < n; i++)
-            free(ids[i]);
-        for (size_t i = 0; i < ns; i++)
-            free(strays[i]);
-        free(ids);
-        free(strays);
-        return lz_error_set(err, r, "cannot read %s/domains: %s", data_root, strerror(-r));
-    }
-    if (n)
-        qsort(ids, n, sizeof *ids, cmp_str);
-    if (ns)
-        qsort(strays, ns, sizeof *strays, cmp_str);
+    lz_strv_free(names, n_names);
     *ret_ids = ids;
     *ret_n = n;
     if (ret_strays) {
         *ret_strays = strays;
         *ret_ns = ns;
     }
-    return 0;
-}
-
-void dom_strv_free(char **v, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
-int dom_names(int fd, char ***ret, size_t *ret_n) {
-    int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        int r = -errno;
-        if (dfd >= 0)
-            close(dfd);
-        return r;
-    }
-    char **names = NULL;
-    size_t n = 0;
-    for (struct dirent *de; (de = readdir(d));) {
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-            names = lz_xrealloc(names, (n + 1) * sizeof *names);
-            names[n++] = lz_xstrdup(de->d_name);
-        }
-    }
-    closedir(d);
-    if (n)
-        qsort(names, n, sizeof *names, cmp_str);
-    *ret = names;
-    *ret_n = n;
     return 0;
 }
 
@@ -416,7 +357,7 @@ int lz_domains_list(const char *data_root, struct lz_domain_list *ret, struct lz
     l.v = lz_xcalloc(n, sizeof *l.v);
     for (size_t i = 0; i < n; i++)
         summarize(domfd, data_root, ids[i], &l.v[l.n++]);
-    dom_strv_free(ids, n);
+    lz_strv_free(ids, n);
     if (l.n > 1)
         qsort(l.v, l.n, sizeof *l.v, cmp_summary);
     *ret = l;
@@ -430,7 +371,7 @@ void lz_domain_list_clear(struct lz_domain_list *l) {
         free(l->v[i].problem);
     }
     free(l->v);
-    dom_strv_free(l->strays, l->n_strays);
+    lz_strv_free(l->strays, l->n_strays);
     *l = (struct lz_domain_list){ 0 };
 }
 
@@ -472,7 +413,7 @@ int lz_domains_resolve(const char *data_root, const char *arg, char ret_id[stati
     }
     if (hits == 1)
         snprintf(ret_id, LZ_DOMAIN_ID_HEX + 1, "%s", ids[first]);
-    dom_strv_free(ids, n);
+    lz_strv_free(ids, n);
     if (hits == 0)
         return lz_error_set(err, -ENOENT, "no Domain matches %s (see `lazaret state ls`)", want);
     if (hits > 1)
@@ -581,13 +522,13 @@ int lz_domain_inspect(const char *data_root, const char *config_path, const char
         } else if (upperfd >= 0) {
             char **names = NULL;
             size_t n = 0;
-            if (dom_names(upperfd, &names, &n) < 0)
+            if (lz_dir_names(upperfd, SIZE_MAX, &names, &n) < 0)
                 n = 0;
             for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *p = lz_xasprintf("/%s", names[i]);
                 add_pdir(&in, p, upperfd, names[i]);
             }
-            dom_strv_free(names, n);
+            lz_strv_free(names, n);
         }
     }
 

@@ -36,9 +36,6 @@ void dom_identity_from_log(int rootfd, const char *id, char **ret_profile, char 
  * sorted; the others go to strays when ret_strays is non-NULL. */
 int dom_scan(int domfd, const char *data_root, char ***ret_ids, size_t *ret_n, char ***ret_strays, size_t *ret_ns,
              struct lz_error *err);
-/* The names in the directory fd (not "." and ".."), sorted; -errno. */
-int dom_names(int fd, char ***ret, size_t *ret_n);
-void dom_strv_free(char **v, size_t n);
 /* 1 alive (exactly that process), 0 gone, -errno when it cannot be told. */
 int dom_proc_alive(const struct lz_procid *id);
 /* Loads the Domain's profile for its workspace; NULL when that is not

@@ -102,7 +102,7 @@ static void recovery_log(void *ud, const char *msg) {
 static int rm_other_anchors(int rootfd, int64_t keep, lz_domain_log_fn log, void *ud, struct lz_error *err) {
     char **names = NULL;
     size_t n = 0;
-    int r = dom_names(rootfd, &names, &n);
+    int r = lz_dir_names(rootfd, SIZE_MAX, &names, &n);
     if (r < 0)
         return lz_error_errno(err, r, "cannot read the Domain Root");
     for (size_t i = 0; i < n && r == 0; i++) {
@@ -111,9 +111,9 @@ static int rm_other_anchors(int rootfd, int64_t keep, lz_domain_log_fn log, void
             continue;
         r = rm_tree(rootfd, names[i], err);
         if (r == 0)
-            lz_recovery_logf(log, ud, "deleted %s, the leftover of an interrupted reset", names[i]);
+            lz_logf(log, ud, "deleted %s, the leftover of an interrupted reset", names[i]);
     }
-    dom_strv_free(names, n);
+    lz_strv_free(names, n);
     return r;
 }
 
@@ -124,12 +124,12 @@ static int empty_overlay(int rootfd, struct lz_error *err) {
         return errno == ENOENT ? 0 : lz_error_set(err, -errno, "cannot open overlay/: %s", strerror(errno));
     char **names = NULL;
     size_t n = 0;
-    int r = dom_names(fd, &names, &n);
+    int r = lz_dir_names(fd, SIZE_MAX, &names, &n);
     if (r < 0)
         return lz_error_errno(err, r, "cannot read overlay/");
     for (size_t i = 0; i < n && r == 0; i++)
         r = rm_tree(fd, names[i], err);
-    dom_strv_free(names, n);
+    lz_strv_free(names, n);
     return r < 0 ? lz_error_prefix(err, r, "overlay/") : 0;
 }
 
@@ -169,7 +169,7 @@ int lz_domain_reset(const char *data_root, const char *id, lz_domain_log_fn log,
         /* Never started: the store precedes every anchor, so any is junk. */
         if ((r = rm_other_anchors(rootfd, 0, log, ud, err)) < 0 || (r = empty_overlay(rootfd, err)) < 0)
             return r;
-        lz_recovery_logf(log, ud, "no Domain Store (the Domain never started): nothing persistent to reset");
+        lz_logf(log, ud, "no Domain Store (the Domain never started): nothing persistent to reset");
         return 0;
     }
     if (r < 0)
@@ -205,7 +205,7 @@ int lz_domain_reset(const char *data_root, const char *id, lz_domain_log_fn log,
             return lz_error_set(err, -errno, "fsync of the Domain Root: %s", strerror(errno));
         if ((r = lz_store_meta_del(st, "reset_intent", err)) < 0)
             return r;
-        lz_recovery_logf(log, ud, "finished an interrupted reset: deleted %s", intent);
+        lz_logf(log, ud, "finished an interrupted reset: deleted %s", intent);
     }
     if ((r = rm_other_anchors(rootfd, n, log, ud, err)) < 0)
         return r;
@@ -230,7 +230,7 @@ int lz_domain_reset(const char *data_root, const char *id, lz_domain_log_fn log,
     if ((r = lz_store_commit(st, err)) < 0)
         return r;
     lz_crash_point("reset-committed");
-    lz_recovery_logf(log, ud, "the Domain now uses the new, empty State Anchor %s", next);
+    lz_logf(log, ud, "the Domain now uses the new, empty State Anchor %s", next);
 
     /* 3. The old layers. */
     if ((r = rm_tree(rootfd, cur, err)) < 0)
@@ -240,7 +240,7 @@ int lz_domain_reset(const char *data_root, const char *id, lz_domain_log_fn log,
     if (fsync(rootfd) < 0)
         return lz_error_set(err, -errno, "fsync of the Domain Root: %s", strerror(errno));
     lz_crash_point("reset-deleted");
-    lz_recovery_logf(log, ud, "deleted the old State Anchor %s", cur);
+    lz_logf(log, ud, "deleted the old State Anchor %s", cur);
 
     /* 4. Done. */
     if ((r = lz_store_meta_del(st, "reset_intent", err)) < 0)

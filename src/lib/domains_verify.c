@@ -81,7 +81,7 @@ static void verify_entries(struct vctx *v, int rootfd, const struct lz_store_sna
                            const struct lz_config *c) {
     char **names = NULL;
     size_t n = 0;
-    int r = dom_names(rootfd, &names, &n);
+    int r = lz_dir_names(rootfd, SIZE_MAX, &names, &n);
     if (r < 0) {
         vreport(v, "error", "cannot read the Domain Root: %s", strerror(-r));
         return;
@@ -148,7 +148,7 @@ static void verify_entries(struct vctx *v, int rootfd, const struct lz_store_sna
     if (snap && !current_seen)
         vreport(v, "info", "the State Anchor anchor-%" PRId64 " does not exist yet (the next start creates it)",
                 snap->anchor_gen);
-    dom_strv_free(names, n);
+    lz_strv_free(names, n);
 }
 
 static const char *alive_text(int a) {
@@ -386,8 +386,8 @@ int lz_domains_verify(const char *data_root, const char *config_path, const char
         }
     }
     v.cur = NULL;
-    dom_strv_free(all, n_all);
-    dom_strv_free(strays, n_strays);
+    lz_strv_free(all, n_all);
+    lz_strv_free(strays, n_strays);
     lz_catalog_clear(&cat);
 
     e = (struct lz_error){ 0 };

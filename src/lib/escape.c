@@ -228,16 +228,6 @@ ssize_t lz_escape_argv(const char *const *argv, size_t argc, char **ret) {
     return (ssize_t)o;
 }
 
-static int hexval(char c) {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 ssize_t lz_unescape(const char *text, size_t len, unsigned flags, uint8_t **ret) {
     /* Decoded output is never longer than the text. */
     _cleanup_free_ uint8_t *out = lz_xmalloc(len + 1);
@@ -257,9 +247,9 @@ ssize_t lz_unescape(const char *text, size_t len, unsigned flags, uint8_t **ret)
         case 'n': out[o++] = '\n'; break;
         case 'r': out[o++] = '\r'; break;
         case 'x': {
-            if (len - i < 2 || hexval(text[i]) < 0 || hexval(text[i + 1]) < 0)
+            if (len - i < 2 || lz_hex_value(text[i]) < 0 || lz_hex_value(text[i + 1]) < 0)
                 return -EINVAL;
-            out[o++] = (uint8_t)(hexval(text[i]) << 4 | hexval(text[i + 1]));
+            out[o++] = (uint8_t)(lz_hex_value(text[i]) << 4 | lz_hex_value(text[i + 1]));
             i += 2;
             break;
         }
@@ -270,7 +260,7 @@ ssize_t lz_unescape(const char *text, size_t len, unsigned flags, uint8_t **ret)
             uint32_t cp = 0;
             size_t nd = 0;
             while (i < len && text[i] != '}') {
-                int v = hexval(text[i++]);
+                int v = lz_hex_value(text[i++]);
                 if (v < 0 || ++nd > 6)
                     return -EINVAL;
                 cp = cp << 4 | (uint32_t)v;

@@ -388,8 +388,6 @@ static void escape_into(char *out, size_t cap, size_t *pos, const char *name) {
     out[*pos] = '\0';
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 static size_t env_size(const char *name, size_t def) {
     const char *v = getenv(name);
     if (!v || !v[0])
@@ -491,7 +489,7 @@ int lz_gitscan_run(const char *workspace, const struct lz_gitscan_opts *o, struc
         goto done;
     }
     if (s.protect.n > 1)
-        qsort(s.protect.v, s.protect.n, sizeof *s.protect.v, cmp_str);
+        qsort(s.protect.v, s.protect.n, sizeof *s.protect.v, lz_cmp_strp);
     /* A path below another protected one is covered by it. */
     {
         _cleanup_free_ bool *covered = lz_xcalloc(s.protect.n ? s.protect.n : 1, sizeof *covered);
@@ -500,7 +498,7 @@ int lz_gitscan_run(const char *workspace, const struct lz_gitscan_opts *o, struc
             for (char *q = strchr(p, '/'); q && !covered[i]; q = strchr(q + 1, '/')) {
                 *q = '\0';
                 const char *key = p;
-                covered[i] = bsearch(&key, s.protect.v, s.protect.n, sizeof *s.protect.v, cmp_str) != NULL;
+                covered[i] = bsearch(&key, s.protect.v, s.protect.n, sizeof *s.protect.v, lz_cmp_strp) != NULL;
                 *q = '/';
             }
         }

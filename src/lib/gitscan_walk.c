@@ -86,21 +86,7 @@ static int read_at(int dfd, const char *name, size_t max, char **ret, size_t *re
     _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    struct stat st;
-    if (fstat(fd, &st) < 0)
-        return -errno;
-    if (!S_ISREG(st.st_mode))
-        return -EINVAL;
-    if ((uint64_t)st.st_size > max)
-        return -EFBIG;
-    _cleanup_free_ char *buf = lz_xmalloc((size_t)st.st_size + 1);
-    ssize_t n = lz_read_full(fd, buf, (size_t)st.st_size);
-    if (n < 0)
-        return (int)n;
-    buf[n] = '\0';
-    *ret = TAKE_PTR(buf);
-    *ret_len = (size_t)n;
-    return 0;
+    return lz_read_fd(fd, max, ret, ret_len);
 }
 
 /* An index left in a Git directory (by an agent before the router checked

@@ -7,6 +7,16 @@
 
 #include "imgtool.h"
 
+/* An image config, checked (lz_oci_check_config: its parse in *ret_doc
+ * when not NULL) before it is stored. */
+static int put_config(const struct lz_oci_store *st, const char *cfg, size_t len, size_t n_layers, json_t **ret_doc,
+                      char ret_digest[LZ_OCI_DIGEST_LEN + 1], struct lz_error *err) {
+    int r = lz_oci_check_config(cfg, len, n_layers, ret_doc, err);
+    if (r < 0)
+        return r;
+    return lz_oci_put_mem(st, cfg, len, ret_digest, err);
+}
+
 /* Copies a verified manifest, its config and its layers from a source
  * layout into the store, then names it. */
 static int import_manifest(const struct lz_oci_store *st, int src, struct lz_oci_manifest *m, const char *name,
@@ -16,11 +26,8 @@ static int import_manifest(const struct lz_oci_store *st, int src, struct lz_oci
     int r = lz_oci_src_read_blob(src, &m->config, LZ_OCI_MAX_JSON, &cfg, &cfg_len, err);
     if (r < 0)
         return lz_error_prefix(err, r, "image config");
-    r = lz_oci_check_config(cfg, cfg_len, m->n_layers, NULL, err);
-    if (r < 0)
-        return r;
     char dg[LZ_OCI_DIGEST_LEN + 1];
-    r = lz_oci_put_mem(st, cfg, cfg_len, dg, err);
+    r = put_config(st, cfg, cfg_len, m->n_layers, NULL, dg, err);
     if (r < 0)
         return r;
 
@@ -51,18 +58,24 @@ static int import_manifest(const struct lz_oci_store *st, int src, struct lz_oci
     return lz_oci_set_name(st, name, m->digest, m->raw_len, m->media_type, err);
 }
 
-static int import_oci_dir(const struct lz_oci_store *st, int src, const char *tag, const char *name,
-                          lz_progress_fn progress, void *ud, char **ret_digest, struct lz_error *err) {
+/* Parses the JSON file path of the unpacked source src (symlinks that stay
+ * in src followed); what names it in errors. */
+static int read_json(int src, const char *path, const char *what, json_t **ret, struct lz_error *err) {
     _cleanup_free_ char *buf = NULL;
     size_t len;
+    int r = lz_oci_read_beneath(src, path, true, LZ_OCI_MAX_JSON, &buf, &len);
+    if (r < 0)
+        return lz_error_set(err, r, "%s: %s", what, strerror(-r));
+    return lz_json_parse(buf, len, ret, what, err);
+}
+
+static int import_oci_dir(const struct lz_oci_store *st, int src, const char *tag, const char *name,
+                          lz_progress_fn progress, void *ud, char **ret_digest, struct lz_error *err) {
     _cleanup_close_ int lfd = lz_openat_beneath(src, "oci-layout", O_RDONLY, 0, false);
     if (lfd < 0)
         return lz_error_set(err, lfd == -ENOENT ? -EINVAL : lfd, "not an OCI image layout (no oci-layout file)");
-    int r = lz_oci_read_beneath(src, "index.json", true, LZ_OCI_MAX_JSON, &buf, &len);
-    if (r < 0)
-        return lz_error_set(err, r, "OCI layout index.json: %s", strerror(-r));
     _cleanup_json_ json_t *idx = NULL;
-    r = lz_json_parse(buf, len, &idx, "OCI layout index.json", err);
+    int r = read_json(src, "index.json", "OCI layout index.json", &idx, err);
     if (r < 0)
         return r;
     json_t *ms = json_object_get(idx, "manifests"), *d, *pick = NULL;
@@ -103,13 +116,8 @@ static bool hex64_at(const char *s) {
 
 static int import_docker_dir(const struct lz_oci_store *st, int src, const char *tag, const char *name,
                              lz_progress_fn progress, void *ud, char **ret_digest, struct lz_error *err) {
-    _cleanup_free_ char *buf = NULL;
-    size_t len;
-    int r = lz_oci_read_beneath(src, "manifest.json", true, LZ_OCI_MAX_JSON, &buf, &len);
-    if (r < 0)
-        return lz_error_set(err, r, "docker archive manifest.json: %s", strerror(-r));
     _cleanup_json_ json_t *arr = NULL;
-    r = lz_json_parse(buf, len, &arr, "docker archive manifest.json", err);
+    int r = read_json(src, "manifest.json", "docker archive manifest.json", &arr, err);
     if (r < 0)
         return r;
     if (!json_is_array(arr) || json_array_size(arr) == 0)
@@ -146,11 +154,8 @@ static int import_docker_dir(const struct lz_oci_store *st, int src, const char 
     if (r < 0)
         return lz_error_set(err, r, "docker archive config %s: %s", cfg_path, strerror(-r));
     _cleanup_json_ json_t *cdoc = NULL;
-    r = lz_oci_check_config(cfg, cfg_len, json_array_size(layers), &cdoc, err);
-    if (r < 0)
-        return r;
     char cfg_digest[LZ_OCI_DIGEST_LEN + 1];
-    r = lz_oci_put_mem(st, cfg, cfg_len, cfg_digest, err);
+    r = put_config(st, cfg, cfg_len, json_array_size(layers), &cdoc, cfg_digest, err);
     if (r < 0)
         return r;
     /* "<hex>.json" (classic) or "blobs/sha256/<hex>" (docker >= 25): the
@@ -214,12 +219,8 @@ static int import_docker_dir(const struct lz_oci_store *st, int src, const char 
     _cleanup_json_ json_t *man =
         json_pack("{s:i, s:s, s:{s:s, s:s, s:I}, s:o}", "schemaVersion", 2, "mediaType", LZ_MT_OCI_MANIFEST, "config",
                   "mediaType", LZ_MT_OCI_CONFIG, "digest", cfg_digest, "size", (json_int_t)cfg_len, "layers", ldescs);
-    _cleanup_free_ char *raw = lz_json_dump_compact(man);
     char mdg[LZ_OCI_DIGEST_LEN + 1];
-    r = lz_oci_put_mem(st, raw, strlen(raw), mdg, err);
-    if (r < 0)
-        return r;
-    r = lz_oci_set_name(st, name, mdg, strlen(raw), LZ_MT_OCI_MANIFEST, err);
+    r = lz_oci_put_manifest(st, name, man, mdg, err);
     if (r < 0)
         return r;
     *ret_digest = lz_xstrdup(mdg);

@@ -20,7 +20,8 @@ struct lz_netfollow {
     struct lz_netpolicy pol;
     uint32_t *added; /* the /32 denies this follower installed */
     size_t n_added;
-    lz_netfollow_log_fn log;
+    lz_log_fn log;
+    void *log_ud;
 };
 
 static void fmt4(uint32_t a, char b[16]) {
@@ -31,18 +32,6 @@ static long now_us(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1000000L + t.tv_nsec / 1000;
-}
-
-static void logf_(const struct lz_netfollow *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void logf_(const struct lz_netfollow *f, const char *fmt, ...) {
-    if (!f->log)
-        return;
-    char b[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b, sizeof b, fmt, ap);
-    va_end(ap);
-    f->log(b);
 }
 
 int lz_netfollow_open_host_socket(struct lz_error *err) {
@@ -135,8 +124,8 @@ static int deny(struct lz_netfollow *f, uint32_t a, const char *why, struct lz_e
                             s, got, c ? strerror(-c) : "routable");
     f->added = lz_xrealloc(f->added, (f->n_added + 1) * sizeof *f->added);
     f->added[f->n_added++] = a;
-    logf_(f, "host address %s %s: /32 deny installed and read back in %.2f ms", s, why,
-          (double)(now_us() - t0) / 1000.0);
+    lz_logf(f->log, f->log_ud, "host address %s %s: /32 deny installed and read back in %.2f ms", s, why,
+            (double)(now_us() - t0) / 1000.0);
     return 0;
 }
 
@@ -162,8 +151,8 @@ static int undeny(struct lz_netfollow *f, uint32_t a, struct lz_error *err) {
             f->added[i] = f->added[--f->n_added];
             break;
         }
-    logf_(f, "host address %s is gone: its /32 deny %s and read back in %.2f ms", s,
-          act ? "replaced by the configured route" : "removed", (double)(now_us() - t0) / 1000.0);
+    lz_logf(f->log, f->log_ud, "host address %s is gone: its /32 deny %s and read back in %.2f ms", s,
+            act ? "replaced by the configured route" : "removed", (double)(now_us() - t0) / 1000.0);
     return 0;
 }
 
@@ -313,10 +302,10 @@ int lz_netfollow_reconcile(struct lz_netfollow *f, const char *why, struct lz_er
     for (size_t i = 0; i < nr; i++)
         if ((r = undeny(f, rm[i], err)) < 0)
             return r;
-    logf_(f,
-          "host addresses reconciled (%s): %zu IPv4 addresses, %zu followed denies (+%zu -%zu), %d dump(s), "
-          "%.2f ms",
-          why, n_host, f->n_added, na, nr, attempts, (double)(now_us() - t0) / 1000.0);
+    lz_logf(f->log, f->log_ud,
+            "host addresses reconciled (%s): %zu IPv4 addresses, %zu followed denies (+%zu -%zu), %d dump(s), "
+            "%.2f ms",
+            why, n_host, f->n_added, na, nr, attempts, (double)(now_us() - t0) / 1000.0);
     return 0;
 }
 
@@ -357,7 +346,7 @@ int lz_netfollow_process(struct lz_netfollow *f, struct lz_error *err) {
     return why ? lz_netfollow_reconcile(f, why, err) : 0;
 }
 
-int lz_netfollow_new(int host_fd, struct lz_netpolicy *pol, lz_netfollow_log_fn log, struct lz_netfollow **ret,
+int lz_netfollow_new(int host_fd, struct lz_netpolicy *pol, lz_log_fn log, void *log_ud, struct lz_netfollow **ret,
                      struct lz_error *err) {
     struct sockaddr_nl sa;
     socklen_t sl = sizeof sa;
@@ -373,6 +362,7 @@ int lz_netfollow_new(int host_fd, struct lz_netpolicy *pol, lz_netfollow_log_fn 
     f->pol = *pol;
     *pol = (struct lz_netpolicy){ 0 };
     f->log = log;
+    f->log_ud = log_ud;
     *ret = f;
     return 0;
 }

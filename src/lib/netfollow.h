@@ -62,13 +62,11 @@ void lz_netfollow_plan(const struct lz_netpolicy *p, const uint32_t *added, size
                        size_t n_host, uint32_t **ret_add, size_t *ret_n_add, uint32_t **ret_remove,
                        size_t *ret_n_remove);
 
-typedef void (*lz_netfollow_log_fn)(const char *line);
-
 struct lz_netfollow;
 
-/* Takes ownership of host_fd and of *pol (cleared). log receives one line
- * per change (with its timing) and per reconcile. */
-int lz_netfollow_new(int host_fd, struct lz_netpolicy *pol, lz_netfollow_log_fn log, struct lz_netfollow **ret,
+/* Takes ownership of host_fd and of *pol (cleared). log (with log_ud)
+ * receives one line per change (with its timing) and per reconcile. */
+int lz_netfollow_new(int host_fd, struct lz_netpolicy *pol, lz_log_fn log, void *log_ud, struct lz_netfollow **ret,
                      struct lz_error *err);
 int lz_netfollow_fd(const struct lz_netfollow *f);
 /* Dumps the host's addresses and reconciles the denies (see above). */

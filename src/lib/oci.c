@@ -38,23 +38,7 @@ int lz_oci_read_beneath(int dirfd, const char *path, bool allow_symlinks, size_t
     _cleanup_close_ int fd = lz_openat_beneath(dirfd, path, O_RDONLY, 0, allow_symlinks);
     if (fd < 0)
         return fd;
-    struct stat s;
-    if (fstat(fd, &s) < 0)
-        return -errno;
-    if (!S_ISREG(s.st_mode))
-        return -EINVAL;
-    if ((uint64_t)s.st_size > max)
-        return -EFBIG;
-    _cleanup_free_ char *buf = lz_xmalloc((size_t)s.st_size + 2);
-    ssize_t n = lz_read_full(fd, buf, (size_t)s.st_size + 1);
-    if (n < 0)
-        return (int)n;
-    if ((size_t)n > (size_t)s.st_size)
-        return -EFBIG; /* grew while we read */
-    buf[n] = '\0';
-    *ret_buf = TAKE_PTR(buf);
-    *ret_len = (size_t)n;
-    return 0;
+    return lz_read_fd(fd, max, ret_buf, ret_len);
 }
 
 bool lz_oci_digest_valid(const char *d) {
@@ -288,12 +272,9 @@ int lz_oci_hash_copy(int src, int dst, uint64_t limit, const struct lz_oci_copy_
     crypto_hash_sha256_init(&h);
     uint64_t n = 0, last = 0;
     for (;;) {
-        ssize_t r = read(src, buf, 256 * 1024);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
+        ssize_t r = lz_read_full(src, buf, 256 * 1024);
+        if (r < 0)
+            return (int)r;
         if (r == 0)
             break;
         if ((uint64_t)r > limit - n)
@@ -378,6 +359,26 @@ int lz_oci_put_mem(const struct lz_oci_store *st, const void *buf, size_t len, c
     }
     memcpy(ret_digest, digest, sizeof digest);
     return 0;
+}
+
+int lz_oci_put_json(const struct lz_oci_store *st, json_t *j, char ret_digest[LZ_OCI_DIGEST_LEN + 1], size_t *ret_len,
+                    struct lz_error *err) {
+    _cleanup_free_ char *raw = lz_json_dump_compact(j);
+    size_t len = strlen(raw);
+    int r = lz_oci_put_mem(st, raw, len, ret_digest, err);
+    if (r < 0)
+        return r;
+    *ret_len = len;
+    return 0;
+}
+
+int lz_oci_put_manifest(const struct lz_oci_store *st, const char *name, json_t *manifest,
+                        char ret_digest[LZ_OCI_DIGEST_LEN + 1], struct lz_error *err) {
+    size_t len;
+    int r = lz_oci_put_json(st, manifest, ret_digest, &len, err);
+    if (r < 0)
+        return r;
+    return lz_oci_set_name(st, name, ret_digest, len, LZ_MT_OCI_MANIFEST, err);
 }
 
 /* Reads a small store blob and checks its digest (the store is trusted, but

@@ -101,6 +101,13 @@ int lz_oci_put_fd(const struct lz_oci_store *st, int src, const char *expected_d
                   struct lz_error *err);
 int lz_oci_put_mem(const struct lz_oci_store *st, const void *buf, size_t len, char ret_digest[LZ_OCI_DIGEST_LEN + 1],
                    struct lz_error *err);
+/* Stores j in its canonical compact form (lz_json_dump_compact): its digest
+ * and length. */
+int lz_oci_put_json(const struct lz_oci_store *st, json_t *j, char ret_digest[LZ_OCI_DIGEST_LEN + 1], size_t *ret_len,
+                    struct lz_error *err);
+/* Stores an OCI image manifest and gives it name (lz_oci_set_name). */
+int lz_oci_put_manifest(const struct lz_oci_store *st, const char *name, json_t *manifest,
+                        char ret_digest[LZ_OCI_DIGEST_LEN + 1], struct lz_error *err);
 /* Reads a small store blob (at most LZ_OCI_MAX_JSON) and checks its digest. */
 int lz_oci_read_blob(const struct lz_oci_store *st, const char *digest, char **ret_buf, size_t *ret_len,
                      struct lz_error *err);

@@ -301,6 +301,15 @@ static void entry_mtime(struct archive_entry *e, struct timespec ts[2]) {
     ts[0] = ts[1];
 }
 
+/* The entry's mtime on parent/base itself (never followed). */
+static int set_mtime_at(struct layer *l, struct archive_entry *e, int parent, const char *base, const char *norm) {
+    struct timespec ts[2];
+    entry_mtime(e, ts);
+    if (utimensat(parent, base, ts, AT_SYMLINK_NOFOLLOW) < 0)
+        return lz_error_set(l->err, -errno, "entry \"%s\": utimensat: %m", norm);
+    return 0;
+}
+
 static void apply_owner_at(struct layer *l, int parent, const char *name, struct archive_entry *e) {
     uid_t uid;
     gid_t gid;
@@ -412,10 +421,9 @@ static int do_symlink(struct layer *l, struct archive_entry *e, int parent, cons
     if (symlinkat(target, parent, base) < 0)
         return lz_error_set(l->err, -errno, "entry \"%s\": symlink: %m", norm);
     apply_owner_at(l, parent, base, e);
-    struct timespec ts[2];
-    entry_mtime(e, ts);
-    if (utimensat(parent, base, ts, AT_SYMLINK_NOFOLLOW) < 0)
-        return lz_error_set(l->err, -errno, "entry \"%s\": utimensat: %m", norm);
+    r = set_mtime_at(l, e, parent, base, norm);
+    if (r < 0)
+        return r;
     l->st->symlinks++;
     return 0;
 }
@@ -432,10 +440,9 @@ static int do_fifo(struct layer *l, struct archive_entry *e, int parent, const c
      * fchmodat without /proc. */
     if (fchmodat(parent, base, entry_mode(l, e), 0) < 0)
         return lz_error_set(l->err, -errno, "entry \"%s\": chmod: %m", norm);
-    struct timespec ts[2];
-    entry_mtime(e, ts);
-    if (utimensat(parent, base, ts, AT_SYMLINK_NOFOLLOW) < 0)
-        return lz_error_set(l->err, -errno, "entry \"%s\": utimensat: %m", norm);
+    r = set_mtime_at(l, e, parent, base, norm);
+    if (r < 0)
+        return r;
     l->st->fifos++;
     return 0;
 }
@@ -470,35 +477,6 @@ static int do_hardlink(struct layer *l, const char *target_raw, int parent, cons
     return 0;
 }
 
-/* Names of a directory's entries (without . and ..). */
-static int list_dir(int dirfd_path, char ***ret_names, size_t *ret_n) {
-    int fd = openat(dirfd_path, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        int r = -errno;
-        close(fd);
-        return r;
-    }
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            names = lz_xrealloc(names, cap * sizeof *names);
-        }
-        names[n++] = lz_xstrdup(de->d_name);
-    }
-    closedir(d);
-    *ret_names = names;
-    *ret_n = n;
-    return 0;
-}
-
 /* Opaque directory: remove every entry that this layer did not create or
  * touch; descend into kept directories (their lower content is hidden too). */
 static int opaque_clear(struct layer *l, int dfd, const char *dpath, int depth) {
@@ -506,7 +484,7 @@ static int opaque_clear(struct layer *l, int dfd, const char *dpath, int depth) 
         return lz_error_set(l->err, -ELOOP, "opaque directory \"%s\": nested too deep", dpath);
     char **names = NULL;
     size_t n = 0;
-    int r = list_dir(dfd, &names, &n);
+    int r = lz_dir_names(dfd, SIZE_MAX, &names, &n);
     if (r < 0)
         return lz_error_set(l->err, r, "opaque directory \"%s\": %s", dpath, strerror(-r));
     int ret = 0;
@@ -537,9 +515,7 @@ static int opaque_clear(struct layer *l, int dfd, const char *dpath, int depth) 
                 ret = r;
         }
     }
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
+    lz_strv_free(names, n);
     return ret;
 }
 
@@ -689,14 +665,13 @@ static int remove_tree_at(int dfd, const char *name, dev_t dev, int depth) {
         return -errno;
     char **names = NULL;
     size_t n = 0;
-    int ret = list_dir(fd, &names, &n);
+    int ret = lz_dir_names(fd, SIZE_MAX, &names, &n);
     for (size_t i = 0; i < n; i++) {
         int r = remove_tree_at(fd, names[i], dev, depth + 1);
         if (r < 0 && ret == 0)
             ret = r;
-        free(names[i]);
     }
-    free(names);
+    lz_strv_free(names, n);
     close(fd);
     if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && ret == 0)
         ret = -errno;

@@ -8,17 +8,6 @@
 #define KILL_WAIT_MS 10000
 #define NS_WAIT_MS 10000
 
-void lz_recovery_logf(lz_recovery_log_fn log, void *ud, const char *fmt, ...) {
-    if (!log)
-        return;
-    char b[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b, sizeof b, fmt, ap);
-    va_end(ap);
-    log(ud, b);
-}
-
 uint64_t lz_evidence_u64(const char *evidence, const char *key) {
     if (!evidence)
         return 0;
@@ -46,7 +35,7 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
                        struct lz_error *err) {
     int r;
     int64_t gen = g->gen;
-    lz_recovery_logf(log, ud, "recovery: generation %" PRId64 " was left %s", gen, g->state);
+    lz_logf(log, ud, "recovery: generation %" PRId64 " was left %s", gen, g->state);
     const struct lz_store_part *lower = find_part(s, gen, LZ_ROLE_PREPARED_LOWER);
     const struct lz_store_part *anchor = find_part(s, gen, LZ_ROLE_STATE_ANCHOR);
     const struct lz_store_part *sandbox = find_part(s, gen, LZ_ROLE_SANDBOX);
@@ -78,8 +67,8 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
             if (r < 0)
                 return lz_error_set(err, r, "recovery: the %s process %s (pid %" PRId64 ") did not exit",
                                     lz_role_name(p->role), p->slot, p->id.pid);
-            lz_recovery_logf(log, ud, "recovery: %s %s process (pid %" PRId64 ", %s): %s", lz_role_name(p->role),
-                             p->slot, p->id.pid, p->phase, r == 1 ? "killed" : "already gone (not signalled)");
+            lz_logf(log, ud, "recovery: %s %s process (pid %" PRId64 ", %s): %s", lz_role_name(p->role), p->slot,
+                    p->id.pid, p->phase, r == 1 ? "killed" : "already gone (not signalled)");
         }
 
     /* Session Terminals: their exec clients, exactly. */
@@ -90,8 +79,8 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
         r = lz_procid_kill(&t->exec, KILL_WAIT_MS);
         if (r < 0)
             return lz_error_set(err, r, "recovery: the exec client of session %" PRId64 " did not exit", t->session);
-        lz_recovery_logf(log, ud, "recovery: session %" PRId64 " exec client (pid %" PRId64 "): %s", t->session,
-                         t->exec.pid, r == 1 ? "killed" : "already gone (not signalled)");
+        lz_logf(log, ud, "recovery: session %" PRId64 " exec client (pid %" PRId64 "): %s", t->session, t->exec.pid,
+                r == 1 ? "killed" : "already gone (not signalled)");
     }
 
     /* 2. Independent absence proof: nothing left in the Domain user
@@ -123,8 +112,7 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
         }
         if ((r = lz_store_commit(st, err)) < 0)
             return r;
-        lz_recovery_logf(log, ud, "recovery: State Anchor of generation %" PRId64 " is unmounted (proven) and clean",
-                         gen);
+        lz_logf(log, ud, "recovery: State Anchor of generation %" PRId64 " is unmounted (proven) and clean", gen);
     }
     if (lower_live) {
         if (lower->state != LZ_P_RELEASE_INTENT && !anchor_live &&
@@ -134,8 +122,8 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
             r = lz_catalog_lease_release(data_root, lower->artifact_id, domain_id, gen, err);
             if (r < 0)
                 return r;
-            lz_recovery_logf(log, ud, "recovery: lease of generation %" PRId64 " on %.12s %s", gen, lower->artifact_id,
-                             r == 1 ? "removed" : "was already absent");
+            lz_logf(log, ud, "recovery: lease of generation %" PRId64 " on %.12s %s", gen, lower->artifact_id,
+                    r == 1 ? "removed" : "was already absent");
         }
         if ((r = lz_store_part_set(st, gen, LZ_ROLE_PREPARED_LOWER, LZ_P_CLEAN, NULL, NULL, NULL, err)) < 0)
             return r;
@@ -166,7 +154,7 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
     }
     if ((r = lz_store_commit(st, err)) < 0)
         return r;
-    lz_recovery_logf(log, ud, "recovery: generation %" PRId64 " is clean", gen);
+    lz_logf(log, ud, "recovery: generation %" PRId64 " is clean", gen);
     return 0;
 }
 

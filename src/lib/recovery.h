@@ -27,10 +27,9 @@
 
 #include "store.h"
 
-typedef void (*lz_recovery_log_fn)(void *ud, const char *msg);
-
-/* Formats one line and hands it to log (nothing when log is NULL). */
-void lz_recovery_logf(lz_recovery_log_fn log, void *ud, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+typedef lz_log_fn lz_recovery_log_fn;
+/* The old name of lz_logf (util.h), for callers not switched yet. */
+#define lz_recovery_logf lz_logf
 
 /* Returns the number of generations recovered (>= 0) or -errno. */
 int lz_domain_recover(struct lz_store *st, const char *data_root, const char *domain_id, lz_recovery_log_fn log,

@@ -380,7 +380,8 @@ static int start_routers(const struct lz_supervisor_args *a, struct lz_child *ro
 
 /* The follower's changes, with wall-clock time like the coordinator's own
  * lines (its handling time is in the line). */
-static void follow_log(const char *line) {
+static void follow_log(void *ud, const char *line) {
+    (void)ud;
     char ts[32];
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
@@ -435,7 +436,7 @@ static int setup_network(const struct lz_supervisor_args *a, char *msg, size_t m
     /* The follower, with a first reconcile: it closes the window between
      * the coordinator's snapshot of the host's addresses and now. */
     struct lz_netfollow *follow = NULL;
-    if (r == 0 && a->addr_fd >= 0 && (r = lz_netfollow_new(a->addr_fd, &pol, follow_log, &follow, &err)) == 0)
+    if (r == 0 && a->addr_fd >= 0 && (r = lz_netfollow_new(a->addr_fd, &pol, follow_log, NULL, &follow, &err)) == 0)
         r = lz_netfollow_reconcile(follow, "start", &err);
     lz_netpolicy_clear(&pol);
     if (r < 0) {

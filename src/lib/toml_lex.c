@@ -117,17 +117,6 @@ int tl_skip_ws_nl_comments(struct parser *ps) {
 
 /* ---- strings --------------------------------------------------------- */
 
-static int hexval(int c) {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* At a backslash inside a basic string. */
 static int parse_escape(struct parser *ps, struct sbuf *b) {
     int e = peek(ps, 1);
     char cd[32];
@@ -145,7 +134,7 @@ static int parse_escape(struct parser *ps, struct sbuf *b) {
         int nd = e == 'u' ? 4 : 8;
         uint32_t cp = 0;
         for (int i = 0; i < nd; i++) {
-            int h = hexval(peek(ps, (size_t)i));
+            int h = lz_hex_value(peek(ps, (size_t)i));
             if (h < 0)
                 return tl_perr(ps, ps->line, "\\%c escape needs %d hexadecimal digits", e, nd);
             cp = (cp << 4) | (uint32_t)h;
@@ -174,6 +163,19 @@ static size_t quote_run(const struct parser *ps, char q) {
     return n;
 }
 
+/* One character c at ps->p of a string's body, not its delimiter: an
+ * escape (basic strings), refused (a control character) or itself. */
+static int string_char(struct parser *ps, struct sbuf *b, bool basic, int c) {
+    if (basic && c == '\\')
+        return parse_escape(ps, b);
+    if (is_ctrl(c))
+        return tl_perr(ps, ps->line, "control character 0x%02x in a string", (unsigned)c);
+    sb_putc(b, (char)c);
+    ps->p++;
+    return 0;
+}
+
+/* At a backslash inside a basic string. */
 /* At the opening quote(s). Fills b with the decoded bytes. */
 int tl_parse_string(struct parser *ps, struct sbuf *b) {
     char q = *ps->p;
@@ -192,16 +194,9 @@ int tl_parse_string(struct parser *ps, struct sbuf *b) {
                 ps->p++;
                 return 0;
             }
-            if (basic && c == '\\') {
-                int r = parse_escape(ps, b);
-                if (r < 0)
-                    return r;
-                continue;
-            }
-            if (is_ctrl(c))
-                return tl_perr(ps, ps->line, "control character 0x%02x in a string", (unsigned)c);
-            sb_putc(b, (char)c);
-            ps->p++;
+            int r = string_char(ps, b, basic, c);
+            if (r < 0)
+                return r;
         }
     }
 
@@ -254,15 +249,10 @@ int tl_parse_string(struct parser *ps, struct sbuf *b) {
                 }
                 continue;
             }
-            r = parse_escape(ps, b);
-            if (r < 0)
-                return r;
-            continue;
         }
-        if (is_ctrl(c))
-            return tl_perr(ps, ps->line, "control character 0x%02x in a string", (unsigned)c);
-        sb_putc(b, (char)c);
-        ps->p++;
+        r = string_char(ps, b, basic, c);
+        if (r < 0)
+            return r;
     }
 }
 

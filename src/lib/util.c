@@ -124,10 +124,7 @@ int lz_write_full(int fd, const void *buf, size_t n) {
     return 0;
 }
 
-int lz_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len) {
-    _cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return -errno;
+int lz_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len) {
     struct stat st;
     if (fstat(fd, &st) < 0)
         return -errno;
@@ -135,32 +132,34 @@ int lz_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, siz
         return -EINVAL;
     if ((uint64_t)st.st_size > max)
         return -EFBIG;
+    /* The size is a hint: the file may change while it is read, so it is
+     * read to EOF, and a byte beyond max proves it too large. */
     size_t cap = (size_t)st.st_size + 1, len = 0;
-    _cleanup_free_ char *buf = lz_xmalloc(cap);
+    _cleanup_free_ char *buf = lz_xmalloc(cap + 1);
     for (;;) {
-        if (len + 1 >= cap) {
-            if (cap > max + 1)
-                return -EFBIG;
-            cap *= 2;
-            buf = lz_xrealloc(buf, cap);
-        }
-        ssize_t r = read(fd, buf + len, cap - len - 1);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (r == 0)
-            break;
+        ssize_t r = lz_read_full(fd, buf + len, cap - len);
+        if (r < 0)
+            return (int)r;
         len += (size_t)r;
+        if (len < cap)
+            break; /* a short read is EOF */
         if (len > max)
             return -EFBIG;
+        cap = cap > max / 2 ? max + 1 : cap * 2;
+        buf = lz_xrealloc(buf, cap + 1);
     }
     buf[len] = '\0';
     *ret_buf = TAKE_PTR(buf);
     if (ret_len)
         *ret_len = len;
     return 0;
+}
+
+int lz_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len) {
+    _cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return -errno;
+    return lz_read_fd(fd, max, ret_buf, ret_len);
 }
 
 int lz_write_file_atomic_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode) {
@@ -199,6 +198,64 @@ int lz_mkdir_p(const char *path, mode_t mode) {
     if (stat(path, &st) < 0)
         return -errno;
     return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+int lz_opendir_at(int dirfd, DIR **ret) {
+    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int r = -errno;
+        close(fd);
+        return r;
+    }
+    *ret = d;
+    return 0;
+}
+
+int lz_cmp_strp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+void lz_strv_free(char **v, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+int lz_dir_names(int dirfd, size_t max, char ***ret, size_t *ret_n) {
+    DIR *d;
+    int r = lz_opendir_at(dirfd, &d);
+    if (r < 0)
+        return r;
+    char **v = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    errno = 0;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (n == max) {
+            r = -EFBIG;
+            break;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            v = lz_xrealloc(v, cap * sizeof *v);
+        }
+        v[n++] = lz_xstrdup(de->d_name);
+    }
+    if (r == 0 && errno)
+        r = -errno;
+    closedir(d);
+    if (r < 0) {
+        lz_strv_free(v, n);
+        return r;
+    }
+    if (n)
+        qsort(v, n, sizeof *v, lz_cmp_strp);
+    *ret = v;
+    *ret_n = n;
+    return 0;
 }
 
 static int rm_rf_children(int dfd, dev_t dev, int depth) {
@@ -275,6 +332,16 @@ void lz_hex(const uint8_t *in, size_t n, char *out) {
     out[2 * n] = '\0';
 }
 
+int lz_hex_value(int c) {
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 const char *lz_home_dir(void) {
     const char *h = secure_getenv("HOME");
     if (h && h[0] == '/')
@@ -283,6 +350,17 @@ const char *lz_home_dir(void) {
     if (pw && pw->pw_dir && pw->pw_dir[0] == '/')
         return pw->pw_dir;
     return NULL;
+}
+
+void lz_logf(lz_log_fn log, void *ud, const char *fmt, ...) {
+    if (!log)
+        return;
+    char b[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    log(ud, b);
 }
 
 #ifdef LZ_TEST_HOOKS

@@ -9,6 +9,7 @@
  */
 #pragma once
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -100,10 +101,25 @@ int lz_write_full(int fd, const void *buf, size_t n); /* 0 or -errno */
  * fd or -errno (-EXDEV: the path left dirfd, -ELOOP: a symlink). */
 int lz_openat_beneath(int dirfd, const char *path, int flags, mode_t mode, bool allow_symlinks);
 
-/* Reads a whole regular file (at most max bytes) opened relative to dirfd. */
+/* Reads the whole regular file open at fd (at most max bytes; -EINVAL when
+ * not a regular file, -EFBIG when larger) into a NUL-terminated buffer;
+ * ret_len may be NULL. */
+int lz_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);
+/* lz_read_fd on path opened relative to dirfd. */
 int lz_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len);
 /* Writes a file atomically (tmp + fsync + rename) relative to dirfd. */
 int lz_write_file_atomic_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode);
+
+/* A directory stream of dirfd's directory with its own offset (dirfd may
+ * be O_PATH and is not consumed); 0 or -errno. */
+int lz_opendir_at(int dirfd, DIR **ret);
+/* The entry names of dirfd's directory but "." and "..", sorted (strcmp);
+ * -EFBIG when there are more than max. Free with lz_strv_free. */
+int lz_dir_names(int dirfd, size_t max, char ***ret, size_t *ret_n);
+/* Frees n strings and the array. */
+void lz_strv_free(char **v, size_t n);
+/* strcmp on two char * elements, for qsort and bsearch. */
+int lz_cmp_strp(const void *a, const void *b);
 
 /* mkdir -p with the given mode for every created component; absolute path. */
 int lz_mkdir_p(const char *path, mode_t mode);
@@ -112,6 +128,8 @@ int lz_rm_rf_at(int dirfd, const char *name);
 
 /* Lowercase hex of n bytes into out (2n+1 bytes). */
 void lz_hex(const uint8_t *in, size_t n, char *out);
+/* The value of the hex digit c (either case), or -1. */
+int lz_hex_value(int c);
 
 /* CLOCK_MONOTONIC in milliseconds, for bounding waits. */
 long lz_now_ms(void);
@@ -126,6 +144,12 @@ int lz_flock_timeout(int fd, int seconds);
 
 /* $HOME, or the passwd entry's home directory. NULL if neither. */
 const char *lz_home_dir(void);
+
+/* Where a module reports what it did, one line at a time. */
+typedef void (*lz_log_fn)(void *ud, const char *line);
+/* Formats one line (at most 1023 bytes) and hands it to log(ud, line);
+ * nothing when log is NULL. */
+void lz_logf(lz_log_fn log, void *ud, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* A test hook's value (LAZARET_TEST_CRASH, LAZARET_TEST_BOOT_ID,
  * LAZARET_TEST_NETFOLLOW: environment variables the tests set to crash at a

@@ -809,16 +809,12 @@ static int lt_check_new(struct router *r, struct rt_inode *dir, const char *name
 static int lt_walk(struct router *r, int fd, char *base, unsigned depth, size_t *budget) {
     if (depth > LT_DEPTH_MAX)
         return -EXDEV; /* mv copies instead, through the checked operations */
-    int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
-        return -errno;
-    DIR *dp = fdopendir(dfd);
-    if (!dp) {
-        close(dfd);
-        return -ENOMEM;
-    }
+    DIR *dp;
+    int rc = lz_opendir_at(fd, &dp);
+    if (rc < 0)
+        return rc;
+    int dfd = dirfd(dp);
     size_t blen = strlen(base);
-    int rc = 0;
     struct dirent *de;
     while (rc == 0 && (de = readdir(dp))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
@@ -965,14 +961,19 @@ static void reply_entry(fuse_req_t req, struct router *r, const struct fuse_entr
         forget_one(r, e->ino, 1); /* the kernel did not take the reference */
 }
 
-static void rt_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
-    struct router *r = begin(req);
+/* Answers req with the entry dir/name, or with the error looking it up. */
+static void reply_lookup(fuse_req_t req, struct router *r, struct rt_inode *dir, const char *name) {
     struct fuse_entry_param e = { 0 };
-    int rc = do_lookup(r, inode_of(r, parent), name, &e);
+    int rc = do_lookup(r, dir, name, &e);
     if (rc < 0)
         fuse_reply_err(req, -rc);
     else
         reply_entry(req, r, &e);
+}
+
+static void rt_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
+    struct router *r = begin(req);
+    reply_lookup(req, r, inode_of(r, parent), name);
 }
 
 static void rt_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
@@ -1205,11 +1206,7 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
         rc = -errno;
         goto fail;
     }
-    struct fuse_entry_param e = { 0 };
-    rc = do_lookup(r, dir, name, &e);
-    if (rc < 0)
-        goto fail;
-    reply_entry(req, r, &e);
+    reply_lookup(req, r, dir, name);
     return;
 fail:
     fuse_reply_err(req, -rc);
@@ -1273,11 +1270,7 @@ static void rt_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
         rc = -errno;
         goto fail;
     }
-    struct fuse_entry_param e = { 0 };
-    rc = do_lookup(r, dir, newname, &e);
-    if (rc < 0)
-        goto fail;
-    reply_entry(req, r, &e);
+    reply_lookup(req, r, dir, newname);
     return;
 fail:
     fuse_reply_err(req, -rc);
@@ -1652,20 +1645,14 @@ static void rt_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         fuse_reply_err(req, -ifd);
         return;
     }
-    int fd = openat(ifd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-        fuse_reply_err(req, errno);
+    DIR *dp;
+    int rc = lz_opendir_at(ifd, &dp);
+    if (rc < 0) {
+        fuse_reply_err(req, -rc);
         return;
     }
     struct rt_dir *d = lz_xcalloc(1, sizeof *d);
-    d->dp = fdopendir(fd);
-    if (!d->dp) {
-        int e = errno;
-        close(fd);
-        free(d);
-        fuse_reply_err(req, e);
-        return;
-    }
+    d->dp = dp;
     fi->fh = (uint64_t)(uintptr_t)d;
     if (fuse_reply_open(req, fi) != 0) {
         closedir(d->dp);
