@@ -44,24 +44,8 @@ static void usage(FILE *out) {
           out);
 }
 
-/* ISO 8601 UTC; "" for 0. */
-static void iso_time(int64_t ms, char *out, size_t size) {
-    out[0] = '\0';
-    if (ms <= 0)
-        return;
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    if (gmtime_r(&t, &tm))
-        strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* The escaped rendering of s (never NULL). */
-static char *esc(const char *s) {
-    char *out = NULL;
-    if (!s || lz_escape(s, strlen(s), 0, &out) < 0)
-        return lz_xstrdup(s ? "?" : "");
-    return out;
-}
+static char *esc(const char *s) { return lz_cli_esc(s, ""); }
 
 static void hexs(const uint8_t *b, size_t n, char *out) { lz_hex(b, n, out); }
 
@@ -85,8 +69,8 @@ static void print_row(const struct lz_audit_row *w) {
     char req[33], ses[33], rcv[32], end[32];
     hexs(e->request_id, sizeof e->request_id, req);
     hexs(e->session_id, sizeof e->session_id, ses);
-    iso_time(e->received_ms, rcv, sizeof rcv);
-    iso_time(e->ended_ms, end, sizeof end);
+    lz_cli_iso_time(e->received_ms, rcv, sizeof rcv);
+    lz_cli_iso_time(e->ended_ms, end, sizeof end);
     printf("#%" PRId64 "  generation %" PRId64 "  request %s  session %s\n", w->seq, e->gen, req, ses);
     if (w->problem) {
         /* Undecodable: the stored text as it is, escaped once more. */
@@ -128,7 +112,7 @@ static void print_row(const struct lz_audit_row *w) {
 
 static json_t *jtime(int64_t ms) {
     char b[32];
-    iso_time(ms, b, sizeof b);
+    lz_cli_iso_time(ms, b, sizeof b);
     return b[0] ? json_string(b) : json_null();
 }
 

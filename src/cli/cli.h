@@ -92,6 +92,15 @@ bool lz_cli_dispatch(const struct lz_cli_command *cmds, int argc, char **argv, i
 /* n bytes for people: "512 B", "1.5 KiB", "3.0 GiB". */
 void lz_cli_human_bytes(uint64_t n, char *out, size_t size);
 
+/* ISO 8601 UTC of a Unix time in milliseconds; "" for 0 (unknown). */
+void lz_cli_iso_time(int64_t ms, char *out, size_t size);
+
+/* Recorded strings (workspace paths, argv elements) may hold any byte:
+ * their escaped rendering (escape.h: control, bidi and invisible
+ * characters made visible) before they reach a terminal; `if_null` for
+ * NULL. Never NULL; free it. */
+char *lz_cli_esc(const char *s, const char *if_null);
+
 /* Prints root (then released; NULL: an allocation failed) indented on
  * stdout; LZ_EXIT_OK, or LZ_EXIT_FAILURE with a message. */
 struct json_t;

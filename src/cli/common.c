@@ -1,5 +1,6 @@
 /* common.c — what both the `lazaret` front end and lazaret-core share. */
 #include "cli.h"
+#include "escape.h"
 #include "util.h"
 
 #include <getopt.h>
@@ -7,6 +8,7 @@
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <time.h>
 
 char **lz_cli_argv;
 
@@ -121,4 +123,23 @@ int lz_cli_print_json(json_t *root) {
     puts(s);
     free(s);
     return LZ_EXIT_OK;
+}
+
+void lz_cli_iso_time(int64_t ms, char *out, size_t size) {
+    out[0] = '\0';
+    if (ms <= 0)
+        return;
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    if (gmtime_r(&t, &tm))
+        strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+char *lz_cli_esc(const char *s, const char *if_null) {
+    char *out = NULL;
+    if (!s)
+        return lz_xstrdup(if_null);
+    if (lz_escape(s, strlen(s), 0, &out) < 0)
+        return lz_xstrdup("(unprintable)");
+    return out;
 }

@@ -41,35 +41,7 @@ static void usage(FILE *out) {
 
 /* ---- formatting ---- */
 
-/* ISO 8601 UTC; "" for an unknown (0) time. */
-static void iso_time(int64_t ms, char *out, size_t size) {
-    out[0] = '\0';
-    if (ms <= 0)
-        return;
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    if (gmtime_r(&t, &tm))
-        strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-/* Recorded strings (a workspace path, log-derived names) may hold any
- * byte: control characters are escaped before they reach a terminal. */
-static char *esc(const char *s) {
-    if (!s)
-        return lz_xstrdup("-");
-    size_t n = strlen(s);
-    char *o = lz_xmalloc(4 * n + 1), *p = o;
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c < 0x20 || *c == 0x7f) {
-            snprintf(p, 5, "\\x%02x", *c);
-            p += 4;
-        } else {
-            *p++ = (char)*c;
-        }
-    }
-    *p = '\0';
-    return o;
-}
+static char *esc(const char *s) { return lz_cli_esc(s, "-"); }
 
 /* A JSON string; a value that is not UTF-8 is given escaped. */
 static json_t *jstr(const char *s) {
@@ -85,7 +57,7 @@ static json_t *jstr(const char *s) {
 
 static json_t *jtime(int64_t ms) {
     char b[32];
-    iso_time(ms, b, sizeof b);
+    lz_cli_iso_time(ms, b, sizeof b);
     return b[0] ? json_string(b) : json_null();
 }
 
@@ -122,7 +94,7 @@ static int cmd_ls(const struct lz_config *cfg, bool json) {
         const struct lz_domain_summary *s = &l.v[i];
         char sz[32], when[32];
         lz_cli_human_bytes(s->size, sz, sizeof sz);
-        iso_time(s->last_used_ms, when, sizeof when);
+        lz_cli_iso_time(s->last_used_ms, when, sizeof when);
         _cleanup_free_ char *prof = esc(s->profile), *ws = esc(s->workspace);
         printf("%-12.12s  %-16s  %-7s  %-20s  %10s  %s\n", s->id, prof, s->running ? "yes" : "no",
                s->running    ? "now"
@@ -248,8 +220,8 @@ static void inspect_text(const struct lz_domain_info *in) {
     } else if (!in->has_store) {
         printf("Status       inactive; no Domain Store yet (the Domain never started)\n");
     } else {
-        iso_time(s->created_ms, t1, sizeof t1);
-        iso_time(s->last_used_ms, t2, sizeof t2);
+        lz_cli_iso_time(s->created_ms, t1, sizeof t1);
+        lz_cli_iso_time(s->last_used_ms, t2, sizeof t2);
         printf("Status       inactive\n");
         printf("Created      %s\n", t1[0] ? t1 : "-");
         printf("Last use     %s\n", t2[0] ? t2 : "-");
@@ -283,8 +255,8 @@ static void inspect_text(const struct lz_domain_info *in) {
             bool clean = !strcmp(ge->state, "clean");
             if (g < first && clean)
                 continue;
-            iso_time(ge->started_ms, t1, sizeof t1);
-            iso_time(ge->ended_ms, t2, sizeof t2);
+            lz_cli_iso_time(ge->started_ms, t1, sizeof t1);
+            lz_cli_iso_time(ge->ended_ms, t2, sizeof t2);
             _cleanup_free_ char *fp = esc(ge->fingerprint);
             printf("  %-6" PRId64 " %-9s %-20s %-20s %.12s\n", ge->gen, ge->state, t1[0] ? t1 : "-", t2[0] ? t2 : "-",
                    fp);
@@ -328,7 +300,7 @@ static void inspect_text(const struct lz_domain_info *in) {
     else
         printf("  %-12s  %-10s  %s\n", "ARTIFACT", "GENERATION", "CREATED");
     for (size_t i = 0; i < in->n_leases; i++) {
-        iso_time(in->leases[i].created_ms, t1, sizeof t1);
+        lz_cli_iso_time(in->leases[i].created_ms, t1, sizeof t1);
         printf("  %-12.12s  %-10" PRId64 "  %s\n", in->leases[i].artifact_id, in->leases[i].generation,
                t1[0] ? t1 : "-");
     }

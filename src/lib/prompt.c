@@ -17,33 +17,15 @@
 
 /* ---- small growable buffers ---- */
 
-struct buf {
-    char *p;
-    size_t len, cap;
-};
-
-static void buf_add(struct buf *b, const void *s, size_t n) {
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        b->p = lz_xrealloc(b->p, cap);
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-static void buf_adds(struct buf *b, const char *s) { buf_add(b, s, strlen(s)); }
-static void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void buf_printf(struct buf *b, const char *fmt, ...) {
+static void buf_printf(struct lz_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void buf_printf(struct lz_buf *b, const char *fmt, ...) {
     char tmp[512];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
     if (n > 0)
-        buf_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+        lz_buf_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
 /* One screen row: text that is safe to print (escaped, no controls), and
@@ -162,11 +144,11 @@ struct lz_prompt {
     bool kover, in_paste;
 
     /* Editor. */
-    struct buf line;
+    struct lz_buf line;
     size_t cursor; /* byte offset in line, on a code point boundary */
     char *edit_err;
 
-    struct buf out;
+    struct lz_buf out;
     size_t out_given; /* bytes of out already handed out */
 };
 
@@ -324,7 +306,7 @@ static void wrap_ex(struct rows *r, const char *s, enum attr a, unsigned cols, b
     size_t len = strlen(s), start = 0, i = 0, brk = 0;
     unsigned w = 0, avail = cols;
     bool first = true;
-    struct buf b = { 0 };
+    struct lz_buf b = { 0 };
     while (i < len) {
         uint32_t cp;
         size_t n = lz_utf8_decode(u + i, len - i, &cp);
@@ -335,9 +317,9 @@ static void wrap_ex(struct rows *r, const char *s, enum attr a, unsigned cols, b
             size_t cut = words && brk > start ? brk : i;
             b.len = 0;
             if (!first)
-                buf_adds(&b, CONT);
+                lz_buf_adds(&b, CONT);
             /* A word break drops the space it broke at. */
-            buf_add(&b, s + start, cut - start - (cut == brk && words ? 1 : 0));
+            lz_buf_add(&b, s + start, cut - start - (cut == brk && words ? 1 : 0));
             rows_push(r, b.p, b.len, a);
             first = false;
             start = i = cut;
@@ -353,9 +335,9 @@ static void wrap_ex(struct rows *r, const char *s, enum attr a, unsigned cols, b
     }
     b.len = 0;
     if (!first)
-        buf_adds(&b, CONT);
+        lz_buf_adds(&b, CONT);
     if (i > start)
-        buf_add(&b, s + start, i - start);
+        lz_buf_add(&b, s + start, i - start);
     rows_push(r, b.p ? b.p : "", b.len, a);
     free(b.p);
 }
@@ -518,15 +500,15 @@ static void footer_rows(struct lz_prompt *p, struct rows *f, size_t top, size_t 
     wrapf(f, A_NONE, cols, "Unanswered, the request is denied %ld min %ld s after it arrived.", mins, secs);
 }
 
-static void put_row(struct buf *o, const struct row *r) {
+static void put_row(struct lz_buf *o, const struct row *r) {
     switch (r->attr) {
-    case A_BOLD: buf_adds(o, "\x1b[1m"); break;
-    case A_REVERSE: buf_adds(o, "\x1b[7m"); break;
+    case A_BOLD: lz_buf_adds(o, "\x1b[1m"); break;
+    case A_REVERSE: lz_buf_adds(o, "\x1b[7m"); break;
     case A_NONE: break;
     }
-    buf_adds(o, r->text);
+    lz_buf_adds(o, r->text);
     if (r->attr != A_NONE)
-        buf_adds(o, "\x1b[0m");
+        lz_buf_adds(o, "\x1b[0m");
 }
 
 static void editor_rows(struct lz_prompt *p, struct rows *r, unsigned *ret_crow, unsigned *ret_ccol) {
@@ -569,8 +551,8 @@ static void editor_rows(struct lz_prompt *p, struct rows *r, unsigned *ret_crow,
         }
         vstart = i;
     }
-    struct buf b = { 0 };
-    buf_adds(&b, vstart > 0 ? "< " : "> ");
+    struct lz_buf b = { 0 };
+    lz_buf_adds(&b, vstart > 0 ? "< " : "> ");
     unsigned w = 0, ccol = 2;
     size_t i = vstart;
     while (i < len) {
@@ -586,16 +568,16 @@ static void editor_rows(struct lz_prompt *p, struct rows *r, unsigned *ret_crow,
         /* Only characters lz_escape would pass are ever inserted; a '?'
          * stands in should that ever not hold. */
         if (lz_escape_needs(cp))
-            buf_adds(&b, "?");
+            lz_buf_adds(&b, "?");
         else
-            buf_add(&b, p->line.p + i, n);
+            lz_buf_add(&b, p->line.p + i, n);
         w += cw;
         i += n;
     }
     if (p->cursor >= i && p->cursor == len)
         ccol = 2 + w;
     if (i < len)
-        buf_adds(&b, " >");
+        lz_buf_adds(&b, " >");
     rows_push(r, b.p ? b.p : "", b.len, A_NONE);
     *ret_crow = (unsigned)r->n; /* 1-based row of the line */
     *ret_ccol = ccol + 1;
@@ -641,12 +623,12 @@ static size_t layout(struct lz_prompt *p, struct rows *f) {
  * have left set (attributes, character set, insert mode, scrolling region),
  * clears, draws. */
 static void render(struct lz_prompt *p) {
-    struct buf *o = &p->out;
+    struct lz_buf *o = &p->out;
     if (!p->entered) {
-        buf_adds(o, "\x1b[?1049h");
+        lz_buf_adds(o, "\x1b[?1049h");
         p->entered = true;
     }
-    buf_adds(o, "\x1b[0m\x1b(B\x0f\x1b[4l\x1b[r\x1b[H\x1b[2J");
+    lz_buf_adds(o, "\x1b[0m\x1b(B\x0f\x1b[4l\x1b[r\x1b[H\x1b[2J");
     unsigned rows = screen_rows(p);
     if (p->state == LZ_PROMPT_EDITING) {
         struct rows r = { 0 };
@@ -654,7 +636,7 @@ static void render(struct lz_prompt *p) {
         editor_rows(p, &r, &crow, &ccol);
         for (size_t i = 0; i < r.n && i < rows; i++) {
             if (i)
-                buf_adds(o, "\r\n");
+                lz_buf_adds(o, "\r\n");
             put_row(o, &r.v[i]);
         }
         buf_printf(o, "\x1b[%u;%uH", crow, ccol);
@@ -666,12 +648,12 @@ static void render(struct lz_prompt *p) {
     size_t written = 0;
     for (size_t i = 0; i < body_h; i++, written++) {
         if (written)
-            buf_adds(o, "\r\n");
+            lz_buf_adds(o, "\r\n");
         if (p->top + i < p->body.n)
             put_row(o, &p->body.v[p->top + i]);
     }
     for (size_t i = 0; i < f.n; i++, written++) {
-        buf_adds(o, "\r\n");
+        lz_buf_adds(o, "\r\n");
         put_row(o, &f.v[i]);
     }
     rows_clear(&f);
@@ -690,7 +672,7 @@ int lz_prompt_output(struct lz_prompt *p, const void **ret_bytes, size_t *ret_le
     if (p->state == LZ_PROMPT_DONE) {
         if (!p->entered || p->left)
             return 0;
-        buf_adds(&p->out, "\x1b[0m\x1b[?1049l");
+        lz_buf_adds(&p->out, "\x1b[0m\x1b[?1049l");
         p->left = true;
     } else {
         if (!p->dirty)
@@ -782,7 +764,7 @@ static void open_editor(struct lz_prompt *p) {
         return;
     }
     p->line.len = 0;
-    buf_adds(&p->line, line);
+    lz_buf_adds(&p->line, line);
     free(line);
     p->cursor = p->line.len;
     free(p->edit_err);
@@ -927,7 +909,7 @@ static void line_insert(struct lz_prompt *p, uint32_t cp) {
         set_message(p, "The line is at its maximum length.");
         return;
     }
-    buf_add(&p->line, u, n); /* grows the buffer; then move into place */
+    lz_buf_add(&p->line, u, n); /* grows the buffer; then move into place */
     memmove(p->line.p + p->cursor + n, p->line.p + p->cursor, p->line.len - n - p->cursor);
     memcpy(p->line.p + p->cursor, u, n);
     p->cursor += n;

@@ -370,14 +370,14 @@ static int parse_value(struct parser *ps, int depth, struct lz_toml_value **ret)
     switch (c) {
     case '"':
     case '\'': {
-        struct sbuf b = { 0 };
+        struct lz_buf b = { 0 };
         int r = tl_parse_string(ps, &b);
         if (r < 0) {
             sb_done(&b);
             return r;
         }
         struct lz_toml_value *v = node_new(LZ_TOML_STRING, line);
-        v->u.string.s = b.s;
+        v->u.string.s = b.p;
         v->u.string.len = b.len;
         *ret = v;
         return 0;

@@ -28,29 +28,9 @@ static inline void keyvec_done(struct keyvec *kv) {
     kv->n = 0;
 }
 
-struct sbuf {
-    char *s;
-    size_t len, cap;
-};
-
-static inline void sb_put(struct sbuf *b, const char *s, size_t n) {
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 32;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        b->s = lz_xrealloc(b->s, cap);
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-static inline void sb_putc(struct sbuf *b, char c) { sb_put(b, &c, 1); }
-
-static inline void sb_done(struct sbuf *b) {
-    free(b->s);
-    b->s = NULL;
+static inline void sb_done(struct lz_buf *b) {
+    free(b->p);
+    b->p = NULL;
     b->len = b->cap = 0;
 }
 
@@ -81,6 +61,6 @@ int tl_eat_newline(struct parser *ps);
 int tl_skip_comment(struct parser *ps);
 int tl_skip_ws_nl_comments(struct parser *ps);
 /* A basic, literal or multi-line string at the cursor, into b. */
-int tl_parse_string(struct parser *ps, struct sbuf *b);
+int tl_parse_string(struct parser *ps, struct lz_buf *b);
 /* A dotted key at the cursor, into kv. */
 int tl_parse_key(struct parser *ps, struct keyvec *kv);

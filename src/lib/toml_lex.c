@@ -45,7 +45,7 @@ bool lz_utf8_valid(const char *s, size_t len) {
     return true;
 }
 
-static void utf8_put(struct sbuf *b, uint32_t cp) {
+static void utf8_put(struct lz_buf *b, uint32_t cp) {
     char o[4];
     size_t n;
     if (cp < 0x80) {
@@ -59,7 +59,7 @@ static void utf8_put(struct sbuf *b, uint32_t cp) {
         o[0] = (char)(0xf0 | (cp >> 18)), o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
         o[2] = (char)(0x80 | ((cp >> 6) & 0x3f)), o[3] = (char)(0x80 | (cp & 0x3f)), n = 4;
     }
-    sb_put(b, o, n);
+    lz_buf_add(b, o, n);
 }
 
 /* ---- scanning -------------------------------------------------------- */
@@ -117,18 +117,18 @@ int tl_skip_ws_nl_comments(struct parser *ps) {
 
 /* ---- strings --------------------------------------------------------- */
 
-static int parse_escape(struct parser *ps, struct sbuf *b) {
+static int parse_escape(struct parser *ps, struct lz_buf *b) {
     int e = peek(ps, 1);
     char cd[32];
     ps->p += 2;
     switch (e) {
-    case 'b': sb_putc(b, '\b'); return 0;
-    case 't': sb_putc(b, '\t'); return 0;
-    case 'n': sb_putc(b, '\n'); return 0;
-    case 'f': sb_putc(b, '\f'); return 0;
-    case 'r': sb_putc(b, '\r'); return 0;
-    case '"': sb_putc(b, '"'); return 0;
-    case '\\': sb_putc(b, '\\'); return 0;
+    case 'b': lz_buf_addc(b, '\b'); return 0;
+    case 't': lz_buf_addc(b, '\t'); return 0;
+    case 'n': lz_buf_addc(b, '\n'); return 0;
+    case 'f': lz_buf_addc(b, '\f'); return 0;
+    case 'r': lz_buf_addc(b, '\r'); return 0;
+    case '"': lz_buf_addc(b, '"'); return 0;
+    case '\\': lz_buf_addc(b, '\\'); return 0;
     case 'u':
     case 'U': {
         int nd = e == 'u' ? 4 : 8;
@@ -165,24 +165,24 @@ static size_t quote_run(const struct parser *ps, char q) {
 
 /* One character c at ps->p of a string's body, not its delimiter: an
  * escape (basic strings), refused (a control character) or itself. */
-static int string_char(struct parser *ps, struct sbuf *b, bool basic, int c) {
+static int string_char(struct parser *ps, struct lz_buf *b, bool basic, int c) {
     if (basic && c == '\\')
         return parse_escape(ps, b);
     if (is_ctrl(c))
         return tl_perr(ps, ps->line, "control character 0x%02x in a string", (unsigned)c);
-    sb_putc(b, (char)c);
+    lz_buf_addc(b, (char)c);
     ps->p++;
     return 0;
 }
 
 /* At a backslash inside a basic string. */
 /* At the opening quote(s). Fills b with the decoded bytes. */
-int tl_parse_string(struct parser *ps, struct sbuf *b) {
+int tl_parse_string(struct parser *ps, struct lz_buf *b) {
     char q = *ps->p;
     bool basic = q == '"';
     bool multi = quote_run(ps, q) >= 3;
     int start = ps->line;
-    sb_put(b, "", 0); /* an empty string is still a string */
+    lz_buf_add(b, "", 0); /* an empty string is still a string */
 
     if (!multi) {
         ps->p++;
@@ -215,11 +215,11 @@ int tl_parse_string(struct parser *ps, struct sbuf *b) {
                 /* Up to two quotes may sit just inside the closing delimiter. */
                 if (n > 5)
                     return tl_perr(ps, ps->line, "too many quotes at the end of a multi-line string");
-                sb_put(b, ps->p, n - 3);
+                lz_buf_add(b, ps->p, n - 3);
                 ps->p += n;
                 return 0;
             }
-            sb_put(b, ps->p, n);
+            lz_buf_add(b, ps->p, n);
             ps->p += n;
             continue;
         }
@@ -227,7 +227,7 @@ int tl_parse_string(struct parser *ps, struct sbuf *b) {
             r = tl_eat_newline(ps);
             if (r < 0)
                 return r;
-            sb_putc(b, '\n');
+            lz_buf_addc(b, '\n');
             continue;
         }
         if (basic && c == '\\') {
@@ -264,13 +264,13 @@ static int parse_simple_key(struct parser *ps, char **ret) {
     if (c == '"' || c == '\'') {
         if (quote_run(ps, (char)c) >= 3)
             return tl_perr(ps, ps->line, "a multi-line string cannot be a key");
-        struct sbuf b = { 0 };
+        struct lz_buf b = { 0 };
         int r = tl_parse_string(ps, &b);
         if (r < 0) {
             sb_done(&b);
             return r;
         }
-        *ret = b.s;
+        *ret = b.p;
         return 0;
     }
     const char *s = ps->p;

@@ -428,3 +428,17 @@ int lz_openat_beneath(int dirfd, const char *path, int flags, mode_t mode, bool 
             return -EAGAIN;
     }
 }
+
+void lz_buf_add(struct lz_buf *b, const void *s, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 32;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        b->p = lz_xrealloc(b->p, cap);
+        b->cap = cap;
+    }
+    if (n)
+        memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}

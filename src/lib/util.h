@@ -142,6 +142,16 @@ int lz_signalfd_block(const int *signals);
  * when it was not granted within `seconds`. */
 int lz_flock_timeout(int fd, int seconds);
 
+/* A growable byte string, always NUL-terminated once anything was added
+ * (p is NULL before). Free p with free(). */
+struct lz_buf {
+    char *p;
+    size_t len, cap;
+};
+void lz_buf_add(struct lz_buf *b, const void *s, size_t n);
+static inline void lz_buf_adds(struct lz_buf *b, const char *s) { lz_buf_add(b, s, strlen(s)); }
+static inline void lz_buf_addc(struct lz_buf *b, char c) { lz_buf_add(b, &c, 1); }
+
 /* $HOME, or the passwd entry's home directory. NULL if neither. */
 const char *lz_home_dir(void);
 
