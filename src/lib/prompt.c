@@ -289,6 +289,16 @@ static unsigned cp_width(uint32_t cp) {
     return 1;
 }
 
+/* The character at u[i] (i < len): its length in bytes (an invalid byte
+ * counts as one, shown as '?' in one column), code point and width. */
+static size_t next_char(const uint8_t *u, size_t len, size_t i, uint32_t *ret_cp, unsigned *ret_width) {
+    size_t n = lz_utf8_decode(u + i, len - i, ret_cp);
+    if (n == 0)
+        n = 1, *ret_cp = '?';
+    *ret_width = cp_width(*ret_cp);
+    return n;
+}
+
 /* Width-limited usable columns: one less than the terminal, so that no row
  * ever ends in the last column (terminals differ in when they wrap). */
 static unsigned text_cols(const struct lz_prompt *p) {
@@ -309,10 +319,8 @@ static void wrap_ex(struct rows *r, const char *s, enum attr a, unsigned cols, b
     struct lz_buf b = { 0 };
     while (i < len) {
         uint32_t cp;
-        size_t n = lz_utf8_decode(u + i, len - i, &cp);
-        if (n == 0)
-            n = 1, cp = '?';
-        unsigned cw = cp_width(cp);
+        unsigned cw;
+        size_t n = next_char(u, len, i, &cp, &cw);
         if (w + cw > avail && i > start) {
             size_t cut = words && brk > start ? brk : i;
             b.len = 0;
@@ -557,10 +565,8 @@ static void editor_rows(struct lz_prompt *p, struct rows *r, unsigned *ret_crow,
     size_t i = vstart;
     while (i < len) {
         uint32_t cp;
-        size_t n = lz_utf8_decode(u + i, len - i, &cp);
-        if (n == 0)
-            n = 1, cp = '?';
-        unsigned cw = cp_width(cp);
+        unsigned cw;
+        size_t n = next_char(u, len, i, &cp, &cw);
         if (w + cw > view)
             break;
         if (i == p->cursor)
