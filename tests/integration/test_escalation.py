@@ -1,0 +1,174 @@
+"""Host escalation, auto-approved requests (docs/escalation.md).
+
+The Escalation Client (/run/lazaret/escalate, static) runs inside the
+busybox sandbox; auto-approval rules come from the test hook
+LAZARET_TEST_AUTO_APPROVE (test builds only: rules separated by \\x1e,
+argv elements by \\x1f, a leading "+" element = allow_extra_args), which
+the client's environment hands to the coordinator."""
+import hashlib
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from conftest import lz_run, wait_until
+
+ESC = "/run/lazaret/escalate"
+ECHO = os.path.realpath("/bin/echo")
+SH = os.path.realpath("/bin/sh")
+FALSE = os.path.realpath("/bin/false")
+SLEEP = os.path.realpath("/bin/sleep")
+CAT = os.path.realpath("/bin/cat")
+TRUE = os.path.realpath("/bin/true")
+
+
+def rules(*rs):
+    return "\x1e".join("\x1f".join(r) for r in rs)
+
+
+def run_esc(lazaret, env, workspace, argv, rule_spec, timeout=120, esc_args=()):
+    e = env.environ(LAZARET_TEST_AUTO_APPROVE=rule_spec, LAZARET_DEBUG="1")
+    cmd = [lazaret, "run", "-p", "test", "--", ESC, *esc_args, "--", *argv]
+    return subprocess.run(cmd, cwd=workspace, env=e, capture_output=True, timeout=timeout)
+
+
+def domain_dir_for(env, workspace):
+    for d in (Path(env.storage) / "domains").iterdir():
+        db = d / "domain.db"
+        if not db.exists():
+            continue
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            row = con.execute("SELECT value FROM meta WHERE key = 'workspace'").fetchone()
+        finally:
+            con.close()
+        if row and row[0] == str(workspace):
+            return d
+    raise AssertionError("no Domain for this workspace")
+
+
+def coord_log(env, workspace):
+    return (domain_dir_for(env, workspace) / "coordinator.log").read_text()
+
+
+def host_procs(argv_prefix):
+    """PIDs of our own processes whose argv starts with argv_prefix."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            if p.stat().st_uid != os.getuid():
+                continue
+            a = (p / "cmdline").read_bytes().split(b"\0")[:-1]
+        except OSError:
+            continue
+        if [x.decode(errors="replace") for x in a[:len(argv_prefix)]] == list(argv_prefix):
+            out.append(int(p.name))
+    return out
+
+
+def test_auto_approved_runs_and_status_propagates(lazaret, env, workspace):
+    spec = rules([ECHO, "hello"], [SH, "-c", "exit 7"], [FALSE])
+    r = run_esc(lazaret, env, workspace, [ECHO, "hello"], spec)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"hello\n"
+    # The hook reached the coordinator, and the transitions carry the model's names.
+    log = coord_log(env, workspace)
+    assert "auto-approval rule(s) from the test hook" in log
+    for action in ("CreateTrustAnchor", "ReceiveEscalation", "AutoApprove", "StartHostExecution",
+                   "CompleteHostExecution"):
+        assert f"debug: model {action}(" in log, action
+    assert log.index("model ReceiveEscalation(") < log.index("model AutoApprove(") \
+        < log.index("model StartHostExecution(") < log.index("model CompleteHostExecution(")
+    r = run_esc(lazaret, env, workspace, [SH, "-c", "exit 7"], spec)
+    assert r.returncode == 7, r.stderr
+    r = run_esc(lazaret, env, workspace, [FALSE], spec)
+    assert r.returncode == 1, r.stderr
+
+
+def test_ten_mib_through_the_window(lazaret, env, workspace, tmp_path):
+    data = os.urandom(10 * 1024 * 1024)
+    f = tmp_path / "blob"
+    f.write_bytes(data)
+    spec = rules([CAT, str(f)])
+    e = env.environ(LAZARET_TEST_AUTO_APPROVE=spec)
+    cmd = [lazaret, "run", "-p", "test", "--", "sh", "-c",
+           f"{ESC} -- {CAT} {f} | sha256sum; echo rc=$?"]
+    r = subprocess.run(cmd, cwd=workspace, env=e, capture_output=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert hashlib.sha256(data).hexdigest().encode() in r.stdout, (r.stdout, r.stderr)
+    log = coord_log(env, workspace)
+    assert "ended Completed (exit 0, signal 0, 214 chunks, 10485760 bytes)" in log, log[-2000:]
+
+
+def test_unmatched_is_denied(lazaret, env, workspace):
+    r = run_esc(lazaret, env, workspace, [ECHO, "not", "a", "rule"], rules([ECHO, "hello"]))
+    assert r.returncode == 125, (r.stdout, r.stderr)
+    assert b"denied" in r.stderr
+    assert r.stdout == b""
+    log = coord_log(env, workspace)
+    assert "this build has no prompt: denied" in log
+    assert "debug: model QueuePrompt(" in log
+    assert "StartHostExecution" not in log
+
+
+def test_extra_argument_and_relative_argv0(lazaret, env, workspace):
+    spec = rules([ECHO, "hi"], ["+", TRUE, "a"])
+    r = run_esc(lazaret, env, workspace, [ECHO, "hi", "extra"], spec)
+    assert r.returncode == 125
+    r = run_esc(lazaret, env, workspace, [TRUE, "a", "extra"], spec)  # allow_extra_args
+    assert r.returncode == 0, r.stderr
+    r = run_esc(lazaret, env, workspace, ["echo", "hi"], spec)  # relative: never
+    assert r.returncode == 125
+    r = run_esc(lazaret, env, workspace, [ECHO, "hi"], spec)  # positive control
+    assert r.returncode == 0 and r.stdout == b"hi\n"
+
+
+def spawn_tty(lazaret, env, workspace, spec):
+    e = env.environ(LAZARET_TEST_AUTO_APPROVE=spec, LAZARET_DEBUG="1")
+    return pexpect.spawn(lazaret, ["run", "-p", "test"], cwd=str(workspace), env=e, timeout=60)
+
+
+def test_ctrl_c_cancels_the_host_process(lazaret, env, workspace):
+    c = spawn_tty(lazaret, env, workspace, rules([SLEEP, "30"]))
+    c.sendline(f"{ESC} -- {SLEEP} 30; echo rc=$?")
+    assert wait_until(lambda: host_procs([SLEEP, "30"]), timeout=30)
+    pids = host_procs([SLEEP, "30"])
+    c.sendintr()
+    c.expect("rc=130")
+    assert wait_until(lambda: not any(Path(f"/proc/{p}").exists() for p in pids), timeout=10)
+    c.sendline("exit")
+    c.expect(pexpect.EOF)
+    log = coord_log(env, workspace)
+    assert "debug: model CancelRequest(" in log
+
+
+def test_disconnect_kills_the_host_process(lazaret, env, workspace):
+    c = spawn_tty(lazaret, env, workspace, rules([SLEEP, "31"]))
+    c.sendline(f"{ESC} -- {SLEEP} 31")
+    assert wait_until(lambda: host_procs([SLEEP, "31"]), timeout=30)
+    c.kill(signal.SIGKILL)  # the `lazaret run` client dies
+    assert wait_until(lambda: not host_procs([SLEEP, "31"]), timeout=15)
+
+
+def test_coordinator_kill9_leaves_no_host_process(lazaret, env, workspace):
+    c = spawn_tty(lazaret, env, workspace, rules([SLEEP, "32"]))
+    c.sendline(f"{ESC} -- {SLEEP} 32")
+    assert wait_until(lambda: host_procs([SLEEP, "32"]), timeout=30)
+    coords = [p for p in host_procs([]) if b"__coordinator" in Path(f"/proc/{p}/cmdline").read_bytes()
+              and str(workspace).encode() in Path(f"/proc/{p}/cmdline").read_bytes()]
+    assert len(coords) == 1, coords
+    os.kill(coords[0], signal.SIGKILL)
+    c.expect(pexpect.EOF, timeout=30)
+    # The next start of the Domain recovers: the recorded host process is ended.
+    r = lz_run(lazaret, env, workspace, ["true"])
+    assert r.returncode == 0, r.stderr
+    assert not host_procs([SLEEP, "32"])
+    log = coord_log(env, workspace)
+    assert "hostexec0 process" in log, log[-3000:]
