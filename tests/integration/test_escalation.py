@@ -175,3 +175,116 @@ def test_coordinator_kill9_leaves_no_host_process(lazaret, env, workspace):
     assert not host_procs([SLEEP, "32"])
     log = coord_log(env, workspace)
     assert "hostexec0 process" in log, log[-3000:]
+
+
+# ---- forged and hostile records -------------------------------------------------
+
+def _varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _bytes(b):
+    return _varint(len(b)) + b
+
+
+def request_record(sk_seed, rid, sid, argv, created_ms=None, expires_ms=None, sign=True):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    now = int(time.time() * 1000)
+    created_ms = now if created_ms is None else created_ms
+    expires_ms = now + 60000 if expires_ms is None else expires_ms
+    p = rid + sid + _varint(created_ms) + _varint(expires_ms) + _varint(len(argv))
+    for a in argv:
+        p += _bytes(a.encode())
+    p += _bytes(b"/workspace") + _bytes(b"forged") + _varint(0) + b"\x00"
+    ctx = b"lazaret/v1/escalation-request\x00" + len(p).to_bytes(4, "little") + p
+    sig = Ed25519PrivateKey.from_private_bytes(sk_seed).sign(ctx) if sign else bytes(64)
+    return bytes([1, 1]) + sig + p
+
+
+def session_keys(c):
+    c.sendline('echo "SID=$LAZARET_SESSION_ID" "KEY=$LAZARET_SESSION_KEY" END')
+    c.expect(r"SID=([0-9a-f]{32}) KEY=([0-9a-f]{128}) END")
+    return bytes.fromhex(c.match.group(1)), bytes.fromhex(c.match.group(2))[:32]
+
+
+def mailbox_req(env):
+    hits = list((Path(env.runtime) / "lazaret").glob("*/mailbox/req"))
+    assert len(hits) == 1, hits
+    return hits[0]
+
+
+def drop(req, rid, data):
+    tmp = req / (".tmp-" + rid.hex())
+    tmp.write_bytes(data)
+    tmp.rename(req / f"{rid.hex()}.escalation-request.0")
+
+
+def test_hostile_records_are_rejected(lazaret, env, workspace):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives import serialization
+    a = spawn_tty(lazaret, env, workspace, rules([ECHO, "forged-ok"]))
+    b = spawn_tty(lazaret, env, workspace, rules([ECHO, "forged-ok"]))
+    sid_a, sk_a = session_keys(a)
+    sid_b, sk_b = session_keys(b)
+    other = Ed25519PrivateKey.generate().private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
+                                                        serialization.NoEncryption())
+    req = mailbox_req(env)
+    argv = [ECHO, "forged-ok"]
+    log = lambda: coord_log(env, workspace)  # noqa: E731
+
+    # Positive control: a correctly signed request of session A runs.
+    good = os.urandom(16)
+    rec = request_record(sk_a, good, sid_a, argv)
+    drop(req, good, rec)
+    assert wait_until(lambda: f"request {good.hex()[:12]}: running" in log(), timeout=10), log()[-2000:]
+
+    now = int(time.time() * 1000)
+    cases = {
+        "malformed": (os.urandom(16), lambda rid: os.urandom(300)),
+        "oversized": (os.urandom(16), lambda rid: request_record(sk_a, rid, sid_a, argv) + bytes(70000)),
+        "truncated": (os.urandom(16), lambda rid: request_record(sk_a, rid, sid_a, argv)[:-5]),
+        "unsigned": (os.urandom(16), lambda rid: request_record(sk_a, rid, sid_a, argv, sign=False)),
+        "wrong key": (os.urandom(16), lambda rid: request_record(other, rid, sid_a, argv)),
+        "expired": (os.urandom(16), lambda rid: request_record(sk_a, rid, sid_a, argv, now - 600000, now - 300000)),
+        "cross-session": (os.urandom(16), lambda rid: request_record(sk_b, rid, sid_a, argv)),
+        "unknown session": (os.urandom(16), lambda rid: request_record(sk_a, rid, os.urandom(16), argv)),
+    }
+    for name, (rid, make) in cases.items():
+        drop(req, rid, make(rid))
+    drop(req, good, rec)  # replayed: the same request ID again
+    assert wait_until(lambda: log().count("escalation: rejected") + log().count("refused mailbox entry")
+                      >= len(cases) + 1, timeout=10), log()[-4000:]
+    text = log()
+    for name, (rid, _) in cases.items():
+        assert f"request {rid.hex()[:12]}: running" not in text, name
+        assert rid.hex() in text, (name, text[-3000:])
+    assert "replayed request ID" in text
+    assert "expired" in text
+    assert "larger than a record may be" in text
+    assert text.count(f"request {good.hex()[:12]}: running") == 1
+    assert not list(req.iterdir())
+
+    # Entries that are not regular files with one link, dropped from inside.
+    base = "/run/lazaret/mailbox/req/"
+    names = [os.urandom(16).hex() + ".escalation-request.0" for _ in range(4)]
+    a.sendline(f"ln -s /etc/passwd {base}{names[0]}; mkfifo {base}{names[1]}; mkdir {base}{names[2]}; "
+               f"echo x > /tmp/f; ln /tmp/f {base}{names[3]} 2>/dev/null || cp /tmp/f {base}.x; echo DR''OPPED")
+    a.expect("DROPPED")
+    assert wait_until(lambda: log().count("refused mailbox entry") >= 3, timeout=10), log()[-3000:]
+    text = log()
+    assert "a symbolic link" in text and "not a regular file" in text
+    assert wait_until(lambda: not [n for n in names[:3] if (req / n).exists() or (req / n).is_symlink()], timeout=10)
+    # The coordinator is alive and the sessions are interactive.
+    a.sendline("echo AL''IVE")
+    a.expect("ALIVE")
+    for c in (a, b):
+        c.sendline("exit")
+        c.expect(pexpect.EOF)
