@@ -19,10 +19,10 @@
 #include <time.h>
 
 #define MBOX "/run/lazaret/mailbox"
-#define REQ_VALID_MS 60000   /* the request must reach the HC within this */
-#define ACK_WAIT_MS 15000    /* no request-ack by then: the host is not answering */
-#define CANCEL_WAIT_MS 3000  /* after a cancel, wait this long for the end */
-#define POLL_MAX_US 10000    /* the longest pause between two looks at res/ */
+#define REQ_VALID_MS 60000  /* the request must reach the HC within this */
+#define ACK_WAIT_MS 15000   /* no request-ack by then: the host is not answering */
+#define CANCEL_WAIT_MS 3000 /* after a cancel, wait this long for the end */
+#define POLL_MAX_US 10000   /* the longest pause between two looks at res/ */
 
 enum {
     EX_USAGE = 2,
@@ -212,8 +212,7 @@ static int load_keys(struct client *c) {
 
 static int exit_for(const struct lz_record *end) {
     switch (end->end.outcome) {
-    case LZ_OUTCOME_COMPLETED:
-        return end->end.signal ? 128 + (int)end->end.signal : end->end.exit_status;
+    case LZ_OUTCOME_COMPLETED: return end->end.signal ? 128 + (int)end->end.signal : end->end.exit_status;
     case LZ_OUTCOME_DENIED:
         die_msg("denied: the host did not approve this request (no matching auto-approval rule, or the "
                 "developer said no)");

@@ -584,8 +584,7 @@ static void take_entry(struct hc *h, const char *name) {
         reject(name, err.msg);
         return;
     }
-    if (memcmp(rec.request_id, mn.request_id, LZ_RECORD_ID_LEN) != 0 ||
-        (mn.kind != LZ_REC_CHUNK_ACK && mn.seq != 0)) {
+    if (memcmp(rec.request_id, mn.request_id, LZ_RECORD_ID_LEN) != 0 || (mn.kind != LZ_REC_CHUNK_ACK && mn.seq != 0)) {
         reject(name, "the name does not match the record");
         lz_record_clear(&rec);
         return;

@@ -102,7 +102,7 @@ struct hc {
     char *vol_view[LZ_RS_VOLUMES_MAX];
     size_t vol_of[LZ_RS_VOLUMES_MAX], n_vol;
     struct lz_procid vol_id[LZ_RS_VOLUMES_MAX];
-    struct lz_esc *esc;         /* escalation.c: mailbox, keys, requests (NULL before the Trust Anchor) */
+    struct lz_esc *esc;          /* escalation.c: mailbox, keys, requests (NULL before the Trust Anchor) */
     hc_esc_prompt_fn esc_prompt; /* NULL for now: unmatched requests are denied */
     /* generation.c, while starting: what goes to the Supervisor. */
     struct {

@@ -58,8 +58,7 @@ const char *lz_mbox_refusal_name(enum lz_mbox_refusal r);
  * read once into buf (cap >= LZ_RECORD_MAX), and removed whether it was
  * accepted or refused (a refused directory is removed recursively). 0 with
  * *ret_len, or -EPERM / -ENOENT / -EIO with *ret_why saying why. */
-int lz_mbox_take(int dirfd, const char *name, uint8_t *buf, size_t cap, size_t *ret_len,
-                 enum lz_mbox_refusal *ret_why);
+int lz_mbox_take(int dirfd, const char *name, uint8_t *buf, size_t cap, size_t *ret_len, enum lz_mbox_refusal *ret_why);
 
 /* Writes bytes as `name` in dirfd: ".tmp-<random>" (O_EXCL, mode 0644 so
  * the sandbox's reader may open it), then rename. No fsync: the mailbox

@@ -137,9 +137,9 @@ static void test_resolve_refuses(void **state) {
     (void)state;
     struct lz_hostexec_ident id;
     struct lz_error err = { 0 };
-    assert_int_equal(lz_hostexec_resolve("true", &id, &err), -EINVAL); /* no PATH lookup */
+    assert_int_equal(lz_hostexec_resolve("true", &id, &err), -EINVAL);        /* no PATH lookup */
     assert_int_equal(lz_hostexec_resolve("/etc/passwd", &id, &err), -EACCES); /* not executable */
-    assert_int_equal(lz_hostexec_resolve("/etc", &id, &err), -EACCES);       /* not a regular file */
+    assert_int_equal(lz_hostexec_resolve("/etc", &id, &err), -EACCES);        /* not a regular file */
     assert_int_equal(lz_hostexec_resolve("/nonexistent/x", &id, &err), -ENOENT);
     assert_int_equal(lz_hostexec_resolve("/bin/true", &id, &err), 0);
     char *canon = realpath("/bin/true", NULL);
@@ -233,9 +233,13 @@ static int teardown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_runs_the_resolved_file), cmocka_unit_test(test_replaced_is_refused),
-        cmocka_unit_test(test_modified_in_place_is_refused), cmocka_unit_test(test_symlink_swapped_is_refused),
-        cmocka_unit_test(test_resolve_refuses), cmocka_unit_test(test_cwd), cmocka_unit_test(test_kill_group),
+        cmocka_unit_test(test_runs_the_resolved_file),
+        cmocka_unit_test(test_replaced_is_refused),
+        cmocka_unit_test(test_modified_in_place_is_refused),
+        cmocka_unit_test(test_symlink_swapped_is_refused),
+        cmocka_unit_test(test_resolve_refuses),
+        cmocka_unit_test(test_cwd),
+        cmocka_unit_test(test_kill_group),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

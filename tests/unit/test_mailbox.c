@@ -149,7 +149,10 @@ static void test_rules_parse(void **state) {
     struct lz_error err = { 0 };
     char *canon = realpath("/bin/true", NULL);
     char spec[512];
-    snprintf(spec, sizeof spec, "%s\x1f" "a b\x1e+\x1f%s", canon, canon);
+    snprintf(spec, sizeof spec,
+             "%s\x1f"
+             "a b\x1e+\x1f%s",
+             canon, canon);
     assert_int_equal(lz_esc_rules_parse(spec, &p, &err), 0);
     assert_int_equal(p.n_rules, 2);
     assert_int_equal(p.rules[0].argc, 2);
@@ -158,7 +161,10 @@ static void test_rules_parse(void **state) {
     assert_int_equal(p.rules[1].argc, 1);
     assert_true(p.rules[1].allow_extra_args);
     lz_esc_policy_clear(&p);
-    assert_int_equal(lz_esc_rules_parse("true\x1f" "a", &p, &err), -EINVAL);
+    assert_int_equal(lz_esc_rules_parse("true\x1f"
+                                        "a",
+                                        &p, &err),
+                     -EINVAL);
     assert_int_equal(lz_esc_rules_parse("/tmp/../bin/true", &p, &err), -EINVAL);
     free(canon);
 }
