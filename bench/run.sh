@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 TEST_USER=${LAZARET_TEST_USER:-lztest}
 stage=$(mktemp -d /var/tmp/lazaret-bench.XXXXXX)
 trap 'rm -rf "$stage"' EXIT
-cp build/lazaret build/lazaret-core build/lazaret-init "$stage/"
+cp build/lazaret build/lazaret-core build/lazaret-init build/lazaret-escalate "$stage/"
 [ -x build/lazaret-router ] && cp build/lazaret-router "$stage/"
 cp bench/*.py bench/blast.c tests/fixtures/make-busybox-oci.sh "$stage/"
 chmod -R a+rX "$stage"

@@ -39,6 +39,26 @@ static void add_terminfo_binds(struct lz_oci_bind **b, size_t *n) {
     }
 }
 
+/* Host escalation: the mailbox (req/ writable by the sandbox, res/ and
+ * hc.pub read-only) and the static Escalation Client, read-only, at
+ * /run/lazaret/escalate and on PATH as lazaret-escalate. */
+static int add_escalation_binds(struct hc *h, struct lz_oci_bind **b, size_t *n, struct lz_error *err) {
+    const char *mb = hc_esc_mailbox_dir(h);
+    if (!mb)
+        return 0;
+    _cleanup_free_ char *client = NULL;
+    int r = lz_libexec_path("lazaret-escalate", &client, err);
+    if (r < 0)
+        return r;
+    *b = lz_xrealloc(*b, (*n + 5) * sizeof **b);
+    (*b)[(*n)++] = (struct lz_oci_bind){ lz_xstrdup(mb), lz_xstrdup("/run/lazaret/mailbox"), true };
+    (*b)[(*n)++] = (struct lz_oci_bind){ lz_xasprintf("%s/req", mb), lz_xstrdup("/run/lazaret/mailbox/req"), false };
+    (*b)[(*n)++] = (struct lz_oci_bind){ lz_xasprintf("%s/res", mb), lz_xstrdup("/run/lazaret/mailbox/res"), true };
+    (*b)[(*n)++] = (struct lz_oci_bind){ lz_xstrdup(client), lz_xstrdup("/run/lazaret/escalate"), true };
+    (*b)[(*n)++] = (struct lz_oci_bind){ lz_xstrdup(client), lz_xstrdup("/usr/local/bin/lazaret-escalate"), true };
+    return 0;
+}
+
 /* The OCI bundle: written once the Supervisor exists, since the spec names
  * its network namespace. */
 int hc_write_bundle(struct hc *h, struct lz_error *err) {
@@ -50,6 +70,10 @@ int hc_write_bundle(struct hc *h, struct lz_error *err) {
     struct lz_oci_bind *binds = NULL;
     size_t nb = 0;
     add_terminfo_binds(&binds, &nb);
+    if ((r = add_escalation_binds(h, &binds, &nb, err)) < 0) {
+        lz_oci_binds_free(binds, nb);
+        return r;
+    }
     /* A writable volume is seen through its router (set-id bits, device
      * nodes); a read-only bind cannot create or chmod anything. */
     for (size_t i = 0, w = 0; i < c->profile.n_volumes; i++) {

@@ -189,6 +189,7 @@ static void zeroing_free(void *p) {
 /* What a coordinator holds, released on every exit path (the generation
  * itself is released before, by hc_stop_generation). */
 static void hc_done(struct hc *h) {
+    hc_esc_free(h);
     lz_closep(&h->listen_fd);
     lz_closep(&h->boot.addr_fd);
     lz_closep(&h->boot.policy_fd);
@@ -320,11 +321,11 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
 
     long idle_deadline = lz_now_ms() + 30000; /* the starting client must attach */
     for (;;) {
-        struct pollfd p[4 + MAX_SESSIONS * 4];
+        struct pollfd p[5 + MAX_SESSIONS * 4];
         struct {
             struct session *s;
             int kind;
-        } map[4 + MAX_SESSIONS * 4];
+        } map[5 + MAX_SESSIONS * 4];
         size_t np = 0;
         p[np] = (struct pollfd){ .fd = h.listen_fd, .events = POLLIN };
         map[np++].s = NULL;
@@ -334,6 +335,10 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
         map[np++].s = NULL;
         /* The connectivity helper: its loss ends the generation. */
         p[np] = (struct pollfd){ .fd = h.stopping ? -1 : h.slirp.pidfd, .events = POLLIN };
+        map[np++].s = NULL;
+        /* Host escalation: the mailbox watch, host processes and their
+         * output (escalation.c), behind one fd. */
+        p[np] = (struct pollfd){ .fd = hc_esc_fd(&h), .events = POLLIN };
         map[np++].s = NULL;
         int timeout = 1000;
         for (int i = 0; i < MAX_SESSIONS; i++) {
@@ -415,7 +420,10 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
                 hc_begin_stop(&h, "the Domain's network helper (slirp4netns) died; the Domain is stopped", true);
             }
         }
-        for (size_t i = 4; i < np; i++) {
+        if (p[4].revents & POLLIN)
+            hc_esc_dispatch(&h);
+        hc_esc_tick(&h);
+        for (size_t i = 5; i < np; i++) {
             struct session *s = map[i].s;
             if (!p[i].revents || !s)
                 continue;
@@ -460,6 +468,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
     for (int i = 0; i < MAX_SESSIONS; i++)
         if (h.s[i])
             hc_session_free(&h, h.s[i]);
+    hc_esc_free(&h);
     hc_stop_generation(&h);
     hc_log("Domain stopped");
     return 0;

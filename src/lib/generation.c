@@ -317,6 +317,12 @@ static int prepare_generation(struct hc *h, struct lz_error *err) {
     return 0;
 }
 
+/* The Trust Anchor (the model's CreateTrustAnchor): the generation's
+ * escalation key pair and its mailbox (escalation.c); before the sandbox,
+ * whose bundle binds the mailbox. Nothing durable: the keys live in this
+ * process only and the mailbox in the runtime directory. */
+static int trust_anchor(struct hc *h, struct lz_error *err) { return hc_esc_create(h, err); }
+
 /* The prepared lower: intent (with the artifact), the exact catalog lease,
  * lease held. */
 static int lower_intent(struct hc *h, struct lz_error *err) {
@@ -664,6 +670,7 @@ static const struct gen_step acquire[] = {
     { "state anchor", anchor_intent, "anchor-intent", NULL },
     { "state anchor", anchor_mount, "anchor-mounted", NULL },
     { "state anchor", anchor_prepared, "anchor-prepared", "MountStateAnchor" },
+    { "trust anchor", trust_anchor, "trust-anchor", "CreateTrustAnchor" },
     { "routing, network, helper", network_intents, NULL, NULL },
     { "helper", helper_start, NULL, "StartSidecar" },
     { "sandbox", sandbox_start, NULL, "StartSandbox" }, /* router-staged, runsc-staged */

@@ -7,6 +7,7 @@
  *                  tables (docs/state.md, docs/model/lazaret.pml)
  *   bundle.c       the generation's OCI bundle
  *   session.c      Session Terminals: runsc exec, the PTY/pipe relay
+ *   escalation.c   host escalation: the mailbox, requests, host execution
  *
  * Internal to the coordinator: nothing outside these three includes it.
  */
@@ -14,6 +15,7 @@
 
 #include "coordinator.h"
 #include "config.h"
+#include "escalation.h"
 #include "gitscan.h"
 #include "netpolicy.h"
 #include "procid.h"
@@ -56,7 +58,13 @@ struct session {
     int64_t started_wall; /* ms since the epoch */
     bool recorded;        /* a Session Terminal record exists */
     bool release_recorded;
+    struct lz_session_anchor *anchor; /* escalation: its Session Anchor (trust.h), or NULL */
 };
+
+struct hc;
+/* The prompt (another room): asked for a request no rule approves; it
+ * answers later through hc_esc_resolved. NULL: no prompt in this build. */
+typedef int (*hc_esc_prompt_fn)(struct hc *h, struct session *s, const struct lz_esc_request *r);
 
 struct hc {
     const struct lz_coordinator_args *a;
@@ -94,6 +102,8 @@ struct hc {
     char *vol_view[LZ_RS_VOLUMES_MAX];
     size_t vol_of[LZ_RS_VOLUMES_MAX], n_vol;
     struct lz_procid vol_id[LZ_RS_VOLUMES_MAX];
+    struct lz_esc *esc;          /* escalation.c: mailbox, keys, requests (NULL before the Trust Anchor) */
+    hc_esc_prompt_fn esc_prompt; /* NULL for now: unmatched requests are denied */
     /* generation.c, while starting: what goes to the Supervisor. */
     struct {
         int addr_fd;         /* host-address watch (netfollow.h), or -EBADF */
@@ -139,6 +149,27 @@ void hc_pump_input(struct session *s);
 void hc_pump_output(struct session *s, int *fdp, uint8_t ch);
 void hc_session_tick(struct hc *h, struct session *s);
 void hc_begin_stop(struct hc *h, const char *why, bool force);
+
+/* escalation.c: the Trust Anchor and the mailbox (a generation step),
+ * the event-loop hooks (one fd: readable -> hc_esc_dispatch; hc_esc_tick
+ * every loop), the session hooks and the end of everything. */
+int hc_esc_create(struct hc *h, struct lz_error *err);
+int hc_esc_fd(const struct hc *h);
+void hc_esc_dispatch(struct hc *h);
+void hc_esc_tick(struct hc *h);
+/* The session's environment entries LAZARET_SESSION_ID/KEY (its anchor is
+ * made here); nothing when escalation is not set up. */
+int hc_esc_session_begin(struct hc *h, struct session *s, char **ret_id_env, char **ret_key_env);
+/* Ends the session's requests (host processes killed) and its anchor. */
+void hc_esc_session_end(struct hc *h, struct session *s, const char *why);
+/* The prompt's answer: decision LZ_DECISION_APPROVED/EDITED with the argv
+ * to run, or LZ_DECISION_DENIED. */
+void hc_esc_resolved(struct hc *h, const uint8_t request_id[16], enum lz_decision d, char *const *argv, size_t argc);
+/* Kills every host process, frees the keys (Domain stop). */
+void hc_esc_free(struct hc *h);
+/* The directories bound into the sandbox (bundle.c): the mailbox, its
+ * res/ (read-only), and the Escalation Client binary. NULL when unset. */
+const char *hc_esc_mailbox_dir(const struct hc *h);
 
 /* coordinator.c: `lazaret ps` / `lazaret stop` on a control connection. */
 void hc_control_request(struct hc *h, struct session *s, const uint8_t *buf, size_t n);

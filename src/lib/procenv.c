@@ -20,6 +20,7 @@ const char *const lz_env_hooks[] = {
     "LAZARET_TEST_BOOT_ID",
     "LAZARET_TEST_CRASH",
     "LAZARET_TEST_NETFOLLOW",
+    "LAZARET_TEST_AUTO_APPROVE",
 #endif
     NULL,
 };

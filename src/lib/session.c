@@ -74,6 +74,7 @@ void hc_session_refuse(struct session *s, uint32_t code, const char *msg) {
 }
 
 void hc_session_free(struct hc *h, struct session *s) {
+    hc_esc_session_end(h, s, "its session ended");
     lz_closep(&s->sock);
     lz_closep(&s->master);
     lz_closep(&s->in_w);
@@ -136,6 +137,19 @@ static int spec_feed(int w, const char *json, size_t len, size_t *off, int timeo
     return 0;
 }
 
+/* LAZARET_SESSION_ID/KEY: the Session Anchor of host escalation
+ * (escalation.c), so the Escalation Client can sign this session's
+ * requests. */
+static int add_escalation_env(struct hc *h, struct session *s, char ***env, size_t *ne) {
+    char *id = NULL, *key = NULL;
+    int r = hc_esc_session_begin(h, s, &id, &key);
+    if (r <= 0)
+        return r;
+    strv_push(env, ne, id);
+    strv_push(env, ne, key); /* zeroed by strv_free */
+    return 0;
+}
+
 static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *hello, struct lz_error *err) {
     struct lz_config *c = h->cfg;
     char **env = NULL;
@@ -149,6 +163,10 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
     strv_push(
         &env, &ne,
         lz_xstrdup("TERMINFO_DIRS=:/run/lazaret/terminfo/etc:/run/lazaret/terminfo/lib:/run/lazaret/terminfo/share"));
+    if (add_escalation_env(h, s, &env, &ne) < 0) {
+        strv_free(env);
+        return lz_error_set(err, -ENOMEM, "cannot create the session's escalation key");
+    }
     bool have_term = false;
     for (size_t i = 0; i < hello->envc; i++)
         if (env_name_allowed(hello->envv[i])) {
@@ -404,6 +422,7 @@ void hc_session_client_msg(struct hc *h, struct session *s, short revents) {
         lz_closep(&s->sock);
         if (s->state != S_DONE)
             hc_model_action("DisconnectSession", "s=%d", s->id);
+        hc_esc_session_end(h, s, "its session disconnected");
         if (s->state == S_HELLO) {
             s->state = S_DONE;
         } else if (s->state == S_RUNNING || s->state == S_DRAINING) {

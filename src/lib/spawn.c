@@ -92,7 +92,10 @@ __attribute__((noreturn)) static void child_main(const struct lz_spawn_opts *o, 
     }
     /* Never our own environment by default: the client's may hold the
      * secrets its profile references (procenv.h). */
-    execve(o->path, o->argv, o->envp ? o->envp : lz_helper_envp);
+    if (o->exec_by_fd)
+        syscall(SYS_execveat, o->exec_fd, "", o->argv, o->envp ? o->envp : lz_helper_envp, AT_EMPTY_PATH);
+    else
+        execve(o->path, o->argv, o->envp ? o->envp : lz_helper_envp);
 fail:
     e = errno;
     (void)!write(status_w, &e, sizeof e);

@@ -37,6 +37,12 @@ struct lz_spawn_opts {
     bool ctty;                 /* make stdin the controlling terminal (needs new_session) */
     bool barrier;              /* hold the child until lz_child_release() */
     int pdeathsig;             /* 0: none */
+    /* Run the open file exec_fd (execveat AT_EMPTY_PATH) instead of path:
+     * exactly the object the caller opened and checked (hostexec.h). For a
+     * script the kernel hands the interpreter /dev/fd/N, so exec_fd must
+     * also be in keep_fds. */
+    bool exec_by_fd;
+    int exec_fd;
 };
 
 /* Starts a child. On success *ret holds its pidfd (and barrier if asked). */

@@ -245,7 +245,7 @@ def test_coordinator_killed_while_a_session_starts(lazaret, env, workspace, step
     assert rows and all(r == ("clean", "unassigned") for r in rows), rows
 
 
-MODEL_ORDER = ["StartNewDomain", "MountStateAnchor", "StartSidecar", "StartSandbox", "PublishDomain",
+MODEL_ORDER = ["StartNewDomain", "MountStateAnchor", "CreateTrustAnchor", "StartSidecar", "StartSandbox", "PublishDomain",
                "RegisterSession", "BeginTeardown", "StopSandbox", "StopSidecar", "UnmountStateAnchor",
                "FinishTeardown"]
 

@@ -1,0 +1,335 @@
+/* lazaret-escalate — the Escalation Client (docs/escalation.md).
+ *
+ * Runs inside the Agent Sandbox (static: any image), as /run/lazaret/escalate
+ * and lazaret-escalate on PATH. It asks the Host Coordinator to run ARGV on
+ * the host: one signed escalation-request into /run/lazaret/mailbox/req/,
+ * then it polls res/ for the HC-signed answers (request-ack,
+ * developer-decision, result-chunk, result-end), verified with the HC's
+ * public key (hc.pub), writes each chunk's bytes to its own stdout or
+ * stderr as it arrives, and acknowledges the highest contiguous chunk
+ * (the HC sends at most 8 unacknowledged chunks). Ctrl-C (SIGINT), SIGTERM
+ * and SIGHUP send a cancel. Exit statuses: see usage().
+ */
+#include "mailbox.h"
+#include "trust.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define MBOX "/run/lazaret/mailbox"
+#define REQ_VALID_MS 60000  /* the request must reach the HC within this */
+#define ACK_WAIT_MS 15000   /* no request-ack by then: the host is not answering */
+#define CANCEL_WAIT_MS 3000 /* after a cancel, wait this long for the end */
+#define POLL_MAX_US 10000   /* the longest pause between two looks at res/ */
+
+enum {
+    EX_USAGE = 2,
+    EX_TIMEDOUT = 124,
+    EX_DENIED = 125,
+    EX_FAILED = 126,
+    EX_CANCELLED = 130,
+};
+
+static volatile sig_atomic_t g_signal;
+static void on_signal(int sig) { g_signal = sig; }
+
+static void usage(FILE *f) {
+    fputs("usage: lazaret-escalate [--justification TEXT] [--timeout SECONDS] [--cwd DIR] [--stdin] -- ARGV...\n"
+          "\n"
+          "Asks the host to run ARGV (argv[0] an absolute host path; no PATH lookup, no shell).\n"
+          "It runs only if a trusted auto-approval rule matches it exactly or the developer\n"
+          "approves it on this session's terminal. Its stdout and stderr are streamed here.\n"
+          "\n"
+          "  --justification TEXT  why (shown to the developer as text from the sandbox)\n"
+          "  --timeout SECONDS     give up after this long (the host command is cancelled)\n"
+          "  --cwd DIR             working directory, /workspace or below (default /workspace)\n"
+          "  --stdin               ask for stdin to be forwarded (not forwarded yet: /dev/null)\n"
+          "\n"
+          "Exit status: the host command's own status; 128+N if it was killed by signal N;\n"
+          "125 denied; 124 timed out; 130 cancelled (Ctrl-C); 126 could not start, verify\n"
+          "or reach the host; 2 usage error.\n",
+          f);
+}
+
+static void die_msg(const char *msg) { fprintf(stderr, "lazaret-escalate: %s\n", msg); }
+
+static int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct client {
+    uint8_t sk[crypto_sign_SECRETKEYBYTES];
+    uint8_t hc_pk[crypto_sign_PUBLICKEYBYTES];
+    uint8_t id[LZ_RECORD_ID_LEN], sid[LZ_RECORD_ID_LEN];
+    int req_fd, res_fd;
+    uint64_t next_seq, acked;
+    bool got_ack, got_decision;
+    enum lz_decision decision;
+    bool stdout_gone, stderr_gone;
+};
+
+/* Reads res/<id>.<kind>.<seq> if it is there: 1 with *rec, 0 absent,
+ * -1 present but refused (not the HC's signature, not a regular file). */
+static int fetch(struct client *c, unsigned kind, uint64_t seq, struct lz_record *rec) {
+    struct lz_mbox_name n = { .kind = kind, .seq = seq };
+    memcpy(n.request_id, c->id, LZ_RECORD_ID_LEN);
+    char name[LZ_MBOX_NAME_MAX + 1];
+    if (lz_mbox_name_format(&n, name, sizeof name) < 0)
+        return -1;
+    int fd = openat(c->res_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -1;
+    static uint8_t buf[LZ_RECORD_MAX + 1];
+    struct stat st;
+    ssize_t len = -1;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= LZ_RECORD_MAX)
+        len = lz_read_full(fd, buf, sizeof buf);
+    close(fd);
+    if (len < 0 || len > LZ_RECORD_MAX)
+        return -1;
+    struct lz_error err = { 0 };
+    if (lz_record_open(c->hc_pk, buf, (size_t)len, LZ_REC_MASK(kind), rec, &err) < 0 ||
+        memcmp(rec->request_id, c->id, LZ_RECORD_ID_LEN) != 0 || memcmp(rec->session_id, c->sid, LZ_RECORD_ID_LEN) ||
+        (kind == LZ_REC_RESULT_CHUNK && rec->chunk.seq != seq)) {
+        if (!err.msg[0])
+            snprintf(err.msg, sizeof err.msg, "a record for another request");
+        fprintf(stderr, "lazaret-escalate: ignoring a result record that does not verify: %s\n", err.msg);
+        lz_record_clear(rec);
+        return -1;
+    }
+    return 1;
+}
+
+static int send_record(struct client *c, struct lz_record *rec) {
+    struct lz_error err = { 0 };
+    memcpy(rec->request_id, c->id, LZ_RECORD_ID_LEN);
+    memcpy(rec->session_id, c->sid, LZ_RECORD_ID_LEN);
+    int r = lz_mbox_put_record(c->req_fd, c->sk, rec, &err);
+    if (r < 0)
+        fprintf(stderr, "lazaret-escalate: %s\n", err.msg);
+    return r;
+}
+
+static void send_ack(struct client *c) {
+    if (c->next_seq == c->acked)
+        return;
+    struct lz_record rec = { .kind = LZ_REC_CHUNK_ACK };
+    rec.chunk_ack.next_seq = c->next_seq;
+    /* One ack file at a time: a newer one replaces an unread older one. */
+    if (send_record(c, &rec) == 0)
+        c->acked = c->next_seq;
+}
+
+static void send_cancel(struct client *c, enum lz_cancel_reason why) {
+    struct lz_record rec = { .kind = LZ_REC_CANCEL };
+    rec.cancel.reason = why;
+    rec.cancel.cancelled_ms = (uint64_t)wall_ms();
+    (void)send_record(c, &rec);
+}
+
+static void emit(struct client *c, const struct lz_record *rec) {
+    bool err = rec->chunk.stream == LZ_STREAM_STDERR;
+    bool *gone = err ? &c->stderr_gone : &c->stdout_gone;
+    if (!*gone && lz_write_full(err ? 2 : 1, rec->chunk.data, rec->chunk.len) < 0)
+        *gone = true; /* keep acknowledging: the host command must not stall */
+}
+
+/* Reads what has arrived; 1 when anything did. *ret_end holds the end once
+ * every chunk it counts was read. */
+static int progress(struct client *c, bool *have_end, struct lz_record *end) {
+    int any = 0;
+    struct lz_record rec;
+    if (!c->got_ack && fetch(c, LZ_REC_REQUEST_ACK, 0, &rec) == 1) {
+        c->got_ack = true;
+        any = 1;
+        lz_record_clear(&rec);
+    }
+    if (!c->got_decision && fetch(c, LZ_REC_DEVELOPER_DECISION, 0, &rec) == 1) {
+        c->got_decision = c->got_ack = true;
+        c->decision = rec.decision.decision;
+        any = 1;
+        lz_record_clear(&rec);
+    }
+    for (int k = 0; k < 64 && fetch(c, LZ_REC_RESULT_CHUNK, c->next_seq, &rec) == 1; k++) {
+        emit(c, &rec);
+        c->next_seq++;
+        any = 1;
+        lz_record_clear(&rec);
+    }
+    if (any)
+        send_ack(c);
+    if (!*have_end && fetch(c, LZ_REC_RESULT_END, 0, &rec) == 1) {
+        *have_end = true;
+        *end = rec;
+        c->got_ack = true;
+        any = 1;
+    }
+    return any;
+}
+
+static int parse_u32(const char *s, uint32_t max, uint32_t *ret) {
+    char *e;
+    errno = 0;
+    unsigned long v = strtoul(s, &e, 10);
+    if (errno || e == s || *e || s[0] == '-' || v > max)
+        return -1;
+    *ret = (uint32_t)v;
+    return 0;
+}
+
+static int load_keys(struct client *c) {
+    const char *sid = getenv("LAZARET_SESSION_ID"), *key = getenv("LAZARET_SESSION_KEY");
+    if (!sid || !key || lz_trust_hex_parse(sid, strlen(sid), c->sid, sizeof c->sid) < 0 ||
+        lz_trust_parse_secret(key, c->sk) < 0) {
+        die_msg("not in a Lazaret session (LAZARET_SESSION_ID / LAZARET_SESSION_KEY missing or invalid)");
+        return -1;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    int dfd = open(MBOX, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || lz_read_file_at(dfd, "hc.pub", 256, &buf, &len) < 0 ||
+        lz_trust_hex_parse(buf, len, c->hc_pk, sizeof c->hc_pk) < 0) {
+        free(buf);
+        if (dfd >= 0)
+            close(dfd);
+        die_msg("cannot read the host's key " MBOX "/hc.pub: is this a Lazaret sandbox?");
+        return -1;
+    }
+    free(buf);
+    c->req_fd = openat(dfd, "req", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    c->res_fd = openat(dfd, "res", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    close(dfd);
+    if (c->req_fd < 0 || c->res_fd < 0) {
+        die_msg("cannot open the mailbox " MBOX);
+        return -1;
+    }
+    return 0;
+}
+
+static int exit_for(const struct lz_record *end) {
+    switch (end->end.outcome) {
+    case LZ_OUTCOME_COMPLETED: return end->end.signal ? 128 + (int)end->end.signal : end->end.exit_status;
+    case LZ_OUTCOME_DENIED:
+        die_msg("denied: the host did not approve this request (no matching auto-approval rule, or the "
+                "developer said no)");
+        return EX_DENIED;
+    case LZ_OUTCOME_TIMED_OUT: die_msg("timed out on the host"); return EX_TIMEDOUT;
+    case LZ_OUTCOME_CANCELLED: die_msg("cancelled"); return EX_CANCELLED;
+    case LZ_OUTCOME_FAILED:
+        die_msg("the host could not run the command (it failed to start or its executable changed; "
+                "see the Domain's coordinator.log)");
+        return EX_FAILED;
+    }
+    return EX_FAILED;
+}
+
+int main(int argc, char **argv) {
+    const char *justification = "", *cwd = "/workspace";
+    uint32_t timeout_s = 0;
+    bool want_stdin = false;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            i++;
+            break;
+        }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--stdin")) {
+            want_stdin = true;
+            continue;
+        }
+        if (i + 1 >= argc || (strcmp(a, "--justification") && strcmp(a, "--timeout") && strcmp(a, "--cwd"))) {
+            usage(stderr);
+            return EX_USAGE;
+        }
+        const char *v = argv[++i];
+        if (!strcmp(a, "--justification"))
+            justification = v;
+        else if (!strcmp(a, "--cwd"))
+            cwd = v;
+        else if (parse_u32(v, LZ_RECORD_TIMEOUT_MAX_S, &timeout_s) < 0) {
+            die_msg("--timeout takes a number of seconds (at most 86400)");
+            return EX_USAGE;
+        }
+    }
+    if (i >= argc) {
+        usage(stderr);
+        return EX_USAGE;
+    }
+    if (sodium_init() < 0) {
+        die_msg("libsodium failed to initialise");
+        return EX_FAILED;
+    }
+    struct client c = { .req_fd = -1, .res_fd = -1 };
+    if (load_keys(&c) < 0)
+        return EX_FAILED;
+
+    struct sigaction sa = { .sa_handler = on_signal };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    randombytes_buf(c.id, sizeof c.id);
+    int64_t now = wall_ms();
+    struct lz_record req = { .kind = LZ_REC_ESCALATION_REQUEST };
+    req.request.created_ms = (uint64_t)now;
+    req.request.expires_ms = (uint64_t)(now + REQ_VALID_MS);
+    req.request.argv = argv + i;
+    req.request.argc = (size_t)(argc - i);
+    req.request.cwd = (char *)cwd;
+    req.request.justification = (char *)justification;
+    req.request.timeout_s = timeout_s;
+    req.request.stdin_wanted = want_stdin;
+    if (send_record(&c, &req) < 0)
+        return EX_FAILED;
+
+    long start = lz_now_ms();
+    long deadline = timeout_s ? start + (long)timeout_s * 1000 : 0;
+    long pause_us = 50;
+    bool have_end = false;
+    struct lz_record end = { 0 };
+    for (;;) {
+        int any = progress(&c, &have_end, &end);
+        if (have_end && (end.end.chunks <= c.next_seq || end.end.outcome != LZ_OUTCOME_COMPLETED))
+            break;
+        if (g_signal || (deadline && lz_now_ms() >= deadline)) {
+            bool interrupted = g_signal != 0;
+            send_cancel(&c, interrupted ? LZ_CANCEL_INTERRUPTED : LZ_CANCEL_CLIENT_TIMEOUT);
+            /* Bounded: the host's confirmation that it ended the command. */
+            long until = lz_now_ms() + CANCEL_WAIT_MS;
+            while (!have_end && lz_now_ms() < until) {
+                progress(&c, &have_end, &end);
+                struct timespec ts = { 0, 2000000 };
+                nanosleep(&ts, NULL);
+            }
+            die_msg(interrupted ? "cancelled" : "timed out (the request was cancelled)");
+            return interrupted ? EX_CANCELLED : EX_TIMEDOUT;
+        }
+        if (!c.got_ack && lz_now_ms() - start > ACK_WAIT_MS) {
+            die_msg("the host did not answer (is the Domain's coordinator running?)");
+            return EX_FAILED;
+        }
+        if (any) {
+            pause_us = 50;
+            continue;
+        }
+        struct timespec ts = { 0, pause_us * 1000 };
+        nanosleep(&ts, NULL);
+        if (pause_us < POLL_MAX_US)
+            pause_us *= 2;
+    }
+    int rc = exit_for(&end);
+    lz_record_clear(&end);
+    sodium_memzero(c.sk, sizeof c.sk);
+    return rc;
+}

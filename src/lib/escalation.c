@@ -1,0 +1,758 @@
+/* escalation.c — the Host Coordinator's side of host escalation (hc.h):
+ * the Trust Anchor and the mailbox of the generation, and the request
+ * life cycle of docs/model/lazaret.pml: receive (ReceiveEscalation), verify
+ * and bind the session, refuse replays and expired records, decide
+ * (AutoApprove, or QueuePrompt and the prompt), execute
+ * (StartHostExecution), stream result chunks through the window of at most
+ * LZ_ESC_WINDOW unacknowledged chunks, end (CompleteHostExecution,
+ * CancelRequest, TimeoutRequest). Every transition is logged with the
+ * model's action name under LAZARET_DEBUG (hc_model_action); records that
+ * are refused never reach the model (its ReceiveEscalation requires a
+ * valid signature) and are logged as "escalation: rejected ...".
+ *
+ * Events come through one epoll fd that the coordinator's loop polls: the
+ * inotify watch on req/, each running request's stdout/stderr pipes and
+ * its pidfd. */
+#include "hc.h"
+#include "hostexec.h"
+#include "mailbox.h"
+#include "procenv.h"
+#include "trust.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#define ESC_MAX_REQ 32          /* live and lingering requests of a generation */
+#define ESC_MAX_SEEN 65536      /* request IDs remembered against replay */
+#define ESC_WINDOW 8            /* unacknowledged result chunks */
+#define ESC_SKEW_MS 5000        /* a request may be created this far in our future */
+#define ESC_MAX_VALID_MS 600000 /* longest validity window of a request */
+#define ESC_DEFAULT_TIMEOUT_S 3600
+#define ESC_LINGER_MS 60000 /* result files kept after the end for the client */
+#define ESC_PROMPT_TIMEOUT_MS 300000
+#define ESC_KILL_WAIT_MS 5000
+
+enum { EV_INOTIFY = 0, EV_OUT = 1, EV_ERR = 2, EV_PID = 3 };
+
+enum esc_phase { EP_FREE, EP_PROMPT, EP_EXECUTING, EP_ENDED };
+
+struct esc_req {
+    enum esc_phase phase;
+    uint8_t id[LZ_RECORD_ID_LEN];
+    uint8_t sid[LZ_RECORD_ID_LEN];
+    char hex[2 * LZ_RECORD_ID_LEN + 1];
+    int session; /* the hc session's id */
+    struct lz_record rec;
+    struct lz_hostexec_ident ident;
+    struct lz_child child;
+    int out_r, err_r;
+    uint64_t sent, acked; /* chunks written / acknowledged */
+    uint64_t out_bytes;
+    long deadline;     /* monotonic ms: execution or prompt deadline */
+    long linger_until; /* EP_ENDED: when its result files go */
+    bool window_paused;
+    int exit_status, exit_sig; /* once the host process is reaped */
+};
+
+struct lz_esc {
+    struct lz_trust_anchor *ta;
+    char *dir;
+    int dir_fd, req_fd, res_fd, ino_fd, ep_fd, ws_fd;
+    struct lz_esc_policy policy;
+    struct esc_req req[ESC_MAX_REQ];
+    uint8_t (*seen)[LZ_RECORD_ID_LEN];
+    size_t n_seen;
+};
+
+static int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int ep_add(struct lz_esc *e, int fd, uint32_t kind, size_t idx) {
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)kind << 32 | idx };
+    return epoll_ctl(e->ep_fd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+/* ---- set-up: the generation step "trust anchor" ---- */
+
+int hc_esc_create(struct hc *h, struct lz_error *err) {
+    struct lz_esc *e = lz_xcalloc(1, sizeof *e);
+    e->dir_fd = e->req_fd = e->res_fd = e->ino_fd = e->ep_fd = e->ws_fd = -EBADF;
+    h->esc = e;
+    int r;
+    e->dir = lz_xasprintf("%s/mailbox", h->gen_dir);
+    if (mkdir(e->dir, 0700) < 0 && errno != EEXIST)
+        return lz_error_set(err, -errno, "cannot create the escalation mailbox %s: %s", e->dir, strerror(errno));
+    if ((e->dir_fd = open(e->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        return lz_error_set(err, -errno, "cannot open the escalation mailbox %s: %s", e->dir, strerror(errno));
+    if ((mkdirat(e->dir_fd, "req", 0700) < 0 && errno != EEXIST) ||
+        (mkdirat(e->dir_fd, "res", 0700) < 0 && errno != EEXIST))
+        return lz_error_set(err, -errno, "cannot create the mailbox directories: %s", strerror(errno));
+    if ((e->req_fd = openat(e->dir_fd, "req", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+        (e->res_fd = openat(e->dir_fd, "res", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        return lz_error_set(err, -errno, "cannot open the mailbox directories: %s", strerror(errno));
+    if ((r = lz_trust_anchor_new(&e->ta)) < 0)
+        return lz_error_errno(err, r, "cannot create the Trust Anchor");
+    if ((r = lz_trust_publish(e->ta, e->dir_fd, "hc.pub")) < 0)
+        return lz_error_errno(err, r, "cannot publish the Trust Anchor's public key");
+    if ((e->ws_fd = open(h->cfg->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return lz_error_set(err, -errno, "cannot open the workspace %s: %s", h->cfg->workspace, strerror(errno));
+    if ((e->ep_fd = epoll_create1(EPOLL_CLOEXEC)) < 0)
+        return lz_error_errno(err, -errno, "epoll_create1");
+    /* IN_CREATE as well: a symlink, FIFO, hard link or directory made in
+     * place (not renamed in) is seen and refused too. */
+    if ((e->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 ||
+        inotify_add_watch(e->ino_fd, e->dir, IN_ONLYDIR) < 0)
+        return lz_error_errno(err, -errno, "cannot watch the escalation mailbox");
+    _cleanup_free_ char *reqdir = lz_xasprintf("%s/req", e->dir);
+    if (inotify_add_watch(e->ino_fd, reqdir, IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE | IN_ONLYDIR) < 0 ||
+        (r = ep_add(e, e->ino_fd, EV_INOTIFY, 0)) < 0)
+        return lz_error_errno(err, r < 0 ? r : -errno, "cannot watch the escalation mailbox");
+    const char *spec = lz_test_hook("LAZARET_TEST_AUTO_APPROVE");
+    if (spec) {
+        if ((r = lz_esc_rules_parse(spec, &e->policy, err)) < 0)
+            return lz_error_prefix(err, r, "the auto-approval test hook");
+        hc_log("escalation: WARNING: %zu auto-approval rule(s) from a test hook (test builds only)", e->policy.n_rules);
+    } else {
+        /* [[escalation.auto_approve]], resolved when the configuration was
+         * loaded (argv[0] canonical): they are part of the Configuration
+         * Fingerprint, so a client with other rules cannot join. */
+        if ((r = lz_autoapprove_rules(h->cfg, &e->policy.rules, &e->policy.n_rules)) < 0)
+            return lz_error_errno(err, r, "cannot take the auto-approval rules");
+        e->policy.borrowed = true;
+        hc_log("escalation: %zu auto-approval rule(s) from the configuration", e->policy.n_rules);
+    }
+    for (size_t i = 0; i < ESC_MAX_REQ; i++) {
+        e->req[i].child = LZ_CHILD_NULL;
+        e->req[i].out_r = e->req[i].err_r = -EBADF;
+    }
+    hc_log("escalation: mailbox %s, Trust Anchor created", e->dir);
+    return 0;
+}
+
+int hc_esc_fd(const struct hc *h) { return h->esc ? h->esc->ep_fd : -1; }
+
+const char *hc_esc_mailbox_dir(const struct hc *h) { return h->esc ? h->esc->dir : NULL; }
+
+/* ---- sessions ---- */
+
+int hc_esc_session_begin(struct hc *h, struct session *s, char **ret_id_env, char **ret_key_env) {
+    if (!h->esc)
+        return 0;
+    int r = lz_session_anchor_new(&s->anchor);
+    if (r < 0)
+        return r;
+    *ret_id_env = lz_session_env_id(s->anchor);
+    *ret_key_env = lz_session_env_key(s->anchor);
+    return 1;
+}
+
+static struct session *session_by_sid(struct hc *h, const uint8_t sid[LZ_RECORD_ID_LEN]) {
+    for (int i = 0; i < MAX_SESSIONS; i++) {
+        struct session *s = h->s[i];
+        if (s && s->anchor && s->sock >= 0 && s->state == S_RUNNING &&
+            sodium_memcmp(s->anchor->sid, sid, LZ_RECORD_ID_LEN) == 0)
+            return s;
+    }
+    return NULL;
+}
+
+/* ---- records to the sandbox ---- */
+
+static void put(struct hc *h, struct esc_req *q, struct lz_record *rec) {
+    struct lz_error err = { 0 };
+    memcpy(rec->request_id, q->id, LZ_RECORD_ID_LEN);
+    memcpy(rec->session_id, q->sid, LZ_RECORD_ID_LEN);
+    if (lz_mbox_put_record(h->esc->res_fd, h->esc->ta->sk, rec, &err) < 0)
+        hc_log("escalation: request %.12s: %s", q->hex, err.msg);
+}
+
+static void put_decision(struct hc *h, struct esc_req *q, enum lz_decision d, char *const *argv, size_t argc) {
+    struct lz_record rec = { .kind = LZ_REC_DEVELOPER_DECISION };
+    rec.decision.decision = d;
+    rec.decision.argv = (char **)argv;
+    rec.decision.argc = d == LZ_DECISION_DENIED ? 0 : argc;
+    rec.decision.decided_ms = (uint64_t)wall_ms();
+    put(h, q, &rec);
+}
+
+static void remove_results(struct lz_esc *e, struct esc_req *q, uint64_t from_seq, uint64_t to_seq, bool all) {
+    struct lz_mbox_name n = { .kind = LZ_REC_RESULT_CHUNK };
+    memcpy(n.request_id, q->id, LZ_RECORD_ID_LEN);
+    char name[LZ_MBOX_NAME_MAX + 1];
+    for (uint64_t s = from_seq; s < to_seq; s++) {
+        n.seq = s;
+        if (lz_mbox_name_format(&n, name, sizeof name) == 0)
+            (void)unlinkat(e->res_fd, name, 0);
+    }
+    if (!all)
+        return;
+    static const unsigned kinds[] = { LZ_REC_REQUEST_ACK, LZ_REC_DEVELOPER_DECISION, LZ_REC_RESULT_END };
+    for (size_t k = 0; k < LZ_ARRAY_SIZE(kinds); k++) {
+        n.kind = kinds[k];
+        n.seq = 0;
+        if (lz_mbox_name_format(&n, name, sizeof name) == 0)
+            (void)unlinkat(e->res_fd, name, 0);
+    }
+}
+
+/* ---- the end of a request ---- */
+
+static void stop_process(struct hc *h, struct esc_req *q, int *status) {
+    if (q->child.pidfd >= 0) {
+        (void)epoll_ctl(h->esc->ep_fd, EPOLL_CTL_DEL, q->child.pidfd, NULL);
+        if (lz_hostexec_kill(&q->child, ESC_KILL_WAIT_MS, status) < 0)
+            hc_log("escalation: request %.12s: the host process (pid %d) did not exit after SIGKILL", q->hex,
+                   (int)q->child.pid);
+        lz_child_close(&q->child);
+    }
+    lz_closep(&q->out_r);
+    lz_closep(&q->err_r);
+}
+
+/* Writes result-end and moves the request to its linger. */
+static void end_request(struct hc *h, struct esc_req *q, enum lz_outcome outcome, int exit_status, int sig) {
+    struct lz_record rec = { .kind = LZ_REC_RESULT_END };
+    rec.end.outcome = outcome;
+    rec.end.exit_status = outcome == LZ_OUTCOME_COMPLETED && !sig ? exit_status : 0;
+    rec.end.signal = (uint32_t)(outcome == LZ_OUTCOME_COMPLETED ? sig : 0);
+    rec.end.chunks = q->sent;
+    rec.end.ended_ms = (uint64_t)wall_ms();
+    put(h, q, &rec);
+    static const char *const names[] = { "Completed", "Denied", "TimedOut", "Cancelled", "Failed" };
+    hc_log("escalation: request %.12s of session %d ended %s (exit %d, signal %d, %llu chunks, %llu bytes)", q->hex,
+           q->session, names[outcome], rec.end.exit_status, sig, (unsigned long long)q->sent,
+           (unsigned long long)q->out_bytes);
+    q->phase = EP_ENDED;
+    q->linger_until = lz_now_ms() + ESC_LINGER_MS;
+    lz_record_clear(&q->rec);
+    lz_hostexec_ident_clear(&q->ident);
+}
+
+/* Cancellation, session end, Domain stop, time-out: the host process and
+ * its group are killed through the pidfd before the request ends. */
+static void abort_request(struct hc *h, struct esc_req *q, enum lz_outcome outcome, const char *model,
+                          const char *why) {
+    if (q->phase != EP_EXECUTING && q->phase != EP_PROMPT)
+        return;
+    int st = 0;
+    bool ran = q->child.pidfd >= 0;
+    stop_process(h, q, &st);
+    if (model)
+        hc_model_action(model, "r=%.12s, s=%d, reason=%s", q->hex, q->session, why);
+    hc_log("escalation: request %.12s: %s%s", q->hex, why, ran ? "; host process killed" : "");
+    end_request(h, q, outcome, 0, 0);
+}
+
+static void free_slot(struct hc *h, struct esc_req *q) {
+    remove_results(h->esc, q, q->acked, q->sent, true);
+    lz_record_clear(&q->rec);
+    lz_hostexec_ident_clear(&q->ident);
+    *q = (struct esc_req){ .phase = EP_FREE, .child = LZ_CHILD_NULL, .out_r = -EBADF, .err_r = -EBADF };
+}
+
+/* ---- execution ---- */
+
+static void deny(struct hc *h, struct esc_req *q, const char *why) {
+    put_decision(h, q, LZ_DECISION_DENIED, NULL, 0);
+    hc_log("escalation: request %.12s denied: %s", q->hex, why);
+    end_request(h, q, LZ_OUTCOME_DENIED, 0, 0);
+}
+
+/* The approved record runs: identity resolved, re-checked by the executor
+ * on the open file, recorded in the Domain Store before it may run. */
+static void execute(struct hc *h, struct esc_req *q, enum lz_decision d, char *const *argv, size_t argc) {
+    struct lz_esc *e = h->esc;
+    struct lz_error err = { 0 };
+    size_t idx = (size_t)(q - e->req);
+    char slot[32];
+    snprintf(slot, sizeof slot, "hostexec%zu", idx);
+    _cleanup_close_ int cwd_fd = -EBADF;
+    _cleanup_close_pair_ int po[2] = { -EBADF, -EBADF };
+    _cleanup_close_pair_ int pe[2] = { -EBADF, -EBADF };
+    int r = lz_hostexec_resolve(argv[0], &q->ident, &err);
+    if (r == 0)
+        r = lz_hostexec_cwd(e->ws_fd, "/workspace", q->rec.request.cwd, &cwd_fd, &err);
+    put_decision(h, q, d, argv, argc);
+    if (r == 0 && (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0))
+        r = lz_error_errno(&err, -errno, "cannot create the output pipes");
+    if (r == 0 && q->rec.request.stdin_wanted)
+        hc_log("escalation: request %.12s asked for stdin: not forwarded in this build (/dev/null)", q->hex);
+    _cleanup_env_ char **envp = lz_hostexec_env();
+    struct lz_hostexec_spec spec = { .id = &q->ident,
+                                     .argv = argv,
+                                     .envp = envp,
+                                     .cwd_fd = cwd_fd,
+                                     .stdin_fd = -1,
+                                     .stdout_fd = po[1],
+                                     .stderr_fd = pe[1] };
+    if (r == 0)
+        r = lz_hostexec_start(&spec, &q->child, &err);
+    struct lz_procid pid_id;
+    if (r == 0 && (r = lz_procid_from_pidfd(q->child.pidfd, q->child.pid, &pid_id)) < 0)
+        lz_error_errno(&err, r, "cannot identify the host process");
+    if (r == 0 && (r = lz_store_proc_set(h->st, h->gen, LZ_ROLE_SANDBOX, slot, "staged", &pid_id, &err)) < 0)
+        lz_error_prefix(&err, r, "cannot record the host process");
+    if (r == 0) {
+        lz_crash_point("hostexec-staged");
+        if ((r = lz_child_release(&q->child)) < 0)
+            lz_error_set(&err, r, "cannot run %s: %s", q->ident.path, strerror(-r));
+    }
+    if (r == 0)
+        (void)lz_store_proc_set(h->st, h->gen, LZ_ROLE_SANDBOX, slot, "committed", &pid_id, NULL);
+    if (r < 0) {
+        if (q->child.pidfd >= 0) {
+            int st;
+            lz_hostexec_kill(&q->child, ESC_KILL_WAIT_MS, &st);
+            lz_child_close(&q->child);
+        }
+        /* The model has no failed execution: an approved request that
+         * cannot run ends Failed without a model transition (a known gap). */
+        hc_log("escalation: request %.12s failed: %s", q->hex, err.msg);
+        end_request(h, q, LZ_OUTCOME_FAILED, 0, 0);
+        return;
+    }
+    q->out_r = TAKE_FD(po[0]);
+    q->err_r = TAKE_FD(pe[0]);
+    fcntl(q->out_r, F_SETFL, O_NONBLOCK);
+    fcntl(q->err_r, F_SETFL, O_NONBLOCK);
+    ep_add(e, q->out_r, EV_OUT, idx);
+    ep_add(e, q->err_r, EV_ERR, idx);
+    ep_add(e, q->child.pidfd, EV_PID, idx);
+    q->phase = EP_EXECUTING;
+    uint32_t t = q->rec.request.timeout_s ? q->rec.request.timeout_s : ESC_DEFAULT_TIMEOUT_S;
+    q->deadline = lz_now_ms() + (long)t * 1000;
+    /* The argv identity that runs (ExecutedEqualsApproved). */
+    uint8_t dg[32];
+    crypto_hash_sha256_state hs;
+    crypto_hash_sha256_init(&hs);
+    for (size_t i = 0; i < argc; i++)
+        crypto_hash_sha256_update(&hs, (const uint8_t *)argv[i], strlen(argv[i]) + 1);
+    crypto_hash_sha256_final(&hs, dg);
+    char dhex[65];
+    lz_hex(dg, sizeof dg, dhex);
+    hc_model_action("StartHostExecution", "r=%.12s, s=%d, argv=%.16s", q->hex, q->session, dhex);
+    hc_log("escalation: request %.12s: running %s (pid %d, %zu arguments)", q->hex, q->ident.path, (int)q->child.pid,
+           argc);
+}
+
+void hc_esc_resolved(struct hc *h, const uint8_t request_id[16], enum lz_decision d, char *const *argv, size_t argc) {
+    if (!h->esc)
+        return;
+    for (size_t i = 0; i < ESC_MAX_REQ; i++) {
+        struct esc_req *q = &h->esc->req[i];
+        if (q->phase != EP_PROMPT || memcmp(q->id, request_id, LZ_RECORD_ID_LEN) != 0)
+            continue;
+        if (d == LZ_DECISION_DENIED || argc == 0)
+            deny(h, q, "by the developer");
+        else
+            execute(h, q, d, argv, argc);
+        return;
+    }
+}
+
+/* ---- streaming ---- */
+
+static void set_window(struct lz_esc *e, struct esc_req *q, bool open) {
+    size_t idx = (size_t)(q - e->req);
+    int fds[2] = { q->out_r, q->err_r };
+    uint32_t kinds[2] = { EV_OUT, EV_ERR };
+    for (int k = 0; k < 2; k++) {
+        if (fds[k] < 0)
+            continue;
+        struct epoll_event ev = { .events = open ? EPOLLIN : 0, .data.u64 = (uint64_t)kinds[k] << 32 | idx };
+        (void)epoll_ctl(e->ep_fd, EPOLL_CTL_MOD, fds[k], &ev);
+    }
+    q->window_paused = !open;
+}
+
+static void pump(struct hc *h, struct esc_req *q, int *fdp, enum lz_stream stream) {
+    static uint8_t buf[LZ_RECORD_CHUNK_MAX];
+    while (*fdp >= 0 && q->sent - q->acked < ESC_WINDOW) {
+        ssize_t n = read(*fdp, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n <= 0) {
+            lz_closep(fdp); /* closing removes it from the epoll set */
+            return;
+        }
+        struct lz_record rec = { .kind = LZ_REC_RESULT_CHUNK };
+        rec.chunk.seq = q->sent++;
+        rec.chunk.stream = stream;
+        rec.chunk.data = buf;
+        rec.chunk.len = (size_t)n;
+        q->out_bytes += (uint64_t)n;
+        put(h, q, &rec);
+    }
+    if (*fdp >= 0 && q->sent - q->acked >= ESC_WINDOW)
+        set_window(h->esc, q, false);
+}
+
+/* The host process exited: the rest of its group goes (no host process
+ * outlives its request), then the pipes drain through the window. */
+static bool reap(struct esc_req *q) {
+    if (q->child.pid > 0)
+        (void)kill(-q->child.pid, SIGKILL); /* not reaped yet: still its group's ID */
+    siginfo_t si = { 0 };
+    /* waitid, not lz_child_try_reap: exit 130 and SIGINT must stay apart. */
+    if (waitid((idtype_t)3 /* P_PIDFD */, (id_t)q->child.pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
+        return false;
+    q->exit_status = si.si_code == CLD_EXITED ? si.si_status : 0;
+    q->exit_sig = si.si_code == CLD_EXITED ? 0 : si.si_status;
+    lz_child_close(&q->child);
+    return true;
+}
+
+static void try_finish(struct hc *h, struct esc_req *q) {
+    if (q->phase != EP_EXECUTING || q->child.pidfd >= 0 || q->out_r >= 0 || q->err_r >= 0)
+        return;
+    hc_model_action("CompleteHostExecution", "r=%.12s, s=%d", q->hex, q->session);
+    end_request(h, q, LZ_OUTCOME_COMPLETED, q->exit_status, q->exit_sig);
+}
+
+/* ---- records from the sandbox ---- */
+
+static bool seen_before(struct lz_esc *e, const uint8_t id[LZ_RECORD_ID_LEN]) {
+    for (size_t i = 0; i < e->n_seen; i++)
+        if (!memcmp(e->seen[i], id, LZ_RECORD_ID_LEN))
+            return true;
+    return false;
+}
+
+static struct esc_req *find_req(struct lz_esc *e, const uint8_t id[LZ_RECORD_ID_LEN]) {
+    for (size_t i = 0; i < ESC_MAX_REQ; i++)
+        if (e->req[i].phase != EP_FREE && !memcmp(e->req[i].id, id, LZ_RECORD_ID_LEN))
+            return &e->req[i];
+    return NULL;
+}
+
+static void reject(const char *name, const char *why) { hc_log("escalation: rejected %s: %s", name, why); }
+
+static void on_request(struct hc *h, struct session *s, const char *name, struct lz_record *rec, const uint8_t *bytes,
+                       size_t len) {
+    struct lz_esc *e = h->esc;
+    int64_t now = wall_ms();
+    if (seen_before(e, rec->request_id)) {
+        reject(name, "replayed request ID");
+        return;
+    }
+    if (e->n_seen >= ESC_MAX_SEEN) {
+        reject(name, "too many requests in this generation");
+        return;
+    }
+    if (e->n_seen % 1024 == 0)
+        e->seen = lz_xrealloc(e->seen, (e->n_seen + 1024) * sizeof *e->seen);
+    memcpy(e->seen[e->n_seen++], rec->request_id, LZ_RECORD_ID_LEN);
+    if ((int64_t)rec->request.created_ms > now + ESC_SKEW_MS || (int64_t)rec->request.expires_ms < now ||
+        rec->request.expires_ms - rec->request.created_ms > ESC_MAX_VALID_MS) {
+        reject(name, "expired (or not yet valid, or valid for too long)");
+        return;
+    }
+    for (size_t i = 0; i < ESC_MAX_REQ; i++)
+        if ((e->req[i].phase == EP_PROMPT || e->req[i].phase == EP_EXECUTING) && e->req[i].session == s->id) {
+            /* One active request per session (the model's activeRequest). */
+            reject(name, "its session already has an active request");
+            return;
+        }
+    struct esc_req *q = NULL;
+    for (size_t i = 0; i < ESC_MAX_REQ && !q; i++)
+        if (e->req[i].phase == EP_FREE)
+            q = &e->req[i];
+    for (size_t i = 0; i < ESC_MAX_REQ && !q; i++) /* the oldest lingering one makes room */
+        if (e->req[i].phase == EP_ENDED)
+            q = &e->req[i];
+    if (!q) {
+        reject(name, "too many requests at once");
+        return;
+    }
+    if (q->phase == EP_ENDED)
+        free_slot(h, q);
+    memcpy(q->id, rec->request_id, LZ_RECORD_ID_LEN);
+    memcpy(q->sid, rec->session_id, LZ_RECORD_ID_LEN);
+    lz_mbox_id_hex(q->id, q->hex);
+    q->session = s->id;
+    q->rec = *rec;
+    *rec = (struct lz_record){ 0 }; /* owned by q now */
+    q->phase = EP_PROMPT;
+    hc_model_action("ReceiveEscalation", "r=%.12s, s=%d", q->hex, q->session);
+    hc_log("escalation: request %.12s from session %d: %zu arguments, argv[0] %s", q->hex, q->session,
+           q->rec.request.argc, q->rec.request.argv[0]);
+    struct lz_record ack = { .kind = LZ_REC_REQUEST_ACK };
+    lz_record_digest(bytes, len, ack.ack.request_digest);
+    ack.ack.received_ms = (uint64_t)now;
+    ack.ack.decide_by_ms = (uint64_t)now + ESC_PROMPT_TIMEOUT_MS;
+    put(h, q, &ack);
+
+    struct lz_esc_request er = { .request_id = q->id,
+                                 .session_id = q->sid,
+                                 .argv = q->rec.request.argv,
+                                 .argc = q->rec.request.argc,
+                                 .cwd = q->rec.request.cwd,
+                                 .justification = q->rec.request.justification };
+    size_t rule = 0;
+    if (lz_esc_decide(&e->policy, &er, &rule) == LZ_ESC_AUTO) {
+        hc_model_action("AutoApprove", "r=%.12s, s=%d, rule=%zu", q->hex, q->session, rule);
+        execute(h, q, LZ_DECISION_AUTO_APPROVED, q->rec.request.argv, q->rec.request.argc);
+        return;
+    }
+    hc_model_action("QueuePrompt", "r=%.12s, s=%d", q->hex, q->session);
+    if (!h->esc_prompt) {
+        hc_log("escalation: WARNING: request %.12s matches no auto-approval rule and this build has no prompt: "
+               "denied (known gap of this build)",
+               q->hex);
+        put_decision(h, q, LZ_DECISION_DENIED, NULL, 0);
+        end_request(h, q, LZ_OUTCOME_DENIED, 0, 0);
+        return;
+    }
+    q->deadline = lz_now_ms() + ESC_PROMPT_TIMEOUT_MS;
+    if (h->esc_prompt(h, s, &er) < 0)
+        deny(h, q, "the prompt could not be shown");
+}
+
+static void on_chunk_ack(struct hc *h, struct esc_req *q, const char *name, const struct lz_record *rec) {
+    uint64_t next = rec->chunk_ack.next_seq;
+    if (next < q->acked || next > q->sent) {
+        reject(name, "chunk-ack outside the window");
+        return;
+    }
+    remove_results(h->esc, q, q->acked, next, false);
+    q->acked = next;
+    if (q->phase == EP_EXECUTING && q->window_paused && q->sent - q->acked < ESC_WINDOW) {
+        set_window(h->esc, q, true);
+        /* What the pipes hold now is read at once, not on the next wake. */
+        pump(h, q, &q->out_r, LZ_STREAM_STDOUT);
+        pump(h, q, &q->err_r, LZ_STREAM_STDERR);
+        try_finish(h, q);
+    }
+}
+
+static void take_entry(struct hc *h, const char *name) {
+    struct lz_esc *e = h->esc;
+    struct lz_mbox_name mn;
+    if (name[0] == '.' && !strncmp(name, ".tmp-", 5)) {
+        /* A writer's temporary file; refuse anything but a regular file
+         * being written (a symlink or FIFO named like one). */
+        struct stat st;
+        if (fstatat(e->req_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
+            static uint8_t b[1];
+            size_t l;
+            enum lz_mbox_refusal why;
+            lz_mbox_take(e->req_fd, name, b, 0, &l, &why);
+            hc_log("escalation: refused mailbox entry %s: %s (removed)", name, lz_mbox_refusal_name(why));
+        }
+        return;
+    }
+    static uint8_t buf[LZ_RECORD_MAX + 1];
+    size_t len = 0;
+    enum lz_mbox_refusal why;
+    if (lz_mbox_name_parse(name, &mn) < 0 || !(LZ_REC_FROM_SANDBOX & LZ_REC_MASK(mn.kind))) {
+        /* Not a name of the protocol: read nothing, remove it. */
+        struct stat st;
+        bool dir = fstatat(e->req_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+        if (dir)
+            lz_rm_rf_at(e->req_fd, name);
+        else
+            unlinkat(e->req_fd, name, 0);
+        hc_log("escalation: refused mailbox entry with a foreign name (removed)");
+        return;
+    }
+    int r = lz_mbox_take(e->req_fd, name, buf, sizeof buf, &len, &why);
+    if (r == -ENOENT)
+        return;
+    if (r < 0) {
+        hc_log("escalation: refused mailbox entry %s: %s (removed)", name, lz_mbox_refusal_name(why));
+        return;
+    }
+    /* The key is chosen by the session ID the record names; the signature
+     * then decides (a record naming session A signed with B's key fails). */
+    if (len < LZ_RECORD_HDR + 2 * LZ_RECORD_ID_LEN) {
+        reject(name, "truncated record");
+        return;
+    }
+    struct session *s = session_by_sid(h, buf + LZ_RECORD_HDR + LZ_RECORD_ID_LEN);
+    if (!s) {
+        reject(name, "unknown or closed session");
+        return;
+    }
+    struct lz_record rec;
+    struct lz_error err = { 0 };
+    if (lz_record_open(s->anchor->pk, buf, len, LZ_REC_MASK(mn.kind), &rec, &err) < 0) {
+        reject(name, err.msg);
+        return;
+    }
+    if (memcmp(rec.request_id, mn.request_id, LZ_RECORD_ID_LEN) != 0 || (mn.kind != LZ_REC_CHUNK_ACK && mn.seq != 0)) {
+        reject(name, "the name does not match the record");
+        lz_record_clear(&rec);
+        return;
+    }
+    if (mn.kind == LZ_REC_ESCALATION_REQUEST) {
+        on_request(h, s, name, &rec, buf, len);
+        lz_record_clear(&rec);
+        return;
+    }
+    struct esc_req *q = find_req(e, rec.request_id);
+    if (!q || q->session != s->id || memcmp(q->sid, rec.session_id, LZ_RECORD_ID_LEN) != 0) {
+        reject(name, "no such request of this session");
+    } else if (mn.kind == LZ_REC_CHUNK_ACK) {
+        on_chunk_ack(h, q, name, &rec);
+    } else if (mn.kind == LZ_REC_CANCEL) {
+        if (q->phase == EP_PROMPT || q->phase == EP_EXECUTING)
+            abort_request(h, q, LZ_OUTCOME_CANCELLED, "CancelRequest",
+                          rec.cancel.reason == LZ_CANCEL_CLIENT_TIMEOUT ? "cancelled (client timeout)"
+                                                                        : "cancelled (interrupted)");
+    }
+    lz_record_clear(&rec);
+}
+
+/* Every entry of req/ (after an inotify overflow, and at start). */
+static void scan(struct hc *h) {
+    int fd = openat(h->esc->req_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    char **names = NULL;
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < 4096) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        names = lz_xrealloc(names, (n + 1) * sizeof *names);
+        names[n++] = lz_xstrdup(de->d_name);
+    }
+    closedir(d);
+    for (size_t i = 0; i < n; i++) {
+        take_entry(h, names[i]);
+        free(names[i]);
+    }
+    free(names);
+}
+
+static void on_inotify(struct hc *h) {
+    _Alignas(struct inotify_event) char buf[16384];
+    for (int rounds = 0; rounds < 64; rounds++) {
+        ssize_t n = read(h->esc->ino_fd, buf, sizeof buf);
+        if (n <= 0)
+            return;
+        for (char *p = buf; p < buf + n;) {
+            struct inotify_event *ev = (struct inotify_event *)p;
+            p += sizeof *ev + ev->len;
+            if (ev->mask & IN_Q_OVERFLOW) {
+                scan(h);
+                continue;
+            }
+            if (!ev->len || !ev->name[0])
+                continue;
+            if (ev->mask & IN_CREATE) {
+                /* A regular file created in place is taken when it is
+                 * closed; anything else is refused now. */
+                struct stat st;
+                if (fstatat(h->esc->req_fd, ev->name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    (S_ISREG(st.st_mode) && st.st_nlink == 1))
+                    continue;
+            }
+            take_entry(h, ev->name);
+        }
+    }
+}
+
+void hc_esc_dispatch(struct hc *h) {
+    struct lz_esc *e = h->esc;
+    if (!e)
+        return;
+    struct epoll_event evs[32];
+    int n = epoll_wait(e->ep_fd, evs, 32, 0);
+    for (int i = 0; i < n; i++) {
+        uint32_t kind = (uint32_t)(evs[i].data.u64 >> 32);
+        size_t idx = (size_t)(evs[i].data.u64 & 0xffffffffu);
+        if (kind == EV_INOTIFY) {
+            on_inotify(h);
+            continue;
+        }
+        if (idx >= ESC_MAX_REQ)
+            continue;
+        struct esc_req *q = &e->req[idx];
+        if (q->phase != EP_EXECUTING)
+            continue;
+        if (kind == EV_OUT)
+            pump(h, q, &q->out_r, LZ_STREAM_STDOUT);
+        else if (kind == EV_ERR)
+            pump(h, q, &q->err_r, LZ_STREAM_STDERR);
+        else if (kind == EV_PID && q->child.pidfd >= 0) {
+            /* Out of the set before reap closes the pidfd. */
+            (void)epoll_ctl(e->ep_fd, EPOLL_CTL_DEL, q->child.pidfd, NULL);
+            if (!reap(q))
+                ep_add(e, q->child.pidfd, EV_PID, idx);
+        }
+        try_finish(h, q);
+    }
+}
+
+void hc_esc_tick(struct hc *h) {
+    struct lz_esc *e = h->esc;
+    if (!e)
+        return;
+    long now = lz_now_ms();
+    for (size_t i = 0; i < ESC_MAX_REQ; i++) {
+        struct esc_req *q = &e->req[i];
+        if (q->phase == EP_EXECUTING && now >= q->deadline)
+            /* The model's TimeoutRequest ends only requests not yet running;
+             * a running one that times out is ended like a cancellation. */
+            abort_request(h, q, LZ_OUTCOME_TIMED_OUT, "CancelRequest", "timed out");
+        else if (q->phase == EP_PROMPT && now >= q->deadline)
+            abort_request(h, q, LZ_OUTCOME_TIMED_OUT, "TimeoutRequest", "no decision in time");
+        else if (q->phase == EP_ENDED && now >= q->linger_until)
+            free_slot(h, q);
+    }
+}
+
+void hc_esc_session_end(struct hc *h, struct session *s, const char *why) {
+    struct lz_esc *e = h->esc;
+    if (e)
+        for (size_t i = 0; i < ESC_MAX_REQ; i++) {
+            struct esc_req *q = &e->req[i];
+            if (q->session != s->id)
+                continue;
+            /* DisconnectSession (logged by session.c) ends the request. */
+            abort_request(h, q, LZ_OUTCOME_CANCELLED, NULL, why);
+            if (q->phase == EP_ENDED)
+                free_slot(h, q);
+        }
+    lz_session_anchor_free(s->anchor);
+    s->anchor = NULL;
+}
+
+void hc_esc_free(struct hc *h) {
+    struct lz_esc *e = h->esc;
+    if (!e)
+        return;
+    for (size_t i = 0; i < ESC_MAX_REQ; i++) {
+        abort_request(h, &e->req[i], LZ_OUTCOME_CANCELLED, NULL, "the Domain is stopping");
+        free_slot(h, &e->req[i]);
+    }
+    lz_esc_policy_clear(&e->policy);
+    lz_trust_anchor_free(e->ta);
+    lz_closep(&e->ino_fd);
+    lz_closep(&e->ep_fd);
+    lz_closep(&e->req_fd);
+    lz_closep(&e->res_fd);
+    lz_closep(&e->dir_fd);
+    lz_closep(&e->ws_fd);
+    free(e->seen);
+    free(e->dir);
+    free(e);
+    h->esc = NULL;
+}
