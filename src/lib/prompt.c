@@ -351,6 +351,8 @@ static void wrap_ex(struct rows *r, const char *s, enum attr a, unsigned cols, b
 }
 static void wrap(struct rows *r, const char *s, enum attr a, unsigned cols) { wrap_ex(r, s, a, cols, true); }
 
+static void vwrap(struct rows *r, enum attr a, unsigned cols, bool words, const char *fmt, va_list ap)
+    __attribute__((format(printf, 5, 0)));
 static void vwrap(struct rows *r, enum attr a, unsigned cols, bool words, const char *fmt, va_list ap) {
     char *s = NULL;
     if (vasprintf(&s, fmt, ap) < 0)
