@@ -112,7 +112,8 @@ try:
                     break
                 time.sleep(0.01)
             assert pid, "unshare child not found"
-            slirp = subprocess.Popen(["slirp4netns", "--configure", "--disable-host-loopback", pid, "tap0"],
+            slirp = subprocess.Popen(["slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback", pid,
+                                      "tap0"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 for _ in range(200):
