@@ -75,6 +75,13 @@ struct lz_cli_option {
 bool lz_cli_getopt(int argc, char **argv, const char *what, const struct lz_cli_option *opts, bool in_order,
                    void (*usage)(FILE *out), int *ret);
 
+/* lz_cli_getopt for `COMMAND SUB [OPTIONS] [ARGS]`, argv being COMMAND's
+ * (argv[1] is SUB):
+ * messages name "COMMAND SUB"; on true, the operands are ret_args[0..
+ * *ret_n_args-1]; on false, *ret is the exit status. */
+bool lz_cli_getopt_sub(int argc, char **argv, const char *command, const struct lz_cli_option *opts, bool in_order,
+                       void (*usage)(FILE *out), char ***ret_args, size_t *ret_n_args, int *ret);
+
 /* The start of a command with subcommands: true with *ret the exit status
  * when there is nothing more to do, i.e. no argv[1] (usage on stderr) or
  * argv[1] is -h, --help or help (usage on stdout). */

@@ -143,3 +143,17 @@ char *lz_cli_esc(const char *s, const char *if_null) {
         return lz_xstrdup("(unprintable)");
     return out;
 }
+
+bool lz_cli_getopt_sub(int argc, char **argv, const char *command, const struct lz_cli_option *opts, bool in_order,
+                       void (*usage)(FILE *out), char ***ret_args, size_t *ret_n_args, int *ret) {
+    char what[64];
+    snprintf(what, sizeof what, "%s %s", command, argc > 1 ? argv[1] : "");
+    int first;
+    if (!lz_cli_getopt(argc - 1, argv + 1, what, opts, in_order, usage, &first)) {
+        *ret = first;
+        return false;
+    }
+    *ret_args = argv + 1 + first;
+    *ret_n_args = (size_t)(argc - 1 - first);
+    return true;
+}

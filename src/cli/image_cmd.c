@@ -276,12 +276,11 @@ int lz_cmd_image(int argc, char **argv) {
         { "config", 0, &config_path, NULL }, { "suite", 0, &suite, NULL }, { "json", 0, NULL, &json },
         { "dry-run", 0, NULL, &dry_run },    { NULL, 0, NULL, NULL },
     };
-    char what[32];
-    snprintf(what, sizeof what, "image %s", sub);
-    int sub_argc = argc - 1, first;
-    char **sub_argv = argv + 1;
-    if (!lz_cli_getopt(sub_argc, sub_argv, what, opts, true, usage, &first))
-        return first;
+    char **args;
+    size_t n_args;
+    int st;
+    if (!lz_cli_getopt_sub(argc, argv, "image", opts, true, usage, &args, &n_args, &st))
+        return st;
     bool suite_set = suite != NULL;
     if (!suite)
         suite = "bookworm";
@@ -294,7 +293,7 @@ int lz_cmd_image(int argc, char **argv) {
         return LZ_EXIT_USAGE;
     }
     int want_args = is_bootstrap || is_ls || is_gc ? 0 : 1;
-    if (sub_argc - first != want_args) {
+    if (n_args != (size_t)want_args) {
         lz_cli_error("image %s: %s", sub, want_args ? "expects one image reference" : "takes no arguments");
         return LZ_EXIT_USAGE;
     }
@@ -309,7 +308,7 @@ int lz_cmd_image(int argc, char **argv) {
     else if (is_gc)
         ret = cmd_gc(cfg, dry_run, json);
     else
-        ret = cmd_prepare(cfg->data_root, sub_argv[first], json);
+        ret = cmd_prepare(cfg->data_root, args[0], json);
     lz_config_free(cfg);
     return ret;
 }

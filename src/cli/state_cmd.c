@@ -577,15 +577,12 @@ int lz_cmd_state(int argc, char **argv) {
         { "yes", 0, NULL, &yes },
         { NULL, 0, NULL, NULL },
     };
-    char what[32];
-    snprintf(what, sizeof what, "state %s", sub);
-    int sub_argc = argc - 1, first;
-    char **sub_argv = argv + 1;
+    char **args;
+    size_t n_args;
+    int st;
     /* Options may follow DOMAIN arguments (`state inspect 3f2a --json`). */
-    if (!lz_cli_getopt(sub_argc, sub_argv, what, opts, false, usage, &first))
-        return first;
-    char **args = sub_argv + first;
-    size_t n_args = (size_t)(sub_argc - first);
+    if (!lz_cli_getopt_sub(argc, argv, "state", opts, false, usage, &args, &n_args, &st))
+        return st;
     if (json && is_reset) {
         lz_cli_error("state reset: option --json does not apply");
         return LZ_EXIT_USAGE;

@@ -218,14 +218,26 @@ int cfg_host_setting(struct loader *ld, const struct lz_toml_value *v, const cha
     return 0;
 }
 
-int cfg_parse_persistent(struct loader *ld, struct profile_in *pi, const struct lz_toml_value *arr) {
-    char key[128], d[DISP_MAX], d2[DISP_MAX];
-    snprintf(key, sizeof key, "profiles.%s.persistent_dirs", pi->name);
+/* A profile's array key: checked to be an array, with room for its
+ * elements allocated (at least one). */
+static int profile_array(struct loader *ld, const struct profile_in *pi, const struct lz_toml_value *arr,
+                         const char *name, size_t elem, char *key, size_t key_size, void **ret) {
+    snprintf(key, key_size, "profiles.%s.%s", pi->name, name);
     int r = cfg_check_array(ld, arr, key);
     if (r < 0)
         return r;
+    *ret = lz_xcalloc(arr->u.array.n ? arr->u.array.n : 1, elem);
+    return 0;
+}
+
+int cfg_parse_persistent(struct loader *ld, struct profile_in *pi, const struct lz_toml_value *arr) {
+    char key[128], d[DISP_MAX], d2[DISP_MAX];
     struct lz_profile *p = &pi->p;
-    p->persistent_dirs = lz_xcalloc(arr->u.array.n ? arr->u.array.n : 1, sizeof *p->persistent_dirs);
+    void *v = NULL;
+    int r = profile_array(ld, pi, arr, "persistent_dirs", sizeof *p->persistent_dirs, key, sizeof key, &v);
+    if (r < 0)
+        return r;
+    p->persistent_dirs = v;
     for (size_t i = 0; i < arr->u.array.n; i++) {
         const struct lz_toml_value *e = arr->u.array.items[i];
         snprintf(key, sizeof key, "profiles.%s.persistent_dirs[%zu]", pi->name, i);
@@ -250,12 +262,12 @@ int cfg_parse_persistent(struct loader *ld, struct profile_in *pi, const struct 
 int cfg_parse_volumes(struct loader *ld, struct profile_in *pi, const struct lz_toml_value *arr,
                       const struct expand_ctx *x) {
     char key[128], kb[160], d[DISP_MAX];
-    snprintf(key, sizeof key, "profiles.%s.volumes", pi->name);
-    int r = cfg_check_array(ld, arr, key);
+    struct lz_profile *p = &pi->p;
+    void *arrv = NULL;
+    int r = profile_array(ld, pi, arr, "volumes", sizeof *p->volumes, key, sizeof key, &arrv);
     if (r < 0)
         return r;
-    struct lz_profile *p = &pi->p;
-    p->volumes = lz_xcalloc(arr->u.array.n ? arr->u.array.n : 1, sizeof *p->volumes);
+    p->volumes = arrv;
     for (size_t i = 0; i < arr->u.array.n; i++) {
         const struct lz_toml_value *e = arr->u.array.items[i];
         snprintf(key, sizeof key, "profiles.%s.volumes[%zu]", pi->name, i);

@@ -4,47 +4,33 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-struct wbuf {
-    uint8_t *p;
-    size_t cap, len;
-    bool overflow;
-};
-
-static void w_bytes(struct wbuf *w, const void *b, size_t n) {
-    if (w->overflow || n > w->cap - w->len) {
-        w->overflow = true;
-        return;
-    }
-    memcpy(w->p + w->len, b, n);
-    w->len += n;
-}
-static void w_u32(struct wbuf *w, uint32_t v) {
+static void w_u32(struct lz_wbuf *w, uint32_t v) {
     uint8_t b[4];
     lz_put_u32(b, v);
-    w_bytes(w, b, 4);
+    lz_wbuf_put(w, b, 4);
 }
-static void w_str(struct wbuf *w, const char *s) {
+static void w_str(struct lz_wbuf *w, const char *s) {
     size_t n = strlen(s);
     if (n > LZ_PROTO_STR_MAX) {
         w->overflow = true;
         return;
     }
     w_u32(w, (uint32_t)n);
-    w_bytes(w, s, n);
+    lz_wbuf_put(w, s, n);
 }
 
 int lz_hello_encode(const struct lz_hello *h, uint8_t *buf, size_t cap, size_t *ret_len) {
-    struct wbuf w = { .p = buf, .cap = cap };
+    struct lz_wbuf w = { .p = buf, .cap = cap };
     uint8_t hdr[LZ_PROTO_HDR] = { LZ_MSG_HELLO, 0, 0, 0 };
-    w_bytes(&w, hdr, sizeof hdr);
+    lz_wbuf_put(&w, hdr, sizeof hdr);
     w_u32(&w, h->version);
-    w_bytes(&w, h->domain_id, 32);
-    w_bytes(&w, h->fingerprint, 32);
+    lz_wbuf_put(&w, h->domain_id, 32);
+    lz_wbuf_put(&w, h->fingerprint, 32);
     w_u32(&w, h->flags);
     uint8_t rc[4];
     lz_put_u16(rc, h->rows);
     lz_put_u16(rc + 2, h->cols);
-    w_bytes(&w, rc, 4);
+    lz_wbuf_put(&w, rc, 4);
     if (h->argc > LZ_PROTO_ARGV_MAX || h->envc > LZ_PROTO_ENV_MAX)
         return -E2BIG;
     w_u32(&w, (uint32_t)h->argc);

@@ -112,23 +112,7 @@ static int check_record(const struct lz_record *rec, struct lz_error *err) {
 
 /* ---- encoder ---- */
 
-struct wr {
-    uint8_t *buf;
-    size_t cap, len;
-    bool overflow;
-};
-
-static void w_bytes(struct wr *w, const void *p, size_t n) {
-    if (w->overflow || n > w->cap - w->len) {
-        w->overflow = true;
-        return;
-    }
-    if (n)
-        memcpy(w->buf + w->len, p, n);
-    w->len += n;
-}
-
-static void w_varint(struct wr *w, uint64_t v) {
+static void w_varint(struct lz_wbuf *w, uint64_t v) {
     uint8_t b[10];
     size_t n = 0;
     do {
@@ -138,21 +122,21 @@ static void w_varint(struct wr *w, uint64_t v) {
             b[n] |= 0x80;
         n++;
     } while (v);
-    w_bytes(w, b, n);
+    lz_wbuf_put(w, b, n);
 }
 
-static void w_i32(struct wr *w, int32_t v) {
+static void w_i32(struct lz_wbuf *w, int32_t v) {
     /* zigzag: 0, -1, 1, -2, ... -> 0, 1, 2, 3, ... */
     uint32_t u = (uint32_t)v;
     w_varint(w, (u << 1) ^ (0u - (u >> 31)));
 }
 
-static void w_str(struct wr *w, const void *p, size_t n) {
+static void w_str(struct lz_wbuf *w, const void *p, size_t n) {
     w_varint(w, n);
-    w_bytes(w, p, n);
+    lz_wbuf_put(w, p, n);
 }
 
-static void w_argv(struct wr *w, char *const *argv, size_t argc) {
+static void w_argv(struct lz_wbuf *w, char *const *argv, size_t argc) {
     w_varint(w, argc);
     for (size_t i = 0; i < argc; i++)
         w_str(w, argv[i], strlen(argv[i]));
@@ -162,9 +146,9 @@ int lz_record_encode(const struct lz_record *rec, uint8_t *buf, size_t cap, size
     int r = check_record(rec, err);
     if (r < 0)
         return r;
-    struct wr w = { .buf = buf, .cap = cap };
-    w_bytes(&w, rec->request_id, LZ_RECORD_ID_LEN);
-    w_bytes(&w, rec->session_id, LZ_RECORD_ID_LEN);
+    struct lz_wbuf w = { .p = buf, .cap = cap };
+    lz_wbuf_put(&w, rec->request_id, LZ_RECORD_ID_LEN);
+    lz_wbuf_put(&w, rec->session_id, LZ_RECORD_ID_LEN);
     switch (rec->kind) {
     case LZ_REC_ESCALATION_REQUEST: {
         const char *j = rec->request.justification ? rec->request.justification : "";
@@ -175,11 +159,11 @@ int lz_record_encode(const struct lz_record *rec, uint8_t *buf, size_t cap, size
         w_str(&w, j, strlen(j));
         w_varint(&w, rec->request.timeout_s);
         uint8_t flag = rec->request.stdin_wanted ? 1 : 0;
-        w_bytes(&w, &flag, 1);
+        lz_wbuf_put(&w, &flag, 1);
         break;
     }
     case LZ_REC_REQUEST_ACK:
-        w_bytes(&w, rec->ack.request_digest, LZ_RECORD_DIGEST_LEN);
+        lz_wbuf_put(&w, rec->ack.request_digest, LZ_RECORD_DIGEST_LEN);
         w_varint(&w, rec->ack.received_ms);
         w_varint(&w, rec->ack.decide_by_ms);
         break;

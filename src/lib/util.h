@@ -142,6 +142,24 @@ int lz_signalfd_block(const int *signals);
  * when it was not granted within `seconds`. */
 int lz_flock_timeout(int fd, int seconds);
 
+/* A writer into a fixed buffer for encoders of wire formats: a write that
+ * does not fit sets `overflow` and every later write is dropped, so an
+ * encoder checks once at the end. */
+struct lz_wbuf {
+    uint8_t *p;
+    size_t cap, len;
+    bool overflow;
+};
+static inline void lz_wbuf_put(struct lz_wbuf *w, const void *b, size_t n) {
+    if (w->overflow || n > w->cap - w->len) {
+        w->overflow = true;
+        return;
+    }
+    if (n)
+        memcpy(w->p + w->len, b, n);
+    w->len += n;
+}
+
 /* A growable byte string, always NUL-terminated once anything was added
  * (p is NULL before). Free p with free(). */
 struct lz_buf {

@@ -1174,23 +1174,25 @@ static void rt_statfs(fuse_req_t req, fuse_ino_t ino) {
 
 /* ---- creating and removing names ---- */
 
-static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, const char *target,
-                       enum lz_router_op op) {
-    struct router *r = begin(req);
-    struct rt_inode *dir = inode_of(r, parent);
-    int rc;
-    if (op == LZ_ROP_CREATE && !S_ISREG(mode) && !S_ISFIFO(mode)) {
-        rc = -EPERM; /* devices cannot work (nodev) and sockets are not served */
-        goto fail;
-    }
-    rc = policy_new_entry_typed(r, dir, name, op, NULL, op == LZ_ROP_CREATE ? (mode & S_IFMT) : 0, NULL);
+/* The reply to a request that made `name` in `dir` (rc its result): the
+ * new entry, or the error. */
+static void reply_made(fuse_req_t req, struct router *r, struct rt_inode *dir, const char *name, int rc) {
     if (rc < 0)
-        goto fail;
+        fuse_reply_err(req, -rc);
+    else
+        reply_lookup(req, r, dir, name);
+}
+
+static int make_entry_at(struct router *r, struct rt_inode *dir, const char *name, mode_t mode, const char *target,
+                         enum lz_router_op op) {
+    if (op == LZ_ROP_CREATE && !S_ISREG(mode) && !S_ISFIFO(mode))
+        return -EPERM; /* devices cannot work (nodev) and sockets are not served */
+    int rc = policy_new_entry_typed(r, dir, name, op, NULL, op == LZ_ROP_CREATE ? (mode & S_IFMT) : 0, NULL);
+    if (rc < 0)
+        return rc;
     int dfd = inode_fd(r, dir);
-    if (dfd < 0) {
-        rc = dfd;
-        goto fail;
-    }
+    if (dfd < 0)
+        return dfd;
     switch (op) {
     case LZ_ROP_MKDIR: rc = mkdirat(dfd, name, mode & 01777); break;
     case LZ_ROP_SYMLINK: rc = symlinkat(target, dfd, name); break;
@@ -1202,14 +1204,14 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode
     case LZ_ROP_RMDIR:
     case LZ_ROP_RENAME: rc = (errno = EINVAL, -1); break;
     }
-    if (rc < 0) {
-        rc = -errno;
-        goto fail;
-    }
-    reply_lookup(req, r, dir, name);
-    return;
-fail:
-    fuse_reply_err(req, -rc);
+    return rc < 0 ? -errno : 0;
+}
+
+static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, const char *target,
+                       enum lz_router_op op) {
+    struct router *r = begin(req);
+    struct rt_inode *dir = inode_of(r, parent);
+    reply_made(req, r, dir, name, make_entry_at(r, dir, name, mode, target, op));
 }
 
 static void rt_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev) {
@@ -1233,47 +1235,36 @@ static void rt_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
     make_entry(req, parent, name, S_IFLNK | 0777, link, LZ_ROP_SYMLINK);
 }
 
-static void rt_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname) {
-    struct router *r = begin(req);
-    struct rt_inode *in = inode_of(r, ino), *dir = inode_of(r, newparent);
+static int link_at(struct router *r, struct rt_inode *in, struct rt_inode *dir, const char *newname) {
     char src[LZ_ROUTER_PATH_MAX + 1];
     bool noname;
-    int rc;
-    if (S_ISDIR(in->type)) {
-        rc = -EPERM;
-        goto fail;
-    }
+    if (S_ISDIR(in->type))
+        return -EPERM;
     if (in->sticky) {
         log_refusal(r, "link", in->name, newname, -EPERM);
-        rc = -EPERM;
-        goto fail;
+        return -EPERM;
     }
-    rc = inode_relpath(r, in, -1, src, sizeof src, &noname);
+    int rc = inode_relpath(r, in, -1, src, sizeof src, &noname);
     if (rc < 0)
-        goto fail;
-    if (noname) {
-        rc = -ENOENT;
-        goto fail;
-    }
+        return rc;
+    if (noname)
+        return -ENOENT;
     rc = policy_new_entry(r, dir, newname, LZ_ROP_LINK, src, NULL);
     if (rc == 0 && S_ISLNK(in->type))
         rc = lt_check_move(r, inode_fd(r, in->parent), in->name, in->type, dir, newname);
     if (rc < 0)
-        goto fail;
+        return rc;
     /* inode_relpath() just checked that parent/name is this inode. */
     int sfd = inode_fd(r, in->parent), dfd = inode_fd(r, dir);
-    if (sfd < 0 || dfd < 0) {
-        rc = sfd < 0 ? sfd : dfd;
-        goto fail;
-    }
-    if (linkat(sfd, in->name, dfd, newname, 0) < 0) {
-        rc = -errno;
-        goto fail;
-    }
-    reply_lookup(req, r, dir, newname);
-    return;
-fail:
-    fuse_reply_err(req, -rc);
+    if (sfd < 0 || dfd < 0)
+        return sfd < 0 ? sfd : dfd;
+    return linkat(sfd, in->name, dfd, newname, 0) < 0 ? -errno : 0;
+}
+
+static void rt_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname) {
+    struct router *r = begin(req);
+    struct rt_inode *dir = inode_of(r, newparent);
+    reply_made(req, r, dir, newname, link_at(r, inode_of(r, ino), dir, newname));
 }
 
 static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, enum lz_router_op op) {
