@@ -173,15 +173,7 @@ static int print_json(const struct lz_audit_log *log, int verdict, int64_t bad, 
     json_t *root = json_pack("{s:s, s:i, s:o, s:b, s:o, s:o}", "domain", log->domain_id, "store_version",
                              log->store_version, "rows", rows, "intact", verdict == 0, "broken_at",
                              verdict ? json_integer(bad) : json_null(), "problem", verdict ? jesc(msg) : json_null());
-    char *s = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
-    json_decref(root);
-    if (!s) {
-        lz_cli_error("audit: cannot format JSON");
-        return LZ_EXIT_FAILURE;
-    }
-    puts(s);
-    free(s);
-    return LZ_EXIT_OK;
+    return lz_cli_print_json(root);
 }
 
 /* ---- the test-only writer ---- */

@@ -587,14 +587,18 @@ static int policy_inode(struct router *r, struct rt_inode *in, int fhfd, enum lz
 }
 
 /* Policy for creating `name` in `dir`; *ret_exists tells whether it exists. */
+/* The fd of directory `dir` for an operation on its entry `name` (a name
+ * from the kernel: one valid component), or a negative errno. */
+static int entry_dir_fd(struct router *r, struct rt_inode *dir, const char *name) {
+    int rc = name_valid(name);
+    return rc < 0 ? rc : inode_fd(r, dir);
+}
+
 static int policy_new_entry_typed(struct router *r, struct rt_inode *dir, const char *name, enum lz_router_op op,
                                   const char *src, unsigned type, bool *ret_exists) {
     char path[LZ_ROUTER_PATH_MAX + 1];
     struct stat st;
-    int rc = name_valid(name);
-    if (rc < 0)
-        return rc;
-    int dfd = inode_fd(r, dir);
+    int rc, dfd = entry_dir_fd(r, dir, name);
     if (dfd < 0)
         return dfd;
     bool exists = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
@@ -907,10 +911,7 @@ static struct rt_inode *find_live(struct router *r, const struct stat *st) {
 }
 
 static int do_lookup(struct router *r, struct rt_inode *dir, const char *name, struct fuse_entry_param *e) {
-    int rc = name_valid(name);
-    if (rc < 0)
-        return rc;
-    int dfd = inode_fd(r, dir);
+    int dfd = entry_dir_fd(r, dir, name);
     if (dfd < 0)
         return dfd;
     struct stat st;
