@@ -186,6 +186,12 @@ static void protect_in_tree(struct scan *s, const char *wt, const char *name, co
     _cleanup_free_ char *c = lz_gs_protect_path(s, a, why);
 }
 
+/* The configuration files a hook manager reads, wherever they exist. */
+static void protect_each(struct scan *s, const char *root, const char *const *names, size_t n, const char *why) {
+    for (size_t i = 0; i < n; i++)
+        protect_in_tree(s, root, names[i], why);
+}
+
 static void analyse_hook(struct scan *s, const char *repo, const char *wt, const char *hdir, const char *name) {
     _cleanup_free_ char *path = lz_xasprintf("%s/%s", hdir, name);
     struct stat st;
@@ -203,8 +209,7 @@ static void analyse_hook(struct scan *s, const char *repo, const char *wt, const
     if (m & LZ_HM_HUSKY4) {
         static const char *const rc[] = { ".huskyrc",    ".huskyrc.json", ".huskyrc.yaml",   ".huskyrc.yml",
                                           ".huskyrc.js", ".huskyrc.cjs",  "husky.config.js", "husky.config.cjs" };
-        for (size_t i = 0; i < LZ_ARRAY_SIZE(rc); i++)
-            protect_in_tree(s, root, rc[i], why);
+        protect_each(s, root, rc, LZ_ARRAY_SIZE(rc), why);
         lz_gs_notice(s,
                      "%s: husky v4 runs the commands in the \"husky\" key of package.json, which Lazaret cannot "
                      "keep read-only (normal work edits it); review package.json before committing on the host, "
@@ -246,8 +251,7 @@ static void analyse_hook(struct scan *s, const char *repo, const char *wt, const
             ".lefthook",
             ".lefthook-local",
         };
-        for (size_t i = 0; i < LZ_ARRAY_SIZE(lf); i++)
-            protect_in_tree(s, root, lf[i], why);
+        protect_each(s, root, lf, LZ_ARRAY_SIZE(lf), why);
         lz_gs_notice(s,
                      "%s: lefthook runs the commands of its configuration (kept read-only); scripts those "
                      "commands name outside .lefthook/ can be changed by the agent; review them before "
