@@ -55,8 +55,7 @@ struct ix {
     uint32_t first_dir;   /* first sparse-directory entry, or UINT32_MAX */
     bool has_link, has_sdir, hard;
     struct lz_error *err;
-    int code; /* worst problem noted so far (see note()) */
-    char msg[LZ_ERROR_MAX];
+    struct lz_error worst; /* worst problem noted so far (see note()) */
 };
 
 /* Escapes a path for an error message: printable ASCII as is, the rest as
@@ -84,13 +83,12 @@ static const char *esc(const uint8_t *p, size_t n, char *out, size_t size) {
  * reading, while that reading of a genuine index (garbage at the other hash
  * length) still ends in a hard error. Returns code. */
 __attribute__((format(printf, 3, 4))) static int note(struct ix *x, int code, const char *fmt, ...) {
-    if (x->code == -EPERM || (x->code && code != -EPERM))
+    if (x->worst.code == -EPERM || (x->worst.code && code != -EPERM))
         return code;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(x->msg, sizeof x->msg, fmt, ap);
+    lz_error_vset(&x->worst, code, fmt, ap);
     va_end(ap);
-    x->code = code;
     return code;
 }
 #define PERM(x, ...) note((x), -EPERM, "git index: " __VA_ARGS__)
@@ -662,7 +660,7 @@ int lz_gitindex_check(const void *buf, size_t len, unsigned hash_len, struct lz_
     free(x.offs);
     if (x.hard)
         return r; /* already in err */
-    return x.code ? lz_error_set(err, x.code, "%s", x.msg) : 0;
+    return x.worst.code ? lz_error_set(err, x.worst.code, "%s", x.worst.msg) : 0;
 }
 
 int lz_gitindex_verify(const void *buf, size_t len, unsigned hash_len, struct lz_error *err) {

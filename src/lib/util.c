@@ -12,14 +12,19 @@
 #include <sys/syscall.h>
 #include <time.h>
 
-int lz_error_set(struct lz_error *err, int code, const char *fmt, ...) {
+int lz_error_vset(struct lz_error *err, int code, const char *fmt, va_list ap) {
     if (err) {
-        va_list ap;
-        va_start(ap, fmt);
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-        va_end(ap);
         err->code = code;
     }
+    return code;
+}
+
+int lz_error_set(struct lz_error *err, int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    lz_error_vset(err, code, fmt, ap);
+    va_end(ap);
     return code;
 }
 

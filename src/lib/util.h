@@ -29,6 +29,7 @@ struct lz_error {
 
 /* Sets err (if non-NULL) and returns code (which must be negative). */
 int lz_error_set(struct lz_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int lz_error_vset(struct lz_error *err, int code, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 /* The error contract's helper for a failed system call or library call
  * that returned the negative errno r: sets err to "what: strerror(-r)"
  * and returns r, so a negative return always comes with a message:
