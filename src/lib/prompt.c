@@ -156,10 +156,9 @@ static void act(struct lz_prompt *p, const char *name, const char *fmt, ...) __a
 static void act(struct lz_prompt *p, const char *name, const char *fmt, ...) {
     if (!p->o.on_action)
         return;
-    char d[128];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(d, sizeof d, fmt, ap);
+    _cleanup_free_ char *d = lz_xvasprintf(fmt, ap);
     va_end(ap);
     p->o.on_action(p->o.ctx, name, d);
 }

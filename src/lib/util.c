@@ -76,14 +76,18 @@ char *lz_xstrndup(const char *s, size_t n) {
         abort();
     return p;
 }
+char *lz_xvasprintf(const char *fmt, va_list ap) {
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        abort();
+    return s;
+}
+
 char *lz_xasprintf(const char *fmt, ...) {
     va_list ap;
-    char *s = NULL;
     va_start(ap, fmt);
-    int r = vasprintf(&s, fmt, ap);
+    char *s = lz_xvasprintf(fmt, ap);
     va_end(ap);
-    if (r < 0)
-        abort();
     return s;
 }
 

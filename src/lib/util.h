@@ -86,6 +86,7 @@ void *lz_xrealloc(void *p, size_t n);
 char *lz_xstrdup(const char *s);
 char *lz_xstrndup(const char *s, size_t n);
 char *lz_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *lz_xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* Bounded formatting into a fixed buffer: returns -ENAMETOOLONG on truncation. */
 int lz_snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
