@@ -276,8 +276,8 @@ static void deny(struct hc *h, struct esc_req *q, const char *why) {
 /* The file argv[0] resolves to now is the one the developer saw. */
 static bool same_file(const struct lz_hostexec_ident *a, const struct lz_hostexec_ident *b) {
     return a->path && b->path && !strcmp(a->path, b->path) && a->dev == b->dev && a->ino == b->ino &&
-           a->size == b->size && a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec &&
-           !memcmp(a->sha256, b->sha256, sizeof a->sha256);
+        a->size == b->size && a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec &&
+        !memcmp(a->sha256, b->sha256, sizeof a->sha256);
 }
 
 /* The approved record runs: identity resolved, re-checked by the executor

@@ -43,7 +43,7 @@ struct hc_prompt {
     uint8_t id[LZ_RECORD_ID_LEN];
     char hex[2 * LZ_RECORD_ID_LEN + 1];
     int session;
-    char *argv0; /* the request's own */
+    char *argv0;                         /* the request's own */
     struct lz_hostexec_ident orig, edit; /* resolved: the request's argv[0], the last accepted edit's */
     /* The identity an [s] grant would cover. */
     char **argv;
@@ -74,8 +74,8 @@ static void strv_release(char **v) {
 
 static bool ident_equal(const struct lz_hostexec_ident *a, const struct lz_hostexec_ident *b) {
     return a->path && b->path && !strcmp(a->path, b->path) && a->dev == b->dev && a->ino == b->ino &&
-           a->size == b->size && a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec &&
-           !memcmp(a->sha256, b->sha256, sizeof a->sha256);
+        a->size == b->size && a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec &&
+        !memcmp(a->sha256, b->sha256, sizeof a->sha256);
 }
 
 static struct session *session_by_id(struct hc *h, int id) {
@@ -208,9 +208,8 @@ static void decided(struct hc *h, struct session *s, struct hc_prompt *w) {
         return;
     w->done = true;
     collect(w);
-    static const char *const names[] = { "pending",   "approved",  "approved for the session",
-                                         "denied",    "timed out", "denied (quit)",
-                                         "cancelled" };
+    static const char *const names[] = { "pending",       "approved", "approved for the session", "denied", "timed out",
+                                         "denied (quit)", "cancelled" };
     hc_log("escalation: request %.12s of session %d: %s on the prompt%s (%u key(s) typed ahead discarded)", w->hex,
            w->session, names[res.decision], res.edited ? ", edited" : "", res.discarded_keys);
     switch (res.decision) {
