@@ -389,11 +389,28 @@ def test_prompt_decisions(lazaret, env, workspace):
     b.sendline("echo b-alive-$((40+2))")
     b.expect("b-alive-42", timeout=20)
     no_result(a, 0.5)
-    b.sendline("kill -INT $(pidof escalate); echo sent=$?")
+    # Output of the sandbox to A's terminal is held while the prompt is up
+    # (more than the 64 KiB buffer: backpressure, nothing dropped) and
+    # follows once the screen is restored.
+    b.sendline("P=$(pidof escalate); (echo HELD-1; yes x | head -c 200000; echo HELD-END) > /proc/$P/fd/2 & "
+               "echo bg=$?")
+    b.expect("bg=0", timeout=20)
+    no_result(a, 1.5)
+    assert "HELD" not in a.before and "x\r\nx" not in a.before, a.before[-500:]
+    b.sendline("kill -INT $P; echo sent=$?")
     b.expect("sent=0", timeout=20)
-    a.expect(r"rc=(\d+)", timeout=30)
-    assert a.match.group(1) == "130"
-    assert "\x1b[?1049l" in a.before  # the screen was restored
+    a.expect("HELD-END", timeout=60)
+    out = a.before
+    assert "\x1b[?1049l" in out  # the screen was restored
+    assert out.index("\x1b[?1049l") < out.index("HELD-1"), out[:2000]
+    held = out[out.index("HELD-1"):]
+    assert held.count("x") == 100000, held.count("x")
+    if "rc=130" not in out:
+        a.expect(r"rc=(\d+)", timeout=30)
+        assert a.match.group(1) == "130"
+    a.sendline("echo sync-$((1+2))")  # the shell's prompt may have come before HELD-END
+    a.expect("sync-3", timeout=20)
+    a.expect(r"[#$] ", timeout=10)
 
     # [s]: this exact request again in A runs without a prompt; in B it is asked.
     ask(a, f"{ESC} -- /bin/echo grant")
