@@ -364,7 +364,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
             for (int k = 0; k < 2; k++) {
                 if (outs[k] < 0 || s->state == S_RELEASING)
                     continue;
-                short ev = s->pend.len ? 0 : POLLIN;
+                short ev = s->pend.len || hc_prompt_output_blocked(s) ? 0 : POLLIN;
                 if (k == 0 && s->inbuf)
                     ev |= POLLOUT;
                 p[np] = (struct pollfd){ .fd = outs[k], .events = ev };
@@ -379,6 +379,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
             if (s->state == S_RELEASING || s->state == S_DRAINING)
                 timeout = 100;
         }
+        timeout = hc_prompt_poll_timeout(&h, timeout);
         if (poll(p, np, timeout) < 0 && errno != EINTR)
             break;
         if (p[0].revents & POLLIN && !h.stopping)
@@ -446,6 +447,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
             default: break;
             }
         }
+        hc_prompt_tick(&h); /* escalation prompts: timers, screens, held output */
         for (int i = 0; i < MAX_SESSIONS; i++) {
             struct session *s = h.s[i];
             if (!s)

@@ -36,6 +36,7 @@
 #define ESC_DEFAULT_TIMEOUT_S 3600
 #define ESC_LINGER_MS 60000 /* result files kept after the end for the client */
 #define ESC_PROMPT_TIMEOUT_MS 300000
+#define ESC_PROMPT_GRACE_MS 2000
 #define ESC_KILL_WAIT_MS 5000
 
 enum { EV_INOTIFY = 0, EV_OUT = 1, EV_ERR = 2, EV_PID = 3 };
@@ -134,6 +135,9 @@ int hc_esc_create(struct hc *h, struct lz_error *err) {
         e->req[i].child = LZ_CHILD_NULL;
         e->req[i].out_r = e->req[i].err_r = -EBADF;
     }
+    /* Requests no rule approves are asked on the requesting session's
+     * terminal (escprompt.c). */
+    h->esc_prompt = hc_prompt_begin;
     hc_log("escalation: mailbox %s, Trust Anchor created", e->dir);
     return 0;
 }
@@ -245,6 +249,8 @@ static void abort_request(struct hc *h, struct esc_req *q, enum lz_outcome outco
         return;
     int st = 0;
     bool ran = q->child.pidfd >= 0;
+    if (q->phase == EP_PROMPT)
+        hc_prompt_request_gone(h, q->session, q->id); /* its screen closes */
     stop_process(h, q, &st);
     if (model)
         hc_model_action(model, "r=%.12s, s=%d, reason=%s", q->hex, q->session, why);
@@ -267,9 +273,17 @@ static void deny(struct hc *h, struct esc_req *q, const char *why) {
     end_request(h, q, LZ_OUTCOME_DENIED, 0, 0);
 }
 
+/* The file argv[0] resolves to now is the one the developer saw. */
+static bool same_file(const struct lz_hostexec_ident *a, const struct lz_hostexec_ident *b) {
+    return a->path && b->path && !strcmp(a->path, b->path) && a->dev == b->dev && a->ino == b->ino &&
+        a->size == b->size && a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec &&
+        !memcmp(a->sha256, b->sha256, sizeof a->sha256);
+}
+
 /* The approved record runs: identity resolved, re-checked by the executor
  * on the open file, recorded in the Domain Store before it may run. */
-static void execute(struct hc *h, struct esc_req *q, enum lz_decision d, char *const *argv, size_t argc) {
+static void execute(struct hc *h, struct esc_req *q, enum lz_decision d, char *const *argv, size_t argc,
+                    const struct lz_hostexec_ident *shown) {
     struct lz_esc *e = h->esc;
     struct lz_error err = { 0 };
     size_t idx = (size_t)(q - e->req);
@@ -279,6 +293,8 @@ static void execute(struct hc *h, struct esc_req *q, enum lz_decision d, char *c
     _cleanup_close_pair_ int po[2] = { -EBADF, -EBADF };
     _cleanup_close_pair_ int pe[2] = { -EBADF, -EBADF };
     int r = lz_hostexec_resolve(argv[0], &q->ident, &err);
+    if (r == 0 && shown && !same_file(&q->ident, shown))
+        r = lz_error_set(&err, -ESTALE, "%s is no longer the file the prompt showed", argv[0]);
     if (r == 0)
         r = lz_hostexec_cwd(e->ws_fd, "/workspace", q->rec.request.cwd, &cwd_fd, &err);
     put_decision(h, q, d, argv, argc);
@@ -345,6 +361,11 @@ static void execute(struct hc *h, struct esc_req *q, enum lz_decision d, char *c
 }
 
 void hc_esc_resolved(struct hc *h, const uint8_t request_id[16], enum lz_decision d, char *const *argv, size_t argc) {
+    hc_esc_approve(h, request_id, d, argv, argc, NULL);
+}
+
+void hc_esc_approve(struct hc *h, const uint8_t request_id[16], enum lz_decision d, char *const *argv, size_t argc,
+                    const struct lz_hostexec_ident *shown) {
     if (!h->esc)
         return;
     for (size_t i = 0; i < ESC_MAX_REQ; i++) {
@@ -354,7 +375,7 @@ void hc_esc_resolved(struct hc *h, const uint8_t request_id[16], enum lz_decisio
         if (d == LZ_DECISION_DENIED || argc == 0)
             deny(h, q, "by the developer");
         else
-            execute(h, q, d, argv, argc);
+            execute(h, q, d, argv, argc, shown);
         return;
     }
 }
@@ -436,6 +457,11 @@ static struct esc_req *find_req(struct lz_esc *e, const uint8_t id[LZ_RECORD_ID_
     return NULL;
 }
 
+static long prompt_timeout_ms(const struct hc *h) {
+    return h->cfg->escalation_prompt_timeout_s > 0 ? (long)h->cfg->escalation_prompt_timeout_s * 1000
+                                                   : ESC_PROMPT_TIMEOUT_MS;
+}
+
 static void reject(const char *name, const char *why) { hc_log("escalation: rejected %s: %s", name, why); }
 
 static void on_request(struct hc *h, struct session *s, const char *name, struct lz_record *rec, const uint8_t *bytes,
@@ -490,7 +516,7 @@ static void on_request(struct hc *h, struct session *s, const char *name, struct
     struct lz_record ack = { .kind = LZ_REC_REQUEST_ACK };
     lz_record_digest(bytes, len, ack.ack.request_digest);
     ack.ack.received_ms = (uint64_t)now;
-    ack.ack.decide_by_ms = (uint64_t)now + ESC_PROMPT_TIMEOUT_MS;
+    ack.ack.decide_by_ms = (uint64_t)now + (uint64_t)prompt_timeout_ms(h);
     put(h, q, &ack);
 
     struct lz_esc_request er = { .request_id = q->id,
@@ -502,7 +528,7 @@ static void on_request(struct hc *h, struct session *s, const char *name, struct
     size_t rule = 0;
     if (lz_esc_decide(&e->policy, &er, &rule) == LZ_ESC_AUTO) {
         hc_model_action("AutoApprove", "r=%.12s, s=%d, rule=%zu", q->hex, q->session, rule);
-        execute(h, q, LZ_DECISION_AUTO_APPROVED, q->rec.request.argv, q->rec.request.argc);
+        execute(h, q, LZ_DECISION_AUTO_APPROVED, q->rec.request.argv, q->rec.request.argc, NULL);
         return;
     }
     hc_model_action("QueuePrompt", "r=%.12s, s=%d", q->hex, q->session);
@@ -514,7 +540,8 @@ static void on_request(struct hc *h, struct session *s, const char *name, struct
         end_request(h, q, LZ_OUTCOME_DENIED, 0, 0);
         return;
     }
-    q->deadline = lz_now_ms() + ESC_PROMPT_TIMEOUT_MS;
+    /* The prompt times out itself (a denial); this is the backstop. */
+    q->deadline = lz_now_ms() + prompt_timeout_ms(h) + ESC_PROMPT_GRACE_MS;
     if (h->esc_prompt(h, s, &er) < 0)
         deny(h, q, "the prompt could not be shown");
 }

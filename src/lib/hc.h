@@ -59,6 +59,8 @@ struct session {
     bool recorded;        /* a Session Terminal record exists */
     bool release_recorded;
     struct lz_session_anchor *anchor; /* escalation: its Session Anchor (trust.h), or NULL */
+    struct hc_prompt *prompt;         /* escprompt.c: the prompt on this terminal, or NULL */
+    struct hc_grant *grants;          /* escprompt.c: this session's [s] approvals */
 };
 
 struct hc;
@@ -103,7 +105,7 @@ struct hc {
     size_t vol_of[LZ_RS_VOLUMES_MAX], n_vol;
     struct lz_procid vol_id[LZ_RS_VOLUMES_MAX];
     struct lz_esc *esc;          /* escalation.c: mailbox, keys, requests (NULL before the Trust Anchor) */
-    hc_esc_prompt_fn esc_prompt; /* NULL for now: unmatched requests are denied */
+    hc_esc_prompt_fn esc_prompt; /* escprompt.c (hc_prompt_begin); NULL: unmatched requests are denied */
     /* generation.c, while starting: what goes to the Supervisor. */
     struct {
         int addr_fd;         /* host-address watch (netfollow.h), or -EBADF */
@@ -165,11 +167,32 @@ void hc_esc_session_end(struct hc *h, struct session *s, const char *why);
 /* The prompt's answer: decision LZ_DECISION_APPROVED/EDITED with the argv
  * to run, or LZ_DECISION_DENIED. */
 void hc_esc_resolved(struct hc *h, const uint8_t request_id[16], enum lz_decision d, char *const *argv, size_t argc);
+/* The same, for an approval whose executable the prompt showed: the
+ * request runs only if argv[0] still resolves to exactly that file
+ * (shown NULL: no such check). */
+struct lz_hostexec_ident;
+void hc_esc_approve(struct hc *h, const uint8_t request_id[16], enum lz_decision d, char *const *argv, size_t argc,
+                    const struct lz_hostexec_ident *shown);
 /* Kills every host process, frees the keys (Domain stop). */
 void hc_esc_free(struct hc *h);
 /* The directories bound into the sandbox (bundle.c): the mailbox, its
  * res/ (read-only), and the Escalation Client binary. NULL when unset. */
 const char *hc_esc_mailbox_dir(const struct hc *h);
+
+/* escprompt.c: the prompt on the requesting session's terminal (the
+ * hc_esc_prompt_fn), and its hooks into the relay: keys (true: taken by
+ * the prompt), the sandbox's output held while it is up (true: taken),
+ * resizes, the event loop (poll timeout, tick every loop), the request
+ * going away (cancel, time-out, session end) and the session's end. */
+int hc_prompt_begin(struct hc *h, struct session *s, const struct lz_esc_request *r);
+bool hc_prompt_input(struct hc *h, struct session *s, const uint8_t *p, size_t n);
+bool hc_prompt_hold_output(struct session *s, int *fdp);
+bool hc_prompt_output_blocked(const struct session *s);
+void hc_prompt_resize(struct session *s, unsigned rows, unsigned cols);
+int hc_prompt_poll_timeout(struct hc *h, int timeout);
+void hc_prompt_tick(struct hc *h);
+void hc_prompt_request_gone(struct hc *h, int session, const uint8_t request_id[16]);
+void hc_prompt_session_free(struct session *s);
 
 /* coordinator.c: `lazaret ps` / `lazaret stop` on a control connection. */
 void hc_control_request(struct hc *h, struct session *s, const uint8_t *buf, size_t n);

@@ -50,7 +50,8 @@ int lz_hostexec_resolve(const char *argv0, struct lz_hostexec_ident *ret, struct
                                     .mtime_sec = st.st_mtim.tv_sec,
                                     .mtime_nsec = st.st_mtim.tv_nsec,
                                     .mode = st.st_mode,
-                                    .uid = st.st_uid };
+                                    .uid = st.st_uid,
+                                    .gid = st.st_gid };
     int r = hash_fd(fd, id.sha256);
     if (r < 0)
         return lz_error_errno(err, r, "cannot read the executable");

@@ -30,7 +30,7 @@ struct lz_hostexec_ident {
     char *path; /* canonical, absolute */
     uint64_t dev, ino, size;
     int64_t mtime_sec, mtime_nsec;
-    uint32_t mode, uid;
+    uint32_t mode, uid, gid;
     uint8_t sha256[32];
 };
 

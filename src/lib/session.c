@@ -75,6 +75,7 @@ void hc_session_refuse(struct session *s, uint32_t code, const char *msg) {
 
 void hc_session_free(struct hc *h, struct session *s) {
     hc_esc_session_end(h, s, "its session ended");
+    hc_prompt_session_free(s);
     lz_closep(&s->sock);
     lz_closep(&s->master);
     lz_closep(&s->in_w);
@@ -448,6 +449,8 @@ void hc_session_client_msg(struct hc *h, struct session *s, short revents) {
     case LZ_MSG_DATA:
         if (ch != 0 || s->inbuf || s->in_eof_pending)
             break;
+        if (hc_prompt_input(h, s, p, len))
+            break; /* keys for the escalation prompt */
         s->inbuf = lz_xmalloc(len);
         memcpy(s->inbuf, p, len);
         s->inlen = len;
@@ -467,6 +470,7 @@ void hc_session_client_msg(struct hc *h, struct session *s, short revents) {
         if (len == 4 && s->tty && s->master >= 0) {
             struct winsize ws = { .ws_row = lz_get_u16(p), .ws_col = lz_get_u16(p + 2) };
             ioctl(s->master, TIOCSWINSZ, &ws);
+            hc_prompt_resize(s, ws.ws_row, ws.ws_col);
         }
         break;
     case LZ_MSG_SIGNAL:
@@ -517,6 +521,8 @@ bool hc_flush_pending(struct session *s) {
 }
 
 void hc_pump_output(struct session *s, int *fdp, uint8_t ch) {
+    if (hc_prompt_hold_output(s, fdp))
+        return; /* held while the escalation prompt is up */
     if (!hc_flush_pending(s))
         return;
     s->pend.buf[0] = LZ_MSG_DATA;

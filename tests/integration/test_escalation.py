@@ -113,8 +113,10 @@ def test_unmatched_is_denied(lazaret, env, workspace):
     assert r.returncode == 125, (r.stdout, r.stderr)
     assert b"denied" in r.stderr
     assert r.stdout == b""
+    # A session without a terminal (pipes) cannot be asked: denied, and said so.
+    assert b"no terminal to ask on" in r.stderr, r.stderr
     log = coord_log(env, workspace)
-    assert "this build has no prompt: denied" in log
+    assert "no terminal to prompt on (pipes); denied" in log
     assert "debug: model QueuePrompt(" in log
     assert "StartHostExecution" not in log
 
@@ -302,3 +304,147 @@ def test_rules_from_the_configuration(lazaret, env, workspace):
     assert "1 auto-approval rule(s) from the configuration" in coord_log(env, workspace)
     r = subprocess.run(cmd + ["more"], cwd=workspace, env=e, capture_output=True, timeout=120)
     assert r.returncode == 125 and b"from-config" not in r.stdout, (r.stdout, r.stderr)
+
+
+# ---- the prompt (docs/escalation.md, "The prompt") ----
+
+SETTLING = "Keys are accepted in a moment"
+ASKING = r"\[a\] approve once"
+
+
+def spawn_prompt_session(lazaret, env, workspace):
+    e = env.environ(LAZARET_DEBUG="1")
+    c = pexpect.spawn(lazaret, ["run", "-p", "test"], cwd=str(workspace), env=e, timeout=60, encoding="utf-8",
+                      dimensions=(24, 100))
+    c.expect(r"[#$] ")
+    return c
+
+
+def ask(c, cmd):
+    """Runs cmd (an escalation with no rule) and returns once the prompt is
+    drawn and settled (keys are decisions)."""
+    c.sendline(f"{cmd}; echo rc=$?")
+    c.expect(SETTLING, timeout=30)
+    c.expect(ASKING, timeout=10)
+
+
+def no_result(c, secs=1.5):
+    """Nothing came back from the escalation (the prompt is still up)."""
+    i = c.expect([r"rc=\d+", pexpect.TIMEOUT], timeout=secs)
+    assert i == 1, c.before
+
+
+def test_prompt_decisions(lazaret, env, workspace):
+    a = spawn_prompt_session(lazaret, env, workspace)
+    # Typed ahead: a key sent as soon as the prompt is drawn (settling) is
+    # discarded and said so; it approves nothing.
+    a.sendline(f"{ESC} -- /bin/echo hi; echo rc=$?")
+    a.expect(SETTLING, timeout=30)
+    a.send("a")
+    a.expect("1 key typed before the prompt was ignored", timeout=10)
+    a.expect(ASKING, timeout=10)
+    no_result(a)
+    a.send("a")
+    a.expect(r"hi\r\nrc=0", timeout=30)
+    a.expect(r"[#$] ")
+
+    # [d] and Enter deny.
+    ask(a, f"{ESC} -- /bin/echo no1")
+    a.send("d")
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert a.match.group(1) == "125"
+    ask(a, f"{ESC} -- /bin/echo no2")
+    a.send("\r")
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert a.match.group(1) == "125"
+    assert "no1\r\n" not in a.before and "no2\r\n" not in a.before
+
+    # [e]: the edited argv is shown, settles again, and [a] runs it.
+    ask(a, f"{ESC} -- /bin/echo hi")
+    a.send("e")
+    a.send("\x15/bin/echo edited\r")
+    a.expect("This is your edit", timeout=10)
+    a.send("a")
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert a.match.group(1) == "0"
+    assert "edited\r\n" in a.before and "hi\r\n" not in a.before.replace("echo hi", ""), a.before
+
+    # Escapes: an ESC sequence and U+202E in argv are shown as text.
+    a.sendline(f"{ESC} -- /bin/echo \"$(printf 'X\\033[31mRED\\342\\200\\256Y')\"; echo rc=$?")
+    a.expect(SETTLING, timeout=30)
+    a.expect(ASKING, timeout=10)
+    screen = a.before + a.after
+    assert "\x1b[31m" not in screen, repr(screen)
+    assert "\u202e" not in screen, repr(screen)
+    assert "\\u{202E}" in screen, repr(screen)
+    a.send("d")
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert a.match.group(1) == "125"
+
+    # While A shows a prompt, B (same Domain) stays interactive; cancelling
+    # A's request from the sandbox (SIGINT to its Escalation Client) closes
+    # A's prompt.
+    ask(a, f"{ESC} -- /bin/echo waiting")
+    b = spawn_prompt_session(lazaret, env, workspace)
+    b.sendline("echo b-alive-$((40+2))")
+    b.expect("b-alive-42", timeout=20)
+    no_result(a, 0.5)
+    # Output of the sandbox to A's terminal is held while the prompt is up
+    # (more than the 64 KiB buffer: backpressure, nothing dropped) and
+    # follows once the screen is restored.
+    b.sendline("P=$(pidof escalate); (echo HELD-1; yes x | head -c 200000; echo HELD-END) > /proc/$P/fd/2 & "
+               "echo bg=$?")
+    b.expect("bg=0", timeout=20)
+    no_result(a, 1.5)
+    assert "HELD" not in a.before and "x\r\nx" not in a.before, a.before[-500:]
+    b.sendline("kill -INT $P; echo sent=$?")
+    b.expect("sent=0", timeout=20)
+    a.expect("HELD-END", timeout=60)
+    out = a.before
+    assert "\x1b[?1049l" in out  # the screen was restored
+    assert out.index("\x1b[?1049l") < out.index("HELD-1"), out[:2000]
+    held = out[out.index("HELD-1"):]
+    assert held.count("x") == 100000, held.count("x")
+    if "rc=130" not in out:
+        a.expect(r"rc=(\d+)", timeout=30)
+        assert a.match.group(1) == "130"
+    a.sendline("echo sync-$((1+2))")  # the shell's prompt may have come before HELD-END
+    a.expect("sync-3", timeout=20)
+    a.expect(r"[#$] ", timeout=10)
+
+    # [s]: this exact request again in A runs without a prompt; in B it is asked.
+    ask(a, f"{ESC} -- /bin/echo grant")
+    a.send("s")
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert a.match.group(1) == "0"
+    a.sendline(f"{ESC} -- /bin/echo grant; echo rc=$?")
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert a.match.group(1) == "0" and SETTLING not in a.before, a.before
+    ask(b, f"{ESC} -- /bin/echo grant")
+    b.send("d")
+    b.expect(r"rc=(\d+)", timeout=30)
+    assert b.match.group(1) == "125"
+    b.sendline("exit")
+    b.expect(pexpect.EOF, timeout=30)
+
+    # [q]: denied, and the session ends.
+    ask(a, f"{ESC} -- /bin/echo quit")
+    a.send("q")
+    a.expect(pexpect.EOF, timeout=30)
+    log = coord_log(env, workspace)
+    for action in ("QueuePrompt", "BeginPrompt", "PromptDrawn", "DiscardTypeahead", "DeveloperApprove",
+                   "DeveloperDeny", "DeveloperEdit", "DeveloperApproveSession", "SessionApprove", "CancelRequest",
+                   "DeveloperQuit"):
+        assert f"debug: model {action}(" in log, action
+
+
+def test_prompt_timeout(lazaret, env, workspace):
+    env.write_config(extra="[escalation]\nprompt_timeout_seconds = 5\n")
+    a = spawn_prompt_session(lazaret, env, workspace)
+    ask(a, f"{ESC} -- /bin/echo late")
+    a.expect(r"rc=(\d+)", timeout=20)
+    assert a.match.group(1) == "125"
+    assert "late\r\n" not in a.before
+    a.sendline("exit")
+    a.expect(pexpect.EOF, timeout=30)
+    assert "debug: model PromptTimeout(" in coord_log(env, workspace)
