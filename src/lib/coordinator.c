@@ -45,10 +45,9 @@ void hc_model_action(const char *action, const char *fmt, ...) {
     }
     if (!debug)
         return;
-    char b[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(b, sizeof b, fmt, ap);
+    _cleanup_free_ char *b = lz_xvasprintf(fmt, ap);
     va_end(ap);
     hc_log("debug: model %s(%s)", action, b);
 }
