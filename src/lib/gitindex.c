@@ -25,6 +25,7 @@
 #include "gitpath.h"
 
 #include <ctype.h>
+#include <fcntl.h>
 #include <strings.h>
 #include <sys/stat.h>
 
@@ -762,4 +763,19 @@ unsigned lz_git_config_hash_len(const char *text, size_t len) {
             hash = !over && keep == 6 && !strncasecmp(val, "sha256", 6) ? 32 : 20;
     }
     return hash;
+}
+
+int lz_gitindex_verify_fd(int index_fd, int gitdir_fd, struct lz_error *err) {
+    _cleanup_free_ char *buf = NULL, *cfg = NULL;
+    size_t len = 0, cfglen = 0;
+    int r = lz_read_fd(index_fd, LZ_GITINDEX_MAX, &buf, &len);
+    if (r == -EFBIG)
+        return lz_error_set(err, r, "larger than Lazaret checks (%zu MiB)", LZ_GITINDEX_MAX >> 20);
+    if (r < 0)
+        return lz_error_errno(err, r, "cannot read the index");
+    unsigned hl = 20;
+    _cleanup_close_ int cfd = openat(gitdir_fd, "config", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (cfd >= 0 && lz_read_fd(cfd, 1 << 20, &cfg, &cfglen) == 0)
+        hl = lz_git_config_hash_len(cfg, cfglen);
+    return lz_gitindex_verify(buf, len, hl, err);
 }

@@ -49,3 +49,12 @@ int lz_gitindex_verify(const void *buf, size_t len, unsigned hash_len, struct lz
  * (`[extensions] objectFormat = sha256`, Git config syntax). Anything else,
  * including text that does not parse, gives 20. */
 unsigned lz_git_config_hash_len(const char *text, size_t len);
+
+/* The one check of an index file the host's git would read: reads the
+ * regular file index_fd (at most LZ_GITINDEX_MAX bytes, to EOF) and
+ * lz_gitindex_verify()s it with the object ID length that the `config`
+ * of the Git directory gitdir_fd names (20 when it has none or it cannot
+ * be read: the other length is checked anyway). 0 when safe; -EFBIG when
+ * larger than Lazaret checks, another negative errno when it cannot be
+ * read, or the refusing code of lz_gitindex_verify(); err says which. */
+int lz_gitindex_verify_fd(int index_fd, int gitdir_fd, struct lz_error *err);

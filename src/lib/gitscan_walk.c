@@ -81,29 +81,17 @@ static int open_dir_at(int dfd, const char *name) {
 
 static void scan_repo_gitdir(struct scan *s, const char *abs) { lz_gs_scan_repo(s, NULL, abs); }
 
-/* Reads a regular file below dfd (no symlink followed) of at most max bytes. */
-static int read_at(int dfd, const char *name, size_t max, char **ret, size_t *ret_len) {
-    _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    return lz_read_fd(fd, max, ret, ret_len);
-}
-
 /* An index left in a Git directory (by an agent before the router checked
  * every index, or written while no router ran) is checked like one the
  * router lets in: the host's git would act on every entry. */
 static void check_index_at(struct scan *s, int gdfd, const char *name, const char *rel) {
-    _cleanup_free_ char *buf = NULL, *cfg = NULL;
-    size_t len = 0, cfglen = 0;
-    int r = read_at(gdfd, name, LZ_GITINDEX_MAX, &buf, &len);
-    if (r < 0) {
-        if (r == -EFBIG)
-            strv_push(&s->bad_index, lz_xasprintf("%s: larger than Lazaret checks", rel));
+    _cleanup_close_ int fd = openat(gdfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
         return; /* unreadable: the host's git cannot read it either */
-    }
-    unsigned hl = read_at(gdfd, "config", 1 << 20, &cfg, &cfglen) == 0 ? lz_git_config_hash_len(cfg, cfglen) : 20;
     struct lz_error e = { 0 };
-    if (lz_gitindex_verify(buf, len, hl, &e) < 0)
+    int r = lz_gitindex_verify_fd(fd, gdfd, &e);
+    if (r == -EFBIG || r == -EPERM || r == -EINVAL)
         strv_push(&s->bad_index, lz_xasprintf("%s: %s", rel, e.msg));
 }
 

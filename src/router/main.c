@@ -1290,80 +1290,39 @@ static void rt_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
     remove_entry(req, parent, name, LZ_ROP_RMDIR);
 }
 
-/* Reads at most `max` bytes of a regular file opened relative to dfd
- * (no symlink followed) into a new buffer. */
-static int read_small(int dfd, const char *name, size_t max, const struct stat *want, char **ret_buf, size_t *ret_len) {
-    _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    struct stat st;
-    if (fstat(fd, &st) < 0)
-        return -errno;
-    if (!S_ISREG(st.st_mode) || (want && (st.st_dev != want->st_dev || st.st_ino != want->st_ino)))
-        return -ESTALE;
-    if ((uint64_t)st.st_size > max)
-        return -EFBIG;
-    size_t cap = (size_t)st.st_size, len = 0;
-    _cleanup_free_ char *buf = lz_xmalloc(cap + 1);
-    while (len < cap) {
-        ssize_t n = pread(fd, buf + len, cap - len, (off_t)len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        if (n == 0)
-            break; /* shrank meanwhile: check what is there */
-        len += (size_t)n;
-    }
-    buf[len] = '\0';
-    *ret_buf = TAKE_PTR(buf);
-    *ret_len = len;
-    return 0;
-}
-
-/* The object ID length of the repository whose Git directory is the first
- * gitdir_len bytes of `path`: its config is the developer's (read-only to
- * the agent), so it says how the host's git will read the index. */
-static unsigned gitdir_hash_len(struct router *r, const char *path, size_t gitdir_len) {
-    char cfg[LZ_ROUTER_PATH_MAX + 16];
-    if (gitdir_len + sizeof "/config" > sizeof cfg)
-        return 20;
-    memcpy(cfg, path, gitdir_len);
-    memcpy(cfg + gitdir_len, "/config", sizeof "/config");
-    _cleanup_close_ int fd = lz_openat_beneath(r->root.fd, cfg, O_RDONLY | O_NOFOLLOW, 0, false);
-    if (fd < 0)
-        return 20; /* lz_gitindex_verify() checks the other length too */
-    _cleanup_free_ char *text = NULL;
-    size_t len = 0;
-    char num[24];
-    snprintf(num, sizeof num, "%d", fd);
-    if (read_small(r->proc_fd, num, 1 << 20, NULL, &text, &len) < 0)
-        return 20;
-    return lz_git_config_hash_len(text, len);
-}
-
 /* Refuses (EPERM, logged with the reason) a file that must not become the
- * index at `dpath`: see lz_gitindex_verify(). */
+ * index at `dpath` (its Git directory the first gitdir_len bytes): see
+ * lz_gitindex_verify_fd(). The file is opened by name in its directory
+ * and must still be the inode the rename moves. */
 static int check_index(struct router *r, int dfd, const char *name, const struct stat *st, const char *dpath,
                        size_t gitdir_len) {
     if (!S_ISREG(st->st_mode))
         return -EPERM;
-    _cleanup_free_ char *buf = NULL;
-    size_t len = 0;
-    int rc = read_small(dfd, name, LZ_GITINDEX_MAX, st, &buf, &len);
-    if (rc == -EFBIG) {
-        log_refusal_why(r, "index", dpath, "larger than the router checks");
-        return -EPERM;
-    }
-    if (rc < 0)
-        return rc;
+    _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat now;
+    if (fstat(fd, &now) < 0)
+        return -errno;
+    if (!S_ISREG(now.st_mode) || now.st_dev != st->st_dev || now.st_ino != st->st_ino)
+        return -ESTALE;
+    char gitdir[LZ_ROUTER_PATH_MAX + 1];
+    if (gitdir_len >= sizeof gitdir)
+        return -ENAMETOOLONG;
+    memcpy(gitdir, dpath, gitdir_len);
+    gitdir[gitdir_len] = '\0';
+    /* Its config is the developer's (read-only to the agent): it says how
+     * the host's git will read the index. */
+    _cleanup_close_ int gfd = lz_openat_beneath(r->root.fd, gitdir, O_PATH | O_DIRECTORY, 0, false);
+    if (gfd < 0)
+        return gfd;
     struct lz_error err = { 0 };
-    rc = lz_gitindex_verify(buf, len, gitdir_hash_len(r, dpath, gitdir_len), &err);
-    if (rc < 0) {
+    int rc = lz_gitindex_verify_fd(fd, gfd, &err);
+    if (rc == -EFBIG || rc == -EPERM || rc == -EINVAL) {
         log_refusal_why(r, "index", dpath, err.msg);
         return -EPERM;
     }
-    return 0;
+    return rc;
 }
 
 static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
