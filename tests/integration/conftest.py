@@ -7,6 +7,7 @@ mocked. Every wait is bounded.
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import tempfile
 import time
@@ -169,3 +170,21 @@ def debian(tmp_path_factory, storage, lazaret):
     r = lz_run(lazaret, e, ws, ["git", "--version"], timeout=900)
     assert r.returncode == 0, r.stderr.decode(errors="replace")[-2000:]
     return e
+
+
+def domain_dir_for(env, workspace):
+    """The Domain Root whose store records this workspace."""
+    hits = []
+    for d in (Path(env.storage) / "domains").iterdir():
+        db = d / "domain.db"
+        if not db.exists():
+            continue
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            row = con.execute("SELECT value FROM meta WHERE key = 'workspace'").fetchone()
+        finally:
+            con.close()
+        if row and row[0] == str(workspace):
+            hits.append(d)
+    assert len(hits) == 1, hits
+    return hits[0]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from conftest import FIXTURES, lz_run, user_processes, wait_until
+from conftest import FIXTURES, domain_dir_for, lz_run, user_processes, wait_until
 
 PROMPT = r"[#$] "
 
@@ -27,24 +27,6 @@ def spawn(lazaret, env, workspace, args=()):
 def sandbox_processes():
     return [p for pat in ("runsc", "slirp4netns", "lazaret-router", "lazaret-core __supervisor",
                           "lazaret-core __coordinator") for p in user_processes(pat)]
-
-
-def domain_dir_for(env, workspace):
-    """The Domain Root whose store records this workspace."""
-    hits = []
-    for d in (Path(env.storage) / "domains").iterdir():
-        db = d / "domain.db"
-        if not db.exists():
-            continue
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        try:
-            row = con.execute("SELECT value FROM meta WHERE key = 'workspace'").fetchone()
-        finally:
-            con.close()
-        if row and row[0] == str(workspace):
-            hits.append(d)
-    assert len(hits) == 1, hits
-    return hits[0]
 
 
 def generations(ddir):

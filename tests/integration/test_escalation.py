@@ -9,7 +9,6 @@ import hashlib
 import re
 import os
 import signal
-import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from conftest import lz_run, user_processes, wait_until
+from conftest import domain_dir_for, lz_run, user_processes, wait_until
 
 ESC = "/run/lazaret/escalate"
 ECHO = os.path.realpath("/bin/echo")
@@ -36,21 +35,6 @@ def run_esc(lazaret, env, workspace, argv, rule_spec, timeout=120, esc_args=()):
     e = env.environ(LAZARET_TEST_AUTO_APPROVE=rule_spec, LAZARET_DEBUG="1")
     cmd = [lazaret, "run", "-p", "test", "--", ESC, *esc_args, "--", *argv]
     return subprocess.run(cmd, cwd=workspace, env=e, capture_output=True, timeout=timeout)
-
-
-def domain_dir_for(env, workspace):
-    for d in (Path(env.storage) / "domains").iterdir():
-        db = d / "domain.db"
-        if not db.exists():
-            continue
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        try:
-            row = con.execute("SELECT value FROM meta WHERE key = 'workspace'").fetchone()
-        finally:
-            con.close()
-        if row and row[0] == str(workspace):
-            return d
-    raise AssertionError("no Domain for this workspace")
 
 
 def coord_log(env, workspace):
