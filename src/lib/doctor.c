@@ -1,5 +1,6 @@
 /* doctor.c — see doctor.h. */
 #include "doctor.h"
+#include "idmap.h"
 #include "spawn.h"
 #include "supervisor.h"
 
@@ -66,34 +67,6 @@ static void check_userns(struct lz_check **v, size_t *n) {
     check_subids(v, n);
 }
 
-/* The length of the largest range for `name` (or its numeric uid) in an
- * /etc/sub[ug]id file; 0 if none. */
-static unsigned long subid_range(const char *file, const char *name, uid_t uid) {
-    _cleanup_fclose_ FILE *f = fopen(file, "re");
-    if (!f)
-        return 0;
-    char line[512], num[24];
-    snprintf(num, sizeof num, "%u", (unsigned)uid);
-    unsigned long best = 0;
-    while (fgets(line, sizeof line, f)) {
-        char *c1 = strchr(line, ':');
-        if (!c1)
-            continue;
-        *c1 = '\0';
-        if (strcmp(line, name) != 0 && strcmp(line, num) != 0)
-            continue;
-        char *c2 = strchr(c1 + 1, ':');
-        if (!c2)
-            continue;
-        char *end = NULL;
-        errno = 0;
-        unsigned long count = strtoul(c2 + 1, &end, 10);
-        if (errno == 0 && end != c2 + 1 && count > best)
-            best = count;
-    }
-    return best;
-}
-
 /* Without a subordinate range the Domain maps one ID: the sandbox's root
  * works, but nothing can switch to another user, so apt-get (which drops
  * to _apt to download) fails with "Permission denied" on
@@ -103,8 +76,12 @@ static void check_subids(struct lz_check **v, size_t *n) {
     struct lz_check *s = add(v, n, "subordinate ID ranges");
     struct passwd *pw = getpwuid(getuid());
     const char *name = pw ? pw->pw_name : "?";
-    unsigned long u = pw ? subid_range("/etc/subuid", name, getuid()) : 0;
-    unsigned long g = pw ? subid_range("/etc/subgid", name, getuid()) : 0;
+    /* The ranges a Domain would map (idmap.c), not merely some range. */
+    unsigned long us, u = 0, gs, g = 0;
+    if (pw && !lz_subid_range("/etc/subuid", name, getuid(), &us, &u))
+        u = 0;
+    if (pw && !lz_subid_range("/etc/subgid", name, getuid(), &gs, &g))
+        g = 0;
     bool tools = access("/usr/bin/newuidmap", X_OK) == 0 && access("/usr/bin/newgidmap", X_OK) == 0;
     if (u >= 65536 && g >= 65536 && tools) {
         s->status = LZ_CHECK_OK;

@@ -7,8 +7,7 @@
 
 #define MAX_SUBIDS 65536ul
 
-static bool subid_range(const char *file, const char *user, uid_t uid, unsigned long *ret_start,
-                        unsigned long *ret_count) {
+bool lz_subid_range(const char *file, const char *user, uid_t uid, unsigned long *ret_start, unsigned long *ret_count) {
     _cleanup_fclose_ FILE *f = fopen(file, "re");
     if (!f)
         return false;
@@ -34,8 +33,8 @@ static bool subid_range(const char *file, const char *user, uid_t uid, unsigned 
 bool lz_idmap_ranges(struct lz_idmap_ranges *r) {
     uid_t uid = getuid();
     struct passwd *pw = getpwuid(uid);
-    return pw && subid_range("/etc/subuid", pw->pw_name, uid, &r->us, &r->un) &&
-        subid_range("/etc/subgid", pw->pw_name, uid, &r->gs, &r->gn) && access("/usr/bin/newuidmap", X_OK) == 0 &&
+    return pw && lz_subid_range("/etc/subuid", pw->pw_name, uid, &r->us, &r->un) &&
+        lz_subid_range("/etc/subgid", pw->pw_name, uid, &r->gs, &r->gn) && access("/usr/bin/newuidmap", X_OK) == 0 &&
         access("/usr/bin/newgidmap", X_OK) == 0;
 }
 

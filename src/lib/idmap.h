@@ -23,6 +23,11 @@ struct lz_idmap_ranges {
  * are there (then the Domain maps them). */
 bool lz_idmap_ranges(struct lz_idmap_ranges *ret);
 
+/* The range of `user` (or its numeric uid) in an /etc/subuid-style file
+ * that a Domain maps: the first matching line, its count capped at 65536.
+ * False when there is none. */
+bool lz_subid_range(const char *file, const char *user, uid_t uid, unsigned long *ret_start, unsigned long *ret_count);
+
 /* True when the subordinate ranges and the setuid tools are there. */
 bool lz_idmap_have_subids(void);
 
