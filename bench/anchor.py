@@ -34,7 +34,7 @@ cfgdir = base / "config" / "lazaret"
 cfgdir.mkdir(parents=True)
 storage = base / "storage"
 (cfgdir / "config.toml").write_text(
-    f'[storage]\ndata_root = "{storage}"\n'
+    f'[storage]\ndata_root = "{storage}"\nlinger_seconds = 0\n'
     f'[profiles.storm]\nimage = "{a.image}"\npersistent_dirs = ["/root"]\n'
     + (f'[profiles.aptp]\nimage = "{a.debian_image}"\npersistent_dirs = ["/etc", "/usr", "/var"]\n'
        f'[profiles.aptn]\nimage = "{a.debian_image}"\npersistent_dirs = []\n' if a.debian_image else ""))

@@ -6,7 +6,8 @@ all measured in this one invocation:
 
   floor      bare `runsc run` of Lazaret's own OCI spec (captured from a
              running Domain: the same prepared rootfs, mounts, capabilities,
-             hostname; /workspace a plain bind of the workspace; the process
+             hostname; /workspace a plain bind of the workspace, the State
+             Anchor's persistent directories plain binds of the rootfs's; the process
              /bin/true) with Lazaret's runsc flags (--network=host inside a
              fresh network namespace, --overlay2=root:dir=..., --ignore-cgroups),
              inside a user+net+mount namespace like Lazaret's (unshare): the
@@ -18,8 +19,10 @@ all measured in this one invocation:
   existing   `lazaret run -- true` again in one workspace (Domain Root exists)
 """
 import argparse
+import datetime
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -31,22 +34,87 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--lazaret", required=True)
 ap.add_argument("--image", required=True, help="image reference, e.g. oci:/path")
 ap.add_argument("-n", type=int, default=7)
+ap.add_argument("--baseline", help="another build's lazaret, measured interleaved as 'fresh (baseline)'")
+ap.add_argument("--keep-logs", help="copy each fresh Domain's coordinator.log into this directory")
 a = ap.parse_args()
 
 base = Path(tempfile.mkdtemp(prefix="lzbench"))
 cfgdir = base / "config" / "lazaret"
 cfgdir.mkdir(parents=True)
 storage = base / "storage"
-(cfgdir / "config.toml").write_text(f'[storage]\ndata_root = "{storage}"\n[profiles.bench]\nimage = "{a.image}"\n')
+(cfgdir / "config.toml").write_text(f'[storage]\ndata_root = "{storage}"\nlinger_seconds = 0\n[profiles.bench]\nimage = "{a.image}"\n')
 runtime = Path(tempfile.mkdtemp(prefix="lzrt", dir="/tmp"))
 env = dict(os.environ, XDG_CONFIG_HOME=str(base / "config"), XDG_RUNTIME_DIR=str(runtime))
 
 
-def lz(ws):
+def lz(ws, wall=None, exe=None):
+    w0 = time.time()
     t = time.perf_counter()
-    subprocess.run([a.lazaret, "run", "-p", "bench", "--", "true"], cwd=ws, env=env, check=True,
+    subprocess.run([exe or a.lazaret, "run", "-p", "bench", "--", "true"], cwd=ws, env=env, check=True,
                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t
+    d = time.perf_counter() - t
+    if wall is not None:
+        wall.extend((w0, w0 + d))
+    return d
+
+
+# Phases of Lazaret's own time, from the coordinator log's timestamps (UTC,
+# ms): each phase ends at the first line matching its pattern after the
+# previous phase's end. The first starts when the client is started, the
+# last ends when it exits (the teardown after the session's EXIT is not on
+# the client's path).
+PHASES = [
+    ("client, config, image lookup, coordinator spawn", r"coordinator for Domain "),
+    ("Domain lock, store, recovery, generation row", r"generation \d+ \(State Anchor"),
+    ("lease, host Git scan, Supervisor spawn", r"Runtime Supervisor started"),
+    ("Supervisor staged, ID maps, released", r"helper process slirp4netns staged"),
+    ("slirp4netns to ready, committed", r"connectivity helper slirp4netns started"),
+    ("bundle, NET, policy, routers, runsc staged", r"sandbox process runsc staged"),
+    ("runsc run to init ready", r"sandbox ready:"),
+    ("ready commit, publication", r"generation \d+ publication -> committed"),
+    ("client join, session record, runsc exec spawned", r"session \d+: exec started"),
+    ("runsc exec + command to its exit", r"session \d+: ended"),
+    ("exit to client", None),
+]
+
+
+def log_times(path):
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}) hc\[\d+\]: (.*)", line)
+        if m:
+            ts = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f")
+            out.append((ts.replace(tzinfo=datetime.timezone.utc).timestamp(), m.group(2)))
+    return out
+
+
+def phases(ws, wall):
+    """Per-phase ms of one fresh start whose client ran during wall."""
+    logs = []
+    for p in storage.glob("domains/*/coordinator.log"):
+        try:
+            if f"workspace {ws})" in p.read_text(errors="replace"):
+                logs.append(p)
+        except OSError:
+            pass
+    if len(logs) != 1:
+        return None
+    if a.keep_logs:
+        Path(a.keep_logs, f"{ws.name}.log").write_text(logs[0].read_text(errors="replace"))
+    lines = [x for x in log_times(logs[0]) if wall[0] - 1 <= x[0] <= wall[1] + 1]
+    res, prev, i = {}, wall[0], 0
+    for name, pat in PHASES:
+        if pat is None:
+            end = wall[1]
+        else:
+            while i < len(lines) and not re.search(pat, lines[i][1]):
+                i += 1
+            if i == len(lines):
+                return None
+            end = lines[i][0]
+        res[name] = 1000 * (end - prev)
+        prev = end
+    return res
 
 
 def wait_gone():
@@ -75,6 +143,9 @@ def capture_spec():
             found = list(runtime.glob("lazaret/*/bundle/config.json"))
             if found:
                 spec = json.loads(found[0].read_text())
+                # Which bind sources are directories, while they exist.
+                for m in spec["mounts"]:
+                    m["_dir"] = os.path.isdir(m.get("source", ""))
                 return spec, found[0].parent.parent, ws
             time.sleep(0.025)
         sys.exit("cold_start: no Lazaret bundle appeared within 10 s")
@@ -88,11 +159,19 @@ files = base / "files"
 files.mkdir()
 for m in spec["mounts"]:
     src = m.get("source", "")
+    is_dir = m.pop("_dir")
     if m["destination"] == "/workspace":
         m["source"] = str(capture_ws)  # a plain bind, where Lazaret has its router
-    elif src.startswith(str(rtdir)):
-        copy = files / Path(src).name  # resolv.conf, hosts, hostname: same content, kept
-        copy.write_text(Path(src).read_text() if Path(src).exists() else "")
+    elif src.startswith(str(rtdir) + "/") and "/anchor/" in src:
+        # The State Anchor's overlay of a persistent directory: here a plain
+        # bind of the prepared rootfs's own directory.
+        m["source"] = str(rootfs) + m["destination"]
+    elif src.startswith(str(rtdir) + "/"):
+        copy = files / m["destination"].strip("/").replace("/", "_")
+        if is_dir:  # the escalation mailbox: empty, as at start
+            copy.mkdir()
+        else:  # resolv.conf, hosts, hostname: same content, kept
+            copy.write_text(Path(src).read_text() if Path(src).exists() else "")
         m["source"] = str(copy)
 spec["process"]["args"] = ["/bin/true"]
 spec["process"]["terminal"] = False
@@ -134,13 +213,27 @@ def floor_none(i):
 
 
 res = {"floor": [], "floor-none": [], "fresh": [], "existing": []}
+phase_runs, base_phase_runs = [], []
 for i in range(a.n):
     res["floor"].append(floor(i))
     res["floor-none"].append(floor_none(i))
     ws = base / f"fresh{i}"
     ws.mkdir()
-    res["fresh"].append(lz(ws))
+    wall = []
+    res["fresh"].append(lz(ws, wall))
     wait_gone()
+    ph = phases(ws, wall)
+    if ph:
+        phase_runs.append(ph)
+    if a.baseline:
+        ws = base / f"base{i}"
+        ws.mkdir()
+        wall = []
+        res.setdefault("fresh (baseline)", []).append(lz(ws, wall, a.baseline))
+        wait_gone()
+        ph = phases(ws, wall)
+        if ph:
+            base_phase_runs.append(ph)
     res["existing"].append(lz(ws0))
     wait_gone()
 
@@ -152,3 +245,16 @@ print(f"ratio fresh/floor         = {med['fresh'] / med['floor']:.2f}  (goal <= 
 print(f"ratio existing/floor      = {med['existing'] / med['floor']:.2f}")
 print(f"ratio fresh/floor-none    = {med['fresh'] / med['floor-none']:.2f}  (the old floor)")
 print(f"Lazaret's own time per fresh start: {1000 * (med['fresh'] - med['floor']):.0f} ms")
+if a.baseline:
+    print(f"fresh Domain (baseline build) {med['fresh (baseline)']:.3f}  "
+          f"ratio baseline fresh/floor = {med['fresh (baseline)'] / med['floor']:.2f}  "
+          f"own time {1000 * (med['fresh (baseline)'] - med['floor']):.0f} ms")
+if phase_runs:
+    cols = [phase_runs] + ([base_phase_runs] if base_phase_runs else [])
+    print(f"fresh Domain phases (coordinator log, ms resolution; medians of {len(phase_runs)})"
+          + (": this build, baseline build" if len(cols) > 1 else ":"))
+    for name, _ in PHASES:
+        print("  " + "  ".join(f"{statistics.median(r[name] for r in c):7.1f}" for c in cols) + f" ms  {name}")
+    print("  " + "  ".join(f"{statistics.median(sum(r.values()) for r in c):7.1f}" for c in cols) + " ms  total")
+else:
+    print("fresh Domain phases: no coordinator log matched")

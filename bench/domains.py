@@ -33,7 +33,7 @@ base = Path(tempfile.mkdtemp(prefix="lzbench-dom"))
 cfgdir = base / "config" / "lazaret"
 cfgdir.mkdir(parents=True)
 storage = base / "storage"
-(cfgdir / "config.toml").write_text(f'[storage]\ndata_root = "{storage}"\n[profiles.bench]\nimage = "{a.image}"\n')
+(cfgdir / "config.toml").write_text(f'[storage]\ndata_root = "{storage}"\nlinger_seconds = 0\n[profiles.bench]\nimage = "{a.image}"\n')
 runtime = Path(tempfile.mkdtemp(prefix="lzrt", dir="/tmp"))
 env = dict(os.environ, XDG_CONFIG_HOME=str(base / "config"), XDG_RUNTIME_DIR=str(runtime), TERM="xterm")
 ws = base / "ws"

@@ -27,7 +27,6 @@ change well beyond that is a finding; raise --rounds on a busy machine.
 """
 import argparse
 import os
-import pwd
 import shutil
 import statistics
 import subprocess
@@ -35,6 +34,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import run_staged_as_user  # noqa: E402
 
 BINARIES = ["lazaret", "lazaret-core", "lazaret-init", "lazaret-router"]
 
@@ -51,30 +53,11 @@ a = ap.parse_args()
 
 def reexec_as_user():
     """As root: stage both builds where the user can read them, run as the user."""
-    stage = Path(tempfile.mkdtemp(prefix="lazaret-gitops.", dir="/var/tmp"))
-    try:
-        for name, src in (("base", a.base), ("new", a.new)):
-            d = stage / name
-            d.mkdir()
-            for b in BINARIES:
-                shutil.copy2(Path(src).resolve().parent / b, d / b)
-        shutil.copy2(__file__, stage / "gitops.py")
-        pw = pwd.getpwnam(a.user)
-        subprocess.run(["chown", "-R", f"{a.user}:", str(stage)], check=True)
-        os.chmod(stage, 0o755)
-        if a.storage:
-            Path(a.storage).mkdir(parents=True, exist_ok=True)
-            os.chown(a.storage, pw.pw_uid, pw.pw_gid)
-        args = ["--base", str(stage / "base" / "lazaret"), "--new", str(stage / "new" / "lazaret"),
-                "--rounds", str(a.rounds), "--files", str(a.files), "--dirs", str(a.dirs)]
-        if a.storage:
-            args += ["--storage", a.storage]
-        r = subprocess.run(["runuser", "-u", a.user, "--", "env", "-i", "PATH=/usr/bin:/bin",
-                            f"HOME={pw.pw_dir}", f"USER={a.user}", "LANG=C.UTF-8",
-                            "/usr/bin/python3", str(stage / "gitops.py"), *args])
-        return r.returncode
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+    return run_staged_as_user(
+        __file__, a.user, a.storage,
+        {"base": Path(a.base).resolve().parent, "new": Path(a.new).resolve().parent},
+        lambda st: ["--base", str(st / "base" / "lazaret"), "--new", str(st / "new" / "lazaret"),
+                    "--rounds", str(a.rounds), "--files", str(a.files), "--dirs", str(a.dirs)], BINARIES)
 
 
 if os.geteuid() == 0:
@@ -124,7 +107,7 @@ class Build:
         cfg = base / f"config-{name}"
         (cfg / "lazaret").mkdir(parents=True)
         (cfg / "lazaret" / "config.toml").write_text(
-            f'[storage]\ndata_root = "{storage}"\n\n[profiles.bench]\nimage = "builtin:debian-bookworm"\n')
+            f'[storage]\ndata_root = "{storage}"\nlinger_seconds = 0\n\n[profiles.bench]\nimage = "builtin:debian-bookworm"\n')
         self.runtime = runtime = Path(tempfile.mkdtemp(prefix="lzrt", dir="/tmp"))
         os.chmod(runtime, 0o700)
         self.env = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": os.environ.get("HOME", "/"),

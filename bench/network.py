@@ -76,7 +76,7 @@ try:
         (base / d).mkdir(parents=True, exist_ok=True)
     (base / "run").chmod(0o700)
     (base / "config/lazaret/config.toml").write_text(
-        f'[storage]\ndata_root = "{base}/data"\n[profiles.bench]\nimage = "{a.image}"\n')
+        f'[storage]\ndata_root = "{base}/data"\nlinger_seconds = 0\n[profiles.bench]\nimage = "{a.image}"\n')
     for p in [base, *base.rglob("*")]:
         shutil.chown(p, a.user, a.user)
     env = ["env", "-i", "PATH=/usr/bin:/bin", f"HOME={base}", f"XDG_CONFIG_HOME={base}/config",

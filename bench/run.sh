@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the benchmarks as the unprivileged test user against build/.
-# Usage: bench/run.sh [cold_start|anchor ...] (default: cold_start)
+# Usage: bench/run.sh [cold_start|anchor|repeat|escalation|... ...] (default: cold_start)
+# LAZARET_BENCH_N=7 sets cold_start's number of interleaved runs;
+# LAZARET_BENCH_BASELINE=/path/to/other/build adds that build's fresh start, interleaved.
 # LAZARET_BENCH_DEBIAN=builtin:debian-bookworm adds the apt-get part of anchor.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +11,11 @@ stage=$(mktemp -d /var/tmp/lazaret-bench.XXXXXX)
 trap 'rm -rf "$stage"' EXIT
 cp build/lazaret build/lazaret-core build/lazaret-init build/lazaret-escalate "$stage/"
 [ -x build/lazaret-router ] && cp build/lazaret-router "$stage/"
+if [ -n "${LAZARET_BENCH_BASELINE:-}" ]; then
+    # Another build directory, measured interleaved by cold_start.
+    mkdir "$stage/baseline"
+    cp "$LAZARET_BENCH_BASELINE"/{lazaret,lazaret-core,lazaret-init,lazaret-escalate,lazaret-router} "$stage/baseline/"
+fi
 cp bench/*.py bench/blast.c tests/fixtures/make-busybox-oci.sh "$stage/"
 chmod -R a+rX "$stage"
 as_user() {
@@ -22,6 +29,12 @@ as_user() {
 as_user sh "$stage/make-busybox-oci.sh" "$stage/busybox-oci" >/dev/null
 for b in ${@:-cold_start}; do
     extra=()
+    if [ "$b" = cold_start ] && [ -n "${LAZARET_BENCH_N:-}" ]; then
+        extra+=(-n "$LAZARET_BENCH_N")
+    fi
+    if [ "$b" = cold_start ] && [ -n "${LAZARET_BENCH_BASELINE:-}" ]; then
+        extra+=(--baseline "$stage/baseline/lazaret")
+    fi
     if [ "$b" = anchor ] && [ -n "${LAZARET_BENCH_DEBIAN:-}" ]; then
         extra=(--debian-image "$LAZARET_BENCH_DEBIAN")
     fi

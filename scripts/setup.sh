@@ -32,7 +32,7 @@ pkgs=(
     libsqlite3-dev libsodium-dev libjansson-dev libarchive-dev libmnl-dev
     libgit2-dev libfuse3-dev libcmocka-dev libedit-dev
     fuse3 fuse-overlayfs uidmap slirp4netns iproute2 iputils-ping
-    mmdebstrap skopeo busybox-static git zstd
+    mmdebstrap skopeo busybox-static git zstd lintian
     python3-pytest python3-pexpect spin sqlite3 util-linux procps cppcheck
 )
 

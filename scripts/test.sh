@@ -124,9 +124,9 @@ else
     echo "skipped: creating test hosts needs root (CI runs as root)"
 fi
 
-step "root's own Domains (the Quick start as root: subordinate range, apt-style privilege drop)"
+step "as root: root's own Domains (subordinate range, apt-style privilege drop), the installed lazaret, the .deb"
 if [ "$(id -u)" -eq 0 ]; then
-    LAZARET_BIN="$LAZARET_BIN" /usr/bin/python3 -m pytest -p no:cacheprovider -q -ra tests/root
+    LAZARET_BIN="$LAZARET_BIN" LAZARET_TEST_USER="$TEST_USER" /usr/bin/python3 -m pytest -p no:cacheprovider -q -ra tests/root
 else
     echo "skipped: needs root (CI runs as root)"
 fi

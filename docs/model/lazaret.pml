@@ -375,7 +375,11 @@ hidden byte stutter; /* target of the Environment's stuttering step; not part of
 #define ACT_DeveloperQuit 35
 #define ACT_PromptTimeout 36
 #define ACT_CancelRequest 37
-#define N_ACTIONS 38
+#define ACT_StartHostExecutionPiped 38
+#define ACT_FailHostExecution 39
+#define ACT_TimeoutHostExecution 40
+#define ACT_DenyWithoutPrompt 41
+#define N_ACTIONS 42
 
 #ifdef COVERAGE
 c_decl {
@@ -417,7 +421,11 @@ c_decl {
         "DeveloperApproveSession",
         "DeveloperQuit",
         "PromptTimeout",
-        "CancelRequest"
+        "CancelRequest",
+        "StartHostExecutionPiped",
+        "FailHostExecution",
+        "TimeoutHostExecution",
+        "DenyWithoutPrompt"
     };
     static unsigned long lz_action_count[N_ACTIONS];
     static int lz_cover_armed;
@@ -1025,6 +1033,81 @@ inline StartHostExecution(r) {
     }
 }
 
+/* Extension: StartHostExecutionPiped(r). As StartHostExecution, for a
+ * client that is not on a terminal (its output is piped, or it streams
+ * --stdin): the host process gets pipes, and the terminal stays with the
+ * sandbox. */
+inline StartHostExecutionPiped(r) {
+    d_step {
+        requestPhase[r] == Q_Approved &&
+        activeRequest[ReqSession(r)] == r &&
+        connected[ReqDomain(r)].has[ReqSession(r)] &&
+        (sessionPhase[ReqSession(r)] == S_Attached ||
+         sessionPhase[ReqSession(r)] == S_Prompting)
+        ->
+        requestPhase[r] = Q_Executing;
+        sessionPhase[ReqSession(r)] = S_HostExecuting;
+        terminalRoute[ReqSession(r)] = T_Sandbox;
+        hostRunning[r] = true;
+        execCommand[r] = approvedCommand[r];
+        COVER(ACT_StartHostExecutionPiped);
+        printf("ACTION StartHostExecutionPiped(r%d)\n", r)
+    }
+}
+
+/* Extension: FailHostExecution(r)   (no fairness). An approved request
+ * cannot start: its executable is no longer the one approved, or the exec
+ * fails. Nothing ran; the terminal goes back to the sandbox. */
+inline FailHostExecution(r) {
+    d_step {
+        requestPhase[r] == Q_Approved &&
+        activeRequest[ReqSession(r)] == r
+        ->
+        requestPhase[r] = Q_Failed;
+        sessionPhase[ReqSession(r)] = S_Attached;
+        terminalRoute[ReqSession(r)] = T_Sandbox;
+        activeRequest[ReqSession(r)] = NoRequest;
+        ClosePrompt(ReqSession(r));
+        COVER(ACT_FailHostExecution);
+        printf("ACTION FailHostExecution(r%d)\n", r)
+    }
+}
+
+/* Extension: TimeoutHostExecution(r)   (no fairness). A running host
+ * process outlives its time limit: it is ended (the request TimedOut). */
+inline TimeoutHostExecution(r) {
+    d_step {
+        requestPhase[r] == Q_Executing &&
+        hostRunning[r]
+        ->
+        requestPhase[r] = Q_TimedOut;
+        hostRunning[r] = false;
+        execCommand[r] = NoCommand;
+        sessionPhase[ReqSession(r)] = S_Attached;
+        terminalRoute[ReqSession(r)] = T_Sandbox;
+        activeRequest[ReqSession(r)] = NoRequest;
+        COVER(ACT_TimeoutHostExecution);
+        printf("ACTION TimeoutHostExecution(r%d)\n", r)
+    }
+}
+
+/* Extension: DenyWithoutPrompt(r)   (no fairness). A request no rule
+ * approves that cannot be put on a prompt (its session has no terminal,
+ * or its argv[0] is not an executable that could be shown) is denied
+ * without asking. */
+inline DenyWithoutPrompt(r) {
+    d_step {
+        requestPhase[r] == Q_AwaitingApproval &&
+        activeRequest[ReqSession(r)] == r &&
+        sessionPhase[ReqSession(r)] == S_Attached
+        ->
+        requestPhase[r] = Q_Denied;
+        activeRequest[ReqSession(r)] = NoRequest;
+        COVER(ACT_DenyWithoutPrompt);
+        printf("ACTION DenyWithoutPrompt(r%d)\n", r)
+    }
+}
+
 /* TLA+: CompleteHostExecution(r) */
 inline CompleteHostExecution(r) {
     d_step {
@@ -1203,6 +1286,7 @@ end_RequestProgress:
     :: BeginPrompt(r)
     :: PromptDrawn(r)
     :: StartHostExecution(r)
+    :: StartHostExecutionPiped(r)
     :: CompleteHostExecution(r)
     :: TimeoutRequest(r)
 #if !defined(BUG_NO_PROMPT_TIMEOUT)
@@ -1224,7 +1308,10 @@ end_RequestProgress:
     :: DeveloperApproveSession(r) \
     :: DeveloperEdit(r) \
     :: DeveloperDeny(r) \
-    :: DeveloperQuit(r)
+    :: DeveloperQuit(r) \
+    :: FailHostExecution(r) \
+    :: TimeoutHostExecution(r) \
+    :: DenyWithoutPrompt(r)
 
 /* The rest of Next: \E s : DisconnectSession(s), \E d : FailDomain(d),
  * \E r : ReceiveEscalation(r), + the unfair extension actions above. Not

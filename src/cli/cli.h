@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "progress.h"
+
 /* Exit statuses of the CLI itself (a sandboxed command's status passes
  * through unchanged from `lazaret run`). */
 #define LZ_EXIT_OK 0
@@ -98,6 +100,12 @@ bool lz_cli_dispatch(const struct lz_cli_command *cmds, int argc, char **argv, i
 
 /* n bytes for people: "512 B", "1.5 KiB", "3.0 GiB". */
 void lz_cli_human_bytes(uint64_t n, char *out, size_t size);
+
+/* Image progress on standard error (progress_ui.c, lazaret-core only):
+ * lz_cli_progress is an lz_progress_fn whose ud is the view. */
+void lz_cli_progress_init(struct lz_progress_view *v, const char *prefix);
+void lz_cli_progress(void *ud, const char *phase, uint64_t done, uint64_t total);
+void lz_cli_progress_done(struct lz_progress_view *v);
 
 /* ISO 8601 UTC of a Unix time in milliseconds; "" for 0 (unknown). */
 void lz_cli_iso_time(int64_t ms, char *out, size_t size);

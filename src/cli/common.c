@@ -1,5 +1,6 @@
 /* common.c — what both the `lazaret` front end and lazaret-core share. */
 #include "cli.h"
+#include "progress.h"
 #include "escape.h"
 #include "util.h"
 
@@ -102,16 +103,7 @@ bool lz_cli_dispatch(const struct lz_cli_command *cmds, int argc, char **argv, i
     return false;
 }
 
-void lz_cli_human_bytes(uint64_t n, char *out, size_t size) {
-    if (n >= (UINT64_C(1) << 30))
-        snprintf(out, size, "%.1f GiB", (double)n / (double)(UINT64_C(1) << 30));
-    else if (n >= (UINT64_C(1) << 20))
-        snprintf(out, size, "%.1f MiB", (double)n / (double)(UINT64_C(1) << 20));
-    else if (n >= 1024)
-        snprintf(out, size, "%.1f KiB", (double)n / 1024.0);
-    else
-        snprintf(out, size, "%" PRIu64 " B", n);
-}
+void lz_cli_human_bytes(uint64_t n, char *out, size_t size) { lz_progress_bytes(n, out, size); }
 
 int lz_cli_print_json(json_t *root) {
     char *s = root ? json_dumps(root, JSON_INDENT(2)) : NULL;

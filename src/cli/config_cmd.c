@@ -114,7 +114,7 @@ int lz_cmd_config(int argc, char **argv) {
         return LZ_EXIT_FAILURE;
     }
     if (cfg->builtin_default)
-        lz_cli_error("no configuration file found; using the built-in profile \"%s\"", LZ_DEFAULT_PROFILE);
+        lz_cli_error("no configuration file found; using the built-in profile \"%s\"", cfg->profile.name);
     lz_config_print(stdout, cfg);
     print_policy(cfg);
     int gr = print_git(cfg);

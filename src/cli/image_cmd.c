@@ -2,13 +2,14 @@
  * prepared lowers of the Storage Root (see image.h, catalog.h). */
 #include <inttypes.h>
 #include <jansson.h>
-#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "agents.h"
 #include "catalog.h"
 #include "cli.h"
 #include "config.h"
+#include "hostca.h"
 #include "image.h"
 
 static void usage(FILE *out) {
@@ -17,6 +18,11 @@ static void usage(FILE *out) {
           "Commands:\n"
           "  bootstrap [--suite SUITE]  build the default base image with mmdebstrap\n"
           "                             (stored as builtin:debian-SUITE; default bookworm)\n"
+          "  bootstrap --agent NAME [--refresh]\n"
+          "                             build the image of agent NAME (claude, codex,\n"
+          "                             opencode): the base, Node.js and the agent's npm\n"
+          "                             package, stored as builtin:agent-NAME; only when\n"
+          "                             missing, or again with --refresh (a newer release)\n"
           "  ls [--json]                list stored images and prepared lowers\n"
           "  prepare REF [--json]       import REF if needed and prepare its lower; REF is\n"
           "                             builtin:debian-SUITE, oci:PATH[:TAG],\n"
@@ -32,67 +38,12 @@ static void usage(FILE *out) {
           out);
 }
 
-/* ---- progress display ---- */
-
-struct progress_ui {
-    bool tty;
-    bool line_open;
-    unsigned width;
-    char phase[512];
-    int pct;
-    uint64_t shown;
-};
-
-static void on_progress(void *ud, const char *phase, uint64_t done, uint64_t total) {
-    struct progress_ui *ui = ud;
-    bool same = strncmp(ui->phase, phase, sizeof ui->phase - 1) == 0;
-    if (!ui->tty) {
-        /* One line per phase: logs stay readable. */
-        if (!same) {
-            fprintf(stderr, "%s\n", phase);
-            snprintf(ui->phase, sizeof ui->phase, "%s", phase);
-        }
-        return;
-    }
-    int pct = total ? (int)(done * 100 / total) : -1;
-    if (same && pct == ui->pct && (total || done - ui->shown < (UINT64_C(1) << 20)))
-        return;
-    snprintf(ui->phase, sizeof ui->phase, "%s", phase);
-    ui->pct = pct;
-    ui->shown = done;
-    char a[32] = "", b[32] = "", tail[96] = "";
-    if (total) {
-        lz_cli_human_bytes(done, a, sizeof a);
-        lz_cli_human_bytes(total, b, sizeof b);
-        snprintf(tail, sizeof tail, " %3d%% (%s / %s)", pct > 100 ? 100 : pct, a, b);
-    } else if (done) {
-        lz_cli_human_bytes(done, a, sizeof a);
-        snprintf(tail, sizeof tail, " %s", a);
-    }
-    size_t room = ui->width > strlen(tail) + 1 ? ui->width - strlen(tail) - 1 : 10;
-    fprintf(stderr, "\r\033[K%.*s%s", (int)room, phase, tail);
-    fflush(stderr);
-    ui->line_open = true;
-}
-
-static void progress_init(struct progress_ui *ui) {
-    memset(ui, 0, sizeof *ui);
-    ui->tty = isatty(STDERR_FILENO);
-    ui->pct = -2;
-    struct winsize ws;
-    ui->width = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20 ? ws.ws_col : 80;
-}
-
-static void progress_done(struct progress_ui *ui) {
-    if (ui->tty && ui->line_open)
-        fputs("\r\033[K", stderr);
-    ui->line_open = false;
-}
-
 /* ---- commands ---- */
 
-static int load_data_root(const char *config_path, struct lz_config **ret) {
-    struct lz_config_opts o = { .config_path = config_path, .profile = NULL, .workspace = NULL };
+/* profile: NULL for "default"; an agent's bootstrap loads the agent's own
+ * profile, which every configuration has (built in, or the file's). */
+static int load_data_root(const char *config_path, const char *profile, struct lz_config **ret) {
+    struct lz_config_opts o = { .config_path = config_path, .profile = profile, .workspace = NULL };
     struct lz_error err = { 0 };
     int r = lz_config_load(&o, ret, &err);
     if (r < 0) {
@@ -103,19 +54,41 @@ static int load_data_root(const char *config_path, struct lz_config **ret) {
 }
 
 static int cmd_bootstrap(const char *data_root, const char *suite) {
-    struct progress_ui ui;
-    progress_init(&ui);
+    struct lz_progress_view ui;
+    lz_cli_progress_init(&ui, "");
     struct lz_error err = { 0 };
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int r = lz_image_bootstrap(data_root, suite, on_progress, &ui, &err);
-    progress_done(&ui);
+    int r = lz_image_bootstrap(data_root, suite, lz_cli_progress, &ui, &err);
+    lz_cli_progress_done(&ui);
     if (r < 0) {
         lz_cli_error("image bootstrap: %s", err.msg);
         return LZ_EXIT_FAILURE;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     printf("builtin:debian-%s built in %.0f s\n", suite,
+           (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    return LZ_EXIT_OK;
+}
+
+static int cmd_bootstrap_agent(const char *data_root, const char *agent, bool refresh) {
+    struct lz_progress_view ui;
+    lz_cli_progress_init(&ui, "");
+    struct lz_error err = { 0 };
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int r = lz_image_bootstrap_agent(data_root, agent, refresh, lz_cli_progress, &ui, &err);
+    lz_cli_progress_done(&ui);
+    if (r < 0) {
+        lz_cli_error("image bootstrap: %s", err.msg);
+        return LZ_EXIT_FAILURE;
+    }
+    if (r == 1) {
+        printf("builtin:agent-%s is already built (--refresh rebuilds it with the newest release)\n", agent);
+        return LZ_EXIT_OK;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("builtin:agent-%s built in %.0f s\n", agent,
            (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     return LZ_EXIT_OK;
 }
@@ -173,12 +146,16 @@ static int cmd_ls(const char *data_root, bool json) {
 }
 
 static int cmd_prepare(const char *data_root, const char *ref, bool json) {
-    struct progress_ui ui;
-    progress_init(&ui);
+    struct lz_progress_view ui;
+    lz_cli_progress_init(&ui, "");
     struct lz_error err = { 0 };
     struct lz_prepared p = { 0 };
-    int r = lz_image_prepare(data_root, ref, on_progress, &ui, &p, &err);
-    progress_done(&ui);
+    /* As a profile's default (host_ca_certificates = true) prepares it. */
+    _cleanup_(lz_hostca_clear) struct lz_hostca ca = { 0 };
+    int r = lz_hostca_load(lz_hostca_dir(), &ca, &err);
+    if (r == 0)
+        r = lz_image_prepare_ca(data_root, ref, &ca, lz_cli_progress, &ui, &p, &err);
+    lz_cli_progress_done(&ui);
     if (r < 0) {
         lz_cli_error("image prepare: %s", err.msg);
         return LZ_EXIT_FAILURE;
@@ -270,11 +247,16 @@ int lz_cmd_image(int argc, char **argv) {
         lz_cli_error("image: unknown subcommand \"%s\" (expected bootstrap, ls, prepare or gc)", sub);
         return LZ_EXIT_USAGE;
     }
-    const char *config_path = NULL, *suite = NULL;
-    bool json = false, dry_run = false;
+    const char *config_path = NULL, *suite = NULL, *agent = NULL;
+    bool json = false, dry_run = false, refresh = false;
     const struct lz_cli_option opts[] = {
-        { "config", 0, &config_path, NULL }, { "suite", 0, &suite, NULL }, { "json", 0, NULL, &json },
-        { "dry-run", 0, NULL, &dry_run },    { NULL, 0, NULL, NULL },
+        { "config", 0, &config_path, NULL },
+        { "suite", 0, &suite, NULL },
+        { "json", 0, NULL, &json },
+        { "dry-run", 0, NULL, &dry_run },
+        { "agent", 0, &agent, NULL },
+        { "refresh", 0, NULL, &refresh },
+        { NULL, 0, NULL, NULL },
     };
     char **args;
     size_t n_args;
@@ -292,6 +274,22 @@ int lz_cmd_image(int argc, char **argv) {
                                                 : "--json");
         return LZ_EXIT_USAGE;
     }
+    if ((agent || refresh) && !is_bootstrap) {
+        lz_cli_error("image %s: option %s does not apply", sub, agent ? "--agent" : "--refresh");
+        return LZ_EXIT_USAGE;
+    }
+    if (refresh && !agent) {
+        lz_cli_error("image bootstrap: --refresh applies to --agent NAME (the base image is always rebuilt)");
+        return LZ_EXIT_USAGE;
+    }
+    if (agent && suite_set) {
+        lz_cli_error("image bootstrap: --agent and --suite exclude each other (agent images use %s)", LZ_AGENT_SUITE);
+        return LZ_EXIT_USAGE;
+    }
+    if (agent && !lz_agent_find(agent)) {
+        lz_cli_error("image bootstrap: unknown agent \"%s\" (known: claude, codex, opencode)", agent);
+        return LZ_EXIT_USAGE;
+    }
     int want_args = is_bootstrap || is_ls || is_gc ? 0 : 1;
     if (n_args != (size_t)want_args) {
         lz_cli_error("image %s: %s", sub, want_args ? "expects one image reference" : "takes no arguments");
@@ -299,9 +297,11 @@ int lz_cmd_image(int argc, char **argv) {
     }
 
     struct lz_config *cfg = NULL;
-    if (load_data_root(config_path, &cfg) < 0)
+    if (load_data_root(config_path, is_bootstrap ? agent : NULL, &cfg) < 0)
         return LZ_EXIT_FAILURE;
-    if (is_bootstrap)
+    if (is_bootstrap && agent)
+        ret = cmd_bootstrap_agent(cfg->data_root, agent, refresh);
+    else if (is_bootstrap)
         ret = cmd_bootstrap(cfg->data_root, suite);
     else if (is_ls)
         ret = cmd_ls(cfg->data_root, json);

@@ -53,11 +53,16 @@ int lz_cmd_ps(int argc, char **argv) {
     json_t *d;
     json_array_foreach(list, i, d) {
         json_t *ss = json_object_get(d, "sessions");
+        char state[64] = "";
+        if (json_is_true(json_object_get(d, "stopping")))
+            snprintf(state, sizeof state, "  (stopping)");
+        else if (json_is_true(json_object_get(d, "lingering")))
+            snprintf(state, sizeof state, "  (lingering, stops in %.1f s unless a session joins)",
+                     (double)json_integer_value(json_object_get(d, "linger_left_ms")) / 1000.0);
         printf("%.12s  profile %s  generation %" JSON_INTEGER_FORMAT "  %zu session%s%s\n    workspace %s\n",
                json_string_value(json_object_get(d, "domain_id")), json_string_value(json_object_get(d, "profile")),
                json_integer_value(json_object_get(d, "generation")), json_array_size(ss),
-               json_array_size(ss) == 1 ? "" : "s", json_is_true(json_object_get(d, "stopping")) ? "  (stopping)" : "",
-               json_string_value(json_object_get(d, "workspace")));
+               json_array_size(ss) == 1 ? "" : "s", state, json_string_value(json_object_get(d, "workspace")));
         size_t k;
         json_t *s;
         json_array_foreach(ss, k, s) {

@@ -10,7 +10,8 @@ static void usage(FILE *f) {
           "\n"
           "Starts (or joins) the sandbox of the current directory and the profile,\n"
           "and attaches this terminal to it. Without CMD: an interactive login\n"
-          "shell in /workspace. With CMD: runs it; stdin/stdout/stderr are plain\n"
+          "shell in /workspace, or the profile's `command` (claude, codex, opencode).\n"
+          "With CMD: runs it; stdin/stdout/stderr are plain\n"
           "pipes when they are not a terminal, and lazaret exits with the\n"
           "command's status (128+N when it died of signal N).\n"
           "\n"
@@ -58,7 +59,7 @@ int lz_cmd_run(int argc, char **argv, const struct lz_run_starter *starter) {
         return LZ_EXIT_LAUNCH;
     }
     if (starter->builtin_notice && cfg->builtin_default)
-        lz_cli_error("no configuration file found; using the built-in profile \"default\"");
+        lz_cli_error("no configuration file found; using the built-in profile \"%s\"", cfg->profile.name);
 
     struct prep_ctx pc = { .cfg = cfg, .starter = starter };
     struct lz_client_opts o = {
@@ -70,6 +71,11 @@ int lz_cmd_run(int argc, char **argv, const struct lz_run_starter *starter) {
         .argv = argv + first,
         .argc = (size_t)(argc - first),
     };
+    /* No CMD: the profile's own default command, if it has one. */
+    if (o.argc == 0 && cfg->profile.command) {
+        o.argv = cfg->profile.command;
+        o.argc = cfg->profile.n_command;
+    }
     int r = lz_client_session(&o, &err);
     if (starter->clear)
         starter->clear(pc.state);

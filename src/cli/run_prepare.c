@@ -2,31 +2,23 @@
  * prepares the profile's image (cli.h, struct lz_run_starter). */
 #include "cli.h"
 #include "config.h"
+#include "hostca.h"
 #include "image.h"
-
-static void progress(void *ud, const char *phase, uint64_t done, uint64_t total) {
-    bool tty = isatty(STDERR_FILENO);
-    (void)ud;
-    if (!tty) {
-        if (done == 0)
-            fprintf(stderr, "lazaret: %s\n", phase);
-        return;
-    }
-    if (total)
-        fprintf(stderr, "\r\033[Klazaret: %s %3u%%", phase, (unsigned)(done * 100 / total));
-    else
-        fprintf(stderr, "\r\033[Klazaret: %s", phase);
-    if (total && done >= total)
-        fputc('\n', stderr);
-    fflush(stderr);
-}
 
 static int prepare_image(const struct lz_config *cfg, void **state, const char **ret, struct lz_error *err) {
     struct lz_prepared *p = *state;
     if (!p)
         *state = p = lz_xcalloc(1, sizeof *p);
     if (!p->rootfs) {
-        int r = lz_image_prepare(cfg->data_root, cfg->profile.image, progress, NULL, p, err);
+        struct lz_progress_view ui;
+        lz_cli_progress_init(&ui, "lazaret: ");
+        _cleanup_(lz_hostca_clear) struct lz_hostca ca = { 0 };
+        int r = 0;
+        if (cfg->profile.host_ca_certificates)
+            r = lz_hostca_load(lz_hostca_dir(), &ca, err);
+        if (r == 0)
+            r = lz_image_prepare_ca(cfg->data_root, cfg->profile.image, &ca, lz_cli_progress, &ui, p, err);
+        lz_cli_progress_done(&ui);
         if (r < 0)
             return r;
     }

@@ -470,7 +470,8 @@ static int cmd_reset(const struct lz_config *cfg, char **ids, size_t n_ids, bool
     size_t n_sel = 0;
     if (all) {
         for (size_t i = 0; i < l.n; i++) {
-            if (l.v[i].running) {
+            /* A stopping one (its last session just ended) is waited for. */
+            if (l.v[i].running && !lz_domain_stopping(l.v[i].id)) {
                 lz_cli_error("state reset: Domain %.12s is running; skipped (stop it first: exit its sessions)",
                              l.v[i].id);
                 ret = LZ_EXIT_FAILURE;

@@ -9,11 +9,17 @@
  * stderr as it arrives, and acknowledges the highest contiguous chunk
  * (the HC sends at most 8 unacknowledged chunks). Ctrl-C (SIGINT), SIGTERM
  * and SIGHUP send a cancel. Exit statuses: see usage().
+ *
+ * With --stdin, its own stdin goes to the host command as stdin-chunk
+ * records (stdin_step), read only when it is readable so that results
+ * and Ctrl-C are never held up; without it the host command reads
+ * /dev/null.
  */
 #include "mailbox.h"
 #include "trust.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -22,7 +28,10 @@
 #define REQ_VALID_MS 60000  /* the request must reach the HC within this */
 #define ACK_WAIT_MS 15000   /* no request-ack by then: the host is not answering */
 #define CANCEL_WAIT_MS 3000 /* after a cancel, wait this long for the end */
+#define POLL_MIN_US 20      /* the first pause after something arrived */
 #define POLL_MAX_US 10000   /* the longest pause between two looks at res/ */
+#define POLL_IDLE_DIV 16    /* pause at most 1/16 of the time waited so far */
+#define ACK_EVERY 6         /* acknowledge before the host's window of 8 is used up */
 
 enum {
     EX_USAGE = 2,
@@ -40,12 +49,15 @@ static void usage(FILE *f) {
           "\n"
           "Asks the host to run ARGV (argv[0] an absolute host path; no PATH lookup, no shell).\n"
           "It runs only if a trusted auto-approval rule matches it exactly or the developer\n"
-          "approves it on this session's terminal. Its stdout and stderr are streamed here.\n"
+          "approves it on this session's terminal. Its stdout and stderr are streamed here;\n"
+          "run from a terminal (stdin and stdout), it gets the session's terminal instead and\n"
+          "can ask you questions there.\n"
           "\n"
           "  --justification TEXT  why (shown to the developer as text from the sandbox)\n"
           "  --timeout SECONDS     give up after this long (the host command is cancelled)\n"
           "  --cwd DIR             working directory, /workspace or below (default /workspace)\n"
-          "  --stdin               ask for stdin to be forwarded (not forwarded yet: /dev/null)\n"
+          "  --stdin               send this program's stdin to the host command (streamed until\n"
+          "                        end of input; without --stdin the host command reads /dev/null)\n"
           "\n"
           "Exit status: the host command's own status; 128+N if it was killed by signal N;\n"
           "125 denied; 124 timed out; 130 cancelled (Ctrl-C); 126 could not start, verify\n"
@@ -70,6 +82,11 @@ struct client {
     bool got_ack, got_decision;
     enum lz_decision decision;
     bool stdout_gone, stderr_gone;
+    /* --stdin: the next stdin-chunk seq, the lowest seq whose entry may
+     * still be in req/, and the chunk read but not yet written. */
+    bool in_on, in_done, in_eof, in_warned;
+    uint64_t in_seq, in_gone;
+    size_t in_len;
 };
 
 /* Reads res/<id>.<kind>.<seq> if it is there: 1 with *rec, 0 absent,
@@ -86,8 +103,13 @@ static int fetch(struct client *c, unsigned kind, uint64_t seq, struct lz_record
     static uint8_t buf[LZ_RECORD_MAX + 1];
     struct stat st;
     ssize_t len = -1;
+    /* One read of at most the bound + 1, not to end-of-file: every read
+     * through the gofer costs, and a record read short or long fails its
+     * signature (then the next look reads it again). */
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= LZ_RECORD_MAX)
-        len = lz_read_full(fd, buf, sizeof buf);
+        do
+            len = read(fd, buf, sizeof buf);
+        while (len < 0 && errno == EINTR);
     close(fd);
     if (len < 0 || len > LZ_RECORD_MAX)
         return -1;
@@ -132,10 +154,92 @@ static void send_cancel(struct client *c, enum lz_cancel_reason why) {
 }
 
 static void emit(struct client *c, const struct lz_record *rec) {
+    if (rec->chunk.stream == LZ_STREAM_TERMINAL)
+        return; /* the developer saw it on the session's terminal as it came */
     bool err = rec->chunk.stream == LZ_STREAM_STDERR;
     bool *gone = err ? &c->stderr_gone : &c->stdout_gone;
     if (!*gone && lz_write_full(err ? 2 : 1, rec->chunk.data, rec->chunk.len) < 0)
         *gone = true; /* keep acknowledging: the host command must not stall */
+}
+
+/* ---- --stdin ----
+ * The Host Coordinator takes stdin-chunk entries strictly in order, one at
+ * a time, when the host command's stdin pipe has room, and removes each
+ * one it takes: so an entry of ours still in req/ is one not consumed, and
+ * the window is at most LZ_RECORD_STDIN_WINDOW of them. Nothing else
+ * bounds stdin: it streams for as long as it has bytes. */
+
+static bool stdin_entry_present(struct client *c, uint64_t seq) {
+    struct lz_mbox_name n = { .kind = LZ_REC_STDIN_CHUNK, .seq = seq };
+    memcpy(n.request_id, c->id, LZ_RECORD_ID_LEN);
+    char name[LZ_MBOX_NAME_MAX + 1];
+    struct stat st;
+    return lz_mbox_name_format(&n, name, sizeof name) == 0 && fstatat(c->req_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* Reads what stdin holds now, without blocking (poll before each read, so
+ * a terminal or a pipe shared with others keeps its flags): up to one
+ * chunk; sets in_eof at end of input, on a read error or when fd 0 is not
+ * open. */
+static void stdin_read(struct client *c, uint8_t *buf) {
+    while (c->in_len < LZ_RECORD_CHUNK_MAX && !c->in_eof) {
+        struct pollfd p = { .fd = 0, .events = POLLIN };
+        int n = poll(&p, 1, 0);
+        if (n < 0 && errno == EINTR)
+            return;
+        if (n == 0)
+            return;
+        if (n < 0 || (p.revents & POLLNVAL)) {
+            c->in_eof = true;
+            return;
+        }
+        ssize_t r = read(0, buf + c->in_len, LZ_RECORD_CHUNK_MAX - c->in_len);
+        if (r < 0 && (errno == EINTR || errno == EAGAIN))
+            return;
+        if (r < 0)
+            fprintf(stderr, "lazaret-escalate: cannot read stdin (%s): the host command's input ends here\n",
+                    strerror(errno));
+        if (r <= 0) {
+            c->in_eof = true;
+            return;
+        }
+        c->in_len += (size_t)r;
+    }
+}
+
+/* One step of --stdin from the wait loop: 1 when a record was written. */
+static int stdin_step(struct client *c) {
+    static uint8_t buf[LZ_RECORD_CHUNK_MAX];
+    if (!c->in_on || c->in_done)
+        return 0;
+    while (c->in_gone < c->in_seq && !stdin_entry_present(c, c->in_gone))
+        c->in_gone++;
+    if (c->in_seq - c->in_gone >= LZ_RECORD_STDIN_WINDOW)
+        return 0;
+    stdin_read(c, buf);
+    if (c->in_len == 0 && !c->in_eof)
+        return 0;
+    struct lz_record rec = { .kind = LZ_REC_STDIN_CHUNK };
+    memcpy(rec.request_id, c->id, LZ_RECORD_ID_LEN);
+    memcpy(rec.session_id, c->sid, LZ_RECORD_ID_LEN);
+    rec.stdin_chunk.seq = c->in_seq;
+    rec.stdin_chunk.data = buf;
+    rec.stdin_chunk.len = c->in_len;
+    /* A full chunk goes before the end is known; the end then follows as
+     * an empty chunk with eof. */
+    rec.stdin_chunk.eof = c->in_eof;
+    struct lz_error err = { 0 };
+    if (lz_mbox_put_record(c->req_fd, c->sk, &rec, &err) < 0) {
+        /* Kept and tried again on the next step; said once. */
+        if (!c->in_warned)
+            fprintf(stderr, "lazaret-escalate: cannot send stdin (will retry): %s\n", err.msg);
+        c->in_warned = true;
+        return 0;
+    }
+    c->in_seq++;
+    c->in_len = 0;
+    c->in_done = c->in_eof;
+    return 1;
 }
 
 /* Reads what has arrived; 1 when anything did. *ret_end holds the end once
@@ -143,7 +247,12 @@ static void emit(struct client *c, const struct lz_record *rec) {
 static int progress(struct client *c, bool *have_end, struct lz_record *end) {
     int any = 0;
     struct lz_record rec;
-    if (!c->got_ack && fetch(c, LZ_REC_REQUEST_ACK, 0, &rec) == 1) {
+    /* The host writes request-ack first, then (unless the request ends
+     * undecided) developer-decision, the chunks, result-end: look only for
+     * what can come next, each look is a lookup through the gofer. */
+    if (!c->got_ack) {
+        if (fetch(c, LZ_REC_REQUEST_ACK, 0, &rec) != 1)
+            return 0;
         c->got_ack = true;
         any = 1;
         lz_record_clear(&rec);
@@ -154,15 +263,25 @@ static int progress(struct client *c, bool *have_end, struct lz_record *end) {
         any = 1;
         lz_record_clear(&rec);
     }
-    for (int k = 0; k < 64 && fetch(c, LZ_REC_RESULT_CHUNK, c->next_seq, &rec) == 1; k++) {
+    int chunks = 0;
+    for (int k = 0; c->got_decision && k < 64 && fetch(c, LZ_REC_RESULT_CHUNK, c->next_seq, &rec) == 1; k++) {
         emit(c, &rec);
         c->next_seq++;
-        any = 1;
+        chunks++;
         lz_record_clear(&rec);
+        /* Before the window is used up, not when it is drained: the host
+         * signs the next chunks while this side reads the ones it has; not
+         * after every chunk: an acknowledgement is a file made through the
+         * gofer, which costs as much as reading two chunks. */
+        if (c->next_seq - c->acked >= ACK_EVERY)
+            send_ack(c);
     }
-    if (any)
+    if (chunks || any)
         send_ack(c);
-    if (!*have_end && fetch(c, LZ_REC_RESULT_END, 0, &rec) == 1) {
+    any |= chunks > 0;
+    /* While chunks arrive the end cannot be complete: one lookup less per
+     * chunk through the gofer. */
+    if (!*have_end && !chunks && fetch(c, LZ_REC_RESULT_END, 0, &rec) == 1) {
         *have_end = true;
         *end = rec;
         c->got_ack = true;
@@ -217,8 +336,13 @@ static int exit_for(const struct lz_record *end) {
         die_msg("denied: the host did not approve this request (no matching auto-approval rule, or the "
                 "developer said no)");
         return EX_DENIED;
-    case LZ_OUTCOME_TIMED_OUT: die_msg("timed out on the host"); return EX_TIMEDOUT;
-    case LZ_OUTCOME_CANCELLED: die_msg("cancelled"); return EX_CANCELLED;
+    case LZ_OUTCOME_TIMED_OUT:
+        die_msg("timed out on the host (no decision before the prompt's timeout, or the command ran past its "
+                "time limit)");
+        return EX_TIMEDOUT;
+    case LZ_OUTCOME_CANCELLED:
+        die_msg("cancelled (Ctrl-C at the host's prompt, or the session ended)");
+        return EX_CANCELLED;
     case LZ_OUTCOME_FAILED:
         die_msg("the host could not run the command (it failed to start or its executable changed; "
                 "see the Domain's coordinator.log)");
@@ -264,11 +388,16 @@ int main(int argc, char **argv) {
         usage(stderr);
         return EX_USAGE;
     }
+    /* A closed stdin (or stdout, stderr) must not be taken over by the
+     * mailbox descriptors opened below: --stdin would read a directory. */
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", (fd == 0 ? O_RDONLY : O_WRONLY) | O_CLOEXEC) != fd)
+            return EX_FAILED;
     if (sodium_init() < 0) {
         die_msg("libsodium failed to initialise");
         return EX_FAILED;
     }
-    struct client c = { .req_fd = -1, .res_fd = -1 };
+    struct client c = { .req_fd = -1, .res_fd = -1, .in_on = want_stdin };
     if (load_keys(&c) < 0)
         return EX_FAILED;
 
@@ -290,16 +419,28 @@ int main(int argc, char **argv) {
     req.request.justification = (char *)justification;
     req.request.timeout_s = timeout_s;
     req.request.stdin_wanted = want_stdin;
+    /* On a terminal (and not streaming stdin), the host command gets the
+     * session's terminal: it can ask the developer questions. */
+    req.request.terminal = !want_stdin && isatty(0) && isatty(1);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (send_record(&c, &req) < 0)
         return EX_FAILED;
 
     long start = lz_now_ms();
     long deadline = timeout_s ? start + (long)timeout_s * 1000 : 0;
-    long pause_us = 50;
+    /* Inside gVisor, inotify does not see what the host creates in a gofer
+     * mount, so res/ is polled: after each arrival quickly again, then with
+     * a pause of at most 1/POLL_IDLE_DIV of the time waited so far (the
+     * answer is noticed at most that fraction late), never longer than
+     * POLL_MAX_US. */
+    struct timespec idle_since;
+    clock_gettime(CLOCK_MONOTONIC, &idle_since);
     bool have_end = false;
     struct lz_record end = { 0 };
     for (;;) {
         int any = progress(&c, &have_end, &end);
+        any |= stdin_step(&c);
         if (have_end && (end.end.chunks <= c.next_seq || end.end.outcome != LZ_OUTCOME_COMPLETED))
             break;
         if (g_signal || (deadline && lz_now_ms() >= deadline)) {
@@ -319,14 +460,25 @@ int main(int argc, char **argv) {
             die_msg("the host did not answer (is the Domain's coordinator running?)");
             return EX_FAILED;
         }
+        struct timespec tnow;
+        clock_gettime(CLOCK_MONOTONIC, &tnow);
         if (any) {
-            pause_us = 50;
+            idle_since = tnow;
             continue;
         }
+        long idle_us = (long)(tnow.tv_sec - idle_since.tv_sec) * 1000000 + (tnow.tv_nsec - idle_since.tv_nsec) / 1000;
+        long pause_us = idle_us / POLL_IDLE_DIV;
+        pause_us = pause_us < POLL_MIN_US ? POLL_MIN_US : pause_us > POLL_MAX_US ? POLL_MAX_US : pause_us;
         struct timespec ts = { 0, pause_us * 1000 };
         nanosleep(&ts, NULL);
-        if (pause_us < POLL_MAX_US)
-            pause_us *= 2;
+    }
+    if (getenv("LAZARET_ESCALATE_TIMING")) {
+        /* bench/escalation.py: the record round trip alone, without this
+         * process's own start in the sandbox. */
+        struct timespec t1;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        long us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000;
+        fprintf(stderr, "lazaret-escalate: timing: request to end %ld us\n", us);
     }
     int rc = exit_for(&end);
     lz_record_clear(&end);

@@ -5,12 +5,14 @@
 #include <sodium.h>
 #include <sys/stat.h>
 
+#include "agents.h"
 #include "imgref.h"
 #include "imgtool.h"
 #include "oci.h"
 
-int lz_bootstrap_locked(const struct lz_oci_store *st, const char *suite, lz_progress_fn progress, void *ud,
-                        struct lz_error *err) {
+/* One image: the base of suite, plus an agent when a is non-NULL. */
+static int bootstrap_image(const struct lz_oci_store *st, const char *suite, const struct lz_agent *a,
+                           lz_progress_fn progress, void *ud, struct lz_error *err) {
     char scratch[64];
     _cleanup_close_ int dfd = -EBADF;
     int r = lz_oci_scratch(st, ".bootstrap-", scratch, &dfd, err);
@@ -20,16 +22,37 @@ int lz_bootstrap_locked(const struct lz_oci_store *st, const char *suite, lz_pro
      * maps its subuids inside); the scratch directory must be writable. */
     _cleanup_free_ char *target = lz_xasprintf("%s/rootfs.tar", scratch);
     _cleanup_free_ char *suite_arg = lz_xstrdup(suite);
-    char *argv[] = {
-        (char *)"mmdebstrap",
-        (char *)"--variant=minbase",
-        (char *)"--include=" LZ_BOOTSTRAP_PACKAGES,
-        (char *)"--mode=auto",
-        (char *)"--format=tar",
-        suite_arg,
-        target,
-        NULL,
-    };
+    _cleanup_free_ char *include = lz_xstrdup("--include=" LZ_BOOTSTRAP_PACKAGES);
+    _cleanup_free_ char *hook = NULL;
+    if (a) {
+        free(include);
+        include = lz_xstrdup("--include=" LZ_BOOTSTRAP_PACKAGES "," LZ_AGENT_PACKAGES);
+        /* The names are ours (agents.h), not input: safe in a shell line.
+         * Node does not read the system trust store: the host's bundle
+         * (SSL_CERT_FILE, as lz_tool_env passes it, or Debian's) is lent to
+         * npm for the build only, so that a TLS-intercepting proxy whose CA
+         * the host trusts works; it and npm's cache are removed before the
+         * tar is written. `--version` proves the agent starts. */
+        hook =
+            lz_xasprintf("--customize-hook="
+                         "cp \"${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}\" \"$1/tmp/lazaret-ca.crt\" || :; "
+                         "chroot \"$1\" env HOME=/root NODE_EXTRA_CA_CERTS=/tmp/lazaret-ca.crt sh -c "
+                         "'npm install --global --no-fund --no-audit --no-update-notifier %s && %s --version'; "
+                         "r=$?; rm -rf \"$1/tmp/lazaret-ca.crt\" \"$1/root/.npm\"; exit $r",
+                         a->npm_package, a->name);
+    }
+    char *argv[9];
+    size_t n = 0;
+    argv[n++] = (char *)"mmdebstrap";
+    argv[n++] = (char *)"--variant=minbase";
+    argv[n++] = include;
+    argv[n++] = (char *)"--mode=auto";
+    argv[n++] = (char *)"--format=tar";
+    if (hook)
+        argv[n++] = hook;
+    argv[n++] = suite_arg; /* mmdebstrap takes SUITE TARGET last */
+    argv[n++] = target;
+    argv[n] = NULL;
     struct lz_tool_out o = { .progress = progress, .ud = ud, .prefix = "bootstrap" };
     lz_progress_report(progress, ud, "bootstrap", 0, 0);
     int status = 0;
@@ -79,8 +102,10 @@ int lz_bootstrap_locked(const struct lz_oci_store *st, const char *suite, lz_pro
         }
         char created[32];
         lz_oci_now_rfc3339(created);
-        _cleanup_free_ char *created_by =
-            lz_xasprintf("mmdebstrap --variant=minbase --include=%s %s", LZ_BOOTSTRAP_PACKAGES, suite);
+        _cleanup_free_ char *created_by = a
+            ? lz_xasprintf("mmdebstrap --variant=minbase --include=%s,%s %s; npm install --global %s",
+                           LZ_BOOTSTRAP_PACKAGES, LZ_AGENT_PACKAGES, suite, a->npm_package)
+            : lz_xasprintf("mmdebstrap --variant=minbase --include=%s %s", LZ_BOOTSTRAP_PACKAGES, suite);
         _cleanup_json_ json_t *cfg = json_pack(
             "{s:s, s:s, s:s, s:{s:[s], s:[s,s], s:s}, s:{s:s, s:[s]}, s:[{s:s, s:s}]}", "created", created,
             "architecture", lz_oci_host_arch(), "os", "linux", "config", "Env",
@@ -93,7 +118,8 @@ int lz_bootstrap_locked(const struct lz_oci_store *st, const char *suite, lz_pro
         r = lz_oci_put_json(st, cfg, cdg, &clen, err);
         if (r < 0)
             goto out;
-        _cleanup_free_ char *name = lz_xasprintf("builtin:debian-%s", suite);
+        _cleanup_free_ char *name =
+            a ? lz_xasprintf("%s%s", LZ_AGENT_IMAGE_PREFIX, a->name) : lz_xasprintf("builtin:debian-%s", suite);
         _cleanup_json_ json_t *man = json_pack(
             "{s:i, s:s, s:{s:s, s:s, s:I}, s:[{s:s, s:s, s:I}], s:{s:s, s:s}}", "schemaVersion", 2, "mediaType",
             LZ_MT_OCI_MANIFEST, "config", "mediaType", LZ_MT_OCI_CONFIG, "digest", cdg, "size", (json_int_t)clen,
@@ -111,22 +137,64 @@ out:
     return r;
 }
 
+int lz_bootstrap_locked(const struct lz_oci_store *st, const char *suite, lz_progress_fn progress, void *ud,
+                        struct lz_error *err) {
+    return bootstrap_image(st, suite, NULL, progress, ud, err);
+}
+
+int lz_bootstrap_agent_locked(const struct lz_oci_store *st, const char *agent, lz_progress_fn progress, void *ud,
+                              struct lz_error *err) {
+    const struct lz_agent *a = lz_agent_find(agent);
+    if (!a)
+        return lz_error_set(err, -EINVAL, "unknown agent \"%s\" (known: claude, codex, opencode)", agent ?: "");
+    return bootstrap_image(st, LZ_AGENT_SUITE, a, progress, ud, err);
+}
+
+/* Opens the Storage Root's image store and takes its bootstrap lock (held
+ * until *lk is closed); the store is closed again on failure. */
+static int open_locked(const char *data_root, struct lz_oci_store *st, int *lk, struct lz_error *err) {
+    if (sodium_init() < 0)
+        return lz_error_set(err, -EIO, "libsodium initialisation failed");
+    int r = lz_oci_open(data_root, true, st, err);
+    if (r < 0)
+        return r;
+    if ((r = lz_oci_lock(st->fd, ".bootstrap.lock", lk)) < 0) {
+        lz_oci_close(st);
+        return lz_error_errno(err, r, "cannot lock image store");
+    }
+    return 0;
+}
+
+int lz_image_bootstrap_agent(const char *data_root, const char *agent, bool refresh, lz_progress_fn progress, void *ud,
+                             struct lz_error *err) {
+    const struct lz_agent *a = lz_agent_find(agent);
+    if (!a)
+        return lz_error_set(err, -EINVAL, "unknown agent \"%s\" (known: claude, codex, opencode)", agent ?: "");
+    struct lz_oci_store st;
+    _cleanup_close_ int lk = -EBADF;
+    int r = open_locked(data_root, &st, &lk, err);
+    if (r < 0)
+        return lz_error_sanitize(err, r);
+    _cleanup_free_ char *name = lz_xasprintf("%s%s", LZ_AGENT_IMAGE_PREFIX, a->name);
+    _cleanup_free_ char *digest = NULL;
+    if (!refresh && (r = lz_oci_lookup(&st, name, &digest, err)) != -ENOENT)
+        r = r < 0 ? r : 1;
+    else
+        r = bootstrap_image(&st, LZ_AGENT_SUITE, a, progress, ud, err);
+    lz_oci_close(&st);
+    return lz_error_sanitize(err, r);
+}
+
 int lz_image_bootstrap(const char *data_root, const char *suite, lz_progress_fn progress, void *ud,
                        struct lz_error *err) {
     if (!suite || !lz_image_suite_valid(suite))
         return lz_error_set(err, -EINVAL, "invalid Debian suite \"%s\"", suite ?: "");
-    if (sodium_init() < 0)
-        return lz_error_set(err, -EIO, "libsodium initialisation failed");
     struct lz_oci_store st;
-    int r = lz_oci_open(data_root, true, &st, err);
-    if (r < 0)
-        return r;
     _cleanup_close_ int lk = -EBADF;
-    r = lz_oci_lock(st.fd, ".bootstrap.lock", &lk);
+    int r = open_locked(data_root, &st, &lk, err);
     if (r < 0)
-        r = lz_error_errno(err, r, "cannot lock image store");
-    else
-        r = lz_bootstrap_locked(&st, suite, progress, ud, err);
+        return lz_error_sanitize(err, r);
+    r = lz_bootstrap_locked(&st, suite, progress, ud, err);
     lz_oci_close(&st);
     return lz_error_sanitize(err, r);
 }

@@ -108,10 +108,14 @@ int hc_write_bundle(struct hc *h, struct lz_error *err) {
     for (size_t i = 0; i < c->profile.n_persistent_dirs; i++)
         anchors[i] = (struct lz_oci_bind){ lz_xasprintf("%s%s", h->anchor_target, c->profile.persistent_dirs[i]),
                                            lz_xstrdup(c->profile.persistent_dirs[i]), false };
+    const char *tw = lz_test_hook("LAZARET_TEST_WORKSPACE");
+    bool plain_bind = tw && strcmp(tw, "bind") == 0;
     struct lz_sandbox_spec spec = {
         .rootfs = h->rootfs,
         .workspace = c->workspace,
-        .view = h->view,
+        /* LAZARET_TEST_WORKSPACE=bind: the workspace bound as is, no
+         * router and no Git policy (bench/workspace.py's baseline). */
+        .view = plain_bind ? c->workspace : h->view,
         .init_path = init,
         .hostname = "lazaret",
         .netns_path = netns,

@@ -246,6 +246,20 @@ static int ensure_ready(struct cat *c, const char *data_root, const char *id, in
     return lz_cat_artifact_upsert(c, pfd, id, id, now, err);
 }
 
+int lz_catalog_known_ready(const char *data_root, const char *artifact_id, struct lz_error *err) {
+    if (!lz_cat_hex64(artifact_id))
+        return lz_error_set(err, -EINVAL, "invalid prepared-artifact ID (expected 64 lowercase hex digits)");
+    struct cat c;
+    int r = lz_cat_section_existing(data_root, 0, &c, err);
+    if (r != 0)
+        return r == 1 ? 0 : r;
+    struct row_artifact a;
+    r = artifact_get(&c, artifact_id, &a, err);
+    if (r == 1)
+        r = strcmp(a.state, "ready") == 0;
+    return lz_cat_section_end(&c, r, err);
+}
+
 static int check_lease_args(const char *artifact_id, const char *domain_id, int64_t generation, struct lz_error *err) {
     if (!lz_cat_hex64(artifact_id))
         return lz_error_set(err, -EINVAL, "invalid prepared-artifact ID (expected 64 lowercase hex digits)");

@@ -152,6 +152,11 @@ int lz_catalog_prepare_forget(const char *data_root, const char *tmp_name, struc
  * metadata from its artifact.json) and updates its last_used_ms; no lease.
  * -ESTALE when it is 'reclaiming' or its tree is missing or incomplete. */
 int lz_catalog_register(const char *data_root, const char *artifact_id, struct lz_error *err);
+/* Read-only: 1 when the catalog knows the artifact as 'ready', 0 when not
+ * (no catalog, no row, or another state), -errno on error. Nothing is
+ * written, so nothing is synced: the lookup of an image used before, whose
+ * lease (lz_catalog_lease_acquire) checks it again and updates last_used_ms. */
+int lz_catalog_known_ready(const char *data_root, const char *artifact_id, struct lz_error *err);
 
 /* ---- product GC (`lazaret image gc`) ---- */
 

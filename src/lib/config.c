@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <sys/stat.h>
 
+#include "agents.h"
 #include "config_internal.h"
 #include "domain_id.h"
 
@@ -23,14 +24,6 @@ static void prefix_list_done(struct prefix_list *l) {
     l->v = NULL;
     l->lines = NULL;
     l->n = 0;
-}
-
-static void strv_free(char **v, size_t n) {
-    if (!v)
-        return;
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
 }
 
 /* ---- sections -------------------------------------------------------- */
@@ -133,9 +126,9 @@ static void prefix_list_take(struct prefix_list *l, char ***ret, size_t *ret_n) 
 static void profile_done(struct lz_profile *p) {
     free(p->name);
     free(p->image);
-    strv_free(p->persistent_dirs, p->n_persistent_dirs);
-    strv_free(p->allow_egress, p->n_allow_egress);
-    strv_free(p->deny_egress, p->n_deny_egress);
+    lz_strv_free(p->persistent_dirs, p->n_persistent_dirs);
+    lz_strv_free(p->allow_egress, p->n_allow_egress);
+    lz_strv_free(p->deny_egress, p->n_deny_egress);
     for (size_t i = 0; i < p->n_env; i++) {
         free(p->env[i].name);
         free(p->env[i].reference);
@@ -151,6 +144,7 @@ static void profile_done(struct lz_profile *p) {
         free(p->volumes[i].mode);
     }
     free(p->volumes);
+    lz_strv_free(p->command, p->n_command);
     memset(p, 0, sizeof *p);
 }
 
@@ -195,6 +189,7 @@ static int parse_env(struct loader *ld, struct profile_in *pi, const struct lz_t
                 return cfg_err(ld, e->value->line, key, "%s does not name a valid host environment variable",
                                cfg_disp(v, d, sizeof d));
             ent->reference = lz_xstrdup(v);
+            ent->optional = ld->builtin_profile;
         } else {
             ent->value = lz_xstrdup(v);
         }
@@ -205,14 +200,49 @@ static int parse_env(struct loader *ld, struct profile_in *pi, const struct lz_t
     return 0;
 }
 
+/* Where a package manager writes, so that `apt-get install` persists: the
+ * persistent_dirs of a profile that does not list its own (the built-in
+ * one's too); `persistent_dirs = []` asks for none. */
+static void set_default_persistent(struct lz_profile *p) {
+    static const char *const pdirs[] = { "/etc", "/opt", "/root", "/usr", "/var" };
+    p->persistent_dirs = lz_xcalloc(LZ_ARRAY_SIZE(pdirs), sizeof(char *));
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(pdirs); i++)
+        p->persistent_dirs[p->n_persistent_dirs++] = lz_xstrdup(pdirs[i]);
+}
+
+/* `command = ["prog", "arg", ...]`: the session's default argv. argv[0]
+ * is looked up in the sandbox's PATH when the session starts, like an
+ * argv given after `lazaret run --`. */
+static int parse_command(struct loader *ld, struct profile_in *pi, const struct lz_toml_value *arr) {
+    char key[128];
+    snprintf(key, sizeof key, "profiles.%s.command", pi->name);
+    int r = cfg_check_array(ld, arr, key);
+    if (r < 0)
+        return r;
+    size_t n = arr->u.array.n;
+    if (n == 0)
+        return cfg_err(ld, arr->line, key, "must not be empty (leave the key out for a login shell)");
+    pi->p.command = lz_xcalloc(n + 1, sizeof *pi->p.command);
+    for (size_t i = 0; i < n; i++) {
+        const struct lz_toml_value *e = arr->u.array.items[i];
+        snprintf(key, sizeof key, "profiles.%s.command[%zu]", pi->name, i);
+        if ((r = cfg_check_string(ld, e, key)) < 0)
+            return r;
+        if (i == 0 && e->u.string.len == 0)
+            return cfg_err(ld, e->line, key, "the program must not be empty");
+        pi->p.command[pi->p.n_command++] = lz_xstrdup(e->u.string.s);
+    }
+    return 0;
+}
+
 static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_in *pi,
                          const struct prefix_list *defallow, const struct prefix_list *defdeny) {
     char key[128], d[DISP_MAX];
     const struct lz_toml_value *t = pi->tbl;
     int r;
     snprintf(key, sizeof key, "profiles.%s", pi->name);
-    static const char *const keys[] = { "image", "persistent_dirs", "allow_egress",  "deny_egress",
-                                        "env",   "volumes",         "ignored_state", NULL };
+    static const char *const keys[] = { "image",   "persistent_dirs", "allow_egress",         "deny_egress", "env",
+                                        "volumes", "ignored_state",   "host_ca_certificates", "command",     NULL };
     if ((r = cfg_check_keys(ld, t, key, keys)) < 0)
         return r;
 
@@ -228,7 +258,9 @@ static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_
     pi->p.image = lz_xstrdup(img->u.string.s);
 
     const struct lz_toml_value *v;
-    if ((v = lz_toml_table_get(t, "persistent_dirs")) && (r = cfg_parse_persistent(ld, pi, v)) < 0)
+    if (!(v = lz_toml_table_get(t, "persistent_dirs")))
+        set_default_persistent(&pi->p);
+    else if ((r = cfg_parse_persistent(ld, pi, v)) < 0)
         return r;
 
     pi->allow.key = lz_xasprintf("profiles.%s.allow_egress", pi->name);
@@ -243,6 +275,11 @@ static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_
 
     snprintf(key, sizeof key, "profiles.%s.ignored_state", pi->name);
     if ((r = cfg_get_bool(ld, t, "ignored_state", key, true, &pi->p.ignored_state)) < 0)
+        return r;
+    snprintf(key, sizeof key, "profiles.%s.host_ca_certificates", pi->name);
+    if ((r = cfg_get_bool(ld, t, "host_ca_certificates", key, true, &pi->p.host_ca_certificates)) < 0)
+        return r;
+    if ((v = lz_toml_table_get(t, "command")) && (r = parse_command(ld, pi, v)) < 0)
         return r;
 
     /* Expansion context of this profile (for unselected profiles too, so
@@ -344,6 +381,8 @@ static int resolve_env(struct loader *ld, struct lz_config *c, const struct lz_t
         snprintf(key, sizeof key, "profiles.%s.env.%s", c->profile.name, e->name);
         const char *var = e->reference + 4;
         const char *val = ld->lookup_env ? ld->lookup_env(ld->lookup_env_ud, var) : secure_getenv(var);
+        if (!val && e->optional)
+            continue; /* a built-in's key that the host does not have: not passed */
         if (!val)
             return cfg_err(ld, line, key, "host environment variable %s is not set", cfg_disp(var, d, sizeof d));
         size_t n = strlen(val);
@@ -361,11 +400,17 @@ static int resolve_env(struct loader *ld, struct lz_config *c, const struct lz_t
     return 0;
 }
 
+static int load_agent(struct loader *ld, struct lz_config *c, const struct lz_agent *a, struct prefix_list *defallow,
+                      struct prefix_list *defdeny);
+
+/* No configuration file: the built-in configuration. Returns 1 when the
+ * profile is a built-in agent, fully resolved by load_agent. */
 static int load_builtin(struct loader *ld, struct lz_config *c, const char *profile) {
-    if (strcmp(profile, LZ_DEFAULT_PROFILE) != 0)
+    const struct lz_agent *agent = lz_agent_find(profile);
+    if (strcmp(profile, LZ_DEFAULT_PROFILE) != 0 && !agent)
         return lz_error_set(ld->err, -ENOENT,
                             "profile \"%s\" is not defined: no configuration file exists and "
-                            "the built-in configuration defines only \"%s\"",
+                            "the built-in configuration defines only \"%s\", \"claude\", \"codex\" and \"opencode\"",
                             profile, LZ_DEFAULT_PROFILE);
     c->builtin_default = true;
     c->prepared_keep_days = LZ_PREPARED_KEEP_DAYS_DEFAULT;
@@ -373,6 +418,16 @@ static int load_builtin(struct loader *ld, struct lz_config *c, const char *prof
     int r = cfg_default_data_root(ld, &c->data_root);
     if (r < 0)
         return r;
+    c->escalation_enabled = true;
+    c->escalation_prompt_timeout_s = LZ_ESC_PROMPT_TIMEOUT_DEFAULT;
+    c->linger_seconds = LZ_LINGER_SECONDS_DEFAULT;
+    if (agent) {
+        __attribute__((cleanup(prefix_list_done))) struct prefix_list a = { 0 }, d = { 0 };
+        prefix_list_builtin(&a, builtin_allow, LZ_ARRAY_SIZE(builtin_allow), "network.default_allow");
+        prefix_list_builtin(&d, builtin_deny, LZ_ARRAY_SIZE(builtin_deny), "network.default_deny");
+        r = load_agent(ld, c, agent, &a, &d);
+        return r < 0 ? r : 1;
+    }
     c->n_default_allow = LZ_ARRAY_SIZE(builtin_allow);
     c->default_allow = lz_xcalloc(c->n_default_allow, sizeof(char *));
     for (size_t i = 0; i < c->n_default_allow; i++)
@@ -381,20 +436,71 @@ static int load_builtin(struct loader *ld, struct lz_config *c, const char *prof
     c->default_deny = lz_xcalloc(c->n_default_deny, sizeof(char *));
     for (size_t i = 0; i < c->n_default_deny; i++)
         c->default_deny[i] = lz_xstrdup(builtin_deny[i]);
-    c->escalation_enabled = true;
-    c->escalation_prompt_timeout_s = LZ_ESC_PROMPT_TIMEOUT_DEFAULT;
     struct lz_profile *p = &c->profile;
     p->name = lz_xstrdup(LZ_DEFAULT_PROFILE);
     p->image = lz_xstrdup(LZ_BUILTIN_IMAGE);
-    /* Where a package manager writes, so that `apt-get install` persists. */
-    static const char *const pdirs[] = { "/etc", "/opt", "/root", "/usr", "/var" };
-    p->persistent_dirs = lz_xcalloc(LZ_ARRAY_SIZE(pdirs), sizeof(char *));
-    for (size_t i = 0; i < LZ_ARRAY_SIZE(pdirs); i++)
-        p->persistent_dirs[p->n_persistent_dirs++] = lz_xstrdup(pdirs[i]);
+    set_default_persistent(p);
     p->ignored_state = true;
+    p->host_ca_certificates = true;
     c->profile_names = lz_xcalloc(1, sizeof(char *));
     c->profile_names[c->n_profile_names++] = lz_xstrdup(LZ_DEFAULT_PROFILE);
     return 0;
+}
+
+/* Moves the selected profile into c and resolves it: Domain ID, paths
+ * against the filesystem, auto_approve rules, env: references. */
+static int finish_selected(struct loader *ld, struct lz_config *c, struct profile_in *selected,
+                           struct prefix_list *defallow, struct prefix_list *defdeny,
+                           const struct lz_toml_value *ptbl) {
+    c->profile = selected->p;
+    memset(&selected->p, 0, sizeof selected->p);
+    prefix_list_take(&selected->allow, &c->profile.allow_egress, &c->profile.n_allow_egress);
+    prefix_list_take(&selected->deny, &c->profile.deny_egress, &c->profile.n_deny_egress);
+    prefix_list_take(defallow, &c->default_allow, &c->n_default_allow);
+    prefix_list_take(defdeny, &c->default_deny, &c->n_default_deny);
+
+    c->profile_dir = lz_xasprintf("%s/%s", c->data_root, c->profile.name);
+    int r = lz_domain_id_v1(c->profile.name, c->workspace, c->domain_id);
+    if (r < 0)
+        return lz_error_set(ld->err, r, "cannot compute the Domain ID");
+    lz_hex(c->domain_id, sizeof c->domain_id, c->domain_id_hex);
+    c->domain_dir = lz_xasprintf("%s/domains/%s", c->data_root, c->domain_id_hex);
+
+    if ((r = cfg_resolve_paths(ld, c)) < 0 || (r = cfg_resolve_auto_approve(ld, c)) < 0)
+        return r;
+    return resolve_env(ld, c, ptbl);
+}
+
+/* A built-in agent profile (agents.h), through the same parser and checks
+ * as a profile of the file; defallow and defdeny are the lists in force
+ * (the file's, or the built-in ones). */
+static int load_agent(struct loader *ld, struct lz_config *c, const struct lz_agent *a, struct prefix_list *defallow,
+                      struct prefix_list *defdeny) {
+    _cleanup_free_ char *text = lz_xasprintf("[profiles.%s]\n%s", a->name, a->profile);
+    _cleanup_toml_ struct lz_toml_value *root = NULL;
+    int r = lz_toml_parse(text, strlen(text), "built-in agent profile", &root, ld->err);
+    if (r < 0)
+        return r;
+    const struct lz_toml_value *tbl = lz_toml_table_get(lz_toml_table_get(root, "profiles"), a->name);
+    if (!tbl)
+        return lz_error_set(ld->err, -EINVAL, "built-in agent profile %s is malformed", a->name);
+    __attribute__((cleanup(profile_in_done))) struct profile_in pi = { .name = a->name, .tbl = tbl };
+    ld->builtin_profile = true;
+    r = parse_profile(ld, c, &pi, defallow, defdeny);
+    ld->builtin_profile = false;
+    if (r < 0)
+        return r;
+    pi.p.builtin = true;
+    /* Lines of the built-in text mean nothing to the user. */
+    for (size_t i = 0; i < pi.p.n_volumes; i++)
+        pi.p.volumes[i].line = 0;
+    for (size_t k = 0; k < pi.p.n_volumes; k++) {
+        ld->vol_hosts = lz_xrealloc(ld->vol_hosts, (ld->n_vol_hosts + 1) * sizeof *ld->vol_hosts);
+        ld->vol_keys = lz_xrealloc(ld->vol_keys, (ld->n_vol_hosts + 1) * sizeof *ld->vol_keys);
+        ld->vol_hosts[ld->n_vol_hosts] = lz_xstrdup(pi.p.volumes[k].host);
+        ld->vol_keys[ld->n_vol_hosts++] = lz_xasprintf("built-in profiles.%s.volumes[%zu].host", a->name, k);
+    }
+    return finish_selected(ld, c, &pi, defallow, defdeny, tbl);
 }
 
 static int load_file(struct loader *ld, struct lz_config *c, const char *profile) {
@@ -420,15 +526,17 @@ static int load_file(struct loader *ld, struct lz_config *c, const char *profile
     const struct lz_toml_value *t = lz_toml_table_get(root, "storage"), *v;
     if (t) {
         if ((r = cfg_want_type(ld, t, LZ_TOML_TABLE, "storage")) < 0 ||
-            (r = cfg_check_keys(
-                 ld, t, "storage",
-                 (const char *const[]){ "data_root", "prepared_keep_days", "prepared_max_bytes", NULL })) < 0)
+            (r = cfg_check_keys(ld, t, "storage",
+                                (const char *const[]){ "data_root", "prepared_keep_days", "prepared_max_bytes",
+                                                       "linger_seconds", NULL })) < 0)
             return r;
     }
     {
         int64_t days, bytes;
         if ((r = cfg_get_count(ld, t, "prepared_keep_days", "storage.prepared_keep_days", LZ_PREPARED_KEEP_DAYS_MAX,
                                LZ_PREPARED_KEEP_DAYS_DEFAULT, &days)) < 0 ||
+            (r = cfg_get_count(ld, t, "linger_seconds", "storage.linger_seconds", LZ_LINGER_SECONDS_MAX,
+                               LZ_LINGER_SECONDS_DEFAULT, &c->linger_seconds)) < 0 ||
             (r = cfg_get_count(ld, t, "prepared_max_bytes", "storage.prepared_max_bytes", INT64_MAX,
                                LZ_PREPARED_MAX_BYTES_DEFAULT, &bytes)) < 0)
             return r;
@@ -525,6 +633,9 @@ static int load_file(struct loader *ld, struct lz_config *c, const char *profile
         if (r < 0)
             return r;
     }
+    const struct lz_agent *agent = sel < 0 ? lz_agent_find(profile) : NULL;
+    if (agent)
+        return load_agent(ld, c, agent, &defallow, &defdeny);
     if (sel < 0) {
         char list[512] = "";
         size_t o = 0;
@@ -532,27 +643,11 @@ static int load_file(struct loader *ld, struct lz_config *c, const char *profile
             int n = snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", c->profile_names[i]);
             o += n > 0 ? (size_t)n : 0;
         }
-        return lz_error_set(ld->err, -ENOENT, "%s: profile %s is not defined (%s%s)", ld->file,
-                            cfg_disp(profile, d, sizeof d), np ? "defined profiles: " : "no profiles are defined",
-                            list);
+        return lz_error_set(ld->err, -ENOENT, "%s: profile %s is not defined (%s%s; built-in: claude, codex, opencode)",
+                            ld->file, cfg_disp(profile, d, sizeof d),
+                            np ? "defined profiles: " : "no profiles are defined", list);
     }
-
-    c->profile = selected.p;
-    memset(&selected.p, 0, sizeof selected.p);
-    prefix_list_take(&selected.allow, &c->profile.allow_egress, &c->profile.n_allow_egress);
-    prefix_list_take(&selected.deny, &c->profile.deny_egress, &c->profile.n_deny_egress);
-    prefix_list_take(&defallow, &c->default_allow, &c->n_default_allow);
-    prefix_list_take(&defdeny, &c->default_deny, &c->n_default_deny);
-
-    c->profile_dir = lz_xasprintf("%s/%s", c->data_root, c->profile.name);
-    if ((r = lz_domain_id_v1(c->profile.name, c->workspace, c->domain_id)) < 0)
-        return lz_error_set(ld->err, r, "cannot compute the Domain ID");
-    lz_hex(c->domain_id, sizeof c->domain_id, c->domain_id_hex);
-    c->domain_dir = lz_xasprintf("%s/domains/%s", c->data_root, c->domain_id_hex);
-
-    if ((r = cfg_resolve_paths(ld, c)) < 0 || (r = cfg_resolve_auto_approve(ld, c)) < 0)
-        return r;
-    return resolve_env(ld, c, t->u.table.entries[sel].value);
+    return finish_selected(ld, c, &selected, &defallow, &defdeny, t->u.table.entries[sel].value);
 }
 
 /* Everything but the fingerprint, with ld's lists freed by the caller on
@@ -571,6 +666,8 @@ static int load_config(const struct lz_config_opts *opts, struct loader *ld, str
     ld->file = "built-in configuration";
     if ((r = load_builtin(ld, c, profile)) < 0)
         return r;
+    if (r > 0)
+        return 0;
     c->profile_dir = lz_xasprintf("%s/%s", c->data_root, c->profile.name);
     if ((r = lz_domain_id_v1(c->profile.name, c->workspace, c->domain_id)) < 0)
         return lz_error_set(err, r, "cannot compute the Domain ID");
@@ -613,11 +710,11 @@ void lz_config_free(struct lz_config *c) {
         return;
     free(c->source_path);
     free(c->data_root);
-    strv_free(c->default_allow, c->n_default_allow);
-    strv_free(c->default_deny, c->n_default_deny);
+    lz_strv_free(c->default_allow, c->n_default_allow);
+    lz_strv_free(c->default_deny, c->n_default_deny);
     free(c->escalation_socket_dir);
     for (size_t i = 0; i < c->n_auto_approve; i++) {
-        strv_free(c->auto_approve[i].argv, c->auto_approve[i].argc);
+        lz_strv_free(c->auto_approve[i].argv, c->auto_approve[i].argc);
         free(c->auto_approve[i].written);
         free(c->auto_approve[i].warning);
     }
@@ -627,6 +724,6 @@ void lz_config_free(struct lz_config *c) {
     free(c->workspace);
     free(c->profile_dir);
     free(c->domain_dir);
-    strv_free(c->profile_names, c->n_profile_names);
+    lz_strv_free(c->profile_names, c->n_profile_names);
     free(c);
 }

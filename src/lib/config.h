@@ -14,7 +14,10 @@
  *    builtin_default is set; printing the notice is the caller's job. A
  *    --config path that does not exist is an error.
  *  - A file that exists but does not define the selected profile is refused,
- *    naming the defined profiles; there is no fallback.
+ *    naming the defined profiles; the one fallback is a built-in agent
+ *    profile (agents.h: claude, codex, opencode), used when neither the
+ *    file nor the built-in default defines that name (profile.builtin set);
+ *    the file's [storage], [network] and [escalation] still apply.
  *  - Every profile is structurally validated (types, names, tokens, '..'
  *    segments, container paths, prefixes, allow/deny conflicts); filesystem
  *    checks (canonical host paths, SR-2) and environment resolution apply to
@@ -58,6 +61,10 @@
 /* [storage] product GC policy of prepared lowers (see catalog.h). */
 #define LZ_PREPARED_KEEP_DAYS_DEFAULT 14
 #define LZ_PREPARED_KEEP_DAYS_MAX 1000000
+/* [storage] linger_seconds: a Domain keeps running this long after its
+ * last session left, so the next command joins it warm (0: stop at once). */
+#define LZ_LINGER_SECONDS_DEFAULT 5
+#define LZ_LINGER_SECONDS_MAX 86400
 #define LZ_PREPARED_MAX_BYTES_DEFAULT 0 /* no budget */
 
 /* Protected sandbox destinations (the closed layout): no persistent dir or
@@ -82,7 +89,8 @@ struct lz_volume {
 struct lz_env_entry {
     char *name;
     char *reference; /* "env:VAR" or NULL for a literal */
-    char *value;     /* resolved (literal or host value); never printed */
+    char *value;     /* resolved (literal or host value); never printed; NULL when optional and unset */
+    bool optional;   /* a built-in profile's reference (agents.h): unset on the host means not passed */
 };
 
 /* One [[escalation.auto_approve]] rule, resolved (see autoapprove.h; the
@@ -112,6 +120,13 @@ struct lz_profile {
     struct lz_volume *volumes; /* file order */
     size_t n_volumes;
     bool ignored_state;
+    bool host_ca_certificates; /* the host's /usr/local/share/ca-certificates trusted inside (hostca.h) */
+    /* `command`: the session's argv when `lazaret run` has none (NULL:
+     * a login shell). A session default, not a Domain property: it
+     * enters neither the Domain ID nor the fingerprint. NULL-terminated. */
+    char **command;
+    size_t n_command;
+    bool builtin; /* a built-in agent profile (agents.h), not the file's */
 };
 
 struct lz_config {
@@ -121,6 +136,7 @@ struct lz_config {
     /* gc policy: neither enters the Domain ID nor the fingerprint */
     int64_t prepared_keep_days;  /* unleased and unused for more than N days is reclaimed; 0 = any unleased */
     uint64_t prepared_max_bytes; /* 0 = no budget */
+    int64_t linger_seconds;      /* not in the fingerprint: the coordinator's own timer */
     char **default_allow;
     size_t n_default_allow;
     char **default_deny;

@@ -22,6 +22,7 @@ struct loader {
      * their keys: no auto_approve executable may lie beneath one. */
     char **vol_hosts, **vol_keys;
     size_t n_vol_hosts;
+    bool builtin_profile; /* parsing a built-in agent profile: its env: references are optional */
 };
 
 /* One prefix list with the line of every element, for conflict messages. */

@@ -21,6 +21,7 @@ void lz_config_print(FILE *out, const struct lz_config *c) {
             c->builtin_default ? "built-in default" : cfg_disp(c->source_path, d, sizeof d));
     fprintf(out, "# workspace: %s\n", cfg_disp(c->workspace, d, sizeof d));
     fprintf(out, "\n[storage]\ndata_root = %s\n", cfg_disp(c->data_root, d, sizeof d));
+    fprintf(out, "linger_seconds = %" PRId64 "\n", c->linger_seconds);
     fprintf(out, "prepared_keep_days = %" PRId64 "\nprepared_max_bytes = %" PRIu64 "\n", c->prepared_keep_days,
             c->prepared_max_bytes);
     fprintf(out, "\n[network]\n");
@@ -45,11 +46,18 @@ void lz_config_print(FILE *out, const struct lz_config *c) {
         if (a->warning)
             fprintf(out, "# WARNING: %s\n", a->warning);
     }
+    if (p->builtin)
+        fprintf(out, "\n# built-in agent profile (the configuration does not define \"%s\")", p->name);
     fprintf(out, "\n[profiles.%s]\nimage = %s\n", p->name, cfg_disp(p->image, d, sizeof d));
+    if (p->command)
+        print_list(out, "command", p->command, p->n_command);
+    else
+        fprintf(out, "# command: none (a login shell)\n");
     print_list(out, "persistent_dirs", p->persistent_dirs, p->n_persistent_dirs);
     print_list(out, "allow_egress", p->allow_egress, p->n_allow_egress);
     print_list(out, "deny_egress", p->deny_egress, p->n_deny_egress);
     fprintf(out, "ignored_state = %s\n", p->ignored_state ? "true" : "false");
+    fprintf(out, "host_ca_certificates = %s\n", p->host_ca_certificates ? "true" : "false");
     fprintf(out, "volumes = [%s", p->n_volumes ? "\n" : "");
     for (size_t i = 0; i < p->n_volumes; i++)
         fprintf(out, "  { host = %s, container = %s, mode = \"%s\" },%s\n", cfg_disp(p->volumes[i].host, d, sizeof d),
@@ -58,7 +66,10 @@ void lz_config_print(FILE *out, const struct lz_config *c) {
     fprintf(out, "]\n");
     fprintf(out, "\n[profiles.%s.env]  # values redacted\n", p->name);
     for (size_t i = 0; i < p->n_env; i++) {
-        if (p->env[i].reference)
+        if (p->env[i].reference && !p->env[i].value)
+            fprintf(out, "# %s: not passed (%s is not set on the host)\n", p->env[i].name,
+                    cfg_disp(p->env[i].reference + 4, d, sizeof d));
+        else if (p->env[i].reference)
             fprintf(out, "%s = \"<redacted>\"  # from %s\n", p->env[i].name,
                     cfg_disp(p->env[i].reference, d, sizeof d));
         else

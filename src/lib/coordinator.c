@@ -8,6 +8,7 @@
 #include "rschan.h"
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <malloc.h>
 #include <poll.h>
@@ -91,6 +92,11 @@ void hc_control_request(struct hc *h, struct session *s, const uint8_t *buf, siz
         json_pack("{s:s,s:s,s:s,s:I,s:i,s:s,s:b}", "domain_id", h->cfg->domain_id_hex, "profile", h->cfg->profile.name,
                   "workspace", h->cfg->workspace, "generation", (json_int_t)h->gen, "coordinator_pid", (int)getpid(),
                   "fingerprint", h->cfg->fingerprint_hex, "stopping", h->stopping);
+    json_object_set_new(o, "lingering", json_boolean(h->lingering));
+    if (h->lingering) {
+        long left = h->linger_until - lz_now_ms();
+        json_object_set_new(o, "linger_left_ms", json_integer(left > 0 ? left : 0));
+    }
     json_object_set_new(o, "domain_dir", json_string(h->cfg->domain_dir));
     json_t *arr = json_array();
     for (int i = 0; i < MAX_SESSIONS; i++) {
@@ -153,6 +159,41 @@ static int live_sessions(struct hc *h) {
         if (h->s[i])
             n++;
     return n;
+}
+
+/* The warm linger ([storage] linger_seconds): when the last session has
+ * left a running Domain, it stays up for the linger period so that the
+ * next command joins it instead of paying a cold start; a session that
+ * starts meanwhile ends the linger (the model's StartReadySession), and
+ * `lazaret stop` or a failure ends it at once. A status or stop request
+ * (lazaret ps, lazaret stop) is not a session: it neither starts nor ends
+ * it. True while the Domain lingers (the loop goes on). */
+static bool linger(struct hc *h, int live, bool rs_gone) {
+    int sessions = 0;
+    for (int i = 0; i < MAX_SESSIONS; i++)
+        if (h->s[i] && h->s[i]->recorded)
+            sessions++;
+    if (sessions > 0) {
+        if (h->lingering)
+            hc_log("a session joined: the linger ends");
+        h->lingering = false;
+        return false;
+    }
+    if (!h->had_session || h->stopping || rs_gone || h->cfg->linger_seconds <= 0)
+        return false;
+    long now = lz_now_ms();
+    if (!h->lingering) {
+        h->lingering = true;
+        h->linger_until = now + (long)h->cfg->linger_seconds * 1000;
+        hc_model_action("StartLinger", "d=%.12s", h->cfg->domain_id_hex);
+        hc_log("no session left: the Domain lingers %" PRId64 " s for the next command", h->cfg->linger_seconds);
+    }
+    if (now < h->linger_until)
+        return true;
+    if (live > 0)
+        return true; /* a status request still being answered */
+    hc_log("the linger is over");
+    return false;
 }
 
 static int take_domain_lock(const char *domain_dir, struct lz_error *err) {
@@ -378,6 +419,11 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
             if (s->state == S_RELEASING || s->state == S_DRAINING)
                 timeout = 100;
         }
+        if (h.lingering) {
+            long left = h.linger_until - lz_now_ms();
+            if (left < timeout)
+                timeout = left > 0 ? (int)left : 0;
+        }
         timeout = hc_prompt_poll_timeout(&h, timeout);
         if (poll(p, np, timeout) < 0 && errno != EINTR)
             break;
@@ -458,6 +504,8 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
         int live = live_sessions(&h);
         bool idle_timeout = !h.had_session && live == 0 && lz_now_ms() >= idle_deadline;
         bool rs_gone = h.rs_ctl < 0 || h.rs_exited_msg;
+        if (linger(&h, live, rs_gone))
+            continue;
         if ((h.had_session && live == 0) || idle_timeout || (h.stopping && live == 0) || rs_gone) {
             if (live == 0 || rs_gone)
                 break;
@@ -465,6 +513,14 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
     }
     /* Teardown: new clients must not reach this generation any more. */
     unlink(h.sock_path);
+    /* Test builds: widen the window between "no socket" and "lock
+     * released" that `lazaret state reset` must wait through. */
+    const char *pause = lz_test_hook("LAZARET_TEST_TEARDOWN_PAUSE_MS");
+    if (pause) {
+        long ms = strtol(pause, NULL, 10);
+        if (ms > 0 && ms <= 10000)
+            (void)nanosleep(&(struct timespec){ ms / 1000, (ms % 1000) * 1000000L }, NULL);
+    }
     lz_closep(&h.listen_fd);
     for (int i = 0; i < MAX_SESSIONS; i++)
         if (h.s[i])

@@ -1,10 +1,13 @@
 /* doctor.c — see doctor.h. */
 #include "doctor.h"
+#include "hostca.h"
 #include "idmap.h"
+#include "paths.h"
 #include "spawn.h"
 #include "supervisor.h"
 
 #include <fcntl.h>
+#include <libgen.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -104,8 +107,27 @@ static void check_subids(struct lz_check **v, size_t *n) {
              name);
 }
 
+/* A runsc release date (YYYYMMDD, from "version 0.0~20240513.0" or
+ * "version release-20240513.0") of 2024 or later: older ones cannot
+ * network on these kernels. */
+bool lz_doctor_runsc_recent(const char *out) {
+    const char *p = strstr(out, "version ");
+    for (p = p ? p + 8 : out; *p && *p != '\n'; p++) {
+        size_t k = 0;
+        while (k < 8 && p[k] >= '0' && p[k] <= '9')
+            k++;
+        if (k == 8 && (p[8] < '0' || p[8] > '9'))
+            return strncmp(p, "20240101", 8) >= 0;
+        if (k)
+            p += k - 1;
+    }
+    return false;
+}
+
+/* Runs argv (its --version); OK when its output contains want (when
+ * given) and accept says yes (when given). */
 static void check_tool(struct lz_check **v, size_t *n, const char *name, const char *const *argv, const char *want,
-                       const char *fix) {
+                       bool (*accept)(const char *out), const char *fix) {
     struct lz_check *c = add(v, n, name);
     char out[512] = "";
     int st = 0;
@@ -116,7 +138,7 @@ static void check_tool(struct lz_check **v, size_t *n, const char *name, const c
         c->status = LZ_CHECK_FAIL;
         snprintf(c->detail, sizeof c->detail, "%s not found", argv[0]);
         snprintf(c->fix, sizeof c->fix, "%s", fix);
-    } else if (want && !strstr(out, want)) {
+    } else if ((want && !strstr(out, want)) || (accept && !accept(out))) {
         c->status = LZ_CHECK_FAIL;
         snprintf(c->detail, sizeof c->detail, "%s", out);
         snprintf(c->fix, sizeof c->fix, "%s", fix);
@@ -180,6 +202,54 @@ static void check_disk(struct lz_check **v, size_t *n, const char *data_root) {
     }
 }
 
+/* An installed lazaret finds its helpers in LZ_LIBEXECDIR (paths.c); a
+ * partial install or a copied binary fails here, before a Domain start
+ * would. */
+static void check_helpers(struct lz_check **v, size_t *n) {
+    struct lz_check *c = add(v, n, "Lazaret helpers (router, init, escalation client)");
+    static const char *const names[] = { "lazaret-router", "lazaret-init", "lazaret-escalate" };
+    _cleanup_free_ char *first = NULL;
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(names); i++) {
+        _cleanup_free_ char *p = NULL;
+        struct lz_error err = { 0 };
+        if (lz_libexec_path(names[i], &p, &err) < 0) {
+            c->status = LZ_CHECK_FAIL;
+            snprintf(c->detail, sizeof c->detail, "%s", err.msg);
+            snprintf(c->fix, sizeof c->fix, "reinstall lazaret (meson install, or scripts/install.sh)");
+            return;
+        }
+        if (!first)
+            first = TAKE_PTR(p);
+    }
+    c->status = LZ_CHECK_OK;
+    snprintf(c->detail, sizeof c->detail, "in %s", dirname(first));
+}
+
+/* Behind a TLS-intercepting proxy the host trusts a company CA that the
+ * sandbox's image does not: say that profiles take it (informational). */
+static void check_host_ca(struct lz_check **v, size_t *n) {
+    struct lz_check *c = add(v, n, "host CA certificates (TLS interception)");
+    struct lz_hostca h;
+    struct lz_error err = { 0 };
+    c->status = LZ_CHECK_OK;
+    if (lz_hostca_load(lz_hostca_dir(), &h, &err) < 0) {
+        c->status = LZ_CHECK_WARN;
+        snprintf(c->detail, sizeof c->detail, "%s", err.msg);
+        snprintf(c->fix, sizeof c->fix, "make %s readable, or set host_ca_certificates = false in your profiles",
+                 lz_hostca_dir());
+        return;
+    }
+    if (h.n == 0)
+        snprintf(c->detail, sizeof c->detail, "none in %s", lz_hostca_dir());
+    else
+        snprintf(c->detail, sizeof c->detail,
+                 "%zu certificate(s) in %s%s: trusted inside sandboxes of profiles with host_ca_certificates "
+                 "(the default)",
+                 h.n, lz_hostca_dir(),
+                 h.skipped_blocks ? " (other PEM blocks there, such as keys, are never copied)" : "");
+    lz_hostca_clear(&h);
+}
+
 int lz_doctor_run(const char *data_root, struct lz_check **ret, size_t *ret_n) {
     struct lz_check *v = NULL;
     size_t n = 0;
@@ -188,13 +258,15 @@ int lz_doctor_run(const char *data_root, struct lz_check **ret, size_t *ret_n) {
     _cleanup_free_ char *runsc = NULL;
     const char *rs = lz_find_runsc(&runsc, NULL) == 0 ? runsc : "/usr/bin/runsc";
     const char *ra[] = { rs, "--version", NULL };
-    check_tool(&v, &n, "runsc (gVisor) 2024 or newer", ra, "version 0.0~2024",
+    check_tool(&v, &n, "runsc (gVisor) 2024 or newer", ra, NULL, lz_doctor_runsc_recent,
                "apt-get install runsc/bookworm-backports (bookworm's own runsc cannot network on this kernel)");
     const char *sa[] = { "/usr/bin/slirp4netns", "--version", NULL };
-    check_tool(&v, &n, "slirp4netns", sa, "slirp4netns version", "apt-get install slirp4netns");
+    check_tool(&v, &n, "slirp4netns", sa, "slirp4netns version", NULL, "apt-get install slirp4netns");
     check_dev(&v, &n, "/dev/fuse usable", "/dev/fuse");
     check_dev(&v, &n, "/dev/net/tun usable", "/dev/net/tun");
     check_disk(&v, &n, data_root);
+    check_helpers(&v, &n);
+    check_host_ca(&v, &n);
     *ret = v;
     *ret_n = n;
     return 0;

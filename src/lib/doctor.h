@@ -16,3 +16,7 @@ struct lz_check {
 /* Runs every check; *ret is an array of *ret_n results (free()). data_root
  * may be NULL (free-space check then uses $HOME). */
 int lz_doctor_run(const char *data_root, struct lz_check **ret, size_t *ret_n);
+
+/* `runsc --version` output names a release of 2024 or later
+ * ("version 0.0~20240729.0", "version release-20250101.0"). */
+bool lz_doctor_runsc_recent(const char *out);

@@ -139,6 +139,10 @@ int lz_config_fingerprint_v1(const struct lz_config *c, uint8_t ret_fp[static 32
             return r;
     }
     put_byte(&st, p->ignored_state);
+    /* Appended only when off, so that the fingerprints of configurations
+     * written before the key existed (it defaults to on) stay the same. */
+    if (!p->host_ca_certificates)
+        put_str(&st, "host_ca_certificates=false");
     crypto_hash_sha256_final(&st, ret_fp);
     sodium_memzero(&st, sizeof st);
     return 0;

@@ -91,7 +91,9 @@ int dom_root_path(const char *data_root, const char *id, int rootfd, char **ret,
     return 0;
 }
 
-int dom_lock(int rootfd, int *ret_fd, struct lz_error *err) {
+int dom_lock(int rootfd, int *ret_fd, struct lz_error *err) { return dom_lock_wait(rootfd, 0, ret_fd, err); }
+
+int dom_lock_wait(int rootfd, int seconds, int *ret_fd, struct lz_error *err) {
     /* Created if missing, exactly as the coordinator does, so that both
      * always lock the same inode. */
     _cleanup_close_ int fd = openat(rootfd, "lock", O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -101,9 +103,15 @@ int dom_lock(int rootfd, int *ret_fd, struct lz_error *err) {
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
         return lz_error_set(err, -EINVAL, "the Domain lock is not a regular file");
     if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-        if (errno == EWOULDBLOCK)
+        if (errno != EWOULDBLOCK)
+            return lz_error_set(err, -errno, "flock on the Domain lock: %s", strerror(errno));
+        if (seconds <= 0)
             return 0;
-        return lz_error_set(err, -errno, "flock on the Domain lock: %s", strerror(errno));
+        int r = lz_flock_timeout(fd, seconds);
+        if (r == -ETIMEDOUT)
+            return 0;
+        if (r < 0)
+            return lz_error_set(err, r, "flock on the Domain lock: %s", strerror(-r));
     }
     *ret_fd = TAKE_FD(fd);
     return 1;

@@ -157,6 +157,10 @@ typedef lz_recovery_log_fn lz_domain_log_fn;
 /* See the contract above. -EBUSY when the Domain is running. log (may be
  * NULL) receives one line per step taken. */
 int lz_domain_reset(const char *data_root, const char *id, lz_domain_log_fn log, void *ud, struct lz_error *err);
+/* A Domain whose lock is held but whose coordinator has removed its socket
+ * (the first step of its teardown): it is stopping, and lz_domain_reset
+ * waits for it (bounded) instead of refusing. */
+bool lz_domain_stopping(const char *id);
 
 /* The child side of the deletion in the Domain's user namespace
  * (`lazaret state __rm-tree`): deletes `name` beneath dirfd. */

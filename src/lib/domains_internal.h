@@ -28,6 +28,9 @@ int dom_root_path(const char *data_root, const char *id, int rootfd, char **ret,
 /* Takes the Domain flock without waiting: 1 held by us (*ret_fd), 0 held
  * by someone else (the Domain is running), -errno. */
 int dom_lock(int rootfd, int *ret_fd, struct lz_error *err);
+/* The same, waiting at most seconds for the holder to let go (0, as
+ * dom_lock, when it still holds it then). */
+int dom_lock_wait(int rootfd, int seconds, int *ret_fd, struct lz_error *err);
 
 /* From the coordinator's "coordinator for Domain <id> (profile P, workspace
  * W)" line, accepted only when (P, W) derives this very ID. */

@@ -147,12 +147,28 @@ static int meta_int(struct lz_store *st, const char *key, int64_t *ret, struct l
     return 0;
 }
 
+#define RESET_STOP_WAIT_S 30
+
+/* The Domain's lock is held but its coordinator has no socket any more:
+ * it is stopping (a session just ended it), not running. */
+bool lz_domain_stopping(const char *id) {
+    _cleanup_free_ char *rt = NULL;
+    if (lz_runtime_dir(&rt, NULL) < 0)
+        return false;
+    _cleanup_free_ char *sock = lz_domain_socket_path(rt, id);
+    return access(sock, F_OK) < 0 && errno == ENOENT;
+}
+
 int lz_domain_reset(const char *data_root, const char *id, lz_domain_log_fn log, void *ud, struct lz_error *err) {
     _cleanup_close_ int rootfd = dom_open_by_id(data_root, id, err);
     if (rootfd < 0)
         return rootfd;
     _cleanup_close_ int lockfd = -EBADF;
     int r = dom_lock(rootfd, &lockfd, err);
+    if (r == 0 && lz_domain_stopping(id))
+        /* Its coordinator removed its socket, the first step of its
+         * teardown: it lets go of the lock in a moment (bounded). */
+        r = dom_lock_wait(rootfd, RESET_STOP_WAIT_S, &lockfd, err);
     if (r < 0)
         return r;
     if (r == 0)

@@ -12,7 +12,7 @@
  *
  * Events come through one epoll fd that the coordinator's loop polls: the
  * inotify watch on req/, each running request's stdout/stderr pipes and
- * its pidfd. */
+ * its pidfd, and (--stdin) its stdin pipe's write end while it is full. */
 #include "hc.h"
 #include "hostexec.h"
 #include "mailbox.h"
@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -38,8 +39,12 @@
 #define ESC_PROMPT_TIMEOUT_MS 300000
 #define ESC_PROMPT_GRACE_MS 2000
 #define ESC_KILL_WAIT_MS 5000
+/* Bytes the host process may write ahead of the window: a pipe of the
+ * default 64 KiB hands over one writer's 128 KiB as 48 + 16 KiB, and each
+ * chunk costs a signature, a file and a verification in the sandbox. */
+#define ESC_PIPE_SIZE (512 * 1024)
 
-enum { EV_INOTIFY = 0, EV_OUT = 1, EV_ERR = 2, EV_PID = 3 };
+enum { EV_INOTIFY = 0, EV_OUT = 1, EV_ERR = 2, EV_PID = 3, EV_IN = 4 };
 
 enum esc_phase { EP_FREE, EP_PROMPT, EP_EXECUTING, EP_ENDED };
 
@@ -59,6 +64,26 @@ struct esc_req {
     long linger_until; /* EP_ENDED: when its result files go */
     bool window_paused;
     int exit_status, exit_sig; /* once the host process is reaped */
+    /* For its audit row. */
+    int64_t received_ms;
+    enum lz_audit_decider by;
+    enum lz_audit_decision ad;
+    int64_t ref;
+    char **edited; /* the approved argv when edited (NULL-terminated), else NULL */
+    size_t edited_argc;
+    char *host_cwd; /* where it ran (or would have), once resolved */
+    bool route;     /* on the session's terminal (route HostProcess): out_r is its PTY master */
+    /* stdin (--stdin, "stdin" below): the write end of the host process's
+     * stdin pipe, the seq of the next stdin-chunk to take, and the one
+     * chunk taken and not yet written (in_buf[in_off..in_len)). */
+    int in_w;
+    bool in_on;      /* asked for; until the request ends */
+    bool in_eof;     /* the chunk with eof was taken */
+    bool in_armed;   /* in_w is in the epoll set (EPOLLOUT) */
+    bool in_dropped; /* the host process stopped reading: the rest is dropped */
+    uint64_t in_next, in_chunks, in_bytes, in_dropped_bytes;
+    uint8_t *in_buf;
+    size_t in_len, in_off;
 };
 
 struct lz_esc {
@@ -133,7 +158,7 @@ int hc_esc_create(struct hc *h, struct lz_error *err) {
     }
     for (size_t i = 0; i < ESC_MAX_REQ; i++) {
         e->req[i].child = LZ_CHILD_NULL;
-        e->req[i].out_r = e->req[i].err_r = -EBADF;
+        e->req[i].out_r = e->req[i].err_r = e->req[i].in_w = -EBADF;
     }
     /* Requests no rule approves are asked on the requesting session's
      * terminal (escprompt.c). */
@@ -208,9 +233,231 @@ static void remove_results(struct lz_esc *e, struct esc_req *q, uint64_t from_se
     }
 }
 
+/* ---- stdin (lazaret-escalate --stdin) ----
+ *
+ * A stdin-chunk is not taken when it arrives: the one that names the
+ * request's next seq is taken when the host process's stdin pipe has room
+ * for its bytes (stdin_feed), so the entries still in req/ are the client's
+ * window (it writes seq N once seq N - LZ_RECORD_STDIN_WINDOW is gone) and
+ * the coordinator holds at most one chunk per request. Chunks that arrive
+ * before the request is approved wait there; entries named outside
+ * [in_next, in_next + window), duplicates, anything after the eof chunk
+ * and entries of a request that did not ask for stdin are removed on
+ * arrival (on_stdin_entry). The request's end removes what still waits. */
+
+static void reject(const char *name, const char *why);
+static struct esc_req *find_req(struct lz_esc *e, const uint8_t id[LZ_RECORD_ID_LEN]);
+static int open_entry(struct hc *h, const char *name, const uint8_t *buf, size_t len, unsigned kind,
+                      struct session **ret_s, struct lz_record *ret);
+
+static void remove_req_entry(struct lz_esc *e, const char *name) {
+    struct stat st;
+    if (fstatat(e->req_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+        (void)lz_rm_rf_at(e->req_fd, name);
+    else
+        (void)unlinkat(e->req_fd, name, 0);
+}
+
+/* EPOLLOUT on the write end only while a chunk waits for room: armed on a
+ * writable pipe, level-triggered, it would wake the loop at once. */
+static int stdin_arm(struct lz_esc *e, struct esc_req *q, bool on) {
+    if (q->in_w < 0 || q->in_armed == on)
+        return 0;
+    struct epoll_event ev = { .events = EPOLLOUT, .data.u64 = (uint64_t)EV_IN << 32 | (size_t)(q - e->req) };
+    if (epoll_ctl(e->ep_fd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, q->in_w, &ev) < 0)
+        return -errno;
+    q->in_armed = on;
+    return 0;
+}
+
+static void stdin_close(struct lz_esc *e, struct esc_req *q) {
+    (void)stdin_arm(e, q, false);
+    lz_closep(&q->in_w);
+}
+
+/* The request ends (any outcome): the pipe closes, the chunk held and the
+ * entries still waiting in req/ go. */
+static void stdin_end(struct hc *h, struct esc_req *q) {
+    struct lz_esc *e = h->esc;
+    if (!q->in_on)
+        return;
+    stdin_close(e, q);
+    struct lz_mbox_name n = { .kind = LZ_REC_STDIN_CHUNK };
+    memcpy(n.request_id, q->id, LZ_RECORD_ID_LEN);
+    char name[LZ_MBOX_NAME_MAX + 1];
+    for (uint64_t i = 0; i < LZ_RECORD_STDIN_WINDOW; i++) {
+        n.seq = q->in_next + i;
+        if (lz_mbox_name_format(&n, name, sizeof name) == 0)
+            remove_req_entry(e, name);
+    }
+    if (q->in_off < q->in_len)
+        q->in_dropped_bytes += q->in_len - q->in_off;
+    hc_log("escalation: request %.12s: stdin: %llu bytes in %llu chunks to the host process, %s; %llu bytes dropped%s",
+           q->hex, (unsigned long long)q->in_bytes, (unsigned long long)q->in_chunks,
+           q->in_eof ? "to its end" : "not to its end", (unsigned long long)q->in_dropped_bytes,
+           q->in_dropped ? " (the host process stopped reading)" : "");
+    free(q->in_buf);
+    q->in_buf = NULL;
+    q->in_len = q->in_off = 0;
+    q->in_on = false;
+}
+
+/* Takes the stdin-chunk q->in_next if it is there: 1 (its bytes in
+ * in_buf), 0 not there yet, -1 refused (removed and logged; the same seq
+ * is awaited again, so a record dropped in by another sandbox process
+ * under that name does not cut the stream short). */
+static int stdin_take(struct hc *h, struct esc_req *q) {
+    static uint8_t buf[LZ_RECORD_MAX + 1];
+    struct lz_mbox_name n = { .kind = LZ_REC_STDIN_CHUNK, .seq = q->in_next };
+    memcpy(n.request_id, q->id, LZ_RECORD_ID_LEN);
+    char name[LZ_MBOX_NAME_MAX + 1];
+    if (lz_mbox_name_format(&n, name, sizeof name) < 0)
+        return -1;
+    size_t len = 0;
+    enum lz_mbox_refusal why;
+    int r = lz_mbox_take(h->esc->req_fd, name, buf, sizeof buf, &len, &why);
+    if (r == -ENOENT)
+        return 0;
+    if (r < 0) {
+        hc_log("escalation: refused mailbox entry %s: %s (removed)", name, lz_mbox_refusal_name(why));
+        return -1;
+    }
+    struct session *s;
+    struct lz_record rec;
+    if (open_entry(h, name, buf, len, LZ_REC_STDIN_CHUNK, &s, &rec) < 0)
+        return -1;
+    if (s->id != q->session || memcmp(rec.request_id, q->id, LZ_RECORD_ID_LEN) != 0 ||
+        memcmp(rec.session_id, q->sid, LZ_RECORD_ID_LEN) != 0 || rec.stdin_chunk.seq != q->in_next) {
+        reject(name, "the name does not match the record");
+        lz_record_clear(&rec);
+        return -1;
+    }
+    if (!q->in_buf)
+        q->in_buf = lz_xmalloc(LZ_RECORD_CHUNK_MAX);
+    if (rec.stdin_chunk.len)
+        memcpy(q->in_buf, rec.stdin_chunk.data, rec.stdin_chunk.len);
+    q->in_len = rec.stdin_chunk.len;
+    q->in_off = 0;
+    q->in_next++;
+    q->in_chunks++;
+    q->in_eof = rec.stdin_chunk.eof;
+    lz_record_clear(&rec);
+    return 1;
+}
+
+/* Moves stdin chunks into the pipe until it is full (EPOLLOUT armed) or
+ * the next chunk is not there (its arrival calls this again). */
+static void stdin_feed(struct hc *h, struct esc_req *q) {
+    struct lz_esc *e = h->esc;
+    /* Bounded: each round writes or takes; this covers the window that was
+     * there on entry, and every entry written meanwhile brings its own
+     * inotify event. */
+    for (int round = 0; round < 4 * LZ_RECORD_STDIN_WINDOW; round++) {
+        if (q->phase != EP_EXECUTING || !q->in_on)
+            return;
+        if (q->in_off < q->in_len) {
+            if (q->in_w < 0) {
+                q->in_dropped_bytes += q->in_len - q->in_off;
+                q->in_off = q->in_len;
+                continue;
+            }
+            ssize_t n = write(q->in_w, q->in_buf + q->in_off, q->in_len - q->in_off);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 && errno == EAGAIN) {
+                if (stdin_arm(e, q, true) == 0)
+                    return;
+                errno = EIO; /* cannot wait for room: treated as a closed reader */
+            }
+            if (n < 0) {
+                /* EPIPE (SIGPIPE is blocked in the coordinator and read
+                 * from its signalfd): the host process closed its stdin or
+                 * exited. The rest is still taken, and dropped, so the
+                 * client never waits for room that will not come. */
+                hc_log("escalation: request %.12s: the host process does not read its stdin (%s); the rest is "
+                       "dropped",
+                       q->hex, strerror(errno));
+                stdin_close(e, q);
+                q->in_dropped = true;
+                continue;
+            }
+            q->in_off += (size_t)n;
+            q->in_bytes += (uint64_t)n;
+            continue;
+        }
+        if (q->in_eof) {
+            stdin_close(e, q); /* the host process reads end-of-file */
+            return;
+        }
+        if (stdin_take(h, q) <= 0) {
+            (void)stdin_arm(e, q, false);
+            return;
+        }
+    }
+    /* Out of rounds with a chunk held: come back when there is room. */
+    if (q->in_off < q->in_len)
+        (void)stdin_arm(e, q, true);
+}
+
+/* A stdin-chunk entry appeared in req/: judged by its name (nothing is
+ * read): removed when it cannot be the next ones of a live stream, left
+ * waiting otherwise, and taken at once when its request runs and it is
+ * the next one. */
+static void on_stdin_entry(struct hc *h, const char *name, const struct lz_mbox_name *mn) {
+    struct lz_esc *e = h->esc;
+    /* Gone already: taken by stdin_feed before this event was read, or a
+     * second event for one entry (the sandbox's file system may report a
+     * rename as more than one event). */
+    struct stat st;
+    if (fstatat(e->req_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return;
+    struct esc_req *q = find_req(e, mn->request_id);
+    if (q && q->phase == EP_ENDED) {
+        /* What the client sent before it saw the end: not logged. */
+        remove_req_entry(e, name);
+        return;
+    }
+    const char *why = NULL;
+    if (!q)
+        why = "no such request";
+    else if (!q->in_on)
+        why = "its request did not ask for stdin";
+    else if (q->in_eof && mn->seq >= q->in_next)
+        why = "a stdin chunk after the end of input";
+    else if (mn->seq < q->in_next)
+        why = "a stdin chunk already taken (duplicate)";
+    else if (mn->seq - q->in_next >= LZ_RECORD_STDIN_WINDOW)
+        why = "a stdin chunk outside the window";
+    if (why) {
+        remove_req_entry(e, name);
+        reject(name, why);
+        return;
+    }
+    if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_size > LZ_RECORD_MAX) {
+        /* Not left waiting: take refuses and removes it. */
+        static uint8_t b[1];
+        size_t l;
+        enum lz_mbox_refusal r;
+        (void)lz_mbox_take(e->req_fd, name, b, 0, &l, &r);
+        hc_log("escalation: refused mailbox entry %s: %s (removed)", name, lz_mbox_refusal_name(r));
+        return;
+    }
+    if (q->phase == EP_EXECUTING && mn->seq == q->in_next)
+        stdin_feed(h, q);
+}
+
 /* ---- the end of a request ---- */
 
+/* The terminal goes back to the sandbox (before its PTY master closes). */
+static void route_end(struct hc *h, struct esc_req *q) {
+    if (!q->route)
+        return;
+    q->route = false;
+    hc_route_host_end(h, q->session, q->id);
+}
+
 static void stop_process(struct hc *h, struct esc_req *q, int *status) {
+    route_end(h, q);
     if (q->child.pidfd >= 0) {
         (void)epoll_ctl(h->esc->ep_fd, EPOLL_CTL_DEL, q->child.pidfd, NULL);
         if (lz_hostexec_kill(&q->child, ESC_KILL_WAIT_MS, status) < 0)
@@ -222,8 +469,43 @@ static void stop_process(struct hc *h, struct esc_req *q, int *status) {
     lz_closep(&q->err_r);
 }
 
-/* Writes result-end and moves the request to its linger. */
+/* The request's row in the Domain Store's audit (audit.h). A row that
+ * cannot be written is logged loudly; the request still ends. */
+static void audit(struct hc *h, struct esc_req *q, enum lz_outcome outcome, int exit_status, int sig) {
+    struct lz_error err = { 0 };
+    bool exited = outcome == LZ_OUTCOME_COMPLETED && !sig;
+    struct lz_audit_entry ae = { .gen = h->gen,
+                                 .received_ms = q->received_ms,
+                                 .decided_by = q->by,
+                                 .decided_ref = q->ref,
+                                 .decision = q->ad,
+                                 .end_state = outcome,
+                                 .argv = (const char *const *)q->rec.request.argv,
+                                 .argc = q->rec.request.argc,
+                                 .edited_argv = (const char *const *)q->edited,
+                                 .edited_argc = q->edited_argc,
+                                 .executable = q->ident.path,
+                                 .has_sha256 = q->ident.path != NULL,
+                                 .cwd = q->host_cwd,
+                                 .exit_status = exited ? exit_status : -1,
+                                 .signal = outcome == LZ_OUTCOME_COMPLETED ? sig : 0,
+                                 .output_bytes = (int64_t)q->out_bytes };
+    memcpy(ae.request_id, q->id, LZ_RECORD_ID_LEN);
+    memcpy(ae.session_id, q->sid, LZ_RECORD_ID_LEN);
+    if (q->ident.path)
+        memcpy(ae.executable_sha256, q->ident.sha256, sizeof ae.executable_sha256);
+    int64_t seq = 0;
+    if (lz_audit_append(h->st, &ae, &seq, &err) < 0) {
+        hc_log("escalation: WARNING: request %.12s: its audit row could not be written: %s", q->hex, err.msg);
+        return;
+    }
+    hc_prompt_audited(h, q->session, q->id, seq);
+}
+
+/* Writes result-end and its audit row, and moves the request to its
+ * linger. */
 static void end_request(struct hc *h, struct esc_req *q, enum lz_outcome outcome, int exit_status, int sig) {
+    stdin_end(h, q);
     struct lz_record rec = { .kind = LZ_REC_RESULT_END };
     rec.end.outcome = outcome;
     rec.end.exit_status = outcome == LZ_OUTCOME_COMPLETED && !sig ? exit_status : 0;
@@ -235,10 +517,15 @@ static void end_request(struct hc *h, struct esc_req *q, enum lz_outcome outcome
     hc_log("escalation: request %.12s of session %d ended %s (exit %d, signal %d, %llu chunks, %llu bytes)", q->hex,
            q->session, names[outcome], rec.end.exit_status, sig, (unsigned long long)q->sent,
            (unsigned long long)q->out_bytes);
+    audit(h, q, outcome, exit_status, sig);
     q->phase = EP_ENDED;
     q->linger_until = lz_now_ms() + ESC_LINGER_MS;
     lz_record_clear(&q->rec);
     lz_hostexec_ident_clear(&q->ident);
+    lz_strv_free(q->edited, q->edited_argc);
+    q->edited = NULL;
+    free(q->host_cwd);
+    q->host_cwd = NULL;
 }
 
 /* Cancellation, session end, Domain stop, time-out: the host process and
@@ -260,24 +547,44 @@ static void abort_request(struct hc *h, struct esc_req *q, enum lz_outcome outco
 
 static void free_slot(struct hc *h, struct esc_req *q) {
     remove_results(h->esc, q, q->acked, q->sent, true);
+    stdin_end(h, q);
     lz_record_clear(&q->rec);
     lz_hostexec_ident_clear(&q->ident);
-    *q = (struct esc_req){ .phase = EP_FREE, .child = LZ_CHILD_NULL, .out_r = -EBADF, .err_r = -EBADF };
+    lz_strv_free(q->edited, q->edited_argc);
+    free(q->host_cwd);
+    *q = (struct esc_req){ .phase = EP_FREE, .child = LZ_CHILD_NULL, .out_r = -EBADF, .err_r = -EBADF, .in_w = -EBADF };
 }
 
 /* ---- execution ---- */
 
 static void deny(struct hc *h, struct esc_req *q, const char *why) {
+    q->ad = LZ_AUDIT_DENIED;
     put_decision(h, q, LZ_DECISION_DENIED, NULL, 0);
     hc_log("escalation: request %.12s denied: %s", q->hex, why);
     end_request(h, q, LZ_OUTCOME_DENIED, 0, 0);
 }
 
-/* The file argv[0] resolves to now is the one the developer saw. */
-static bool same_file(const struct lz_hostexec_ident *a, const struct lz_hostexec_ident *b) {
-    return a->path && b->path && !strcmp(a->path, b->path) && a->dev == b->dev && a->ino == b->ino &&
-        a->size == b->size && a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec &&
-        !memcmp(a->sha256, b->sha256, sizeof a->sha256);
+const char *hc_esc_host_term(const struct session *s, bool terminal) {
+    if (!terminal || !s->tty || s->master < 0 || s->sock < 0)
+        return NULL;
+    return s->term ? s->term : "xterm-256color";
+}
+
+/* A new terminal for the host process, the size of the session's. The
+ * slave comes from the master (TIOCGPTPEER), not from a path lookup. */
+static int open_pty(const struct session *s, int *ret_master, int *ret_slave, struct lz_error *err) {
+    _cleanup_close_ int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (m < 0 || unlockpt(m) < 0)
+        return lz_error_errno(err, -errno, "cannot open a terminal for the host command (/dev/ptmx)");
+    int sl = ioctl(m, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (sl < 0)
+        return lz_error_errno(err, -errno, "cannot open the host command's terminal");
+    struct winsize ws = { 0 };
+    if (ioctl(s->master, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col)
+        (void)ioctl(m, TIOCSWINSZ, &ws);
+    *ret_master = TAKE_FD(m);
+    *ret_slave = sl;
+    return 0;
 }
 
 /* The approved record runs: identity resolved, re-checked by the executor
@@ -292,24 +599,39 @@ static void execute(struct hc *h, struct esc_req *q, enum lz_decision d, char *c
     _cleanup_close_ int cwd_fd = -EBADF;
     _cleanup_close_pair_ int po[2] = { -EBADF, -EBADF };
     _cleanup_close_pair_ int pe[2] = { -EBADF, -EBADF };
+    _cleanup_close_pair_ int pi[2] = { -EBADF, -EBADF };
     int r = lz_hostexec_resolve(argv[0], &q->ident, &err);
-    if (r == 0 && shown && !same_file(&q->ident, shown))
+    if (r == 0 && shown && !lz_hostexec_ident_equal(&q->ident, shown))
         r = lz_error_set(&err, -ESTALE, "%s is no longer the file the prompt showed", argv[0]);
     if (r == 0)
         r = lz_hostexec_cwd(e->ws_fd, "/workspace", q->rec.request.cwd, &cwd_fd, &err);
+    if (r == 0) {
+        const char *c = q->rec.request.cwd && *q->rec.request.cwd ? q->rec.request.cwd : "/workspace";
+        q->host_cwd = lz_xasprintf("%s%s", h->cfg->workspace, c + strlen("/workspace"));
+    }
     put_decision(h, q, d, argv, argc);
-    if (r == 0 && (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0))
+    struct session *s = hc_session_by_id(h, q->session);
+    const char *term = s ? hc_esc_host_term(s, q->rec.request.terminal && !q->rec.request.stdin_wanted) : NULL;
+    _cleanup_close_ int pty_slave = -EBADF;
+    if (r == 0 && term)
+        r = open_pty(s, &po[0], &pty_slave, &err);
+    else if (r == 0 && (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0))
         r = lz_error_errno(&err, -errno, "cannot create the output pipes");
-    if (r == 0 && q->rec.request.stdin_wanted)
-        hc_log("escalation: request %.12s asked for stdin: not forwarded in this build (/dev/null)", q->hex);
-    _cleanup_env_ char **envp = lz_hostexec_env();
+    /* --stdin: a pipe (the client's chunks, stdin_feed); otherwise /dev/null
+     * or, on a terminal, the host PTY (never both: see hc_esc_host_term). */
+    if (r == 0 && q->in_on && pipe2(pi, O_CLOEXEC) < 0)
+        r = lz_error_errno(&err, -errno, "cannot create the stdin pipe");
+    _cleanup_env_ char **envp = lz_hostexec_env(term);
     struct lz_hostexec_spec spec = { .id = &q->ident,
                                      .argv = argv,
                                      .envp = envp,
                                      .cwd_fd = cwd_fd,
-                                     .stdin_fd = -1,
-                                     .stdout_fd = po[1],
-                                     .stderr_fd = pe[1] };
+                                     .stdin_fd = term ? pty_slave
+                                         : q->in_on   ? pi[0]
+                                                      : -1,
+                                     .stdout_fd = term ? pty_slave : po[1],
+                                     .stderr_fd = term ? pty_slave : pe[1],
+                                     .ctty = term != NULL };
     if (r == 0)
         r = lz_hostexec_start(&spec, &q->child, &err);
     struct lz_procid pid_id;
@@ -330,19 +652,32 @@ static void execute(struct hc *h, struct esc_req *q, enum lz_decision d, char *c
             lz_hostexec_kill(&q->child, ESC_KILL_WAIT_MS, &st);
             lz_child_close(&q->child);
         }
-        /* The model has no failed execution: an approved request that
-         * cannot run ends Failed without a model transition (a known gap). */
+        hc_model_action("FailHostExecution", "r=%.12s, s=%d", q->hex, q->session);
         hc_log("escalation: request %.12s failed: %s", q->hex, err.msg);
         end_request(h, q, LZ_OUTCOME_FAILED, 0, 0);
         return;
     }
     q->out_r = TAKE_FD(po[0]);
     q->err_r = TAKE_FD(pe[0]);
+    lz_closep(&pty_slave); /* the master reads EIO once the host process's side is closed */
+    if (q->in_on) {
+        /* Only the host process holds the read end: its exit is EPIPE here. */
+        lz_closep(&pi[0]);
+        q->in_w = TAKE_FD(pi[1]);
+        fcntl(q->in_w, F_SETFL, O_NONBLOCK);
+    }
     fcntl(q->out_r, F_SETFL, O_NONBLOCK);
-    fcntl(q->err_r, F_SETFL, O_NONBLOCK);
+    if (q->err_r >= 0)
+        (void)fcntl(q->err_r, F_SETPIPE_SZ, ESC_PIPE_SIZE);
+    if (!term)
+        (void)fcntl(q->out_r, F_SETPIPE_SZ, ESC_PIPE_SIZE); /* best effort: see pump() */
     ep_add(e, q->out_r, EV_OUT, idx);
-    ep_add(e, q->err_r, EV_ERR, idx);
+    if (q->err_r >= 0) {
+        fcntl(q->err_r, F_SETFL, O_NONBLOCK);
+        ep_add(e, q->err_r, EV_ERR, idx);
+    }
     ep_add(e, q->child.pidfd, EV_PID, idx);
+    q->route = term && hc_route_host_begin(h, q->session, q->id, q->out_r) == 0;
     q->phase = EP_EXECUTING;
     uint32_t t = q->rec.request.timeout_s ? q->rec.request.timeout_s : ESC_DEFAULT_TIMEOUT_S;
     q->deadline = lz_now_ms() + (long)t * 1000;
@@ -355,29 +690,58 @@ static void execute(struct hc *h, struct esc_req *q, enum lz_decision d, char *c
     crypto_hash_sha256_final(&hs, dg);
     char dhex[65];
     lz_hex(dg, sizeof dg, dhex);
-    hc_model_action("StartHostExecution", "r=%.12s, s=%d, argv=%.16s", q->hex, q->session, dhex);
-    hc_log("escalation: request %.12s: running %s (pid %d, %zu arguments)", q->hex, q->ident.path, (int)q->child.pid,
-           argc);
+    /* The model routes the terminal to the host process; a request from a
+     * client without a terminal leaves it with the sandbox (pipes). */
+    hc_model_action(q->route ? "StartHostExecution" : "StartHostExecutionPiped", "r=%.12s, s=%d, argv=%.16s", q->hex,
+                    q->session, dhex);
+    hc_log("escalation: request %.12s: running %s (pid %d, %zu arguments)%s", q->hex, q->ident.path, (int)q->child.pid,
+           argc, q->in_on ? ", stdin from the sandbox" : "");
+    stdin_feed(h, q); /* the chunks that waited for the approval */
 }
 
-void hc_esc_resolved(struct hc *h, const uint8_t request_id[16], enum lz_decision d, char *const *argv, size_t argc) {
-    hc_esc_approve(h, request_id, d, argv, argc, NULL);
-}
-
-void hc_esc_approve(struct hc *h, const uint8_t request_id[16], enum lz_decision d, char *const *argv, size_t argc,
-                    const struct lz_hostexec_ident *shown) {
-    if (!h->esc)
-        return;
-    for (size_t i = 0; i < ESC_MAX_REQ; i++) {
+static struct esc_req *prompted(struct hc *h, const uint8_t id[LZ_RECORD_ID_LEN]) {
+    for (size_t i = 0; h->esc && i < ESC_MAX_REQ; i++) {
         struct esc_req *q = &h->esc->req[i];
-        if (q->phase != EP_PROMPT || memcmp(q->id, request_id, LZ_RECORD_ID_LEN) != 0)
-            continue;
-        if (d == LZ_DECISION_DENIED || argc == 0)
-            deny(h, q, "by the developer");
-        else
-            execute(h, q, d, argv, argc, shown);
+        if (q->phase == EP_PROMPT && !memcmp(q->id, id, LZ_RECORD_ID_LEN))
+            return q;
+    }
+    return NULL;
+}
+
+void hc_esc_approve(struct hc *h, const uint8_t request_id[16], enum lz_audit_decision ad, int64_t ref,
+                    char *const *argv, size_t argc, const struct lz_hostexec_ident *shown) {
+    struct esc_req *q = prompted(h, request_id);
+    if (!q)
+        return;
+    q->by = LZ_AUDIT_BY_DEVELOPER;
+    if (argc == 0) {
+        deny(h, q, "an empty argv was approved");
         return;
     }
+    q->ad = ad;
+    q->ref = ad == LZ_AUDIT_SESSION_APPROVED ? ref : 0;
+    if (ad == LZ_AUDIT_EDITED) {
+        q->edited = lz_strv_dup(argv, argc);
+        q->edited_argc = argc;
+    }
+    execute(h, q, ad == LZ_AUDIT_EDITED ? LZ_DECISION_EDITED : LZ_DECISION_APPROVED, argv, argc, shown);
+}
+
+void hc_esc_refuse(struct hc *h, const uint8_t request_id[16], enum lz_outcome outcome, bool by_developer,
+                   const char *why) {
+    struct esc_req *q = prompted(h, request_id);
+    if (!q)
+        return;
+    q->by = by_developer ? LZ_AUDIT_BY_DEVELOPER : LZ_AUDIT_BY_NONE;
+    if (outcome == LZ_OUTCOME_DENIED) {
+        deny(h, q, why);
+        return;
+    }
+    /* Timed out or cancelled at the prompt: no decision was made; the
+     * prompt has logged its model action (PromptTimeout, CancelRequest). */
+    put_decision(h, q, LZ_DECISION_DENIED, NULL, 0);
+    hc_log("escalation: request %.12s: %s", q->hex, why);
+    end_request(h, q, outcome, 0, 0);
 }
 
 /* ---- streaming ---- */
@@ -398,22 +762,51 @@ static void set_window(struct lz_esc *e, struct esc_req *q, bool open) {
 static void pump(struct hc *h, struct esc_req *q, int *fdp, enum lz_stream stream) {
     static uint8_t buf[LZ_RECORD_CHUNK_MAX];
     while (*fdp >= 0 && q->sent - q->acked < ESC_WINDOW) {
-        ssize_t n = read(*fdp, buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN)
-            return;
-        if (n <= 0) {
+        size_t want = sizeof buf;
+        if (q->route) {
+            /* Also shown on the session's terminal: no faster than it goes. */
+            size_t room = hc_route_host_room(h, q->session);
+            if (room == 0) {
+                set_window(h->esc, q, false);
+                return;
+            }
+            if (room < want)
+                want = room;
+            stream = LZ_STREAM_TERMINAL;
+        }
+        /* Fill the chunk from what the pipe holds now; a short one goes
+         * out at once (interactive output is not held back). */
+        size_t have = 0;
+        bool eof = false;
+        while (have < want) {
+            ssize_t n = read(*fdp, buf + have, want - have);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 && errno == EAGAIN)
+                break;
+            if (n <= 0) { /* EOF; EIO on a PTY master once its other side is closed */
+                eof = true;
+                break;
+            }
+            have += (size_t)n;
+        }
+        if (have > 0) {
+            struct lz_record rec = { .kind = LZ_REC_RESULT_CHUNK };
+            rec.chunk.seq = q->sent++;
+            rec.chunk.stream = stream;
+            rec.chunk.data = buf;
+            rec.chunk.len = have;
+            q->out_bytes += (uint64_t)have;
+            if (q->route)
+                hc_route_host_output(h, q->session, buf, have);
+            put(h, q, &rec);
+        }
+        if (eof) {
             lz_closep(fdp); /* closing removes it from the epoll set */
             return;
         }
-        struct lz_record rec = { .kind = LZ_REC_RESULT_CHUNK };
-        rec.chunk.seq = q->sent++;
-        rec.chunk.stream = stream;
-        rec.chunk.data = buf;
-        rec.chunk.len = (size_t)n;
-        q->out_bytes += (uint64_t)n;
-        put(h, q, &rec);
+        if (have < want)
+            return; /* drained: the next EPOLLIN */
     }
     if (*fdp >= 0 && q->sent - q->acked >= ESC_WINDOW)
         set_window(h->esc, q, false);
@@ -437,8 +830,23 @@ static bool reap(struct esc_req *q) {
 static void try_finish(struct hc *h, struct esc_req *q) {
     if (q->phase != EP_EXECUTING || q->child.pidfd >= 0 || q->out_r >= 0 || q->err_r >= 0)
         return;
+    route_end(h, q);
     hc_model_action("CompleteHostExecution", "r=%.12s, s=%d", q->hex, q->session);
     end_request(h, q, LZ_OUTCOME_COMPLETED, q->exit_status, q->exit_sig);
+}
+
+void hc_esc_route_room(struct hc *h, const uint8_t request_id[16]) {
+    for (size_t i = 0; h->esc && i < ESC_MAX_REQ; i++) {
+        struct esc_req *q = &h->esc->req[i];
+        if (q->phase != EP_EXECUTING || !q->route || !q->window_paused || memcmp(q->id, request_id, LZ_RECORD_ID_LEN))
+            continue;
+        if (q->sent - q->acked >= ESC_WINDOW)
+            return; /* the chunk-ack reopens it */
+        set_window(h->esc, q, true);
+        pump(h, q, &q->out_r, LZ_STREAM_STDOUT);
+        try_finish(h, q);
+        return;
+    }
 }
 
 /* ---- records from the sandbox ---- */
@@ -463,6 +871,29 @@ static long prompt_timeout_ms(const struct hc *h) {
 }
 
 static void reject(const char *name, const char *why) { hc_log("escalation: rejected %s: %s", name, why); }
+
+/* Verifies a taken entry with the key of the session the record names (the
+ * signature then decides: a record naming session A signed with B's key
+ * fails). 0 with the session and the record, or -1 (rejected, logged). */
+static int open_entry(struct hc *h, const char *name, const uint8_t *buf, size_t len, unsigned kind,
+                      struct session **ret_s, struct lz_record *ret) {
+    if (len < LZ_RECORD_HDR + 2 * LZ_RECORD_ID_LEN) {
+        reject(name, "truncated record");
+        return -1;
+    }
+    struct session *s = session_by_sid(h, buf + LZ_RECORD_HDR + LZ_RECORD_ID_LEN);
+    if (!s) {
+        reject(name, "unknown or closed session");
+        return -1;
+    }
+    struct lz_error err = { 0 };
+    if (lz_record_open(s->anchor->pk, buf, len, LZ_REC_MASK(kind), ret, &err) < 0) {
+        reject(name, err.msg);
+        return -1;
+    }
+    *ret_s = s;
+    return 0;
+}
 
 static void on_request(struct hc *h, struct session *s, const char *name, struct lz_record *rec, const uint8_t *bytes,
                        size_t len) {
@@ -510,6 +941,8 @@ static void on_request(struct hc *h, struct session *s, const char *name, struct
     q->rec = *rec;
     *rec = (struct lz_record){ 0 }; /* owned by q now */
     q->phase = EP_PROMPT;
+    q->received_ms = now;
+    q->in_on = q->rec.request.stdin_wanted;
     hc_model_action("ReceiveEscalation", "r=%.12s, s=%d", q->hex, q->session);
     hc_log("escalation: request %.12s from session %d: %zu arguments, argv[0] %s", q->hex, q->session,
            q->rec.request.argc, q->rec.request.argv[0]);
@@ -524,10 +957,14 @@ static void on_request(struct hc *h, struct session *s, const char *name, struct
                                  .argv = q->rec.request.argv,
                                  .argc = q->rec.request.argc,
                                  .cwd = q->rec.request.cwd,
-                                 .justification = q->rec.request.justification };
+                                 .justification = q->rec.request.justification,
+                                 .terminal = q->rec.request.terminal && !q->rec.request.stdin_wanted };
     size_t rule = 0;
     if (lz_esc_decide(&e->policy, &er, &rule) == LZ_ESC_AUTO) {
         hc_model_action("AutoApprove", "r=%.12s, s=%d, rule=%zu", q->hex, q->session, rule);
+        q->by = LZ_AUDIT_BY_RULE;
+        q->ad = LZ_AUDIT_AUTO_APPROVED;
+        q->ref = (int64_t)rule + 1;
         execute(h, q, LZ_DECISION_AUTO_APPROVED, q->rec.request.argv, q->rec.request.argc, NULL);
         return;
     }
@@ -536,14 +973,16 @@ static void on_request(struct hc *h, struct session *s, const char *name, struct
         hc_log("escalation: WARNING: request %.12s matches no auto-approval rule and this build has no prompt: "
                "denied (known gap of this build)",
                q->hex);
-        put_decision(h, q, LZ_DECISION_DENIED, NULL, 0);
-        end_request(h, q, LZ_OUTCOME_DENIED, 0, 0);
+        hc_model_action("DenyWithoutPrompt", "r=%.12s, s=%d", q->hex, q->session);
+        deny(h, q, "no prompt in this build");
         return;
     }
     /* The prompt times out itself (a denial); this is the backstop. */
     q->deadline = lz_now_ms() + prompt_timeout_ms(h) + ESC_PROMPT_GRACE_MS;
-    if (h->esc_prompt(h, s, &er) < 0)
+    if (h->esc_prompt(h, s, &er) < 0) {
+        hc_model_action("DenyWithoutPrompt", "r=%.12s, s=%d", q->hex, q->session);
         deny(h, q, "the prompt could not be shown");
+    }
 }
 
 static void on_chunk_ack(struct hc *h, struct esc_req *q, const char *name, const struct lz_record *rec) {
@@ -593,6 +1032,10 @@ static void take_entry(struct hc *h, const char *name) {
         hc_log("escalation: refused mailbox entry with a foreign name (removed)");
         return;
     }
+    if (mn.kind == LZ_REC_STDIN_CHUNK) {
+        on_stdin_entry(h, name, &mn); /* taken in order, when there is room */
+        return;
+    }
     int r = lz_mbox_take(e->req_fd, name, buf, sizeof buf, &len, &why);
     if (r == -ENOENT)
         return;
@@ -600,23 +1043,10 @@ static void take_entry(struct hc *h, const char *name) {
         hc_log("escalation: refused mailbox entry %s: %s (removed)", name, lz_mbox_refusal_name(why));
         return;
     }
-    /* The key is chosen by the session ID the record names; the signature
-     * then decides (a record naming session A signed with B's key fails). */
-    if (len < LZ_RECORD_HDR + 2 * LZ_RECORD_ID_LEN) {
-        reject(name, "truncated record");
-        return;
-    }
-    struct session *s = session_by_sid(h, buf + LZ_RECORD_HDR + LZ_RECORD_ID_LEN);
-    if (!s) {
-        reject(name, "unknown or closed session");
-        return;
-    }
+    struct session *s;
     struct lz_record rec;
-    struct lz_error err = { 0 };
-    if (lz_record_open(s->anchor->pk, buf, len, LZ_REC_MASK(mn.kind), &rec, &err) < 0) {
-        reject(name, err.msg);
+    if (open_entry(h, name, buf, len, mn.kind, &s, &rec) < 0)
         return;
-    }
     if (memcmp(rec.request_id, mn.request_id, LZ_RECORD_ID_LEN) != 0 || (mn.kind != LZ_REC_CHUNK_ACK && mn.seq != 0)) {
         reject(name, "the name does not match the record");
         lz_record_clear(&rec);
@@ -661,10 +1091,14 @@ static void scan(struct hc *h) {
         names[n++] = lz_xstrdup(de->d_name);
     }
     closedir(d);
-    for (size_t i = 0; i < n; i++) {
-        take_entry(h, names[i]);
+    /* Requests first: a stdin-chunk met before its request would be
+     * removed as belonging to no request. */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < n; i++)
+            if ((strstr(names[i], ".escalation-request.") != NULL) == (pass == 0))
+                take_entry(h, names[i]);
+    for (size_t i = 0; i < n; i++)
         free(names[i]);
-    }
     free(names);
 }
 
@@ -718,6 +1152,8 @@ void hc_esc_dispatch(struct hc *h) {
             pump(h, q, &q->out_r, LZ_STREAM_STDOUT);
         else if (kind == EV_ERR)
             pump(h, q, &q->err_r, LZ_STREAM_STDERR);
+        else if (kind == EV_IN)
+            stdin_feed(h, q);
         else if (kind == EV_PID && q->child.pidfd >= 0) {
             /* Out of the set before reap closes the pidfd. */
             (void)epoll_ctl(e->ep_fd, EPOLL_CTL_DEL, q->child.pidfd, NULL);
@@ -736,9 +1172,7 @@ void hc_esc_tick(struct hc *h) {
     for (size_t i = 0; i < ESC_MAX_REQ; i++) {
         struct esc_req *q = &e->req[i];
         if (q->phase == EP_EXECUTING && now >= q->deadline)
-            /* The model's TimeoutRequest ends only requests not yet running;
-             * a running one that times out is ended like a cancellation. */
-            abort_request(h, q, LZ_OUTCOME_TIMED_OUT, "CancelRequest", "timed out");
+            abort_request(h, q, LZ_OUTCOME_TIMED_OUT, "TimeoutHostExecution", "ran past its time limit");
         else if (q->phase == EP_PROMPT && now >= q->deadline)
             abort_request(h, q, LZ_OUTCOME_TIMED_OUT, "TimeoutRequest", "no decision in time");
         else if (q->phase == EP_ENDED && now >= q->linger_until)

@@ -31,6 +31,7 @@ struct lz_esc_request {
     size_t argc;
     const char *cwd;
     const char *justification;
+    bool terminal; /* it would run on the session's terminal (route HostProcess) */
 };
 
 #define LZ_ESC_PROMPT 0 /* no rule matches: the developer decides */

@@ -26,11 +26,14 @@
 #include <sys/ioctl.h>
 #include <termios.h>
 
-#define HELD_MAX (64 * 1024) /* sandbox output held while a prompt is up */
-#define CHUNK_MAX 32768      /* data bytes per message to the client */
+#define HELD_MAX (64 * 1024)  /* sandbox output held while a prompt is up */
+#define CHUNK_MAX 32768       /* data bytes per message to the client */
+#define ROUTE_MAX (64 * 1024) /* a host process's output not yet sent to the client */
 
 struct hc_grant {
     struct hc_grant *next;
+    uint8_t request_id[LZ_RECORD_ID_LEN]; /* the request whose [s] made it */
+    int64_t seq;                          /* its audit row (0 until written) */
     char **argv;
     size_t argc;
     char *cwd;
@@ -55,35 +58,11 @@ struct hc_prompt {
     size_t out_off;
     uint8_t held[HELD_MAX];
     size_t held_len, held_off;
-    bool done; /* decided or cancelled: draining */
-    bool quit; /* [q]: the session ends once drained */
+    bool done;   /* decided or cancelled: draining */
+    bool quit;   /* [q]: the session ends once drained */
+    int host_fd; /* route HostProcess: the host process's PTY master (escalation.c owns it), or -1 */
+    bool key_loss_logged;
 };
-
-static char **strv_dup(char *const *v, size_t n) {
-    char **r = lz_xcalloc(n + 1, sizeof *r);
-    for (size_t i = 0; i < n; i++)
-        r[i] = lz_xstrdup(v[i]);
-    return r;
-}
-
-static void strv_release(char **v) {
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
-}
-
-static bool ident_equal(const struct lz_hostexec_ident *a, const struct lz_hostexec_ident *b) {
-    return a->path && b->path && !strcmp(a->path, b->path) && a->dev == b->dev && a->ino == b->ino &&
-        a->size == b->size && a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec &&
-        !memcmp(a->sha256, b->sha256, sizeof a->sha256);
-}
-
-static struct session *session_by_id(struct hc *h, int id) {
-    for (int i = 0; i < MAX_SESSIONS; i++)
-        if (h->s[i] && h->s[i]->id == id)
-            return h->s[i];
-    return NULL;
-}
 
 static void names_of(uid_t uid, gid_t gid, char *owner, char *group, size_t n) {
     char buf[4096];
@@ -111,6 +90,8 @@ static void exe_of(const struct lz_hostexec_ident *id, char *owner, char *group,
 
 static void on_action(void *ctx, const char *action, const char *detail) {
     struct hc_prompt *w = ctx;
+    if (!strcmp(action, "QueuePrompt"))
+        return; /* escalation.c logged it when it asked for this prompt */
     hc_model_action(action, "r=%.12s, s=%d%s%s", w->hex, w->session, detail && *detail ? ", " : "",
                     detail ? detail : "");
 }
@@ -163,7 +144,7 @@ static void drain(struct session *s, struct hc_prompt *w) {
         w->out_off += n;
     }
     w->out.len = w->out_off = 0;
-    if (!w->done)
+    if (!w->done || w->host_fd >= 0)
         return;
     while (w->held_off < w->held_len) {
         size_t n = w->held_len - w->held_off;
@@ -176,6 +157,8 @@ static void drain(struct session *s, struct hc_prompt *w) {
     w->held_len = w->held_off = 0;
 }
 
+/* The held sandbox output waits while a host process has the terminal. */
+
 static void prompt_free(struct hc_prompt *w) {
     if (!w)
         return;
@@ -183,7 +166,7 @@ static void prompt_free(struct hc_prompt *w) {
     free(w->argv0);
     lz_hostexec_ident_clear(&w->orig);
     lz_hostexec_ident_clear(&w->edit);
-    strv_release(w->argv);
+    lz_strv_free(w->argv, w->argc);
     free(w->cwd);
     free(w->out.p);
     free(w);
@@ -193,7 +176,7 @@ static void grants_free(struct session *s) {
     while (s->grants) {
         struct hc_grant *g = s->grants;
         s->grants = g->next;
-        strv_release(g->argv);
+        lz_strv_free(g->argv, g->argc);
         free(g->cwd);
         lz_hostexec_ident_clear(&g->id);
         free(g);
@@ -221,13 +204,13 @@ static void decided(struct hc *h, struct session *s, struct hc_prompt *w) {
         if (res.edited && strcmp(res.argv[0], w->argv0) != 0)
             shown = &w->edit;
         if (!shown->path || !res.exe_path || strcmp(shown->path, res.exe_path) != 0) {
-            hc_log("escalation: request %.12s: the approved executable is not the one resolved; denied", w->hex);
-            hc_esc_resolved(h, w->id, LZ_DECISION_DENIED, NULL, 0);
+            hc_esc_refuse(h, w->id, LZ_OUTCOME_DENIED, false, "the approved executable is not the one resolved");
             break;
         }
         if (res.decision == LZ_PROMPT_APPROVED_SESSION && !res.edited) {
             struct hc_grant *g = lz_xcalloc(1, sizeof *g);
-            g->argv = strv_dup(w->argv, w->argc);
+            memcpy(g->request_id, w->id, LZ_RECORD_ID_LEN);
+            g->argv = lz_strv_dup(w->argv, w->argc);
             g->argc = w->argc;
             g->cwd = lz_xstrdup(w->cwd);
             g->id = w->orig;
@@ -235,16 +218,24 @@ static void decided(struct hc *h, struct session *s, struct hc_prompt *w) {
             g->next = s->grants;
             s->grants = g;
         }
-        hc_esc_approve(h, w->id, res.edited ? LZ_DECISION_EDITED : LZ_DECISION_APPROVED, res.argv, res.argc, shown);
+        enum lz_audit_decision ad = res.edited           ? LZ_AUDIT_EDITED
+            : res.decision == LZ_PROMPT_APPROVED_SESSION ? LZ_AUDIT_APPROVED_FOR_SESSION
+                                                         : LZ_AUDIT_APPROVED;
+        hc_esc_approve(h, w->id, ad, 0, res.argv, res.argc, shown);
         break;
     }
     case LZ_PROMPT_QUIT:
         w->quit = true;
         grants_free(s); /* its [s] approvals end with it */
-        hc_esc_resolved(h, w->id, LZ_DECISION_DENIED, NULL, 0);
+        hc_esc_refuse(h, w->id, LZ_OUTCOME_DENIED, true, "denied by the developer ([q])");
         break;
-    case LZ_PROMPT_DENIED:
-    case LZ_PROMPT_TIMED_OUT: hc_esc_resolved(h, w->id, LZ_DECISION_DENIED, NULL, 0); break;
+    case LZ_PROMPT_DENIED: hc_esc_refuse(h, w->id, LZ_OUTCOME_DENIED, true, "denied by the developer"); break;
+    case LZ_PROMPT_TIMED_OUT:
+        hc_esc_refuse(h, w->id, LZ_OUTCOME_TIMED_OUT, false, "no decision before the prompt's timeout");
+        break;
+    case LZ_PROMPT_INTERRUPTED:
+        hc_esc_refuse(h, w->id, LZ_OUTCOME_CANCELLED, true, "cancelled by Ctrl-C at the prompt");
+        break;
     case LZ_PROMPT_CANCELLED:
     case LZ_PROMPT_PENDING:
     default: break;
@@ -254,17 +245,18 @@ static void decided(struct hc *h, struct session *s, struct hc_prompt *w) {
 
 /* ---- the hc_esc_prompt_fn ---- */
 
-static bool granted(struct session *s, const struct lz_esc_request *r, const struct lz_hostexec_ident *id) {
-    for (struct hc_grant *g = s->grants; g; g = g->next) {
-        if (g->argc != r->argc || strcmp(g->cwd, r->cwd ? r->cwd : "") != 0 || !ident_equal(&g->id, id))
+static const struct hc_grant *granted(struct session *s, const struct lz_esc_request *r,
+                                      const struct lz_hostexec_ident *id) {
+    for (const struct hc_grant *g = s->grants; g; g = g->next) {
+        if (g->argc != r->argc || strcmp(g->cwd, r->cwd ? r->cwd : "") != 0 || !lz_hostexec_ident_equal(&g->id, id))
             continue;
         size_t i = 0;
         while (i < r->argc && !strcmp(g->argv[i], r->argv[i]))
             i++;
         if (i == r->argc)
-            return true;
+            return g;
     }
-    return false;
+    return NULL;
 }
 
 int hc_prompt_begin(struct hc *h, struct session *s, const struct lz_esc_request *r) {
@@ -283,6 +275,7 @@ int hc_prompt_begin(struct hc *h, struct session *s, const struct lz_esc_request
     struct lz_error err = { 0 };
     _cleanup_free_ struct hc_prompt *w = lz_xcalloc(1, sizeof *w);
     w->h = h;
+    w->host_fd = -1;
     w->session = s->id;
     memcpy(w->id, r->request_id, LZ_RECORD_ID_LEN);
     memcpy(w->hex, hex, sizeof hex);
@@ -291,15 +284,16 @@ int hc_prompt_begin(struct hc *h, struct session *s, const struct lz_esc_request
         hc_log("escalation: request %.12s: %s; denied without a prompt", hex, err.msg);
         return rr;
     }
-    if (granted(s, r, &w->orig)) {
+    const struct hc_grant *g = granted(s, r, &w->orig);
+    if (g) {
         hc_model_action("SessionApprove", "r=%.12s, s=%d", hex, s->id);
         hc_log("escalation: request %.12s: approved by an [s] approval of session %d", hex, s->id);
-        hc_esc_approve(h, w->id, LZ_DECISION_APPROVED, r->argv, r->argc, &w->orig);
+        hc_esc_approve(h, w->id, LZ_AUDIT_SESSION_APPROVED, g->seq, r->argv, r->argc, &w->orig);
         lz_hostexec_ident_clear(&w->orig);
         return 0;
     }
     w->argv0 = lz_xstrdup(r->argv[0]);
-    w->argv = strv_dup(r->argv, r->argc);
+    w->argv = lz_strv_dup(r->argv, r->argc);
     w->argc = r->argc;
     w->cwd = lz_xstrdup(r->cwd ? r->cwd : "");
     /* The host working directory it would run in (execution checks the
@@ -310,7 +304,7 @@ int hc_prompt_begin(struct hc *h, struct session *s, const struct lz_esc_request
     else
         host_cwd = lz_xasprintf("(not in the workspace: %s)", w->cwd);
     _cleanup_free_ char *sess = lz_xasprintf("session %d", s->id);
-    _cleanup_env_ char **env = lz_hostexec_env();
+    _cleanup_env_ char **env = lz_hostexec_env(hc_esc_host_term(s, r->terminal));
     size_t envc = 0;
     while (env && env[envc])
         envc++;
@@ -351,6 +345,27 @@ int hc_prompt_begin(struct hc *h, struct session *s, const struct lz_esc_request
 
 bool hc_prompt_input(struct hc *h, struct session *s, const uint8_t *p, size_t n) {
     struct hc_prompt *w = s->prompt;
+    if (w && w->host_fd >= 0) {
+        /* Route HostProcess: keys go to the host process's terminal. A
+         * PTY's input queue holds 4 KiB and more; what does not fit now
+         * (a huge paste) is dropped, said once in the log. */
+        while (n) {
+            ssize_t k = write(w->host_fd, p, n);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k <= 0) {
+                if (!w->key_loss_logged)
+                    hc_log("escalation: request %.12s: %zu byte(s) of input did not fit the host command's "
+                           "terminal: dropped",
+                           w->hex, n);
+                w->key_loss_logged = true;
+                break;
+            }
+            p += k;
+            n -= (size_t)k;
+        }
+        return true;
+    }
     if (!w || w->done)
         return false; /* after the decision, keys go to the sandbox again */
     lz_prompt_feed(w->p, p, n, lz_now_ms());
@@ -389,6 +404,11 @@ bool hc_prompt_output_blocked(const struct session *s) {
 
 void hc_prompt_resize(struct session *s, unsigned rows, unsigned cols) {
     struct hc_prompt *w = s->prompt;
+    if (w && w->host_fd >= 0) {
+        struct winsize ws = { .ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols };
+        (void)ioctl(w->host_fd, TIOCSWINSZ, &ws); /* the kernel sends SIGWINCH */
+        return;
+    }
     if (!w || w->done)
         return;
     lz_prompt_resize(w->p, rows, cols);
@@ -427,6 +447,11 @@ void hc_prompt_tick(struct hc *h) {
             decided(h, s, w);
         }
         drain(s, w);
+        if (w->host_fd >= 0) {
+            if (w->out.len - w->out_off < ROUTE_MAX)
+                hc_esc_route_room(h, w->id);
+            continue;
+        }
         if (w->done && !w->out.len && !w->held_len) {
             bool quit = w->quit;
             s->prompt = NULL;
@@ -445,7 +470,7 @@ void hc_prompt_tick(struct hc *h) {
 }
 
 void hc_prompt_request_gone(struct hc *h, int session, const uint8_t request_id[16]) {
-    struct session *s = session_by_id(h, session);
+    struct session *s = hc_session_by_id(h, session);
     struct hc_prompt *w = s ? s->prompt : NULL;
     if (!w || w->done || memcmp(w->id, request_id, LZ_RECORD_ID_LEN) != 0)
         return;
@@ -453,6 +478,65 @@ void hc_prompt_request_gone(struct hc *h, int session, const uint8_t request_id[
     w->done = true;
     collect(w);
     drain(s, w);
+}
+
+/* ---- the HostProcess route ---- */
+
+int hc_route_host_begin(struct hc *h, int session, const uint8_t request_id[16], int pty_master) {
+    struct session *s = hc_session_by_id(h, session);
+    if (!s || !s->tty || s->sock < 0)
+        return -ENOTTY;
+    struct hc_prompt *w = s->prompt;
+    if (w && (!w->done || memcmp(w->id, request_id, LZ_RECORD_ID_LEN) != 0))
+        return -EBUSY; /* cannot happen: one active request per session */
+    if (!w) {
+        /* Auto- or session-approved: no prompt was drawn; the route holds
+         * the sandbox's output the same way. */
+        w = lz_xcalloc(1, sizeof *w);
+        w->h = h;
+        w->session = s->id;
+        memcpy(w->id, request_id, LZ_RECORD_ID_LEN);
+        lz_hex(request_id, LZ_RECORD_ID_LEN, w->hex);
+        w->done = true;
+        s->prompt = w;
+    }
+    w->host_fd = pty_master;
+    hc_log("escalation: request %.12s: the host command runs on the terminal of session %d", w->hex, s->id);
+    return 0;
+}
+
+size_t hc_route_host_room(struct hc *h, int session) {
+    struct session *s = hc_session_by_id(h, session);
+    struct hc_prompt *w = s ? s->prompt : NULL;
+    if (!w || w->host_fd < 0)
+        return 0;
+    size_t used = w->out.len - w->out_off;
+    return used < ROUTE_MAX ? ROUTE_MAX - used : 0;
+}
+
+void hc_route_host_output(struct hc *h, int session, const uint8_t *b, size_t n) {
+    struct session *s = hc_session_by_id(h, session);
+    struct hc_prompt *w = s ? s->prompt : NULL;
+    if (!w || w->host_fd < 0)
+        return;
+    lz_buf_add(&w->out, b, n);
+    drain(s, w);
+}
+
+void hc_route_host_end(struct hc *h, int session, const uint8_t request_id[16]) {
+    struct session *s = hc_session_by_id(h, session);
+    struct hc_prompt *w = s ? s->prompt : NULL;
+    if (!w || w->host_fd < 0 || memcmp(w->id, request_id, LZ_RECORD_ID_LEN) != 0)
+        return;
+    w->host_fd = -1; /* the held output follows what the host process printed */
+    drain(s, w);
+}
+
+void hc_prompt_audited(struct hc *h, int session, const uint8_t request_id[16], int64_t seq) {
+    struct session *s = hc_session_by_id(h, session);
+    for (struct hc_grant *g = s ? s->grants : NULL; g; g = g->next)
+        if (!memcmp(g->request_id, request_id, LZ_RECORD_ID_LEN))
+            g->seq = seq;
 }
 
 void hc_prompt_session_free(struct session *s) {

@@ -205,7 +205,17 @@ static int start_slirp(struct hc *h, struct lz_error *err) {
         return lz_error_set(err, -EIO,
                             "the connectivity helper (slirp4netns) did not become ready; "
                             "is /dev/net/tun usable? (lazaret doctor)");
-    return record_proc(h, LZ_ROLE_HELPER, "slirp4netns", "committed", &h->slirp, err);
+    /* Its process and the participant committed: nothing physical happens
+     * between the two records, so one transaction (one sync). */
+    int r2;
+    if ((r2 = lz_store_begin(h->st, err)) < 0 ||
+        (r2 = record_proc(h, LZ_ROLE_HELPER, "slirp4netns", "committed", &h->slirp, err)) < 0 ||
+        (r2 = record(h, LZ_ROLE_HELPER, LZ_P_COMMITTED, NULL, NULL, NULL, err)) < 0 ||
+        (r2 = lz_store_commit(h->st, err)) < 0) {
+        lz_store_rollback(h->st);
+        return r2;
+    }
+    return 0;
 }
 
 /* Network readiness fingerprint: SHA-256 over Domain ID, generation,
@@ -234,6 +244,40 @@ static void readiness_fingerprint(struct hc *h, unsigned long netns_ino) {
     hc_log("network readiness fingerprint %s", hex);
 }
 
+/* The host Git scan (gitscan.h) reads the host's Git configuration and
+ * runs the host's git: ~10 ms that need nothing of the steps before the
+ * Supervisor's spawn (the store, the lease), so it runs beside them on a
+ * thread of its own. The thread touches h->git and h->scan only, which
+ * nothing else reads before scan_join; it is started after the signalfd
+ * mask (inherited: no signal is delivered to it) and joined on every path
+ * out of hc_start_generation. */
+static void *scan_thread(void *arg) {
+    struct hc *h = arg;
+    long t0 = lz_now_ms();
+    lz_gitscan_clear(&h->git);
+    h->scan.r = lz_gitscan_run(h->cfg->workspace, NULL, &h->git, &h->scan.err);
+    h->scan.ms = lz_now_ms() - t0;
+    return NULL;
+}
+
+static void scan_start(struct hc *h) {
+    h->scan.err = (struct lz_error){ 0 };
+    h->scan.running = pthread_create(&h->scan.thread, NULL, scan_thread, h) == 0;
+}
+
+/* The scan's result: joined, or run here when no thread could start. */
+static int scan_join(struct hc *h, struct lz_error *err) {
+    if (h->scan.running) {
+        pthread_join(h->scan.thread, NULL);
+        h->scan.running = false;
+    } else {
+        scan_thread(h);
+    }
+    if (h->scan.r < 0 && err)
+        *err = h->scan.err;
+    return h->scan.r;
+}
+
 /* ---- acquisition ----
  *
  * Everything of the generation that is not a participant yet: directories,
@@ -242,6 +286,7 @@ static void readiness_fingerprint(struct hc *h, unsigned long netns_ino) {
 static int prepare_generation(struct hc *h, struct lz_error *err) {
     struct lz_config *c = h->cfg;
     int r;
+    scan_start(h);
     snprintf(h->container_id, sizeof h->container_id, "lz-%.12s", c->domain_id_hex);
     randombytes_buf(h->sidecar_id, sizeof h->sidecar_id);
     h->gen_dir = lz_xasprintf("%s/%.12s", h->rt, c->domain_id_hex);
@@ -359,13 +404,12 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
     /* What the host's Git reads or runs from the workspace is kept
      * read-only by the router as well (gitscan.h); all of it, or no Domain. */
     long scan_t0 = lz_now_ms();
-    lz_gitscan_clear(&h->git);
-    if ((r = lz_gitscan_run(c->workspace, NULL, &h->git, err)) < 0) {
+    if ((r = scan_join(h, err)) < 0) {
         close(sp[1]);
         return r;
     }
-    hc_log("host Git scan: %zu repositories, %zu entries, %zu protected paths, %ld ms", h->git.n_repos,
-           h->git.n_entries, h->git.n_protect, lz_now_ms() - scan_t0);
+    hc_log("host Git scan: %zu repositories, %zu entries, %zu protected paths, %ld ms (waited %ld ms)", h->git.n_repos,
+           h->git.n_entries, h->git.n_protect, h->scan.ms, lz_now_ms() - scan_t0);
     for (size_t i = 0; i < h->git.n_log; i++)
         hc_log("host Git: %s", h->git.log[i]);
     for (size_t i = 0; i < h->git.n_notices; i++)
@@ -562,7 +606,7 @@ static int helper_start(struct hc *h, struct lz_error *err) {
     if ((r = start_slirp(h, err)) < 0)
         return r;
     hc_log("connectivity helper slirp4netns started (pid %d)", (int)h->slirp.pid);
-    return record(h, LZ_ROLE_HELPER, LZ_P_COMMITTED, NULL, NULL, NULL, err);
+    return 0;
 }
 
 /* The OCI bundle, then NET: the Supervisor installs the policy, starts the
@@ -648,8 +692,12 @@ static int publish(struct hc *h, struct lz_error *err) {
         return r;
     if ((h->listen_fd = listen_socket(h->sock_path, err)) < 0)
         return h->listen_fd;
-    if ((r = record(h, LZ_ROLE_PUBLICATION, LZ_P_COMMITTED, NULL, NULL, h->sock_path, err)) < 0 ||
-        (r = lz_store_gen_set_state(h->st, h->gen, "running", err)) < 0) {
+    /* Committed and the generation running: one transaction, nothing
+     * physical between them. */
+    if ((r = lz_store_begin(h->st, err)) < 0 ||
+        (r = record(h, LZ_ROLE_PUBLICATION, LZ_P_COMMITTED, NULL, NULL, h->sock_path, err)) < 0 ||
+        (r = lz_store_gen_set_state(h->st, h->gen, "running", err)) < 0 || (r = lz_store_commit(h->st, err)) < 0) {
+        lz_store_rollback(h->st);
         lz_closep(&h->listen_fd);
         return r;
     }
@@ -681,6 +729,8 @@ int hc_start_generation(struct hc *h, struct lz_error *err) {
     int r = prepare_generation(h, err);
     if (r == 0)
         r = walk(h, acquire, LZ_ARRAY_SIZE(acquire), err);
+    if (h->scan.running) /* a step before the Supervisor's failed */
+        (void)scan_join(h, NULL);
     lz_closep(&h->boot.addr_fd);
     lz_closep(&h->boot.policy_fd);
     return r;

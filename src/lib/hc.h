@@ -15,8 +15,11 @@
 
 #include "coordinator.h"
 #include "config.h"
+#include "audit.h"
 #include "escalation.h"
 #include "gitscan.h"
+
+#include <pthread.h>
 #include "netpolicy.h"
 #include "procid.h"
 #include "proto.h"
@@ -55,6 +58,7 @@ struct session {
     int release_step;
     char *procfile;
     char *command;        /* program name, for `lazaret ps` */
+    char *term;           /* tty: the client's TERM (checked), for a host process on this terminal */
     int64_t started_wall; /* ms since the epoch */
     bool recorded;        /* a Session Terminal record exists */
     bool release_recorded;
@@ -88,7 +92,18 @@ struct hc {
     int next_id;
     bool had_session;
     bool stopping;
+    bool lingering;        /* no session left: running on until linger_until (the model's StartLinger) */
+    long linger_until;     /* monotonic ms */
     struct lz_gitscan git; /* what the host's Git reads from the workspace */
+    /* The Git scan runs on its own thread from the start of the generation
+     * until the Supervisor's spawn needs it (generation.c, scan_start). */
+    struct {
+        pthread_t thread;
+        bool running;
+        int r;
+        long ms;
+        struct lz_error err;
+    } scan;
     /* Durable generation (store.h). */
     struct lz_store *st;
     int64_t gen;
@@ -151,6 +166,8 @@ void hc_pump_input(struct session *s);
 void hc_pump_output(struct session *s, int *fdp, uint8_t ch);
 void hc_session_tick(struct hc *h, struct session *s);
 void hc_begin_stop(struct hc *h, const char *why, bool force);
+/* The live session with this id, or NULL. */
+struct session *hc_session_by_id(struct hc *h, int id);
 
 /* escalation.c: the Trust Anchor and the mailbox (a generation step),
  * the event-loop hooks (one fd: readable -> hc_esc_dispatch; hc_esc_tick
@@ -164,15 +181,25 @@ void hc_esc_tick(struct hc *h);
 int hc_esc_session_begin(struct hc *h, struct session *s, char **ret_id_env, char **ret_key_env);
 /* Ends the session's requests (host processes killed) and its anchor. */
 void hc_esc_session_end(struct hc *h, struct session *s, const char *why);
-/* The prompt's answer: decision LZ_DECISION_APPROVED/EDITED with the argv
- * to run, or LZ_DECISION_DENIED. */
-void hc_esc_resolved(struct hc *h, const uint8_t request_id[16], enum lz_decision d, char *const *argv, size_t argc);
-/* The same, for an approval whose executable the prompt showed: the
- * request runs only if argv[0] still resolves to exactly that file
- * (shown NULL: no such check). */
+/* The prompt's answer (escprompt.c). Approve: argv (the request's own, or
+ * the developer's edit) runs, recorded in the audit as ad (approved,
+ * edited, approved-for-session, or session-approved with ref = the audit
+ * row of the [s] approval it reuses); it runs only if argv[0] still
+ * resolves to exactly the file the prompt showed (shown NULL: no check). */
 struct lz_hostexec_ident;
-void hc_esc_approve(struct hc *h, const uint8_t request_id[16], enum lz_decision d, char *const *argv, size_t argc,
-                    const struct lz_hostexec_ident *shown);
+void hc_esc_approve(struct hc *h, const uint8_t request_id[16], enum lz_audit_decision ad, int64_t ref,
+                    char *const *argv, size_t argc, const struct lz_hostexec_ident *shown);
+/* Or it ends without running: LZ_OUTCOME_DENIED (the developer: [d],
+ * Enter, Escape, [q]; or no prompt could be shown), LZ_OUTCOME_TIMED_OUT
+ * (the prompt's deadline), LZ_OUTCOME_CANCELLED (Ctrl-C at the prompt). */
+void hc_esc_refuse(struct hc *h, const uint8_t request_id[16], enum lz_outcome outcome, bool by_developer,
+                   const char *why);
+/* The TERM a host process on s's terminal gets; NULL when it would not
+ * get that terminal (a session without one, or not asked for). */
+const char *hc_esc_host_term(const struct session *s, bool terminal);
+/* escprompt.c: the route has room again (hc_route_host_room): a request
+ * paused on it reads its terminal again. */
+void hc_esc_route_room(struct hc *h, const uint8_t request_id[16]);
 /* Kills every host process, frees the keys (Domain stop). */
 void hc_esc_free(struct hc *h);
 /* The directories bound into the sandbox (bundle.c): the mailbox, its
@@ -184,6 +211,18 @@ const char *hc_esc_mailbox_dir(const struct hc *h);
  * the prompt), the sandbox's output held while it is up (true: taken),
  * resizes, the event loop (poll timeout, tick every loop), the request
  * going away (cancel, time-out, session end) and the session's end. */
+/* The terminal route HostProcess: while the request runs, the session's
+ * keys go to pty_master (the host process's terminal) and what it prints
+ * is shown on the session's terminal; the sandbox's output stays held
+ * until hc_route_host_end. begin: -ENOTTY when the session has none. room:
+ * how many bytes output may take now (0: pause reading). */
+int hc_route_host_begin(struct hc *h, int session, const uint8_t request_id[16], int pty_master);
+size_t hc_route_host_room(struct hc *h, int session);
+void hc_route_host_output(struct hc *h, int session, const uint8_t *b, size_t n);
+void hc_route_host_end(struct hc *h, int session, const uint8_t request_id[16]);
+/* The audit row of the session's request is seq: an [s] approval that
+ * request made remembers it (a later session-approved row refers to it). */
+void hc_prompt_audited(struct hc *h, int session, const uint8_t request_id[16], int64_t seq);
 int hc_prompt_begin(struct hc *h, struct session *s, const struct lz_esc_request *r);
 bool hc_prompt_input(struct hc *h, struct session *s, const uint8_t *p, size_t n);
 bool hc_prompt_hold_output(struct session *s, int *fdp);

@@ -65,6 +65,12 @@ void lz_hostexec_ident_clear(struct lz_hostexec_ident *id) {
     *id = (struct lz_hostexec_ident){ 0 };
 }
 
+bool lz_hostexec_ident_equal(const struct lz_hostexec_ident *a, const struct lz_hostexec_ident *b) {
+    return a->path && b->path && !strcmp(a->path, b->path) && a->dev == b->dev && a->ino == b->ino &&
+        a->size == b->size && a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec &&
+        !memcmp(a->sha256, b->sha256, sizeof a->sha256);
+}
+
 int lz_hostexec_open_verified(const struct lz_hostexec_ident *id, int *ret_fd, struct lz_error *err) {
     _cleanup_close_ int fd = open(id->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
@@ -123,7 +129,7 @@ int lz_hostexec_cwd(int ws_fd, const char *ws_in_sandbox, const char *cwd, int *
     return 0;
 }
 
-char **lz_hostexec_env(void) {
+char **lz_hostexec_env(const char *term) {
     const char *home = lz_home_dir();
     struct passwd *pw = getpwuid(getuid());
     char **e = lz_xcalloc(6, sizeof *e);
@@ -134,7 +140,7 @@ char **lz_hostexec_env(void) {
     if (pw && pw->pw_name)
         e[n++] = lz_xasprintf("USER=%s", pw->pw_name);
     e[n++] = lz_xstrdup("LANG=C.UTF-8");
-    e[n++] = lz_xstrdup("TERM=dumb");
+    e[n++] = lz_xasprintf("TERM=%s", term ? term : "dumb");
     return e;
 }
 
@@ -158,6 +164,7 @@ int lz_hostexec_start(const struct lz_hostexec_spec *s, struct lz_child *ret, st
         .setns_pidfd = -1,
         .cwd = s->cwd_fd >= 0 ? cwd : NULL,
         .new_session = true,
+        .ctty = s->ctty,
         .barrier = true,
         .exec_by_fd = true,
         .exec_fd = fd,

@@ -38,6 +38,9 @@ struct lz_hostexec_ident {
  * to a regular, executable file and records its identity. */
 int lz_hostexec_resolve(const char *argv0, struct lz_hostexec_ident *ret, struct lz_error *err);
 void lz_hostexec_ident_clear(struct lz_hostexec_ident *id);
+/* The same file: canonical path, device, inode, size, mtime and SHA-256
+ * (false when either was never resolved). */
+bool lz_hostexec_ident_equal(const struct lz_hostexec_ident *a, const struct lz_hostexec_ident *b);
 
 /* Opens id->path and checks it is still exactly the recorded file; the
  * close-on-exec fd, or -ESTALE / -errno with err set. */
@@ -50,9 +53,10 @@ int lz_hostexec_cwd(int ws_fd, const char *workspace_in_sandbox, const char *san
                     struct lz_error *err);
 
 /* The documented clean environment: PATH (LZ_HELPER_PATH), HOME and USER
- * of the developer, LANG=C.UTF-8, TERM=dumb (the output goes to pipes).
- * Free with lz_env_free (procenv.h). */
-char **lz_hostexec_env(void);
+ * of the developer, LANG=C.UTF-8, and TERM: term (the session's terminal
+ * type, for a host process on the session's terminal) or NULL for dumb
+ * (the output goes to pipes). Free with lz_env_free (procenv.h). */
+char **lz_hostexec_env(const char *term);
 
 struct lz_hostexec_spec {
     const struct lz_hostexec_ident *id;
@@ -60,6 +64,7 @@ struct lz_hostexec_spec {
     char *const *envp;
     int cwd_fd;                         /* from lz_hostexec_cwd */
     int stdin_fd, stdout_fd, stderr_fd; /* -1: /dev/null */
+    bool ctty;                          /* stdin is a terminal: make it the controlling one */
 };
 
 /* Verifies (lz_hostexec_open_verified) and spawns at the barrier; the

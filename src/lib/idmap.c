@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <pwd.h>
+#include <signal.h>
 
 #define MAX_SUBIDS 65536ul
 
@@ -43,17 +44,54 @@ bool lz_idmap_have_subids(void) {
     return lz_idmap_ranges(&r);
 }
 
-static int run_tool(char *const argv[], struct lz_error *err) {
-    char out[512];
-    int st = 0;
-    int r = lz_spawn_capture(argv, 10000, out, sizeof out, &st);
-    if (r == -ETIMEDOUT)
-        return lz_error_set(err, r, "%s did not finish", argv[0]);
-    if (r < 0)
-        return lz_error_set(err, r, "cannot run %s: %s", argv[0], strerror(-r));
-    if (st != 0)
-        return lz_error_set(err, -EPERM, "%s failed (status %d): %s", argv[0], st, out);
-    return 0;
+/* newuidmap and newgidmap write different maps of the same process and
+ * need nothing of each other: both run at once (each is a setuid exec of a
+ * few ms on the Domain's start path), then both are waited for, bounded. */
+static int run_tools(char *const *const argvs[2], struct lz_error *err) {
+    struct lz_child c[2] = { LZ_CHILD_NULL, LZ_CHILD_NULL };
+    int outp[2][2] = { { -EBADF, -EBADF }, { -EBADF, -EBADF } };
+    int r = 0;
+    for (int i = 0; i < 2 && r == 0; i++) {
+        if (pipe2(outp[i], O_CLOEXEC) < 0) {
+            r = lz_error_set(err, -errno, "pipe: %s", strerror(errno));
+            break;
+        }
+        struct lz_spawn_opts o = { .path = argvs[i][0],
+                                   .argv = argvs[i],
+                                   .stdin_fd = -1,
+                                   .stdout_fd = outp[i][1],
+                                   .stderr_fd = outp[i][1],
+                                   .setns_pidfd = -1 };
+        if ((r = lz_spawn(&o, &c[i])) < 0)
+            lz_error_set(err, r, "cannot run %s: %s", argvs[i][0], strerror(-r));
+        lz_closep(&outp[i][1]);
+    }
+    long deadline = lz_now_ms() + 10000;
+    for (int i = 0; i < 2; i++) {
+        char out[512] = "";
+        if (outp[i][0] >= 0) {
+            ssize_t n = lz_read_full(outp[i][0], out, sizeof out - 1);
+            out[n > 0 ? n : 0] = '\0';
+            char *nl = strchr(out, '\n');
+            if (nl)
+                *nl = '\0';
+            lz_closep(&outp[i][0]);
+        }
+        if (c[i].pidfd < 0)
+            continue;
+        long left = deadline - lz_now_ms();
+        int st = 0, w = lz_child_wait(&c[i], left > 0 ? (int)left : 0, &st);
+        if (w < 0) {
+            lz_child_signal(&c[i], SIGKILL);
+            lz_child_wait(&c[i], -1, &st);
+            if (r == 0)
+                r = lz_error_set(err, w, "%s did not finish", argvs[i][0]);
+        } else if (st != 0 && r == 0) {
+            r = lz_error_set(err, -EPERM, "%s failed (status %d): %s", argvs[i][0], st, out);
+        }
+        lz_child_close(&c[i]);
+    }
+    return r;
 }
 
 static int write_proc(pid_t pid, const char *file, const char *text, struct lz_error *err) {
@@ -79,8 +117,8 @@ int lz_idmap_write(pid_t pid, struct lz_error *err) {
         snprintf(b2, sizeof b2, "%lu", rg.gn);
         char *uargv[] = { (char *)"/usr/bin/newuidmap", pids, (char *)"0", u, (char *)"1", (char *)"1", a1, a2, NULL };
         char *gargv[] = { (char *)"/usr/bin/newgidmap", pids, (char *)"0", g, (char *)"1", (char *)"1", b1, b2, NULL };
-        int r = run_tool(uargv, err);
-        return r < 0 ? r : run_tool(gargv, err);
+        char *const *const argvs[2] = { uargv, gargv };
+        return run_tools(argvs, err);
     }
     char line[64];
     int r = write_proc(pid, "setgroups", "deny", err);

@@ -2,6 +2,7 @@
  * image operations (prepare, list); the store, references, imports, tools,
  * the bootstrap and the artifact record live in the modules image.h names. */
 #include "image.h"
+#include "hostca.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -24,16 +25,24 @@ static void fill_prepared(const char *data_root, const char *id, const char *dig
 }
 
 static int prepare_artifact(const char *data_root, const struct lz_oci_store *st, const char *name, const char *mdigest,
-                            lz_progress_fn progress, void *ud, struct lz_prepared *ret, struct lz_error *err) {
+                            const struct lz_hostca *ca, lz_progress_fn progress, void *ud, struct lz_prepared *ret,
+                            struct lz_error *err) {
     char id[65];
     /* Root's Domains map sandbox IDs 1..N to its subordinate range: store
      * image owners there, so that they are themselves again inside. */
     struct lz_idmap_ranges rg;
     bool shift = geteuid() == 0 && lz_idmap_ranges(&rg);
-    char owners[96];
+    bool with_ca = ca && ca->n;
+    char variant[192] = "", cahex[65];
     if (shift)
-        snprintf(owners, sizeof owners, "shift:%lu+%lu/%lu+%lu", rg.us, rg.un, rg.gs, rg.gn);
-    int r = lz_prepared_artifact_id_owned(mdigest, shift ? owners : NULL, id);
+        snprintf(variant, sizeof variant, "shift:%lu+%lu/%lu+%lu", rg.us, rg.un, rg.gs, rg.gn);
+    if (with_ca) {
+        /* The host's CA certificates: another set, another tree. */
+        lz_hex(ca->digest, sizeof ca->digest, cahex);
+        size_t l = strlen(variant);
+        snprintf(variant + l, sizeof variant - l, "%shostca:%s", l ? ";" : "", cahex);
+    }
+    int r = lz_prepared_artifact_id_owned(mdigest, variant[0] ? variant : NULL, id);
     if (r < 0)
         return lz_error_set(err, r, "invalid manifest digest \"%s\"", mdigest);
     _cleanup_free_ char *pdir = lz_xasprintf("%s/prepared", data_root);
@@ -46,8 +55,12 @@ static int prepare_artifact(const char *data_root, const struct lz_oci_store *st
     struct lz_prepared_info existing;
     if (lz_prepared_info_read(pfd, id, id, &existing) == 0) {
         lz_prepared_info_clear(&existing);
-        /* Reuse: known to the catalog (and not being reclaimed) first. */
-        r = lz_catalog_register(data_root, id, err);
+        /* Reuse: known to the catalog (and not being reclaimed) first;
+         * read-only when it is known 'ready' already (the lease checks it
+         * again, under the catalog lock, and updates its last use). */
+        r = lz_catalog_known_ready(data_root, id, err);
+        if (r == 0)
+            r = lz_catalog_register(data_root, id, err);
         if (r < 0)
             return r;
         fill_prepared(data_root, id, mdigest, name, ret);
@@ -125,6 +138,9 @@ static int prepare_artifact(const char *data_root, const struct lz_oci_store *st
         }
         done += (uint64_t)l->size;
     }
+    if (with_ca &&
+        (r = lz_hostca_install(rfd, ca, shift ? (uid_t)rg.us : geteuid(), shift ? (gid_t)rg.gs : getegid(), err)) < 0)
+        goto fail;
 
     {
         _cleanup_free_ char *rootfs_path = lz_xasprintf("%s/%s/rootfs", pdir, tmp);
@@ -172,6 +188,11 @@ fail:
 
 int lz_image_prepare(const char *data_root, const char *ref, lz_progress_fn progress, void *ud, struct lz_prepared *ret,
                      struct lz_error *err) {
+    return lz_image_prepare_ca(data_root, ref, NULL, progress, ud, ret, err);
+}
+
+int lz_image_prepare_ca(const char *data_root, const char *ref, const struct lz_hostca *ca, lz_progress_fn progress,
+                        void *ud, struct lz_prepared *ret, struct lz_error *err) {
     if (sodium_init() < 0)
         return lz_error_set(err, -EIO, "libsodium initialisation failed");
     struct lz_image_ref p;
@@ -200,7 +221,8 @@ int lz_image_prepare(const char *data_root, const char *ref, lz_progress_fn prog
         r = lz_oci_lookup(&st, p.name, &digest, err);
         if (r != -ENOENT)
             break;
-        r = lz_bootstrap_locked(&st, p.suite, progress, ud, err);
+        r = p.agent ? lz_bootstrap_agent_locked(&st, p.agent, progress, ud, err)
+                    : lz_bootstrap_locked(&st, p.suite, progress, ud, err);
         if (r == 0)
             r = lz_oci_lookup(&st, p.name, &digest, err);
         break;
@@ -217,7 +239,7 @@ int lz_image_prepare(const char *data_root, const char *ref, lz_progress_fn prog
     if (r == -ENOENT && err && err->code == 0)
         r = lz_error_set(err, r, "image %s not found in the store", p.name);
     if (r == 0)
-        r = prepare_artifact(data_root, &st, p.name, digest, progress, ud, ret, err);
+        r = prepare_artifact(data_root, &st, p.name, digest, ca, progress, ud, ret, err);
     lz_oci_close(&st);
     lz_image_ref_clear(&p);
     return lz_error_sanitize(err, r);

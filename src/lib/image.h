@@ -98,6 +98,12 @@ struct lz_prepared {
  * lz_prepared_clear. */
 int lz_image_prepare(const char *data_root, const char *ref, lz_progress_fn progress, void *ud, struct lz_prepared *ret,
                      struct lz_error *err);
+/* The same, with the host CA certificates ca (hostca.h; NULL or empty:
+ * none) added to the prepared tree; the set's digest is part of the
+ * prepared artifact's ID. */
+struct lz_hostca;
+int lz_image_prepare_ca(const char *data_root, const char *ref, const struct lz_hostca *ca, lz_progress_fn progress,
+                        void *ud, struct lz_prepared *ret, struct lz_error *err);
 void lz_prepared_clear(struct lz_prepared *p);
 
 struct lz_image_info {

@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include "agents.h"
 #include "oci.h"
 
 void lz_image_ref_clear(struct lz_image_ref *p) {
@@ -10,6 +11,7 @@ void lz_image_ref_clear(struct lz_image_ref *p) {
     free(p->path);
     free(p->tag);
     free(p->suite);
+    free(p->agent);
     *p = (struct lz_image_ref){ 0 };
 }
 
@@ -99,9 +101,23 @@ int lz_image_ref_parse(const char *ref, struct lz_image_ref *p, struct lz_error 
     int r;
     if (!ref || !ref[0])
         return lz_error_set(err, -EINVAL, "empty image reference");
+    if (strncmp(ref, LZ_AGENT_IMAGE_PREFIX, strlen(LZ_AGENT_IMAGE_PREFIX)) == 0) {
+        const struct lz_agent *a = lz_agent_find(ref + strlen(LZ_AGENT_IMAGE_PREFIX));
+        if (!a)
+            return lz_error_set(err, -EINVAL,
+                                "unknown builtin image \"%s\" (known: builtin:agent-claude, builtin:agent-codex, "
+                                "builtin:agent-opencode)",
+                                ref);
+        p->kind = LZ_REF_BUILTIN;
+        p->suite = lz_xstrdup(LZ_AGENT_SUITE);
+        p->agent = lz_xstrdup(a->name);
+        p->name = lz_xstrdup(ref);
+        return 0;
+    }
     if (strncmp(ref, "builtin:", 8) == 0) {
         if (strncmp(ref + 8, "debian-", 7) != 0 || !lz_image_suite_valid(ref + 15))
-            return lz_error_set(err, -EINVAL, "unknown builtin image \"%s\" (known: builtin:debian-<suite>)", ref);
+            return lz_error_set(
+                err, -EINVAL, "unknown builtin image \"%s\" (known: builtin:debian-<suite>, builtin:agent-NAME)", ref);
         p->kind = LZ_REF_BUILTIN;
         p->suite = lz_xstrdup(ref + 15);
         p->name = lz_xstrdup(ref);

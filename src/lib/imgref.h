@@ -12,6 +12,7 @@ struct lz_image_ref {
     char *path;  /* local sources: absolute */
     char *tag;   /* local sources: optional */
     char *suite; /* builtin */
+    char *agent; /* builtin:agent-NAME: NAME (agents.h), else NULL */
 };
 
 /* Parses ref; local source paths are made absolute (realpath). Free with

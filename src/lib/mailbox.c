@@ -175,7 +175,7 @@ int lz_mbox_put_record(int dirfd, const uint8_t sk[crypto_sign_SECRETKEYBYTES], 
     int r = lz_record_seal(sk, rec, buf, sizeof buf, &len, err);
     if (r < 0)
         return r;
-    struct lz_mbox_name n = { .kind = rec->kind, .seq = rec->kind == LZ_REC_RESULT_CHUNK ? rec->chunk.seq : 0 };
+    struct lz_mbox_name n = { .kind = rec->kind, .seq = lz_record_seq(rec) };
     memcpy(n.request_id, rec->request_id, LZ_RECORD_ID_LEN);
     char name[LZ_MBOX_NAME_MAX + 1];
     if ((r = lz_mbox_name_format(&n, name, sizeof name)) < 0)

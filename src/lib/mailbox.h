@@ -2,7 +2,7 @@
  *
  * Per Domain generation the Host Coordinator keeps <gen dir>/mailbox/
  * (0700) with req/ (sandbox -> host: escalation-request, chunk-ack,
- * cancel) and res/ (host -> sandbox: request-ack, developer-decision,
+ * cancel, stdin-chunk) and res/ (host -> sandbox: request-ack, developer-decision,
  * result-chunk, result-end), bound into the sandbox at
  * /run/lazaret/mailbox (req/ read-write, res/ read-only), and the HC's
  * public key in hc.pub (64 hex + newline).
@@ -66,7 +66,8 @@ int lz_mbox_take(int dirfd, const char *name, uint8_t *buf, size_t cap, size_t *
 int lz_mbox_put(int dirfd, const char *name, const uint8_t *bytes, size_t len);
 
 /* Seals rec with sk and puts it under its canonical name (kind, seq from
- * rec: the chunk's seq for a result-chunk, 0 otherwise). */
+ * rec: lz_record_seq, the chunk's seq for a result-chunk or stdin-chunk,
+ * 0 otherwise). */
 int lz_mbox_put_record(int dirfd, const uint8_t sk[crypto_sign_SECRETKEYBYTES], const struct lz_record *rec,
                        struct lz_error *err);
 

@@ -21,6 +21,8 @@ const char *const lz_env_hooks[] = {
     "LAZARET_TEST_CRASH",
     "LAZARET_TEST_NETFOLLOW",
     "LAZARET_TEST_AUTO_APPROVE",
+    "LAZARET_TEST_WORKSPACE",
+    "LAZARET_TEST_TEARDOWN_PAUSE_MS",
 #endif
     NULL,
 };

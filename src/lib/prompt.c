@@ -212,8 +212,10 @@ static void ask_key(struct lz_prompt *p, const struct key *k) {
         return;
     case K_CTRL:
         if (k->cp == 'C') {
-            act(p, "DeveloperDeny", "key=ctrl-c");
-            finish(p, LZ_PROMPT_DENIED);
+            /* As Ctrl-C in the sandbox would: the request is cancelled
+             * (the command in the terminal was interrupted), not denied. */
+            act(p, "CancelRequest", "key=ctrl-c");
+            finish(p, LZ_PROMPT_INTERRUPTED);
         } else if (k->cp == 'L') {
             p->dirty = true;
         }

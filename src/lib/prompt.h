@@ -153,10 +153,11 @@ enum lz_prompt_decision {
     LZ_PROMPT_PENDING = 0,
     LZ_PROMPT_APPROVED,         /* [a]: run result.argv once */
     LZ_PROMPT_APPROVED_SESSION, /* [s]: this exact request, for the rest of the Client Session */
-    LZ_PROMPT_DENIED,           /* [d], Enter, Escape, Ctrl-C */
+    LZ_PROMPT_DENIED,           /* [d], Enter, Escape */
     LZ_PROMPT_TIMED_OUT,        /* no decision within timeout_ms: a denial */
     LZ_PROMPT_QUIT,             /* [q]: denied, and the Client Session ends */
     LZ_PROMPT_CANCELLED,        /* lz_prompt_cancel (the request was cancelled) */
+    LZ_PROMPT_INTERRUPTED,      /* Ctrl-C: the developer cancels the request */
 };
 
 struct lz_prompt_result {

@@ -13,9 +13,18 @@ static const char *const names[LZ_REC_KIND_MAX + 1] = {
     [LZ_REC_CHUNK_ACK] = "chunk-ack",
     [LZ_REC_RESULT_END] = "result-end",
     [LZ_REC_CANCEL] = "cancel",
+    [LZ_REC_STDIN_CHUNK] = "stdin-chunk",
 };
 
 const char *lz_record_name(unsigned kind) { return kind <= LZ_REC_KIND_MAX ? names[kind] : NULL; }
+
+uint64_t lz_record_seq(const struct lz_record *rec) {
+    if (rec->kind == LZ_REC_RESULT_CHUNK)
+        return rec->chunk.seq;
+    if (rec->kind == LZ_REC_STDIN_CHUNK)
+        return rec->stdin_chunk.seq;
+    return 0;
+}
 
 /* ---- validation shared by encoder and decoder ---- */
 
@@ -81,7 +90,8 @@ static int check_record(const struct lz_record *rec, struct lz_error *err) {
             return lz_error_set(err, -EINVAL, "a denial carries an argv");
         return check_argv(rec->decision.argv, rec->decision.argc, rec->decision.decision == LZ_DECISION_DENIED, err);
     case LZ_REC_RESULT_CHUNK:
-        if (rec->chunk.stream != LZ_STREAM_STDOUT && rec->chunk.stream != LZ_STREAM_STDERR)
+        if (rec->chunk.stream != LZ_STREAM_STDOUT && rec->chunk.stream != LZ_STREAM_STDERR &&
+            rec->chunk.stream != LZ_STREAM_TERMINAL)
             return lz_error_set(err, -EINVAL, "unknown stream %u", (unsigned)rec->chunk.stream);
         if (rec->chunk.len == 0)
             return lz_error_set(err, -EINVAL, "an empty result chunk");
@@ -105,6 +115,15 @@ static int check_record(const struct lz_record *rec, struct lz_error *err) {
     case LZ_REC_CANCEL:
         if ((unsigned)rec->cancel.reason > LZ_CANCEL_CLIENT_TIMEOUT)
             return lz_error_set(err, -EINVAL, "unknown cancel reason %u", (unsigned)rec->cancel.reason);
+        return 0;
+    case LZ_REC_STDIN_CHUNK:
+        /* An empty chunk carries nothing but the end of input: without eof
+         * it would only be a way to use up sequence numbers. */
+        if (rec->stdin_chunk.len == 0 && !rec->stdin_chunk.eof)
+            return lz_error_set(err, -EINVAL, "an empty stdin chunk that does not end the input");
+        if (rec->stdin_chunk.len > LZ_RECORD_CHUNK_MAX)
+            return lz_error_set(err, -E2BIG, "a stdin chunk of %zu bytes, more than %d", rec->stdin_chunk.len,
+                                LZ_RECORD_CHUNK_MAX);
         return 0;
     }
     return lz_error_set(err, -EINVAL, "unknown record kind %u", (unsigned)rec->kind);
@@ -158,8 +177,8 @@ int lz_record_encode(const struct lz_record *rec, uint8_t *buf, size_t cap, size
         w_str(&w, rec->request.cwd, strlen(rec->request.cwd));
         w_str(&w, j, strlen(j));
         w_varint(&w, rec->request.timeout_s);
-        uint8_t flag = rec->request.stdin_wanted ? 1 : 0;
-        lz_wbuf_put(&w, &flag, 1);
+        uint8_t flags[2] = { rec->request.stdin_wanted ? 1 : 0, rec->request.terminal ? 1 : 0 };
+        lz_wbuf_put(&w, flags, sizeof flags);
         break;
     }
     case LZ_REC_REQUEST_ACK:
@@ -189,6 +208,13 @@ int lz_record_encode(const struct lz_record *rec, uint8_t *buf, size_t cap, size
         w_varint(&w, rec->cancel.reason);
         w_varint(&w, rec->cancel.cancelled_ms);
         break;
+    case LZ_REC_STDIN_CHUNK: {
+        w_varint(&w, rec->stdin_chunk.seq);
+        w_str(&w, rec->stdin_chunk.data, rec->stdin_chunk.len);
+        uint8_t flag = rec->stdin_chunk.eof ? 1 : 0;
+        lz_wbuf_put(&w, &flag, 1);
+        break;
+    }
     }
     if (w.overflow || w.len > LZ_RECORD_PAYLOAD_MAX)
         return lz_error_set(err, -E2BIG, "the %s record does not fit in %zu bytes", lz_record_name(rec->kind),
@@ -365,7 +391,8 @@ int lz_record_decode(unsigned kind, const uint8_t *buf, size_t len, struct lz_re
             e = r_fail(&r, "justification contains a NUL byte");
             goto fail;
         }
-        if ((e = r_u32(&r, &rec.request.timeout_s)) < 0 || (e = r_bool(&r, &rec.request.stdin_wanted)) < 0)
+        if ((e = r_u32(&r, &rec.request.timeout_s)) < 0 || (e = r_bool(&r, &rec.request.stdin_wanted)) < 0 ||
+            (e = r_bool(&r, &rec.request.terminal)) < 0)
             goto fail;
         break;
     case LZ_REC_REQUEST_ACK:
@@ -410,6 +437,16 @@ int lz_record_decode(unsigned kind, const uint8_t *buf, size_t len, struct lz_re
         if ((e = r_u64(&r, &rec.cancel.cancelled_ms)) < 0)
             goto fail;
         break;
+    case LZ_REC_STDIN_CHUNK: {
+        char *data;
+        if ((e = r_u64(&r, &rec.stdin_chunk.seq)) < 0 ||
+            (e = r_str(&r, LZ_RECORD_CHUNK_MAX, &data, &rec.stdin_chunk.len)) < 0)
+            goto fail;
+        rec.stdin_chunk.data = (uint8_t *)data;
+        if ((e = r_bool(&r, &rec.stdin_chunk.eof)) < 0)
+            goto fail;
+        break;
+    }
     }
     if (r.off != r.len) {
         e = r_fail(&r, "trailing bytes");
@@ -512,6 +549,7 @@ void lz_record_clear(struct lz_record *rec) {
         break;
     case LZ_REC_DEVELOPER_DECISION: free_argv(rec->decision.argv, rec->decision.argc); break;
     case LZ_REC_RESULT_CHUNK: free(rec->chunk.data); break;
+    case LZ_REC_STDIN_CHUNK: free(rec->stdin_chunk.data); break;
     case LZ_REC_REQUEST_ACK:
     case LZ_REC_CHUNK_ACK:
     case LZ_REC_RESULT_END:

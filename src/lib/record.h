@@ -41,7 +41,8 @@
  *     every other kind refers to a known, active request_id;
  *   - expiry: created_ms <= now <= expires_ms for a request, with the
  *     window no longer than the Host Coordinator's maximum; sequence
- *     numbers of result-chunk/chunk-ack are contiguous and in the window.
+ *     numbers of result-chunk/chunk-ack/stdin-chunk are contiguous and in
+ *     their window, and nothing follows a stdin-chunk with eof.
  * Signatures prove only which key signed; see docs/escalation.md for what
  * that means inside one sandbox.
  */
@@ -64,6 +65,12 @@
 #define LZ_RECORD_TEXT_MAX 4096 /* justification */
 #define LZ_RECORD_TIMEOUT_MAX_S 86400
 #define LZ_RECORD_SIGNAL_MAX 64
+/* stdin-chunk records of one request that may wait in req/ at once: the
+ * Escalation Client writes seq N only once seq N-8 is gone from req/ (the
+ * Host Coordinator takes them strictly in order, one at a time, when the
+ * host process's stdin pipe has room), and the Host Coordinator removes
+ * any stdin-chunk named outside [next, next + 8). */
+#define LZ_RECORD_STDIN_WINDOW 8
 
 enum lz_record_kind {
     LZ_REC_ESCALATION_REQUEST = 1, /* sandbox -> HC */
@@ -73,12 +80,14 @@ enum lz_record_kind {
     LZ_REC_CHUNK_ACK = 5,          /* sandbox -> HC */
     LZ_REC_RESULT_END = 6,         /* HC -> sandbox */
     LZ_REC_CANCEL = 7,             /* sandbox -> HC */
+    LZ_REC_STDIN_CHUNK = 8,        /* sandbox -> HC (lazaret-escalate --stdin) */
 };
-#define LZ_REC_KIND_MAX 7
+#define LZ_REC_KIND_MAX 8
 #define LZ_REC_MASK(kind) (1u << (kind))
 /* The kinds each signer produces (the accept masks for lz_record_open). */
 #define LZ_REC_FROM_SANDBOX                                                                                            \
-    (LZ_REC_MASK(LZ_REC_ESCALATION_REQUEST) | LZ_REC_MASK(LZ_REC_CHUNK_ACK) | LZ_REC_MASK(LZ_REC_CANCEL))
+    (LZ_REC_MASK(LZ_REC_ESCALATION_REQUEST) | LZ_REC_MASK(LZ_REC_CHUNK_ACK) | LZ_REC_MASK(LZ_REC_CANCEL) |             \
+     LZ_REC_MASK(LZ_REC_STDIN_CHUNK))
 #define LZ_REC_FROM_HOST                                                                                               \
     (LZ_REC_MASK(LZ_REC_REQUEST_ACK) | LZ_REC_MASK(LZ_REC_DEVELOPER_DECISION) | LZ_REC_MASK(LZ_REC_RESULT_CHUNK) |     \
      LZ_REC_MASK(LZ_REC_RESULT_END))
@@ -93,6 +102,9 @@ enum lz_decision {
 enum lz_stream {
     LZ_STREAM_STDOUT = 1,
     LZ_STREAM_STDERR = 2,
+    /* The host process's terminal (route HostProcess): already shown on
+     * the session's terminal as it came; the client does not print it. */
+    LZ_STREAM_TERMINAL = 3,
 };
 
 /* The terminal request states (OR-2). */
@@ -122,6 +134,7 @@ struct lz_record {
             char *justification; /* UTF-8, may be empty */
             uint32_t timeout_s;  /* 0 = the Host Coordinator's default */
             bool stdin_wanted;   /* forward the requester's stdin */
+            bool terminal;       /* the requester is on a terminal: run on the session's (route HostProcess) */
         } request;
         struct {
             /* SHA-256 of the complete escalation-request record as read. */
@@ -155,11 +168,21 @@ struct lz_record {
             enum lz_cancel_reason reason;
             uint64_t cancelled_ms;
         } cancel;
+        struct {
+            uint64_t seq;  /* 0, 1, 2, ... per request */
+            uint8_t *data; /* 0..LZ_RECORD_CHUNK_MAX bytes; 0 only with eof */
+            size_t len;
+            bool eof; /* the last chunk: the requester's stdin ended */
+        } stdin_chunk;
     };
 };
 
 /* "escalation-request", "request-ack", ...; NULL for an unknown kind. */
 const char *lz_record_name(unsigned kind);
+
+/* The seq that names rec's mailbox file: the chunk's seq for result-chunk
+ * and stdin-chunk, 0 for every other kind. */
+uint64_t lz_record_seq(const struct lz_record *rec);
 
 /* Encodes rec's payload into buf. Refuses (-EINVAL, -E2BIG with a message)
  * any record the decoder would refuse, so every encoded record decodes. */

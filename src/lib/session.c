@@ -46,6 +46,13 @@ static void strv_free(char **v) {
     free(v);
 }
 
+struct session *hc_session_by_id(struct hc *h, int id) {
+    for (int i = 0; i < MAX_SESSIONS; i++)
+        if (h->s[i] && h->s[i]->id == id)
+            return h->s[i];
+    return NULL;
+}
+
 void hc_session_send(struct session *s, uint8_t type, uint8_t ch, const void *p, size_t n) {
     if (s->sock < 0)
         return;
@@ -100,6 +107,7 @@ void hc_session_free(struct hc *h, struct session *s) {
     }
     free(s->procfile);
     free(s->command);
+    free(s->term);
     free(s->inbuf);
     for (int i = 0; i < MAX_SESSIONS; i++)
         if (h->s[i] == s)
@@ -171,16 +179,33 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
     bool have_term = false;
     for (size_t i = 0; i < hello->envc; i++)
         if (env_name_allowed(hello->envv[i])) {
-            if (!strncmp(hello->envv[i], "TERM=", 5))
+            if (!strncmp(hello->envv[i], "TERM=", 5)) {
                 have_term = true;
+                const char *t = hello->envv[i] + 5;
+                /* Also a host process's TERM (escalation, route HostProcess):
+                 * only a plain terminfo name. */
+                if (s->tty && *t && strlen(t) < 64 &&
+                    strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.+-_") == strlen(t)) {
+                    free(s->term);
+                    s->term = lz_xstrdup(t);
+                }
+            }
             strv_push(&env, &ne, lz_xstrdup(hello->envv[i]));
         }
     if (!have_term && s->tty)
         strv_push(&env, &ne, lz_xstrdup("TERM=xterm-256color"));
+    /* Node.js reads its own CA list, not the system's: point it at the
+     * bundle that holds the host's CAs too (host_ca_certificates). */
+    if (c->profile.host_ca_certificates && h->rootfs) {
+        _cleanup_free_ char *b = lz_xasprintf("%s/etc/ssl/certs/ca-certificates.crt", h->rootfs);
+        if (access(b, R_OK) == 0)
+            strv_push(&env, &ne, lz_xstrdup("NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt"));
+    }
     /* Profile environment: resolved values go to the process spec only,
      * never to a log. */
     for (size_t i = 0; i < c->profile.n_env; i++)
-        strv_push(&env, &ne, lz_xasprintf("%s=%s", c->profile.env[i].name, c->profile.env[i].value));
+        if (c->profile.env[i].value) /* NULL: a built-in's optional key, unset on the host */
+            strv_push(&env, &ne, lz_xasprintf("%s=%s", c->profile.env[i].name, c->profile.env[i].value));
 
     char *shell_argv[] = { h->shell, (char *)"-l", NULL };
     struct lz_exec_spec es = {
@@ -308,6 +333,12 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
     }
     hc_log("session %d: exec started (pid %d, %s)", s->id, (int)s->exec.pid, s->tty ? "tty" : "pipes");
     hc_model_action("RegisterSession", "s=%d", s->id);
+    if (s->tty && !hello->argc && h->esc) {
+        /* The login message of an interactive shell: one line. */
+        static const char msg[] = "host commands: lazaret-escalate -- /ABSOLUTE/PATH ARGS... asks you here before "
+                                  "anything runs on the host (lazaret-escalate --help)";
+        hc_session_send(s, LZ_MSG_NOTICE, 0, msg, sizeof msg - 1);
+    }
     lz_crash_point("session-running");
     return 0;
 }
@@ -323,9 +354,18 @@ static void session_handle_hello(struct hc *h, struct session *s, const uint8_t 
     if (memcmp(hello.domain_id, h->cfg->domain_id, 32) != 0 ||
         memcmp(hello.fingerprint, h->cfg->fingerprint, 32) != 0) {
         hc_model_action("RejectConfigurationMismatch", "s=%d", s->id);
-        hc_session_refuse(s, LZ_REFUSE_CONFIG_MISMATCH,
-                          "this Domain is running with a different configuration; end its sessions "
-                          "(or run `lazaret stop`) and start again to apply the new one");
+        if (h->lingering) {
+            long left = (h->linger_until - lz_now_ms() + 999) / 1000;
+            _cleanup_free_ char *m =
+                lz_xasprintf("this Domain is running with a different configuration, with no session (it lingers %ld s "
+                             "more, [storage] linger_seconds); run `lazaret stop` and start again to apply the new one",
+                             left > 0 ? left : 0);
+            hc_session_refuse(s, LZ_REFUSE_CONFIG_MISMATCH, m);
+        } else {
+            hc_session_refuse(s, LZ_REFUSE_CONFIG_MISMATCH,
+                              "this Domain is running with a different configuration; end its sessions "
+                              "(or run `lazaret stop`) and start again to apply the new one");
+        }
         lz_hello_clear(&hello);
         s->state = S_DONE;
         return;

@@ -269,6 +269,11 @@ static int stage_child(int ctl, const char *slot, struct lz_child *c, char *msg,
     return r;
 }
 
+/* How long the kernel may cache what a watched directory holds: the bound
+ * on staleness for what inotify does not report (shared-mmap writes; see
+ * "watching the host" in src/router/main.c). */
+#define LZ_ROUTER_WATCH_TIMEOUT "10"
+
 /* Starts lazaret-router on `source` (the workspace, or a writable volume
  * with `plain`) at `view`, staged as `slot`, and waits until it mounted. */
 static int start_router(const struct lz_supervisor_args *a, const char *source, const char *view, bool plain,
@@ -278,7 +283,7 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
         return -errno;
     char fdstr[16];
     snprintf(fdstr, sizeof fdstr, "%d", rp[1]);
-    _cleanup_free_ char **argv = lz_xcalloc(16 + 2 * a->n_protect + 2 * LZ_RS_DENY_MAX, sizeof *argv);
+    _cleanup_free_ char **argv = lz_xcalloc(20 + 2 * a->n_protect + 2 * LZ_RS_DENY_MAX, sizeof *argv);
     size_t n = 0;
     argv[n++] = (char *)a->router;
     argv[n++] = (char *)"--source";
@@ -289,6 +294,17 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
     argv[n++] = fdstr;
     if (plain)
         argv[n++] = (char *)"--plain";
+    /* Long cache timeouts where the router watches the host for changes
+     * (lazaret-router --watch): the kernel then answers most of gVisor's
+     * revalidations itself. LAZARET_TEST_WORKSPACE=nowatch (timeouts of 0)
+     * or noinval (watching without invalidating) are for tests and bench. */
+    const char *wmode = lz_test_hook("LAZARET_TEST_WORKSPACE");
+    if (!wmode || strcmp(wmode, "nowatch") != 0) {
+        argv[n++] = (char *)"--watch";
+        argv[n++] = (char *)LZ_ROUTER_WATCH_TIMEOUT;
+    }
+    if (wmode && strcmp(wmode, "noinval") == 0)
+        argv[n++] = (char *)"--test-no-invalidate";
     for (size_t i = 0; i < a->n_deny_link && i < LZ_RS_DENY_MAX; i++) {
         argv[n++] = (char *)"--deny-link-target";
         argv[n++] = a->deny_link[i];

@@ -226,9 +226,18 @@ int lz_opendir_at(int dirfd, DIR **ret) {
 int lz_cmp_strp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 void lz_strv_free(char **v, size_t n) {
+    if (!v)
+        return;
     for (size_t i = 0; i < n; i++)
         free(v[i]);
     free(v);
+}
+
+char **lz_strv_dup(char *const *v, size_t n) {
+    char **r = lz_xcalloc(n + 1, sizeof *r);
+    for (size_t i = 0; i < n; i++)
+        r[i] = lz_xstrdup(v[i]);
+    return r;
 }
 
 int lz_dir_names(int dirfd, size_t max, char ***ret, size_t *ret_n) {

@@ -120,6 +120,8 @@ int lz_opendir_at(int dirfd, DIR **ret);
 int lz_dir_names(int dirfd, size_t max, char ***ret, size_t *ret_n);
 /* Frees n strings and the array. */
 void lz_strv_free(char **v, size_t n);
+/* A copy of n strings, NULL-terminated (free with lz_strv_free(v, n)). */
+char **lz_strv_dup(char *const *v, size_t n);
 /* strcmp on two char * elements, for qsort and bsearch. */
 int lz_cmp_strp(const void *a, const void *b);
 

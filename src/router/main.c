@@ -2,7 +2,7 @@
  *
  *   lazaret-router --source DIR --mountpoint MP [--ready-fd N]
  *                  [--protect REL]... [--cache-timeout SECONDS]
- *                  [--max-held-fds N] [--allow-other] [--quiet]
+ *                  [--watch SECONDS] [--max-held-fds N] [--allow-other] [--quiet]
  *                  [--plain] [--deny-link-target ABS]...
  *
  * A libfuse3 low-level passthrough of the real workspace directory that asks
@@ -46,7 +46,8 @@
  * cannot be interleaved with another request of the agent.
  *
  * Caching: attribute and entry timeouts are 0 unless --cache-timeout says
- * otherwise, no writeback cache, page cache invalidated on open and on
+ * otherwise, or --watch makes them long where inotify reports the host's
+ * changes (see "watching the host"), no writeback cache, page cache invalidated on open and on
  * mtime change, so edits made on the host at the same time are seen at
  * once. A positive timeout only delays when host edits are seen: every
  * decision is taken on the router's side from the real tree, never from
@@ -69,6 +70,11 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/fs.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -96,8 +102,11 @@ struct rt_inode {
     uint64_t nchild;         /* inodes naming this one as their parent */
     struct rt_inode *parent; /* directory where `name` was last seen (counted in its nchild) */
     char *name;
-    bool sticky; /* seen under a protected name while held */
-    bool sealed; /* a checked Git index now: no more writes through any handle */
+    struct rt_inode *cnext; /* (parent, name) index chain, for the watcher */
+    struct rt_inode *wnext; /* watch-descriptor index chain */
+    int wd;                 /* inotify watch of this directory, or -1 */
+    bool sticky;            /* seen under a protected name while held */
+    bool sealed;            /* a checked Git index now: no more writes through any handle */
     bool is_root;
     bool hashed; /* in the table (false once retired) */
 };
@@ -130,6 +139,21 @@ struct router {
     gid_t gid;
     bool quiet;
     double timeout; /* attribute and entry cache timeout, seconds (default 0) */
+    /* --watch: what lies in a watched directory is cached for
+     * watch_timeout, an inotify thread invalidating what the host changes
+     * (see "watching the host" below). `lock` guards what that thread
+     * reads: the (parent, name) index, the wd index, and records' parent,
+     * name and lifetime. */
+    double watch_timeout;
+    bool watch;
+    bool no_inval; /* --test-no-invalidate: events read, nothing invalidated */
+    int ino_fd;
+    int stop_fd;
+    struct fuse_session *se;
+    pthread_mutex_t lock;
+    struct rt_inode **cbuckets, **wbuckets;
+    size_t ncbuckets, ccount, nwbuckets, wcount;
+    unsigned long n_inval; /* notifications sent (watcher thread only) */
     time_t log_window;
     unsigned log_count, log_dropped;
 };
@@ -243,6 +267,146 @@ static void table_retire(struct router *r, struct rt_inode *in) {
     r->retired = in;
 }
 
+/* ---- indexes for the watcher thread (under r->lock) ----
+ *
+ * An inotify event names a watch descriptor and a name; the watcher needs
+ * the FUSE node ids the kernel knows for them: the directory by wd, the
+ * child by (directory, name) as the router last saw it. Only the main
+ * thread changes them, under the lock; the watcher reads under it. */
+
+static size_t hash_child(const struct rt_inode *dir, const char *name) {
+    uint64_t h = (uint64_t)(uintptr_t)dir * 0x9E3779B97F4A7C15ull;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 0x100000001B3ull;
+    return (size_t)(h ^ (h >> 31));
+}
+
+static void cindex_remove(struct router *r, struct rt_inode *in) {
+    if (!r->cbuckets || !in->parent || !in->name)
+        return;
+    struct rt_inode **pp = &r->cbuckets[hash_child(in->parent, in->name) & (r->ncbuckets - 1)];
+    for (; *pp; pp = &(*pp)->cnext) {
+        if (*pp == in) {
+            *pp = in->cnext;
+            in->cnext = NULL;
+            r->ccount--;
+            return;
+        }
+    }
+}
+
+static void cindex_add(struct router *r, struct rt_inode *in) {
+    if (!r->watch || !in->parent || !in->name)
+        return;
+    if (r->ccount + 1 > r->ncbuckets) {
+        size_t nb = r->ncbuckets ? r->ncbuckets * 2 : 1024;
+        struct rt_inode **b = lz_xcalloc(nb, sizeof *b);
+        for (size_t i = 0; i < r->ncbuckets; i++) {
+            for (struct rt_inode *x = r->cbuckets[i], *next; x; x = next) {
+                next = x->cnext;
+                size_t h = hash_child(x->parent, x->name) & (nb - 1);
+                x->cnext = b[h];
+                b[h] = x;
+            }
+        }
+        free(r->cbuckets);
+        r->cbuckets = b;
+        r->ncbuckets = nb;
+    }
+    size_t h = hash_child(in->parent, in->name) & (r->ncbuckets - 1);
+    in->cnext = r->cbuckets[h];
+    r->cbuckets[h] = in;
+    r->ccount++;
+}
+
+static struct rt_inode *cindex_find(struct router *r, const struct rt_inode *dir, const char *name) {
+    if (!r->cbuckets)
+        return NULL;
+    for (struct rt_inode *in = r->cbuckets[hash_child(dir, name) & (r->ncbuckets - 1)]; in; in = in->cnext)
+        if (in->parent == dir && strcmp(in->name, name) == 0)
+            return in;
+    return NULL;
+}
+
+static struct rt_inode *windex_find(struct router *r, int wd) {
+    if (!r->wbuckets)
+        return NULL;
+    for (struct rt_inode *in = r->wbuckets[(size_t)wd & (r->nwbuckets - 1)]; in; in = in->wnext)
+        if (in->wd == wd)
+            return in;
+    return NULL;
+}
+
+static void windex_remove(struct router *r, struct rt_inode *in) {
+    if (!r->wbuckets || in->wd < 0)
+        return;
+    for (struct rt_inode **pp = &r->wbuckets[(size_t)in->wd & (r->nwbuckets - 1)]; *pp; pp = &(*pp)->wnext) {
+        if (*pp == in) {
+            *pp = in->wnext;
+            in->wnext = NULL;
+            r->wcount--;
+            return;
+        }
+    }
+}
+
+static void windex_add(struct router *r, struct rt_inode *in) {
+    if (r->wcount + 1 > r->nwbuckets) {
+        size_t nb = r->nwbuckets ? r->nwbuckets * 2 : 256;
+        struct rt_inode **b = lz_xcalloc(nb, sizeof *b);
+        for (size_t i = 0; i < r->nwbuckets; i++) {
+            for (struct rt_inode *x = r->wbuckets[i], *next; x; x = next) {
+                next = x->wnext;
+                x->wnext = b[(size_t)x->wd & (nb - 1)];
+                b[(size_t)x->wd & (nb - 1)] = x;
+            }
+        }
+        free(r->wbuckets);
+        r->wbuckets = b;
+        r->nwbuckets = nb;
+    }
+    in->wnext = r->wbuckets[(size_t)in->wd & (r->nwbuckets - 1)];
+    r->wbuckets[(size_t)in->wd & (r->nwbuckets - 1)] = in;
+    r->wcount++;
+}
+
+/* What the host changes in a watched directory is reported to us. Not
+ * IN_CLOSE_WRITE: every write and truncation already gives IN_MODIFY. */
+#define RT_WATCH_MASK                                                                                                  \
+    (IN_ATTRIB | IN_MODIFY | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_MOVED_FROM | IN_MOVED_TO |     \
+     IN_ONLYDIR)
+
+/* Starts watching directory `in` (its fd held). Without a watch (the
+ * user's inotify limit reached) it stays uncached: timeouts of 0. */
+static void watch_dir(struct router *r, struct rt_inode *in) {
+    if (!r->watch || in->wd >= 0 || in->fd < 0 || !S_ISDIR(in->type))
+        return;
+    char path[40];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", in->fd);
+    int wd = inotify_add_watch(r->ino_fd, path, RT_WATCH_MASK);
+    if (wd < 0)
+        return;
+    pthread_mutex_lock(&r->lock);
+    /* One watch per inode: another record of the same directory keeps it. */
+    if (!windex_find(r, wd)) {
+        in->wd = wd;
+        windex_add(r, in);
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* Whether the kernel may cache what the router says about `in` (its
+ * attributes) or about names in `dir`: only what a watch covers. */
+static double timeout_for_dir(struct router *r, const struct rt_inode *dir) {
+    return r->watch && dir && dir->wd >= 0 ? r->watch_timeout : r->timeout;
+}
+
+static double attr_timeout_of(struct router *r, const struct rt_inode *in) {
+    if (S_ISDIR(in->type) && in->wd >= 0)
+        return timeout_for_dir(r, in);
+    return timeout_for_dir(r, in->parent);
+}
+
 /* ---- held fds: a budget, least recently used closed first ---- */
 
 static void lru_remove(struct router *r, struct rt_inode *in) {
@@ -336,6 +500,15 @@ static int inode_fd(struct router *r, struct rt_inode *in) { return inode_fd_at_
 static void inode_release_unused(struct router *r, struct rt_inode *in) {
     while (in && !in->is_root && in->nlookup == 0 && in->nchild == 0) {
         struct rt_inode *p = in->parent;
+        if (r->watch) {
+            pthread_mutex_lock(&r->lock);
+            cindex_remove(r, in);
+            if (in->wd >= 0 && windex_find(r, in->wd) == in) {
+                windex_remove(r, in);
+                (void)inotify_rm_watch(r->ino_fd, in->wd);
+            }
+            pthread_mutex_unlock(&r->lock);
+        }
         if (in->hashed) {
             unlink_from(&r->buckets[hash_key(in->dev, in->ino) & (r->nbuckets - 1)], in);
             r->count--;
@@ -374,9 +547,15 @@ static void inode_set_name(struct router *r, struct rt_inode *in, struct rt_inod
     char *n = lz_xstrdup(name);
     dir->nchild++;
     struct rt_inode *old = in->parent;
+    if (r->watch)
+        pthread_mutex_lock(&r->lock);
+    cindex_remove(r, in);
     in->parent = dir;
     free(in->name);
     in->name = n;
+    cindex_add(r, in);
+    if (r->watch)
+        pthread_mutex_unlock(&r->lock);
     if (old) {
         old->nchild--;
         inode_release_unused(r, old);
@@ -890,12 +1069,13 @@ static int lt_check_move(struct router *r, int sfd, const char *name, mode_t typ
 
 /* ---- lookup ---- */
 
-static void fill_entry(struct router *r, struct fuse_entry_param *e, struct rt_inode *in, const struct stat *st) {
+static void fill_entry(struct router *r, struct fuse_entry_param *e, struct rt_inode *dir, struct rt_inode *in,
+                       const struct stat *st) {
     memset(e, 0, sizeof *e);
     e->ino = node_id(in);
     e->attr = *st;
-    e->attr_timeout = r->timeout;
-    e->entry_timeout = r->timeout;
+    e->attr_timeout = attr_timeout_of(r, in);
+    e->entry_timeout = timeout_for_dir(r, dir);
 }
 
 /* The held record for (dev, ino) of type `type`, or NULL. */
@@ -935,6 +1115,7 @@ static int do_lookup(struct router *r, struct rt_inode *dir, const char *name, s
         in->dev = st.st_dev;
         in->ino = st.st_ino;
         in->fd = -1;
+        in->wd = -1;
         in->type = st.st_mode & S_IFMT;
         table_insert(r, in);
     }
@@ -953,7 +1134,8 @@ static int do_lookup(struct router *r, struct rt_inode *dir, const char *name, s
             cls != LZ_RCLASS_FREE)
             in->sticky = true;
     }
-    fill_entry(r, e, in, &st);
+    watch_dir(r, in);
+    fill_entry(r, e, dir, in, &st);
     return 0;
 }
 
@@ -1017,7 +1199,7 @@ static void rt_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     if (rc < 0)
         fuse_reply_err(req, -rc);
     else
-        fuse_reply_attr(req, &st, r->timeout);
+        fuse_reply_attr(req, &st, attr_timeout_of(r, inode_of(r, ino)));
 }
 
 /* Opens the inode's file for I/O through our own O_PATH fd (regular files
@@ -1138,7 +1320,7 @@ static void rt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
     rc = stat_inode(r, in, fi, &st);
     if (rc < 0)
         goto fail;
-    fuse_reply_attr(req, &st, r->timeout);
+    fuse_reply_attr(req, &st, attr_timeout_of(r, in));
     return;
 fail:
     fuse_reply_err(req, -rc);
@@ -1432,6 +1614,9 @@ static void rt_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     fi->fh = (uint64_t)fd;
     fi->keep_cache = 0;
     fi->direct_io = 0;
+    /* A read-only handle has no delayed write error to report at close:
+     * no FLUSH round trip (gVisor opens every file it stats). */
+    fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
     if (fuse_reply_open(req, fi) != 0)
         close(fd);
 }
@@ -1751,12 +1936,147 @@ static const struct fuse_lowlevel_ops rt_ops = {
      * and then answers EOPNOTSUPP (xattrs) or handles locks locally. */
 };
 
+/* ---- watching the host ----
+ *
+ * With --watch the kernel may cache entries and attributes of what lies in
+ * a watched directory for watch_timeout seconds, instead of asking the
+ * router again at every step of every path walk (gVisor revalidates each
+ * component of a shared bind mount: about 12 requests per stat). The
+ * host's changes are seen anyway: every directory the kernel has looked up
+ * is watched with inotify, and a thread turns each event into the
+ * kernel's invalidation of that name (FUSE_NOTIFY_INVAL_ENTRY, which also
+ * drops the directory's attributes) and of the child inode's attributes
+ * and pages (FUSE_NOTIFY_INVAL_INODE). The next access asks the router.
+ *
+ * Why this cannot weaken the Git policy: the policy is decided here, per
+ * operation, from the real tree (fstatat of the name, the inode's current
+ * path); a cached entry only spares a LOOKUP or GETATTR. A stale positive
+ * entry used for a write is an OPEN of a record whose name no longer names
+ * it: refused (ESTALE). No negative entries are ever cached.
+ *
+ * What inotify does not report stays stale for at most watch_timeout:
+ * writes through a shared mmap, a change made through another hard link
+ * in a directory the kernel never looked up. A lost queue (IN_Q_OVERFLOW)
+ * invalidates everything the router knows. Directories without a watch
+ * (the user's inotify limit reached) get --cache-timeout (default 0).
+ *
+ * The thread never touches the session's request path: the notifications
+ * are written to /dev/fuse from the thread, holding no lock the main loop
+ * needs (the kernel may wait for a request in flight before it can
+ * invalidate; that request is answered by the main thread meanwhile). */
+
+struct rt_inval {
+    fuse_ino_t parent; /* 0: no entry to drop */
+    fuse_ino_t node;   /* 0: no inode to drop */
+    char *name;
+    bool attr_only; /* the node's attributes, not its pages */
+};
+
+static void send_inval(struct router *r, const struct rt_inval *v) {
+    if (r->no_inval)
+        return;
+    /* -ENOENT: the kernel no longer holds it, nothing to drop. */
+    if (v->parent && v->name)
+        (void)fuse_lowlevel_notify_inval_entry(r->se, v->parent, v->name, strlen(v->name));
+    if (v->node)
+        (void)fuse_lowlevel_notify_inval_inode(r->se, v->node, v->attr_only ? -1 : 0, 0);
+    r->n_inval++;
+}
+
+/* Events were lost: every name and inode the router knows is dropped. */
+static void inval_everything(struct router *r) {
+    pthread_mutex_lock(&r->lock);
+    size_t n = 0, cap = r->ccount + 1;
+    struct rt_inval *v = lz_xcalloc(cap, sizeof *v);
+    v[n++] = (struct rt_inval){ .node = FUSE_ROOT_ID };
+    for (size_t i = 0; i < r->ncbuckets && n < cap; i++)
+        for (struct rt_inode *in = r->cbuckets[i]; in && n < cap; in = in->cnext)
+            v[n++] = (struct rt_inval){ node_id(in->parent), node_id(in), lz_xstrdup(in->name) };
+    pthread_mutex_unlock(&r->lock);
+    for (size_t i = 0; i < n; i++) {
+        send_inval(r, &v[i]);
+        free(v[i].name);
+    }
+    free(v);
+}
+
+/* `*last_dir`: the directory whose attributes this batch of events last
+ * dropped (a storm of creates in one directory needs it once). */
+static void handle_event(struct router *r, const struct inotify_event *ev, fuse_ino_t *last_dir) {
+    if (ev->mask & IN_Q_OVERFLOW) {
+        inval_everything(r);
+        *last_dir = 0;
+        return;
+    }
+    struct rt_inval v = { 0 };
+    const char *name = ev->len ? ev->name : NULL;
+    pthread_mutex_lock(&r->lock);
+    struct rt_inode *dir = windex_find(r, ev->wd);
+    if (dir) {
+        struct rt_inode *child = name ? cindex_find(r, dir, name) : NULL;
+        if (!name) {
+            v.node = node_id(dir); /* the directory's own attributes */
+        } else if (ev->mask & IN_CREATE) {
+            /* A new name: the kernel holds no entry for it (negative
+             * entries are not cached; the old one, if any, went with its
+             * IN_DELETE or IN_MOVED_FROM before). Only the directory's
+             * mtime and link count changed. */
+            v.node = node_id(dir);
+            v.attr_only = true;
+        } else {
+            v.node = child ? node_id(child) : 0;
+            /* A content or attribute change keeps the name; anything else,
+             * or a child we know under another name, drops the entry. */
+            if (!child || (ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)))
+                v.parent = node_id(dir);
+        }
+        if (ev->mask & IN_IGNORED) /* deleted: its wd is dead */
+            windex_remove(r, dir);
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (!dir || (ev->mask & IN_IGNORED))
+        return;
+    if (v.attr_only && !v.parent && v.node == *last_dir)
+        return;
+    *last_dir = v.attr_only && !v.parent ? v.node : 0;
+    v.name = (char *)name;
+    send_inval(r, &v);
+}
+
+static void *watch_main(void *arg) {
+    struct router *r = arg;
+    _Alignas(struct inotify_event) char buf[65536];
+    for (;;) {
+        struct pollfd p[2] = { { .fd = r->ino_fd, .events = POLLIN }, { .fd = r->stop_fd, .events = POLLIN } };
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (p[1].revents)
+            break;
+        ssize_t n = read(r->ino_fd, buf, sizeof buf);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                continue;
+            break;
+        }
+        fuse_ino_t last_dir = 0;
+        for (ssize_t off = 0; off + (ssize_t)sizeof(struct inotify_event) <= n;) {
+            const struct inotify_event *ev = (const struct inotify_event *)(buf + off);
+            handle_event(r, ev, &last_dir);
+            off += (ssize_t)(sizeof *ev + ev->len);
+        }
+    }
+    return NULL;
+}
+
 /* ---- process ---- */
 
 static void usage(FILE *f) {
     fputs("usage: lazaret-router --source DIR --mountpoint MP [--ready-fd N]\n"
           "                      [--protect REL]... [--cache-timeout SECONDS]\n"
-          "                      [--max-held-fds N] [--allow-other] [--quiet]\n"
+          "                      [--watch SECONDS] [--max-held-fds N] [--allow-other] [--quiet]\n"
           "                      [--plain] [--deny-link-target ABS]...\n",
           f);
 }
@@ -1815,6 +2135,14 @@ static int setup_router(struct router *r, const char *source, const char *mountp
     r->nbuckets = 1024;
     r->buckets = lz_xcalloc(r->nbuckets, sizeof *r->buckets);
     table_insert(r, &r->root);
+    if (r->watch) {
+        r->ino_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        r->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (r->ino_fd < 0 || r->stop_fd < 0)
+            return lz_error_set(err, -errno, "cannot watch %s (inotify): %s; run without --watch", r->root_path,
+                                strerror(errno));
+        watch_dir(r, &r->root);
+    }
     r->uid = geteuid();
     r->gid = getegid();
     r->fs.has_entry = fs_has_entry;
@@ -1845,6 +2173,12 @@ static void teardown_router(struct router *r) {
         free_record(in);
     }
     free(r->buckets);
+    free(r->cbuckets);
+    free(r->wbuckets);
+    if (r->ino_fd >= 0)
+        close(r->ino_fd);
+    if (r->stop_fd >= 0)
+        close(r->stop_fd);
     if (r->root.fd >= 0)
         close(r->root.fd);
     if (r->proc_fd >= 0)
@@ -1866,6 +2200,8 @@ int main(int argc, char **argv) {
         { "ready-fd", required_argument, NULL, 'r' },
         { "protect", required_argument, NULL, 'p' },
         { "cache-timeout", required_argument, NULL, 't' },
+        { "watch", required_argument, NULL, 'w' },
+        { "test-no-invalidate", no_argument, NULL, 'N' },
         { "max-held-fds", required_argument, NULL, 'f' },
         { "allow-other", no_argument, NULL, 'a' },
         { "quiet", no_argument, NULL, 'q' },
@@ -1874,7 +2210,16 @@ int main(int argc, char **argv) {
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    struct router r = { .root.fd = -EBADF, .proc_fd = -EBADF };
+    struct router r = {
+        .root.fd = -EBADF,
+        .root.wd = -1,
+        .proc_fd = -EBADF,
+        .ino_fd = -EBADF,
+        .stop_fd = -EBADF,
+        .lock = PTHREAD_MUTEX_INITIALIZER,
+    };
+    pthread_t watcher;
+    bool watching = false;
     const char *source = NULL, *mountpoint = NULL;
     int ready_fd = -1, c, ret = 1;
     bool allow_other = false;
@@ -1910,6 +2255,20 @@ int main(int argc, char **argv) {
             }
             break;
         }
+        case 'w': {
+            char *end;
+            errno = 0;
+            r.watch_timeout = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(r.watch_timeout >= 0.0 && r.watch_timeout <= 3600.0)) {
+                fprintf(stderr, "lazaret-router: --watch %s: want seconds between 0 and 3600\n", optarg);
+                return 2;
+            }
+            r.watch = true;
+            break;
+        }
+        /* Tests only: shows that without the invalidation host edits are
+         * not seen (the positive control of the freshness test). */
+        case 'N': r.no_inval = true; break;
         case 'f': {
             char *end;
             errno = 0;
@@ -1995,6 +2354,20 @@ int main(int argc, char **argv) {
         fprintf(stderr, "lazaret-router: cannot mount on %s\n", mountpoint);
         goto out_signals;
     }
+    r.se = se;
+    if (r.watch) {
+        /* Signals (SIGTERM ends the session loop) go to the main thread. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int prc = pthread_create(&watcher, NULL, watch_main, &r);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (prc != 0) {
+            fprintf(stderr, "lazaret-router: cannot start the watcher: %s\n", strerror(prc));
+            goto out_unmount;
+        }
+        watching = true;
+    }
     if (ready_fd >= 0) {
         int rc = lz_write_full(ready_fd, "ready\n", 6);
         close(ready_fd);
@@ -2012,6 +2385,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "lazaret-router: session loop failed: %s\n", strerror(-rc));
 
 out_unmount:
+    if (watching) {
+        uint64_t one = 1;
+        if (write(r.stop_fd, &one, sizeof one) == (ssize_t)sizeof one)
+            pthread_join(watcher, NULL);
+        else
+            pthread_detach(watcher);
+    }
     fuse_session_unmount(se);
 out_signals:
     fuse_remove_signal_handlers(se);

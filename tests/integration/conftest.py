@@ -24,6 +24,7 @@ RUN_TIMEOUT = 120
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: needs the real default image (mmdebstrap bootstrap)")
+    config.addinivalue_line("markers", "network: needs the Debian mirror and the npm registry (agent images)")
     if os.geteuid() == 0:
         raise pytest.UsageError("run the integration tests as an unprivileged user (scripts/test.sh does)")
 
@@ -73,10 +74,16 @@ class Env:
         self.config = self.config_home / "lazaret" / "config.toml"
         self.write_config()
 
-    def write_config(self, extra_profile="", extra=""):
+    def write_config(self, extra_profile="", extra="", linger=0):
+        """linger: [storage] linger_seconds (0 here, so that each test's
+        Domain stops when its last session ends; test_linger.py tests it)."""
         self.config.parent.mkdir(parents=True, exist_ok=True)
+        # No persistent dirs unless a test asks for them (a profile without
+        # the key gets the default five, each a State Anchor layer).
+        if "persistent_dirs" not in extra_profile:
+            extra_profile = "persistent_dirs = []\n" + extra_profile
         self.config.write_text(
-            f'[storage]\ndata_root = "{self.storage}"\n\n'
+            f'[storage]\ndata_root = "{self.storage}"\nlinger_seconds = {linger}\n\n'
             f'{extra}\n'
             f'[profiles.test]\nimage = "{self.image}"\n{extra_profile}\n')
 
@@ -88,6 +95,9 @@ class Env:
             "XDG_RUNTIME_DIR": str(self.runtime),
             "LANG": "C.UTF-8",
             "TERM": "xterm-256color",
+            # The host's CA certificates (host_ca_certificates) come from a
+            # directory of the test's, empty unless a test fills it.
+            "LAZARET_TEST_HOST_CA_DIR": str(self.base / "host-ca"),
         }
         e.update(kw)
         return e

@@ -25,6 +25,8 @@ FALSE = os.path.realpath("/bin/false")
 SLEEP = os.path.realpath("/bin/sleep")
 CAT = os.path.realpath("/bin/cat")
 TRUE = os.path.realpath("/bin/true")
+SHA256SUM = os.path.realpath("/usr/bin/sha256sum")
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
 
 def rules(*rs):
@@ -35,6 +37,18 @@ def run_esc(lazaret, env, workspace, argv, rule_spec, timeout=120, esc_args=()):
     e = env.environ(LAZARET_TEST_AUTO_APPROVE=rule_spec, LAZARET_DEBUG="1")
     cmd = [lazaret, "run", "-p", "test", "--", ESC, *esc_args, "--", *argv]
     return subprocess.run(cmd, cwd=workspace, env=e, capture_output=True, timeout=timeout)
+
+
+def audit_rows(lazaret, env, workspace):
+    """`lazaret audit --json` of the workspace's test Domain: its rows, the
+    chain checked intact."""
+    import json
+    r = subprocess.run([lazaret, "audit", "-p", "test", "--json"], cwd=workspace, env=env.environ(),
+                       capture_output=True, timeout=60)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    doc = json.loads(r.stdout)
+    assert doc["intact"] is True, doc
+    return doc["rows"]
 
 
 def coord_log(env, workspace):
@@ -63,18 +77,30 @@ def test_auto_approved_runs_and_status_propagates(lazaret, env, workspace):
     r = run_esc(lazaret, env, workspace, [ECHO, "hello"], spec)
     assert r.returncode == 0, r.stderr
     assert r.stdout == b"hello\n"
+    assert b"host commands:" not in r.stderr  # the login message is for interactive shells only
     # The hook reached the coordinator, and the transitions carry the model's names.
     log = coord_log(env, workspace)
     assert "auto-approval rule(s) from a test hook" in log
-    for action in ("CreateTrustAnchor", "ReceiveEscalation", "AutoApprove", "StartHostExecution",
+    for action in ("CreateTrustAnchor", "ReceiveEscalation", "AutoApprove", "StartHostExecutionPiped",
                    "CompleteHostExecution"):
         assert f"debug: model {action}(" in log, action
     assert log.index("model ReceiveEscalation(") < log.index("model AutoApprove(") \
-        < log.index("model StartHostExecution(") < log.index("model CompleteHostExecution(")
+        < log.index("model StartHostExecutionPiped(") < log.index("model CompleteHostExecution(")
     r = run_esc(lazaret, env, workspace, [SH, "-c", "exit 7"], spec)
     assert r.returncode == 7, r.stderr
     r = run_esc(lazaret, env, workspace, [FALSE], spec)
     assert r.returncode == 1, r.stderr
+    # Each request has its audit row: decided by which rule, what ran, how it ended.
+    rows = audit_rows(lazaret, env, workspace)
+    assert [(w["decided_by"], w["decided_ref"], w["decision"], w["end_state"]) for w in rows] == \
+        [("rule", 1, "auto-approved", "completed"), ("rule", 2, "auto-approved", "completed"),
+         ("rule", 3, "auto-approved", "completed")], rows
+    assert [w["argv"] for w in rows] == [[ECHO, "hello"], [SH, "-c", "exit 7"], [FALSE]]
+    assert [w["exit_status"] for w in rows] == [0, 7, 1]
+    assert [w["output_bytes"] for w in rows] == [6, 0, 0]
+    assert rows[0]["executable"] == ECHO and rows[0]["edited_argv"] is None
+    assert rows[0]["executable_sha256"] == hashlib.sha256(Path(ECHO).read_bytes()).hexdigest()
+    assert rows[0]["cwd"] == os.path.realpath(workspace)
 
 
 def test_ten_mib_through_the_window(lazaret, env, workspace, tmp_path):
@@ -101,7 +127,7 @@ def test_unmatched_is_denied(lazaret, env, workspace):
     assert b"no terminal to ask on" in r.stderr, r.stderr
     log = coord_log(env, workspace)
     assert "no terminal to prompt on (pipes); denied" in log
-    assert "debug: model QueuePrompt(" in log
+    assert "debug: model QueuePrompt(" in log and "debug: model DenyWithoutPrompt(" in log
     assert "StartHostExecution" not in log
 
 
@@ -126,12 +152,15 @@ def spawn_tty(lazaret, env, workspace, spec):
 
 
 def test_ctrl_c_cancels_the_host_process(lazaret, env, workspace):
+    # The client's output is piped, so the host command does not get the
+    # terminal (that case: test_host_command_gets_the_session_terminal):
+    # Ctrl-C reaches the sandbox's foreground job, the client cancels.
     c = spawn_tty(lazaret, env, workspace, rules([SLEEP, "30"]))
-    c.sendline(f"{ESC} -- {SLEEP} 30; echo rc=$?")
+    c.sendline(f"{ESC} -- {SLEEP} 30 | cat")
     assert wait_until(lambda: host_procs([SLEEP, "30"]), timeout=30), (c.before, coord_log(env, workspace)[-3000:])
     pids = host_procs([SLEEP, "30"])
     c.sendintr()
-    c.expect("rc=130")
+    c.expect("lazaret-escalate: cancelled")
     assert wait_until(lambda: not any(Path(f"/proc/{p}").exists() for p in pids), timeout=10)
     c.sendline("exit")
     c.expect(pexpect.EOF)
@@ -189,7 +218,7 @@ def request_record(sk_seed, rid, sid, argv, created_ms=None, expires_ms=None, si
     p = rid + sid + _varint(created_ms) + _varint(expires_ms) + _varint(len(argv))
     for a in argv:
         p += _bytes(a.encode())
-    p += _bytes(b"/workspace") + _bytes(b"forged") + _varint(0) + b"\x00"
+    p += _bytes(b"/workspace") + _bytes(b"forged") + _varint(0) + b"\x00\x00"  # stdin, terminal
     ctx = b"lazaret/v1/escalation-request\x00" + len(p).to_bytes(4, "little") + p
     sig = Ed25519PrivateKey.from_private_bytes(sk_seed).sign(ctx) if sign else bytes(64)
     return bytes([1, 1]) + sig + p
@@ -274,6 +303,127 @@ def test_hostile_records_are_rejected(lazaret, env, workspace):
     for c in (a, b):
         c.sendline("exit")
         c.expect(pexpect.EOF)
+
+
+# ---- --stdin (docs/escalation.md, "stdin") ------------------------------------
+
+def sandbox_sh(lazaret, env, workspace, script, spec, timeout=300):
+    e = env.environ(LAZARET_TEST_AUTO_APPROVE=spec, LAZARET_DEBUG="1")
+    cmd = [lazaret, "run", "-p", "test", "--", "sh", "-c", script]
+    return subprocess.run(cmd, cwd=workspace, env=e, capture_output=True, timeout=timeout)
+
+
+def test_stdin_streams_through_the_window(lazaret, env, workspace):
+    """More than the window (8 chunks of 48 KiB) of stdin reaches the host
+    command in order; without --stdin it reads nothing (the positive
+    control for the digest: the same pipeline with --stdin gets the data)."""
+    data = os.urandom(4 * 1024 * 1024 + 12345)
+    (workspace / "blob").write_bytes(data)
+    spec = rules([SHA256SUM])
+    r = sandbox_sh(lazaret, env, workspace, f"cat /workspace/blob | {ESC} --stdin -- {SHA256SUM}; echo rc=$?", spec)
+    assert r.returncode == 0, r.stderr
+    assert f"{hashlib.sha256(data).hexdigest()}  -".encode() in r.stdout, (r.stdout, r.stderr)
+    assert b"rc=0" in r.stdout
+    log = coord_log(env, workspace)
+    m = re.search(r"stdin: (\d+) bytes in (\d+) chunks to the host process, to its end; 0 bytes dropped", log)
+    assert m, log[-3000:]
+    assert int(m.group(1)) == len(data) and int(m.group(2)) > 8, m.group(0)
+    # Without --stdin: /dev/null, whatever the client's stdin holds.
+    r = sandbox_sh(lazaret, env, workspace, f"cat /workspace/blob | {ESC} -- {SHA256SUM}; echo rc=$?", spec)
+    assert r.returncode == 0, r.stderr
+    assert f"{EMPTY_SHA256}  -".encode() in r.stdout, (r.stdout, r.stderr)
+    # A closed stdin is the end of input at once; an empty one too.
+    r = sandbox_sh(lazaret, env, workspace, f"{ESC} --stdin -- {SHA256SUM} <&-; echo rc=$?", spec, timeout=120)
+    assert f"{EMPTY_SHA256}  -".encode() in r.stdout and b"rc=0" in r.stdout, (r.stdout, r.stderr)
+    r = sandbox_sh(lazaret, env, workspace, f"{ESC} --stdin -- {SHA256SUM} </dev/null; echo rc=$?", spec,
+                   timeout=120)
+    assert f"{EMPTY_SHA256}  -".encode() in r.stdout and b"rc=0" in r.stdout, (r.stdout, r.stderr)
+
+
+def test_stdin_host_command_that_does_not_read(lazaret, env, workspace):
+    """A host command that exits without reading its stdin ends the request
+    promptly with its status; the rest of the input is dropped, nothing
+    waits for it."""
+    spec = rules([TRUE])
+    t0 = time.monotonic()
+    r = sandbox_sh(lazaret, env, workspace,
+                   f"head -c 50000000 /dev/zero | {ESC} --stdin -- {TRUE}; echo rc=$?", spec, timeout=120)
+    elapsed = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    assert b"rc=0" in r.stdout, (r.stdout, r.stderr)
+    # 50 MB through the stream would take far longer than the request does.
+    assert elapsed < 60, elapsed
+    log = coord_log(env, workspace)
+    assert re.search(r"ended Completed \(exit 0, signal 0", log), log[-3000:]
+    assert "not to its end" in log, log[-3000:]
+
+
+def stdin_record(sk_seed, rid, sid, seq, data, eof=False):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    p = rid + sid + _varint(seq) + _bytes(data) + (b"\x01" if eof else b"\x00")
+    ctx = b"lazaret/v1/stdin-chunk\x00" + len(p).to_bytes(4, "little") + p
+    return bytes([1, 8]) + Ed25519PrivateKey.from_private_bytes(sk_seed).sign(ctx) + p
+
+
+def drop_stdin(req, rid, seq, data):
+    tmp = req / (".tmp-" + os.urandom(8).hex())
+    tmp.write_bytes(data)
+    tmp.rename(req / f"{rid.hex()}.stdin-chunk.{seq}")
+
+
+def test_stdin_hostile_records(lazaret, env, workspace):
+    """stdin-chunks with another key, out of the window, already taken, too
+    large or malformed are rejected and the stream goes on; the positive
+    control: a chunk signed with the session's key is taken (any process of
+    the sandbox can hold that key, docs/escalation.md)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives import serialization
+    a = spawn_tty(lazaret, env, workspace, rules([SHA256SUM]))
+    sid, sk = session_keys(a)
+    other = Ed25519PrivateKey.generate().private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
+                                                        serialization.NoEncryption())
+    req = mailbox_req(env)
+    res = req.parent / "res"
+    log = lambda: coord_log(env, workspace)  # noqa: E731
+    a.sendline(f"(echo first; sleep 15; echo second; sleep 1) | {ESC} --stdin -- {SHA256SUM}; echo rc=$?")
+    assert wait_until(lambda: list(res.glob("*.request-ack.0")), timeout=30), log()[-2000:]
+    rid = bytes.fromhex(next(res.glob("*.request-ack.0")).name.split(".")[0])
+    assert wait_until(lambda: f"request {rid.hex()[:12]}: running" in log(), timeout=10), log()[-2000:]
+
+    def rejected(seq, why, count=1):
+        return wait_until(lambda: sum(1 for line in log().splitlines()
+                                      if f"{rid.hex()}.stdin-chunk.{seq}" in line and why in line) >= count,
+                          timeout=10)
+
+    # Another key at the next seq (1): taken once seq 0 ("first") went in, and refused.
+    drop_stdin(req, rid, 1, stdin_record(other, rid, sid, 1, b"other key\n"))
+    assert rejected(1, "signature does not verify"), log()[-3000:]
+    drop_stdin(req, rid, 1, os.urandom(300))
+    assert rejected(1, "rejected", 2), log()[-3000:]
+    drop_stdin(req, rid, 2, stdin_record(sk, rid, sid, 2, b"x") + bytes(70000))
+    assert rejected(2, "larger than a record may be"), log()[-3000:]
+    drop_stdin(req, rid, 100, stdin_record(sk, rid, sid, 100, b"far ahead\n"))
+    assert rejected(100, "outside the window"), log()[-3000:]
+    drop_stdin(req, rid, 0, stdin_record(sk, rid, sid, 0, b"first again\n"))
+    assert rejected(0, "already taken (duplicate)"), log()[-3000:]
+    drop_stdin(req, rid, 1, stdin_record(sk, rid, sid, 2, b"named 1, says 2\n"))
+    assert rejected(1, "the name does not match the record"), log()[-3000:]
+    # Positive control: the session's key at the next seq is taken; the
+    # client's own seq 1 ("second") then comes as a duplicate.
+    drop_stdin(req, rid, 1, stdin_record(sk, rid, sid, 1, b"injected\n"))
+    a.expect(r"rc=(\d+)", timeout=60)
+    assert a.match.group(1) == "0", a.before
+    assert hashlib.sha256(b"first\ninjected\n").hexdigest() in a.before, a.before
+    text = log()
+    assert sum(1 for line in text.splitlines() if f"{rid.hex()}.stdin-chunk.1" in line
+               and "duplicate" in line) == 1, text[-3000:]
+    assert "stdin: 15 bytes in 3 chunks to the host process, to its end" in text, text[-3000:]
+    # The coordinator is alive, the session interactive, req/ empty.
+    a.sendline("echo AL''IVE")
+    a.expect("ALIVE")
+    assert wait_until(lambda: not list(req.iterdir()), timeout=10), list(req.iterdir())
+    a.sendline("exit")
+    a.expect(pexpect.EOF)
 
 
 def test_rules_from_the_configuration(lazaret, env, workspace):
@@ -411,6 +561,14 @@ def test_prompt_decisions(lazaret, env, workspace):
     b.sendline("exit")
     b.expect(pexpect.EOF, timeout=30)
 
+    # Ctrl-C at the prompt cancels the request (130), as Ctrl-C in the
+    # sandbox would; it is not a denial.
+    ask(a, f"{ESC} -- /bin/echo ctrlc")
+    a.send("\x03")
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert a.match.group(1) == "130", a.before
+    assert "ctrlc\r\n" not in a.before.replace("echo ctrlc", "")
+
     # [q]: denied, and the session ends.
     ask(a, f"{ESC} -- /bin/echo quit")
     a.send("q")
@@ -421,14 +579,126 @@ def test_prompt_decisions(lazaret, env, workspace):
                    "DeveloperQuit"):
         assert f"debug: model {action}(" in log, action
 
+    # The audit: every request, who decided, what, how it ended.
+    rows = audit_rows(lazaret, env, workspace)
+    got = [(w["argv"][1:], w["decided_by"], w["decision"], w["end_state"]) for w in rows]
+    assert got == [
+        (["hi"], "developer", "approved", "completed"),
+        (["no1"], "developer", "denied", "denied"),
+        (["no2"], "developer", "denied", "denied"),
+        (["hi"], "developer", "edited", "completed"),
+        (["X\\x1b[31mRED\\u{202E}Y"], "developer", "denied", "denied"),
+        (["waiting"], "none", "none", "cancelled"),
+        (["grant"], "developer", "approved-for-session", "completed"),
+        (["grant"], "developer", "session-approved", "completed"),
+        (["grant"], "developer", "denied", "denied"),
+        (["ctrlc"], "developer", "none", "cancelled"),
+        (["quit"], "developer", "denied", "denied"),
+    ], got
+    assert rows[3]["edited_argv"] == ["/bin/echo", "edited"] and rows[0]["edited_argv"] is None
+    assert rows[7]["decided_ref"] == rows[6]["seq"]
+    assert rows[0]["exit_status"] == 0 and rows[0]["output_bytes"] == 4  # "hi\r\n": it ran on a terminal
+    assert rows[1]["exit_status"] is None and rows[1]["executable"] == ""
+
 
 def test_prompt_timeout(lazaret, env, workspace):
     env.write_config(extra="[escalation]\nprompt_timeout_seconds = 5\n")
     a = spawn_prompt_session(lazaret, env, workspace)
     ask(a, f"{ESC} -- /bin/echo late")
     a.expect(r"rc=(\d+)", timeout=20)
-    assert a.match.group(1) == "125"
+    assert a.match.group(1) == "124"  # timed out: a denial, with its own status
     assert "late\r\n" not in a.before
     a.sendline("exit")
     a.expect(pexpect.EOF, timeout=30)
     assert "debug: model PromptTimeout(" in coord_log(env, workspace)
+    rows = audit_rows(lazaret, env, workspace)
+    assert [(w["decided_by"], w["decision"], w["end_state"]) for w in rows] == [("none", "none", "timed-out")]
+
+
+# ---- route HostProcess: the host command on the session's terminal ----
+
+TTY = os.path.realpath("/usr/bin/tty")
+
+
+def test_host_command_gets_the_session_terminal(lazaret, env, workspace):
+    e = env.environ(LAZARET_DEBUG="1", LAZARET_TEST_AUTO_APPROVE=rules([TTY]))
+    a = pexpect.spawn(lazaret, ["run", "-p", "test"], cwd=str(workspace), env=e, timeout=60, encoding="utf-8",
+                      dimensions=(24, 100))
+    # The interactive shell's login message names the client, in one line.
+    a.expect(r"lazaret: host commands: lazaret-escalate -- /ABSOLUTE/PATH ARGS\.\.\. asks you here[^\r\n]*\r\n")
+    a.expect(r"[#$] ")
+    # Auto-approved, from a client on a terminal: the host command has a
+    # terminal of its own (a host pts), shown once (the client does not
+    # print its copy of the output again).
+    a.sendline(f"{ESC} -- {TTY}; echo rc=$?")
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert a.match.group(1) == "0", a.before
+    assert re.search(r"/dev/pts/\d+\r\n", a.before) and a.before.count("/dev/pts/") == 1, a.before
+    # Control: the same request with its output piped gets no terminal.
+    a.sendline(f"{ESC} -- {TTY} | cat; echo rc=$?")
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert "not a tty" in a.before, a.before
+
+    # Approved on the prompt: it asks a question, the developer answers on
+    # the same terminal, and its TERM is the session's.
+    script = 'printf "name? "; read x; echo "got:$x term:$TERM"'
+    a.sendline(f"{ESC} -- {SH} -c '{script}'; echo rc=$?")
+    a.expect(SETTLING, timeout=30)
+    a.expect(ASKING, timeout=10)
+    a.send("a")
+    a.expect("name\\? ", timeout=30)
+    assert wait_until(lambda: host_procs([SH, "-c", script]), timeout=10)
+    # While the host command has the terminal, the sandbox's output waits.
+    a.send("bob\r")
+    a.expect(r"got:bob term:(\S+)", timeout=30)
+    assert a.match.group(1) != "dumb"
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert a.match.group(1) == "0"
+
+    # Ctrl-C on the terminal reaches the host command (SIGINT), not the
+    # sandbox: the request completes with 128+2 and no host process is left.
+    a.sendline(f"{ESC} -- {SLEEP} 33; echo rc=$?")
+    a.expect(SETTLING, timeout=30)
+    a.expect(ASKING, timeout=10)
+    a.send("a")
+    assert wait_until(lambda: host_procs([SLEEP, "33"]), timeout=30)
+    a.send("\x03")
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert a.match.group(1) == "130", a.before
+    assert wait_until(lambda: not host_procs([SLEEP, "33"]), timeout=10)
+    a.sendline("echo back-$((2+3))")
+    a.expect("back-5", timeout=20)
+    a.sendline("exit")
+    a.expect(pexpect.EOF, timeout=30)
+    log = coord_log(env, workspace)
+    assert "debug: model StartHostExecution(" in log and "debug: model StartHostExecutionPiped(" in log
+
+
+def test_executable_replaced_before_approval_is_refused(lazaret, env, workspace, tmp_path):
+    """The prompt shows a file; the developer approves; a different file
+    sits at that path by then: nothing runs (FailHostExecution)."""
+    tool = tmp_path / "tool"
+    tool.write_text("#!/bin/sh\necho original-ran\n")
+    tool.chmod(0o755)
+    a = spawn_prompt_session(lazaret, env, workspace)
+    ask(a, f"{ESC} -- {tool}")
+    evil = tmp_path / "evil"
+    evil.write_text("#!/bin/sh\necho replaced-ran\n")
+    evil.chmod(0o755)
+    os.rename(evil, tool)  # same path, another file
+    a.send("a")
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert a.match.group(1) == "126", a.before
+    assert "replaced-ran" not in a.before and "original-ran" not in a.before
+    # Control: the same flow without the swap runs the file.
+    ask(a, f"{ESC} -- {tool}")
+    a.send("a")
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert a.match.group(1) == "0" and "replaced-ran" in a.before, a.before
+    a.sendline("exit")
+    a.expect(pexpect.EOF, timeout=30)
+    log = coord_log(env, workspace)
+    assert "debug: model FailHostExecution(" in log and "is no longer the file the prompt showed" in log, log[-3000:]
+    assert log.count("debug: model QueuePrompt(") == 2  # once per request
+    rows = audit_rows(lazaret, env, workspace)
+    assert [(w["decision"], w["end_state"]) for w in rows] == [("approved", "failed"), ("approved", "completed")]

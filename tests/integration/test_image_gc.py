@@ -14,8 +14,8 @@ import pytest
 
 def write_config(path, data_root, image, storage_extra=""):
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'[storage]\ndata_root = "{data_root}"\n{storage_extra}\n'
-                    f'[profiles.default]\nimage = "{image}"\n')
+    path.write_text(f'[storage]\ndata_root = "{data_root}"\nlinger_seconds = 0\n{storage_extra}\n'
+                    f'[profiles.default]\nimage = "{image}"\npersistent_dirs = []\n')
 
 
 @pytest.fixture

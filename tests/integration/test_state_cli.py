@@ -452,3 +452,47 @@ def test_verify_during_start_stop_storm_reports_no_error(lazaret, senv, tmp_path
     assert r.returncode != 0 and "orphan lease" in r.stdout + r.stderr, r.stdout + r.stderr
     subprocess.run(["sqlite3", db, "delete from leases where domain_id = '" + "f" * 64 + "'"], check=True,
                    capture_output=True, timeout=30)
+
+
+def test_reset_right_after_the_last_session_waits_for_the_teardown(lazaret, senv, tmp_path):
+    """`lazaret run -- X; lazaret state reset ID` works even while the
+    coordinator is still tearing down (its socket gone, its lock held): the
+    test hook holds the teardown there for 2 s."""
+    ws = make_git_repo(tmp_path / "ws")
+    run_ok(lazaret, senv, ws, "echo kept > /root/old")
+    did = domain_id(lazaret, senv, ws)
+    wait_inactive(lazaret, senv, did)
+    r = subprocess.run([lazaret, "run", "-p", "test", "--", "true"], cwd=ws,
+                       env=senv.environ(LAZARET_TEST_TEARDOWN_PAUSE_MS="2000"), capture_output=True,
+                       timeout=STATE_TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    assert listed(lazaret, senv)[did]["running"]  # the lock is still held: the window is open
+    r = state(lazaret, senv, "reset", did, "--yes")
+    assert r.returncode == 0, r.stderr
+    assert f"{did[:12]}: reset" in r.stdout
+    # The same through --all (which skips Domains that really run).
+    r = subprocess.run([lazaret, "run", "-p", "test", "--", "true"], cwd=ws,
+                       env=senv.environ(LAZARET_TEST_TEARDOWN_PAUSE_MS="2000"), capture_output=True,
+                       timeout=STATE_TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    assert listed(lazaret, senv)[did]["running"]
+    r = state(lazaret, senv, "reset", "--all", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert f"{did[:12]}: reset" in r.stdout and "skipped" not in r.stderr, (r.stdout, r.stderr)
+    # Control: a Domain that really runs (a session in it) is refused at once.
+    p = subprocess.Popen([lazaret, "run", "-p", "test", "--", "sleep", "30"], cwd=ws, env=senv.environ(),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def serving():  # its socket answers, with the session in it
+            out = subprocess.run([lazaret, "ps", "--json"], cwd=ws, env=senv.environ(), capture_output=True,
+                                 text=True, timeout=STATE_TIMEOUT).stdout
+            return any(d["sessions"] for d in json.loads(out or "[]"))
+        assert wait_until(serving, timeout=30)
+        t = time.monotonic()
+        r = state(lazaret, senv, "reset", did, "--yes")
+        assert r.returncode != 0 and "is running" in r.stderr, r.stderr
+        assert time.monotonic() - t < 10
+    finally:
+        p.kill()
+        p.wait(timeout=30)
+    wait_inactive(lazaret, senv, did)

@@ -210,7 +210,7 @@ safety_label="safety: 12 TLA+ invariants + 7 extras"
 # actions of the prompt, never enabled where no prompt can happen
 prompt_actions=(QueuePrompt BeginPrompt PromptDrawn DiscardTypeahead
                 DeveloperApprove DeveloperApproveSession DeveloperEdit
-                DeveloperDeny DeveloperQuit PromptTimeout)
+                DeveloperDeny DeveloperQuit PromptTimeout DenyWithoutPrompt)
 
 echo "== spin model check of docs/model/lazaret.pml ($(spin -V | head -n 1))"
 

@@ -103,8 +103,9 @@ def user_env(tmp_path_factory):
 
 def write_config(e, extra_profile="", network=""):
     cfg = e["base"] / "config/lazaret/config.toml"
-    cfg.write_text(f'[storage]\ndata_root = "{e["base"]}/data"\n{network}\n'
-                   f'[profiles.net]\nimage = "{e["image"]}"\n{extra_profile}\n')
+    cfg.write_text(f'[storage]\ndata_root = "{e["base"]}/data"\nlinger_seconds = 0\n{network}\n'
+                   f'[profiles.net]\nimage = "{e["image"]}"\n'
+                   f'{"" if "persistent_dirs" in extra_profile else "persistent_dirs = []"}\n{extra_profile}\n')
     shutil.chown(cfg, USER, USER)
 
 

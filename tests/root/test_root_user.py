@@ -29,7 +29,7 @@ def root_env():
     rt = Path(tempfile.mkdtemp(prefix="lzrt", dir="/tmp"))
     os.chmod(rt, 0o700)
     (base / "cfg" / "lazaret" / "config.toml").write_text(
-        f'[storage]\ndata_root = "{base / "storage"}"\n\n'
+        f'[storage]\ndata_root = "{base / "storage"}"\nlinger_seconds = 0\n\n'
         '[profiles.deb]\nimage = "builtin:debian-bookworm"\npersistent_dirs = ["/var"]\n')
     ws = base / "ws"
     ws.mkdir()

@@ -26,6 +26,7 @@ static const char *decision_name(enum lz_prompt_decision d) {
     case LZ_PROMPT_TIMED_OUT: return "timed-out";
     case LZ_PROMPT_QUIT: return "quit";
     case LZ_PROMPT_CANCELLED: return "cancelled";
+    case LZ_PROMPT_INTERRUPTED: return "interrupted";
     }
     return "?";
 }

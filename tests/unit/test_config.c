@@ -368,7 +368,7 @@ static const struct bad bad_cases[] = {
       "bad-prefix-type.toml:2: network.default_allow: expected an array, found a string" },
     { "bad-profile-key.toml", "claude",
       "bad-profile-key.toml:3: profiles.claude.ignored-state: unknown key (expected one of: image, persistent_dirs, "
-      "allow_egress, deny_egress, env, volumes, ignored_state)" },
+      "allow_egress, deny_egress, env, volumes, ignored_state, host_ca_certificates, command)" },
     { "bad-profile-name-dot.toml", "claude",
       "bad-profile-name-dot.toml:1: profiles.\"a.b\": invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
     { "bad-profile-name-short.toml", "claude",
@@ -404,7 +404,7 @@ static const struct bad bad_cases[] = {
     { "bad-type.toml", "claude", "bad-type.toml:2: escalation.enabled: expected a boolean, found a string" },
     { "bad-unknown-key.toml", "claude",
       "bad-unknown-key.toml:2: storage.data_roots: unknown key (expected one of: data_root, prepared_keep_days, "
-      "prepared_max_bytes)" },
+      "prepared_max_bytes, linger_seconds)" },
     { "bad-unknown-section.toml", "claude",
       "bad-unknown-section.toml:1: storag: unknown key (expected one of: storage, network, escalation, profiles)" },
     { "bad-unknown-token.toml", "claude",
@@ -436,10 +436,12 @@ static const struct bad bad_cases[] = {
       "bad-volume-workspace.toml:3: profiles.claude.volumes[0].host: \"@/ws\" contains the workspace; it is mounted "
       "only at /workspace, with its .git protections" },
     /* selecting a profile that is not defined: no fallback */
-    { "good.toml", "nope", "good.toml: profile \"nope\" is not defined (defined profiles: default, claude, opencode)" },
+    { "good.toml", "nope",
+      "good.toml: profile \"nope\" is not defined (defined profiles: default, claude, opencode; built-in: claude, "
+      "codex, opencode)" },
     { "bad-unknown-key.toml", NULL,
       "bad-unknown-key.toml:2: storage.data_roots: unknown key (expected one of: data_root, prepared_keep_days, "
-      "prepared_max_bytes)" },
+      "prepared_max_bytes, linger_seconds)" },
     /* path resolution comes before environment resolution */
     { "good.toml", "opencode",
       "good.toml:50: profiles.opencode.volumes[0].host: \"@/home/does-not-exist\" does not exist (only volumes "
@@ -587,13 +589,14 @@ static void test_gc_keys(void **state) {
     char path[8192];
     snprintf(path, sizeof path, "%s/gc.toml", root);
     write_file(path,
-               "[storage]\nprepared_keep_days = 0\nprepared_max_bytes = 10737418240\n"
+               "[storage]\nprepared_keep_days = 0\nprepared_max_bytes = 10737418240\nlinger_seconds = 0\n"
                "[profiles.claude]\nimage = \"img\"\n");
     struct lz_config *c = NULL;
     struct lz_error err;
     assert_int_equal(load_path(path, "claude", NULL, &c, &err), 0);
     assert_int_equal(c->prepared_keep_days, 0);
     assert_int_equal(c->prepared_max_bytes, UINT64_C(10737418240));
+    assert_int_equal(c->linger_seconds, 0);
     uint8_t fp[32];
     memcpy(fp, c->fingerprint, sizeof fp);
     lz_config_free(c);
@@ -602,6 +605,8 @@ static void test_gc_keys(void **state) {
     assert_int_equal(load_path(path, "claude", NULL, &c, &err), 0);
     assert_int_equal(c->prepared_keep_days, 14);
     assert_int_equal(c->prepared_max_bytes, 0);
+    assert_int_equal(c->linger_seconds, LZ_LINGER_SECONDS_DEFAULT);
+    /* nor is the linger: the coordinator's own timer */
     assert_memory_equal(c->fingerprint, fp, sizeof fp);
     lz_config_free(c);
 
@@ -613,6 +618,41 @@ static void test_gc_keys(void **state) {
                         "claude", "2: storage.prepared_max_bytes: -5 is out of range (0 to 9223372036854775807)");
     expect_fail_content("gc-type.toml", "[storage]\nprepared_max_bytes = \"10G\"\n[profiles.claude]\nimage = \"img\"\n",
                         "claude", "2: storage.prepared_max_bytes: expected an integer, found a string");
+    expect_fail_content("linger-neg.toml", "[storage]\nlinger_seconds = -1\n[profiles.claude]\nimage = \"img\"\n",
+                        "claude", "2: storage.linger_seconds: -1 is out of range (0 to 86400)");
+}
+
+/* lazaret.toml(5), README, docs/state.md: a profile without persistent_dirs
+ * gets the built-in default's (what a package manager writes), and
+ * `persistent_dirs = []` gets none. */
+static void test_persistent_dirs_default(void **state) {
+    (void)state;
+    static const char *const want[] = { "/etc", "/opt", "/root", "/usr", "/var" };
+    char path[8192];
+    snprintf(path, sizeof path, "%s/pdirs.toml", root);
+    write_file(path, "[profiles.claude]\nimage = \"img\"\n");
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    assert_int_equal(load_path(path, "claude", NULL, &c, &err), 0);
+    assert_int_equal(c->profile.n_persistent_dirs, LZ_ARRAY_SIZE(want));
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(want); i++)
+        assert_string_equal(c->profile.persistent_dirs[i], want[i]);
+    uint8_t fp[32];
+    memcpy(fp, c->fingerprint, sizeof fp);
+    lz_config_free(c);
+    /* Listing the same directories is the same configuration. */
+    write_file(path,
+               "[profiles.claude]\nimage = \"img\"\n"
+               "persistent_dirs = [\"/etc\", \"/opt\", \"/root\", \"/usr\", \"/var\"]\n");
+    assert_int_equal(load_path(path, "claude", NULL, &c, &err), 0);
+    assert_memory_equal(c->fingerprint, fp, sizeof fp);
+    lz_config_free(c);
+    /* Control: an empty list is none, and another fingerprint. */
+    write_file(path, "[profiles.claude]\nimage = \"img\"\npersistent_dirs = []\n");
+    assert_int_equal(load_path(path, "claude", NULL, &c, &err), 0);
+    assert_int_equal(c->profile.n_persistent_dirs, 0);
+    assert_memory_not_equal(c->fingerprint, fp, sizeof fp);
+    lz_config_free(c);
 }
 
 static void test_limits(void **state) {
@@ -724,11 +764,11 @@ static void test_builtin_default(void **state) {
     assert_string_equal(c->data_root, exp);
     lz_config_free(c);
 
-    /* only "default" exists without a file */
-    assert_int_equal(load_path(NULL, "claude", NULL, &c, &err), -ENOENT);
+    /* only "default" and the agents exist without a file */
+    assert_int_equal(load_path(NULL, "nope", NULL, &c, &err), -ENOENT);
     assert_string_equal(err.msg,
-                        "profile \"claude\" is not defined: no configuration file exists and the built-in "
-                        "configuration defines only \"default\"");
+                        "profile \"nope\" is not defined: no configuration file exists and the built-in "
+                        "configuration defines only \"default\", \"claude\", \"codex\" and \"opencode\"");
 }
 
 static void test_xdg_lookup(void **state) {
@@ -770,11 +810,15 @@ static void test_xdg_lookup(void **state) {
     write_file(path, "[profiles.claude]\nimage = \"x\"\n");
     assert_int_equal(load_path(NULL, NULL, NULL, &c, &err), -ENOENT);
     char exp[16384];
-    snprintf(exp, sizeof exp, "%s: profile \"default\" is not defined (defined profiles: claude)", path);
+    snprintf(exp, sizeof exp,
+             "%s: profile \"default\" is not defined (defined profiles: claude; built-in: claude, codex, opencode)",
+             path);
     assert_string_equal(err.msg, exp);
     write_file(path, "# nothing\n");
     assert_int_equal(load_path(NULL, NULL, NULL, &c, &err), -ENOENT);
-    snprintf(exp, sizeof exp, "%s: profile \"default\" is not defined (no profiles are defined)", path);
+    snprintf(exp, sizeof exp,
+             "%s: profile \"default\" is not defined (no profiles are defined; built-in: claude, codex, opencode)",
+             path);
     assert_string_equal(err.msg, exp);
     unlink(path);
 }
@@ -1456,6 +1500,192 @@ static void test_aa_fingerprint(void **state) {
     lz_config_free(a);
 }
 
+/* ---- command and the built-in agent profiles -------------------------- */
+
+static int text_load(const char *body, const char *profile, struct lz_config **c, struct lz_error *err) {
+    char text[8192], p[4096];
+    subst(body, text, sizeof text);
+    subst("@/cfgcmd/config.toml", p, sizeof p);
+    char dir[4096];
+    subst("@/cfgcmd", dir, sizeof dir);
+    assert_int_equal(lz_mkdir_p(dir, 0700), 0);
+    write_file(p, text);
+    return load_path(p, profile, NULL, c, err);
+}
+
+static void test_command(void **state) {
+    (void)state;
+    struct lz_config *a = NULL, *b = NULL;
+    struct lz_error err;
+    assert_int_equal(
+        text_load("[profiles.dev]\nimage = \"x\"\ncommand = [\"claude\", \"--model\", \"\"]\n", "dev", &a, &err), 0);
+    assert_int_equal(a->profile.n_command, 3);
+    assert_string_equal(a->profile.command[0], "claude");
+    assert_string_equal(a->profile.command[2], "");
+    assert_null(a->profile.command[3]);
+    assert_false(a->profile.builtin);
+
+    /* A session default, not a Domain property: the fingerprint and the
+     * Domain ID ignore it, so a client with another command joins. */
+    assert_int_equal(text_load("[profiles.dev]\nimage = \"x\"\n", "dev", &b, &err), 0);
+    assert_null(b->profile.command);
+    assert_int_equal(b->profile.n_command, 0);
+    assert_string_equal(a->fingerprint_hex, b->fingerprint_hex);
+    assert_string_equal(a->domain_id_hex, b->domain_id_hex);
+    lz_config_free(b);
+    /* positive control: the same comparison sees a change of image */
+    assert_int_equal(text_load("[profiles.dev]\nimage = \"y\"\ncommand = [\"claude\"]\n", "dev", &b, &err), 0);
+    assert_string_not_equal(a->fingerprint_hex, b->fingerprint_hex);
+    lz_config_free(b);
+
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    assert_non_null(f);
+    lz_config_print(f, a);
+    fclose(f);
+    assert_non_null(strstr(out, "[profiles.dev]\nimage = \"x\"\ncommand = [\"claude\", \"--model\", \"\"]\n"));
+    free(out);
+    lz_config_free(a);
+
+    static const struct {
+        const char *body, *msg;
+    } bad[] = {
+        { "[profiles.dev]\nimage = \"x\"\ncommand = []\n",
+          "config.toml:3: profiles.dev.command: must not be empty (leave the key out for a login shell)" },
+        { "[profiles.dev]\nimage = \"x\"\ncommand = [\"\"]\n",
+          "config.toml:3: profiles.dev.command[0]: the program must not be empty" },
+        { "[profiles.dev]\nimage = \"x\"\ncommand = \"claude\"\n",
+          "config.toml:3: profiles.dev.command: expected an array, found a string" },
+        { "[profiles.dev]\nimage = \"x\"\ncommand = [\"claude\", 1]\n",
+          "config.toml:3: profiles.dev.command[1]: expected a string, found an integer" },
+    };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(bad); i++) {
+        assert_int_equal(text_load(bad[i].body, "dev", &a, &err), -EINVAL);
+        const char *want = bad[i].msg;
+        if (!strstr(err.msg, want))
+            print_error("case %zu: got \"%s\"\n", i, err.msg);
+        assert_non_null(strstr(err.msg, want));
+    }
+}
+
+static void test_builtin_agents(void **state) {
+    (void)state;
+    char xdg[2048], exp[8192];
+    snprintf(xdg, sizeof xdg, "%s/empty-xdg-agents", root);
+    assert_int_equal(lz_mkdir_p(xdg, 0700), 0);
+    setenv("XDG_CONFIG_HOME", xdg, 1);
+    unsetenv("ANTHROPIC_API_KEY");
+    unsetenv("OPENAI_API_KEY");
+    struct lz_config *c = NULL, *d = NULL;
+    struct lz_error err;
+
+    /* No file: the built-in claude, with the built-in globals. */
+    assert_int_equal(load_path(NULL, "claude", NULL, &c, &err), 0);
+    assert_true(c->builtin_default);
+    assert_true(c->profile.builtin);
+    assert_string_equal(c->profile.name, "claude");
+    assert_string_equal(c->profile.image, "builtin:agent-claude");
+    assert_int_equal(c->profile.n_command, 1);
+    assert_string_equal(c->profile.command[0], "claude");
+    assert_int_equal(c->profile.n_persistent_dirs, 5);
+    assert_int_equal(c->n_default_deny, 8);
+    assert_int_equal(c->profile.n_volumes, 1);
+    snprintf(exp, sizeof exp, "%s/.local/share/lazaret/claude/claude", home);
+    assert_string_equal(c->profile.volumes[0].host, exp);
+    assert_string_equal(c->profile.volumes[0].container, "/root/.claude");
+    assert_true(c->profile.volumes[0].create);
+    assert_false(c->profile.volumes[0].read_only);
+    assert_int_equal(c->profile.volumes[0].line, 0);
+    /* the agent's state is under {profile_dir}, never in the workspace */
+    assert_true(strncmp(c->profile.volumes[0].host, c->profile_dir, strlen(c->profile_dir)) == 0);
+    assert_true(strncmp(c->profile.volumes[0].host, ws, strlen(ws)) != 0);
+    /* env sorted: ANTHROPIC_API_KEY (optional, unset: not passed), then
+     * CLAUDE_CONFIG_DIR and IS_SANDBOX (literals) */
+    assert_int_equal(c->profile.n_env, 3);
+    assert_string_equal(c->profile.env[0].name, "ANTHROPIC_API_KEY");
+    assert_true(c->profile.env[0].optional);
+    assert_null(c->profile.env[0].value);
+    assert_string_equal(c->profile.env[1].name, "CLAUDE_CONFIG_DIR");
+    assert_string_equal(c->profile.env[1].value, "/root/.claude");
+    assert_string_equal(c->profile.env[2].name, "IS_SANDBOX");
+    assert_string_equal(c->profile.env[2].value, "1");
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    assert_non_null(f);
+    lz_config_print(f, c);
+    fclose(f);
+    assert_non_null(strstr(out,
+                           "# built-in agent profile (the configuration does not define \"claude\")\n"
+                           "[profiles.claude]\nimage = \"builtin:agent-claude\"\ncommand = [\"claude\"]\n"));
+    assert_non_null(strstr(out, "# ANTHROPIC_API_KEY: not passed (\"ANTHROPIC_API_KEY\" is not set on the host)\n"));
+    free(out);
+
+    /* Set on the host: passed, and the fingerprint does not change (only
+     * the reference text is configuration). */
+    setenv("ANTHROPIC_API_KEY", "sk-host-key", 1);
+    assert_int_equal(load_path(NULL, "claude", NULL, &d, &err), 0);
+    assert_string_equal(d->profile.env[0].value, "sk-host-key");
+    assert_string_equal(c->fingerprint_hex, d->fingerprint_hex);
+    out = NULL;
+    f = open_memstream(&out, &len);
+    lz_config_print(f, d);
+    fclose(f);
+    assert_null(strstr(out, "sk-host-key"));
+    free(out);
+    lz_config_free(d);
+    lz_config_free(c);
+    unsetenv("ANTHROPIC_API_KEY");
+
+    assert_int_equal(load_path(NULL, "codex", NULL, &c, &err), 0);
+    assert_string_equal(c->profile.image, "builtin:agent-codex");
+    assert_string_equal(c->profile.command[0], "codex");
+    assert_string_equal(c->profile.volumes[0].container, "/root/.codex");
+    assert_string_equal(c->profile.env[0].name, "OPENAI_API_KEY");
+    assert_null(c->profile.env[0].value);
+    lz_config_free(c);
+    assert_int_equal(load_path(NULL, "opencode", NULL, &c, &err), 0);
+    assert_string_equal(c->profile.image, "builtin:agent-opencode");
+    assert_string_equal(c->profile.command[0], "opencode");
+    assert_int_equal(c->profile.n_volumes, 2);
+    assert_string_equal(c->profile.volumes[0].container, "/root/.config/opencode");
+    assert_string_equal(c->profile.volumes[1].container, "/root/.local/share/opencode");
+    snprintf(exp, sizeof exp, "%s/.local/share/lazaret/opencode/share", home);
+    assert_string_equal(c->profile.volumes[1].host, exp);
+    lz_config_free(c);
+
+    /* A file that does not define codex: the built-in, under the file's
+     * Storage Root and network lists. */
+    assert_int_equal(load("good.toml", "codex", &c, &err), 0);
+    assert_false(c->builtin_default);
+    assert_true(c->profile.builtin);
+    assert_string_equal(c->profile.image, "builtin:agent-codex");
+    subst("@/home/data/codex/codex", exp, sizeof exp);
+    assert_string_equal(c->profile.volumes[0].host, exp);
+    assert_int_equal(c->n_default_deny, 3);
+    assert_int_equal(c->n_auto_approve, 2);
+    lz_config_free(c);
+
+    /* A user profile of the same name wins, and keeps the strict rule. */
+    c = load_ok("good.toml", "claude");
+    assert_false(c->profile.builtin);
+    assert_string_equal(c->profile.image, "docker.io/library/debian:trixie");
+    assert_null(c->profile.command);
+    lz_config_free(c);
+    unsetenv("LZ_TEST_API_KEY");
+    assert_int_equal(load("good.toml", "claude", &c, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "host environment variable \"LZ_TEST_API_KEY\" is not set"));
+    assert_int_equal(
+        text_load("[profiles.claude]\nimage = \"x\"\nenv = { K = \"env:ANTHROPIC_API_KEY\" }\n", "claude", &c, &err),
+        -EINVAL);
+    assert_non_null(strstr(err.msg, "host environment variable \"ANTHROPIC_API_KEY\" is not set"));
+    assert_int_equal(text_load("[profiles.claude]\nimage = \"x\"\n", "claude", &c, &err), 0);
+    assert_false(c->profile.builtin);
+    assert_string_equal(c->profile.image, "x");
+    lz_config_free(c);
+}
+
 #define T(f) cmocka_unit_test_setup(f, env_reset)
 
 int main(void) {
@@ -1470,6 +1700,7 @@ int main(void) {
         T(test_sr2_config_in_workspace),
         T(test_data_root_in_workspace),
         T(test_gc_keys),
+        T(test_persistent_dirs_default),
         T(test_limits),
         T(test_env_non_utf8),
         T(test_builtin_default),
@@ -1488,6 +1719,8 @@ int main(void) {
         T(test_aa_prompt_timeout),
         T(test_aa_match),
         T(test_aa_fingerprint),
+        T(test_command),
+        T(test_builtin_agents),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -89,6 +89,7 @@ static void vector_config(struct lz_config *c, struct lz_auto_approve *rule, str
     c->profile.volumes = vol;
     c->profile.n_volumes = 1;
     c->profile.ignored_state = false;
+    c->profile.host_ca_certificates = true; /* the default: the vector predates the key */
 }
 
 static void fp_hex(const struct lz_config *c, char out[65]) {
@@ -135,7 +136,7 @@ static void test_fingerprint_sensitivity(void **state) {
     vector_config(&c, &rule, env, &vol);
     fp_hex(&c, base);
 
-    for (int m = 0; m < 22; m++) {
+    for (int m = 0; m < 23; m++) {
         vector_config(&c, &rule, env, &vol);
         switch (m) {
         case 0: c.domain_id[31] ^= 1; break;
@@ -169,6 +170,7 @@ static void test_fingerprint_sensitivity(void **state) {
         case 19: vol.container = W("/data2"); break;
         case 20: vol.host = W("/nonexistent-lazaret-test/data/vector/w"); break;
         case 21: c.profile.ignored_state = true; break;
+        case 22: c.profile.host_ca_certificates = false; break;
         default: break;
         }
         fp_hex(&c, hex);

@@ -48,7 +48,7 @@ static int run(const struct lz_hostexec_ident *id, char *out, size_t cap, struct
     int ws = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     int cwd = -1;
     assert_int_equal(lz_hostexec_cwd(ws, "/workspace", "/workspace", &cwd, err), 0);
-    char **envp = lz_hostexec_env();
+    char **envp = lz_hostexec_env(NULL);
     struct lz_hostexec_spec s = {
         .id = id, .argv = argv, .envp = envp, .cwd_fd = cwd, .stdin_fd = -1, .stdout_fd = p[1], .stderr_fd = -1
     };
@@ -183,7 +183,7 @@ static void test_kill_group(void **state) {
     char *argv[] = { id.path, NULL };
     int p[2];
     assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-    char **envp = lz_hostexec_env();
+    char **envp = lz_hostexec_env(NULL);
     struct lz_hostexec_spec s = {
         .id = &id, .argv = argv, .envp = envp, .cwd_fd = -1, .stdin_fd = -1, .stdout_fd = p[1], .stderr_fd = -1
     };

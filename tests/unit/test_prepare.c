@@ -936,6 +936,94 @@ static void test_busybox_fixture_and_oci_archive(void **state) {
     free(data_root);
 }
 
+/* The agent images' build, with a stand-in mmdebstrap on PATH that records
+ * its arguments and writes a one-directory tar: the first use of
+ * builtin:agent-claude builds it (and it prepares), the bootstrap command
+ * keeps a stored image unless refresh, and the recipe names the agent. */
+static void test_agent_bootstrap(void **state) {
+    struct fixture *f = *state;
+    char *data_root = lz_xasprintf("%s/data", f->outside);
+    char *bin = lz_xasprintf("%s/fakebin", f->outside);
+    char *log = lz_xasprintf("%s/mmdebstrap.log", f->outside);
+    char *tool = lz_xasprintf("%s/mmdebstrap", bin);
+    char *empty = lz_xasprintf("%s/empty-root", f->outside);
+    assert_int_equal(lz_mkdir_p(bin, 0700), 0);
+    assert_int_equal(lz_mkdir_p(empty, 0700), 0);
+    char *script = lz_xasprintf("#!/bin/sh\n"
+                                "for a; do printf '%%s\\n' \"$a\"; done >> '%s'\n"
+                                "echo --- >> '%s'\n"
+                                "for last; do :; done\n"
+                                "exec tar -cf \"$last\" -C '%s' .\n",
+                                log, log, empty);
+    write_file(tool, script, strlen(script));
+    assert_int_equal(chmod(tool, 0755), 0);
+    char *old = lz_xstrdup(getenv("PATH") ?: "/usr/bin:/bin");
+    char *path = lz_xasprintf("%s:/usr/bin:/bin", bin);
+    setenv("PATH", path, 1);
+
+    struct lz_prepared p = { 0 };
+    struct lz_error err = { 0 };
+    assert_int_equal(lz_image_prepare(data_root, "builtin:agent-nope", NULL, NULL, &p, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "unknown builtin image \"builtin:agent-nope\""));
+    assert_int_equal(lz_image_bootstrap_agent(data_root, "nope", false, NULL, NULL, &err), -EINVAL);
+
+    /* first use builds it */
+    memset(&err, 0, sizeof err);
+    int r = lz_image_prepare(data_root, "builtin:agent-claude", NULL, NULL, &p, &err);
+    if (r < 0)
+        fail_msg("prepare builtin:agent-claude: %s", err.msg);
+    assert_string_equal(p.source_ref, "builtin:agent-claude");
+    lz_prepared_clear(&p);
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(lz_read_file_at(AT_FDCWD, log, 1 << 20, &text, &len), 0);
+    assert_non_null(strstr(text, "--include=" LZ_BOOTSTRAP_PACKAGES ",nodejs,npm\n"));
+    assert_non_null(strstr(text,
+                           "npm install --global --no-fund --no-audit --no-update-notifier "
+                           "@anthropic-ai/claude-code && claude --version"));
+    assert_non_null(strstr(text, "NODE_EXTRA_CA_CERTS=/tmp/lazaret-ca.crt"));
+    assert_non_null(strstr(text, "\nbookworm\n"));
+    free(text);
+
+    /* stored: kept without refresh (the tool does not run), rebuilt with it */
+    assert_int_equal(lz_image_bootstrap_agent(data_root, "claude", false, NULL, NULL, &err), 1);
+    assert_int_equal(lz_read_file_at(AT_FDCWD, log, 1 << 20, &text, &len), 0);
+    size_t runs = 0;
+    for (const char *q = text; (q = strstr(q, "---\n")); q += 4)
+        runs++;
+    assert_int_equal(runs, 1);
+    free(text);
+    assert_int_equal(lz_image_bootstrap_agent(data_root, "claude", true, NULL, NULL, &err), 0);
+    assert_int_equal(lz_read_file_at(AT_FDCWD, log, 1 << 20, &text, &len), 0);
+    runs = 0;
+    for (const char *q = text; (q = strstr(q, "---\n")); q += 4)
+        runs++;
+    assert_int_equal(runs, 2);
+    free(text);
+    /* another agent: its own package; the base recipe has no hook */
+    assert_int_equal(lz_image_bootstrap_agent(data_root, "opencode", false, NULL, NULL, &err), 0);
+    assert_int_equal(lz_image_bootstrap(data_root, "bookworm", NULL, NULL, &err), 0);
+    assert_int_equal(lz_read_file_at(AT_FDCWD, log, 1 << 20, &text, &len), 0);
+    /* after the second run's separator: the third run, then the fourth */
+    const char *third = strstr(strstr(text, "---\n") + 4, "---\n") + 4;
+    const char *fourth = strstr(third, "---\n") + 4;
+    const char *hit = strstr(third, "opencode-ai && opencode --version");
+    assert_true(hit && hit < fourth);
+    assert_null(strstr(fourth, "customize-hook"));
+    assert_null(strstr(fourth, "nodejs"));
+    free(text);
+
+    setenv("PATH", old, 1);
+    free(old);
+    free(path);
+    free(script);
+    free(empty);
+    free(tool);
+    free(log);
+    free(bin);
+    free(data_root);
+}
+
 static void test_reference_errors(void **state) {
     struct fixture *f = *state;
     char *data_root = lz_xasprintf("%s/data", f->outside);
@@ -1080,6 +1168,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_docker_archive, setup, teardown),
         cmocka_unit_test_setup_teardown(test_busybox_fixture_and_oci_archive, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reference_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_agent_bootstrap, setup, teardown),
         cmocka_unit_test(test_artifact_id),
         cmocka_unit_test(test_tool_run),
     };

@@ -331,6 +331,23 @@ static void test_escape_denies(void **state) {
     h_end(&h);
 }
 
+static void test_ctrl_c_interrupts(void **state) {
+    /* Ctrl-C at the prompt cancels the request, as Ctrl-C in the sandbox
+     * would: neither an approval nor a denial. */
+    struct h h;
+    struct lz_prompt_req req = base_req();
+    h_start(&h, &req, 30);
+    h_ready(&h);
+    h_feed(&h, "\x03");
+    struct lz_prompt_result r;
+    assert_int_equal(decision(&h, &r), LZ_PROMPT_INTERRUPTED);
+    assert_null(r.argv);
+    assert_left(&h);
+    assert_non_null(strstr(h.actions, "CancelRequest(key=ctrl-c)"));
+    assert_null(strstr(h.actions, "DeveloperDeny"));
+    h_end(&h);
+}
+
 static void test_escape_then_key_denies(void **state) {
     /* ESC and a letter in one read (Alt+a, or Escape then a typed fast):
      * the Escape denies; the 'a' never approves. */
@@ -639,6 +656,7 @@ int main(void) {
         cmocka_unit_test(test_enter_denies),
         cmocka_unit_test(test_escape_denies),
         cmocka_unit_test(test_escape_then_key_denies),
+        cmocka_unit_test(test_ctrl_c_interrupts),
         cmocka_unit_test(test_timeout_denies),
         cmocka_unit_test(test_timeout_in_editor_and_key_past_deadline),
         cmocka_unit_test(test_quit),

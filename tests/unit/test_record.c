@@ -20,6 +20,7 @@ static int setup(void **state) {
 
 static char *req_argv[] = { "/usr/bin/make", "-C", "/work/x y", "caf\xc3\xa9", "", NULL };
 static uint8_t chunk_data[] = { 'o', 'u', 't', 0, 0xff, '\n' };
+static uint8_t stdin_data[] = { 'i', 'n', 0, 0x80, '\r', '\n', 0xff };
 
 static void ids(struct lz_record *r) {
     for (int i = 0; i < LZ_RECORD_ID_LEN; i++) {
@@ -42,6 +43,7 @@ static struct lz_record sample(unsigned kind) {
         r.request.justification = "build the host tool\nbecause \x1b[31m";
         r.request.timeout_s = 600;
         r.request.stdin_wanted = true;
+        r.request.terminal = true;
         break;
     case LZ_REC_REQUEST_ACK:
         memset(r.ack.request_digest, 0x5a, sizeof r.ack.request_digest);
@@ -72,6 +74,12 @@ static struct lz_record sample(unsigned kind) {
         r.cancel.reason = LZ_CANCEL_CLIENT_TIMEOUT;
         r.cancel.cancelled_ms = 99;
         break;
+    case LZ_REC_STDIN_CHUNK:
+        r.stdin_chunk.seq = 129; /* a two-byte varint */
+        r.stdin_chunk.data = stdin_data;
+        r.stdin_chunk.len = sizeof stdin_data;
+        r.stdin_chunk.eof = true;
+        break;
     }
     return r;
 }
@@ -92,6 +100,7 @@ static void assert_same(const struct lz_record *a, const struct lz_record *b) {
         assert_string_equal(a->request.justification, b->request.justification);
         assert_int_equal(a->request.timeout_s, b->request.timeout_s);
         assert_int_equal(a->request.stdin_wanted, b->request.stdin_wanted);
+        assert_int_equal(a->request.terminal, b->request.terminal);
         break;
     case LZ_REC_REQUEST_ACK:
         assert_memory_equal(a->ack.request_digest, b->ack.request_digest, LZ_RECORD_DIGEST_LEN);
@@ -123,6 +132,12 @@ static void assert_same(const struct lz_record *a, const struct lz_record *b) {
         assert_int_equal(a->cancel.reason, b->cancel.reason);
         assert_int_equal(a->cancel.cancelled_ms, b->cancel.cancelled_ms);
         break;
+    case LZ_REC_STDIN_CHUNK:
+        assert_int_equal(a->stdin_chunk.seq, b->stdin_chunk.seq);
+        assert_int_equal(a->stdin_chunk.len, b->stdin_chunk.len);
+        assert_memory_equal(a->stdin_chunk.data, b->stdin_chunk.data, a->stdin_chunk.len);
+        assert_int_equal(a->stdin_chunk.eof, b->stdin_chunk.eof);
+        break;
     }
 }
 
@@ -147,8 +162,12 @@ static void test_names(void **state) {
     assert_string_equal(lz_record_name(LZ_REC_CHUNK_ACK), "chunk-ack");
     assert_string_equal(lz_record_name(LZ_REC_RESULT_END), "result-end");
     assert_string_equal(lz_record_name(LZ_REC_CANCEL), "cancel");
+    assert_string_equal(lz_record_name(LZ_REC_STDIN_CHUNK), "stdin-chunk");
     assert_null(lz_record_name(0));
-    assert_null(lz_record_name(8));
+    assert_null(lz_record_name(9));
+    /* stdin comes from the sandbox, never from the host */
+    assert_true(LZ_REC_FROM_SANDBOX & LZ_REC_MASK(LZ_REC_STDIN_CHUNK));
+    assert_false(LZ_REC_FROM_HOST & LZ_REC_MASK(LZ_REC_STDIN_CHUNK));
     assert_int_equal(LZ_REC_FROM_SANDBOX & LZ_REC_FROM_HOST, 0);
 }
 
@@ -384,6 +403,7 @@ static void pb_request(struct pb *p, size_t argc, size_t elem_len, size_t cwd_le
     p->n += just_len;
     pb_var(p, 0);
     p->b[p->n++] = stdin_byte;
+    p->b[p->n++] = 0; /* terminal */
 }
 
 static void test_bounds(void **state) {
@@ -422,6 +442,11 @@ static void test_bounds(void **state) {
     /* bool other than 0/1 */
     pb_request(&p, 1, 1, 1, 0, 2);
     assert_int_equal(dec(LZ_REC_ESCALATION_REQUEST, &p), -EINVAL);
+    pb_request(&p, 1, 1, 1, 0, 0);
+    p.b[p.n - 1] = 2; /* the terminal flag */
+    assert_int_equal(dec(LZ_REC_ESCALATION_REQUEST, &p), -EINVAL);
+    p.n--; /* without it: truncated */
+    assert_int_not_equal(dec(LZ_REC_ESCALATION_REQUEST, &p), 0);
     /* empty argv, empty argv[0] */
     pb_request(&p, 0, 1, 1, 0, 0);
     assert_int_equal(dec(LZ_REC_ESCALATION_REQUEST, &p), -EINVAL);
@@ -510,8 +535,86 @@ static void test_content_rules(void **state) {
     r.chunk.len = 0;
     assert_int_equal(lz_record_encode(&r, out, sizeof out, &n, NULL), -EINVAL);
     r = sample(LZ_REC_RESULT_CHUNK);
-    r.chunk.stream = 3;
+    r.chunk.stream = LZ_STREAM_TERMINAL;
+    assert_int_equal(lz_record_encode(&r, out, sizeof out, &n, NULL), 0);
+    r.chunk.stream = 4;
     assert_int_equal(lz_record_encode(&r, out, sizeof out, &n, NULL), -EINVAL);
+}
+
+/* stdin-chunk (lazaret-escalate --stdin): the exact encoding, the bounds
+ * of its data, the rule that only an eof chunk may be empty, the strict
+ * eof bool, the mailbox seq, and the signer. */
+static void test_stdin_chunk(void **state) {
+    (void)state;
+    struct lz_record r = sample(LZ_REC_STDIN_CHUNK), d;
+    uint8_t out[LZ_RECORD_PAYLOAD_MAX];
+    size_t n;
+    assert_int_equal(lz_record_encode(&r, out, sizeof out, &n, NULL), 0);
+    /* ids, seq 129 = 0x81 0x01, length 7, the bytes, eof 1 */
+    assert_int_equal(n, 32 + 2 + 1 + sizeof stdin_data + 1);
+    assert_memory_equal(out + 32, "\x81\x01\x07", 3);
+    assert_memory_equal(out + 35, stdin_data, sizeof stdin_data);
+    assert_int_equal(out[n - 1], 1);
+    assert_int_equal(lz_record_seq(&r), 129);
+    struct lz_record c = sample(LZ_REC_RESULT_CHUNK), other = sample(LZ_REC_CANCEL);
+    assert_int_equal(lz_record_seq(&c), 300);
+    assert_int_equal(lz_record_seq(&other), 0);
+
+    /* Empty: only as the end of input. */
+    r.stdin_chunk.len = 0;
+    r.stdin_chunk.data = NULL;
+    assert_int_equal(lz_record_encode(&r, out, sizeof out, &n, NULL), 0);
+    r.stdin_chunk.eof = false;
+    struct lz_error err = { 0 };
+    assert_int_equal(lz_record_encode(&r, out, sizeof out, &n, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "empty stdin chunk"));
+    struct pb p;
+    pb_ids(&p);
+    pb_var(&p, 3);
+    pb_var(&p, 0);
+    p.b[p.n++] = 0;
+    assert_int_equal(dec(LZ_REC_STDIN_CHUNK, &p), -EINVAL);
+    p.b[p.n - 1] = 1; /* positive control: the same with eof */
+    assert_int_equal(dec(LZ_REC_STDIN_CHUNK, &p), 0);
+    p.b[p.n - 1] = 2; /* a bool other than 0/1 */
+    assert_int_equal(dec(LZ_REC_STDIN_CHUNK, &p), -EINVAL);
+    p.b[p.n - 1] = 1;
+    p.b[p.n++] = 0; /* trailing byte */
+    assert_int_equal(dec(LZ_REC_STDIN_CHUNK, &p), -EINVAL);
+
+    /* LZ_RECORD_CHUNK_MAX bytes pass, one more does not (decoder and encoder). */
+    static struct pb big;
+    for (size_t len = LZ_RECORD_CHUNK_MAX; len <= LZ_RECORD_CHUNK_MAX + 1; len++) {
+        pb_ids(&big);
+        pb_var(&big, 0);
+        pb_var(&big, len);
+        memset(big.b + big.n, 'i', len);
+        big.n += len;
+        big.b[big.n++] = 0;
+        assert_int_equal(dec(LZ_REC_STDIN_CHUNK, &big), len == LZ_RECORD_CHUNK_MAX ? 0 : -E2BIG);
+    }
+    static uint8_t data[LZ_RECORD_CHUNK_MAX + 1];
+    r = sample(LZ_REC_STDIN_CHUNK);
+    r.stdin_chunk.data = data;
+    r.stdin_chunk.len = LZ_RECORD_CHUNK_MAX;
+    size_t len = seal(&r);
+    assert_int_equal(lz_record_open(pk, buf, len, LZ_REC_FROM_SANDBOX, &d, NULL), 0);
+    assert_int_equal(d.stdin_chunk.len, LZ_RECORD_CHUNK_MAX);
+    lz_record_clear(&d);
+    r.stdin_chunk.len = LZ_RECORD_CHUNK_MAX + 1;
+    assert_int_equal(lz_record_seal(sk, &r, buf, LZ_RECORD_MAX, &len, NULL), -E2BIG);
+
+    /* Only the sandbox's mask accepts it, only its signer's key opens it,
+     * and its signature is not a result-chunk's (same field shapes). */
+    r = sample(LZ_REC_STDIN_CHUNK);
+    len = seal(&r);
+    assert_int_equal(lz_record_open(pk, buf, len, LZ_REC_FROM_HOST, &d, NULL), -EBADMSG);
+    assert_int_equal(lz_record_open(pk2, buf, len, LZ_REC_FROM_SANDBOX, &d, NULL), -EBADMSG);
+    buf[1] = LZ_REC_RESULT_CHUNK;
+    assert_int_equal(lz_record_open(pk, buf, len, all, &d, NULL), -EBADMSG);
+    buf[1] = LZ_REC_STDIN_CHUNK;
+    assert_int_equal(lz_record_open(pk, buf, len, LZ_REC_FROM_SANDBOX, &d, NULL), 0);
+    lz_record_clear(&d);
 }
 
 static void test_digest(void **state) {
@@ -537,6 +640,7 @@ int main(void) {
         cmocka_unit_test(test_zigzag_exit_status),
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_content_rules),
+        cmocka_unit_test(test_stdin_chunk),
         cmocka_unit_test(test_digest),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -1,0 +1,256 @@
+"""The built-in agent profiles claude, codex and opencode (issue 13).
+
+The image tests build the real agent images (Debian mirror + npm registry:
+marked `network` and `slow`; CI has both, as for the default image) and
+run the real agents in the real sandbox. The configuration tests need
+neither.
+"""
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import Env, lz_run, make_git_repo, user_processes, wait_until
+
+AGENTS = ("claude", "codex", "opencode")
+BUILD_TIMEOUT = 1800
+
+
+def config_check(lazaret, env, workspace, *args, **kw):
+    return subprocess.run([lazaret, "config", "check", *args], cwd=workspace, env=env.environ(**kw),
+                          capture_output=True, text=True, timeout=60)
+
+
+def sandbox_processes():
+    return [p for pat in ("runsc", "slirp4netns", "lazaret-router", "lazaret-core __supervisor",
+                          "lazaret-core __coordinator") for p in user_processes(pat)]
+
+
+@pytest.fixture
+def agent_env(tmp_path, storage):
+    """A configuration file that defines no agent profile: the built-ins apply."""
+    return Env(tmp_path / "agent-env", storage, "builtin:debian-bookworm")
+
+
+# ---- configuration (no image needed) -----------------------------------
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_config_check_shows_the_builtin(lazaret, agent_env, workspace, agent):
+    r = config_check(lazaret, agent_env, workspace, "-p", agent)
+    assert r.returncode == 0, r.stderr
+    assert f'# built-in agent profile (the configuration does not define "{agent}")' in r.stdout
+    assert f'image = "builtin:agent-{agent}"' in r.stdout
+    assert f'command = ["{agent}"]' in r.stdout
+    # the agent's state lives beneath {profile_dir}, never in the workspace
+    assert f'host = "{agent_env.storage}/{agent}/' in r.stdout
+    assert str(workspace) + "/" not in r.stdout.split("[profiles.")[1].split("# Profile directory")[0]
+
+
+def test_builtin_agent_without_a_configuration_file(lazaret, agent_env, workspace):
+    agent_env.config.unlink()
+    r = config_check(lazaret, agent_env, workspace, "-p", "codex")
+    assert r.returncode == 0, r.stderr
+    assert 'using the built-in profile "codex"' in r.stderr
+    assert f'host = "{agent_env.home}/.local/share/lazaret/codex/codex", container = "/root/.codex"' in r.stdout
+    # positive control: a name that is neither default nor an agent is refused
+    r = config_check(lazaret, agent_env, workspace, "-p", "nope")
+    assert r.returncode != 0
+    assert '"default", "claude", "codex" and "opencode"' in r.stderr
+
+
+def test_builtin_env_passes_only_what_is_set(lazaret, agent_env, workspace):
+    r = config_check(lazaret, agent_env, workspace, "-p", "claude")
+    assert r.returncode == 0, r.stderr
+    assert '# ANTHROPIC_API_KEY: not passed ("ANTHROPIC_API_KEY" is not set on the host)' in r.stdout
+    r2 = config_check(lazaret, agent_env, workspace, "-p", "claude", ANTHROPIC_API_KEY="sk-lz-secret")
+    assert r2.returncode == 0, r2.stderr
+    assert 'ANTHROPIC_API_KEY = "<redacted>"  # from "env:ANTHROPIC_API_KEY"' in r2.stdout
+    assert "sk-lz-secret" not in r2.stdout
+    # whether the key is set is not configuration: same Domain, same fingerprint
+    fp = [line for line in r.stdout.splitlines() if "Configuration Fingerprint" in line]
+    fp2 = [line for line in r2.stdout.splitlines() if "Configuration Fingerprint" in line]
+    assert fp and fp == fp2
+
+
+def test_user_profile_named_claude_overrides_the_builtin(lazaret, agent_env, workspace):
+    agent_env.write_config(extra='[profiles.claude]\nimage = "builtin:debian-bookworm"\n'
+                                 'env = { K = "env:LZ_AGENTS_UNSET" }\n')
+    r = config_check(lazaret, agent_env, workspace, "-p", "claude")
+    # the user's profile, with the strict rule for a missing variable
+    assert r.returncode != 0
+    assert 'host environment variable "LZ_AGENTS_UNSET" is not set' in r.stderr
+    r = config_check(lazaret, agent_env, workspace, "-p", "claude", LZ_AGENTS_UNSET="x")
+    assert r.returncode == 0, r.stderr
+    assert "built-in agent profile" not in r.stdout
+    assert 'image = "builtin:debian-bookworm"' in r.stdout
+    assert "# command: none (a login shell)" in r.stdout
+
+
+def test_image_bootstrap_agent_usage(lazaret, agent_env, workspace):
+    for args, msg in ((["--agent", "nope"], 'unknown agent "nope"'),
+                      (["--refresh"], "--refresh applies to --agent NAME"),
+                      (["--agent", "claude", "--suite", "trixie"], "--agent and --suite exclude each other")):
+        r = subprocess.run([lazaret, "image", "bootstrap", *args], cwd=workspace, env=agent_env.environ(),
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2, (args, r.stderr)
+        assert msg in r.stderr
+
+
+def test_profile_command_is_the_default_argv(lazaret, env, workspace):
+    """`command` runs when `lazaret run` has no CMD; a CMD replaces it."""
+    env.write_config(extra_profile='command = ["sh", "-c", "echo from-command"]')
+    r = lz_run(lazaret, env, workspace, [])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"from-command\n"
+    r = lz_run(lazaret, env, workspace, ["echo", "from-argv"])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"from-argv\n"
+    # positive control: without the key the same run is a login shell, not the command
+    env.write_config()
+    r = lz_run(lazaret, env, workspace, [], input=b"echo from-shell\n")
+    assert r.stdout != b"from-command\n"
+    assert b"from-shell" in r.stdout
+
+
+# ---- the real images ---------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def agent_images(tmp_path_factory, storage, lazaret):
+    """Builds each agent image once per Storage Root (skipped when stored)."""
+    e = Env(tmp_path_factory.mktemp("agent-build"), storage, "builtin:debian-bookworm")
+    built = {}
+
+    def build(agent):
+        if agent not in built:
+            r = subprocess.run([lazaret, "image", "bootstrap", "--agent", agent], env=e.environ(),
+                               capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+            assert r.returncode == 0, r.stderr[-3000:]
+            built[agent] = r.stdout
+        return built[agent]
+    return build
+
+
+@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.parametrize("agent", AGENTS)
+def test_agent_version_runs(lazaret, agent_images, agent_env, workspace, agent):
+    agent_images(agent)
+    r = lz_run(lazaret, agent_env, workspace, [agent, "--version"], profile=agent, timeout=600)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")[-2000:]
+    assert any(ch.isdigit() for ch in r.stdout.decode()), r.stdout
+    # a second bootstrap without --refresh keeps the stored image
+    out = agent_images(agent)
+    assert f"builtin:agent-{agent}" in out
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_claude_state_survives_restart_is_shared_and_absent_from_workspaces(lazaret, agent_images, agent_env,
+                                                                            tmp_path):
+    agent_images("claude")
+    ws1 = make_git_repo(tmp_path / "one")
+    ws2 = make_git_repo(tmp_path / "two")
+    state = Path(agent_env.storage) / "claude" / "claude"
+    marker = f"lz-state-{tmp_path.name}"
+    # the default command is the agent; CLAUDE_CONFIG_DIR puts .claude.json in the volume
+    r = lz_run(lazaret, agent_env, ws1, ["bash", "-c",
+               f'echo {marker} > /root/.claude/{marker} && echo "$CLAUDE_CONFIG_DIR" && command -v claude'],
+               profile="claude", timeout=600)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")[-2000:]
+    assert r.stdout.decode().split() == ["/root/.claude", "/usr/local/bin/claude"]
+    assert (state / marker).read_text() == marker + "\n"
+    assert wait_until(lambda: not sandbox_processes(), timeout=45)
+    # the next Domain of the same workspace (a restart), and another workspace's Domain
+    for ws in (ws1, ws2):
+        r = lz_run(lazaret, agent_env, ws, ["cat", f"/root/.claude/{marker}"], profile="claude", timeout=600)
+        assert r.returncode == 0, r.stderr.decode(errors="replace")[-2000:]
+        assert r.stdout.decode() == marker + "\n"
+        assert wait_until(lambda: not sandbox_processes(), timeout=45)
+    # never inside a workspace
+    for ws in (ws1, ws2):
+        hits = [p for p in ws.rglob("*") if marker in p.name or p.name in (".claude", ".claude.json")]
+        assert hits == []
+    # positive control: the same search finds the marker where it is
+    assert [p for p in state.rglob("*") if marker in p.name]
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_user_profile_named_claude_runs_instead_of_the_builtin(lazaret, agent_env, debian, workspace):
+    agent_env.write_config(extra='[profiles.claude]\nimage = "builtin:debian-bookworm"\n')
+    r = lz_run(lazaret, agent_env, workspace, ["sh", "-c", "command -v claude || echo no-claude"],
+               profile="claude", timeout=600)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")[-2000:]
+    assert r.stdout.decode().strip() == "no-claude"
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_api_keys_reach_their_profile_only_when_set(lazaret, agent_images, agent_env, workspace):
+    agent_images("claude")
+    show = ["sh", "-c", 'echo "A=${ANTHROPIC_API_KEY-unset} O=${OPENAI_API_KEY-unset}"']
+    cmd = [lazaret, "run", "-p", "claude", "--"] + show
+    r = subprocess.run(cmd, cwd=workspace, capture_output=True, timeout=600,
+                       env=agent_env.environ(ANTHROPIC_API_KEY="sk-lz-a", OPENAI_API_KEY="sk-lz-o"))
+    assert r.returncode == 0, r.stderr.decode(errors="replace")[-2000:]
+    # the claude profile passes its own key, never another profile's
+    assert r.stdout.decode() == "A=sk-lz-a O=unset\n"
+    assert wait_until(lambda: not sandbox_processes(), timeout=45)
+    r = subprocess.run(cmd, cwd=workspace, capture_output=True, timeout=600, env=agent_env.environ())
+    assert r.returncode == 0, r.stderr.decode(errors="replace")[-2000:]
+    assert r.stdout.decode() == "A=unset O=unset\n"
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_claude_interactive_first_screen_and_clean_exit(lazaret, agent_images, agent_env, workspace):
+    """`lazaret run -p claude` (no CMD: the profile's command) reaches Claude
+    Code's first screen on a real terminal, without an API call, and exits
+    on Ctrl-C with the host terminal restored."""
+    import pexpect
+    agent_images("claude")
+    sh = pexpect.spawn("/bin/bash", ["--norc", "--noprofile"], cwd=str(workspace),
+                       env=agent_env.environ(PS1="HOST$ "), encoding="utf-8", timeout=120,
+                       dimensions=(40, 120))
+    sh.expect("HOST\\$ ")
+    sh.sendline("stty -g > .lz-stty-before; echo saved")
+    sh.expect("saved")
+    sh.expect("HOST\\$ ")
+    sh.sendline(f"{lazaret} run -p claude; echo client-exit=$?")
+    # The first screen (words are placed by cursor moves, not spaces). On a
+    # machine that cannot reach api.anthropic.com Claude Code then says so
+    # and exits by itself; otherwise Ctrl-C ends it.
+    sh.expect(r"Welcome.{0,40}?to.{0,40}?Claude.{0,40}?Code", timeout=300)
+    for _ in range(4):
+        if sh.expect([r"client-exit=(\d+)", pexpect.TIMEOUT], timeout=5) == 0:
+            break
+        sh.sendcontrol("c")
+    else:
+        pytest.fail("claude did not exit on Ctrl-C")
+    # the agent's own status, not Lazaret's launch failure
+    assert sh.match.group(1) != "125"
+    sh.expect("HOST\\$ ")
+    sh.sendline("stty -g | cmp - .lz-stty-before && echo RESTORED; rm -f .lz-stty-before")
+    sh.expect("RESTORED")
+    sh.sendline("exit")
+    sh.expect(pexpect.EOF)
+    assert wait_until(lambda: not sandbox_processes(), timeout=45)
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_claude_unattended_mode_starts_as_root(lazaret, agent_images, agent_env, workspace):
+    """Claude Code refuses --dangerously-skip-permissions as root unless it is
+    told it runs in a sandbox; the built-in profile tells it (IS_SANDBOX=1)."""
+    guard = "cannot be used with root/sudo privileges"
+    cmd = "id -u; timeout 60 claude --dangerously-skip-permissions -p hi </dev/null 2>&1; echo rc=$?"
+    r = lz_run(lazaret, agent_env, workspace, ["bash", "-c", cmd], profile="claude", timeout=600)
+    out = r.stdout.decode(errors="replace")
+    assert out.startswith("0\n"), out  # root inside
+    assert guard not in out, out
+    # Control: without the signal the same command hits the guard.
+    r = lz_run(lazaret, agent_env, workspace, ["bash", "-c", "IS_SANDBOX= " + cmd.split("; ", 1)[1]],
+               profile="claude", timeout=600)
+    assert guard in r.stdout.decode(errors="replace"), r.stdout
