@@ -73,6 +73,9 @@ static int supervisor(int argc, char **argv) {
         { "volume", required_argument, NULL, 'V' },
         { "volume-view", required_argument, NULL, 'W' },
         { "deny-link-target", required_argument, NULL, 'X' },
+        { "ignored-state", required_argument, NULL, 'I' },
+        { "git-home", required_argument, NULL, 'H' },
+        { "git-xdg-config", required_argument, NULL, 'G' },
         { 0 },
     };
     int c;
@@ -94,6 +97,9 @@ static int supervisor(int argc, char **argv) {
         case 'L': a.rootfs = optarg; break;
         case 'A': a.anchor_root = optarg; break;
         case 'T': a.anchor_target = optarg; break;
+        case 'I': a.ignored_state = optarg; break;
+        case 'H': a.git_home = optarg; break;
+        case 'G': a.git_xdg = optarg; break;
         case 'p':
             if (a.n_persist < 256) {
                 a.persist = lz_xrealloc(a.persist, (a.n_persist + 1) * sizeof *a.persist);

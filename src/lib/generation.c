@@ -465,6 +465,28 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
         argv[na++] = (char *)"--deny-link-target";
         argv[na++] = deny[i];
     }
+    /* Git-ignored untracked paths are served from the Domain's Ignored
+     * Workspace State (docs/ignored-state.md); the rules are the host
+     * user's, so the router is told where that user's Git config is. */
+    _cleanup_free_ char *ignored = NULL;
+    if (c->profile.ignored_state) {
+        ignored = lz_xasprintf("%s/ignored", c->domain_dir);
+        if (mkdir(ignored, 0700) < 0 && errno != EEXIST) {
+            close(sp[1]);
+            return lz_error_set(err, -errno, "cannot create %s: %s", ignored, strerror(errno));
+        }
+        argv[na++] = (char *)"--ignored-state";
+        argv[na++] = ignored;
+        const char *home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
+        if (home && home[0] == '/') {
+            argv[na++] = (char *)"--git-home";
+            argv[na++] = (char *)home;
+        }
+        if (xdg && xdg[0] == '/') {
+            argv[na++] = (char *)"--git-xdg-config";
+            argv[na++] = (char *)xdg;
+        }
+    }
     if (n_persist) {
         char *anc[] = { (char *)"--rootfs",        h->rootfs,       (char *)"--anchor-root", h->anchor_root,
                         (char *)"--anchor-target", h->anchor_target };

@@ -170,6 +170,14 @@ static enum lz_router_class classify_rel(const char *const *c, size_t n) {
         if (ieq(c[2], "alternates") || ieq(c[2], "http-alternates"))
             return LZ_RCLASS_PROTECTED;
     }
+    /* info/exclude holds the developer's private ignore rules, which decide
+     * what the Ignored Workspace State hides (docs/ignored-state.md). */
+    if (ieq(c[0], "info")) {
+        if (n == 1)
+            return LZ_RCLASS_ANCESTOR;
+        if (ieq(c[1], "exclude"))
+            return LZ_RCLASS_PROTECTED;
+    }
     return LZ_RCLASS_FREE;
 }
 

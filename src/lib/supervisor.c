@@ -283,7 +283,7 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
         return -errno;
     char fdstr[16];
     snprintf(fdstr, sizeof fdstr, "%d", rp[1]);
-    _cleanup_free_ char **argv = lz_xcalloc(20 + 2 * a->n_protect + 2 * LZ_RS_DENY_MAX, sizeof *argv);
+    _cleanup_free_ char **argv = lz_xcalloc(26 + 2 * a->n_protect + 2 * LZ_RS_DENY_MAX, sizeof *argv);
     size_t n = 0;
     argv[n++] = (char *)a->router;
     argv[n++] = (char *)"--source";
@@ -312,6 +312,18 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
     for (size_t i = 0; i < a->n_protect && !plain; i++) {
         argv[n++] = (char *)"--protect";
         argv[n++] = a->protect[i];
+    }
+    if (!plain && a->ignored_state) {
+        argv[n++] = (char *)"--ignored-state";
+        argv[n++] = (char *)a->ignored_state;
+        if (a->git_home) {
+            argv[n++] = (char *)"--git-home";
+            argv[n++] = (char *)a->git_home;
+        }
+        if (a->git_xdg) {
+            argv[n++] = (char *)"--git-xdg-config";
+            argv[n++] = (char *)a->git_xdg;
+        }
     }
     argv[n] = NULL;
     int keep[] = { rp[1] };

@@ -60,6 +60,7 @@
 #define FUSE_USE_VERSION 312
 
 #include "gitindex.h"
+#include "ignore.h"
 #include "router.h"
 #include "util.h"
 
@@ -109,12 +110,21 @@ struct rt_inode {
     bool sealed;            /* a checked Git index now: no more writes through any handle */
     bool is_root;
     bool hashed; /* in the table (false once retired) */
+    bool store;  /* in the Ignored Workspace State (see ignore.h), not the host workspace */
 };
 
 struct rt_dir {
     DIR *dp;
     struct dirent *entry;
     off_t offset;
+    /* A host directory when ignored-state routing is on: its listing
+     * (both backings, each name from the backing that serves it) taken at
+     * opendir; offsets are indexes + 1. */
+    bool snap;
+    size_t n;
+    char **names;
+    ino_t *inos;
+    unsigned char *types;
 };
 
 struct router {
@@ -135,6 +145,12 @@ struct router {
     size_t n_deny;
     char *mountpoint; /* canonical; never looked at by lt_resolve() */
     bool plain;       /* --plain: no Git policy (a volume, not a workspace) */
+    /* --ignored-state: the routing of git-ignored untracked paths to the
+     * Domain's Ignored Workspace State (ignore.h); NULL when off or when
+     * the workspace is not in a Git work tree. */
+    struct rt_ignore *ig;
+    char *store_path; /* the kernel's path of the store root */
+    size_t store_len;
     uid_t uid;
     gid_t gid;
     bool quiet;
@@ -379,7 +395,7 @@ static void windex_add(struct router *r, struct rt_inode *in) {
 /* Starts watching directory `in` (its fd held). Without a watch (the
  * user's inotify limit reached) it stays uncached: timeouts of 0. */
 static void watch_dir(struct router *r, struct rt_inode *in) {
-    if (!r->watch || in->wd >= 0 || in->fd < 0 || !S_ISDIR(in->type))
+    if (!r->watch || in->wd >= 0 || in->fd < 0 || !S_ISDIR(in->type) || in->store)
         return;
     char path[40];
     snprintf(path, sizeof path, "/proc/self/fd/%d", in->fd);
@@ -470,6 +486,8 @@ static fuse_ino_t node_id(struct rt_inode *in) { return in->is_root ? FUSE_ROOT_
 /* An O_PATH fd of `in`, owned by the record (valid until the next request
  * starts). An evicted inode is reopened by the name it was last seen under
  * and must still be the same inode; otherwise -ESTALE. */
+static int store_dir(struct router *r, struct rt_inode *dir, bool create);
+
 static int inode_fd_at_depth(struct router *r, struct rt_inode *in, unsigned depth) {
     if (in->fd >= 0) {
         if (!in->is_root)
@@ -481,6 +499,14 @@ static int inode_fd_at_depth(struct router *r, struct rt_inode *in, unsigned dep
     int pfd = inode_fd_at_depth(r, in->parent, depth + 1);
     if (pfd < 0)
         return pfd;
+    /* A store entry of a host directory: in the directory's counterpart. */
+    _cleanup_close_ int cfd = -EBADF;
+    if (in->store && !in->parent->store) {
+        cfd = store_dir(r, in->parent, false);
+        if (cfd < 0)
+            return cfd == -ENOENT ? -ESTALE : cfd;
+        pfd = cfd;
+    }
     int fd = lz_openat_beneath(pfd, in->name, O_PATH | O_NOFOLLOW, 0, false);
     if (fd < 0)
         return fd == -ENOENT ? -ESTALE : fd;
@@ -635,6 +661,11 @@ static int dir_relpath(struct router *r, int fd, char *out, size_t size) {
         return rc;
     for (int attempt = 0; attempt < 2; attempt++) {
         const char *rel = strip_root(r, abs);
+        /* A directory of the Ignored Workspace State has the same
+         * workspace-relative path as its place in the view. */
+        if (!rel && r->store_path && strncmp(abs, r->store_path, r->store_len) == 0 &&
+            (abs[r->store_len] == '\0' || abs[r->store_len] == '/'))
+            rel = abs[r->store_len] ? abs + r->store_len + 1 : abs + r->store_len;
         if (rel) {
             size_t len = strlen(rel);
             if (len >= size)
@@ -666,6 +697,153 @@ static int entry_relpath(struct router *r, struct rt_inode *dir, const char *nam
     return join_path(out, size, d, name);
 }
 
+/* ---- the two backings (ignored-state routing, ignore.h) ---- */
+
+/* The counterpart of host directory `dir` in the store (O_PATH; the
+ * caller closes it), made when missing if `create`; -ENOENT when absent. */
+static int store_dir(struct router *r, struct rt_inode *dir, bool create) {
+    char d[LZ_ROUTER_PATH_MAX + 1];
+    int dfd = inode_fd(r, dir);
+    if (dfd < 0)
+        return dfd;
+    int rc = dir_relpath(r, dfd, d, sizeof d);
+    if (rc < 0)
+        return rc;
+    return rt_open_dir_p(rt_ignore_store_fd(r->ig), d, create);
+}
+
+/* The directory that holds `in`'s entry, in `in`'s own backing: its
+ * parent's fd, or for a store entry of a host directory that directory's
+ * counterpart (then *owned is set, and closed by the caller). */
+static int holder_fd(struct router *r, struct rt_inode *in, int *owned) {
+    *owned = -EBADF;
+    if (!in->parent)
+        return -ESTALE;
+    if (in->store && !in->parent->store) {
+        int fd = store_dir(r, in->parent, false);
+        if (fd < 0)
+            return fd == -ENOENT ? -ESTALE : fd;
+        return *owned = fd;
+    }
+    return inode_fd(r, in->parent);
+}
+
+/* Where entry `name` of `dir` lives: the backing that serves it and that
+ * backing's fd of `dir`. */
+struct rt_at {
+    int fd;
+    int owned; /* closed by at_done() */
+    bool store;
+};
+
+static void at_done(struct rt_at *at) {
+    if (at->owned >= 0)
+        close(at->owned);
+    at->owned = -EBADF;
+}
+
+/* Routes `name` in `dir`. `type` is the entry's type when the caller knows
+ * it (what it is making or moving), else 0: the host's entry decides, or
+ * the store's when the host has none. A store counterpart of `dir` is made
+ * when `create`; without it a missing one gives -ENOENT. */
+static int route_at(struct router *r, struct rt_inode *dir, const char *name, mode_t type, bool create,
+                    struct rt_at *at) {
+    at->owned = -EBADF;
+    at->store = false;
+    int rc = name_valid(name);
+    if (rc < 0)
+        return rc;
+    int dfd = inode_fd(r, dir);
+    if (dfd < 0)
+        return dfd;
+    at->fd = dfd;
+    if (!r->ig)
+        return 0;
+    if (dir->store) {
+        at->store = true;
+        return 0;
+    }
+    char rel[LZ_ROUTER_PATH_MAX + 1];
+    rc = entry_relpath(r, dir, name, rel, sizeof rel);
+    if (rc < 0)
+        return rc;
+    bool is_dir = S_ISDIR(type);
+    if (!type && rt_ignore_needs_type(r->ig, rel)) {
+        struct stat st;
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+            is_dir = S_ISDIR(st.st_mode);
+        } else {
+            _cleanup_close_ int sfd = store_dir(r, dir, false);
+            if (sfd >= 0 && fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                is_dir = S_ISDIR(st.st_mode);
+        }
+    }
+    int b = rt_ignore_route(r->ig, rel, is_dir);
+    if (b < 0)
+        return b;
+    if (b == RT_HOST)
+        return 0;
+    int sfd = store_dir(r, dir, create);
+    if (sfd < 0)
+        return sfd;
+    at->fd = at->owned = sfd;
+    at->store = true;
+    return 0;
+}
+
+static int plain_check(const struct lz_router_req *q);
+
+/* The path checks of a store-side operation: a store is no Git work tree
+ * the host's git ever reads, so only the shape rules (--plain). */
+static int store_check(struct router *r, struct rt_inode *dir, const char *name, enum lz_router_op op, int sfd,
+                       bool *ret_exists) {
+    char path[LZ_ROUTER_PATH_MAX + 1];
+    struct stat st;
+    bool exists = fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (!exists && errno != ENOENT)
+        return -errno;
+    int rc = entry_relpath(r, dir, name, path, sizeof path);
+    if (rc < 0)
+        return rc;
+    struct lz_router_req q = { .op = op, .path = path, .exists = exists };
+    if (ret_exists)
+        *ret_exists = exists;
+    return plain_check(&q);
+}
+
+/* 1 if directory `name` in dfd has no entry, 0 if it has, -errno. */
+static int dir_is_empty(int dfd, const char *name) {
+    _cleanup_close_ int fd = lz_openat_beneath(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0, false);
+    if (fd < 0)
+        return fd;
+    DIR *dp;
+    int rc = lz_opendir_at(fd, &dp);
+    if (rc < 0)
+        return rc;
+    struct dirent *de;
+    rc = 1;
+    while ((de = readdir(dp)))
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+            rc = 0;
+            break;
+        }
+    closedir(dp);
+    return rc;
+}
+
+/* The .gitignore hooks (ignore.h) for the host entry `name` of `dir`. */
+static void rules_will_change(struct router *r, struct rt_inode *dir, const char *name) {
+    char rel[LZ_ROUTER_PATH_MAX + 1];
+    if (r->ig && !dir->store && rt_ignore_is_rules_file(name) && entry_relpath(r, dir, name, rel, sizeof rel) == 0)
+        rt_ignore_will_change(r->ig, rel);
+}
+
+static void rules_changed(struct router *r, struct rt_inode *dir, const char *name) {
+    char rel[LZ_ROUTER_PATH_MAX + 1];
+    if (r->ig && !dir->store && rt_ignore_is_rules_file(name) && entry_relpath(r, dir, name, rel, sizeof rel) == 0)
+        rt_ignore_changed(r->ig, rel);
+}
+
 /* The current path of `in`. A non-directory with no link left has no path:
  * *ret_noname is set and nothing else. `fhfd` is an open handle of it, or
  * -1. */
@@ -685,7 +863,8 @@ static int inode_relpath(struct router *r, struct rt_inode *in, int fhfd, char *
     }
     if (!in->parent)
         return -ESTALE;
-    int pfd = inode_fd(r, in->parent);
+    _cleanup_close_ int owned = -EBADF;
+    int pfd = holder_fd(r, in, &owned);
     if (pfd < 0)
         return pfd;
     if (fstatat(pfd, in->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != in->dev || st.st_ino != in->ino)
@@ -754,6 +933,8 @@ static int policy_inode(struct router *r, struct rt_inode *in, int fhfd, enum lz
         log_refusal(r, lz_router_op_name(op), in->name, NULL, -EPERM);
         return -EPERM;
     }
+    if (in->store)
+        return 0; /* --plain has nothing to refuse on an existing inode */
     int rc = inode_relpath(r, in, fhfd, path, sizeof path, &noname);
     if (rc < 0) {
         log_refusal(r, lz_router_op_name(op), in->name, NULL, rc);
@@ -983,6 +1164,15 @@ static int lt_dir_path(struct router *r, struct rt_inode *dir, char *out, size_t
 static int lt_check_new(struct router *r, struct rt_inode *dir, const char *name, const char *target) {
     if (r->n_deny == 0)
         return 0;
+    if (r->ig) {
+        /* A symlink in the store is never seen by the host's tools. */
+        struct rt_at at;
+        int rc = route_at(r, dir, name, S_IFLNK, true, &at);
+        bool store = rc == 0 && at.store;
+        at_done(&at);
+        if (store)
+            return 0;
+    }
     char base[PATH_MAX + 1];
     int rc = lt_dir_path(r, dir, base, sizeof base);
     return rc < 0 ? rc : lt_check(r, "symlink", base, name, target);
@@ -1090,10 +1280,22 @@ static struct rt_inode *find_live(struct router *r, const struct stat *st) {
     return in;
 }
 
+static int lookup_at(struct router *r, struct rt_inode *dir, const char *name, const struct rt_at *at,
+                     struct fuse_entry_param *e);
+
 static int do_lookup(struct router *r, struct rt_inode *dir, const char *name, struct fuse_entry_param *e) {
-    int dfd = entry_dir_fd(r, dir, name);
-    if (dfd < 0)
-        return dfd;
+    struct rt_at at;
+    int rc = route_at(r, dir, name, 0, false, &at);
+    if (rc < 0)
+        return rc;
+    rc = lookup_at(r, dir, name, &at, e);
+    at_done(&at);
+    return rc;
+}
+
+static int lookup_at(struct router *r, struct rt_inode *dir, const char *name, const struct rt_at *at,
+                     struct fuse_entry_param *e) {
+    int dfd = at->fd;
     struct stat st;
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return -errno;
@@ -1117,6 +1319,7 @@ static int do_lookup(struct router *r, struct rt_inode *dir, const char *name, s
         in->fd = -1;
         in->wd = -1;
         in->type = st.st_mode & S_IFMT;
+        in->store = at->store;
         table_insert(r, in);
     }
     if (fd >= 0 && in->fd < 0 && S_ISDIR(in->type) && !in->is_root) {
@@ -1127,7 +1330,7 @@ static int do_lookup(struct router *r, struct rt_inode *dir, const char *name, s
     inode_set_name(r, in, dir, name);
     /* Several names: remember if one of them is protected, so that another
      * name cannot be used to write it. */
-    if (!r->plain && !S_ISDIR(in->type) && st.st_nlink > 1 && !in->sticky) {
+    if (!r->plain && !in->store && !S_ISDIR(in->type) && st.st_nlink > 1 && !in->sticky) {
         char path[LZ_ROUTER_PATH_MAX + 1];
         enum lz_router_class cls = LZ_RCLASS_PROTECTED;
         if (entry_relpath(r, dir, name, path, sizeof path) < 0 || lz_router_classify(&r->pol, path, &cls) < 0 ||
@@ -1179,7 +1382,8 @@ static int stat_inode(struct router *r, struct rt_inode *in, struct fuse_file_in
         return fstat(fd, st) < 0 ? -errno : 0;
     if (in->fd < 0 && !S_ISDIR(in->type) && in->parent) {
         /* By name, checked by identity: no fd needed. */
-        int pfd = inode_fd(r, in->parent);
+        _cleanup_close_ int owned = -EBADF;
+        int pfd = holder_fd(r, in, &owned);
         if (pfd < 0)
             return pfd;
         if (fstatat(pfd, in->name, st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -1284,6 +1488,8 @@ static void rt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
             rc = S_ISDIR(in->type) ? -EISDIR : -EINVAL;
             goto fail;
         }
+        if (!in->store && in->parent && in->name)
+            rules_will_change(r, in->parent, in->name);
         if (fhfd >= 0) {
             rc = ftruncate(fhfd, attr->st_size) < 0 ? -errno : 0;
         } else {
@@ -1294,6 +1500,8 @@ static void rt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
             }
             rc = ftruncate(fd, attr->st_size) < 0 ? -errno : 0;
         }
+        if (!in->store && in->parent && in->name)
+            rules_changed(r, in->parent, in->name);
         if (rc < 0)
             goto fail;
     }
@@ -1370,12 +1578,21 @@ static int make_entry_at(struct router *r, struct rt_inode *dir, const char *nam
                          enum lz_router_op op) {
     if (op == LZ_ROP_CREATE && !S_ISREG(mode) && !S_ISFIFO(mode))
         return -EPERM; /* devices cannot work (nodev) and sockets are not served */
-    int rc = policy_new_entry_typed(r, dir, name, op, NULL, op == LZ_ROP_CREATE ? (mode & S_IFMT) : 0, NULL);
+    struct rt_at at;
+    int rc = route_at(r, dir, name, mode & S_IFMT, true, &at);
     if (rc < 0)
         return rc;
-    int dfd = inode_fd(r, dir);
-    if (dfd < 0)
-        return dfd;
+    if (at.store)
+        rc = store_check(r, dir, name, op, at.fd, NULL);
+    else
+        rc = policy_new_entry_typed(r, dir, name, op, NULL, op == LZ_ROP_CREATE ? (mode & S_IFMT) : 0, NULL);
+    if (rc < 0) {
+        at_done(&at);
+        return rc;
+    }
+    int dfd = at.fd;
+    if (!at.store)
+        rules_will_change(r, dir, name);
     switch (op) {
     case LZ_ROP_MKDIR: rc = mkdirat(dfd, name, mode & 01777); break;
     case LZ_ROP_SYMLINK: rc = symlinkat(target, dfd, name); break;
@@ -1387,7 +1604,11 @@ static int make_entry_at(struct router *r, struct rt_inode *dir, const char *nam
     case LZ_ROP_RMDIR:
     case LZ_ROP_RENAME: rc = (errno = EINVAL, -1); break;
     }
-    return rc < 0 ? -errno : 0;
+    rc = rc < 0 ? -errno : 0;
+    if (!at.store)
+        rules_changed(r, dir, name);
+    at_done(&at);
+    return rc;
 }
 
 static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, const char *target,
@@ -1432,6 +1653,24 @@ static int link_at(struct router *r, struct rt_inode *in, struct rt_inode *dir, 
         return rc;
     if (noname)
         return -ENOENT;
+    struct rt_at at;
+    rc = route_at(r, dir, newname, in->type, in->store, &at);
+    if (rc < 0)
+        return rc;
+    if (at.store != in->store) {
+        at_done(&at);
+        return -EXDEV; /* a link across the two backings, as across file systems */
+    }
+    if (at.store) {
+        _cleanup_close_ int owned = -EBADF;
+        int sfd = holder_fd(r, in, &owned);
+        rc = sfd < 0 ? sfd : store_check(r, dir, newname, LZ_ROP_LINK, at.fd, NULL);
+        if (rc == 0 && linkat(sfd, in->name, at.fd, newname, 0) < 0)
+            rc = -errno;
+        at_done(&at);
+        return rc;
+    }
+    at_done(&at);
     rc = policy_new_entry(r, dir, newname, LZ_ROP_LINK, src, NULL);
     if (rc == 0 && S_ISLNK(in->type))
         rc = lt_check_move(r, inode_fd(r, in->parent), in->name, in->type, dir, newname);
@@ -1441,7 +1680,10 @@ static int link_at(struct router *r, struct rt_inode *in, struct rt_inode *dir, 
     int sfd = inode_fd(r, in->parent), dfd = inode_fd(r, dir);
     if (sfd < 0 || dfd < 0)
         return sfd < 0 ? sfd : dfd;
-    return linkat(sfd, in->name, dfd, newname, 0) < 0 ? -errno : 0;
+    rules_will_change(r, dir, newname);
+    rc = linkat(sfd, in->name, dfd, newname, 0) < 0 ? -errno : 0;
+    rules_changed(r, dir, newname);
+    return rc;
 }
 
 static void rt_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname) {
@@ -1453,14 +1695,37 @@ static void rt_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, enum lz_router_op op) {
     struct router *r = begin(req);
     struct rt_inode *dir = inode_of(r, parent);
-    int rc = policy_entry(r, dir, name, op);
-    if (rc == 0) {
-        int dfd = inode_fd(r, dir);
-        if (dfd < 0)
-            rc = dfd;
-        else if (unlinkat(dfd, name, op == LZ_ROP_RMDIR ? AT_REMOVEDIR : 0) < 0)
+    struct rt_at at;
+    int rc = route_at(r, dir, name, 0, false, &at);
+    if (rc == 0 && at.store) {
+        rc = store_check(r, dir, name, op, at.fd, NULL);
+        if (rc == 0 && unlinkat(at.fd, name, op == LZ_ROP_RMDIR ? AT_REMOVEDIR : 0) < 0)
             rc = -errno;
+    } else if (rc == 0) {
+        rc = policy_entry(r, dir, name, op);
+        /* A host directory may have a counterpart holding its ignored
+         * entries: it must be empty too, and goes with it. */
+        _cleanup_close_ int cfd = -EBADF;
+        if (rc == 0 && r->ig && op == LZ_ROP_RMDIR) {
+            cfd = store_dir(r, dir, false);
+            int empty = cfd >= 0 ? dir_is_empty(cfd, name) : 1;
+            if (empty == 0)
+                rc = -ENOTEMPTY;
+            else if (empty < 0 && empty != -ENOENT && empty != -ENOTDIR)
+                rc = empty;
+        }
+        if (rc == 0) {
+            if (op == LZ_ROP_UNLINK)
+                rules_will_change(r, dir, name);
+            if (unlinkat(at.fd, name, op == LZ_ROP_RMDIR ? AT_REMOVEDIR : 0) < 0)
+                rc = -errno;
+            if (op == LZ_ROP_UNLINK)
+                rules_changed(r, dir, name);
+            if (rc == 0 && cfd >= 0)
+                (void)unlinkat(cfd, name, AT_REMOVEDIR);
+        }
     }
+    at_done(&at);
     fuse_reply_err(req, -rc);
 }
 
@@ -1507,28 +1772,76 @@ static int check_index(struct router *r, int dfd, const char *name, const struct
     return rc;
 }
 
+/* Moves the store counterpart of host directory `spath` (now renamed to
+ * `dpath` on the host) along, so that its ignored entries follow it. */
+static void move_counterpart(struct router *r, const char *spath, const char *dpath, bool exchange) {
+    char sd[LZ_ROUTER_PATH_MAX + 1], dd[LZ_ROUTER_PATH_MAX + 1];
+    const char *sb = strrchr(spath, '/'), *db = strrchr(dpath, '/');
+    snprintf(sd, sizeof sd, "%.*s", sb ? (int)(sb - spath) : 0, spath);
+    snprintf(dd, sizeof dd, "%.*s", db ? (int)(db - dpath) : 0, dpath);
+    sb = sb ? sb + 1 : spath;
+    db = db ? db + 1 : dpath;
+    int store = rt_ignore_store_fd(r->ig);
+    _cleanup_close_ int sfd = rt_open_dir_p(store, sd, false);
+    if (sfd < 0)
+        return;
+    struct stat st;
+    bool src = fstatat(sfd, sb, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+    _cleanup_close_ int dfd = rt_open_dir_p(store, dd, src);
+    if (dfd < 0)
+        return;
+    bool dst = fstatat(dfd, db, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+    if (exchange && src && dst)
+        (void)renameat2(sfd, sb, dfd, db, RENAME_EXCHANGE);
+    else if (src)
+        (void)renameat(sfd, sb, dfd, db); /* over an empty one (checked before) */
+    else if (exchange && dst)
+        (void)renameat(dfd, db, sfd, sb);
+    else if (dst)
+        (void)unlinkat(dfd, db, AT_REMOVEDIR); /* replaced by a directory without ignored entries */
+}
+
 static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
                       unsigned int flags) {
     struct router *r = begin(req);
     struct rt_inode *sdir = inode_of(r, parent), *ddir = inode_of(r, newparent);
     char spath[LZ_ROUTER_PATH_MAX + 1], dpath[LZ_ROUTER_PATH_MAX + 1];
     struct stat sst, dst;
+    struct rt_at sa = { .owned = -EBADF }, da = { .owned = -EBADF };
     int rc;
     if ((rc = name_valid(name)) < 0 || (rc = name_valid(newname)) < 0)
         goto fail;
-    int sfd = inode_fd(r, sdir), dfd = inode_fd(r, ddir);
-    if (sfd < 0 || dfd < 0) {
-        rc = sfd < 0 ? sfd : dfd;
+    if ((rc = route_at(r, sdir, name, 0, false, &sa)) < 0)
         goto fail;
-    }
-    if (fstatat(sfd, name, &sst, AT_SYMLINK_NOFOLLOW) < 0) {
+    if (fstatat(sa.fd, name, &sst, AT_SYMLINK_NOFOLLOW) < 0) {
         rc = -errno;
         goto fail;
     }
+    if ((rc = route_at(r, ddir, newname, sst.st_mode & S_IFMT, sa.store, &da)) < 0)
+        goto fail;
+    /* Across the two backings, as across file systems: mv copies. */
+    if (sa.store != da.store) {
+        rc = -EXDEV;
+        goto fail;
+    }
+    int sfd = sa.fd, dfd = da.fd;
     bool dexists = fstatat(dfd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
     if (!dexists && errno != ENOENT) {
         rc = -errno;
         goto fail;
+    }
+    if (r->ig && (flags & RENAME_EXCHANGE) && dexists) {
+        /* The other entry must land in its own backing too. */
+        struct rt_at back = { .owned = -EBADF };
+        rc = route_at(r, sdir, name, dst.st_mode & S_IFMT, sa.store, &back);
+        bool same = rc == 0 && back.store == sa.store;
+        at_done(&back);
+        if (rc < 0)
+            goto fail;
+        if (!same) {
+            rc = -EXDEV;
+            goto fail;
+        }
     }
     if ((rc = entry_relpath(r, sdir, name, spath, sizeof spath)) < 0 ||
         (rc = entry_relpath(r, ddir, newname, dpath, sizeof dpath)) < 0)
@@ -1546,30 +1859,62 @@ static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
         .type2 = dexists ? dst.st_mode & S_IFMT : 0,
         .nlink2 = dexists ? dst.st_nlink : 0,
     };
-    rc = policy(r, &q);
-    if (rc == 0)
-        rc = lt_check_move(r, sfd, name, sst.st_mode & S_IFMT, ddir, newname);
-    if (rc == 0 && (flags & RENAME_EXCHANGE) && dexists)
-        rc = lt_check_move(r, dfd, newname, dst.st_mode & S_IFMT, sdir, name);
-    if (rc < 0)
-        goto fail;
-    /* A file becoming a Git index (git's index.lock -> index, a split
-     * index's sharedindex_XXXXXX -> sharedindex.<hash>) is checked first:
-     * the host's git trusts every entry of the index it reads. */
     size_t gitdir_len = 0;
-    int to_index = r->plain ? 0 : lz_router_is_index(&r->pol, dpath, &gitdir_len);
-    int from_index = !r->plain && (flags & RENAME_EXCHANGE) ? lz_router_is_index(&r->pol, spath, NULL) : 0;
-    if (to_index < 0 || from_index < 0) {
-        rc = to_index < 0 ? to_index : from_index;
-        goto fail;
+    int to_index = 0, from_index = 0;
+    if (sa.store) {
+        rc = plain_check(&q);
+        if (rc < 0)
+            goto fail;
+    } else {
+        rc = policy(r, &q);
+        if (rc == 0)
+            rc = lt_check_move(r, sfd, name, sst.st_mode & S_IFMT, ddir, newname);
+        if (rc == 0 && (flags & RENAME_EXCHANGE) && dexists)
+            rc = lt_check_move(r, dfd, newname, dst.st_mode & S_IFMT, sdir, name);
+        if (rc < 0)
+            goto fail;
+        /* A file becoming a Git index (git's index.lock -> index, a split
+         * index's sharedindex_XXXXXX -> sharedindex.<hash>) is checked first:
+         * the host's git trusts every entry of the index it reads. */
+        to_index = r->plain ? 0 : lz_router_is_index(&r->pol, dpath, &gitdir_len);
+        from_index = !r->plain && (flags & RENAME_EXCHANGE) ? lz_router_is_index(&r->pol, spath, NULL) : 0;
+        if (to_index < 0 || from_index < 0) {
+            rc = to_index < 0 ? to_index : from_index;
+            goto fail;
+        }
+        if (to_index && (rc = check_index(r, sfd, name, &sst, dpath, gitdir_len)) < 0)
+            goto fail;
+        if (from_index && (rc = check_index(r, dfd, newname, &dst, spath, gitdir_len)) < 0)
+            goto fail;
+        /* A directory replaced must be empty in both backings. */
+        if (r->ig && dexists && S_ISDIR(dst.st_mode) && !(flags & RENAME_EXCHANGE)) {
+            _cleanup_close_ int cfd = store_dir(r, ddir, false);
+            if (cfd >= 0 && dir_is_empty(cfd, newname) == 0) {
+                rc = -ENOTEMPTY;
+                goto fail;
+            }
+        }
+        rules_will_change(r, sdir, name);
+        rules_will_change(r, ddir, newname);
     }
-    if (to_index && (rc = check_index(r, sfd, name, &sst, dpath, gitdir_len)) < 0)
-        goto fail;
-    if (from_index && (rc = check_index(r, dfd, newname, &dst, spath, gitdir_len)) < 0)
-        goto fail;
     if (renameat2(sfd, name, dfd, newname, flags) < 0) {
         rc = -errno;
+        if (!sa.store) {
+            rules_changed(r, sdir, name);
+            rules_changed(r, ddir, newname);
+        }
         goto fail;
+    }
+    if (!sa.store && r->ig) {
+        rules_changed(r, sdir, name);
+        rules_changed(r, ddir, newname);
+        bool exch = (flags & RENAME_EXCHANGE) && dexists;
+        if (S_ISDIR(sst.st_mode) || (exch && S_ISDIR(dst.st_mode)))
+            move_counterpart(r, spath, dpath, exch);
+        if (S_ISDIR(sst.st_mode))
+            rt_ignore_renamed_dir(r->ig, dpath);
+        if (exch && S_ISDIR(dst.st_mode))
+            rt_ignore_renamed_dir(r->ig, spath);
     }
     struct rt_inode *moved = table_find(r, sst.st_dev, sst.st_ino);
     if (moved) {
@@ -1583,9 +1928,13 @@ static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
             other->sealed = from_index > 0;
         }
     }
+    at_done(&sa);
+    at_done(&da);
     fuse_reply_err(req, 0);
     return;
 fail:
+    at_done(&sa);
+    at_done(&da);
     fuse_reply_err(req, -rc);
 }
 
@@ -1600,6 +1949,8 @@ static int open_existing(struct router *r, struct rt_inode *in, int flags) {
         int rc = policy_inode(r, in, -1, LZ_ROP_WRITE);
         if (rc < 0)
             return rc;
+        if (!in->store && in->parent && in->name)
+            rules_will_change(r, in->parent, in->name);
     }
     return reopen(r, in, flags);
 }
@@ -1626,15 +1977,18 @@ static void rt_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
     struct rt_inode *dir = inode_of(r, parent);
     struct fuse_entry_param e = { 0 };
     bool exists = false;
-    int fd = -1, rc = policy_new_entry(r, dir, name, LZ_ROP_CREATE, NULL, &exists);
+    struct rt_at at = { .owned = -EBADF };
+    int fd = -1, rc = route_at(r, dir, name, S_IFREG, true, &at);
+    if (rc < 0)
+        goto fail;
+    rc = at.store ? store_check(r, dir, name, LZ_ROP_CREATE, at.fd, &exists)
+                  : policy_new_entry(r, dir, name, LZ_ROP_CREATE, NULL, &exists);
     if (rc < 0)
         goto fail;
     if (!exists) {
-        int dfd = inode_fd(r, dir);
-        if (dfd < 0) {
-            rc = dfd;
-            goto fail;
-        }
+        int dfd = at.fd;
+        if (!at.store)
+            rules_will_change(r, dir, name);
         fd = lz_openat_beneath(dfd, name, fi->flags | O_CREAT | O_EXCL | O_NOFOLLOW, mode & 01777, false);
         if (fd < 0 && (fd != -EEXIST || (fi->flags & O_EXCL))) {
             rc = fd;
@@ -1668,12 +2022,14 @@ static void rt_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
     fi->fh = (uint64_t)fd;
     fi->keep_cache = 0;
     fi->direct_io = 0;
+    at_done(&at);
     if (fuse_reply_create(req, &e, fi) != 0) {
         close(fd);
         forget_one(r, e.ino, 1);
     }
     return;
 fail:
+    at_done(&at);
     fuse_reply_err(req, -rc);
 }
 
@@ -1722,8 +2078,13 @@ static void rt_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) 
 }
 
 static void rt_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-    (void)ino;
+    struct router *r = begin(req);
+    struct rt_inode *in = inode_of(r, ino);
     close((int)fi->fh);
+    /* What the sandbox left in a .gitignore it wrote (ignore.h). */
+    if (r->ig && ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) && !in->store && in->parent &&
+        in->name)
+        rules_changed(r, in->parent, in->name);
     fuse_reply_err(req, 0);
 }
 
@@ -1769,6 +2130,89 @@ static void rt_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, 
 
 /* ---- directories ---- */
 
+static void snap_add(struct rt_dir *d, size_t *cap, const char *name, ino_t ino, unsigned char type) {
+    if (d->n == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        d->names = lz_xrealloc(d->names, *cap * sizeof *d->names);
+        d->inos = lz_xrealloc(d->inos, *cap * sizeof *d->inos);
+        d->types = lz_xrealloc(d->types, *cap * sizeof *d->types);
+    }
+    d->names[d->n] = lz_xstrdup(name);
+    d->inos[d->n] = ino;
+    d->types[d->n] = type;
+    d->n++;
+}
+
+static void snap_free(struct rt_dir *d) {
+    for (size_t i = 0; i < d->n; i++)
+        free(d->names[i]);
+    free(d->names);
+    free(d->inos);
+    free(d->types);
+}
+
+static bool dtype_is_dir(int dfd, const struct dirent *de) {
+    if (de->d_type != DT_UNKNOWN)
+        return de->d_type == DT_DIR;
+    struct stat st;
+    return fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The listing of host directory `dir` (fd ifd) with ignored-state
+ * routing: each name from the backing that serves it, as route_at()
+ * decides (the host's entry decides the type when there is one). */
+static int snap_listing(struct router *r, int ifd, struct rt_dir *d) {
+    char drel[LZ_ROUTER_PATH_MAX + 1], rel[LZ_ROUTER_PATH_MAX + 1];
+    size_t cap = 0;
+    int rc = dir_relpath(r, ifd, drel, sizeof drel);
+    if (rc < 0)
+        return rc;
+    DIR *dp;
+    if ((rc = lz_opendir_at(ifd, &dp)) < 0)
+        return rc;
+    _cleanup_close_ int cfd = rt_open_dir_p(rt_ignore_store_fd(r->ig), drel, false);
+    struct dirent *de;
+    for (;;) {
+        errno = 0;
+        if (!(de = readdir(dp)))
+            break;
+        bool dot = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0;
+        if (!dot) {
+            if (join_path(rel, sizeof rel, drel, de->d_name) < 0)
+                continue;
+            int b = rt_ignore_route(r->ig, rel, dtype_is_dir(dirfd(dp), de));
+            if (b != RT_HOST) {
+                /* Hidden: the store's entry of that name, if any, shows. */
+                struct stat st;
+                if (b == RT_STORE && cfd >= 0 && fstatat(cfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                    snap_add(d, &cap, de->d_name, st.st_ino, (unsigned char)IFTODT(st.st_mode));
+                continue;
+            }
+        }
+        snap_add(d, &cap, de->d_name, de->d_ino, de->d_type);
+    }
+    rc = errno ? -errno : 0;
+    int hfd = dirfd(dp);
+    if (rc == 0 && cfd >= 0) {
+        DIR *sp;
+        if (lz_opendir_at(cfd, &sp) == 0) {
+            while ((de = readdir(sp))) {
+                struct stat st;
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+                    fstatat(hfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) /* the host's name decided */
+                    continue;
+                if (join_path(rel, sizeof rel, drel, de->d_name) < 0)
+                    continue;
+                if (rt_ignore_route(r->ig, rel, dtype_is_dir(dirfd(sp), de)) == RT_STORE)
+                    snap_add(d, &cap, de->d_name, de->d_ino, de->d_type);
+            }
+            closedir(sp);
+        }
+    }
+    closedir(dp);
+    return rc;
+}
+
 static void rt_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     struct router *r = begin(req);
     struct rt_inode *in = inode_of(r, ino);
@@ -1781,17 +2225,25 @@ static void rt_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         fuse_reply_err(req, -ifd);
         return;
     }
-    DIR *dp;
-    int rc = lz_opendir_at(ifd, &dp);
+    struct rt_dir *d = lz_xcalloc(1, sizeof *d);
+    int rc;
+    if (r->ig && !in->store) {
+        d->snap = true;
+        rc = snap_listing(r, ifd, d);
+    } else {
+        rc = lz_opendir_at(ifd, &d->dp);
+    }
     if (rc < 0) {
+        snap_free(d);
+        free(d);
         fuse_reply_err(req, -rc);
         return;
     }
-    struct rt_dir *d = lz_xcalloc(1, sizeof *d);
-    d->dp = dp;
     fi->fh = (uint64_t)(uintptr_t)d;
     if (fuse_reply_open(req, fi) != 0) {
-        closedir(d->dp);
+        if (d->dp)
+            closedir(d->dp);
+        snap_free(d);
         free(d);
     }
 }
@@ -1804,13 +2256,26 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
     size_t rem = size;
     int err = 0;
 
-    if (off != d->offset) {
+    struct dirent snapent;
+    if (d->snap) {
+        d->offset = off;
+    } else if (off != d->offset) {
         seekdir(d->dp, off);
         d->entry = NULL;
         d->offset = off;
     }
     for (;;) {
-        if (!d->entry) {
+        if (d->snap) {
+            if (d->offset < 0 || (size_t)d->offset >= d->n)
+                break;
+            size_t i = (size_t)d->offset;
+            memset(&snapent, 0, sizeof snapent);
+            snprintf(snapent.d_name, sizeof snapent.d_name, "%s", d->names[i]);
+            snapent.d_ino = d->inos[i];
+            snapent.d_type = d->types[i];
+            snapent.d_off = (off_t)i + 1;
+            d->entry = &snapent;
+        } else if (!d->entry) {
             errno = 0;
             d->entry = readdir(d->dp);
             if (!d->entry) {
@@ -1856,6 +2321,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
         d->entry = NULL;
         d->offset = next;
     }
+    if (d->snap)
+        d->entry = NULL;
     /* An error after some entries: return those, the next call reports it. */
     if (err && rem == size)
         fuse_reply_err(req, err);
@@ -1874,14 +2341,28 @@ static void rt_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 static void rt_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     (void)ino;
     struct rt_dir *d = (struct rt_dir *)(uintptr_t)fi->fh;
-    closedir(d->dp);
+    if (d->dp)
+        closedir(d->dp);
+    snap_free(d);
     free(d);
     fuse_reply_err(req, 0);
 }
 
 static void rt_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
-    (void)ino;
-    int fd = dirfd(((struct rt_dir *)(uintptr_t)fi->fh)->dp);
+    struct rt_dir *d = (struct rt_dir *)(uintptr_t)fi->fh;
+    struct router *r = fuse_req_userdata(req);
+    _cleanup_close_ int owned = -EBADF;
+    int fd;
+    if (d->dp) {
+        fd = dirfd(d->dp);
+    } else {
+        int ifd = inode_fd(r, inode_of(r, ino));
+        fd = owned = ifd < 0 ? ifd : openat(ifd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+            fuse_reply_err(req, ifd < 0 ? -ifd : errno);
+            return;
+        }
+    }
     int rc = datasync ? fdatasync(fd) : fsync(fd);
     fuse_reply_err(req, rc < 0 ? errno : 0);
 }
@@ -2077,7 +2558,8 @@ static void usage(FILE *f) {
     fputs("usage: lazaret-router --source DIR --mountpoint MP [--ready-fd N]\n"
           "                      [--protect REL]... [--cache-timeout SECONDS]\n"
           "                      [--watch SECONDS] [--max-held-fds N] [--allow-other] [--quiet]\n"
-          "                      [--plain] [--deny-link-target ABS]...\n",
+          "                      [--plain] [--deny-link-target ABS]...\n"
+          "                      [--ignored-state DIR [--git-home DIR] [--git-xdg-config DIR]]\n",
           f);
 }
 
@@ -2097,6 +2579,35 @@ static bool path_within(const char *a, const char *b) {
     if (lb == 1 && b[0] == '/')
         return true;
     return strncmp(a, b, lb) == 0 && (a[lb] == '\0' || a[lb] == '/');
+}
+
+struct rt_ignored_opts {
+    const char *state, *home, *xdg;
+};
+
+/* --ignored-state: routing of git-ignored untracked paths (ignore.h). */
+static int setup_ignored(struct router *r, const struct rt_ignored_opts *o, struct lz_error *err) {
+    if (!o->state || r->plain)
+        return 0;
+    _cleanup_close_ int sfd = open(o->state, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sfd < 0)
+        return lz_error_set(err, -errno, "cannot open the Ignored Workspace State %s: %s", o->state, strerror(errno));
+    char abs[PATH_MAX + 1];
+    int rc = read_fd_path(r, sfd, abs, sizeof abs);
+    if (rc < 0)
+        return lz_error_set(err, rc, "cannot resolve %s: %s", o->state, strerror(-rc));
+    if (path_within(abs, r->root_path) || path_within(r->root_path, abs))
+        return lz_error_set(err, -EINVAL, "the Ignored Workspace State %s and the workspace %s must not contain each other",
+                            abs, r->root_path);
+    rc = rt_ignore_open(&r->ig, r->root_path, sfd, o->home, o->xdg, err);
+    if (rc < 0 || !r->ig)
+        return rc;
+    rc = read_fd_path(r, rt_ignore_store_fd(r->ig), abs, sizeof abs);
+    if (rc < 0)
+        return lz_error_set(err, rc, "cannot resolve the Ignored Workspace State: %s", strerror(-rc));
+    r->store_path = lz_xstrdup(abs);
+    r->store_len = strlen(abs);
+    return 0;
 }
 
 static int setup_router(struct router *r, const char *source, const char *mountpoint, struct lz_error *err) {
@@ -2184,6 +2695,8 @@ static void teardown_router(struct router *r) {
     if (r->proc_fd >= 0)
         close(r->proc_fd);
     free(r->root_path);
+    rt_ignore_free(r->ig);
+    free(r->store_path);
     for (size_t i = 0; i < r->n_protect; i++)
         free(r->protect[i]);
     free(r->protect);
@@ -2207,6 +2720,9 @@ int main(int argc, char **argv) {
         { "quiet", no_argument, NULL, 'q' },
         { "plain", no_argument, NULL, 'P' },
         { "deny-link-target", required_argument, NULL, 'd' },
+        { "ignored-state", required_argument, NULL, 'I' },
+        { "git-home", required_argument, NULL, 'H' },
+        { "git-xdg-config", required_argument, NULL, 'X' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -2224,6 +2740,7 @@ int main(int argc, char **argv) {
     int ready_fd = -1, c, ret = 1;
     bool allow_other = false;
     struct lz_error err = { 0 };
+    struct rt_ignored_opts ign = { 0 };
 
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -2301,6 +2818,9 @@ int main(int argc, char **argv) {
             break;
         }
         case 'q': r.quiet = true; break;
+        case 'I': ign.state = optarg; break;
+        case 'H': ign.home = optarg; break;
+        case 'X': ign.xdg = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -2330,7 +2850,7 @@ int main(int argc, char **argv) {
             ? (size_t)(rl.rlim_cur / 2)
             : 512;
 
-    if (setup_router(&r, source, mountpoint, &err) < 0) {
+    if (setup_router(&r, source, mountpoint, &err) < 0 || setup_ignored(&r, &ign, &err) < 0) {
         fprintf(stderr, "lazaret-router: %s\n", err.msg);
         teardown_router(&r);
         return 1;

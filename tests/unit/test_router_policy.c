@@ -167,6 +167,8 @@ static void test_classify_gitdir(void **state) {
                                                        ".git/objects/info/alternates",
                                                        ".git/objects/info/http-alternates",
                                                        ".git/objects/INFO/Alternates",
+                                                       ".git/info/exclude",
+                                                       ".git/INFO/Exclude",
                                                        ".git/branches",
                                                        ".git/branches/origin",
                                                        ".git/remotes/origin",
@@ -178,6 +180,9 @@ static void test_classify_gitdir(void **state) {
          *p; p++)
         assert_class(*p, LZ_RCLASS_PROTECTED);
     assert_class(".git/objects", LZ_RCLASS_ANCESTOR);
+    assert_class(".git/info", LZ_RCLASS_ANCESTOR);
+    assert_class(".git/info/attributes", LZ_RCLASS_FREE);
+    assert_class(".git/info/exclude.lock", LZ_RCLASS_PROTECTED);
     assert_class(".git/objects/info", LZ_RCLASS_ANCESTOR);
     assert_class("sub/.git/objects/info", LZ_RCLASS_ANCESTOR);
     /* What git add/commit/checkout/stash/merge/rebase/gc write. */
@@ -205,7 +210,6 @@ static void test_classify_gitdir(void **state) {
                                                        ".git/rebase-merge/done",
                                                        ".git/rebase-apply/0001",
                                                        ".git/sequencer/todo",
-                                                       ".git/info/exclude",
                                                        ".git/info/attributes",
                                                        ".git/description",
                                                        ".git/shallow",
@@ -356,7 +360,8 @@ static void test_normal_git_allowed(void **state) {
     assert_op(0, LZ_ROP_MKDIR, ".git/rebase-merge", false, NULL);
     assert_op(0, LZ_ROP_CREATE, ".git/COMMIT_EDITMSG", false, NULL);
     assert_op(-EPERM, LZ_ROP_WRITE, ".git/index", false, NULL); /* only by a checked rename */
-    assert_op(0, LZ_ROP_WRITE, ".git/info/exclude", false, NULL);
+    assert_op(-EPERM, LZ_ROP_WRITE, ".git/info/exclude", false, NULL); /* decides what is hidden */
+    assert_op(0, LZ_ROP_WRITE, ".git/info/attributes", false, NULL);
     assert_op(0, LZ_ROP_UNLINK, ".git/index.lock", false, NULL);
     assert_op(0, LZ_ROP_UNLINK, ".git/refs/stash", false, NULL);
     assert_op(0, LZ_ROP_RMDIR, ".git/objects/ab", false, NULL);
