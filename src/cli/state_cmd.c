@@ -19,8 +19,10 @@ static void usage(FILE *out) {
           "                                generations, leases\n"
           "  verify [DOMAIN...] [--json]   check Domains (default: all) and the Storage\n"
           "                                Catalog; reports, never repairs; exit 1 on errors\n"
-          "  reset DOMAIN... [--yes]       delete the persistent layers (State Anchor) of\n"
-          "  reset --all [--yes]           inactive Domains; asks first unless --yes\n"
+          "  reset DOMAIN... [--yes]       delete the persistent layers (State Anchor) and\n"
+          "  reset --all [--yes]           the Ignored Workspace State of inactive Domains;\n"
+          "                                asks first unless --yes\n"
+          "  reset --ignored-only ...      delete only the Ignored Workspace State\n"
           "\n"
           "DOMAIN is a Domain ID, a unique prefix of at least 4 hex characters of one\n"
           "(see `lazaret state ls`), or --workspace PATH: the Domain of PATH and the\n"
@@ -35,6 +37,7 @@ static void usage(FILE *out) {
           "  --json                one JSON document on standard output\n"
           "  --all                 (reset) every inactive Domain\n"
           "  --yes                 (reset) do not ask\n"
+          "  --ignored-only        (reset) only the git-ignored files the sandbox kept\n"
           "  -h, --help            show this help\n",
           out);
 }
@@ -136,6 +139,8 @@ static json_t *inspect_json(const struct lz_domain_info *in) {
         json_object_set_new(root, "last_used", json_null());
         json_object_set_new(root, "anchor", json_null());
     }
+    json_object_set_new(root, "ignored",
+                        json_pack("{s:b, s:I}", "present", in->ignored_present, "size", (json_int_t)in->ignored_size));
     json_t *pd = json_array();
     for (size_t i = 0; i < in->n_pdirs; i++)
         json_array_append_new(pd,
@@ -214,6 +219,9 @@ static void inspect_text(const struct lz_domain_info *in) {
     printf("Workspace    %s\n", ws);
     lz_cli_human_bytes(in->size, sz, sizeof sz);
     printf("Size         %s (the whole Domain Root)\n", sz);
+    lz_cli_human_bytes(in->ignored_size, sz, sizeof sz);
+    printf("Ignored      %s\n", in->ignored_present ? sz : "none yet");
+    printf("             (the Ignored Workspace State: git-ignored files the sandbox made)\n");
     if (in->running) {
         printf("Status       running: its Host Coordinator holds the Domain; the Domain Store is not read\n"
                "             while it runs\n");
@@ -236,6 +244,7 @@ static void inspect_text(const struct lz_domain_info *in) {
         }
         if (in->anchor_present && !in->n_pdirs)
             printf("  (no persistent dirs)\n");
+
         if (in->n_pdirs && !in->pdirs_from_config)
             printf("  (from the anchor's upper/: the Domain's profile could not be loaded)\n");
         for (size_t i = 0; i < in->n_pdirs; i++) {
@@ -449,7 +458,7 @@ static bool confirm(size_t n) {
     return !strcmp(line, "y") || !strcmp(line, "Y") || !strcmp(line, "yes") || !strcmp(line, "YES");
 }
 
-static int cmd_reset(const struct lz_config *cfg, char **ids, size_t n_ids, bool all, bool yes) {
+static int cmd_reset(const struct lz_config *cfg, char **ids, size_t n_ids, bool all, bool yes, bool ignored_only) {
     if (!yes && !isatty(STDIN_FILENO)) {
         lz_cli_error("state reset: refusing to delete persistent state without confirmation: standard input is "
                      "not a terminal; pass --yes");
@@ -489,7 +498,9 @@ static int cmd_reset(const struct lz_config *cfg, char **ids, size_t n_ids, bool
         return ret;
     }
     if (!yes) {
-        fprintf(stderr, "This deletes everything the sandbox kept in its persistent dirs (the State Anchor):\n");
+        fprintf(stderr, ignored_only ? "This deletes the git-ignored files the sandbox kept (the Ignored Workspace State):\n"
+                                     : "This deletes everything the sandbox kept in its persistent dirs (the State "
+                                       "Anchor) and its git-ignored files (the Ignored Workspace State):\n");
         for (size_t i = 0; i < n_sel; i++) {
             const struct lz_domain_summary *s = NULL;
             for (size_t k = 0; k < l.n; k++)
@@ -507,7 +518,8 @@ static int cmd_reset(const struct lz_config *cfg, char **ids, size_t n_ids, bool
     size_t done = 0;
     for (size_t i = 0; i < n_sel; i++) {
         err = (struct lz_error){ 0 };
-        r = lz_domain_reset(cfg->data_root, sel[i], on_reset_log, (void *)sel[i], &err);
+        r = ignored_only ? lz_domain_reset_ignored(cfg->data_root, sel[i], on_reset_log, (void *)sel[i], &err)
+                         : lz_domain_reset(cfg->data_root, sel[i], on_reset_log, (void *)sel[i], &err);
         if (r < 0) {
             lz_cli_error("state reset: %.12s: %s", sel[i], err.msg);
             ret = LZ_EXIT_FAILURE;
@@ -568,7 +580,7 @@ int lz_cmd_state(int argc, char **argv) {
         return LZ_EXIT_USAGE;
     }
     const char *config_path = NULL, *profile = NULL, *workspace = NULL;
-    bool json = false, all = false, yes = false;
+    bool json = false, all = false, yes = false, ignored_only = false;
     const struct lz_cli_option opts[] = {
         { "config", 0, &config_path, NULL },
         { "profile", 'p', &profile, NULL },
@@ -576,6 +588,7 @@ int lz_cmd_state(int argc, char **argv) {
         { "json", 0, NULL, &json },
         { "all", 0, NULL, &all },
         { "yes", 0, NULL, &yes },
+        { "ignored-only", 0, NULL, &ignored_only },
         { NULL, 0, NULL, NULL },
     };
     char **args;
@@ -588,8 +601,8 @@ int lz_cmd_state(int argc, char **argv) {
         lz_cli_error("state reset: option --json does not apply");
         return LZ_EXIT_USAGE;
     }
-    if ((all || yes) && !is_reset) {
-        lz_cli_error("state %s: option %s does not apply", sub, all ? "--all" : "--yes");
+    if ((all || yes || ignored_only) && !is_reset) {
+        lz_cli_error("state %s: option %s does not apply", sub, all ? "--all" : yes ? "--yes" : "--ignored-only");
         return LZ_EXIT_USAGE;
     }
     if (is_ls && (n_args || workspace)) {
@@ -664,7 +677,7 @@ int lz_cmd_state(int argc, char **argv) {
         else if (is_verify)
             ret = cmd_verify(cfg, config_path, ids, n_ids, json);
         else
-            ret = cmd_reset(cfg, ids, n_ids, all, yes);
+            ret = cmd_reset(cfg, ids, n_ids, all, yes, ignored_only);
     }
     for (size_t i = 0; i < n_ids; i++)
         free(ids[i]);

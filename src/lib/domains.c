@@ -518,6 +518,11 @@ int lz_domain_inspect(const char *data_root, const char *config_path, const char
 
     /* Sizes, outside the lock. */
     in.size = tree_size(rootfd, NULL);
+    _cleanup_close_ int ignfd = openat(rootfd, "ignored", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (ignfd >= 0) {
+        in.ignored_present = true;
+        in.ignored_size = tree_size(ignfd, NULL);
+    }
     if (anchorfd >= 0) {
         in.anchor_size = tree_size(anchorfd, NULL);
         _cleanup_close_ int upperfd = openat(anchorfd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

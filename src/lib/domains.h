@@ -104,6 +104,8 @@ struct lz_domain_info {
     int *session_alive;            /* per snap.sessions[i]'s exec client, likewise */
     bool anchor_present;           /* anchor-<anchor_gen> exists */
     uint64_t anchor_size;
+    bool ignored_present; /* ignored/: the Ignored Workspace State */
+    uint64_t ignored_size;
     struct lz_domain_pdir *pdirs;
     size_t n_pdirs;
     bool pdirs_from_config;          /* the profile's persistent_dirs (else: what upper/ holds) */
@@ -157,6 +159,11 @@ typedef lz_recovery_log_fn lz_domain_log_fn;
 /* See the contract above. -EBUSY when the Domain is running. log (may be
  * NULL) receives one line per step taken. */
 int lz_domain_reset(const char *data_root, const char *id, lz_domain_log_fn log, void *ud, struct lz_error *err);
+/* Deletes only the Domain's Ignored Workspace State (`ignored/`: the
+ * git-ignored files the sandbox made, and the accepted ignore rules), as
+ * lz_domain_reset does too, with the same locking. */
+int lz_domain_reset_ignored(const char *data_root, const char *id, lz_domain_log_fn log, void *ud,
+                            struct lz_error *err);
 /* A Domain whose lock is held but whose coordinator has removed its socket
  * (the first step of its teardown): it is stopping, and lz_domain_reset
  * waits for it (bounded) instead of refusing. */

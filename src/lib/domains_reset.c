@@ -159,7 +159,9 @@ bool lz_domain_stopping(const char *id) {
     return access(sock, F_OK) < 0 && errno == ENOENT;
 }
 
-int lz_domain_reset(const char *data_root, const char *id, lz_domain_log_fn log, void *ud, struct lz_error *err) {
+/* Opens the Domain Root of `id` and takes its lock for a reset: -EBUSY
+ * when it runs; a stopping one is waited for (bounded). */
+static int reset_lock(const char *data_root, const char *id, int *ret_rootfd, int *ret_lockfd, struct lz_error *err) {
     _cleanup_close_ int rootfd = dom_open_by_id(data_root, id, err);
     if (rootfd < 0)
         return rootfd;
@@ -173,6 +175,55 @@ int lz_domain_reset(const char *data_root, const char *id, lz_domain_log_fn log,
         return r;
     if (r == 0)
         return lz_error_set(err, -EBUSY, "Domain %.12s is running; stop it first (exit its sessions)", id);
+    *ret_rootfd = TAKE_FD(rootfd);
+    *ret_lockfd = TAKE_FD(lockfd);
+    return 0;
+}
+
+/* Deletes the Ignored Workspace State (`ignored/`): renamed away first, so
+ * that an interruption leaves either the whole old state in place or only
+ * `ignored.reset` to delete (finished by the next reset). */
+static int reset_ignored(int rootfd, lz_domain_log_fn log, void *ud, struct lz_error *err) {
+    struct stat st;
+    int r;
+    if (fstatat(rootfd, "ignored.reset", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if ((r = rm_tree(rootfd, "ignored.reset", err)) < 0)
+            return r;
+        lz_logf(log, ud, "finished an interrupted reset of the Ignored Workspace State");
+    }
+    if (fstatat(rootfd, "ignored", &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        if (errno == ENOENT)
+            return 0;
+        return lz_error_set(err, -errno, "cannot look at the Ignored Workspace State: %s", strerror(errno));
+    }
+    if (renameat(rootfd, "ignored", rootfd, "ignored.reset") < 0 || fsync(rootfd) < 0)
+        return lz_error_set(err, -errno, "cannot move the Ignored Workspace State aside: %s", strerror(errno));
+    lz_crash_point("reset-ignored-moved");
+    if ((r = rm_tree(rootfd, "ignored.reset", err)) < 0)
+        return lz_error_prefix(err, r, "the Ignored Workspace State was reset, but deleting it failed (the next "
+                                       "`lazaret state reset --ignored-only` retries)");
+    if (fsync(rootfd) < 0)
+        return lz_error_set(err, -errno, "fsync of the Domain Root: %s", strerror(errno));
+    lz_logf(log, ud, "deleted the Ignored Workspace State (the next start takes the host's ignore rules as they are)");
+    return 0;
+}
+
+int lz_domain_reset_ignored(const char *data_root, const char *id, lz_domain_log_fn log, void *ud,
+                            struct lz_error *err) {
+    _cleanup_close_ int rootfd = -EBADF, lockfd = -EBADF;
+    int r = reset_lock(data_root, id, &rootfd, &lockfd, err);
+    if (r < 0)
+        return r;
+    return reset_ignored(rootfd, log, ud, err);
+}
+
+int lz_domain_reset(const char *data_root, const char *id, lz_domain_log_fn log, void *ud, struct lz_error *err) {
+    _cleanup_close_ int rootfd = -EBADF, lockfd = -EBADF;
+    int r = reset_lock(data_root, id, &rootfd, &lockfd, err);
+    if (r < 0)
+        return r;
+    if ((r = reset_ignored(rootfd, log, ud, err)) < 0)
+        return r;
     _cleanup_free_ char *path = NULL;
     if ((r = dom_root_path(data_root, id, rootfd, &path, err)) < 0)
         return r;

@@ -98,8 +98,13 @@ static void verify_entries(struct vctx *v, int rootfd, const struct lz_store_sna
         if (!strcmp(nm, "lock") || !strcmp(nm, "domain.db") || !strcmp(nm, "domain.db-journal") ||
             !strcmp(nm, "domain.db-wal") || !strcmp(nm, "domain.db-shm") || !strcmp(nm, "coordinator.log")) {
             want_reg = true;
-        } else if (!strcmp(nm, "overlay")) {
+        } else if (!strcmp(nm, "overlay") || !strcmp(nm, "ignored")) {
             want_dir = true;
+        } else if (!strcmp(nm, "ignored.reset")) {
+            want_dir = true;
+            vreport(v, "warn",
+                    "an interrupted `lazaret state reset` left the old Ignored Workspace State to delete "
+                    "(ignored.reset); the next `lazaret state reset --ignored-only` finishes it");
         } else if (dom_anchor_name_gen(nm, &g)) {
             want_dir = true;
             if (snap && g == snap->anchor_gen) {

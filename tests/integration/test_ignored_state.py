@@ -208,3 +208,33 @@ def test_git_status_agrees_and_a_forged_index_entry_exposes_nothing(lazaret, deb
     git(ws, "update-index", "--add", "--cacheinfo", f"100644,{git(ws, 'hash-object', '.env').stdout.strip()},.env")
     rc, out, err = run(lazaret, debian, ws, "cat /workspace/.env 2>&1")
     assert "hunter2" in out, out
+
+
+def test_state_inspect_shows_it_and_reset_ignored_only_clears_it(lazaret, env, ws):
+    import json
+    rc, out, err = run(lazaret, env, ws, "cd /workspace; mkdir -p node_modules/big; "
+                       "head -c 300000 /dev/zero > node_modules/big/blob; echo SANDBOX=1 > .env")
+    assert rc == 0, err
+    e = env.environ()
+    r = subprocess.run([lazaret, "state", "inspect", "--workspace", str(ws), "-p", "test", "--json"], env=e,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["ignored"]["present"] and info["ignored"]["size"] >= 300000, info
+    assert info["size"] >= info["ignored"]["size"]
+    r = subprocess.run([lazaret, "state", "inspect", "--workspace", str(ws), "-p", "test"], env=e,
+                       capture_output=True, text=True, timeout=60)
+    assert "Ignored Workspace State" in r.stdout and "KiB" in r.stdout, r.stdout
+    # Without a terminal and without --yes nothing is deleted.
+    r = subprocess.run([lazaret, "state", "reset", "--ignored-only", "--workspace", str(ws), "-p", "test"], env=e,
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode != 0 and "--yes" in r.stderr
+    tree = domain_dir_for(env, ws) / "ignored" / "tree"
+    assert (tree / ".env").exists()
+    r = subprocess.run([lazaret, "state", "reset", "--ignored-only", "--yes", "--workspace", str(ws), "-p", "test"],
+                       env=e, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert not (domain_dir_for(env, ws) / "ignored").exists()
+    rc, out, err = run(lazaret, env, ws, "cd /workspace; ls -a node_modules 2>&1; cat .env 2>&1")
+    assert "SANDBOX=1" not in out and "blob" not in out, out
+    assert "hunter2" not in out, out  # still hidden: the rules are the host's
