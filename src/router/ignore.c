@@ -353,14 +353,18 @@ static bool matches_index(struct rt_ignore *ig, const char *rel) {
     return git_oid_equal(&oid, &e->id);
 }
 
-bool rt_ignore_needs_type(struct rt_ignore *ig, const char *rel) {
-    char full[PATH_MAX];
-    if (has_git_component(rel) || full_rel(ig, rel, full, sizeof full) < 0)
-        return false;
-    return smap_get(&ig->tracked, full) < 0 && smap_get(&ig->tracked_dirs, full) < 0;
+/* The host file still has the size and modification time its index entry
+ * recorded: the entry was written from this very file (by the host's git
+ * or the sandbox's, which sees the same times), not made up for a file the
+ * sandbox cannot see. */
+static bool stat_matches_index(struct rt_ignore *ig, const char *rel, const struct stat *st) {
+    const git_index_entry *e = git_index_get_bypath(ig->index, rel, 0);
+    return e && S_ISREG(st->st_mode) == S_ISREG(e->mode) && (uint32_t)st->st_size == e->file_size &&
+        (int64_t)st->st_mtim.tv_sec == (int64_t)e->mtime.seconds &&
+        (uint32_t)st->st_mtim.tv_nsec == e->mtime.nanoseconds;
 }
 
-int rt_ignore_route(struct rt_ignore *ig, const char *rel, bool is_dir) {
+int rt_ignore_route(struct rt_ignore *ig, const char *rel, bool is_dir, const struct stat *host_st) {
     char full[PATH_MAX + 1];
     if (has_git_component(rel))
         return RT_HOST;
@@ -370,6 +374,10 @@ int rt_ignore_route(struct rt_ignore *ig, const char *rel, bool is_dir) {
     if (smap_get(&ig->tracked_dirs, full) >= 0)
         return RT_HOST; /* holds tracked files: both backings may have entries */
     bool tracked = smap_get(&ig->tracked, full) >= 0;
+    /* The common case, cheaply: a tracked file as the index knows it is
+     * the host's whatever the rules say (evaluating them costs far more). */
+    if (tracked && host_st && stat_matches_index(ig, full, host_st))
+        return RT_HOST;
     size_t n = strlen(full);
     if (is_dir && !tracked) {
         full[n] = '/';

@@ -30,6 +30,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <sys/stat.h>
 
 #include "util.h"
 
@@ -50,13 +51,10 @@ void rt_ignore_free(struct rt_ignore *ig);
 int rt_ignore_store_fd(const struct rt_ignore *ig);
 
 /* The backing of workspace-relative path rel (non-empty, no leading '/'),
- * an entry of type directory when is_dir; RT_HOST, RT_STORE or -errno.
+ * an entry of type directory when is_dir; host_st is the host's entry of
+ * that path, or NULL when the host has none. RT_HOST, RT_STORE or -errno.
  * Decisions are remembered for the run. */
-int rt_ignore_route(struct rt_ignore *ig, const char *rel, bool is_dir);
-
-/* Whether a decision for rel would need its type (false: the answer does
- * not depend on it, e.g. a tracked path or `.git`). */
-bool rt_ignore_needs_type(struct rt_ignore *ig, const char *rel);
+int rt_ignore_route(struct rt_ignore *ig, const char *rel, bool is_dir, const struct stat *host_st);
 
 /* The sandbox is about to change the `.gitignore` at workspace-relative
  * path rel (create, write, truncate, unlink, rename to or from): its

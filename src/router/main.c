@@ -734,6 +734,8 @@ struct rt_at {
     int fd;
     int owned; /* closed by at_done() */
     bool store;
+    bool on_host;    /* hst is the host's entry of that name (looked at while routing) */
+    struct stat hst;
 };
 
 static void at_done(struct rt_at *at) {
@@ -746,10 +748,11 @@ static void at_done(struct rt_at *at) {
  * it (what it is making or moving), else 0: the host's entry decides, or
  * the store's when the host has none. A store counterpart of `dir` is made
  * when `create`; without it a missing one gives -ENOENT. */
-static int route_at(struct router *r, struct rt_inode *dir, const char *name, mode_t type, bool create,
-                    struct rt_at *at) {
+static int route_at_rel(struct router *r, struct rt_inode *dir, const char *drel, const char *name, mode_t type,
+                        bool create, struct rt_at *at) {
     at->owned = -EBADF;
     at->store = false;
+    at->on_host = false;
     int rc = name_valid(name);
     if (rc < 0)
         return rc;
@@ -763,32 +766,40 @@ static int route_at(struct router *r, struct rt_inode *dir, const char *name, mo
         at->store = true;
         return 0;
     }
-    char rel[LZ_ROUTER_PATH_MAX + 1];
-    rc = entry_relpath(r, dir, name, rel, sizeof rel);
-    if (rc < 0)
+    char dbuf[LZ_ROUTER_PATH_MAX + 1], rel[LZ_ROUTER_PATH_MAX + 1];
+    if (!drel) {
+        if ((rc = dir_relpath(r, dfd, dbuf, sizeof dbuf)) < 0)
+            return rc;
+        drel = dbuf;
+    }
+    if ((rc = join_path(rel, sizeof rel, drel, name)) < 0)
         return rc;
     bool is_dir = S_ISDIR(type);
-    if (!type && rt_ignore_needs_type(r->ig, rel)) {
-        struct stat st;
-        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-            is_dir = S_ISDIR(st.st_mode);
-        } else {
-            _cleanup_close_ int sfd = store_dir(r, dir, false);
-            if (sfd >= 0 && fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-                is_dir = S_ISDIR(st.st_mode);
-        }
+    struct stat sst;
+    at->on_host = fstatat(dfd, name, &at->hst, AT_SYMLINK_NOFOLLOW) == 0;
+    if (at->on_host && !type) {
+        is_dir = S_ISDIR(at->hst.st_mode);
+    } else if (!type) {
+        _cleanup_close_ int sfd = rt_open_dir_p(rt_ignore_store_fd(r->ig), drel, false);
+        if (sfd >= 0 && fstatat(sfd, name, &sst, AT_SYMLINK_NOFOLLOW) == 0)
+            is_dir = S_ISDIR(sst.st_mode);
     }
-    int b = rt_ignore_route(r->ig, rel, is_dir);
+    int b = rt_ignore_route(r->ig, rel, is_dir, at->on_host ? &at->hst : NULL);
     if (b < 0)
         return b;
     if (b == RT_HOST)
         return 0;
-    int sfd = store_dir(r, dir, create);
+    int sfd = rt_open_dir_p(rt_ignore_store_fd(r->ig), drel, create);
     if (sfd < 0)
         return sfd;
     at->fd = at->owned = sfd;
     at->store = true;
     return 0;
+}
+
+static int route_at(struct router *r, struct rt_inode *dir, const char *name, mode_t type, bool create,
+                    struct rt_at *at) {
+    return route_at_rel(r, dir, NULL, name, type, create, at);
 }
 
 static int plain_check(const struct lz_router_req *q);
@@ -1283,9 +1294,11 @@ static struct rt_inode *find_live(struct router *r, const struct stat *st) {
 static int lookup_at(struct router *r, struct rt_inode *dir, const char *name, const struct rt_at *at,
                      struct fuse_entry_param *e);
 
-static int do_lookup(struct router *r, struct rt_inode *dir, const char *name, struct fuse_entry_param *e) {
+/* drel: the path of dir when the caller has it (a listing), else NULL. */
+static int do_lookup_rel(struct router *r, struct rt_inode *dir, const char *drel, const char *name,
+                         struct fuse_entry_param *e) {
     struct rt_at at;
-    int rc = route_at(r, dir, name, 0, false, &at);
+    int rc = route_at_rel(r, dir, drel, name, 0, false, &at);
     if (rc < 0)
         return rc;
     rc = lookup_at(r, dir, name, &at, e);
@@ -1293,11 +1306,17 @@ static int do_lookup(struct router *r, struct rt_inode *dir, const char *name, s
     return rc;
 }
 
+static int do_lookup(struct router *r, struct rt_inode *dir, const char *name, struct fuse_entry_param *e) {
+    return do_lookup_rel(r, dir, NULL, name, e);
+}
+
 static int lookup_at(struct router *r, struct rt_inode *dir, const char *name, const struct rt_at *at,
                      struct fuse_entry_param *e) {
     int dfd = at->fd;
     struct stat st;
-    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    if (!at->store && at->on_host)
+        st = at->hst; /* just looked at while routing */
+    else if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return -errno;
     struct rt_inode *in = find_live(r, &st);
     /* Directories are held open (they anchor every name below them);
@@ -2180,7 +2199,10 @@ static int snap_listing(struct router *r, int ifd, struct rt_dir *d) {
         if (!dot) {
             if (join_path(rel, sizeof rel, drel, de->d_name) < 0)
                 continue;
-            int b = rt_ignore_route(r->ig, rel, dtype_is_dir(dirfd(dp), de));
+            struct stat hst;
+            bool on_host = fstatat(dirfd(dp), de->d_name, &hst, AT_SYMLINK_NOFOLLOW) == 0;
+            int b = rt_ignore_route(r->ig, rel, on_host ? S_ISDIR(hst.st_mode) : dtype_is_dir(dirfd(dp), de),
+                                    on_host ? &hst : NULL);
             if (b != RT_HOST) {
                 /* Hidden: the store's entry of that name, if any, shows. */
                 struct stat st;
@@ -2203,7 +2225,7 @@ static int snap_listing(struct router *r, int ifd, struct rt_dir *d) {
                     continue;
                 if (join_path(rel, sizeof rel, drel, de->d_name) < 0)
                     continue;
-                if (rt_ignore_route(r->ig, rel, dtype_is_dir(dirfd(sp), de)) == RT_STORE)
+                if (rt_ignore_route(r->ig, rel, dtype_is_dir(dirfd(sp), de), NULL) == RT_STORE)
                     snap_add(d, &cap, de->d_name, de->d_ino, de->d_type);
             }
             closedir(sp);
@@ -2257,6 +2279,13 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
     int err = 0;
 
     struct dirent snapent;
+    char drel[LZ_ROUTER_PATH_MAX + 1];
+    const char *dr = NULL;
+    if (plus && r->ig && !dir->store) {
+        int ifd = inode_fd(r, dir);
+        if (ifd >= 0 && dir_relpath(r, ifd, drel, sizeof drel) == 0)
+            dr = drel;
+    }
     if (d->snap) {
         d->offset = off;
     } else if (off != d->offset) {
@@ -2294,7 +2323,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
                 e.attr.st_ino = d->entry->d_ino;
                 e.attr.st_mode = (mode_t)d->entry->d_type << 12;
             } else {
-                int rc = do_lookup(r, dir, name, &e);
+                int rc = do_lookup_rel(r, dir, dr, name, &e);
                 if (rc == -ENOENT) { /* removed meanwhile */
                     d->entry = NULL;
                     d->offset = next;
