@@ -172,7 +172,8 @@ def sandbox_results(lazaret, debian, tmp_path_factory):
 @pytest.mark.parametrize("where", list(WHERES))
 def test_posix_cases_differ_only_as_listed(sandbox_results, where):
     for cred in CREDS:
-        assert len(sandbox_results[(where, cred)]) > 50, (where, cred, sandbox_results[(where, cred)])
+        # At least a line per group (a group that cannot start says so in one).
+        assert len(sandbox_results[(where, cred)]) >= 18, (where, cred, sandbox_results[(where, cred)])
     unlisted, stale = compare(sandbox_results, load_known(), [where])
     msg = []
     if unlisted:
