@@ -129,7 +129,7 @@ def test_known_differences_file_is_well_formed():
         assert re.match(r"^(gvisor|fuse|lazaret-bug|lazaret-policy):", reason), reason
 
 
-def test_expectations_are_a_local_filesystems(tmp_path):
+def test_expectations_are_those_of_a_local_ext4(tmp_path):
     """Control: natively on the host (as this unprivileged user), every
     case without root-made fixtures passes, when the host's /tmp is ext4."""
     out = subprocess.run(["stat", "-f", "-c", "%T", str(tmp_path)], capture_output=True, text=True).stdout.strip()
