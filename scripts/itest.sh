@@ -31,8 +31,8 @@ ninja -C "$bdir" >/dev/null
 stage=$(mktemp -d /var/tmp/lazaret-itest.XXXXXX)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/tests"
-cp "$bdir"/lazaret "$bdir"/lazaret-core "$bdir"/lazaret-init "$bdir"/lazaret-router "$bdir"/lazaret-escalate "$stage/bin/"
-cp -r tests/integration tests/fixtures "$stage/tests/"
+cp "$bdir"/lazaret "$bdir"/lazaret-core "$bdir"/lazaret-init "$bdir"/lazaret-router "$bdir"/lazaret-escalate "$bdir"/fscases "$stage/bin/"
+cp -r tests/integration tests/fixtures tests/posix "$stage/tests/"
 cp docs/model/lazaret.pml "$stage/tests/fixtures/"
 chmod -R a+rX "$stage"
 chown -R "$user:" "$stage"

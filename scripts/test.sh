@@ -105,9 +105,9 @@ tail -3 /tmp/lazaret-model.log
 stage=$(mktemp -d /var/tmp/lazaret-test.XXXXXX)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/tests"
-cp build/lazaret build/lazaret-core build/lazaret-init build/lazaret-escalate "$stage/bin/"
+cp build/lazaret build/lazaret-core build/lazaret-init build/lazaret-escalate build/fscases "$stage/bin/"
 [ -x build/lazaret-router ] && cp build/lazaret-router "$stage/bin/"
-cp -r tests/integration tests/fixtures "$stage/tests/"
+cp -r tests/integration tests/fixtures tests/posix "$stage/tests/"
 cp docs/model/lazaret.pml "$stage/tests/fixtures/"
 chmod -R a+rX "$stage"
 export LAZARET_BIN="$stage/bin/lazaret" LAZARET_FIXTURES="$stage/tests/fixtures"
