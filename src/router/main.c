@@ -82,6 +82,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <time.h>
 
 #ifndef SYS_fchmodat2
@@ -108,6 +109,11 @@ struct rt_inode {
     int wd;                 /* inotify watch of this directory, or -1 */
     bool sticky;            /* seen under a protected name while held */
     bool sealed;            /* a checked Git index now: no more writes through any handle */
+    /* The sandbox-side owner (see "owners"): 0 not read yet, 1 none (the
+     * developer's), 2 ouid:ogid from the file's user.lazaret.owner. */
+    unsigned char own_state;
+    uid_t ouid;
+    gid_t ogid;
     bool is_root;
     bool hashed; /* in the table (false once retired) */
     bool store;  /* in the Ignored Workspace State (see ignore.h), not the host workspace */
@@ -154,6 +160,7 @@ struct router {
     uid_t uid;
     gid_t gid;
     bool quiet;
+    bool no_xattr; /* the host file system has no user xattrs: owners cannot be kept */
     double timeout; /* attribute and entry cache timeout, seconds (default 0) */
     /* --watch: what lies in a watched directory is cached for
      * watch_timeout, an inotify thread invalidating what the host changes
@@ -604,7 +611,9 @@ static int fh_fd(struct rt_inode *in, struct fuse_file_info *fi) { return fi && 
 
 static int name_valid(const char *name) {
     size_t n = strlen(name);
-    if (n == 0 || n > NAME_MAX || strchr(name, '/'))
+    if (n > NAME_MAX)
+        return -ENAMETOOLONG;
+    if (n == 0 || strchr(name, '/'))
         return -EINVAL;
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
         return -EINVAL;
@@ -1293,6 +1302,7 @@ static struct rt_inode *find_live(struct router *r, const struct stat *st) {
 
 static int lookup_at(struct router *r, struct rt_inode *dir, const char *name, const struct rt_at *at,
                      struct fuse_entry_param *e);
+static void apply_owner(struct router *r, struct rt_inode *in, int fhfd, struct stat *st);
 
 /* drel: the path of dir when the caller has it (a listing), else NULL. */
 static int do_lookup_rel(struct router *r, struct rt_inode *dir, const char *drel, const char *name,
@@ -1357,6 +1367,7 @@ static int lookup_at(struct router *r, struct rt_inode *dir, const char *name, c
             in->sticky = true;
     }
     watch_dir(r, in);
+    apply_owner(r, in, -1, &st);
     fill_entry(r, e, dir, in, &st);
     return 0;
 }
@@ -1393,9 +1404,118 @@ static void rt_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
     fuse_reply_none(req);
 }
 
+/* ---- owners ----
+ *
+ * Inside the sandbox every user may own files, as on a local disk: gVisor
+ * checks permissions itself against the owner it is shown, and after it
+ * creates a file for a non-root user it changes the owner to that user. The
+ * host file stays the developer's (uid 0 here): the sandbox-side owner is
+ * kept in the file's `user.lazaret.owner` xattr ("UID:GID", ids of the
+ * Domain's user namespace) and shown in its place. The router serves no
+ * xattr operation, so the sandbox can neither read nor forge it. Symlinks
+ * cannot carry user xattrs: they stay the developer's (a change of their
+ * owner is accepted and not kept). */
+
+#define OWNER_XATTR "user.lazaret.owner"
+
+/* A path for the xattr calls on `in`: its handle fhfd or its held fd (a
+ * magic link, to be followed), or its name in its holder (*by_name: use the
+ * l* calls). 0, or -errno. */
+static int owner_path(struct router *r, struct rt_inode *in, int fhfd, char *out, size_t size, int *owned,
+                      bool *by_name) {
+    *owned = -EBADF;
+    *by_name = false;
+    if (fhfd >= 0)
+        return lz_snprintf(out, size, "/proc/self/fd/%d", fhfd);
+    if (in->fd >= 0 || S_ISDIR(in->type) || in->is_root) {
+        int fd = inode_fd(r, in);
+        return fd < 0 ? fd : lz_snprintf(out, size, "/proc/self/fd/%d", fd);
+    }
+    int pfd = holder_fd(r, in, owned);
+    if (pfd < 0)
+        return pfd;
+    *by_name = true; /* then never follow a symlink that took the name */
+    return lz_snprintf(out, size, "/proc/self/fd/%d/%s", pfd, in->name);
+}
+
+/* Shows the sandbox-side owner of `in` in st. */
+static void apply_owner(struct router *r, struct rt_inode *in, int fhfd, struct stat *st) {
+    if (in->own_state == 0) {
+        in->own_state = 1;
+        char path[PATH_MAX + 64], val[48];
+        _cleanup_close_ int owned = -EBADF;
+        bool by_name;
+        if (!r->no_xattr && !S_ISLNK(in->type) && owner_path(r, in, fhfd, path, sizeof path, &owned, &by_name) == 0) {
+            ssize_t n = by_name ? lgetxattr(path, OWNER_XATTR, val, sizeof val - 1)
+                                : getxattr(path, OWNER_XATTR, val, sizeof val - 1);
+            unsigned long u, g;
+            char end;
+            if (n > 0) {
+                val[n] = '\0';
+                if (sscanf(val, "%lu:%lu%c", &u, &g, &end) == 2 && u <= UINT32_MAX && g <= UINT32_MAX) {
+                    in->own_state = 2;
+                    in->ouid = (uid_t)u;
+                    in->ogid = (gid_t)g;
+                }
+            } else if (n < 0 && (errno == ENOTSUP || errno == EOPNOTSUPP)) {
+                r->no_xattr = true;
+            }
+        }
+    }
+    if (in->own_state == 2) {
+        st->st_uid = in->ouid;
+        st->st_gid = in->ogid;
+    }
+}
+
+/* Makes uid:gid (-1: unchanged) the sandbox-side owner of `in`. */
+static int set_owner(struct router *r, struct rt_inode *in, int fhfd, uid_t uid, gid_t gid) {
+    struct stat dummy = { .st_uid = r->uid, .st_gid = r->gid };
+    apply_owner(r, in, fhfd, &dummy);
+    uid_t nu = uid == (uid_t)-1 ? dummy.st_uid : uid;
+    gid_t ng = gid == (gid_t)-1 ? dummy.st_gid : gid;
+    if (S_ISLNK(in->type))
+        return 0; /* no user xattrs on symlinks: they stay the developer's */
+    char path[PATH_MAX + 64];
+    _cleanup_close_ int owned = -EBADF;
+    bool by_name;
+    int rc = owner_path(r, in, fhfd, path, sizeof path, &owned, &by_name);
+    if (rc < 0)
+        return rc;
+    if (nu == r->uid && ng == r->gid) {
+        if ((by_name ? lremovexattr(path, OWNER_XATTR) : removexattr(path, OWNER_XATTR)) < 0 && errno != ENODATA)
+            return errno == ENOTSUP ? -EPERM : -errno;
+        in->own_state = 1;
+        return 0;
+    }
+    if (r->no_xattr)
+        return -EPERM;
+    char val[48];
+    snprintf(val, sizeof val, "%lu:%lu", (unsigned long)nu, (unsigned long)ng);
+    if ((by_name ? lsetxattr(path, OWNER_XATTR, val, strlen(val), 0) : setxattr(path, OWNER_XATTR, val, strlen(val), 0)) <
+        0) {
+        if (errno == ENOTSUP)
+            r->no_xattr = true;
+        return errno == ENOTSUP ? -EPERM : -errno;
+    }
+    in->own_state = 2;
+    in->ouid = nu;
+    in->ogid = ng;
+    return 0;
+}
+
 /* ---- attributes ---- */
 
+static int stat_inode_raw(struct router *r, struct rt_inode *in, struct fuse_file_info *fi, struct stat *st);
+
 static int stat_inode(struct router *r, struct rt_inode *in, struct fuse_file_info *fi, struct stat *st) {
+    int rc = stat_inode_raw(r, in, fi, st);
+    if (rc == 0)
+        apply_owner(r, in, fh_fd(in, fi), st);
+    return rc;
+}
+
+static int stat_inode_raw(struct router *r, struct rt_inode *in, struct fuse_file_info *fi, struct stat *st) {
     int fd = fh_fd(in, fi);
     if (fd >= 0)
         return fstat(fd, st) < 0 ? -errno : 0;
@@ -1491,16 +1611,10 @@ static void rt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
     if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
         uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
         gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
-        /* Host files stay the developer's: only our own ids are served. */
-        if ((uid != (uid_t)-1 && uid != r->uid) || (gid != (gid_t)-1 && gid != r->gid)) {
-            rc = -EPERM;
+        /* Host files stay the developer's: the sandbox-side owner is
+         * kept beside them (see "owners"). */
+        if ((rc = set_owner(r, in, fhfd, uid, gid)) < 0)
             goto fail;
-        }
-        rc = fhfd >= 0 ? fchown(fhfd, uid, gid) : fchownat(ifd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
-        if (rc < 0) {
-            rc = -errno;
-            goto fail;
-        }
     }
     if (valid & FUSE_SET_ATTR_SIZE) {
         if (!S_ISREG(in->type)) {

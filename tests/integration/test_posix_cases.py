@@ -7,6 +7,8 @@ non-root user (uid 1000, `setpriv`), on each kind of directory the sandbox
 has:
 
   workspace  /workspace, served by lazaret-router (Git policy)
+  ignored    a git-ignored directory of /workspace, served by the router from
+             the Domain's Ignored Workspace State
   volume     a read-write profile volume, served by lazaret-router --plain
   anchor     /root, a State Anchor layer (a plain bind of an overlayfs)
   tmp        /tmp, gVisor's own tmpfs
@@ -30,6 +32,7 @@ from conftest import ROOT, Env, LAZARET, lz_run, make_git_repo
 
 WHERES = {
     "workspace": "/workspace/posix-cases",
+    "ignored": "/workspace/node_modules/posix-cases",
     "volume": "/vol/posix-cases",
     "anchor": "/root/posix-cases",
     "tmp": "/tmp/posix-cases",
@@ -150,6 +153,7 @@ def sandbox_results(lazaret, debian, tmp_path_factory):
     env.write_config(extra_profile='persistent_dirs = ["/root"]\n'
                      f'volumes = [ {{ host = "{vol}", container = "/vol", mode = "rw" }} ]\n')
     ws = make_git_repo(base / "ws")
+    (ws / ".gitignore").write_text("node_modules/\n")
     shutil.copy2(fscases_binary(), ws / "fscases")
     steps = []
     for where, d in WHERES.items():
