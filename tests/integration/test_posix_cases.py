@@ -129,7 +129,7 @@ def test_known_differences_file_is_well_formed():
             where, _, cred = w.partition("/")
             assert where in WHERES or where == "*", w
             assert cred in CREDS or cred == "*", w
-        assert re.match(r"^(gvisor|fuse|lazaret-bug|lazaret-policy):", reason), reason
+        assert re.match(r"^(gvisor|fuse|lazaret-bug|lazaret-policy|lazaret-limit):", reason), reason
 
 
 def test_expectations_are_those_of_a_local_ext4(tmp_path):
