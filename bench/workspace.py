@@ -13,6 +13,8 @@ LAZARET_TEST_WORKSPACE:
   watch    the router as shipped: --watch 10 (long timeouts, inotify
            invalidation)
   nowatch  the router with timeouts of 0 (before --watch)
+  shared   the router as shipped but with ignored_state = false (no
+           ignored-state routing): what the routing itself costs
 
 Run as root, the script stages the binaries where the user can read them
 and runs itself again as that user. A repository of --files small files in
@@ -27,6 +29,12 @@ inside with bash's $EPOCHREALTIME:
   storm    20 000 files: create (bash `: >`), stat (`[ -f ]`), delete (`rm -r`):
            bash builtins, 2 processes
            in 100 new directories of the tree (untracked)
+  istorm   the same in node_modules/ (git-ignored: the Domain's store)
+  grep     `grep -r` of a string no file holds over the tracked tree
+  burst    an `npm install`-like write burst: 1000 packages of 5 small files
+           each in node_modules/, then `rm -r`
+
+The repository's committed .gitignore ignores node_modules/.
 
 It prints medians per mode and the ratio to `bind`, and the host's own
 `git status` for scale. The Domain is stopped after every round.
@@ -50,7 +58,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--build", required=True, help="meson build directory (test_hooks on)")
 ap.add_argument("--storage", help="a Storage Root to reuse (the Debian image bootstrapped there once)")
 ap.add_argument("--user", default="lztest", help="the unprivileged user to run as, when started as root")
-ap.add_argument("--modes", default="bind,watch,nowatch")
+ap.add_argument("--modes", default="bind,watch,shared")
 ap.add_argument("--rounds", type=int, default=2)
 ap.add_argument("--files", type=int, default=30000)
 ap.add_argument("--dirs", type=int, default=630)
@@ -89,9 +97,23 @@ for ((d = 0; d < 100; d++)); do for ((f = 0; f < per; f++)); do : > "storm$d/f$f
 for ((d = 0; d < 100; d++)); do for ((f = 0; f < per; f++)); do [ -f "storm$d/f$f" ]; done; done
 rm -r storm*
 echo "storm $(( $(us) - t ))"
+mkdir -p node_modules; t=$(us)
+mkdir node_modules/storm{0..99}
+for ((d = 0; d < 100; d++)); do for ((f = 0; f < per; f++)); do : > "node_modules/storm$d/f$f"; done; done
+for ((d = 0; d < 100; d++)); do for ((f = 0; f < per; f++)); do [ -f "node_modules/storm$d/f$f" ]; done; done
+rm -r node_modules/storm*
+echo "istorm $(( $(us) - t ))"
+t=$(us); grep -r -q NOT-IN-ANY-FILE d* || true; echo "grep $(( $(us) - t ))"
+t=$(us)
+for ((p = 0; p < 1000; p++)); do
+  mkdir -p node_modules/pkg$p/lib
+  for f in package.json index.js README.md lib/a.js lib/b.js; do echo "module $p $f" > node_modules/pkg$p/$f; done
+done
+rm -r node_modules/pkg*
+echo "burst $(( $(us) - t ))"
 """
 
-OPS = ["first", "status", "storm"]
+OPS = ["first", "status", "storm", "istorm", "grep", "burst"]
 
 
 def make_repo(path: Path):
@@ -102,6 +124,7 @@ def make_repo(path: Path):
         dd.mkdir(parents=True)
         for f in range(per_dir):
             (dd / f"f{f:02d}.txt").write_text(f"file {d}/{f}\n")
+    (path / ".gitignore").write_text("node_modules/\n")
     subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True, env=GIT_ENV)
     subprocess.run(["git", "-C", str(path), "add", "-A"], check=True, env=GIT_ENV)
     subprocess.run(["git", "-C", str(path), "-c", "gc.auto=0", "commit", "-qm", "initial"], check=True, env=GIT_ENV)
@@ -117,12 +140,13 @@ class Mode:
         cfg = base / f"config-{name}"
         (cfg / "lazaret").mkdir(parents=True)
         (cfg / "lazaret" / "config.toml").write_text(
-            f'[storage]\ndata_root = "{storage}"\nlinger_seconds = 0\n\n[profiles.bench]\nimage = "builtin:debian-bookworm"\n')
+            f'[storage]\ndata_root = "{storage}"\nlinger_seconds = 0\n\n[profiles.bench]\nimage = "builtin:debian-bookworm"\n'
+            + ("ignored_state = false\n" if name == "shared" else ""))
         self.runtime = Path(tempfile.mkdtemp(prefix="lzrt", dir="/tmp"))
         os.chmod(self.runtime, 0o700)
         self.env = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": os.environ.get("HOME", "/"),
                     "XDG_CONFIG_HOME": str(cfg), "XDG_RUNTIME_DIR": str(self.runtime), "LANG": "C.UTF-8",
-                    "LAZARET_TEST_WORKSPACE": name}
+                    "LAZARET_TEST_WORKSPACE": "watch" if name == "shared" else name}
         self.samples = {op: [] for op in OPS}
 
     def round(self, timeout=1800):

@@ -421,11 +421,15 @@ static void watch_dir(struct router *r, struct rt_inode *in) {
 /* Whether the kernel may cache what the router says about `in` (its
  * attributes) or about names in `dir`: only what a watch covers. */
 static double timeout_for_dir(struct router *r, const struct rt_inode *dir) {
+    /* Only the router changes the Ignored Workspace State: what the kernel
+     * caches of it stays true as long as a watched directory's would. */
+    if (r->watch && dir && dir->store)
+        return r->watch_timeout;
     return r->watch && dir && dir->wd >= 0 ? r->watch_timeout : r->timeout;
 }
 
 static double attr_timeout_of(struct router *r, const struct rt_inode *in) {
-    if (S_ISDIR(in->type) && in->wd >= 0)
+    if (S_ISDIR(in->type) && (in->wd >= 0 || in->store))
         return timeout_for_dir(r, in);
     return timeout_for_dir(r, in->parent);
 }

@@ -238,3 +238,43 @@ def test_state_inspect_shows_it_and_reset_ignored_only_clears_it(lazaret, env, w
     rc, out, err = run(lazaret, env, ws, "cd /workspace; ls -a node_modules 2>&1; cat .env 2>&1")
     assert "SANDBOX=1" not in out and "blob" not in out, out
     assert "hunter2" not in out, out  # still hidden: the rules are the host's
+
+
+def test_directory_symlink_swap_race_never_reaches_outside(lazaret, env, ws, tmp_path):
+    # The agent swaps an ignored directory and a symlink to the host's
+    # files while another process keeps reading through the name; bounded.
+    secret = tmp_path / "outside"
+    secret.mkdir()
+    (secret / "f").write_text("OUTSIDE_SECRET\n")
+    up = "../" * 24 + os.path.relpath(secret, "/")
+    script = ("cd /workspace; mkdir -p node_modules/d; echo inner > node_modules/d/f; "
+              "( i=0; while [ $i -lt 300 ]; do mv node_modules/d node_modules/d.real; "
+              f"ln -s {up} node_modules/d; rm node_modules/d; mv node_modules/d.real node_modules/d; "
+              "i=$((i+1)); done ) & "
+              "j=0; while [ $j -lt 600 ]; do cat node_modules/d/f 2>/dev/null; j=$((j+1)); done; wait; echo finished")
+    rc, out, err = run(lazaret, env, ws, script, timeout=600)
+    assert "finished" in out, (out[-2000:], err[-2000:])
+    assert "OUTSIDE_SECRET" not in out
+    assert "inner" in out  # the reads did happen
+    # Positive control: followed by the host, such a link does reach it.
+    tree = domain_dir_for(env, ws) / "ignored" / "tree" / "node_modules"
+    os.symlink(str(secret), tree / "probe")
+    assert (tree / "probe" / "f").read_text() == "OUTSIDE_SECRET\n"
+
+
+def test_directory_of_100k_entries_lists_both_backings(lazaret, env, ws):
+    big = ws / "big"
+    big.mkdir()
+    for i in range(100_000):
+        (big / f"f{i:06d}").touch()
+    (big / "host-only.log").write_text("hidden\n")
+    script = ("cd /workspace/big; echo a > sbx.log; echo b > sbx2.log; ls -a | wc -l; ls | grep -c '^f'; "
+              "ls | grep log; cat f099999 && echo last-ok")
+    rc, out, err = run(lazaret, env, ws, script, timeout=900)
+    assert rc == 0, err[-2000:]
+    lines = out.split()
+    # . .. 100000 host files, 2 of the sandbox's; the host's ignored file hidden.
+    assert lines[0] == "100004" and lines[1] == "100000", out[:500]
+    assert "sbx.log" in lines and "sbx2.log" in lines and "host-only.log" not in lines, out[:500]
+    assert "last-ok" in out
+    assert not (big / "sbx.log").exists()
