@@ -205,13 +205,20 @@ static int write_meta(struct rt_ignore *ig, const char *dir, const char *line) {
     return lz_write_file_atomic_at(ig->meta_fd, name, line, strlen(line), 0600);
 }
 
-/* Makes the accepted copy of dir's rules what the host has now. */
-static int accept_live(struct rt_ignore *ig, const char *dir, const char *meta_line) {
+/* Makes the accepted copy of dir's rules what the host has now. `meta` is
+ * what meta/ says of dir now (NULL: nothing). Nothing is written when the
+ * accepted copy is already that (most directories, at every start). */
+static int accept_live(struct rt_ignore *ig, const char *dir, const char *meta, const char *meta_line) {
     _cleanup_free_ char *buf = NULL;
     size_t len = 0;
     int present = read_live(ig, dir, &buf, &len);
     if (present < 0)
         return present;
+    char fp[65], line[80];
+    fingerprint(buf, len, present, fp);
+    snprintf(line, sizeof line, "a %s\n", fp);
+    if (!meta_line && ((!present && !meta) || (meta && strcmp(meta, line) == 0)))
+        return 0; /* no rules then and now, or the same accepted ones */
     _cleanup_close_ int sfd = rt_open_dir_p(ig->shadow_fd, dir, true);
     if (sfd < 0)
         return sfd;
@@ -223,12 +230,7 @@ static int accept_live(struct rt_ignore *ig, const char *dir, const char *meta_l
                      : (unlinkat(dfd, ".gitignore", 0) < 0 && errno != ENOENT ? -errno : 0);
     if (rc < 0)
         return rc;
-    if (meta_line)
-        return write_meta(ig, dir, meta_line);
-    char fp[65], line[80];
-    fingerprint(buf, len, present, fp);
-    snprintf(line, sizeof line, "a %s\n", fp);
-    return write_meta(ig, dir, line);
+    return write_meta(ig, dir, meta_line ? meta_line : line);
 }
 
 static bool below_renamed(struct rt_ignore *ig, const char *dir) {
@@ -264,13 +266,13 @@ static void acquire(struct rt_ignore *ig, const char *dir) {
             (void)write_meta(ig, dir, line);
             return;
         }
-        (void)accept_live(ig, dir, NULL);
+        (void)accept_live(ig, dir, NULL, NULL);
         return;
     }
     if (rc < 0)
         return;
     if (strncmp(meta, "a ", 2) == 0) {
-        (void)accept_live(ig, dir, NULL); /* the host's to change */
+        (void)accept_live(ig, dir, meta, NULL); /* the host's to change */
         return;
     }
     if (strncmp(meta, "s ", 2) == 0) {
@@ -282,7 +284,7 @@ static void acquire(struct rt_ignore *ig, const char *dir) {
         char fp[65];
         fingerprint(buf, len, present, fp);
         if (strncmp(meta + 2, fp, strlen(fp)) != 0)
-            (void)accept_live(ig, dir, NULL); /* the host changed it since */
+            (void)accept_live(ig, dir, meta, NULL); /* the host changed it since */
         return;
     }
     /* "d": the sandbox was writing it when we stopped: keep what we had. */
