@@ -267,6 +267,7 @@ coproc SRV {{ exec node /workspace/{fake_dir}/{server}.js 2>/tmp/lz-fake.log; }}
 read -t 30 -u "${{SRV[0]}}" port || {{ echo "fake server did not start"; cat /tmp/lz-fake.log; exit 99; }}
 export FAKE_URL=http://127.0.0.1:$port
 cd /workspace
+{prelude}
 timeout 240 {agent_cmd} </dev/null 2>&1
 echo "agent-rc=$?"
 kill "$SRV_PID"
@@ -283,12 +284,13 @@ def offline_env(agent_env):
     return agent_env
 
 
-def run_against_fake(lazaret, env, workspace, agent, server, agent_cmd):
-    """Runs agent_cmd (a bash command; $FAKE_URL is the fake's base URL) in
-    a session of the agent's built-in profile with the fake model `server`
-    beside it. Returns (the session's output, the fake's request log)."""
+def run_against_fake(lazaret, env, workspace, agent, server, agent_cmd, prelude=""):
+    """Runs agent_cmd (a bash command; $FAKE_URL is the fake's base URL),
+    after the bash lines prelude, in a session of the agent's built-in
+    profile with the fake model `server` beside it. Returns (the session's
+    output, the fake's request log)."""
     shutil.copytree(FIXTURES / "fake-model", workspace / FAKE_DIR)
-    script = DRIVER.format(fake_dir=FAKE_DIR, server=server, agent_cmd=agent_cmd)
+    script = DRIVER.format(fake_dir=FAKE_DIR, server=server, agent_cmd=agent_cmd, prelude=prelude)
     r = lz_run(lazaret, env, workspace, ["bash", "-c", script], profile=agent, timeout=600)
     out = r.stdout.decode(errors="replace")
     assert r.returncode == 0 and "--- fake log" in out, (r.returncode, out[-3000:],
@@ -397,3 +399,63 @@ def test_codex_own_sandbox_modes_do_not_run_the_tool(lazaret, agent_images, offl
     assert results and "exited with code 0" not in results[-1], (out, reqs)
     assert "bwrap" in results[-1], (out, reqs)
     assert not made_on_host(workspace)
+
+
+def opencode_prelude(permission=None):
+    """opencode's configuration in OPENCODE_CONFIG_CONTENT (not in the
+    profile's shared config directory): an OpenAI-compatible provider (its
+    SDK is bundled: nothing is downloaded) at the fake; optional traffic off."""
+    cfg = {"provider": {"lzfake": {"npm": "@ai-sdk/openai-compatible", "name": "lzfake",
+                                   "options": {"baseURL": "@URL@/v1", "apiKey": "sk-lz-fake"},
+                                   "models": {"lz-fake-model": {"name": "lz-fake-model"}}}},
+           "model": "lzfake/lz-fake-model", "autoupdate": False, "share": "disabled"}
+    if permission:
+        cfg["permission"] = permission
+    return (f"CFG='{json.dumps(cfg)}'\n"
+            'export OPENCODE_CONFIG_CONTENT="${CFG//@URL@/$FAKE_URL}"\n'
+            "export OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_DEFAULT_PLUGINS=1 "
+            "OPENCODE_DISABLE_LSP_DOWNLOAD=1 OPENCODE_DISABLE_SHARE=1")
+
+
+OPENCODE_RUN = "opencode run -m lzfake/lz-fake-model "
+
+
+@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.parametrize("permission", [None, {"bash": "ask"}], ids=["defaults", "bash-ask"])
+def test_opencode_unattended_mode_runs_the_tool_without_a_prompt(lazaret, agent_images, offline_env, workspace,
+                                                                  permission):
+    """`opencode run --auto` runs the call, also where the configuration
+    says to ask for bash."""
+    agent_images("opencode")
+    out, reqs = run_against_fake(lazaret, offline_env, workspace, "opencode", "openai-chat",
+                                 OPENCODE_RUN + f"--auto 'create the file {MADE}'", opencode_prelude(permission))
+    assert "agent-rc=0" in out, out
+    assert tool_results(reqs), reqs
+    assert made_on_host(workspace), (out, reqs)
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_opencode_without_the_flag_rejects_what_asks(lazaret, agent_images, offline_env, workspace):
+    """Control: without --auto, a call its configuration asks about is
+    rejected (run cannot ask) and nothing is made."""
+    agent_images("opencode")
+    out, reqs = run_against_fake(lazaret, offline_env, workspace, "opencode", "openai-chat",
+                                 OPENCODE_RUN + f"'create the file {MADE}'", opencode_prelude({"bash": "ask"}))
+    assert any(q.get("call") == "bash" for q in reqs), reqs
+    assert "auto-rejecting" in out, out
+    assert not made_on_host(workspace)
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_opencode_defaults_run_bash_without_the_flag(lazaret, agent_images, offline_env, workspace):
+    """What the docs say of opencode: its default permissions allow bash
+    (and edits) without asking, so `opencode run` is unattended already;
+    --auto matters for what a configuration sets to "ask"."""
+    agent_images("opencode")
+    out, reqs = run_against_fake(lazaret, offline_env, workspace, "opencode", "openai-chat",
+                                 OPENCODE_RUN + f"'create the file {MADE}'", opencode_prelude())
+    assert tool_results(reqs), reqs
+    assert made_on_host(workspace), (out, reqs)
