@@ -459,3 +459,20 @@ def test_opencode_defaults_run_bash_without_the_flag(lazaret, agent_images, offl
                                  OPENCODE_RUN + f"'create the file {MADE}'", opencode_prelude())
     assert tool_results(reqs), reqs
     assert made_on_host(workspace), (out, reqs)
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_codex_login_prints_its_url_and_a_flow_without_callback(lazaret, agent_images, offline_env, workspace):
+    """What docs/agents.md says of `codex login`: it prints the sign-in URL
+    on the terminal, whose redirect is a callback server on the sandbox's
+    loopback (which the host's browser cannot reach), and names the device
+    flow that needs none. Nothing is contacted: printing the URL is local,
+    and the configuration allows no public address."""
+    agent_images("codex")
+    r = lz_run(lazaret, offline_env, workspace, ["bash", "-c", "timeout 20 codex login </dev/null 2>&1"],
+               profile="codex", timeout=600)
+    out = r.stdout.decode(errors="replace")
+    assert "https://auth.openai.com/oauth/authorize?" in out, out
+    assert "redirect_uri=http%3A%2F%2F127.0.0.1%3A1455%2Fauth%2Fcallback" in out, out
+    assert "codex login --device-auth" in out, out
