@@ -35,6 +35,14 @@ def agent_env(tmp_path, storage):
     return Env(tmp_path / "agent-env", storage, "builtin:debian-bookworm")
 
 
+@pytest.fixture
+def offline_env(agent_env):
+    """The built-in profiles with no public address allowed: the sandbox's
+    own loopback still works (127/8 in the Domain's namespace is its own)."""
+    agent_env.write_config(extra="[network]\ndefault_allow = []\n")
+    return agent_env
+
+
 # ---- configuration (no image needed) -----------------------------------
 
 
@@ -208,10 +216,12 @@ def test_api_keys_reach_their_profile_only_when_set(lazaret, agent_images, agent
 
 @pytest.mark.slow
 @pytest.mark.network
-def test_claude_interactive_first_screen_and_clean_exit(lazaret, agent_images, agent_env, workspace):
+def test_claude_interactive_first_screen_and_clean_exit(lazaret, agent_images, offline_env, workspace):
     """`lazaret run -p claude` (no CMD: the profile's command) reaches Claude
     Code's first screen on a real terminal, without an API call, and exits
-    on Ctrl-C with the host terminal restored."""
+    on Ctrl-C with the host terminal restored. No public address is
+    allowed, so nothing is contacted."""
+    agent_env = offline_env
     import pexpect
     agent_images("claude")
     sh = pexpect.spawn("/bin/bash", ["--norc", "--noprofile"], cwd=str(workspace),
@@ -222,9 +232,9 @@ def test_claude_interactive_first_screen_and_clean_exit(lazaret, agent_images, a
     sh.expect("saved")
     sh.expect("HOST\\$ ")
     sh.sendline(f"{lazaret} run -p claude; echo client-exit=$?")
-    # The first screen (words are placed by cursor moves, not spaces). On a
-    # machine that cannot reach api.anthropic.com Claude Code then says so
-    # and exits by itself; otherwise Ctrl-C ends it.
+    # The first screen (words are placed by cursor moves, not spaces). If
+    # Claude Code then says it cannot reach its service and exits by itself,
+    # that is seen; otherwise Ctrl-C ends it.
     sh.expect(r"Welcome.{0,40}?to.{0,40}?Claude.{0,40}?Code", timeout=300)
     for _ in range(4):
         if sh.expect([r"client-exit=(\d+)", pexpect.TIMEOUT], timeout=5) == 0:
@@ -274,14 +284,6 @@ kill "$SRV_PID"
 echo "--- fake log"
 cat /tmp/lz-fake.log
 """
-
-
-@pytest.fixture
-def offline_env(agent_env):
-    """The built-in profiles with no public address allowed: the sandbox's
-    own loopback still works (127/8 in the Domain's namespace is its own)."""
-    agent_env.write_config(extra="[network]\ndefault_allow = []\n")
-    return agent_env
 
 
 def run_against_fake(lazaret, env, workspace, agent, server, agent_cmd, prelude=""):
