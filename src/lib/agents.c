@@ -11,7 +11,12 @@
  * (Claude Code then keeps .claude.json inside it). The sandbox runs it as
  * root, and Claude Code refuses its unattended mode
  * (--dangerously-skip-permissions) as root unless IS_SANDBOX=1 says it is
- * contained: which it is, here. */
+ * contained: which it is, here.
+ *
+ * Codex's and opencode's unattended modes need nothing of the profile
+ * (docs/agents.md): Codex's own sandbox (bubblewrap) cannot start inside
+ * gVisor, so its bypass flag is the way to run it here; opencode's --auto
+ * approves what its configuration asks about. */
 const struct lz_agent lz_agents[] = {
     {
         .name = "claude",

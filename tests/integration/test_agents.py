@@ -5,12 +5,15 @@ marked `network` and `slow`; CI has both, as for the default image) and
 run the real agents in the real sandbox. The configuration tests need
 neither.
 """
+import json
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import Env, lz_run, make_git_repo, user_processes, wait_until
+from conftest import FIXTURES, Env, lz_run, make_git_repo, user_processes, wait_until
 
 AGENTS = ("claude", "codex", "opencode")
 BUILD_TIMEOUT = 1800
@@ -30,6 +33,14 @@ def sandbox_processes():
 def agent_env(tmp_path, storage):
     """A configuration file that defines no agent profile: the built-ins apply."""
     return Env(tmp_path / "agent-env", storage, "builtin:debian-bookworm")
+
+
+@pytest.fixture
+def offline_env(agent_env):
+    """The built-in profiles with no public address allowed: the sandbox's
+    own loopback still works (127/8 in the Domain's namespace is its own)."""
+    agent_env.write_config(extra="[network]\ndefault_allow = []\n")
+    return agent_env
 
 
 # ---- configuration (no image needed) -----------------------------------
@@ -205,10 +216,12 @@ def test_api_keys_reach_their_profile_only_when_set(lazaret, agent_images, agent
 
 @pytest.mark.slow
 @pytest.mark.network
-def test_claude_interactive_first_screen_and_clean_exit(lazaret, agent_images, agent_env, workspace):
+def test_claude_interactive_first_screen_and_clean_exit(lazaret, agent_images, offline_env, workspace):
     """`lazaret run -p claude` (no CMD: the profile's command) reaches Claude
     Code's first screen on a real terminal, without an API call, and exits
-    on Ctrl-C with the host terminal restored."""
+    on Ctrl-C with the host terminal restored. No public address is
+    allowed, so nothing is contacted."""
+    agent_env = offline_env
     import pexpect
     agent_images("claude")
     sh = pexpect.spawn("/bin/bash", ["--norc", "--noprofile"], cwd=str(workspace),
@@ -219,9 +232,9 @@ def test_claude_interactive_first_screen_and_clean_exit(lazaret, agent_images, a
     sh.expect("saved")
     sh.expect("HOST\\$ ")
     sh.sendline(f"{lazaret} run -p claude; echo client-exit=$?")
-    # The first screen (words are placed by cursor moves, not spaces). On a
-    # machine that cannot reach api.anthropic.com Claude Code then says so
-    # and exits by itself; otherwise Ctrl-C ends it.
+    # The first screen (words are placed by cursor moves, not spaces). If
+    # Claude Code then says it cannot reach its service and exits by itself,
+    # that is seen; otherwise Ctrl-C ends it.
     sh.expect(r"Welcome.{0,40}?to.{0,40}?Claude.{0,40}?Code", timeout=300)
     for _ in range(4):
         if sh.expect([r"client-exit=(\d+)", pexpect.TIMEOUT], timeout=5) == 0:
@@ -239,18 +252,229 @@ def test_claude_interactive_first_screen_and_clean_exit(lazaret, agent_images, a
     assert wait_until(lambda: not sandbox_processes(), timeout=45)
 
 
+# ---- unattended modes, against a fake model on the sandbox's loopback ----
+#
+# Each agent talks to a fake model server (tests/fixtures/fake-model/, one
+# file per API) that runs inside the same sandbox session on 127.0.0.1. Its
+# first answer asks the agent's shell tool to run `touch /workspace/MADE`;
+# once the agent sends the tool's result back it answers with a final text.
+# The file must appear in the host's workspace, made without any prompt
+# (stdin is /dev/null). Control: the same run without the unattended flag
+# reaches the same tool call (the server saw it and got a result back) and
+# does not make the file.
+#
+# No test here contacts an agent's service: the configuration allows no
+# public address ([network] default_allow = [], which applies to the
+# built-in profiles too), so the fake on the sandbox's own loopback is the
+# only thing reachable, and the agents' optional traffic is switched off
+# where they have a switch.
+
+MADE = "made-by-agent"
+FAKE_DIR = ".lz-fake"
+
+DRIVER = r"""
+coproc SRV {{ exec node /workspace/{fake_dir}/{server}.js 2>/tmp/lz-fake.log; }}
+read -t 30 -u "${{SRV[0]}}" port || {{ echo "fake server did not start"; cat /tmp/lz-fake.log; exit 99; }}
+export FAKE_URL=http://127.0.0.1:$port
+cd /workspace
+{prelude}
+timeout 240 {agent_cmd} </dev/null 2>&1
+echo "agent-rc=$?"
+kill "$SRV_PID"
+echo "--- fake log"
+cat /tmp/lz-fake.log
+"""
+
+
+def run_against_fake(lazaret, env, workspace, agent, server, agent_cmd, prelude=""):
+    """Runs agent_cmd (a bash command; $FAKE_URL is the fake's base URL),
+    after the bash lines prelude, in a session of the agent's built-in
+    profile with the fake model `server` beside it. Returns (the session's
+    output, the fake's request log)."""
+    shutil.copytree(FIXTURES / "fake-model", workspace / FAKE_DIR)
+    script = DRIVER.format(fake_dir=FAKE_DIR, server=server, agent_cmd=agent_cmd, prelude=prelude)
+    r = lz_run(lazaret, env, workspace, ["bash", "-c", script], profile=agent, timeout=600)
+    out = r.stdout.decode(errors="replace")
+    assert r.returncode == 0 and "--- fake log" in out, (r.returncode, out[-3000:],
+                                                         r.stderr.decode(errors="replace")[-2000:])
+    session, log = out.split("--- fake log\n", 1)
+    requests = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    assert wait_until(lambda: not sandbox_processes(), timeout=45)
+    return session, requests
+
+
+def tool_results(requests):
+    """The shell tool's results the agent sent back, after the fake asked
+    for the call (proves the agent got that far)."""
+    asked = [i for i, q in enumerate(requests) if q.get("call")]
+    assert asked, requests
+    return [q["tool_result"] for q in requests[asked[0] + 1:] if q.get("tool_result") is not None]
+
+
+def made_on_host(workspace):
+    made = workspace / MADE
+    if not made.exists():
+        return False
+    # the developer's file on the host, not a mapped root's
+    assert made.stat().st_uid == os.getuid()
+    return True
+
+
+CLAUDE_ENV = ("env ANTHROPIC_BASE_URL=$FAKE_URL ANTHROPIC_API_KEY=sk-lz-fake "
+              "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 ")
+CLAUDE_GUARD = "cannot be used with root/sudo privileges"
+
+
 @pytest.mark.slow
 @pytest.mark.network
-def test_claude_unattended_mode_starts_as_root(lazaret, agent_images, agent_env, workspace):
-    """Claude Code refuses --dangerously-skip-permissions as root unless it is
-    told it runs in a sandbox; the built-in profile tells it (IS_SANDBOX=1)."""
-    guard = "cannot be used with root/sudo privileges"
-    cmd = "id -u; timeout 60 claude --dangerously-skip-permissions -p hi </dev/null 2>&1; echo rc=$?"
-    r = lz_run(lazaret, agent_env, workspace, ["bash", "-c", cmd], profile="claude", timeout=600)
+def test_claude_unattended_mode_runs_the_tool_without_a_prompt(lazaret, agent_images, offline_env, workspace):
+    """`claude -p --dangerously-skip-permissions` runs the model's shell
+    command as root inside (IS_SANDBOX=1 in the profile lets it)."""
+    agent_images("claude")
+    cmd = CLAUDE_ENV + f"claude -p 'create the file {MADE}' --dangerously-skip-permissions"
+    out, reqs = run_against_fake(lazaret, offline_env, workspace, "claude", "anthropic", cmd)
+    assert "agent-rc=0" in out, out
+    assert CLAUDE_GUARD not in out, out
+    assert tool_results(reqs), reqs
+    assert made_on_host(workspace), (out, reqs)
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_claude_without_the_flag_asks_instead(lazaret, agent_images, offline_env, workspace):
+    """Control: the same run without --dangerously-skip-permissions gets
+    the same tool call and refuses it (print mode cannot ask)."""
+    agent_images("claude")
+    out, reqs = run_against_fake(lazaret, offline_env, workspace, "claude", "anthropic",
+                                 CLAUDE_ENV + f"claude -p 'create the file {MADE}'")
+    results = tool_results(reqs)
+    assert results and "approval" in results[-1], (out, reqs)
+    assert not made_on_host(workspace)
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_claude_unattended_mode_as_root_needs_the_sandbox_signal(lazaret, agent_images, offline_env, workspace):
+    """Control for IS_SANDBOX=1: without it Claude Code refuses the flag as
+    root before any request, so the profile's variable is what lets it."""
+    agent_images("claude")
+    cmd = "env IS_SANDBOX= " + CLAUDE_ENV + f"claude -p 'create the file {MADE}' --dangerously-skip-permissions"
+    out, reqs = run_against_fake(lazaret, offline_env, workspace, "claude", "anthropic", cmd)
+    assert CLAUDE_GUARD in out, out
+    assert not any(q.get("call") for q in reqs), reqs
+    assert not made_on_host(workspace)
+
+
+# A provider of the config (no key: nothing to authenticate), the model name
+# unknown to Codex (it warns and uses fallback metadata).
+CODEX_EXEC = ("codex exec -c model_provider=lzfake "
+              "-c 'model_providers.lzfake={name=\"lzfake\", base_url=\"'$FAKE_URL'/v1\", wire_api=\"responses\"}' "
+              "-m lz-fake-model ")
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_codex_unattended_mode_runs_the_tool_without_a_prompt(lazaret, agent_images, offline_env, workspace):
+    agent_images("codex")
+    out, reqs = run_against_fake(lazaret, offline_env, workspace, "codex", "openai-responses",
+                                 CODEX_EXEC + f"--dangerously-bypass-approvals-and-sandbox 'create the file {MADE}'")
+    assert "agent-rc=0" in out, out
+    assert "sandbox: danger-full-access" in out, out
+    assert tool_results(reqs), reqs
+    assert made_on_host(workspace), (out, reqs)
+
+
+@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.parametrize("sandbox", ["read-only", "workspace-write"])
+def test_codex_own_sandbox_modes_do_not_run_the_tool(lazaret, agent_images, offline_env, workspace, sandbox):
+    """Control: without the flag (exec's default is read-only) Codex wraps
+    the command in its own sandbox (bubblewrap), which cannot be set up
+    inside gVisor: even workspace-write, which would allow the file, runs
+    nothing. This is why Lazaret documents the bypass flag for Codex."""
+    agent_images("codex")
+    flag = "" if sandbox == "read-only" else "--sandbox workspace-write "
+    out, reqs = run_against_fake(lazaret, offline_env, workspace, "codex", "openai-responses",
+                                 CODEX_EXEC + flag + f"'create the file {MADE}'")
+    assert f"sandbox: {sandbox}" in out, out
+    results = tool_results(reqs)
+    assert results and "exited with code 0" not in results[-1], (out, reqs)
+    assert "bwrap" in results[-1], (out, reqs)
+    assert not made_on_host(workspace)
+
+
+def opencode_prelude(permission=None):
+    """opencode's configuration in OPENCODE_CONFIG_CONTENT (not in the
+    profile's shared config directory): an OpenAI-compatible provider (its
+    SDK is bundled: nothing is downloaded) at the fake; optional traffic off."""
+    cfg = {"provider": {"lzfake": {"npm": "@ai-sdk/openai-compatible", "name": "lzfake",
+                                   "options": {"baseURL": "@URL@/v1", "apiKey": "sk-lz-fake"},
+                                   "models": {"lz-fake-model": {"name": "lz-fake-model"}}}},
+           "model": "lzfake/lz-fake-model", "autoupdate": False, "share": "disabled"}
+    if permission:
+        cfg["permission"] = permission
+    return (f"CFG='{json.dumps(cfg)}'\n"
+            'export OPENCODE_CONFIG_CONTENT="${CFG//@URL@/$FAKE_URL}"\n'
+            "export OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_DEFAULT_PLUGINS=1 "
+            "OPENCODE_DISABLE_LSP_DOWNLOAD=1 OPENCODE_DISABLE_SHARE=1")
+
+
+OPENCODE_RUN = "opencode run -m lzfake/lz-fake-model "
+
+
+@pytest.mark.slow
+@pytest.mark.network
+@pytest.mark.parametrize("permission", [None, {"bash": "ask"}], ids=["defaults", "bash-ask"])
+def test_opencode_unattended_mode_runs_the_tool_without_a_prompt(lazaret, agent_images, offline_env, workspace,
+                                                                  permission):
+    """`opencode run --auto` runs the call, also where the configuration
+    says to ask for bash."""
+    agent_images("opencode")
+    out, reqs = run_against_fake(lazaret, offline_env, workspace, "opencode", "openai-chat",
+                                 OPENCODE_RUN + f"--auto 'create the file {MADE}'", opencode_prelude(permission))
+    assert "agent-rc=0" in out, out
+    assert tool_results(reqs), reqs
+    assert made_on_host(workspace), (out, reqs)
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_opencode_without_the_flag_rejects_what_asks(lazaret, agent_images, offline_env, workspace):
+    """Control: without --auto, a call its configuration asks about is
+    rejected (run cannot ask) and nothing is made."""
+    agent_images("opencode")
+    out, reqs = run_against_fake(lazaret, offline_env, workspace, "opencode", "openai-chat",
+                                 OPENCODE_RUN + f"'create the file {MADE}'", opencode_prelude({"bash": "ask"}))
+    assert any(q.get("call") == "bash" for q in reqs), reqs
+    assert "auto-rejecting" in out, out
+    assert not made_on_host(workspace)
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_opencode_defaults_run_bash_without_the_flag(lazaret, agent_images, offline_env, workspace):
+    """What the docs say of opencode: its default permissions allow bash
+    (and edits) without asking, so `opencode run` is unattended already;
+    --auto matters for what a configuration sets to "ask"."""
+    agent_images("opencode")
+    out, reqs = run_against_fake(lazaret, offline_env, workspace, "opencode", "openai-chat",
+                                 OPENCODE_RUN + f"'create the file {MADE}'", opencode_prelude())
+    assert tool_results(reqs), reqs
+    assert made_on_host(workspace), (out, reqs)
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_codex_login_prints_its_url_and_a_flow_without_callback(lazaret, agent_images, offline_env, workspace):
+    """What docs/agents.md says of `codex login`: it prints the sign-in URL
+    on the terminal, whose redirect is a callback server on the sandbox's
+    loopback (which the host's browser cannot reach), and names the device
+    flow that needs none. Nothing is contacted: printing the URL is local,
+    and the configuration allows no public address."""
+    agent_images("codex")
+    r = lz_run(lazaret, offline_env, workspace, ["bash", "-c", "timeout 20 codex login </dev/null 2>&1"],
+               profile="codex", timeout=600)
     out = r.stdout.decode(errors="replace")
-    assert out.startswith("0\n"), out  # root inside
-    assert guard not in out, out
-    # Control: without the signal the same command hits the guard.
-    r = lz_run(lazaret, agent_env, workspace, ["bash", "-c", "IS_SANDBOX= " + cmd.split("; ", 1)[1]],
-               profile="claude", timeout=600)
-    assert guard in r.stdout.decode(errors="replace"), r.stdout
+    assert "https://auth.openai.com/oauth/authorize?" in out, out
+    assert "redirect_uri=http%3A%2F%2F127.0.0.1%3A1455%2Fauth%2Fcallback" in out, out
+    assert "codex login --device-auth" in out, out
