@@ -498,9 +498,10 @@ static int cmd_reset(const struct lz_config *cfg, char **ids, size_t n_ids, bool
         return ret;
     }
     if (!yes) {
-        fprintf(stderr, ignored_only ? "This deletes the git-ignored files the sandbox kept (the Ignored Workspace State):\n"
-                                     : "This deletes everything the sandbox kept in its persistent dirs (the State "
-                                       "Anchor) and its git-ignored files (the Ignored Workspace State):\n");
+        fprintf(stderr,
+                ignored_only ? "This deletes the git-ignored files the sandbox kept (the Ignored Workspace State):\n"
+                             : "This deletes everything the sandbox kept in its persistent dirs (the State "
+                               "Anchor) and its git-ignored files (the Ignored Workspace State):\n");
         for (size_t i = 0; i < n_sel; i++) {
             const struct lz_domain_summary *s = NULL;
             for (size_t k = 0; k < l.n; k++)

@@ -200,8 +200,9 @@ static int reset_ignored(int rootfd, lz_domain_log_fn log, void *ud, struct lz_e
         return lz_error_set(err, -errno, "cannot move the Ignored Workspace State aside: %s", strerror(errno));
     lz_crash_point("reset-ignored-moved");
     if ((r = rm_tree(rootfd, "ignored.reset", err)) < 0)
-        return lz_error_prefix(err, r, "the Ignored Workspace State was reset, but deleting it failed (the next "
-                                       "`lazaret state reset --ignored-only` retries)");
+        return lz_error_prefix(err, r,
+                               "the Ignored Workspace State was reset, but deleting it failed (the next "
+                               "`lazaret state reset --ignored-only` retries)");
     if (fsync(rootfd) < 0)
         return lz_error_set(err, -errno, "fsync of the Domain Root: %s", strerror(errno));
     lz_logf(log, ud, "deleted the Ignored Workspace State (the next start takes the host's ignore rules as they are)");

@@ -66,7 +66,7 @@ struct lz_supervisor_args {
      * as slot "vol<i>". */
     char **vol_source, **vol_view;
     size_t n_volumes;
-    char **deny_link; /* --deny-link-target for every router */
+    char **deny_link;          /* --deny-link-target for every router */
     const char *ignored_state; /* the Domain's Ignored Workspace State, or NULL (routing off) */
     const char *git_home;      /* the host user's HOME and XDG_CONFIG_HOME, for its Git ignore rules */
     const char *git_xdg;

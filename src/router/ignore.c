@@ -93,12 +93,12 @@ static void smap_put(struct smap *m, const char *k, int v) {
 struct rt_ignore {
     git_repository *repo;
     git_index *index;
-    char *prefix;  /* the workspace relative to the work tree: "" or "a/b/" */
-    int live_fd;   /* the host work tree */
-    int store_fd;  /* <state>/tree */
-    int rules_fd;  /* <state>/rules */
-    int shadow_fd; /* <state>/rules/tree: the accepted .gitignore files */
-    int meta_fd;   /* <state>/rules/meta */
+    char *prefix;             /* the workspace relative to the work tree: "" or "a/b/" */
+    int live_fd;              /* the host work tree */
+    int store_fd;             /* <state>/tree */
+    int rules_fd;             /* <state>/rules */
+    int shadow_fd;            /* <state>/rules/tree: the accepted .gitignore files */
+    int meta_fd;              /* <state>/rules/meta */
     struct smap tracked;      /* repo-relative paths in the index */
     struct smap tracked_dirs; /* and their parent directories */
     struct smap acquired;     /* directories whose rules are accepted this run */
@@ -406,24 +406,27 @@ int rt_ignore_route(struct rt_ignore *ig, const char *rel, bool is_dir, const st
 
 /* ---- what the sandbox does to .gitignore files ---- */
 
+/* The repo-relative path of rules file rel and of its directory: false
+ * when rel is no `.gitignore` (or too long). */
+static bool rules_paths(struct rt_ignore *ig, const char *rel, char full[PATH_MAX], char dir[PATH_MAX]) {
+    if (!ig || !rt_ignore_is_rules_file(rel) || full_rel(ig, rel, full, PATH_MAX) < 0)
+        return false;
+    dir_of(full, dir, PATH_MAX);
+    return true;
+}
+
 void rt_ignore_will_change(struct rt_ignore *ig, const char *rel) {
-    if (!ig || !rt_ignore_is_rules_file(rel))
-        return;
     char full[PATH_MAX], dir[PATH_MAX];
-    if (full_rel(ig, rel, full, sizeof full) < 0)
+    if (!rules_paths(ig, rel, full, dir))
         return;
-    dir_of(full, dir, sizeof dir);
     acquire_ancestors(ig, full);
     (void)write_meta(ig, dir, "d\n");
 }
 
 void rt_ignore_changed(struct rt_ignore *ig, const char *rel) {
-    if (!ig || !rt_ignore_is_rules_file(rel))
-        return;
     char full[PATH_MAX], dir[PATH_MAX];
-    if (full_rel(ig, rel, full, sizeof full) < 0)
+    if (!rules_paths(ig, rel, full, dir))
         return;
-    dir_of(full, dir, sizeof dir);
     _cleanup_free_ char *buf = NULL;
     size_t len = 0;
     int present = read_live(ig, dir, &buf, &len);
@@ -448,7 +451,8 @@ void rt_ignore_renamed_dir(struct rt_ignore *ig, const char *rel) {
     _cleanup_free_ char *line = lz_xcalloc(1, 2 * n + 2);
     lz_hex((const uint8_t *)full, n, line);
     line[2 * n] = '\n';
-    _cleanup_close_ int fd = openat(ig->rules_fd, "renamed", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    _cleanup_close_ int fd =
+        openat(ig->rules_fd, "renamed", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0 && lz_write_full(fd, line, 2 * n + 1) == 0)
         (void)fsync(fd);
 }
@@ -592,8 +596,7 @@ int rt_ignore_open(struct rt_ignore **ret, const char *root_path, int state_fd, 
         goto fail;
     /* Rules are read from the accepted copies from now on. */
     char shadow[PATH_MAX];
-    if (read_fd_link(ig->shadow_fd, shadow, sizeof shadow) < 0 ||
-        git_repository_set_workdir(repo, shadow, 0) < 0) {
+    if (read_fd_link(ig->shadow_fd, shadow, sizeof shadow) < 0 || git_repository_set_workdir(repo, shadow, 0) < 0) {
         rc = lz_error_set(err, -EIO, "cannot point libgit2 at the accepted ignore rules");
         goto fail;
     }

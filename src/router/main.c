@@ -160,7 +160,7 @@ struct router {
     uid_t uid;
     gid_t gid;
     bool quiet;
-    bool no_xattr; /* the host file system has no user xattrs: owners cannot be kept */
+    bool no_xattr;  /* the host file system has no user xattrs: owners cannot be kept */
     double timeout; /* attribute and entry cache timeout, seconds (default 0) */
     /* --watch: what lies in a watched directory is cached for
      * watch_timeout, an inotify thread invalidating what the host changes
@@ -747,7 +747,7 @@ struct rt_at {
     int fd;
     int owned; /* closed by at_done() */
     bool store;
-    bool on_host;    /* hst is the host's entry of that name (looked at while routing) */
+    bool on_host; /* hst is the host's entry of that name (looked at while routing) */
     struct stat hst;
 };
 
@@ -1496,8 +1496,8 @@ static int set_owner(struct router *r, struct rt_inode *in, int fhfd, uid_t uid,
         return -EPERM;
     char val[48];
     snprintf(val, sizeof val, "%lu:%lu", (unsigned long)nu, (unsigned long)ng);
-    if ((by_name ? lsetxattr(path, OWNER_XATTR, val, strlen(val), 0) : setxattr(path, OWNER_XATTR, val, strlen(val), 0)) <
-        0) {
+    if ((by_name ? lsetxattr(path, OWNER_XATTR, val, strlen(val), 0)
+                 : setxattr(path, OWNER_XATTR, val, strlen(val), 0)) < 0) {
         if (errno == ENOTSUP)
             r->no_xattr = true;
         return errno == ENOTSUP ? -EPERM : -errno;
@@ -2219,8 +2219,7 @@ static void rt_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     struct rt_inode *in = inode_of(r, ino);
     close((int)fi->fh);
     /* What the sandbox left in a .gitignore it wrote (ignore.h). */
-    if (r->ig && ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) && !in->store && in->parent &&
-        in->name)
+    if (r->ig && ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) && !in->store && in->parent && in->name)
         rules_changed(r, in->parent, in->name);
     fuse_reply_err(req, 0);
 }
@@ -2744,8 +2743,9 @@ static int setup_ignored(struct router *r, const struct rt_ignored_opts *o, stru
     if (rc < 0)
         return lz_error_set(err, rc, "cannot resolve %s: %s", o->state, strerror(-rc));
     if (path_within(abs, r->root_path) || path_within(r->root_path, abs))
-        return lz_error_set(err, -EINVAL, "the Ignored Workspace State %s and the workspace %s must not contain each other",
-                            abs, r->root_path);
+        return lz_error_set(err, -EINVAL,
+                            "the Ignored Workspace State %s and the workspace %s must not contain each other", abs,
+                            r->root_path);
     rc = rt_ignore_open(&r->ig, r->root_path, sfd, o->home, o->xdg, err);
     if (rc < 0 || !r->ig)
         return rc;

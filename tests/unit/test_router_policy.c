@@ -359,7 +359,7 @@ static void test_normal_git_allowed(void **state) {
     assert_op(0, LZ_ROP_MKDIR, ".git/refs/heads/topic", false, NULL);
     assert_op(0, LZ_ROP_MKDIR, ".git/rebase-merge", false, NULL);
     assert_op(0, LZ_ROP_CREATE, ".git/COMMIT_EDITMSG", false, NULL);
-    assert_op(-EPERM, LZ_ROP_WRITE, ".git/index", false, NULL); /* only by a checked rename */
+    assert_op(-EPERM, LZ_ROP_WRITE, ".git/index", false, NULL);        /* only by a checked rename */
     assert_op(-EPERM, LZ_ROP_WRITE, ".git/info/exclude", false, NULL); /* decides what is hidden */
     assert_op(0, LZ_ROP_WRITE, ".git/info/attributes", false, NULL);
     assert_op(0, LZ_ROP_UNLINK, ".git/index.lock", false, NULL);
