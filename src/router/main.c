@@ -2285,6 +2285,10 @@ static void snap_free(struct rt_dir *d) {
     free(d->names);
     free(d->inos);
     free(d->types);
+    d->names = NULL;
+    d->inos = NULL;
+    d->types = NULL;
+    d->n = 0;
 }
 
 static bool dtype_is_dir(int dfd, const struct dirent *de) {
@@ -2367,8 +2371,8 @@ static void rt_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     struct rt_dir *d = lz_xcalloc(1, sizeof *d);
     int rc;
     if (r->ig && !in->store) {
-        d->snap = true;
-        rc = snap_listing(r, ifd, d);
+        d->snap = true; /* listed by the first read (offset 0) */
+        rc = 0;
     } else {
         rc = lz_opendir_at(ifd, &d->dp);
     }
@@ -2404,6 +2408,18 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
             dr = drel;
     }
     if (d->snap) {
+        /* A read from the start (a first read, or a rewind: gVisor keeps
+         * its directory handles and rewinds them) lists the directory as
+         * it is now. */
+        if (off == 0) {
+            int ifd = inode_fd(r, dir);
+            snap_free(d);
+            int rc = ifd < 0 ? ifd : snap_listing(r, ifd, d);
+            if (rc < 0) {
+                fuse_reply_err(req, -rc);
+                return;
+            }
+        }
         d->offset = off;
     } else if (off != d->offset) {
         seekdir(d->dp, off);

@@ -278,3 +278,15 @@ def test_directory_of_100k_entries_lists_both_backings(lazaret, env, ws):
     assert "sbx.log" in lines and "sbx2.log" in lines and "host-only.log" not in lines, out[:500]
     assert "last-ok" in out
     assert not (big / "sbx.log").exists()
+
+
+def test_listing_a_directory_again_shows_what_changed(lazaret, env, ws):
+    # gVisor keeps a directory's handle and rewinds it: a listing taken
+    # when the directory was opened would go stale (mkdir, then a glob).
+    script = ("cd /workspace; for i in 1 2 3; do mkdir gen$i; echo gen*; done; "
+              "mkdir -p node_modules; for i in 1 2; do : > node_modules/m$i; echo node_modules/m*; done; "
+              "rm -r gen1; echo gen*")
+    rc, out, err = run(lazaret, env, ws, script)
+    assert rc == 0, err
+    assert out.split("\n")[:6] == ["gen1", "gen1 gen2", "gen1 gen2 gen3", "node_modules/m1",
+                                   "node_modules/m1 node_modules/m2", "gen2 gen3"], out
