@@ -131,6 +131,7 @@ struct rt_dir {
     char **names;
     ino_t *inos;
     unsigned char *types;
+    bool *store; /* the backing each name was routed to */
 };
 
 struct router {
@@ -2266,16 +2267,18 @@ static void rt_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, 
 
 /* ---- directories ---- */
 
-static void snap_add(struct rt_dir *d, size_t *cap, const char *name, ino_t ino, unsigned char type) {
+static void snap_add(struct rt_dir *d, size_t *cap, const char *name, ino_t ino, unsigned char type, bool store) {
     if (d->n == *cap) {
         *cap = *cap ? *cap * 2 : 64;
         d->names = lz_xrealloc(d->names, *cap * sizeof *d->names);
         d->inos = lz_xrealloc(d->inos, *cap * sizeof *d->inos);
         d->types = lz_xrealloc(d->types, *cap * sizeof *d->types);
+        d->store = lz_xrealloc(d->store, *cap * sizeof *d->store);
     }
     d->names[d->n] = lz_xstrdup(name);
     d->inos[d->n] = ino;
     d->types[d->n] = type;
+    d->store[d->n] = store;
     d->n++;
 }
 
@@ -2285,6 +2288,8 @@ static void snap_free(struct rt_dir *d) {
     free(d->names);
     free(d->inos);
     free(d->types);
+    free(d->store);
+    d->store = NULL;
     d->names = NULL;
     d->inos = NULL;
     d->types = NULL;
@@ -2328,11 +2333,11 @@ static int snap_listing(struct router *r, int ifd, struct rt_dir *d) {
                 /* Hidden: the store's entry of that name, if any, shows. */
                 struct stat st;
                 if (b == RT_STORE && cfd >= 0 && fstatat(cfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-                    snap_add(d, &cap, de->d_name, st.st_ino, (unsigned char)IFTODT(st.st_mode));
+                    snap_add(d, &cap, de->d_name, st.st_ino, (unsigned char)IFTODT(st.st_mode), true);
                 continue;
             }
         }
-        snap_add(d, &cap, de->d_name, de->d_ino, de->d_type);
+        snap_add(d, &cap, de->d_name, de->d_ino, de->d_type, false);
     }
     rc = errno ? -errno : 0;
     int hfd = dirfd(dp);
@@ -2347,7 +2352,7 @@ static int snap_listing(struct router *r, int ifd, struct rt_dir *d) {
                 if (join_path(rel, sizeof rel, drel, de->d_name) < 0)
                     continue;
                 if (rt_ignore_route(r->ig, rel, dtype_is_dir(dirfd(sp), de), NULL) == RT_STORE)
-                    snap_add(d, &cap, de->d_name, de->d_ino, de->d_type);
+                    snap_add(d, &cap, de->d_name, de->d_ino, de->d_type, true);
             }
             closedir(sp);
         }
@@ -2456,7 +2461,14 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
                 e.attr.st_ino = d->entry->d_ino;
                 e.attr.st_mode = (mode_t)d->entry->d_type << 12;
             } else {
-                int rc = do_lookup_rel(r, dir, dr, name, &e);
+                int rc;
+                if (d->snap && !d->store[d->offset]) {
+                    /* Routed to the host when listed: no second decision. */
+                    struct rt_at at = { .fd = inode_fd(r, dir), .owned = -EBADF };
+                    rc = at.fd < 0 ? at.fd : lookup_at(r, dir, name, &at, &e);
+                } else {
+                    rc = do_lookup_rel(r, dir, dr, name, &e);
+                }
                 if (rc == -ENOENT) { /* removed meanwhile */
                     d->entry = NULL;
                     d->offset = next;
