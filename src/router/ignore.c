@@ -233,6 +233,27 @@ static int accept_live(struct rt_ignore *ig, const char *dir, const char *meta, 
     return write_meta(ig, dir, meta_line ? meta_line : line);
 }
 
+/* The fingerprint of the host's dir/.gitignore now: 1 (present) or 0
+ * (none) with fp set, or -errno. */
+static int live_fingerprint(struct rt_ignore *ig, const char *dir, char fp[65]) {
+    _cleanup_free_ char *buf = NULL;
+    size_t len = 0;
+    int present = read_live(ig, dir, &buf, &len);
+    if (present >= 0)
+        fingerprint(buf, len, present, fp);
+    return present;
+}
+
+/* Records that what dir/.gitignore holds now is the sandbox's. Failing to
+ * read it leaves the record as it was ("d" after a write: fails closed). */
+static void record_sandbox(struct rt_ignore *ig, const char *dir) {
+    char fp[65], line[80];
+    if (live_fingerprint(ig, dir, fp) < 0)
+        return;
+    snprintf(line, sizeof line, "s %s\n", fp);
+    (void)write_meta(ig, dir, line);
+}
+
 static bool below_renamed(struct rt_ignore *ig, const char *dir) {
     for (size_t i = 0; i < ig->n_renamed; i++) {
         size_t n = strlen(ig->renamed[i]);
@@ -254,16 +275,7 @@ static void acquire(struct rt_ignore *ig, const char *dir) {
     int rc = lz_read_file_at(ig->meta_fd, name, 256, &meta, NULL);
     if (rc == -ENOENT) {
         if (below_renamed(ig, dir)) {
-            /* Moved in by the sandbox: what is there is the sandbox's. */
-            _cleanup_free_ char *buf = NULL;
-            size_t len = 0;
-            int present = read_live(ig, dir, &buf, &len);
-            if (present < 0)
-                return;
-            char fp[65], line[80];
-            fingerprint(buf, len, present, fp);
-            snprintf(line, sizeof line, "s %s\n", fp);
-            (void)write_meta(ig, dir, line);
+            record_sandbox(ig, dir); /* moved in by the sandbox: what is there is the sandbox's */
             return;
         }
         (void)accept_live(ig, dir, NULL, NULL);
@@ -276,13 +288,9 @@ static void acquire(struct rt_ignore *ig, const char *dir) {
         return;
     }
     if (strncmp(meta, "s ", 2) == 0) {
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0;
-        int present = read_live(ig, dir, &buf, &len);
-        if (present < 0)
-            return;
         char fp[65];
-        fingerprint(buf, len, present, fp);
+        if (live_fingerprint(ig, dir, fp) < 0)
+            return;
         if (strncmp(meta + 2, fp, strlen(fp)) != 0)
             (void)accept_live(ig, dir, meta, NULL); /* the host changed it since */
         return;
@@ -425,17 +433,8 @@ void rt_ignore_will_change(struct rt_ignore *ig, const char *rel) {
 
 void rt_ignore_changed(struct rt_ignore *ig, const char *rel) {
     char full[PATH_MAX], dir[PATH_MAX];
-    if (!rules_paths(ig, rel, full, dir))
-        return;
-    _cleanup_free_ char *buf = NULL;
-    size_t len = 0;
-    int present = read_live(ig, dir, &buf, &len);
-    if (present < 0)
-        return; /* stays "d": fails closed */
-    char fp[65], line[80];
-    fingerprint(buf, len, present, fp);
-    snprintf(line, sizeof line, "s %s\n", fp);
-    (void)write_meta(ig, dir, line);
+    if (rules_paths(ig, rel, full, dir))
+        record_sandbox(ig, dir);
 }
 
 void rt_ignore_renamed_dir(struct rt_ignore *ig, const char *rel) {

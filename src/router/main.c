@@ -498,7 +498,7 @@ static fuse_ino_t node_id(struct rt_inode *in) { return in->is_root ? FUSE_ROOT_
 /* An O_PATH fd of `in`, owned by the record (valid until the next request
  * starts). An evicted inode is reopened by the name it was last seen under
  * and must still be the same inode; otherwise -ESTALE. */
-static int store_dir(struct router *r, struct rt_inode *dir, bool create);
+static int holder_fd_at_depth(struct router *r, struct rt_inode *in, unsigned depth, int *owned);
 
 static int inode_fd_at_depth(struct router *r, struct rt_inode *in, unsigned depth) {
     if (in->fd >= 0) {
@@ -508,17 +508,10 @@ static int inode_fd_at_depth(struct router *r, struct rt_inode *in, unsigned dep
     }
     if (!in->parent || !in->name || depth > LZ_ROUTER_DEPTH_MAX)
         return -ESTALE;
-    int pfd = inode_fd_at_depth(r, in->parent, depth + 1);
+    _cleanup_close_ int owned = -EBADF;
+    int pfd = holder_fd_at_depth(r, in, depth + 1, &owned);
     if (pfd < 0)
         return pfd;
-    /* A store entry of a host directory: in the directory's counterpart. */
-    _cleanup_close_ int cfd = -EBADF;
-    if (in->store && !in->parent->store) {
-        cfd = store_dir(r, in->parent, false);
-        if (cfd < 0)
-            return cfd == -ENOENT ? -ESTALE : cfd;
-        pfd = cfd;
-    }
     int fd = lz_openat_beneath(pfd, in->name, O_PATH | O_NOFOLLOW, 0, false);
     if (fd < 0)
         return fd == -ENOENT ? -ESTALE : fd;
@@ -650,16 +643,22 @@ static int refresh_root_path(struct router *r) {
     return 0;
 }
 
-static const char *strip_root(struct router *r, const char *abs) {
-    if (r->root_len == 1 && r->root_path[0] == '/')
+/* abs relative to directory path `root` (root_len bytes), or NULL when it
+ * is not that directory or below it. */
+static const char *strip_prefix(const char *abs, const char *root, size_t root_len) {
+    if (root_len == 1 && root[0] == '/')
         return abs[0] == '/' ? abs + 1 : NULL;
-    if (strncmp(abs, r->root_path, r->root_len) != 0)
+    if (strncmp(abs, root, root_len) != 0)
         return NULL;
-    if (abs[r->root_len] == '\0')
-        return abs + r->root_len;
-    if (abs[r->root_len] == '/')
-        return abs + r->root_len + 1;
+    if (abs[root_len] == '\0')
+        return abs + root_len;
+    if (abs[root_len] == '/')
+        return abs + root_len + 1;
     return NULL;
+}
+
+static const char *strip_root(struct router *r, const char *abs) {
+    return strip_prefix(abs, r->root_path, r->root_len);
 }
 
 /* The current path of directory fd `fd`, relative to the source root. */
@@ -677,9 +676,8 @@ static int dir_relpath(struct router *r, int fd, char *out, size_t size) {
         const char *rel = strip_root(r, abs);
         /* A directory of the Ignored Workspace State has the same
          * workspace-relative path as its place in the view. */
-        if (!rel && r->store_path && strncmp(abs, r->store_path, r->store_len) == 0 &&
-            (abs[r->store_len] == '\0' || abs[r->store_len] == '/'))
-            rel = abs[r->store_len] ? abs + r->store_len + 1 : abs + r->store_len;
+        if (!rel && r->store_path)
+            rel = strip_prefix(abs, r->store_path, r->store_len);
         if (rel) {
             size_t len = strlen(rel);
             if (len >= size)
@@ -713,34 +711,40 @@ static int entry_relpath(struct router *r, struct rt_inode *dir, const char *nam
 
 /* ---- the two backings (ignored-state routing, ignore.h) ---- */
 
-/* The counterpart of host directory `dir` in the store (O_PATH; the
- * caller closes it), made when missing if `create`; -ENOENT when absent. */
-static int store_dir(struct router *r, struct rt_inode *dir, bool create) {
+/* The counterpart in the store of the host directory open at dfd (O_PATH;
+ * the caller closes it), made when missing if `create`; -ENOENT when
+ * absent. */
+static int store_dir_of(struct router *r, int dfd, bool create) {
     char d[LZ_ROUTER_PATH_MAX + 1];
-    int dfd = inode_fd(r, dir);
-    if (dfd < 0)
-        return dfd;
     int rc = dir_relpath(r, dfd, d, sizeof d);
     if (rc < 0)
         return rc;
     return rt_open_dir_p(rt_ignore_store_fd(r->ig), d, create);
 }
 
+static int store_dir(struct router *r, struct rt_inode *dir, bool create) {
+    int dfd = inode_fd(r, dir);
+    return dfd < 0 ? dfd : store_dir_of(r, dfd, create);
+}
+
 /* The directory that holds `in`'s entry, in `in`'s own backing: its
  * parent's fd, or for a store entry of a host directory that directory's
- * counterpart (then *owned is set, and closed by the caller). */
-static int holder_fd(struct router *r, struct rt_inode *in, int *owned) {
+ * counterpart (then *owned is set, and closed by the caller). `depth`:
+ * the parent's, for inode_fd_at_depth()'s bound. */
+static int holder_fd_at_depth(struct router *r, struct rt_inode *in, unsigned depth, int *owned) {
     *owned = -EBADF;
     if (!in->parent)
         return -ESTALE;
-    if (in->store && !in->parent->store) {
-        int fd = store_dir(r, in->parent, false);
-        if (fd < 0)
-            return fd == -ENOENT ? -ESTALE : fd;
-        return *owned = fd;
-    }
-    return inode_fd(r, in->parent);
+    int pfd = inode_fd_at_depth(r, in->parent, depth);
+    if (pfd < 0 || !in->store || in->parent->store)
+        return pfd;
+    int fd = store_dir_of(r, pfd, false);
+    if (fd < 0)
+        return fd == -ENOENT ? -ESTALE : fd;
+    return *owned = fd;
 }
+
+static int holder_fd(struct router *r, struct rt_inode *in, int *owned) { return holder_fd_at_depth(r, in, 0, owned); }
 
 /* Where entry `name` of `dir` lives: the backing that serves it and that
  * backing's fd of `dir`. */
@@ -867,6 +871,17 @@ static void rules_changed(struct router *r, struct rt_inode *dir, const char *na
     char rel[LZ_ROUTER_PATH_MAX + 1];
     if (r->ig && !dir->store && rt_ignore_is_rules_file(name) && entry_relpath(r, dir, name, rel, sizeof rel) == 0)
         rt_ignore_changed(r->ig, rel);
+}
+
+/* The same for an existing host inode, by the name it was last seen under. */
+static void inode_rules_will_change(struct router *r, struct rt_inode *in) {
+    if (!in->store && in->parent && in->name)
+        rules_will_change(r, in->parent, in->name);
+}
+
+static void inode_rules_changed(struct router *r, struct rt_inode *in) {
+    if (!in->store && in->parent && in->name)
+        rules_changed(r, in->parent, in->name);
 }
 
 /* The current path of `in`. A non-directory with no link left has no path:
@@ -1626,8 +1641,7 @@ static void rt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
             rc = S_ISDIR(in->type) ? -EISDIR : -EINVAL;
             goto fail;
         }
-        if (!in->store && in->parent && in->name)
-            rules_will_change(r, in->parent, in->name);
+        inode_rules_will_change(r, in);
         if (fhfd >= 0) {
             rc = ftruncate(fhfd, attr->st_size) < 0 ? -errno : 0;
         } else {
@@ -1638,8 +1652,7 @@ static void rt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
             }
             rc = ftruncate(fd, attr->st_size) < 0 ? -errno : 0;
         }
-        if (!in->store && in->parent && in->name)
-            rules_changed(r, in->parent, in->name);
+        inode_rules_changed(r, in);
         if (rc < 0)
             goto fail;
     }
@@ -2087,8 +2100,7 @@ static int open_existing(struct router *r, struct rt_inode *in, int flags) {
         int rc = policy_inode(r, in, -1, LZ_ROP_WRITE);
         if (rc < 0)
             return rc;
-        if (!in->store && in->parent && in->name)
-            rules_will_change(r, in->parent, in->name);
+        inode_rules_will_change(r, in);
     }
     return reopen(r, in, flags);
 }
@@ -2220,8 +2232,8 @@ static void rt_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     struct rt_inode *in = inode_of(r, ino);
     close((int)fi->fh);
     /* What the sandbox left in a .gitignore it wrote (ignore.h). */
-    if (r->ig && ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) && !in->store && in->parent && in->name)
-        rules_changed(r, in->parent, in->name);
+    if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
+        inode_rules_changed(r, in);
     fuse_reply_err(req, 0);
 }
 
