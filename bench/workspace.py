@@ -13,6 +13,8 @@ LAZARET_TEST_WORKSPACE:
   watch    the router as shipped: --watch 10 (long timeouts, inotify
            invalidation)
   nowatch  the router with timeouts of 0 (before --watch)
+  eager    the router as shipped but with --eager-open: an OPEN and a
+           RELEASE per file opened (before zero-message opens)
   shared   the router as shipped but with ignored_state = false (no
            ignored-state routing): what the routing itself costs
 

@@ -305,6 +305,10 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
     }
     if (wmode && strcmp(wmode, "noinval") == 0)
         argv[n++] = (char *)"--test-no-invalidate";
+    /* eager: an OPEN and a RELEASE per file opened (before zero-message
+     * opens), for the bench. */
+    if (wmode && strcmp(wmode, "eager") == 0)
+        argv[n++] = (char *)"--eager-open";
     for (size_t i = 0; i < a->n_deny_link && i < LZ_RS_DENY_MAX; i++) {
         argv[n++] = (char *)"--deny-link-target";
         argv[n++] = a->deny_link[i];

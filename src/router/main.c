@@ -134,6 +134,8 @@ struct rt_dir {
     bool *store; /* the backing each name was routed to */
 };
 
+#define RT_DATA_SLOTS 64
+
 struct router {
     struct rt_inode root;
     char *root_path; /* the kernel's path of the source root */
@@ -178,6 +180,15 @@ struct router {
     struct rt_inode **cbuckets, **wbuckets;
     size_t ncbuckets, ccount, nwbuckets, wcount;
     unsigned long n_inval; /* notifications sent (watcher thread only) */
+    /* Zero-message opens (see "files"): the kernel opens regular files
+     * without asking; reads and writes come with handle 0 and are served
+     * through per-inode fds kept here. --eager-open turns it off. */
+    bool eager_open;
+    bool no_open;
+    struct rt_data {
+        struct rt_inode *in;
+        int fd[3]; /* read, write, append; -1 when not open */
+    } data[RT_DATA_SLOTS];
     time_t log_window;
     unsigned log_count, log_dropped;
 };
@@ -527,6 +538,9 @@ static int inode_fd_at_depth(struct router *r, struct rt_inode *in, unsigned dep
 
 static int inode_fd(struct router *r, struct rt_inode *in) { return inode_fd_at_depth(r, in, 0); }
 
+/* The data fds of `in` (zero-message opens), closed. */
+static void data_forget(struct router *r, struct rt_inode *in);
+
 /* Frees `in` (and then its parents) once nothing refers to it any more. */
 static void inode_release_unused(struct router *r, struct rt_inode *in) {
     while (in && !in->is_root && in->nlookup == 0 && in->nchild == 0) {
@@ -550,6 +564,7 @@ static void inode_release_unused(struct router *r, struct rt_inode *in) {
             lru_remove(r, in);
             close(in->fd);
         }
+        data_forget(r, in);
         free(in->name);
         free(in);
         if (p)
@@ -603,7 +618,11 @@ static void forget_one(struct router *r, fuse_ino_t ino, uint64_t n) {
 
 /* The fd of an open regular file handle, or -1 (directory handles are not
  * fds, and the kernel only passes file handles for regular files). */
-static int fh_fd(struct rt_inode *in, struct fuse_file_info *fi) { return fi && S_ISREG(in->type) ? (int)fi->fh : -1; }
+static int fh_fd(struct rt_inode *in, struct fuse_file_info *fi) {
+    /* Handle 0 is a zero-message open: no fd of its own (fds 0-2 are
+     * always open here, so no real handle is 0). */
+    return fi && S_ISREG(in->type) && fi->fh != 0 ? (int)fi->fh : -1;
+}
 
 /* ---- paths for the policy ---- */
 
@@ -2105,9 +2124,83 @@ static int open_existing(struct router *r, struct rt_inode *in, int flags) {
     return reopen(r, in, flags);
 }
 
+/* Zero-message opens. gVisor opens every file it looks at, so an OPEN and a
+ * RELEASE per file stat'ed would cross the router. Instead the first OPEN
+ * of a regular file is answered ENOSYS, after which the kernel opens files
+ * itself (FUSE_NO_OPEN_SUPPORT) with handle 0, keeps their page cache
+ * (FOPEN_KEEP_CACHE: the watcher and AUTO_INVAL_DATA drop it on host
+ * changes), and sends no RELEASE; FLUSH is answered ENOSYS the same way.
+ * What the policy checked at open for writing is checked at every write,
+ * truncate and fallocate instead (a stricter rule: a file renamed to a
+ * protected name cannot be written through a handle opened before). Reads
+ * and writes with handle 0 go through the inode's own fds, opened on first
+ * use from its O_PATH fd and kept in a small direct-mapped cache. Created
+ * files still get a handle of their own. */
+enum { DATA_READ, DATA_WRITE, DATA_APPEND };
+
+static struct rt_data *data_slot(struct router *r, struct rt_inode *in) {
+    uintptr_t h = (uintptr_t)in;
+    h ^= h >> 17;
+    h *= 0x9e3779b97f4a7c15ull;
+    return &r->data[(h >> 32) % RT_DATA_SLOTS];
+}
+
+static void data_close(struct rt_data *d) {
+    for (int i = 0; i < 3; i++) {
+        if (d->fd[i] >= 0)
+            close(d->fd[i]);
+        d->fd[i] = -1;
+    }
+    d->in = NULL;
+}
+
+static void data_forget(struct router *r, struct rt_inode *in) {
+    struct rt_data *d = data_slot(r, in);
+    if (d->in == in)
+        data_close(d);
+}
+
+/* The fd to serve a read (DATA_READ) or a write of `in` through handle
+ * `fi`: the handle's own, or one of the inode's. */
+static int data_fd(struct router *r, struct rt_inode *in, struct fuse_file_info *fi, int kind) {
+    if (fi->fh != 0)
+        return (int)fi->fh;
+    if (!S_ISREG(in->type))
+        return -EBADF;
+    struct rt_data *d = data_slot(r, in);
+    if (d->in != in) {
+        data_close(d);
+        d->in = in;
+    }
+    if (d->fd[kind] < 0) {
+        static const int flags[] = { O_RDONLY, O_WRONLY, O_WRONLY | O_APPEND };
+        int fd = reopen(r, in, flags[kind]);
+        if (fd < 0)
+            return fd;
+        d->fd[kind] = fd;
+    }
+    return d->fd[kind];
+}
+
+/* The checks of a write: a handle opened for writing before its file
+ * became a checked Git index (index.lock renamed over index) must not
+ * change it afterwards; through handle 0, those of an open for writing. */
+static int data_write_check(struct router *r, struct rt_inode *in, struct fuse_file_info *fi) {
+    if (in->sealed) {
+        log_refusal(r, "write", in->name, NULL, -EPERM);
+        return -EPERM;
+    }
+    return fi->fh != 0 ? 0 : policy_inode(r, in, -1, LZ_ROP_WRITE);
+}
+
 static void rt_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     struct router *r = begin(req);
-    int fd = open_existing(r, inode_of(r, ino), fi->flags);
+    struct rt_inode *in = inode_of(r, ino);
+    if (r->no_open && S_ISREG(in->type)) {
+        fuse_reply_err(req, ENOSYS);
+        return;
+    }
+    int fd = open_existing(r, in, fi->flags);
     if (fd < 0) {
         fuse_reply_err(req, -fd);
         return;
@@ -2184,35 +2277,46 @@ fail:
 }
 
 static void rt_read_buf(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
-    (void)ino;
+    struct router *r = begin(req);
+    int fd = data_fd(r, inode_of(r, ino), fi, DATA_READ);
+    if (fd < 0) {
+        fuse_reply_err(req, -fd);
+        return;
+    }
     struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
     buf.buf[0].flags = (enum fuse_buf_flags)(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
-    buf.buf[0].fd = (int)fi->fh;
+    buf.buf[0].fd = fd;
     buf.buf[0].pos = off;
     fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
 }
 
-/* A handle opened for writing before its file became a checked Git index
- * (index.lock renamed over index) must not change it afterwards. */
-static bool sealed(struct router *r, fuse_ino_t ino) {
-    struct rt_inode *in = inode_of(r, ino);
-    if (!in->sealed)
-        return false;
-    log_refusal(r, "write", in->name, NULL, -EPERM);
-    return true;
-}
-
 static void rt_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf, off_t off,
                          struct fuse_file_info *fi) {
-    if (sealed(begin(req), ino)) {
-        fuse_reply_err(req, EPERM);
+    struct router *r = begin(req);
+    struct rt_inode *in = inode_of(r, ino);
+    int rc = data_write_check(r, in, fi);
+    if (rc < 0) {
+        fuse_reply_err(req, -rc);
         return;
     }
+    /* Through handle 0: the kernel's offset of an O_APPEND write is its
+     * cached size; an O_APPEND fd appends at the host file's real end. */
+    int fd = data_fd(r, in, fi, (fi->flags & O_APPEND) ? DATA_APPEND : DATA_WRITE);
+    if (fd < 0) {
+        fuse_reply_err(req, -fd);
+        return;
+    }
+    if (fi->fh == 0)
+        inode_rules_will_change(r, in);
     struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in_buf));
     out.buf[0].flags = (enum fuse_buf_flags)(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
-    out.buf[0].fd = (int)fi->fh;
+    out.buf[0].fd = fd;
     out.buf[0].pos = off;
     ssize_t n = fuse_buf_copy(&out, in_buf, 0);
+    if (n >= 0 && fi->fh == 0 && (fi->flags & (O_SYNC | O_DSYNC)) && fdatasync(fd) < 0)
+        n = -errno;
+    if (fi->fh == 0)
+        inode_rules_changed(r, in);
     if (n < 0)
         fuse_reply_err(req, (int)-n);
     else
@@ -2221,6 +2325,12 @@ static void rt_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_
 
 static void rt_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     (void)ino;
+    /* Zero-message opens: the handles left are created files, written
+     * synchronously; no FLUSH round trip at every close. */
+    if (((struct router *)fuse_req_userdata(req))->no_open) {
+        fuse_reply_err(req, ENOSYS);
+        return;
+    }
     /* close() of a duplicate reports delayed write errors like a real close. */
     int fd = dup((int)fi->fh);
     int rc = fd < 0 || close(fd) < 0 ? errno : 0;
@@ -2230,7 +2340,8 @@ static void rt_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) 
 static void rt_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
     struct router *r = begin(req);
     struct rt_inode *in = inode_of(r, ino);
-    close((int)fi->fh);
+    if (fi->fh != 0)
+        close((int)fi->fh);
     /* What the sandbox left in a .gitignore it wrote (ignore.h). */
     if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
         inode_rules_changed(r, in);
@@ -2238,22 +2349,37 @@ static void rt_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 }
 
 static void rt_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
-    (void)ino;
-    int rc = datasync ? fdatasync((int)fi->fh) : fsync((int)fi->fh);
+    struct router *r = begin(req);
+    int fd = data_fd(r, inode_of(r, ino), fi, DATA_READ);
+    if (fd < 0) {
+        fuse_reply_err(req, -fd);
+        return;
+    }
+    int rc = datasync ? fdatasync(fd) : fsync(fd);
     fuse_reply_err(req, rc < 0 ? errno : 0);
 }
 
 static void rt_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi) {
-    if (sealed(begin(req), ino)) {
-        fuse_reply_err(req, EPERM);
+    struct router *r = begin(req);
+    struct rt_inode *in = inode_of(r, ino);
+    int fd = data_write_check(r, in, fi);
+    if (fd == 0)
+        fd = data_fd(r, in, fi, DATA_WRITE);
+    if (fd < 0) {
+        fuse_reply_err(req, -fd);
         return;
     }
-    fuse_reply_err(req, fallocate((int)fi->fh, mode, off, len) < 0 ? errno : 0);
+    fuse_reply_err(req, fallocate(fd, mode, off, len) < 0 ? errno : 0);
 }
 
 static void rt_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi) {
-    (void)ino;
-    off_t res = lseek((int)fi->fh, off, whence);
+    struct router *r = begin(req);
+    int fd = data_fd(r, inode_of(r, ino), fi, DATA_READ);
+    if (fd < 0) {
+        fuse_reply_err(req, -fd);
+        return;
+    }
+    off_t res = lseek(fd, off, whence);
     if (res < 0)
         fuse_reply_err(req, errno);
     else
@@ -2263,14 +2389,23 @@ static void rt_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, stru
 static void rt_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
                                fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len,
                                int flags) {
-    (void)ino_in;
-    if (sealed(begin(req), ino_out)) {
-        fuse_reply_err(req, EPERM);
+    struct router *r = begin(req);
+    struct rt_inode *out = inode_of(r, ino_out);
+    /* The kernel refuses a destination that is not open for writing; the
+     * policy is that of a write. */
+    int ofd = data_write_check(r, out, fi_out);
+    if (ofd == 0)
+        ofd = data_fd(r, out, fi_out, DATA_WRITE);
+    /* Its own fd: the source's data fd may share the destination's slot. */
+    _cleanup_close_ int owned = ofd < 0 ? ofd : fi_out->fh != 0 ? -EBADF : fcntl(ofd, F_DUPFD_CLOEXEC, 3);
+    if (fi_out->fh == 0 && ofd >= 0)
+        ofd = owned < 0 ? -errno : owned;
+    int ifd = ofd < 0 ? ofd : data_fd(r, inode_of(r, ino_in), fi_in, DATA_READ);
+    if (ifd < 0) {
+        fuse_reply_err(req, -ifd);
         return;
     }
-    /* Both handles were opened through the policy; the kernel refuses a
-     * destination that is not open for writing. */
-    ssize_t n = copy_file_range((int)fi_in->fh, &off_in, (int)fi_out->fh, &off_out, len, (unsigned)flags);
+    ssize_t n = copy_file_range(ifd, &off_in, ofd, &off_out, len, (unsigned)flags);
     if (n < 0)
         fuse_reply_err(req, errno);
     else
@@ -2554,7 +2689,12 @@ static void rt_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fus
 }
 
 static void rt_init(void *userdata, struct fuse_conn_info *conn) {
-    (void)userdata;
+    struct router *r = userdata;
+    r->no_open = !r->eager_open && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT);
+    /* With no OPEN sent, an O_TRUNC the kernel leaves to OPEN would be lost:
+     * let the kernel truncate with a SETATTR (checked like a write). */
+    if (r->no_open)
+        conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
     /* Host edits must be seen: no writeback cache. No export support (it
      * would bring lookups of ".." and by handle). No ACLs, no kill-priv
      * offload (set-id bits are stripped here anyway), no cached symlinks. */
@@ -2744,6 +2884,7 @@ static void usage(FILE *f) {
     fputs("usage: lazaret-router --source DIR --mountpoint MP [--ready-fd N]\n"
           "                      [--protect REL]... [--cache-timeout SECONDS]\n"
           "                      [--watch SECONDS] [--max-held-fds N] [--allow-other] [--quiet]\n"
+          "                      [--eager-open]\n"
           "                      [--plain] [--deny-link-target ABS]...\n"
           "                      [--ignored-state DIR [--git-home DIR] [--git-xdg-config DIR]]\n",
           f);
@@ -2902,6 +3043,7 @@ int main(int argc, char **argv) {
         { "cache-timeout", required_argument, NULL, 't' },
         { "watch", required_argument, NULL, 'w' },
         { "test-no-invalidate", no_argument, NULL, 'N' },
+        { "eager-open", no_argument, NULL, 'E' },
         { "max-held-fds", required_argument, NULL, 'f' },
         { "allow-other", no_argument, NULL, 'a' },
         { "quiet", no_argument, NULL, 'q' },
@@ -2973,6 +3115,9 @@ int main(int argc, char **argv) {
         /* Tests only: shows that without the invalidation host edits are
          * not seen (the positive control of the freshness test). */
         case 'N': r.no_inval = true; break;
+        /* An OPEN and a RELEASE for every file opened (the router before
+         * zero-message opens; benchmarks compare the two). */
+        case 'E': r.eager_open = true; break;
         case 'f': {
             char *end;
             errno = 0;
@@ -3021,6 +3166,13 @@ int main(int argc, char **argv) {
 
     /* Modes come from the kernel with the caller's umask applied already. */
     umask(0);
+    /* No real handle may be 0 (handle 0 is a zero-message open): keep the
+     * standard fds open. */
+    for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR | O_CLOEXEC) < 0)
+            return 1;
+    for (size_t i = 0; i < RT_DATA_SLOTS; i++)
+        r.data[i].fd[0] = r.data[i].fd[1] = r.data[i].fd[2] = -1;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
         fprintf(stderr, "lazaret-router: PR_SET_NO_NEW_PRIVS: %s\n", strerror(errno));
         return 1;

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-CASES = ["write", "new", "rename", "unlink", "chmod", "dirmtime"]
+CASES = ["write", "content", "new", "rename", "unlink", "chmod", "dirmtime"]
 
 # busybox's stat and usleep have no links in the test image.
 SCRIPT = r"""
@@ -27,6 +27,7 @@ cd /workspace
 check() {
   case $1 in
     write) busybox stat -c %s w.txt ;;
+    content) cat c.txt ;;
     new) [ -e d/new.txt ] && echo yes || echo no ;;
     rename) [ -e d/old.txt ] && echo old || echo gone ;;
     unlink) [ -e u.txt ] && echo there || echo gone ;;
@@ -53,6 +54,10 @@ echo done
 def host_edit(ws, case):
     if case == "write":
         (ws / "w.txt").write_text("a longer content now\n")
+    elif case == "content":
+        # The same size: only the data differs, which the kernel keeps
+        # cached across opens (zero-message opens).
+        (ws / "c.txt").write_text("v2\n")
     elif case == "new":
         (ws / "d" / "new.txt").write_text("new\n")
     elif case == "rename":
@@ -68,6 +73,7 @@ def host_edit(ws, case):
 
 def prepare(ws):
     (ws / "w.txt").write_text("v1\n")
+    (ws / "c.txt").write_text("v1\n")
     (ws / "d").mkdir()
     (ws / "d" / "old.txt").write_text("old\n")
     (ws / "u.txt").write_text("u\n")
@@ -148,6 +154,10 @@ def test_positive_control_without_invalidation_edits_stay_unseen(lazaret, env, w
     # The cached ones show once the 10 s timeout runs out (a poll starts a
     # process in the sandbox, so 300 polls outlast it): never before 3 s.
     assert res["new"][0] == "seen" and res["new"][1] < 1.0, res
+    # A read makes the kernel's atime stale, so the next stat asks the
+    # router again and a changed mtime drops the cached data: "content" is
+    # seen either way too (kept as a case: the data must never be stale).
+    assert res["content"][0] == "seen", res
     for case in ("write", "rename", "unlink", "chmod", "dirmtime"):
         verdict, latency, _ = res[case]
         assert verdict == "stale" or latency > 3.0, (case, res)

@@ -370,6 +370,21 @@ phase_work() {
     allow "host rename visible" sh -c "test ! -e '$M/hostfile' && grep -qx two '$M/hostfile2'"
     rm -f "$W/ws/hostfile2"
 
+    echo "-- an append through a held fd after a host append keeps both"
+    # The kernel's size of the file is the one it saw at open: the append
+    # must land at the host file's real end, not at that offset.
+    echo a > "$M/appendfile"
+    exec 3>>"$M/appendfile"
+    echo host >> "$W/ws/appendfile"
+    echo agent >&3
+    exec 3>&-
+    allow "host and agent appends both kept" sh -c "printf 'a\\nhost\\nagent\\n' | cmp -s - '$W/ws/appendfile'"
+    rm -f "$W/ws/appendfile"
+    echo "a longer first content" > "$M/truncfile"
+    echo short > "$M/truncfile"
+    allow "O_TRUNC of an existing file truncates it" sh -c "echo short | cmp -s - '$W/ws/truncfile'"
+    rm -f "$W/ws/truncfile"
+
     echo "-- the policy follows the real location of a directory, not the agent's view"
     mkdir -p "$M/plain"
     # The agent holds the directory (its cwd); the host moves it into .git/hooks.
