@@ -117,6 +117,11 @@ struct rt_inode {
     bool is_root;
     bool hashed; /* in the table (false once retired) */
     bool store;  /* in the Ignored Workspace State (see ignore.h), not the host workspace */
+    /* Zero-message opens: the fd the sandbox created this file with (its
+     * flags in cflags), kept as its writing handle; -1 when none. */
+    int cfd;
+    int cflags;
+    unsigned cslot; /* its place in router.created */
 };
 
 struct rt_dir {
@@ -135,6 +140,7 @@ struct rt_dir {
 };
 
 #define RT_DATA_SLOTS 64
+#define RT_CREATED_MAX 1024
 
 struct router {
     struct rt_inode root;
@@ -189,6 +195,9 @@ struct router {
         struct rt_inode *in;
         int fd[3]; /* read, write, append; -1 when not open */
     } data[RT_DATA_SLOTS];
+    /* Inodes holding a created fd (cfd), oldest replaced first. */
+    struct rt_inode *created[RT_CREATED_MAX];
+    size_t created_next;
     time_t log_window;
     unsigned log_count, log_dropped;
 };
@@ -1386,6 +1395,7 @@ static int lookup_at(struct router *r, struct rt_inode *dir, const char *name, c
         in->ino = st.st_ino;
         in->fd = -1;
         in->wd = -1;
+        in->cfd = -1;
         in->type = st.st_mode & S_IFMT;
         in->store = at->store;
         table_insert(r, in);
@@ -2154,10 +2164,43 @@ static void data_close(struct rt_data *d) {
     d->in = NULL;
 }
 
+static void created_close(struct router *r, struct rt_inode *in) {
+    if (in->cfd >= 0) {
+        close(in->cfd);
+        in->cfd = -1;
+        r->created[in->cslot] = NULL;
+    }
+}
+
 static void data_forget(struct router *r, struct rt_inode *in) {
     struct rt_data *d = data_slot(r, in);
     if (d->in == in)
         data_close(d);
+    created_close(r, in);
+}
+
+/* Keeps `fd`, what the sandbox created `in` with, as its writing handle:
+ * the kernel sends no RELEASE for a created file's handle once it opens
+ * files itself (measured: unlinked or reopened before the close), so the
+ * handle is the inode's, closed when the inode is forgotten or when
+ * RT_CREATED_MAX newer ones replaced it. A file created read-only
+ * (0444: Git's objects) stays writable through it, as through the
+ * creator's handle. */
+static void created_attach(struct router *r, struct rt_inode *in, int fd, int flags) {
+    if (in->cfd >= 0) {
+        close(in->cfd);
+    } else {
+        unsigned slot = (unsigned)(r->created_next++ % RT_CREATED_MAX);
+        struct rt_inode *old = r->created[slot];
+        if (old) {
+            close(old->cfd);
+            old->cfd = -1;
+        }
+        r->created[slot] = in;
+        in->cslot = slot;
+    }
+    in->cfd = fd;
+    in->cflags = flags;
 }
 
 /* The fd to serve a read (DATA_READ) or a write of `in` through handle
@@ -2167,6 +2210,9 @@ static int data_fd(struct router *r, struct rt_inode *in, struct fuse_file_info 
         return (int)fi->fh;
     if (!S_ISREG(in->type))
         return -EBADF;
+    bool cw = in->cfd >= 0 && (in->cflags & O_ACCMODE) != O_RDONLY;
+    if (cw && (kind == DATA_WRITE || (kind == DATA_READ && (in->cflags & O_ACCMODE) == O_RDWR)))
+        return in->cfd;
     struct rt_data *d = data_slot(r, in);
     if (d->in != in) {
         data_close(d);
@@ -2176,7 +2222,7 @@ static int data_fd(struct router *r, struct rt_inode *in, struct fuse_file_info 
         static const int flags[] = { O_RDONLY, O_WRONLY, O_WRONLY | O_APPEND };
         int fd = reopen(r, in, flags[kind]);
         if (fd < 0)
-            return fd;
+            return cw && kind == DATA_APPEND ? in->cfd : fd;
         d->fd[kind] = fd;
     }
     return d->fd[kind];
@@ -2190,7 +2236,18 @@ static int data_write_check(struct router *r, struct rt_inode *in, struct fuse_f
         log_refusal(r, "write", in->name, NULL, -EPERM);
         return -EPERM;
     }
-    return fi->fh != 0 ? 0 : policy_inode(r, in, -1, LZ_ROP_WRITE);
+    if (fi->fh != 0)
+        return 0;
+    /* Through the handle it was created with: that handle's rule (checked
+     * at create), unless it was seen under a protected name since. */
+    if (in->cfd >= 0 && (in->cflags & O_ACCMODE) != O_RDONLY) {
+        if (in->sticky) {
+            log_refusal(r, "write", in->name, NULL, -EPERM);
+            return -EPERM;
+        }
+        return 0;
+    }
+    return policy_inode(r, in, -1, LZ_ROP_WRITE);
 }
 
 static void rt_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
@@ -2265,9 +2322,15 @@ static void rt_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
     fi->fh = (uint64_t)fd;
     fi->keep_cache = 0;
     fi->direct_io = 0;
+    if (r->no_open) {
+        created_attach(r, inode_of(r, e.ino), fd, fi->flags);
+        fi->fh = 0;
+        fd = -1;
+    }
     at_done(&at);
     if (fuse_reply_create(req, &e, fi) != 0) {
-        close(fd);
+        if (fd >= 0)
+            close(fd);
         forget_one(r, e.ino, 1);
     }
     return;
@@ -2342,6 +2405,8 @@ static void rt_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     struct rt_inode *in = inode_of(r, ino);
     if (fi->fh != 0)
         close((int)fi->fh);
+    else if (r->no_open && S_ISREG(in->type))
+        created_close(r, in); /* only a created file's handle has a RELEASE */
     /* What the sandbox left in a .gitignore it wrote (ignore.h). */
     if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
         inode_rules_changed(r, in);
@@ -2535,6 +2600,13 @@ static void rt_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         return;
     }
     fi->fh = (uint64_t)(uintptr_t)d;
+    /* A watched directory's listing may stay in the kernel's cache across
+     * opens: the kernel drops it when the directory's mtime (refreshed
+     * after the watcher's invalidation) or its own change count moves. */
+    if (r->watch && in->wd >= 0) {
+        fi->cache_readdir = 1;
+        fi->keep_cache = 1;
+    }
     if (fuse_reply_open(req, fi) != 0) {
         if (d->dp)
             closedir(d->dp);
@@ -3058,6 +3130,7 @@ int main(int argc, char **argv) {
     struct router r = {
         .root.fd = -EBADF,
         .root.wd = -1,
+        .root.cfd = -1,
         .proc_fd = -EBADF,
         .ino_fd = -EBADF,
         .stop_fd = -EBADF,

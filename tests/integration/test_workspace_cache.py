@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-CASES = ["write", "content", "new", "rename", "unlink", "chmod", "dirmtime"]
+CASES = ["write", "content", "new", "list", "rename", "unlink", "chmod", "dirmtime"]
 
 # busybox's stat and usleep have no links in the test image.
 SCRIPT = r"""
@@ -28,6 +28,7 @@ check() {
   case $1 in
     write) busybox stat -c %s w.txt ;;
     content) cat c.txt ;;
+    list) ls l | tr '\n' ' ' ;;
     new) [ -e d/new.txt ] && echo yes || echo no ;;
     rename) [ -e d/old.txt ] && echo old || echo gone ;;
     unlink) [ -e u.txt ] && echo there || echo gone ;;
@@ -60,6 +61,9 @@ def host_edit(ws, case):
         (ws / "c.txt").write_text("v2\n")
     elif case == "new":
         (ws / "d" / "new.txt").write_text("new\n")
+    elif case == "list":
+        # A listing the kernel may keep across opens (cache_readdir).
+        (ws / "l" / "two").write_text("2\n")
     elif case == "rename":
         os.rename(ws / "d" / "old.txt", ws / "d" / "renamed.txt")
     elif case == "unlink":
@@ -80,6 +84,8 @@ def prepare(ws):
     (ws / "m.txt").write_text("m\n")
     os.chmod(ws / "m.txt", 0o644)
     (ws / "e").mkdir()
+    (ws / "l").mkdir()
+    (ws / "l" / "one").write_text("1\n")
 
 
 class Lines:
@@ -158,7 +164,7 @@ def test_positive_control_without_invalidation_edits_stay_unseen(lazaret, env, w
     # router again and a changed mtime drops the cached data: "content" is
     # seen either way too (kept as a case: the data must never be stale).
     assert res["content"][0] == "seen", res
-    for case in ("write", "rename", "unlink", "chmod", "dirmtime"):
+    for case in ("write", "list", "rename", "unlink", "chmod", "dirmtime"):
         verdict, latency, _ = res[case]
         assert verdict == "stale" or latency > 3.0, (case, res)
 

@@ -385,6 +385,42 @@ phase_work() {
     allow "O_TRUNC of an existing file truncates it" sh -c "echo short | cmp -s - '$W/ws/truncfile'"
     rm -f "$W/ws/truncfile"
 
+    echo "-- created files' handles do not pile up in the router"
+    # Once the kernel opens files itself it sends no RELEASE for a created
+    # file unlinked or reopened before its close (seen on 6.18): 20 000 such
+    # files ran the router out of fds in a storm.
+    /usr/bin/python3 - "$M/leaks" "$RPID" <<'PY'
+import os, sys
+os.mkdir(sys.argv[1])
+d = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+for i in range(3000):
+    f = os.open(f"u{i}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=d)
+    g = os.open(f"u{i}", os.O_RDONLY, dir_fd=d)
+    os.unlink(f"u{i}", dir_fd=d)
+    os.close(g)
+    os.close(f)
+for i in range(3000):
+    f = os.open(f"k{i}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444, dir_fd=d)
+    g = os.open(f"k{i}", os.O_RDONLY, dir_fd=d)
+    os.write(f, b"x")
+    os.close(g)
+    os.close(f)
+writable = 0
+for fd in os.listdir(f"/proc/{sys.argv[2]}/fdinfo"):
+    try:
+        with open(f"/proc/{sys.argv[2]}/fdinfo/{fd}") as fi:
+            flags = int(fi.read().split("flags:")[1].split()[0], 8)
+    except (OSError, IndexError):
+        continue
+    writable += (flags & 3) != 0
+print(writable)
+sys.exit(0 if writable <= 1100 else 1)
+PY
+    [ $? -eq 0 ] && pass "writable fds in the router stay bounded after 6000 created files" \
+        || fail "the router piles up created files' fds"
+    allow "a file created read-only was written through its handle" sh -c "test \"\$(cat '$M/leaks/k2999')\" = x"
+    rm -rf "$M/leaks"
+
     echo "-- the policy follows the real location of a directory, not the agent's view"
     mkdir -p "$M/plain"
     # The agent holds the directory (its cwd); the host moves it into .git/hooks.
