@@ -137,12 +137,8 @@ static void accept_clients(struct hc *h) {
                 slot = i;
                 break;
             }
-        struct session *s = lz_xcalloc(1, sizeof *s);
+        struct session *s = hc_session_new(h);
         s->sock = fd;
-        s->master = s->in_w = s->out_r = s->err_r = -EBADF;
-        s->exec = LZ_CHILD_NULL;
-        s->id = ++h->next_id;
-        s->state = S_HELLO;
         if (slot < 0) {
             hc_session_refuse(s, LZ_REFUSE_LAUNCH, "too many sessions in this Domain");
             close(fd);
@@ -335,6 +331,7 @@ static int coordinator_start(struct hc *h, struct lz_error *err) {
     if ((r = hc_start_generation(h, err)) < 0) {
         hc_log("start failed: %s", err->msg);
         /* The client hears of the failure once nothing of it is left. */
+        hc_session_drop_pre(h);
         hc_stop_generation(h);
         return r;
     }
@@ -525,6 +522,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
     for (int i = 0; i < MAX_SESSIONS; i++)
         if (h.s[i])
             hc_session_free(&h, h.s[i]);
+    hc_session_drop_pre(&h); /* its client never came */
     hc_esc_free(&h);
     hc_stop_generation(&h);
     hc_log("Domain stopped");

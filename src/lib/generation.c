@@ -658,6 +658,15 @@ static int sandbox_start(struct hc *h, struct lz_error *err) {
         if (m.kind == LZ_RS_STAGE) {
             if ((r = stage_rs_child(h, &m, err)) < 0)
                 return r;
+            /* runsc boots now: the starting client's exec client does its
+             * own start-up meanwhile and then waits for its process spec,
+             * which only that client's hello gives it, after publication
+             * (session.c). Without it the hello starts one as usual. */
+            if (!strcmp(m.str, "runsc") && h->a->first_session >= 0 && !h->pre) {
+                struct lz_error perr = { 0 };
+                if (hc_session_prestart(h, h->a->first_session == 1, &perr) < 0)
+                    hc_log("the first session's exec client was not started ahead: %s", perr.msg);
+            }
             continue;
         }
         if (m.kind == LZ_RS_READY) {
