@@ -677,7 +677,9 @@ static int sandbox_start(struct hc *h, struct lz_error *err) {
             char rhex[65], ev[256];
             lz_hex(h->readiness, 32, rhex);
             snprintf(ev, sizeof ev, "readiness=%s policy=%s", rhex, h->boot.policy_hex);
-            /* Readiness commits network, router and sandbox together. */
+            /* Readiness commits network, router and sandbox together, and
+             * the publication's intent with them: nothing physical happens
+             * between the two (publish then only listens). */
             if ((r = lz_store_begin(h->st, err)) < 0)
                 return r;
             if ((r = record(h, LZ_ROLE_NETWORK, LZ_P_COMMITTED, NULL, NULL, ev, err)) < 0 ||
@@ -685,6 +687,7 @@ static int sandbox_start(struct hc *h, struct lz_error *err) {
                 (r = record_proc(h, LZ_ROLE_SANDBOX, "supervisor", "committed", &h->rs, err)) < 0 ||
                 (r = commit_rs_children(h, err)) < 0 ||
                 (r = record(h, LZ_ROLE_SANDBOX, LZ_P_COMMITTED, NULL, NULL, NULL, err)) < 0 ||
+                (r = record(h, LZ_ROLE_PUBLICATION, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
                 (r = lz_store_commit(h->st, err)) < 0) {
                 lz_store_rollback(h->st);
                 return r;
@@ -716,11 +719,10 @@ static int listen_socket(const char *path, struct lz_error *err) {
     return fd;
 }
 
-/* Publication: the Domain's socket, where clients find it. */
+/* Publication: the Domain's socket, where clients find it (its intent is
+ * in the readiness transaction of sandbox_start). */
 static int publish(struct hc *h, struct lz_error *err) {
-    int r = record(h, LZ_ROLE_PUBLICATION, LZ_P_INTENT, NULL, NULL, NULL, err);
-    if (r < 0)
-        return r;
+    int r;
     if ((h->listen_fd = listen_socket(h->sock_path, err)) < 0)
         return h->listen_fd;
     /* Committed and the generation running: one transaction, nothing
