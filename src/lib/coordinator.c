@@ -225,6 +225,7 @@ static void zeroing_free(void *p) {
 /* What a coordinator holds, released on every exit path (the generation
  * itself is released before, by hc_stop_generation). */
 static void hc_done(struct hc *h) {
+    hc_scan_wait(h); /* a start that failed before the Supervisor's spawn */
     hc_esc_free(h);
     lz_closep(&h->listen_fd);
     lz_closep(&h->boot.addr_fd);
@@ -302,6 +303,8 @@ static int coordinator_start(struct hc *h, struct lz_error *err) {
         return lz_error_set(err, -ESTALE, "the configuration changed while the Domain was starting; try again");
     hc_log("coordinator for Domain %s (profile %s, workspace %s)", h->cfg->domain_id_hex, h->cfg->profile.name,
            h->cfg->workspace);
+    /* It needs only the workspace; the Supervisor's spawn waits for it. */
+    hc_scan_start(h);
     if ((h->lock_fd = take_domain_lock(h->cfg->domain_dir, err)) < 0)
         return h->lock_fd;
     if ((r = lz_runtime_dir(&h->rt, err)) < 0)

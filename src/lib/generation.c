@@ -245,12 +245,14 @@ static void readiness_fingerprint(struct hc *h, unsigned long netns_ino) {
 }
 
 /* The host Git scan (gitscan.h) reads the host's Git configuration and
- * runs the host's git: ~10 ms that need nothing of the steps before the
- * Supervisor's spawn (the store, the lease), so it runs beside them on a
- * thread of its own. The thread touches h->git and h->scan only, which
- * nothing else reads before scan_join; it is started after the signalfd
- * mask (inherited: no signal is delivered to it) and joined on every path
- * out of hc_start_generation. */
+ * runs the host's git: 10-40 ms that need nothing but the workspace, while
+ * the Supervisor's spawn is the first step that needs its result. So it
+ * runs on a thread of its own from the moment the configuration is loaded
+ * (coordinator.c), beside the Domain lock, the store, recovery and the
+ * lease. The thread touches h->git and h->scan only, which nothing else
+ * reads before scan_join; it runs with every signal blocked (they are the
+ * main thread's, through its signalfd), and it is joined on every path out
+ * of hc_start_generation, and by hc_scan_wait before h is freed. */
 static void *scan_thread(void *arg) {
     struct hc *h = arg;
     long t0 = lz_now_ms();
@@ -260,19 +262,29 @@ static void *scan_thread(void *arg) {
     return NULL;
 }
 
-static void scan_start(struct hc *h) {
+void hc_scan_start(struct hc *h) {
     h->scan.err = (struct lz_error){ 0 };
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     h->scan.running = pthread_create(&h->scan.thread, NULL, scan_thread, h) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    h->scan.started = true;
+}
+
+void hc_scan_wait(struct hc *h) {
+    if (h->scan.running) {
+        pthread_join(h->scan.thread, NULL);
+        h->scan.running = false;
+    }
 }
 
 /* The scan's result: joined, or run here when no thread could start. */
 static int scan_join(struct hc *h, struct lz_error *err) {
-    if (h->scan.running) {
-        pthread_join(h->scan.thread, NULL);
-        h->scan.running = false;
-    } else {
+    if (h->scan.running)
+        hc_scan_wait(h);
+    else
         scan_thread(h);
-    }
     if (h->scan.r < 0 && err)
         *err = h->scan.err;
     return h->scan.r;
@@ -286,7 +298,8 @@ static int scan_join(struct hc *h, struct lz_error *err) {
 static int prepare_generation(struct hc *h, struct lz_error *err) {
     struct lz_config *c = h->cfg;
     int r;
-    scan_start(h);
+    if (!h->scan.started)
+        hc_scan_start(h);
     snprintf(h->container_id, sizeof h->container_id, "lz-%.12s", c->domain_id_hex);
     randombytes_buf(h->sidecar_id, sizeof h->sidecar_id);
     h->gen_dir = lz_xasprintf("%s/%.12s", h->rt, c->domain_id_hex);

@@ -101,11 +101,12 @@ struct hc {
     bool lingering;        /* no session left: running on until linger_until (the model's StartLinger) */
     long linger_until;     /* monotonic ms */
     struct lz_gitscan git; /* what the host's Git reads from the workspace */
-    /* The Git scan runs on its own thread from the start of the generation
-     * until the Supervisor's spawn needs it (generation.c, scan_start). */
+    /* The Git scan runs on its own thread from the configuration's load
+     * until the Supervisor's spawn needs it (generation.c, hc_scan_start). */
     struct {
         pthread_t thread;
-        bool running;
+        bool started; /* hc_scan_start was called */
+        bool running; /* a thread to join */
         int r;
         long ms;
         struct lz_error err;
@@ -152,6 +153,10 @@ void hc_model_action(const char *action, const char *fmt, ...) __attribute__((fo
 /* generation.c: the acquisition table, up to the published socket; on
  * failure err says why and hc_stop_generation releases what was taken. */
 int hc_start_generation(struct hc *h, struct lz_error *err);
+/* generation.c: the host Git scan on its own thread (the Supervisor's
+ * spawn joins it), and the wait for it on every other way out. */
+void hc_scan_start(struct hc *h);
+void hc_scan_wait(struct hc *h);
 /* generation.c: the release table (best effort; what cannot be proven
  * released leaves the generation "failed" for recovery). */
 void hc_stop_generation(struct hc *h);
