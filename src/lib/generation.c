@@ -390,12 +390,24 @@ static int lower_lease(struct hc *h, struct lz_error *err) {
     int r = lz_catalog_lease_acquire(h->cfg->data_root, h->a->artifact_id, h->cfg->domain_id_hex, h->gen, err);
     return r < 0 ? r : 0;
 }
+/* lease_held, and the sandbox's intent with it: between the two nothing
+ * physical happens (the Supervisor's spawn waits for the Git scan only),
+ * so one transaction, one sync. */
 static int lower_lease_held(struct hc *h, struct lz_error *err) {
-    return record(h, LZ_ROLE_PREPARED_LOWER, LZ_P_LEASE_HELD, NULL, NULL, NULL, err);
+    int r;
+    if ((r = lz_store_begin(h->st, err)) < 0 ||
+        (r = record(h, LZ_ROLE_PREPARED_LOWER, LZ_P_LEASE_HELD, NULL, NULL, NULL, err)) < 0 ||
+        (r = record(h, LZ_ROLE_SANDBOX, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
+        (r = lz_store_commit(h->st, err)) < 0) {
+        lz_store_rollback(h->st);
+        return r;
+    }
+    return 0;
 }
 
-/* The Runtime Supervisor, in new user + network + mount namespaces: the
- * sandbox's intent, then the process, held at its barrier. */
+/* The Runtime Supervisor, in new user + network + mount namespaces (the
+ * sandbox's intent is durable since lower_lease_held), held at its
+ * barrier. */
 static int supervisor_spawn(struct hc *h, struct lz_error *err) {
     struct lz_config *c = h->cfg;
     int r;
@@ -511,10 +523,6 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
         }
     }
     argv[na] = NULL;
-    if ((r = record(h, LZ_ROLE_SANDBOX, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0) {
-        close(sp[1]);
-        return r;
-    }
     int keep[] = { sp[1], pfd, afd };
     /* Our hooks only (procenv.h); it passes the bare helper set on. */
     _cleanup_env_ char **rs_env = lz_env_build(LZ_ENV_SUPERVISOR);
@@ -567,9 +575,13 @@ static int supervisor_staged(struct hc *h, struct lz_error *err) {
     }
     h->rs_userns = ino[0];
     snprintf(ev, sizeof ev, "userns=%llu mntns=%llu netns=%llu", ino[0], ino[1], ino[2]);
+    /* With the State Anchor's intent (anchor_intent): recorded earlier
+     * than its mount needs, and nothing of the anchor happens before. */
+    bool anchor = h->cfg->profile.n_persistent_dirs > 0;
     if ((r = lz_store_begin(h->st, err)) < 0 ||
         (r = record(h, LZ_ROLE_SANDBOX, LZ_P_INTENT, NULL, NULL, ev, err)) < 0 ||
         (r = record_proc(h, LZ_ROLE_SANDBOX, "supervisor", "staged", &h->rs, err)) < 0 ||
+        (anchor && (r = record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_INTENT, h->a->artifact_id, NULL, NULL, err)) < 0) ||
         (r = lz_store_commit(h->st, err)) < 0) {
         lz_store_rollback(h->st);
         lz_child_signal(&h->rs, SIGKILL);
@@ -586,12 +598,12 @@ static int supervisor_staged(struct hc *h, struct lz_error *err) {
     return 0;
 }
 
-/* The State Anchor (with persistent directories only): intent, the mount
- * (by the Supervisor), prepared with its mount identity. */
+/* The State Anchor (with persistent directories only): intent (durable
+ * since supervisor_staged, in its transaction), the mount (by the
+ * Supervisor), prepared with its mount identity. */
 static int anchor_intent(struct hc *h, struct lz_error *err) {
-    if (!h->cfg->profile.n_persistent_dirs)
-        return STEP_QUIET;
-    return record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_INTENT, h->a->artifact_id, NULL, NULL, err);
+    (void)err;
+    return h->cfg->profile.n_persistent_dirs ? 0 : STEP_QUIET;
 }
 static int anchor_mount(struct hc *h, struct lz_error *err) {
     if (!h->cfg->profile.n_persistent_dirs)
@@ -609,26 +621,46 @@ static int anchor_mount(struct hc *h, struct lz_error *err) {
     snprintf(h->anchor_ident, sizeof h->anchor_ident, "%s", m.str);
     return 0;
 }
+/* Git routing, network and the connectivity helper: three intents, in the
+ * caller's transaction. */
+static int record_network_intents(struct hc *h, struct lz_error *err) {
+    int r;
+    if ((r = record(h, LZ_ROLE_GIT_ROUTING, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
+        (r = record(h, LZ_ROLE_NETWORK, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
+        (r = record(h, LZ_ROLE_HELPER, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0)
+        return r;
+    h->net_intents = true;
+    return 0;
+}
+
+/* The anchor prepared, and the three intents of network_intents with it:
+ * between the two only the Trust Anchor is made, which records nothing
+ * (one transaction, one sync). */
 static int anchor_prepared(struct hc *h, struct lz_error *err) {
     if (!h->cfg->profile.n_persistent_dirs)
         return STEP_QUIET;
-    int r = record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_PREPARED, NULL, h->anchor_ident, NULL, err);
-    if (r == 0)
-        hc_log("State Anchor mounted: %s", h->anchor_ident);
-    return r;
+    int r;
+    if ((r = lz_store_begin(h->st, err)) < 0 ||
+        (r = record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_PREPARED, NULL, h->anchor_ident, NULL, err)) < 0 ||
+        (r = record_network_intents(h, err)) < 0 || (r = lz_store_commit(h->st, err)) < 0) {
+        lz_store_rollback(h->st);
+        h->net_intents = false;
+        return r;
+    }
+    hc_log("State Anchor mounted: %s", h->anchor_ident);
+    return 0;
 }
 
 /* Git routing, network and the connectivity helper: three intents, one
- * transaction. */
+ * transaction (already in anchor_prepared's with a State Anchor). */
 static int network_intents(struct hc *h, struct lz_error *err) {
+    if (h->net_intents)
+        return STEP_QUIET;
     int r;
-    if ((r = lz_store_begin(h->st, err)) < 0)
-        return r;
-    if ((r = record(h, LZ_ROLE_GIT_ROUTING, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
-        (r = record(h, LZ_ROLE_NETWORK, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
-        (r = record(h, LZ_ROLE_HELPER, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
+    if ((r = lz_store_begin(h->st, err)) < 0 || (r = record_network_intents(h, err)) < 0 ||
         (r = lz_store_commit(h->st, err)) < 0) {
         lz_store_rollback(h->st);
+        h->net_intents = false;
         return r;
     }
     return 0;

@@ -120,6 +120,7 @@ struct hc {
     uint64_t rs_userns;                   /* the Domain user namespace of this generation */
     bool recorded[LZ_ROLE_COUNT];         /* participant rows written for this generation */
     bool rs_exited_msg;                   /* the Supervisor reported the sandbox gone */
+    bool net_intents;                     /* Git routing, network, helper intents durable */
     struct lz_procid router_id, runsc_id; /* the Supervisor's children, as staged */
     /* Writable volumes, each served by its own router (slot "vol<i>") at
      * vol_view[i]; vol_of[i] is its index in profile.volumes. */
