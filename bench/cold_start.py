@@ -72,7 +72,9 @@ PHASES = [
     ("bundle, NET, policy, routers, runsc staged", r"sandbox process runsc staged"),
     ("runsc run to init ready", r"sandbox ready:"),
     ("ready commit, publication", r"generation \d+ publication -> committed"),
-    ("client join, session record, runsc exec spawned", r"session \d+: exec started"),
+    # The first session's runsc exec client is started while runsc boots
+    # (session.c, hc_session_prestart): here only its process spec is given.
+    ("client join, hello, process spec to the exec client", r"session \d+: exec started"),
     ("runsc exec + command to its exit", r"session \d+: ended"),
     ("exit to client", None),
 ]
