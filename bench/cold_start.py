@@ -67,7 +67,10 @@ PHASES = [
     ("client, config, image lookup, coordinator spawn", r"coordinator for Domain "),
     ("Domain lock, store, recovery, generation row", r"generation \d+ \(State Anchor"),
     ("lease, host Git scan, Supervisor spawn", r"Runtime Supervisor started"),
-    ("Supervisor staged, ID maps, released", r"helper process slirp4netns staged"),
+    # Without persistent directories there is no State Anchor: the phase
+    # then ends at the Trust Anchor.
+    ("Supervisor staged, ID maps, released, State Anchor mounted", r"State Anchor mounted|Trust Anchor created"),
+    ("Trust Anchor, network intents, slirp4netns staged", r"helper process slirp4netns staged"),
     ("slirp4netns to ready, committed", r"connectivity helper slirp4netns started"),
     ("bundle, NET, policy, routers, runsc staged", r"sandbox process runsc staged"),
     ("runsc run to init ready", r"sandbox ready:"),
