@@ -246,6 +246,10 @@ med = {k: statistics.median(v) for k, v in res.items()}
 print(f"cold start, medians of {a.n} (s): floor (Lazaret's spec, --network=host) {med['floor']:.3f}  "
       f"floor (--network=none) {med['floor-none']:.3f}  fresh Domain {med['fresh']:.3f}  "
       f"existing Domain {med['existing']:.3f}")
+# The spread of each line: the interquartile range and the extremes.
+for k, v in res.items():
+    q = statistics.quantiles(v, n=4) if len(v) >= 2 else [v[0]] * 3
+    print(f"  {k:18} median {med[k]:.3f}  quartiles {q[0]:.3f}-{q[2]:.3f}  min-max {min(v):.3f}-{max(v):.3f} s")
 print(f"ratio fresh/floor         = {med['fresh'] / med['floor']:.2f}  (goal <= 1.10)")
 print(f"ratio existing/floor      = {med['existing'] / med['floor']:.2f}")
 print(f"ratio fresh/floor-none    = {med['fresh'] / med['floor-none']:.2f}  (the old floor)")
