@@ -67,12 +67,17 @@ PHASES = [
     ("client, config, image lookup, coordinator spawn", r"coordinator for Domain "),
     ("Domain lock, store, recovery, generation row", r"generation \d+ \(State Anchor"),
     ("lease, host Git scan, Supervisor spawn", r"Runtime Supervisor started"),
-    ("Supervisor staged, ID maps, released", r"helper process slirp4netns staged"),
+    # Without persistent directories there is no State Anchor: the phase
+    # then ends at the Trust Anchor.
+    ("Supervisor staged, ID maps, released, State Anchor mounted", r"State Anchor mounted|Trust Anchor created"),
+    ("Trust Anchor, network intents, slirp4netns staged", r"helper process slirp4netns staged"),
     ("slirp4netns to ready, committed", r"connectivity helper slirp4netns started"),
     ("bundle, NET, policy, routers, runsc staged", r"sandbox process runsc staged"),
     ("runsc run to init ready", r"sandbox ready:"),
     ("ready commit, publication", r"generation \d+ publication -> committed"),
-    ("client join, session record, runsc exec spawned", r"session \d+: exec started"),
+    # The first session's runsc exec client is started while runsc boots
+    # (session.c, hc_session_prestart): here only its process spec is given.
+    ("client join, hello, process spec to the exec client", r"session \d+: exec started"),
     ("runsc exec + command to its exit", r"session \d+: ended"),
     ("exit to client", None),
 ]
@@ -241,6 +246,10 @@ med = {k: statistics.median(v) for k, v in res.items()}
 print(f"cold start, medians of {a.n} (s): floor (Lazaret's spec, --network=host) {med['floor']:.3f}  "
       f"floor (--network=none) {med['floor-none']:.3f}  fresh Domain {med['fresh']:.3f}  "
       f"existing Domain {med['existing']:.3f}")
+# The spread of each line: the interquartile range and the extremes.
+for k, v in res.items():
+    q = statistics.quantiles(v, n=4) if len(v) >= 2 else [v[0]] * 3
+    print(f"  {k:18} median {med[k]:.3f}  quartiles {q[0]:.3f}-{q[2]:.3f}  min-max {min(v):.3f}-{max(v):.3f} s")
 print(f"ratio fresh/floor         = {med['fresh'] / med['floor']:.2f}  (goal <= 1.10)")
 print(f"ratio existing/floor      = {med['existing'] / med['floor']:.2f}")
 print(f"ratio fresh/floor-none    = {med['fresh'] / med['floor-none']:.2f}  (the old floor)")

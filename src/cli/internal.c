@@ -21,22 +21,20 @@ static void internal_usage(FILE *out) {
 }
 
 static int coordinator(int argc, char **argv) {
-    struct lz_coordinator_args a = { .ready_fd = -1, .env_fd = -1 };
-    const char *ready_fd = NULL, *env_fd = NULL;
+    struct lz_coordinator_args a = { .ready_fd = -1, .env_fd = -1, .first_session = -1 };
+    const char *ready_fd = NULL, *env_fd = NULL, *first = NULL;
     const struct lz_cli_option opts[] = {
-        { "ready-fd", 0, &ready_fd, NULL },
-        { "workspace", 0, &a.workspace, NULL },
-        { "domain", 0, &a.expect_domain, NULL },
-        { "fingerprint", 0, &a.expect_fingerprint, NULL },
-        { "artifact", 0, &a.artifact_id, NULL },
-        { "config", 0, &a.config_path, NULL },
-        { "profile", 0, &a.profile, NULL },
-        { "env-fd", 0, &env_fd, NULL },
-        { NULL, 0, NULL, NULL },
+        { "ready-fd", 0, &ready_fd, NULL },      { "workspace", 0, &a.workspace, NULL },
+        { "domain", 0, &a.expect_domain, NULL }, { "fingerprint", 0, &a.expect_fingerprint, NULL },
+        { "artifact", 0, &a.artifact_id, NULL }, { "config", 0, &a.config_path, NULL },
+        { "profile", 0, &a.profile, NULL },      { "env-fd", 0, &env_fd, NULL },
+        { "first-session", 0, &first, NULL },    { NULL, 0, NULL, NULL },
     };
-    int first;
-    if (!lz_cli_getopt(argc, argv, "__coordinator", opts, false, internal_usage, &first))
-        return first;
+    int first_arg;
+    if (!lz_cli_getopt(argc, argv, "__coordinator", opts, false, internal_usage, &first_arg))
+        return first_arg;
+    if (first)
+        a.first_session = !strcmp(first, "tty") ? 1 : !strcmp(first, "pipes") ? 0 : -1;
     if (ready_fd)
         a.ready_fd = parse_fd(ready_fd);
     if (env_fd)

@@ -96,7 +96,7 @@ int hc_write_bundle(struct hc *h, struct lz_error *err) {
     _cleanup_close_ int gfd = open(h->gen_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     for (size_t i = 0; i < LZ_ARRAY_SIZE(netfiles); i++) {
         if (gfd < 0 ||
-            lz_write_file_atomic_at(gfd, netfiles[i].name, netfiles[i].text, strlen(netfiles[i].text), 0644) < 0)
+            lz_write_file_volatile_at(gfd, netfiles[i].name, netfiles[i].text, strlen(netfiles[i].text), 0644) < 0)
             continue;
         binds = lz_xrealloc(binds, (nb + 1) * sizeof *binds);
         binds[nb++] = (struct lz_oci_bind){ lz_xasprintf("%s/%s", h->gen_dir, netfiles[i].name),
@@ -130,8 +130,9 @@ int hc_write_bundle(struct hc *h, struct lz_error *err) {
     lz_oci_binds_free(anchors, c->profile.n_persistent_dirs);
     if (r < 0)
         return r;
+    /* The runtime directory: no fsync (util.h). */
     _cleanup_close_ int bfd = open(h->bundle_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (bfd < 0 || (r = lz_write_file_atomic_at(bfd, "config.json", json, strlen(json), 0600)) < 0) {
+    if (bfd < 0 || (r = lz_write_file_volatile_at(bfd, "config.json", json, strlen(json), 0600)) < 0) {
         return lz_error_set(err, bfd < 0 ? -errno : r, "cannot write the OCI bundle in %s", h->bundle_dir);
     }
 

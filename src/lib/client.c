@@ -53,7 +53,7 @@ static int enter_raw(int fd) {
     return tcsetattr(fd, TCSAFLUSH, &t) < 0 ? -errno : 0;
 }
 
-static int start_coordinator(const struct lz_client_opts *o, struct lz_error *err) {
+static int start_coordinator(const struct lz_client_opts *o, bool tty, struct lz_error *err) {
     const char *artifact_id = NULL;
     int prep_r = o->prepare(o->prepare_ud, &artifact_id, err);
     if (prep_r < 0)
@@ -115,6 +115,10 @@ static int start_coordinator(const struct lz_client_opts *o, struct lz_error *er
         argv[n++] = (char *)"--profile";
         argv[n++] = (char *)o->profile;
     }
+    /* Our session's kind: its exec client is started while the sandbox
+     * boots (session.c, hc_session_prestart). */
+    argv[n++] = (char *)"--first-session";
+    argv[n++] = (char *)(tty ? "tty" : "pipes");
     argv[n] = NULL;
     int keep[] = { rp[1], envfd };
     /* Detached: own session, no terminal; it outlives this client. */
@@ -269,7 +273,7 @@ static int connect_or_start(const struct lz_client_opts *o, bool tty, int *ret_s
             return lz_error_set(err, r, "timed out waiting for another lazaret starting this Domain");
         int sock = lz_proto_connect(sp);
         if (sock == -ENOENT || sock == -ECONNREFUSED) {
-            r = start_coordinator(o, err);
+            r = start_coordinator(o, tty, err);
             if (r < 0)
                 return r;
             sock = lz_proto_connect(sp);

@@ -137,12 +137,8 @@ static void accept_clients(struct hc *h) {
                 slot = i;
                 break;
             }
-        struct session *s = lz_xcalloc(1, sizeof *s);
+        struct session *s = hc_session_new(h);
         s->sock = fd;
-        s->master = s->in_w = s->out_r = s->err_r = -EBADF;
-        s->exec = LZ_CHILD_NULL;
-        s->id = ++h->next_id;
-        s->state = S_HELLO;
         if (slot < 0) {
             hc_session_refuse(s, LZ_REFUSE_LAUNCH, "too many sessions in this Domain");
             close(fd);
@@ -229,6 +225,7 @@ static void zeroing_free(void *p) {
 /* What a coordinator holds, released on every exit path (the generation
  * itself is released before, by hc_stop_generation). */
 static void hc_done(struct hc *h) {
+    hc_scan_wait(h); /* a start that failed before the Supervisor's spawn */
     hc_esc_free(h);
     lz_closep(&h->listen_fd);
     lz_closep(&h->boot.addr_fd);
@@ -306,6 +303,8 @@ static int coordinator_start(struct hc *h, struct lz_error *err) {
         return lz_error_set(err, -ESTALE, "the configuration changed while the Domain was starting; try again");
     hc_log("coordinator for Domain %s (profile %s, workspace %s)", h->cfg->domain_id_hex, h->cfg->profile.name,
            h->cfg->workspace);
+    /* It needs only the workspace; the Supervisor's spawn waits for it. */
+    hc_scan_start(h);
     if ((h->lock_fd = take_domain_lock(h->cfg->domain_dir, err)) < 0)
         return h->lock_fd;
     if ((r = lz_runtime_dir(&h->rt, err)) < 0)
@@ -335,6 +334,7 @@ static int coordinator_start(struct hc *h, struct lz_error *err) {
     if ((r = hc_start_generation(h, err)) < 0) {
         hc_log("start failed: %s", err->msg);
         /* The client hears of the failure once nothing of it is left. */
+        hc_session_drop_pre(h);
         hc_stop_generation(h);
         return r;
     }
@@ -525,6 +525,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
     for (int i = 0; i < MAX_SESSIONS; i++)
         if (h.s[i])
             hc_session_free(&h, h.s[i]);
+    hc_session_drop_pre(&h); /* its client never came */
     hc_esc_free(&h);
     hc_stop_generation(&h);
     hc_log("Domain stopped");

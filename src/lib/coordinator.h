@@ -34,6 +34,9 @@ struct lz_coordinator_args {
     const char *artifact_id;        /* prepared lower: <data_root>/prepared/<id>/rootfs */
     int ready_fd;
     int env_fd; /* sealed memfd of the referenced host variables (procenv.h), or -1 */
+    /* The starting client's session: 1 with a terminal, 0 with pipes, -1
+     * unknown (no exec client is started ahead). */
+    int first_session;
 };
 
 int lz_coordinator_main(const struct lz_coordinator_args *a);

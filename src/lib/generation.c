@@ -245,12 +245,14 @@ static void readiness_fingerprint(struct hc *h, unsigned long netns_ino) {
 }
 
 /* The host Git scan (gitscan.h) reads the host's Git configuration and
- * runs the host's git: ~10 ms that need nothing of the steps before the
- * Supervisor's spawn (the store, the lease), so it runs beside them on a
- * thread of its own. The thread touches h->git and h->scan only, which
- * nothing else reads before scan_join; it is started after the signalfd
- * mask (inherited: no signal is delivered to it) and joined on every path
- * out of hc_start_generation. */
+ * runs the host's git: 10-40 ms that need nothing but the workspace, while
+ * the Supervisor's spawn is the first step that needs its result. So it
+ * runs on a thread of its own from the moment the configuration is loaded
+ * (coordinator.c), beside the Domain lock, the store, recovery and the
+ * lease. The thread touches h->git and h->scan only, which nothing else
+ * reads before scan_join; it runs with every signal blocked (they are the
+ * main thread's, through its signalfd), and it is joined on every path out
+ * of hc_start_generation, and by hc_scan_wait before h is freed. */
 static void *scan_thread(void *arg) {
     struct hc *h = arg;
     long t0 = lz_now_ms();
@@ -260,19 +262,29 @@ static void *scan_thread(void *arg) {
     return NULL;
 }
 
-static void scan_start(struct hc *h) {
+void hc_scan_start(struct hc *h) {
     h->scan.err = (struct lz_error){ 0 };
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     h->scan.running = pthread_create(&h->scan.thread, NULL, scan_thread, h) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    h->scan.started = true;
+}
+
+void hc_scan_wait(struct hc *h) {
+    if (h->scan.running) {
+        pthread_join(h->scan.thread, NULL);
+        h->scan.running = false;
+    }
 }
 
 /* The scan's result: joined, or run here when no thread could start. */
 static int scan_join(struct hc *h, struct lz_error *err) {
-    if (h->scan.running) {
-        pthread_join(h->scan.thread, NULL);
-        h->scan.running = false;
-    } else {
+    if (h->scan.running)
+        hc_scan_wait(h);
+    else
         scan_thread(h);
-    }
     if (h->scan.r < 0 && err)
         *err = h->scan.err;
     return h->scan.r;
@@ -286,7 +298,8 @@ static int scan_join(struct hc *h, struct lz_error *err) {
 static int prepare_generation(struct hc *h, struct lz_error *err) {
     struct lz_config *c = h->cfg;
     int r;
-    scan_start(h);
+    if (!h->scan.started)
+        hc_scan_start(h);
     snprintf(h->container_id, sizeof h->container_id, "lz-%.12s", c->domain_id_hex);
     randombytes_buf(h->sidecar_id, sizeof h->sidecar_id);
     h->gen_dir = lz_xasprintf("%s/%.12s", h->rt, c->domain_id_hex);
@@ -377,12 +390,24 @@ static int lower_lease(struct hc *h, struct lz_error *err) {
     int r = lz_catalog_lease_acquire(h->cfg->data_root, h->a->artifact_id, h->cfg->domain_id_hex, h->gen, err);
     return r < 0 ? r : 0;
 }
+/* lease_held, and the sandbox's intent with it: between the two nothing
+ * physical happens (the Supervisor's spawn waits for the Git scan only),
+ * so one transaction, one sync. */
 static int lower_lease_held(struct hc *h, struct lz_error *err) {
-    return record(h, LZ_ROLE_PREPARED_LOWER, LZ_P_LEASE_HELD, NULL, NULL, NULL, err);
+    int r;
+    if ((r = lz_store_begin(h->st, err)) < 0 ||
+        (r = record(h, LZ_ROLE_PREPARED_LOWER, LZ_P_LEASE_HELD, NULL, NULL, NULL, err)) < 0 ||
+        (r = record(h, LZ_ROLE_SANDBOX, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
+        (r = lz_store_commit(h->st, err)) < 0) {
+        lz_store_rollback(h->st);
+        return r;
+    }
+    return 0;
 }
 
-/* The Runtime Supervisor, in new user + network + mount namespaces: the
- * sandbox's intent, then the process, held at its barrier. */
+/* The Runtime Supervisor, in new user + network + mount namespaces (the
+ * sandbox's intent is durable since lower_lease_held), held at its
+ * barrier. */
 static int supervisor_spawn(struct hc *h, struct lz_error *err) {
     struct lz_config *c = h->cfg;
     int r;
@@ -498,10 +523,6 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
         }
     }
     argv[na] = NULL;
-    if ((r = record(h, LZ_ROLE_SANDBOX, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0) {
-        close(sp[1]);
-        return r;
-    }
     int keep[] = { sp[1], pfd, afd };
     /* Our hooks only (procenv.h); it passes the bare helper set on. */
     _cleanup_env_ char **rs_env = lz_env_build(LZ_ENV_SUPERVISOR);
@@ -554,9 +575,13 @@ static int supervisor_staged(struct hc *h, struct lz_error *err) {
     }
     h->rs_userns = ino[0];
     snprintf(ev, sizeof ev, "userns=%llu mntns=%llu netns=%llu", ino[0], ino[1], ino[2]);
+    /* With the State Anchor's intent (anchor_intent): recorded earlier
+     * than its mount needs, and nothing of the anchor happens before. */
+    bool anchor = h->cfg->profile.n_persistent_dirs > 0;
     if ((r = lz_store_begin(h->st, err)) < 0 ||
         (r = record(h, LZ_ROLE_SANDBOX, LZ_P_INTENT, NULL, NULL, ev, err)) < 0 ||
         (r = record_proc(h, LZ_ROLE_SANDBOX, "supervisor", "staged", &h->rs, err)) < 0 ||
+        (anchor && (r = record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_INTENT, h->a->artifact_id, NULL, NULL, err)) < 0) ||
         (r = lz_store_commit(h->st, err)) < 0) {
         lz_store_rollback(h->st);
         lz_child_signal(&h->rs, SIGKILL);
@@ -573,12 +598,12 @@ static int supervisor_staged(struct hc *h, struct lz_error *err) {
     return 0;
 }
 
-/* The State Anchor (with persistent directories only): intent, the mount
- * (by the Supervisor), prepared with its mount identity. */
+/* The State Anchor (with persistent directories only): intent (durable
+ * since supervisor_staged, in its transaction), the mount (by the
+ * Supervisor), prepared with its mount identity. */
 static int anchor_intent(struct hc *h, struct lz_error *err) {
-    if (!h->cfg->profile.n_persistent_dirs)
-        return STEP_QUIET;
-    return record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_INTENT, h->a->artifact_id, NULL, NULL, err);
+    (void)err;
+    return h->cfg->profile.n_persistent_dirs ? 0 : STEP_QUIET;
 }
 static int anchor_mount(struct hc *h, struct lz_error *err) {
     if (!h->cfg->profile.n_persistent_dirs)
@@ -596,26 +621,46 @@ static int anchor_mount(struct hc *h, struct lz_error *err) {
     snprintf(h->anchor_ident, sizeof h->anchor_ident, "%s", m.str);
     return 0;
 }
+/* Git routing, network and the connectivity helper: three intents, in the
+ * caller's transaction. */
+static int record_network_intents(struct hc *h, struct lz_error *err) {
+    int r;
+    if ((r = record(h, LZ_ROLE_GIT_ROUTING, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
+        (r = record(h, LZ_ROLE_NETWORK, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
+        (r = record(h, LZ_ROLE_HELPER, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0)
+        return r;
+    h->net_intents = true;
+    return 0;
+}
+
+/* The anchor prepared, and the three intents of network_intents with it:
+ * between the two only the Trust Anchor is made, which records nothing
+ * (one transaction, one sync). */
 static int anchor_prepared(struct hc *h, struct lz_error *err) {
     if (!h->cfg->profile.n_persistent_dirs)
         return STEP_QUIET;
-    int r = record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_PREPARED, NULL, h->anchor_ident, NULL, err);
-    if (r == 0)
-        hc_log("State Anchor mounted: %s", h->anchor_ident);
-    return r;
+    int r;
+    if ((r = lz_store_begin(h->st, err)) < 0 ||
+        (r = record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_PREPARED, NULL, h->anchor_ident, NULL, err)) < 0 ||
+        (r = record_network_intents(h, err)) < 0 || (r = lz_store_commit(h->st, err)) < 0) {
+        lz_store_rollback(h->st);
+        h->net_intents = false;
+        return r;
+    }
+    hc_log("State Anchor mounted: %s", h->anchor_ident);
+    return 0;
 }
 
 /* Git routing, network and the connectivity helper: three intents, one
- * transaction. */
+ * transaction (already in anchor_prepared's with a State Anchor). */
 static int network_intents(struct hc *h, struct lz_error *err) {
+    if (h->net_intents)
+        return STEP_QUIET;
     int r;
-    if ((r = lz_store_begin(h->st, err)) < 0)
-        return r;
-    if ((r = record(h, LZ_ROLE_GIT_ROUTING, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
-        (r = record(h, LZ_ROLE_NETWORK, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
-        (r = record(h, LZ_ROLE_HELPER, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
+    if ((r = lz_store_begin(h->st, err)) < 0 || (r = record_network_intents(h, err)) < 0 ||
         (r = lz_store_commit(h->st, err)) < 0) {
         lz_store_rollback(h->st);
+        h->net_intents = false;
         return r;
     }
     return 0;
@@ -658,6 +703,15 @@ static int sandbox_start(struct hc *h, struct lz_error *err) {
         if (m.kind == LZ_RS_STAGE) {
             if ((r = stage_rs_child(h, &m, err)) < 0)
                 return r;
+            /* runsc boots now: the starting client's exec client does its
+             * own start-up meanwhile and then waits for its process spec,
+             * which only that client's hello gives it, after publication
+             * (session.c). Without it the hello starts one as usual. */
+            if (!strcmp(m.str, "runsc") && h->a->first_session >= 0 && !h->pre) {
+                struct lz_error perr = { 0 };
+                if (hc_session_prestart(h, h->a->first_session == 1, &perr) < 0)
+                    hc_log("the first session's exec client was not started ahead: %s", perr.msg);
+            }
             continue;
         }
         if (m.kind == LZ_RS_READY) {
@@ -668,7 +722,9 @@ static int sandbox_start(struct hc *h, struct lz_error *err) {
             char rhex[65], ev[256];
             lz_hex(h->readiness, 32, rhex);
             snprintf(ev, sizeof ev, "readiness=%s policy=%s", rhex, h->boot.policy_hex);
-            /* Readiness commits network, router and sandbox together. */
+            /* Readiness commits network, router and sandbox together, and
+             * the publication's intent with them: nothing physical happens
+             * between the two (publish then only listens). */
             if ((r = lz_store_begin(h->st, err)) < 0)
                 return r;
             if ((r = record(h, LZ_ROLE_NETWORK, LZ_P_COMMITTED, NULL, NULL, ev, err)) < 0 ||
@@ -676,6 +732,7 @@ static int sandbox_start(struct hc *h, struct lz_error *err) {
                 (r = record_proc(h, LZ_ROLE_SANDBOX, "supervisor", "committed", &h->rs, err)) < 0 ||
                 (r = commit_rs_children(h, err)) < 0 ||
                 (r = record(h, LZ_ROLE_SANDBOX, LZ_P_COMMITTED, NULL, NULL, NULL, err)) < 0 ||
+                (r = record(h, LZ_ROLE_PUBLICATION, LZ_P_INTENT, NULL, NULL, NULL, err)) < 0 ||
                 (r = lz_store_commit(h->st, err)) < 0) {
                 lz_store_rollback(h->st);
                 return r;
@@ -707,11 +764,10 @@ static int listen_socket(const char *path, struct lz_error *err) {
     return fd;
 }
 
-/* Publication: the Domain's socket, where clients find it. */
+/* Publication: the Domain's socket, where clients find it (its intent is
+ * in the readiness transaction of sandbox_start). */
 static int publish(struct hc *h, struct lz_error *err) {
-    int r = record(h, LZ_ROLE_PUBLICATION, LZ_P_INTENT, NULL, NULL, NULL, err);
-    if (r < 0)
-        return r;
+    int r;
     if ((h->listen_fd = listen_socket(h->sock_path, err)) < 0)
         return h->listen_fd;
     /* Committed and the generation running: one transaction, nothing

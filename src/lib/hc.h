@@ -57,10 +57,12 @@ struct session {
     long deadline; /* drain / release deadline */
     int release_step;
     char *procfile;
-    char *command;        /* program name, for `lazaret ps` */
-    char *term;           /* tty: the client's TERM (checked), for a host process on this terminal */
-    int64_t started_wall; /* ms since the epoch */
-    bool recorded;        /* a Session Terminal record exists */
+    int spec_w;               /* the process spec's pipe, until runsc exec has it all */
+    struct lz_procid exec_id; /* the exec client, as staged */
+    char *command;            /* program name, for `lazaret ps` */
+    char *term;               /* tty: the client's TERM (checked), for a host process on this terminal */
+    int64_t started_wall;     /* ms since the epoch */
+    bool recorded;            /* a Session Terminal record exists */
     bool release_recorded;
     struct lz_session_anchor *anchor; /* escalation: its Session Anchor (trust.h), or NULL */
     struct hc_prompt *prompt;         /* escprompt.c: the prompt on this terminal, or NULL */
@@ -89,17 +91,22 @@ struct hc {
     int lock_fd; /* the Domain flock, for the coordinator's life */
     int sfd;
     struct session *s[MAX_SESSIONS];
+    /* The first session's exec client, started while the sandbox boots and
+     * waiting for its process spec (session.c, hc_session_prestart), until
+     * the starting client's hello takes it; NULL otherwise. */
+    struct session *pre;
     int next_id;
     bool had_session;
     bool stopping;
     bool lingering;        /* no session left: running on until linger_until (the model's StartLinger) */
     long linger_until;     /* monotonic ms */
     struct lz_gitscan git; /* what the host's Git reads from the workspace */
-    /* The Git scan runs on its own thread from the start of the generation
-     * until the Supervisor's spawn needs it (generation.c, scan_start). */
+    /* The Git scan runs on its own thread from the configuration's load
+     * until the Supervisor's spawn needs it (generation.c, hc_scan_start). */
     struct {
         pthread_t thread;
-        bool running;
+        bool started; /* hc_scan_start was called */
+        bool running; /* a thread to join */
         int r;
         long ms;
         struct lz_error err;
@@ -113,6 +120,7 @@ struct hc {
     uint64_t rs_userns;                   /* the Domain user namespace of this generation */
     bool recorded[LZ_ROLE_COUNT];         /* participant rows written for this generation */
     bool rs_exited_msg;                   /* the Supervisor reported the sandbox gone */
+    bool net_intents;                     /* Git routing, network, helper intents durable */
     struct lz_procid router_id, runsc_id; /* the Supervisor's children, as staged */
     /* Writable volumes, each served by its own router (slot "vol<i>") at
      * vol_view[i]; vol_of[i] is its index in profile.volumes. */
@@ -146,6 +154,10 @@ void hc_model_action(const char *action, const char *fmt, ...) __attribute__((fo
 /* generation.c: the acquisition table, up to the published socket; on
  * failure err says why and hc_stop_generation releases what was taken. */
 int hc_start_generation(struct hc *h, struct lz_error *err);
+/* generation.c: the host Git scan on its own thread (the Supervisor's
+ * spawn joins it), and the wait for it on every other way out. */
+void hc_scan_start(struct hc *h);
+void hc_scan_wait(struct hc *h);
 /* generation.c: the release table (best effort; what cannot be proven
  * released leaves the generation "failed" for recovery). */
 void hc_stop_generation(struct hc *h);
@@ -157,6 +169,16 @@ int hc_find_shell(const char *rootfs, char **ret);
 int hc_write_bundle(struct hc *h, struct lz_error *err);
 
 /* session.c */
+/* A session record with no client yet: ID, no descriptors. */
+struct session *hc_session_new(struct hc *h);
+/* The first session's exec client, started ahead (tty: with a PTY, else
+ * pipes) while the sandbox boots: recorded, released, and waiting in
+ * runsc's read of its process spec, which the starting client's hello
+ * then gives it. Failure is not the generation's: the hello starts its
+ * own exec client as usual. */
+int hc_session_prestart(struct hc *h, bool tty, struct lz_error *err);
+/* The exec client started ahead and never taken: killed and released. */
+void hc_session_drop_pre(struct hc *h);
 void hc_session_send(struct session *s, uint8_t type, uint8_t ch, const void *p, size_t n);
 void hc_session_refuse(struct session *s, uint32_t code, const char *msg);
 void hc_session_free(struct hc *h, struct session *s);

@@ -1,9 +1,8 @@
 /* prepare.c — see prepare.h for the contract. */
 #include "prepare.h"
+#include "archive_dl.h" /* libarchive through lz_archive_api */
 #include "pathset.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -755,6 +754,8 @@ static int apply_stream(int rootfs_dirfd, struct reader *rd, const struct lz_lay
     int r = mount_id_of(rootfs_dirfd, &l.root_mnt);
     if (r < 0)
         return lz_error_errno(err, r, "cannot stat the rootfs");
+    if ((r = lz_archive_load(err)) < 0)
+        return r;
     rd->opts = opts;
     if (opts && opts->expected_digest) {
         rd->hashing = true;

@@ -88,6 +88,7 @@ void hc_session_free(struct hc *h, struct session *s) {
     lz_closep(&s->in_w);
     lz_closep(&s->out_r);
     lz_closep(&s->err_r);
+    lz_closep(&s->spec_w);
     if (s->recorded && !s->release_recorded) {
         s->release_recorded = true;
         lz_store_session_set(h->st, h->gen, s->id, "release_intent", s->tty, NULL, NULL, NULL, NULL);
@@ -159,7 +160,9 @@ static int add_escalation_env(struct hc *h, struct session *s, char ***env, size
     return 0;
 }
 
-static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *hello, struct lz_error *err) {
+/* The session's OCI process spec (resolved profile values included). */
+static int session_spec(struct hc *h, struct session *s, struct lz_hello *hello, char **ret_json,
+                        struct lz_error *err) {
     struct lz_config *c = h->cfg;
     char **env = NULL;
     size_t ne = 0;
@@ -216,29 +219,37 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
         .rows = hello->rows,
         .cols = hello->cols,
     };
-    _cleanup_(zero_freep) char *json = NULL;
-    int r = lz_oci_process_json(&es, &json, err);
+    int r = lz_oci_process_json(&es, ret_json, err);
     strv_free(env);
-    if (r < 0)
-        return r;
-    /* The process spec holds resolved profile secrets: it goes to runsc
-     * exec through a pipe, never a file, and not a memfd either: the exec
-     * client keeps the descriptor for the whole session, and a memfd would
-     * stay readable through /proc/PID/fd all that time, while a pipe is
-     * empty once runsc has read the spec (--process /proc/self/fd/N). What
-     * fits is written before the client is released; the rest after,
-     * bounded (spec_feed). */
-    _cleanup_close_ int spec_r = -EBADF, spec_w = -EBADF;
+    return r;
+}
+
+/* The program name of the hello's command, for `lazaret ps`. */
+static char *hello_command(const struct hc *h, const struct lz_hello *hello) {
+    const char *prog = hello->argc && hello->argv[0] ? hello->argv[0] : h->shell;
+    const char *slash = strrchr(prog, '/');
+    return lz_xstrdup(slash && slash[1] ? slash + 1 : prog);
+}
+
+/* The Session Terminal's exec client, up to where it waits for its
+ * process spec: the intent (before the client exists), its PTY or pipes,
+ * the spec's pipe, the client spawned inside the Supervisor's namespaces,
+ * staged, released. The spec holds resolved profile secrets: it goes to
+ * runsc exec through a pipe, never a file, and not a memfd either: the
+ * exec client keeps the descriptor for the whole session, and a memfd
+ * would stay readable through /proc/PID/fd all that time, while a pipe is
+ * empty once runsc has read the spec (--process /proc/self/fd/N). runsc
+ * reads that file before it looks at the container, so a released client
+ * waits there, its own start-up done, until exec_feed writes the spec;
+ * that is what lets the first session's client start while the sandbox
+ * still boots (hc_session_prestart). command: NULL when not known yet. */
+static int exec_spawn(struct hc *h, struct session *s, const char *command, struct lz_error *err) {
     int pp[2];
     if (pipe2(pp, O_CLOEXEC) < 0)
         return lz_error_set(err, -errno, "cannot pass the process spec: %s", strerror(errno));
-    spec_r = pp[0];
-    spec_w = pp[1];
-    size_t spec_len = strlen(json), spec_off = 0;
-    if (spec_len > 65536)
-        (void)fcntl(spec_w, F_SETPIPE_SZ, spec_len < 1048576 ? (int)spec_len : 1048576);
-    fcntl(spec_w, F_SETFL, O_NONBLOCK);
-    spec_feed(spec_w, json, spec_len, &spec_off, 0);
+    _cleanup_close_ int spec_r = pp[0];
+    s->spec_w = pp[1];
+    fcntl(s->spec_w, F_SETFL, O_NONBLOCK);
     s->procfile = lz_xasprintf("/proc/self/fd/%d", spec_r);
     char *argv[] = { h->runsc,    (char *)"--root", h->state_dir, (char *)"exec", (char *)"--process",
                      s->procfile, h->container_id,  NULL };
@@ -255,11 +266,9 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
         .barrier = true,
     };
     /* The Session Terminal: intent before the exec client exists. */
-    const char *prog = es.argv[0] ? es.argv[0] : "";
-    const char *slash = strrchr(prog, '/');
-    s->command = lz_xstrdup(slash && slash[1] ? slash + 1 : prog);
     s->started_wall = wall_ms();
-    if ((r = lz_store_session_set(h->st, h->gen, s->id, "intent", s->tty, s->command, NULL, NULL, err)) < 0)
+    int r = lz_store_session_set(h->st, h->gen, s->id, "intent", s->tty, command, NULL, NULL, err);
+    if (r < 0)
         return r;
     s->recorded = true;
     _cleanup_close_ int slave = -EBADF, in_r = -EBADF, out_w = -EBADF, err_w = -EBADF;
@@ -274,10 +283,6 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
          * adjusts them itself, and ^C/^Z/^\ typed here become signals to
          * the exec client, which forwards them to the guest terminal's
          * foreground process group. */
-        if (hello->rows && hello->cols) {
-            struct winsize ws = { .ws_row = hello->rows, .ws_col = hello->cols };
-            ioctl(s->master, TIOCSWINSZ, &ws);
-        }
         o.stdin_fd = o.stdout_fd = o.stderr_fd = slave;
         o.new_session = true;
         o.ctty = true;
@@ -304,34 +309,127 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
         o.new_session = true;
     }
     r = lz_spawn(&o, &s->exec);
-    lz_closep(&spec_r);
     if (r < 0)
         return lz_error_set(err, r, "cannot start the session: %s", strerror(-r));
-    /* Staged ownership before the exec client may run; committed after. */
-    struct lz_procid id;
-    if ((r = lz_procid_from_pidfd(s->exec.pidfd, s->exec.pid, &id)) < 0) {
+    /* Staged ownership before the exec client may run; committed once it
+     * has its spec (exec_feed). */
+    if ((r = lz_procid_from_pidfd(s->exec.pidfd, s->exec.pid, &s->exec_id)) < 0) {
         lz_child_signal(&s->exec, SIGKILL);
         return lz_error_errno(err, r, "cannot identify the session's exec client");
     }
-    if ((r = lz_store_session_set(h->st, h->gen, s->id, "intent", s->tty, NULL, "staged", &id, err)) < 0) {
+    if ((r = lz_store_session_set(h->st, h->gen, s->id, "intent", s->tty, NULL, "staged", &s->exec_id, err)) < 0) {
         lz_child_signal(&s->exec, SIGKILL);
         return r;
     }
     lz_crash_point("session-staged");
     if ((r = lz_child_release(&s->exec)) < 0)
         return lz_error_set(err, r, "cannot start the session: %s", strerror(-r));
-    /* The rest of a spec larger than the pipe, while runsc reads it. */
-    r = spec_feed(spec_w, json, spec_len, &spec_off, SPEC_FEED_TIMEOUT_MS);
-    lz_closep(&spec_w);
+    return 0;
+}
+
+/* The released exec client gets its process spec (bounded, however
+ * large), then the session is running. */
+static int exec_feed(struct hc *h, struct session *s, struct lz_hello *hello, struct lz_error *err) {
+    _cleanup_(zero_freep) char *json = NULL;
+    int r = session_spec(h, s, hello, &json, err);
+    if (r < 0)
+        return r;
+    if (s->tty && hello->rows && hello->cols) {
+        /* Before the spec: runsc sizes the guest terminal from its own. */
+        struct winsize ws = { .ws_row = hello->rows, .ws_col = hello->cols };
+        ioctl(s->master, TIOCSWINSZ, &ws);
+    }
+    size_t spec_len = strlen(json), spec_off = 0;
+    if (spec_len > 65536)
+        (void)fcntl(s->spec_w, F_SETPIPE_SZ, spec_len < 1048576 ? (int)spec_len : 1048576);
+    r = spec_feed(s->spec_w, json, spec_len, &spec_off, SPEC_FEED_TIMEOUT_MS);
+    lz_closep(&s->spec_w);
     if (r < 0) {
         lz_child_signal(&s->exec, SIGKILL);
         return lz_error_set(err, r, "cannot pass the process spec to runsc: %s", strerror(-r));
     }
-    if ((r = lz_store_session_set(h->st, h->gen, s->id, "running", s->tty, NULL, "committed", &id, err)) < 0) {
+    if ((r = lz_store_session_set(h->st, h->gen, s->id, "running", s->tty, s->command, "committed", &s->exec_id, err)) <
+        0) {
         lz_child_signal(&s->exec, SIGKILL);
         return r;
     }
-    hc_log("session %d: exec started (pid %d, %s)", s->id, (int)s->exec.pid, s->tty ? "tty" : "pipes");
+    return 0;
+}
+
+struct session *hc_session_new(struct hc *h) {
+    struct session *s = lz_xcalloc(1, sizeof *s);
+    s->sock = s->master = s->in_w = s->out_r = s->err_r = s->spec_w = -EBADF;
+    s->exec = LZ_CHILD_NULL;
+    s->id = ++h->next_id;
+    s->state = S_HELLO;
+    return s;
+}
+
+int hc_session_prestart(struct hc *h, bool tty, struct lz_error *err) {
+    struct session *s = hc_session_new(h);
+    s->tty = tty;
+    int r = exec_spawn(h, s, NULL, err);
+    if (r < 0) {
+        hc_session_free(h, s);
+        return r;
+    }
+    h->pre = s;
+    hc_log("session %d: exec client started ahead (pid %d, %s), waiting for its process", s->id, (int)s->exec.pid,
+           tty ? "tty" : "pipes");
+    return 0;
+}
+
+void hc_session_drop_pre(struct hc *h) {
+    struct session *p = TAKE_PTR(h->pre);
+    if (p)
+        hc_session_free(h, p); /* SIGKILL, release_intent, clean */
+}
+
+/* The exec client started ahead, for the session s: taken when it is of
+ * s's kind and still alive, else dropped. True when taken; s then has its
+ * ID, record, client and descriptors. */
+static bool take_pre(struct hc *h, struct session *s) {
+    struct session *p = h->pre;
+    if (!p)
+        return false;
+    struct pollfd pp = { .fd = p->exec.pidfd, .events = POLLIN };
+    if (p->tty != s->tty || poll(&pp, 1, 0) != 0) {
+        hc_log("session %d: the exec client started ahead is not used (%s)", p->id,
+               p->tty != s->tty ? "another kind of session" : "it exited");
+        hc_session_drop_pre(h);
+        return false;
+    }
+    h->pre = NULL;
+    /* The ID given at accept goes back when it was the last one. */
+    if (s->id == h->next_id)
+        h->next_id--;
+    s->id = p->id;
+    s->exec = p->exec;
+    s->exec_id = p->exec_id;
+    s->master = TAKE_FD(p->master);
+    s->in_w = TAKE_FD(p->in_w);
+    s->out_r = TAKE_FD(p->out_r);
+    s->err_r = TAKE_FD(p->err_r);
+    s->spec_w = TAKE_FD(p->spec_w);
+    s->procfile = TAKE_PTR(p->procfile);
+    s->started_wall = p->started_wall;
+    s->recorded = true;
+    free(p); /* nothing else of it was allocated */
+    return true;
+}
+
+static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *hello, struct lz_error *err) {
+    s->command = hello_command(h, hello);
+    int r = 0;
+    bool ahead = take_pre(h, s);
+    if (!ahead)
+        r = exec_spawn(h, s, s->command, err);
+    if (r == 0)
+        r = exec_feed(h, s, hello, err);
+    if (r < 0)
+        return r;
+    hc_log("session %d: exec started (pid %d, %s%s)", s->id, (int)s->exec.pid, s->tty ? "tty" : "pipes",
+           ahead ? ", started ahead" : "");
     hc_model_action("RegisterSession", "s=%d", s->id);
     if (s->tty && !hello->argc && h->esc) {
         /* The login message of an interactive shell: one line. */

@@ -367,11 +367,11 @@ int lz_store_session_set(struct lz_store *st, int64_t gen, int64_t session, cons
     else if (exec)
         r = lz_db_run(st->db, err,
                       "UPDATE sessions SET state = ?3, phase = ?4, boot_id = ?5, pidfs_dev = ?6, pidfs_ino = ?7, "
-                      "pid = ?8, start_time = ?9 WHERE gen = ?1 AND session = ?2",
+                      "pid = ?8, start_time = ?9, command = COALESCE(?10, command) WHERE gen = ?1 AND session = ?2",
                       "iittt"
-                      "iiii",
+                      "iiiit",
                       gen, session, state, phase, exec->boot_id, (int64_t)exec->dev, (int64_t)exec->ino, exec->pid,
-                      exec->start_time);
+                      exec->start_time, command);
     else
         r = lz_db_run(st->db, err, "UPDATE sessions SET state = ?3 WHERE gen = ?1 AND session = ?2", "iit", gen,
                       session, state);

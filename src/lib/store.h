@@ -131,7 +131,8 @@ int lz_store_proc_set(struct lz_store *st, int64_t gen, enum lz_role role, const
 
 /* Session Terminals: state "intent" (inserts; tty, command), "running" or
  * "release_intent" (phase "staged"/"committed" with the exec client's
- * identity, or NULL to keep it), "clean" (clears the identity). */
+ * identity, and the command when not NULL; or exec NULL to keep both),
+ * "clean" (clears the identity). */
 int lz_store_session_set(struct lz_store *st, int64_t gen, int64_t session, const char *state, bool tty,
                          const char *command, const char *phase, const struct lz_procid *exec, struct lz_error *err);
 

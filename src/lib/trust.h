@@ -34,7 +34,8 @@ struct lz_session_anchor {
 int lz_trust_anchor_new(struct lz_trust_anchor **ret);
 void lz_trust_anchor_free(struct lz_trust_anchor *t);
 
-/* Writes "<pk hex>\n" as `name` in dirfd (mode 0644, atomically). */
+/* Writes "<pk hex>\n" as `name` in dirfd (mode 0644; atomically for
+ * readers, not synced: it goes into the runtime directory, util.h). */
 int lz_trust_publish(const struct lz_trust_anchor *t, int dirfd, const char *name);
 
 /* A fresh Session Anchor (same memory rules). */

@@ -171,7 +171,7 @@ int lz_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, siz
     return lz_read_fd(fd, max, ret_buf, ret_len);
 }
 
-int lz_write_file_atomic_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode) {
+static int write_file_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode, bool sync) {
     char tmp[4096];
     int r = lz_snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     if (r < 0)
@@ -180,13 +180,21 @@ int lz_write_file_atomic_at(int dirfd, const char *path, const void *buf, size_t
     if (fd < 0)
         return -errno;
     r = lz_write_full(fd, buf, len);
-    if (r == 0 && fsync(fd) < 0)
+    if (r == 0 && sync && fsync(fd) < 0)
         r = -errno;
     if (r == 0 && renameat(dirfd, tmp, dirfd, path) < 0)
         r = -errno;
     if (r < 0)
         unlinkat(dirfd, tmp, 0);
     return r;
+}
+
+int lz_write_file_atomic_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode) {
+    return write_file_at(dirfd, path, buf, len, mode, true);
+}
+
+int lz_write_file_volatile_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode) {
+    return write_file_at(dirfd, path, buf, len, mode, false);
 }
 
 int lz_mkdir_p(const char *path, mode_t mode) {

@@ -111,6 +111,11 @@ int lz_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);
 int lz_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len);
 /* Writes a file atomically (tmp + fsync + rename) relative to dirfd. */
 int lz_write_file_atomic_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode);
+/* The same without the fsync: readers see the old file or the whole new
+ * one, but a crash may leave either or none. For the runtime directory
+ * (a generation's bundle, mailbox): no start after a crash reads what a
+ * dead generation left there, it removes it. */
+int lz_write_file_volatile_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode);
 
 /* A directory stream of dirfd's directory with its own offset (dirfd may
  * be O_PATH and is not consumed); 0 or -errno. */
