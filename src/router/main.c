@@ -2985,7 +2985,10 @@ struct rt_ignored_opts {
 };
 
 /* --ignored-state: routing of git-ignored untracked paths (ignore.h). */
-static int setup_ignored(struct router *r, const struct rt_ignored_opts *o, struct lz_error *err) {
+/* The checks of --ignored-state that need no repository: *ret_sfd is the
+ * store's fd, or -1 when routing is off. */
+static int setup_ignored_check(struct router *r, const struct rt_ignored_opts *o, int *ret_sfd, struct lz_error *err) {
+    *ret_sfd = -1;
     if (!o->state || r->plain)
         return 0;
     _cleanup_close_ int sfd = open(o->state, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -2999,15 +3002,37 @@ static int setup_ignored(struct router *r, const struct rt_ignored_opts *o, stru
         return lz_error_set(err, -EINVAL,
                             "the Ignored Workspace State %s and the workspace %s must not contain each other", abs,
                             r->root_path);
-    rc = rt_ignore_open(&r->ig, r->root_path, sfd, o->home, o->xdg, err);
-    if (rc < 0 || !r->ig)
-        return rc;
-    rc = read_fd_path(r, rt_ignore_store_fd(r->ig), abs, sizeof abs);
-    if (rc < 0)
-        return lz_error_set(err, rc, "cannot resolve the Ignored Workspace State: %s", strerror(-rc));
+    *ret_sfd = TAKE_FD(sfd);
+    return 0;
+}
+
+/* The repository, its index and rules (libgit2): a tenth to a quarter of a
+ * second for a large repository, so it runs on a thread while the mount is
+ * made and readiness reported (runsc boots meanwhile); the session loop
+ * starts only once it is done. */
+struct ignored_job {
+    struct router *r;
+    const struct rt_ignored_opts *o;
+    int sfd;
+    int rc;
+    struct lz_error err;
+};
+
+static void *ignored_open_main(void *p) {
+    struct ignored_job *j = p;
+    struct router *r = j->r;
+    j->rc = rt_ignore_open(&r->ig, r->root_path, j->sfd, j->o->home, j->o->xdg, &j->err);
+    if (j->rc < 0 || !r->ig)
+        return NULL;
+    char abs[PATH_MAX + 1];
+    int rc = read_fd_path(r, rt_ignore_store_fd(r->ig), abs, sizeof abs);
+    if (rc < 0) {
+        j->rc = lz_error_set(&j->err, rc, "cannot resolve the Ignored Workspace State: %s", strerror(-rc));
+        return NULL;
+    }
     r->store_path = lz_xstrdup(abs);
     r->store_len = strlen(abs);
-    return 0;
+    return NULL;
 }
 
 static int setup_router(struct router *r, const char *source, const char *mountpoint, struct lz_error *err) {
@@ -3262,10 +3287,27 @@ int main(int argc, char **argv) {
             ? (size_t)(rl.rlim_cur / 2)
             : 512;
 
-    if (setup_router(&r, source, mountpoint, &err) < 0 || setup_ignored(&r, &ign, &err) < 0) {
+    struct ignored_job ij = { .r = &r, .o = &ign, .sfd = -1 };
+    pthread_t ignored;
+    bool ignoring = false;
+    if (setup_router(&r, source, mountpoint, &err) < 0 || setup_ignored_check(&r, &ign, &ij.sfd, &err) < 0) {
         fprintf(stderr, "lazaret-router: %s\n", err.msg);
         teardown_router(&r);
         return 1;
+    }
+    if (ij.sfd >= 0) {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int prc = pthread_create(&ignored, NULL, ignored_open_main, &ij);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (prc != 0) {
+            fprintf(stderr, "lazaret-router: cannot start reading the repository: %s\n", strerror(prc));
+            close(ij.sfd);
+            teardown_router(&r);
+            return 1;
+        }
+        ignoring = true;
     }
 
     char *fargv[] = { argv[0], (char *)"-o",
@@ -3310,6 +3352,16 @@ int main(int argc, char **argv) {
         }
     }
 
+    if (ignoring) {
+        pthread_join(ignored, NULL);
+        ignoring = false;
+        close(ij.sfd);
+        ij.sfd = -1;
+        if (ij.rc < 0) {
+            fprintf(stderr, "lazaret-router: %s\n", ij.err.msg);
+            goto out_unmount;
+        }
+    }
     int rc = fuse_session_loop(se);
     /* 0 when unmounted, a signal number after SIGTERM/SIGINT/SIGHUP. */
     ret = rc < 0 ? 1 : 0;
@@ -3330,6 +3382,10 @@ out_signals:
 out_session:
     fuse_session_destroy(se);
 out:
+    if (ignoring)
+        pthread_join(ignored, NULL);
+    if (ij.sfd >= 0)
+        close(ij.sfd);
     fuse_opt_free_args(&args);
     if (ready_fd >= 0)
         close(ready_fd);
