@@ -141,6 +141,8 @@ struct rt_dir {
 
 #define RT_DATA_SLOTS 64
 #define RT_CREATED_MAX 1024
+#define RT_NEG_BUCKETS 4096
+#define RT_NEG_MAX 65536
 
 struct router {
     struct rt_inode root;
@@ -195,6 +197,15 @@ struct router {
         struct rt_inode *in;
         int fd[3]; /* read, write, append; -1 when not open */
     } data[RT_DATA_SLOTS];
+    /* Negative entries the kernel may cache (names looked up and absent in
+     * watched host directories), under `lock`: the watcher drops the
+     * kernel's entry when such a name appears on the host. */
+    struct rt_neg {
+        struct rt_neg *next;
+        const struct rt_inode *dir; /* compared, never followed */
+        char name[];
+    } *negs[RT_NEG_BUCKETS];
+    size_t nneg;
     /* Inodes holding a created fd (cfd), oldest replaced first. */
     struct rt_inode *created[RT_CREATED_MAX];
     size_t created_next;
@@ -449,6 +460,83 @@ static double timeout_for_dir(struct router *r, const struct rt_inode *dir) {
     return r->watch && dir && dir->wd >= 0 ? r->watch_timeout : r->timeout;
 }
 
+/* ---- negative entries (watched host directories only) ---- */
+
+static size_t neg_hash(const struct rt_inode *dir, const char *name) {
+    size_t h = (size_t)(uintptr_t)dir * 0x9e3779b97f4a7c15ull;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ull;
+    return (h >> 7) % RT_NEG_BUCKETS;
+}
+
+/* Removes (dir, name); true if it was there. Caller holds r->lock. */
+static bool neg_take_locked(struct router *r, const struct rt_inode *dir, const char *name) {
+    for (struct rt_neg **pp = &r->negs[neg_hash(dir, name)]; *pp; pp = &(*pp)->next) {
+        struct rt_neg *n = *pp;
+        if (n->dir == dir && strcmp(n->name, name) == 0) {
+            *pp = n->next;
+            free(n);
+            r->nneg--;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The timeout of a negative entry for `name` in `dir`: the watch timeout
+ * when the name is now recorded (the watcher will drop the kernel's entry
+ * when the host makes it), else 0 (not cached). */
+static double neg_record(struct router *r, const struct rt_inode *dir, const char *name) {
+    if (!r->watch || !dir || dir->store || dir->wd < 0)
+        return 0;
+    double t = 0;
+    pthread_mutex_lock(&r->lock);
+    size_t h = neg_hash(dir, name);
+    bool known = false;
+    for (struct rt_neg *n = r->negs[h]; n && !known; n = n->next)
+        known = n->dir == dir && strcmp(n->name, name) == 0;
+    if (known) {
+        t = r->watch_timeout;
+    } else if (r->nneg < RT_NEG_MAX) {
+        size_t len = strlen(name) + 1;
+        struct rt_neg *n = lz_xmalloc(sizeof *n + len);
+        n->dir = dir;
+        memcpy(n->name, name, len);
+        n->next = r->negs[h];
+        r->negs[h] = n;
+        r->nneg++;
+        t = r->watch_timeout;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return t;
+}
+
+/* The router makes (dir, name) itself: the kernel replaces its negative
+ * entry; the watcher's event for it then needs no invalidation. */
+static void neg_forget(struct router *r, const struct rt_inode *dir, const char *name) {
+    if (!r->watch || !dir || dir->wd < 0)
+        return;
+    pthread_mutex_lock(&r->lock);
+    (void)neg_take_locked(r, dir, name);
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* A directory record goes: its names go too (a new record at the same
+ * address must not inherit them). Caller holds r->lock. */
+static void neg_forget_dir_locked(struct router *r, const struct rt_inode *dir) {
+    for (size_t i = 0; i < RT_NEG_BUCKETS && r->nneg; i++)
+        for (struct rt_neg **pp = &r->negs[i]; *pp;) {
+            struct rt_neg *n = *pp;
+            if (n->dir == dir) {
+                *pp = n->next;
+                free(n);
+                r->nneg--;
+            } else {
+                pp = &n->next;
+            }
+        }
+}
+
 static double attr_timeout_of(struct router *r, const struct rt_inode *in) {
     if (S_ISDIR(in->type) && (in->wd >= 0 || in->store))
         return timeout_for_dir(r, in);
@@ -561,6 +649,8 @@ static void inode_release_unused(struct router *r, struct rt_inode *in) {
                 windex_remove(r, in);
                 (void)inotify_rm_watch(r->ino_fd, in->wd);
             }
+            if (in->wd >= 0 && S_ISDIR(in->type) && r->nneg)
+                neg_forget_dir_locked(r, in);
             pthread_mutex_unlock(&r->lock);
         }
         if (in->hashed) {
@@ -1430,6 +1520,23 @@ static void reply_entry(fuse_req_t req, struct router *r, const struct fuse_entr
 static void reply_lookup(fuse_req_t req, struct router *r, struct rt_inode *dir, const char *name) {
     struct fuse_entry_param e = { 0 };
     int rc = do_lookup(r, dir, name, &e);
+    if (rc == -ENOENT) {
+        /* Absent: cached by the kernel where the watcher will drop it when
+         * the host makes the name (e.ino 0 is a negative entry). */
+        e.entry_timeout = neg_record(r, dir, name);
+        if (e.entry_timeout > 0) {
+            /* Looked up again once recorded: a name the host made before
+             * the watcher could know it is answered, not cached absent. */
+            struct fuse_entry_param again = { 0 };
+            rc = do_lookup(r, dir, name, &again);
+            if (rc == -ENOENT) {
+                fuse_reply_entry(req, &e);
+                return;
+            }
+            neg_forget(r, dir, name);
+            e = again;
+        }
+    }
     if (rc < 0)
         fuse_reply_err(req, -rc);
     else
@@ -1759,6 +1866,7 @@ static int make_entry_at(struct router *r, struct rt_inode *dir, const char *nam
     if (op == LZ_ROP_CREATE && !S_ISREG(mode) && !S_ISFIFO(mode))
         return -EPERM; /* devices cannot work (nodev) and sockets are not served */
     struct rt_at at;
+    neg_forget(r, dir, name);
     int rc = route_at(r, dir, name, mode & S_IFMT, true, &at);
     if (rc < 0)
         return rc;
@@ -1834,6 +1942,7 @@ static int link_at(struct router *r, struct rt_inode *in, struct rt_inode *dir, 
     if (noname)
         return -ENOENT;
     struct rt_at at;
+    neg_forget(r, dir, newname);
     rc = route_at(r, dir, newname, in->type, in->store, &at);
     if (rc < 0)
         return rc;
@@ -1997,6 +2106,7 @@ static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
         rc = -errno;
         goto fail;
     }
+    neg_forget(r, ddir, newname);
     if ((rc = route_at(r, ddir, newname, sst.st_mode & S_IFMT, sa.store, &da)) < 0)
         goto fail;
     /* Across the two backings, as across file systems: mv copies. */
@@ -2278,6 +2388,7 @@ static void rt_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
     struct fuse_entry_param e = { 0 };
     bool exists = false;
     struct rt_at at = { .owned = -EBADF };
+    neg_forget(r, dir, name);
     int fd = -1, rc = route_at(r, dir, name, S_IFREG, true, &at);
     if (rc < 0)
         goto fail;
@@ -2895,14 +3006,16 @@ static void handle_event(struct router *r, const struct inotify_event *ev, fuse_
         struct rt_inode *child = name ? cindex_find(r, dir, name) : NULL;
         if (!name) {
             v.node = node_id(dir); /* the directory's own attributes */
-        } else if (ev->mask & IN_CREATE) {
-            /* A new name: the kernel holds no entry for it (negative
-             * entries are not cached; the old one, if any, went with its
-             * IN_DELETE or IN_MOVED_FROM before). Only the directory's
-             * mtime and link count changed. */
+        } else if ((ev->mask & IN_CREATE) && !neg_take_locked(r, dir, name)) {
+            /* A new name the kernel holds no entry for (no negative entry
+             * recorded; the old one, if any, went with its IN_DELETE or
+             * IN_MOVED_FROM before). Only the directory's mtime and link
+             * count changed. */
             v.node = node_id(dir);
             v.attr_only = true;
         } else {
+            if (ev->mask & (IN_CREATE | IN_MOVED_TO))
+                (void)neg_take_locked(r, dir, name); /* its negative entry is dropped below */
             v.node = child ? node_id(child) : 0;
             /* A content or attribute change keeps the name; anything else,
              * or a child we know under another name, drops the entry. */
