@@ -204,7 +204,7 @@ struct router {
         struct rt_neg *next;
         const struct rt_inode *dir; /* compared, never followed */
         char name[];
-    } *negs[RT_NEG_BUCKETS];
+    } * negs[RT_NEG_BUCKETS];
     size_t nneg;
     /* Inodes holding a created fd (cfd), oldest replaced first. */
     struct rt_inode *created[RT_CREATED_MAX];
