@@ -1717,6 +1717,11 @@ static void rt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
     struct router *r = begin(req);
     struct rt_inode *in = inode_of(r, ino);
     int fhfd = fh_fd(in, fi), ifd = -1, rc;
+    /* Zero-message opens: the handle a file was created with stays its
+     * writing handle (a file created read-only can still be truncated by
+     * its creator, as through that handle). */
+    if (fhfd < 0 && S_ISREG(in->type) && in->cfd >= 0 && (in->cflags & O_ACCMODE) != O_RDONLY)
+        fhfd = in->cfd;
     const int meta = FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_ATIME |
         FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW;
 

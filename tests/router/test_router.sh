@@ -402,7 +402,8 @@ for i in range(3000):
 for i in range(3000):
     f = os.open(f"k{i}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444, dir_fd=d)
     g = os.open(f"k{i}", os.O_RDONLY, dir_fd=d)
-    os.write(f, b"x")
+    os.write(f, b"xy")
+    os.ftruncate(f, 1)
     os.close(g)
     os.close(f)
 writable = 0
@@ -418,7 +419,7 @@ sys.exit(0 if writable <= 1100 else 1)
 PY
     [ $? -eq 0 ] && pass "writable fds in the router stay bounded after 6000 created files" \
         || fail "the router piles up created files' fds"
-    allow "a file created read-only was written through its handle" sh -c "test \"\$(cat '$M/leaks/k2999')\" = x"
+    allow "a file created read-only was written and truncated through its handle" sh -c "test \"\$(cat '$M/leaks/k2999')\" = x"
     rm -rf "$M/leaks"
 
     echo "-- the policy follows the real location of a directory, not the agent's view"
