@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "git_dl.h"
+
 /* Larger `.gitignore` files are kept as last accepted (Git itself reads
  * them whole, but nobody writes megabytes of ignore rules). */
 #define RULES_MAX (4u << 20)
@@ -523,6 +525,9 @@ int rt_ignore_open(struct rt_ignore **ret, const char *root_path, int state_fd, 
     *ret = NULL;
     if (sodium_init() < 0)
         return lz_error_set(err, -EIO, "cannot initialise libsodium");
+    int lr = lz_git2_load(err);
+    if (lr < 0)
+        return lr;
     if (git_libgit2_init() < 0)
         return lz_error_set(err, -EIO, "cannot initialise libgit2");
     /* The host user's global configuration (core.excludesFile and its
