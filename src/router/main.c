@@ -2259,8 +2259,8 @@ static int open_existing(struct router *r, struct rt_inode *in, int flags) {
  * truncate and fallocate instead (a stricter rule: a file renamed to a
  * protected name cannot be written through a handle opened before). Reads
  * and writes with handle 0 go through the inode's own fds, opened on first
- * use from its O_PATH fd and kept in a small direct-mapped cache. Created
- * files still get a handle of their own. */
+ * use from its O_PATH fd and kept in a small direct-mapped cache; a
+ * created file's through the fd it was created with (created_attach). */
 enum { DATA_READ, DATA_WRITE, DATA_APPEND };
 
 static struct rt_data *data_slot(struct router *r, struct rt_inode *in) {
