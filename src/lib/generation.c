@@ -264,11 +264,7 @@ static void *scan_thread(void *arg) {
 
 void hc_scan_start(struct hc *h) {
     h->scan.err = (struct lz_error){ 0 };
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    h->scan.running = pthread_create(&h->scan.thread, NULL, scan_thread, h) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    h->scan.running = lz_thread_start_blocked(&h->scan.thread, scan_thread, h) == 0;
     h->scan.started = true;
 }
 

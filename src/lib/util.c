@@ -119,6 +119,15 @@ ssize_t lz_read_full(int fd, void *buf, size_t n) {
     return (ssize_t)got;
 }
 
+int lz_thread_start_blocked(pthread_t *t, void *(*fn)(void *), void *arg) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(t, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
 int lz_write_full(int fd, const void *buf, size_t n) {
     size_t done = 0;
     while (done < n) {

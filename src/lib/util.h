@@ -10,6 +10,7 @@
 #pragma once
 
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -94,6 +95,9 @@ int lz_snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((for
 /* Full read/write loops over EINTR and short transfers. */
 ssize_t lz_read_full(int fd, void *buf, size_t n);    /* returns bytes read (< n only at EOF) or -errno */
 int lz_write_full(int fd, const void *buf, size_t n); /* 0 or -errno */
+/* pthread_create with every signal blocked in the new thread (signals stay
+ * the starting thread's to take); 0 or pthread_create's error number. */
+int lz_thread_start_blocked(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /* openat2() confined to dirfd: RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, and
  * RESOLVE_NO_SYMLINKS unless allow_symlinks (then only symlinks that stay

@@ -3414,11 +3414,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (ij.sfd >= 0) {
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        int prc = pthread_create(&ignored, NULL, ignored_open_main, &ij);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        int prc = lz_thread_start_blocked(&ignored, ignored_open_main, &ij);
         if (prc != 0) {
             fprintf(stderr, "lazaret-router: cannot start reading the repository: %s\n", strerror(prc));
             close(ij.sfd);
@@ -3449,11 +3445,7 @@ int main(int argc, char **argv) {
     r.se = se;
     if (r.watch) {
         /* Signals (SIGTERM ends the session loop) go to the main thread. */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        int prc = pthread_create(&watcher, NULL, watch_main, &r);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        int prc = lz_thread_start_blocked(&watcher, watch_main, &r);
         if (prc != 0) {
             fprintf(stderr, "lazaret-router: cannot start the watcher: %s\n", strerror(prc));
             goto out_unmount;
