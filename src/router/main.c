@@ -871,6 +871,7 @@ struct rt_at {
     int owned; /* closed by at_done() */
     bool store;
     bool on_host; /* hst is the host's entry of that name (looked at while routing) */
+    bool absent;  /* looked for without a type: neither backing has the name */
     struct stat hst;
 };
 
@@ -885,10 +886,11 @@ static void at_done(struct rt_at *at) {
  * the store's when the host has none. A store counterpart of `dir` is made
  * when `create`; without it a missing one gives -ENOENT. */
 static int route_at_rel(struct router *r, struct rt_inode *dir, const char *drel, const char *name, mode_t type,
-                        bool create, struct rt_at *at) {
+                        bool create, bool lookup, struct rt_at *at) {
     at->owned = -EBADF;
     at->store = false;
     at->on_host = false;
+    at->absent = false;
     int rc = name_valid(name);
     if (rc < 0)
         return rc;
@@ -917,8 +919,18 @@ static int route_at_rel(struct router *r, struct rt_inode *dir, const char *drel
         is_dir = S_ISDIR(at->hst.st_mode);
     } else if (!type) {
         _cleanup_close_ int sfd = rt_open_dir_p(rt_ignore_store_fd(r->ig), drel, false);
-        if (sfd >= 0 && fstatat(sfd, name, &sst, AT_SYMLINK_NOFOLLOW) == 0)
+        if (sfd >= 0 && fstatat(sfd, name, &sst, AT_SYMLINK_NOFOLLOW) == 0) {
             is_dir = S_ISDIR(sst.st_mode);
+        } else if (lookup) {
+            /* A lookup of a name neither backing has: whichever the rules
+             * chose would answer ENOENT, so they are not asked (the common
+             * case of a name about to be made: it spares the evaluation of
+             * the ignore rules for every new name). Only for a lookup: an
+             * operation on the name must still go where the rules say,
+             * whatever the host made meanwhile. */
+            at->absent = true;
+            return 0;
+        }
     }
     int b = rt_ignore_route(r->ig, rel, is_dir, at->on_host ? &at->hst : NULL);
     if (b < 0)
@@ -935,7 +947,7 @@ static int route_at_rel(struct router *r, struct rt_inode *dir, const char *drel
 
 static int route_at(struct router *r, struct rt_inode *dir, const char *name, mode_t type, bool create,
                     struct rt_at *at) {
-    return route_at_rel(r, dir, NULL, name, type, create, at);
+    return route_at_rel(r, dir, NULL, name, type, create, false, at);
 }
 
 static int plain_check(const struct lz_router_req *q);
@@ -1446,7 +1458,7 @@ static void apply_owner(struct router *r, struct rt_inode *in, int fhfd, struct 
 static int do_lookup_rel(struct router *r, struct rt_inode *dir, const char *drel, const char *name,
                          struct fuse_entry_param *e) {
     struct rt_at at;
-    int rc = route_at_rel(r, dir, drel, name, 0, false, &at);
+    int rc = route_at_rel(r, dir, drel, name, 0, false, true, &at);
     if (rc < 0)
         return rc;
     rc = lookup_at(r, dir, name, &at, e);
@@ -1462,6 +1474,8 @@ static int lookup_at(struct router *r, struct rt_inode *dir, const char *name, c
                      struct fuse_entry_param *e) {
     int dfd = at->fd;
     struct stat st;
+    if (at->absent)
+        return -ENOENT; /* just looked for in both backings */
     if (!at->store && at->on_host)
         st = at->hst; /* just looked at while routing */
     else if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -1519,24 +1533,22 @@ static void reply_entry(fuse_req_t req, struct router *r, const struct fuse_entr
 /* Answers req with the entry dir/name, or with the error looking it up. */
 static void reply_lookup(fuse_req_t req, struct router *r, struct rt_inode *dir, const char *name) {
     struct fuse_entry_param e = { 0 };
+    /* An absent name is cached by the kernel where the watcher will drop it
+     * when the host makes the name (e.ino 0 is a negative entry). The name
+     * is recorded before the host is asked: a name the host makes after
+     * that look gives an event the watcher turns into an invalidation,
+     * which the kernel applies after this reply (it holds the directory
+     * while a lookup that can cache an absent name is in flight; a
+     * revalidation, which holds nothing, never caches one). */
+    double neg = neg_record(r, dir, name);
     int rc = do_lookup(r, dir, name, &e);
-    if (rc == -ENOENT) {
-        /* Absent: cached by the kernel where the watcher will drop it when
-         * the host makes the name (e.ino 0 is a negative entry). */
-        e.entry_timeout = neg_record(r, dir, name);
-        if (e.entry_timeout > 0) {
-            /* Looked up again once recorded: a name the host made before
-             * the watcher could know it is answered, not cached absent. */
-            struct fuse_entry_param again = { 0 };
-            rc = do_lookup(r, dir, name, &again);
-            if (rc == -ENOENT) {
-                fuse_reply_entry(req, &e);
-                return;
-            }
-            neg_forget(r, dir, name);
-            e = again;
-        }
+    if (rc == -ENOENT && neg > 0) {
+        e.entry_timeout = neg;
+        fuse_reply_entry(req, &e);
+        return;
     }
+    if (neg > 0)
+        neg_forget(r, dir, name);
     if (rc < 0)
         fuse_reply_err(req, -rc);
     else

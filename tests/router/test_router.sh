@@ -335,6 +335,12 @@ phase_work() {
     export GIT_COMMITTER_NAME=Agent GIT_COMMITTER_EMAIL=agent@example.invalid
     cd "$M" || exit 1
 
+    echo "-- a change of owner drops set-id bits, as on a local disk (set-user-ID always, set-group-ID of a group-executable file)"
+    chown "$(id -u):$(id -g)" fixtures/setid fixtures/setgid-noexec
+    local m
+    m="$(stat -c %a fixtures/setid) $(stat -c %a "$W/ws/fixtures/setid") $(stat -c %a fixtures/setgid-noexec) $(stat -c %a "$W/ws/fixtures/setgid-noexec")"
+    if [ "$m" = "755 755 2644 2644" ]; then pass "chown drops set-id bits (inside, host): $m"; else fail "chown drops set-id bits: want 755 755 2644 2644, got $m"; fi
+
     echo "-- normal Git work through the router"
     git reset -q --hard HEAD 2>/dev/null
     git clean -qfd 2>/dev/null
@@ -484,6 +490,9 @@ host_setup() {
     git init -q --bare fixtures/bare.git
     git init -q --bare fixtures/bare2.git
     rmdir fixtures/bare.git/objects/info   # lets the agent try to supply one
+    # The developer's own set-id files (the agent can make none).
+    cp /bin/true fixtures/setid && chmod 6755 fixtures/setid
+    touch fixtures/setgid-noexec && chmod 2644 fixtures/setgid-noexec
     printf 'vendor/\nfixtures/\n' > .git/info/exclude
     cd "$W" || exit 1
     # The positive control of phase 2b: a plain copy, and the developer's
