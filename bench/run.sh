@@ -4,6 +4,7 @@
 # LAZARET_BENCH_N=7 sets cold_start's number of interleaved runs;
 # LAZARET_BENCH_BASELINE=/path/to/other/build adds that build's fresh start, interleaved.
 # LAZARET_BENCH_DEBIAN=builtin:debian-bookworm adds the apt-get part of anchor.
+# LAZARET_BENCH_EXTRA="..." appends options to each benchmark script (e.g. cold_start's --keep-logs DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TEST_USER=${LAZARET_TEST_USER:-lztest}
@@ -38,5 +39,5 @@ for b in ${@:-cold_start}; do
     if [ "$b" = anchor ] && [ -n "${LAZARET_BENCH_DEBIAN:-}" ]; then
         extra=(--debian-image "$LAZARET_BENCH_DEBIAN")
     fi
-    as_user /usr/bin/python3 "$stage/$b.py" --lazaret "$stage/lazaret" --image "oci:$stage/busybox-oci" "${extra[@]}"
+    as_user /usr/bin/python3 "$stage/$b.py" --lazaret "$stage/lazaret" --image "oci:$stage/busybox-oci" "${extra[@]}" ${LAZARET_BENCH_EXTRA:-}
 done
