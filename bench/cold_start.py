@@ -36,6 +36,9 @@ ap.add_argument("--image", required=True, help="image reference, e.g. oci:/path"
 ap.add_argument("-n", type=int, default=7)
 ap.add_argument("--baseline", help="another build's lazaret, measured interleaved as 'fresh (baseline)'")
 ap.add_argument("--keep-logs", help="copy each fresh Domain's coordinator.log into this directory")
+ap.add_argument("--git", action="store_true",
+                help="make each fresh workspace a small Git repository (one commit), as a user's project is: "
+                     "the host Git scan and the router's repository read are then on the path")
 a = ap.parse_args()
 
 base = Path(tempfile.mkdtemp(prefix="lzbench"))
@@ -217,13 +220,22 @@ def floor_none(i):
     return time.perf_counter() - t
 
 
+def new_workspace(ws):
+    ws.mkdir()
+    if a.git:
+        (ws / "README").write_text("bench\n")
+        g = ["git", "-C", str(ws), "-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
+        for cmd in (["init", "-q"], ["add", "README"], ["commit", "-q", "-m", "bench"]):
+            subprocess.run(g + cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 res = {"floor": [], "floor-none": [], "fresh": [], "existing": []}
 phase_runs, base_phase_runs = [], []
 for i in range(a.n):
     res["floor"].append(floor(i))
     res["floor-none"].append(floor_none(i))
     ws = base / f"fresh{i}"
-    ws.mkdir()
+    new_workspace(ws)
     wall = []
     res["fresh"].append(lz(ws, wall))
     wait_gone()
@@ -232,7 +244,7 @@ for i in range(a.n):
         phase_runs.append(ph)
     if a.baseline:
         ws = base / f"base{i}"
-        ws.mkdir()
+        new_workspace(ws)
         wall = []
         res.setdefault("fresh (baseline)", []).append(lz(ws, wall, a.baseline))
         wait_gone()
@@ -243,6 +255,7 @@ for i in range(a.n):
     wait_gone()
 
 med = {k: statistics.median(v) for k, v in res.items()}
+print(f"fresh workspaces: {'small Git repositories' if a.git else 'plain directories'}")
 print(f"cold start, medians of {a.n} (s): floor (Lazaret's spec, --network=host) {med['floor']:.3f}  "
       f"floor (--network=none) {med['floor-none']:.3f}  fresh Domain {med['fresh']:.3f}  "
       f"existing Domain {med['existing']:.3f}")
