@@ -204,6 +204,21 @@ static int session_spec(struct hc *h, struct session *s, struct lz_hello *hello,
         if (access(b, R_OK) == 0)
             strv_push(&env, &ne, lz_xstrdup("NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt"));
     }
+    /* Git inside compares a file's stat data with the index by size and
+     * whole-second mtime and ctime only (core.checkStat=minimal): gVisor's
+     * inode numbers and the namespace's owners never match what the host's
+     * git recorded, so with the default check the first `git status` of
+     * every session would re-read every tracked file (docs/lazaret.1). A
+     * profile that sets GIT_CONFIG_COUNT itself keeps its own. */
+    bool own_git_config = false;
+    for (size_t i = 0; i < c->profile.n_env; i++)
+        if (!strcmp(c->profile.env[i].name, "GIT_CONFIG_COUNT"))
+            own_git_config = true;
+    if (!own_git_config) {
+        strv_push(&env, &ne, lz_xstrdup("GIT_CONFIG_COUNT=1"));
+        strv_push(&env, &ne, lz_xstrdup("GIT_CONFIG_KEY_0=core.checkStat"));
+        strv_push(&env, &ne, lz_xstrdup("GIT_CONFIG_VALUE_0=minimal"));
+    }
     /* Profile environment: resolved values go to the process spec only,
      * never to a log. */
     for (size_t i = 0; i < c->profile.n_env; i++)
