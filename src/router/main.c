@@ -871,7 +871,6 @@ struct rt_at {
     int owned; /* closed by at_done() */
     bool store;
     bool on_host; /* hst is the host's entry of that name (looked at while routing) */
-    bool absent;  /* looked for without a type: neither backing has the name */
     struct stat hst;
 };
 
@@ -884,13 +883,13 @@ static void at_done(struct rt_at *at) {
 /* Routes `name` in `dir`. `type` is the entry's type when the caller knows
  * it (what it is making or moving), else 0: the host's entry decides, or
  * the store's when the host has none. A store counterpart of `dir` is made
- * when `create`; without it a missing one gives -ENOENT. */
+ * when `create`; without it a missing one gives -ENOENT. For a `lookup`
+ * (type 0), a name neither backing has gives -ENOENT at once. */
 static int route_at_rel(struct router *r, struct rt_inode *dir, const char *drel, const char *name, mode_t type,
                         bool create, bool lookup, struct rt_at *at) {
     at->owned = -EBADF;
     at->store = false;
     at->on_host = false;
-    at->absent = false;
     int rc = name_valid(name);
     if (rc < 0)
         return rc;
@@ -928,8 +927,7 @@ static int route_at_rel(struct router *r, struct rt_inode *dir, const char *drel
              * the ignore rules for every new name). Only for a lookup: an
              * operation on the name must still go where the rules say,
              * whatever the host made meanwhile. */
-            at->absent = true;
-            return 0;
+            return -ENOENT;
         }
     }
     int b = rt_ignore_route(r->ig, rel, is_dir, at->on_host ? &at->hst : NULL);
@@ -1474,8 +1472,6 @@ static int lookup_at(struct router *r, struct rt_inode *dir, const char *name, c
                      struct fuse_entry_param *e) {
     int dfd = at->fd;
     struct stat st;
-    if (at->absent)
-        return -ENOENT; /* just looked for in both backings */
     if (!at->store && at->on_host)
         st = at->hst; /* just looked at while routing */
     else if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
