@@ -17,9 +17,6 @@ LAZARET_TEST_WORKSPACE:
            RELEASE per file opened (before zero-message opens)
   shared   the router as shipped but with ignored_state = false (no
            ignored-state routing): what the routing itself costs
-  lru      the router as shipped but with workspace_cache_entries = 0:
-           gVisor's own LRU of 1000 dentries for /workspace instead of the
-           automatic cache (lazaret.toml(5))
 
 Run as root, the script stages the binaries where the user can read them
 and runs itself again as that user. A repository of --files small files in
@@ -146,13 +143,12 @@ class Mode:
         (cfg / "lazaret").mkdir(parents=True)
         (cfg / "lazaret" / "config.toml").write_text(
             f'[storage]\ndata_root = "{storage}"\nlinger_seconds = 0\n\n[profiles.bench]\nimage = "builtin:debian-bookworm"\n'
-            + ("ignored_state = false\n" if name == "shared" else "")
-            + ("workspace_cache_entries = 0\n" if name == "lru" else ""))
+            + ("ignored_state = false\n" if name == "shared" else ""))
         self.runtime = Path(tempfile.mkdtemp(prefix="lzrt", dir="/tmp"))
         os.chmod(self.runtime, 0o700)
         self.env = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": os.environ.get("HOME", "/"),
                     "XDG_CONFIG_HOME": str(cfg), "XDG_RUNTIME_DIR": str(self.runtime), "LANG": "C.UTF-8",
-                    "LAZARET_TEST_WORKSPACE": "watch" if name in ("shared", "lru") else name}
+                    "LAZARET_TEST_WORKSPACE": "watch" if name == "shared" else name}
         self.samples = {op: [] for op in OPS}
 
     def round(self, timeout=1800):

@@ -6,7 +6,6 @@
 #include "paths.h"
 
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 
 int hc_find_shell(const char *rootfs, char **ret) {
@@ -68,18 +67,6 @@ int hc_write_bundle(struct hc *h, struct lz_error *err) {
     _cleanup_free_ char *init = NULL;
     if ((r = lz_libexec_path("lazaret-init", &init, err)) < 0)
         return r;
-    const char *tw = lz_test_hook("LAZARET_TEST_WORKSPACE");
-    bool plain_bind = tw && strcmp(tw, "bind") == 0;
-    /* runsc raises its soft limit of open files to the hard one, which it
-     * inherits from here: the dentry cache is budgeted against that. */
-    struct rlimit nofile;
-    int64_t dcache = 0;
-    if (getrlimit(RLIMIT_NOFILE, &nofile) < 0)
-        nofile.rlim_max = 0;
-    if (!plain_bind &&
-        (r = lz_workspace_dcache(c->profile.workspace_cache_set ? c->profile.workspace_cache_entries : LZ_WS_CACHE_AUTO,
-                                 nofile.rlim_max, &dcache, err)) < 0)
-        return lz_error_prefix(err, r, "profile %s", c->profile.name);
     struct lz_oci_bind *binds = NULL;
     size_t nb = 0;
     add_terminfo_binds(&binds, &nb);
@@ -121,6 +108,8 @@ int hc_write_bundle(struct hc *h, struct lz_error *err) {
     for (size_t i = 0; i < c->profile.n_persistent_dirs; i++)
         anchors[i] = (struct lz_oci_bind){ lz_xasprintf("%s%s", h->anchor_target, c->profile.persistent_dirs[i]),
                                            lz_xstrdup(c->profile.persistent_dirs[i]), false };
+    const char *tw = lz_test_hook("LAZARET_TEST_WORKSPACE");
+    bool plain_bind = tw && strcmp(tw, "bind") == 0;
     struct lz_sandbox_spec spec = {
         .rootfs = h->rootfs,
         .workspace = c->workspace,
@@ -134,7 +123,6 @@ int hc_write_bundle(struct hc *h, struct lz_error *err) {
         .n_binds = nb,
         .anchors = anchors,
         .n_anchors = c->profile.n_persistent_dirs,
-        .workspace_dcache = dcache,
     };
     _cleanup_free_ char *json = NULL;
     r = lz_oci_sandbox_config(&spec, &json, err);

@@ -241,11 +241,8 @@ static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_
     const struct lz_toml_value *t = pi->tbl;
     int r;
     snprintf(key, sizeof key, "profiles.%s", pi->name);
-    static const char *const keys[] = {
-        "image",   "persistent_dirs", "allow_egress",         "deny_egress", "env",
-        "volumes", "ignored_state",   "host_ca_certificates", "command",     "workspace_cache_entries",
-        NULL
-    };
+    static const char *const keys[] = { "image",   "persistent_dirs", "allow_egress",         "deny_egress", "env",
+                                        "volumes", "ignored_state",   "host_ca_certificates", "command",     NULL };
     if ((r = cfg_check_keys(ld, t, key, keys)) < 0)
         return r;
 
@@ -284,13 +281,6 @@ static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_
         return r;
     if ((v = lz_toml_table_get(t, "command")) && (r = parse_command(ld, pi, v)) < 0)
         return r;
-    snprintf(key, sizeof key, "profiles.%s.workspace_cache_entries", pi->name);
-    if ((r = cfg_get_count(ld, t, "workspace_cache_entries", key, LZ_WS_CACHE_ENTRIES_MAX, -1,
-                           &pi->p.workspace_cache_entries)) < 0)
-        return r;
-    pi->p.workspace_cache_set = pi->p.workspace_cache_entries >= 0;
-    if (!pi->p.workspace_cache_set)
-        pi->p.workspace_cache_entries = 0;
 
     /* Expansion context of this profile (for unselected profiles too, so
      * their tokens and resulting paths are checked the same way). */

@@ -65,8 +65,6 @@
  * last session left, so the next command joins it warm (0: stop at once). */
 #define LZ_LINGER_SECONDS_DEFAULT 5
 #define LZ_LINGER_SECONDS_MAX 86400
-/* profiles.NAME.workspace_cache_entries (ocispec.h lz_workspace_dcache) */
-#define LZ_WS_CACHE_ENTRIES_MAX 1000000
 #define LZ_PREPARED_MAX_BYTES_DEFAULT 0 /* no budget */
 
 /* Protected sandbox destinations (the closed layout): no persistent dir or
@@ -123,10 +121,6 @@ struct lz_profile {
     size_t n_volumes;
     bool ignored_state;
     bool host_ca_certificates; /* the host's /usr/local/share/ca-certificates trusted inside (hostca.h) */
-    /* workspace_cache_entries: gVisor's dentry cache of /workspace (runsc
-     * mount option dcache). Not set: automatic; set: 0 (runsc's own) or N. */
-    bool workspace_cache_set;
-    int64_t workspace_cache_entries;
     /* `command`: the session's argv when `lazaret run` has none (NULL:
      * a login shell). A session default, not a Domain property: it
      * enters neither the Domain ID nor the fingerprint. NULL-terminated. */

@@ -58,10 +58,6 @@ void lz_config_print(FILE *out, const struct lz_config *c) {
     print_list(out, "deny_egress", p->deny_egress, p->n_deny_egress);
     fprintf(out, "ignored_state = %s\n", p->ignored_state ? "true" : "false");
     fprintf(out, "host_ca_certificates = %s\n", p->host_ca_certificates ? "true" : "false");
-    if (!p->workspace_cache_set)
-        fprintf(out, "workspace_cache_entries = auto\n");
-    else
-        fprintf(out, "workspace_cache_entries = %" PRId64 "\n", p->workspace_cache_entries);
     fprintf(out, "volumes = [%s", p->n_volumes ? "\n" : "");
     for (size_t i = 0; i < p->n_volumes; i++)
         fprintf(out, "  { host = %s, container = %s, mode = \"%s\" },%s\n", cfg_disp(p->volumes[i].host, d, sizeof d),

@@ -1,9 +1,7 @@
 /* domain_id.c — see domain_id.h for the exact encodings. */
 #include "domain_id.h"
 
-#include <inttypes.h>
 #include <sodium.h>
-#include <stdio.h>
 
 static int sodium_ready(void) { return sodium_init() < 0 ? -EIO : 0; }
 
@@ -145,12 +143,6 @@ int lz_config_fingerprint_v1(const struct lz_config *c, uint8_t ret_fp[static 32
      * written before the key existed (it defaults to on) stay the same. */
     if (!p->host_ca_certificates)
         put_str(&st, "host_ca_certificates=false");
-    /* The same for the dentry cache: only a set value. */
-    if (p->workspace_cache_set) {
-        char b[64];
-        snprintf(b, sizeof b, "workspace_cache_entries=%" PRId64, p->workspace_cache_entries);
-        put_str(&st, b);
-    }
     crypto_hash_sha256_final(&st, ret_fp);
     sodium_memzero(&st, sizeof st);
     return 0;

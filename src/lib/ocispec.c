@@ -2,11 +2,7 @@
 #include "ocispec.h"
 
 #include <fcntl.h>
-#include <inttypes.h>
 #include <jansson.h>
-#include <stdio.h>
-#include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 
 /* Docker's default capability set without CAP_NET_RAW: enough for package
@@ -114,33 +110,6 @@ int lz_oci_workspace_mounts(const char *ws, const char *view, struct lz_oci_bind
     return 0;
 }
 
-int lz_workspace_dcache(int64_t configured, uint64_t hard_nofile, int64_t *ret, struct lz_error *err) {
-    *ret = 0;
-    if (configured == 0)
-        return 0;
-    if (configured < 0) {
-        if (hard_nofile == RLIM_INFINITY || hard_nofile <= LZ_WS_DCACHE_RESERVE)
-            return 0;
-        uint64_t n = (hard_nofile - LZ_WS_DCACHE_RESERVE) / 3;
-        if (n > LZ_WS_DCACHE_AUTO_MAX)
-            n = LZ_WS_DCACHE_AUTO_MAX;
-        *ret = n < 2000 ? 0 : (int64_t)n;
-        return 0;
-    }
-    uint64_t need = 2 * (uint64_t)configured + LZ_WS_DCACHE_RESERVE;
-    if (hard_nofile != RLIM_INFINITY && need > hard_nofile) {
-        uint64_t fit = hard_nofile > LZ_WS_DCACHE_RESERVE ? (hard_nofile - LZ_WS_DCACHE_RESERVE) / 2 : 0;
-        return lz_error_set(err, -EINVAL,
-                            "workspace_cache_entries = %" PRId64 " needs up to %" PRIu64
-                            " open files in the sandbox, but the hard limit of open files here is %" PRIu64
-                            ": set it to at most %" PRIu64 " in the profile (or leave it out: automatic), "
-                            "or raise the hard limit (ulimit -Hn, LimitNOFILE)",
-                            configured, need, (uint64_t)hard_nofile, fit);
-    }
-    *ret = configured;
-    return 0;
-}
-
 int lz_oci_sandbox_config(const struct lz_sandbox_spec *s, char **ret_json, struct lz_error *err) {
     json_t *root = json_object();
     json_object_set_new(root, "ociVersion", json_string("1.0.2"));
@@ -182,15 +151,9 @@ int lz_oci_sandbox_config(const struct lz_sandbox_spec *s, char **ret_json, stru
         json_decref(mounts);
         return r;
     }
-    char dcache[32];
-    snprintf(dcache, sizeof dcache, "dcache=%" PRId64, s->workspace_dcache);
-    const char *const ws_o[] = { "rbind", "rw", dcache, NULL };
-    for (size_t i = 0; i < nwb; i++) {
-        const char *const *o = wb[i].read_only ? ro_o : rw_o;
-        if (s->workspace_dcache > 0 && !wb[i].read_only && !strcmp(wb[i].destination, "/workspace"))
-            o = ws_o;
-        json_array_append_new(mounts, mount_json(wb[i].destination, "bind", wb[i].source, o));
-    }
+    for (size_t i = 0; i < nwb; i++)
+        json_array_append_new(mounts,
+                              mount_json(wb[i].destination, "bind", wb[i].source, wb[i].read_only ? ro_o : rw_o));
     for (size_t i = 0; i < ntmp; i++) {
         json_array_append_new(mounts, mount_json(tmpd[i], "tmpfs", "tmpfs", hide_o));
         free(tmpd[i]);

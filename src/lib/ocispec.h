@@ -36,28 +36,7 @@ struct lz_sandbox_spec {
     size_t n_anchors;
     const struct lz_oci_bind *binds; /* volumes, terminfo, ... */
     size_t n_binds;
-    int64_t workspace_dcache; /* > 0: the /workspace mount's dcache=N (lz_workspace_dcache); 0: runsc's own */
 };
-
-/* gVisor's dentry cache of the /workspace mount. runsc keeps at most 1000
- * unused dentries per mount (an LRU); a `git status`, `rg` or build that
- * visits more files than that finds none of them cached the next time and
- * makes every one again (an openat, an fstat and a close through the
- * router's FUSE mount, where each costs more than on a local disk). With
- * the mount option dcache=N gVisor keeps N. Each kept dentry holds up to
- * two host file descriptors in the sandbox process (the file, and its read
- * handle once read or created) and about 5 KB of its memory; runsc raises
- * its soft RLIMIT_NOFILE to the hard limit, which is what is budgeted.
- *
- * `configured` is the profile's workspace_cache_entries: LZ_WS_CACHE_AUTO
- * gives (hard - LZ_WS_DCACHE_RESERVE) / 3, at most LZ_WS_DCACHE_AUTO_MAX,
- * and 0 (runsc's own) when that is under 2000 or the hard limit is
- * unknown; 0 gives 0; N > 0 gives N if 2N + LZ_WS_DCACHE_RESERVE fits
- * under the hard limit, else an error that says what to change. */
-#define LZ_WS_DCACHE_RESERVE 4096
-#define LZ_WS_DCACHE_AUTO_MAX 32768
-int lz_workspace_dcache(int64_t configured, uint64_t hard_nofile, int64_t *ret, struct lz_error *err);
-#define LZ_WS_CACHE_AUTO (-1)
 
 /* Builds the workspace mount list (the Git protection layout) by looking
  * at the workspace through dirfd-relative, no-follow lookups. Writable

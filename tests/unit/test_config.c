@@ -14,13 +14,11 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "autoapprove.h"
 #include "config.h"
 #include "domain_id.h"
-#include "ocispec.h"
 #include "procenv.h"
 
 static char root[1024], home[1100], ws[1100], fixtures[4096], orig_path[4096];
@@ -370,8 +368,7 @@ static const struct bad bad_cases[] = {
       "bad-prefix-type.toml:2: network.default_allow: expected an array, found a string" },
     { "bad-profile-key.toml", "claude",
       "bad-profile-key.toml:3: profiles.claude.ignored-state: unknown key (expected one of: image, persistent_dirs, "
-      "allow_egress, deny_egress, env, volumes, ignored_state, host_ca_certificates, command, "
-      "workspace_cache_entries)" },
+      "allow_egress, deny_egress, env, volumes, ignored_state, host_ca_certificates, command)" },
     { "bad-profile-name-dot.toml", "claude",
       "bad-profile-name-dot.toml:1: profiles.\"a.b\": invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
     { "bad-profile-name-short.toml", "claude",
@@ -623,90 +620,6 @@ static void test_gc_keys(void **state) {
                         "claude", "2: storage.prepared_max_bytes: expected an integer, found a string");
     expect_fail_content("linger-neg.toml", "[storage]\nlinger_seconds = -1\n[profiles.claude]\nimage = \"img\"\n",
                         "claude", "2: storage.linger_seconds: -1 is out of range (0 to 86400)");
-}
-
-/* lazaret.toml(5) workspace_cache_entries: absent is automatic and leaves
- * the fingerprint as it was before the key existed; a set value enters it;
- * the budget against the hard limit of open files (ocispec.h). */
-static void test_workspace_cache_entries(void **state) {
-    (void)state;
-    char path[8192];
-    snprintf(path, sizeof path, "%s/wsc.toml", root);
-    write_file(path, "[profiles.claude]\nimage = \"img\"\n");
-    struct lz_config *c = NULL;
-    struct lz_error err;
-    assert_int_equal(load_path(path, "claude", NULL, &c, &err), 0);
-    assert_false(c->profile.workspace_cache_set);
-    uint8_t fp_auto[32];
-    memcpy(fp_auto, c->fingerprint, sizeof fp_auto);
-    lz_config_free(c);
-    write_file(path, "[profiles.claude]\nimage = \"img\"\nworkspace_cache_entries = 0\n");
-    assert_int_equal(load_path(path, "claude", NULL, &c, &err), 0);
-    assert_true(c->profile.workspace_cache_set);
-    assert_int_equal(c->profile.workspace_cache_entries, 0);
-    uint8_t fp0[32];
-    memcpy(fp0, c->fingerprint, sizeof fp0);
-    assert_memory_not_equal(fp0, fp_auto, sizeof fp0);
-    lz_config_free(c);
-    write_file(path, "[profiles.claude]\nimage = \"img\"\nworkspace_cache_entries = 50000\n");
-    assert_int_equal(load_path(path, "claude", NULL, &c, &err), 0);
-    assert_int_equal(c->profile.workspace_cache_entries, 50000);
-    assert_memory_not_equal(c->fingerprint, fp_auto, sizeof fp0);
-    assert_memory_not_equal(c->fingerprint, fp0, sizeof fp0);
-    lz_config_free(c);
-    expect_fail_content("wsc-neg.toml", "[profiles.claude]\nimage = \"img\"\nworkspace_cache_entries = -1\n", "claude",
-                        "3: profiles.claude.workspace_cache_entries: -1 is out of range (0 to 1000000)");
-    expect_fail_content("wsc-type.toml", "[profiles.claude]\nimage = \"img\"\nworkspace_cache_entries = \"auto\"\n",
-                        "claude", "3: profiles.claude.workspace_cache_entries: expected an integer, found a string");
-
-    int64_t n = -5;
-    /* automatic: a third of what the reserve leaves, capped; runsc's own
-     * LRU when that is small or the limit unknown */
-    assert_int_equal(lz_workspace_dcache(LZ_WS_CACHE_AUTO, 20000, &n, &err), 0);
-    assert_int_equal(n, (20000 - LZ_WS_DCACHE_RESERVE) / 3);
-    assert_int_equal(lz_workspace_dcache(LZ_WS_CACHE_AUTO, 524288, &n, &err), 0);
-    assert_int_equal(n, LZ_WS_DCACHE_AUTO_MAX);
-    assert_int_equal(lz_workspace_dcache(LZ_WS_CACHE_AUTO, 8192, &n, &err), 0);
-    assert_int_equal(n, 0);
-    assert_int_equal(lz_workspace_dcache(LZ_WS_CACHE_AUTO, 1024, &n, &err), 0);
-    assert_int_equal(n, 0);
-    assert_int_equal(lz_workspace_dcache(LZ_WS_CACHE_AUTO, RLIM_INFINITY, &n, &err), 0);
-    assert_int_equal(n, 0);
-    assert_int_equal(lz_workspace_dcache(0, 524288, &n, &err), 0);
-    assert_int_equal(n, 0);
-    /* a set value: as set when two fds per entry and the reserve fit */
-    assert_int_equal(lz_workspace_dcache(7952, 20000, &n, &err), 0);
-    assert_int_equal(n, 7952);
-    assert_int_equal(lz_workspace_dcache(7953, 20000, &n, &err), -EINVAL);
-    assert_non_null(strstr(err.msg, "workspace_cache_entries = 7953 needs up to 20002 open files"));
-    assert_non_null(strstr(err.msg, "hard limit of open files here is 20000: set it to at most 7952"));
-    assert_int_equal(lz_workspace_dcache(1000000, RLIM_INFINITY, &n, &err), 0);
-    assert_int_equal(n, 1000000);
-
-    /* the sandbox's spec: the option on /workspace only */
-    char wsd[8192];
-    snprintf(wsd, sizeof wsd, "%s/wsc-ws", root);
-    assert_int_equal(lz_mkdir_p(wsd, 0700), 0);
-    for (int k = 0; k < 2; k++) {
-        struct lz_sandbox_spec s = {
-            .rootfs = "/r", .workspace = wsd, .init_path = "/i", .workspace_dcache = k ? 12345 : 0
-        };
-        char *json = NULL;
-        assert_int_equal(lz_oci_sandbox_config(&s, &json, &err), 0);
-        const char *m = strstr(json, "\"destination\": \"/workspace\"");
-        if (!m)
-            m = strstr(json, "\"destination\":\"/workspace\"");
-        assert_non_null(m);
-        assert_int_equal(strstr(json, "dcache=12345") != NULL, k);
-        if (k) {
-            const char *o = strstr(json, "dcache=12345");
-            const char *next = strstr(m + 14, "\"destination\"");
-            if (!(o > m && (!next || o < next)))
-                print_error("%s\n", json);
-            assert_true(o > m && (!next || o < next));
-        }
-        free(json);
-    }
 }
 
 /* lazaret.toml(5), README, docs/state.md: a profile without persistent_dirs
@@ -1787,7 +1700,6 @@ int main(void) {
         T(test_sr2_config_in_workspace),
         T(test_data_root_in_workspace),
         T(test_gc_keys),
-        T(test_workspace_cache_entries),
         T(test_persistent_dirs_default),
         T(test_limits),
         T(test_env_non_utf8),

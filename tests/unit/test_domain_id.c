@@ -136,7 +136,7 @@ static void test_fingerprint_sensitivity(void **state) {
     vector_config(&c, &rule, env, &vol);
     fp_hex(&c, base);
 
-    for (int m = 0; m < 25; m++) {
+    for (int m = 0; m < 23; m++) {
         vector_config(&c, &rule, env, &vol);
         switch (m) {
         case 0: c.domain_id[31] ^= 1; break;
@@ -171,11 +171,6 @@ static void test_fingerprint_sensitivity(void **state) {
         case 20: vol.host = W("/nonexistent-lazaret-test/data/vector/w"); break;
         case 21: c.profile.ignored_state = true; break;
         case 22: c.profile.host_ca_certificates = false; break;
-        case 23: c.profile.workspace_cache_set = true; break;
-        case 24:
-            c.profile.workspace_cache_set = true;
-            c.profile.workspace_cache_entries = 5000;
-            break;
         default: break;
         }
         fp_hex(&c, hex);
