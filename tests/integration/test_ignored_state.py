@@ -12,6 +12,7 @@ anyway (force-added).
 """
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -260,6 +261,40 @@ def test_directory_symlink_swap_race_never_reaches_outside(lazaret, env, ws, tmp
     tree = domain_dir_for(env, ws) / "ignored" / "tree" / "node_modules"
     os.symlink(str(secret), tree / "probe")
     assert (tree / "probe" / "f").read_text() == "OUTSIDE_SECRET\n"
+
+
+def test_host_creating_an_ignored_name_while_the_sandbox_looks_it_up(lazaret, env, ws):
+    """A name neither backing has is answered ENOENT without the ignore
+    rules; the host creating it (ignored) between the router's looks, or
+    after the kernel cached the absent name, must never show the host's
+    file. The host creates and removes `fresh.log` (ignored) and
+    `fresh.txt` (shared: the positive control that the sandbox's reads do
+    see the host's creations while this runs); bounded."""
+    log, txt = ws / "fresh.log", ws / "fresh.txt"
+    done = threading.Event()
+
+    def toggle():
+        for _ in range(2_000_000):
+            if done.is_set():
+                break
+            log.write_text("HOST_LOG_SECRET\n")
+            txt.write_text("HOST_TXT\n")
+            log.unlink()
+            txt.unlink()
+
+    t = threading.Thread(target=toggle)
+    t.start()
+    try:
+        script = ("cd /workspace; j=0; while [ $j -lt 1500 ]; do cat fresh.log fresh.txt 2>/dev/null; "
+                  "[ -e fresh.log ] && cat fresh.log 2>/dev/null; j=$((j+1)); done; echo finished")
+        rc, out, err = run(lazaret, env, ws, script, timeout=600)
+    finally:
+        done.set()
+        t.join(timeout=60)
+    assert not t.is_alive()
+    assert "finished" in out, (out[-2000:], err[-2000:])
+    assert "HOST_LOG_SECRET" not in out
+    assert "HOST_TXT" in out  # the host's creations were seen while it ran
 
 
 def test_directory_of_100k_entries_lists_both_backings(lazaret, env, ws):
