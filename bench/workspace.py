@@ -35,7 +35,8 @@ inside with bash's $EPOCHREALTIME:
   istorm   the same in node_modules/ (git-ignored: the Domain's store)
   grep     `grep -r` of a string no file holds over the tracked tree
   burst    an `npm install`-like write burst: 1000 packages of 5 small files
-           each in node_modules/, then `rm -r`
+           each in node_modules/ (their directories made by one `mkdir -p`,
+           the files by bash: one process, as npm is), then `rm -r`
 
 The repository's committed .gitignore ignores node_modules/.
 
@@ -107,8 +108,8 @@ rm -r node_modules/storm*
 echo "istorm $(( $(us) - t ))"
 t=$(us); grep -r -q NOT-IN-ANY-FILE d* || true; echo "grep $(( $(us) - t ))"
 t=$(us)
+mkdir -p node_modules/pkg{0..999}/lib
 for ((p = 0; p < 1000; p++)); do
-  mkdir -p node_modules/pkg$p/lib
   for f in package.json index.js README.md lib/a.js lib/b.js; do echo "module $p $f" > node_modules/pkg$p/$f; done
 done
 rm -r node_modules/pkg*
