@@ -108,8 +108,8 @@ static int stage_rs_child(struct hc *h, const struct lz_rsmsg *m, struct lz_erro
     int r = record_proc(h, role, slot, "staged", &c, err);
     int vi = vol_slot(h, slot);
     struct lz_procid *keep = vi >= 0 ? &h->vol_id[vi] : !strcmp(slot, "router") ? &h->router_id : &h->runsc_id;
-    if (r == 0)
-        r = lz_procid_from_pidfd(c.pidfd, c.pid, keep);
+    if (r == 0 && (r = lz_procid_from_pidfd(c.pidfd, c.pid, keep)) < 0)
+        lz_error_set(err, r, "cannot read the identity of the Supervisor's %s: %s", slot, strerror(-r));
     close(c.pidfd);
     if (r < 0)
         return r;
