@@ -402,6 +402,8 @@ static int resolve_env(struct loader *ld, struct lz_config *c, const struct lz_t
 
 static int load_agent(struct loader *ld, struct lz_config *c, const struct lz_agent *a, struct prefix_list *defallow,
                       struct prefix_list *defdeny);
+static int load_builtin_profile(struct loader *ld, struct lz_config *c, const char *name, const char *body,
+                                struct prefix_list *defallow, struct prefix_list *defdeny);
 
 /* No configuration file: the built-in configuration. Returns 1 when the
  * profile is a built-in agent, fully resolved by load_agent. */
@@ -474,17 +476,17 @@ static int finish_selected(struct loader *ld, struct lz_config *c, struct profil
 /* A built-in agent profile (agents.h), through the same parser and checks
  * as a profile of the file; defallow and defdeny are the lists in force
  * (the file's, or the built-in ones). */
-static int load_agent(struct loader *ld, struct lz_config *c, const struct lz_agent *a, struct prefix_list *defallow,
-                      struct prefix_list *defdeny) {
-    _cleanup_free_ char *text = lz_xasprintf("[profiles.%s]\n%s", a->name, a->profile);
+static int load_builtin_profile(struct loader *ld, struct lz_config *c, const char *name, const char *body,
+                                struct prefix_list *defallow, struct prefix_list *defdeny) {
+    _cleanup_free_ char *text = lz_xasprintf("[profiles.%s]\n%s", name, body);
     _cleanup_toml_ struct lz_toml_value *root = NULL;
     int r = lz_toml_parse(text, strlen(text), "built-in agent profile", &root, ld->err);
     if (r < 0)
         return r;
-    const struct lz_toml_value *tbl = lz_toml_table_get(lz_toml_table_get(root, "profiles"), a->name);
+    const struct lz_toml_value *tbl = lz_toml_table_get(lz_toml_table_get(root, "profiles"), name);
     if (!tbl)
-        return lz_error_set(ld->err, -EINVAL, "built-in agent profile %s is malformed", a->name);
-    __attribute__((cleanup(profile_in_done))) struct profile_in pi = { .name = a->name, .tbl = tbl };
+        return lz_error_set(ld->err, -EINVAL, "built-in profile %s is malformed", name);
+    __attribute__((cleanup(profile_in_done))) struct profile_in pi = { .name = name, .tbl = tbl };
     ld->builtin_profile = true;
     r = parse_profile(ld, c, &pi, defallow, defdeny);
     ld->builtin_profile = false;
@@ -498,9 +500,14 @@ static int load_agent(struct loader *ld, struct lz_config *c, const struct lz_ag
         ld->vol_hosts = lz_xrealloc(ld->vol_hosts, (ld->n_vol_hosts + 1) * sizeof *ld->vol_hosts);
         ld->vol_keys = lz_xrealloc(ld->vol_keys, (ld->n_vol_hosts + 1) * sizeof *ld->vol_keys);
         ld->vol_hosts[ld->n_vol_hosts] = lz_xstrdup(pi.p.volumes[k].host);
-        ld->vol_keys[ld->n_vol_hosts++] = lz_xasprintf("built-in profiles.%s.volumes[%zu].host", a->name, k);
+        ld->vol_keys[ld->n_vol_hosts++] = lz_xasprintf("built-in profiles.%s.volumes[%zu].host", name, k);
     }
     return finish_selected(ld, c, &pi, defallow, defdeny, tbl);
+}
+
+static int load_agent(struct loader *ld, struct lz_config *c, const struct lz_agent *a, struct prefix_list *defallow,
+                      struct prefix_list *defdeny) {
+    return load_builtin_profile(ld, c, a->name, a->profile, defallow, defdeny);
 }
 
 static int load_file(struct loader *ld, struct lz_config *c, const char *profile) {
@@ -636,6 +643,11 @@ static int load_file(struct loader *ld, struct lz_config *c, const char *profile
     const struct lz_agent *agent = sel < 0 ? lz_agent_find(profile) : NULL;
     if (agent)
         return load_agent(ld, c, agent, &defallow, &defdeny);
+    /* A file that adds, say, one auto-approval rule keeps the built-in
+     * default profile unless it defines one of its own. */
+    if (sel < 0 && strcmp(profile, LZ_DEFAULT_PROFILE) == 0)
+        return load_builtin_profile(ld, c, LZ_DEFAULT_PROFILE, "image = \"" LZ_BUILTIN_IMAGE "\"\n", &defallow,
+                                    &defdeny);
     if (sel < 0) {
         char list[512] = "";
         size_t o = 0;
@@ -643,9 +655,9 @@ static int load_file(struct loader *ld, struct lz_config *c, const char *profile
             int n = snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", c->profile_names[i]);
             o += n > 0 ? (size_t)n : 0;
         }
-        return lz_error_set(ld->err, -ENOENT, "%s: profile %s is not defined (%s%s; built-in: claude, codex, opencode)",
-                            ld->file, cfg_disp(profile, d, sizeof d),
-                            np ? "defined profiles: " : "no profiles are defined", list);
+        return lz_error_set(
+            ld->err, -ENOENT, "%s: profile %s is not defined (%s%s; built-in: default, claude, codex, opencode)",
+            ld->file, cfg_disp(profile, d, sizeof d), np ? "defined profiles: " : "no profiles are defined", list);
     }
     return finish_selected(ld, c, &selected, &defallow, &defdeny, t->u.table.entries[sel].value);
 }

@@ -14,10 +14,11 @@
  *    builtin_default is set; printing the notice is the caller's job. A
  *    --config path that does not exist is an error.
  *  - A file that exists but does not define the selected profile is refused,
- *    naming the defined profiles; the one fallback is a built-in agent
- *    profile (agents.h: claude, codex, opencode), used when neither the
- *    file nor the built-in default defines that name (profile.builtin set);
- *    the file's [storage], [network] and [escalation] still apply.
+ *    naming the defined profiles; the fallbacks are the built-in profiles,
+ *    "default" (the built-in image) and the agents (agents.h: claude,
+ *    codex, opencode), used when the file does not define that name
+ *    (profile.builtin set); the file's [storage], [network] and
+ *    [escalation] still apply.
  *  - Every profile is structurally validated (types, names, tokens, '..'
  *    segments, container paths, prefixes, allow/deny conflicts); filesystem
  *    checks (canonical host paths, SR-2) and environment resolution apply to

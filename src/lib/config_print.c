@@ -47,7 +47,8 @@ void lz_config_print(FILE *out, const struct lz_config *c) {
             fprintf(out, "# WARNING: %s\n", a->warning);
     }
     if (p->builtin)
-        fprintf(out, "\n# built-in agent profile (the configuration does not define \"%s\")", p->name);
+        fprintf(out, "\n# built-in %sprofile (the configuration does not define \"%s\")",
+                strcmp(p->name, LZ_DEFAULT_PROFILE) ? "agent " : "", p->name);
     fprintf(out, "\n[profiles.%s]\nimage = %s\n", p->name, cfg_disp(p->image, d, sizeof d));
     if (p->command)
         print_list(out, "command", p->command, p->n_command);

@@ -437,8 +437,8 @@ static const struct bad bad_cases[] = {
       "only at /workspace, with its .git protections" },
     /* selecting a profile that is not defined: no fallback */
     { "good.toml", "nope",
-      "good.toml: profile \"nope\" is not defined (defined profiles: default, claude, opencode; built-in: claude, "
-      "codex, opencode)" },
+      "good.toml: profile \"nope\" is not defined (defined profiles: default, claude, opencode; built-in: default, "
+      "claude, codex, opencode)" },
     { "bad-unknown-key.toml", NULL,
       "bad-unknown-key.toml:2: storage.data_roots: unknown key (expected one of: data_root, prepared_keep_days, "
       "prepared_max_bytes, linger_seconds)" },
@@ -806,18 +806,35 @@ static void test_xdg_lookup(void **state) {
     assert_string_equal(c->source_path, path);
     lz_config_free(c);
 
-    /* an existing file that does not define the selected profile refuses */
+    /* an existing file that does not define "default" keeps the built-in
+     * default profile, with the file's own sections in force */
     write_file(path, "[profiles.claude]\nimage = \"x\"\n");
-    assert_int_equal(load_path(NULL, NULL, NULL, &c, &err), -ENOENT);
+    assert_int_equal(load_path(NULL, NULL, NULL, &c, &err), 0);
+    assert_string_equal(c->profile.name, "default");
+    assert_string_equal(c->profile.image, LZ_BUILTIN_IMAGE);
+    assert_true(c->profile.builtin);
+    assert_false(c->builtin_default);
+    assert_true(c->profile.ignored_state);
+    assert_int_equal(c->profile.n_persistent_dirs, 5);
+    lz_config_free(c);
+    write_file(path, "[escalation]\nprompt_timeout_seconds = 42\n");
+    assert_int_equal(load_path(NULL, NULL, NULL, &c, &err), 0);
+    assert_string_equal(c->profile.image, LZ_BUILTIN_IMAGE);
+    assert_int_equal(c->escalation_prompt_timeout_s, 42);
+    lz_config_free(c);
+    /* a file that defines "default" itself is what counts */
+    write_file(path, "[profiles.default]\nimage = \"mine\"\n");
+    assert_int_equal(load_path(NULL, NULL, NULL, &c, &err), 0);
+    assert_string_equal(c->profile.image, "mine");
+    assert_false(c->profile.builtin);
+    lz_config_free(c);
+    /* a name neither the file nor the built-ins define still refuses */
+    write_file(path, "# nothing\n");
+    assert_int_equal(load_path(NULL, "nope", NULL, &c, &err), -ENOENT);
     char exp[16384];
     snprintf(exp, sizeof exp,
-             "%s: profile \"default\" is not defined (defined profiles: claude; built-in: claude, codex, opencode)",
-             path);
-    assert_string_equal(err.msg, exp);
-    write_file(path, "# nothing\n");
-    assert_int_equal(load_path(NULL, NULL, NULL, &c, &err), -ENOENT);
-    snprintf(exp, sizeof exp,
-             "%s: profile \"default\" is not defined (no profiles are defined; built-in: claude, codex, opencode)",
+             "%s: profile \"nope\" is not defined (no profiles are defined; built-in: default, claude, codex, "
+             "opencode)",
              path);
     assert_string_equal(err.msg, exp);
     unlink(path);
