@@ -72,6 +72,18 @@ int lz_control_stop(const char *sock_path, bool force, struct lz_error *err) {
     return 0;
 }
 
+int lz_control_stop_if_lingering(const char *sock_path, struct lz_error *err) {
+    uint8_t p[4];
+    lz_put_u32(p, LZ_STOP_IF_LINGERING);
+    static uint8_t buf[LZ_PROTO_MAX];
+    ssize_t n = request(sock_path, LZ_MSG_STOP, p, sizeof p, buf, sizeof buf, err);
+    if (n < 0)
+        return (int)n;
+    if (buf[0] != LZ_MSG_EXIT || (size_t)n < LZ_PROTO_HDR + 4)
+        return lz_error_set(err, -EPROTO, "unexpected reply from %s", sock_path);
+    return lz_get_u32(buf + LZ_PROTO_HDR) == 0 ? 1 : 0;
+}
+
 static int by_id(const void *a, const void *b) {
     const char *x = json_string_value(json_object_get(*(json_t *const *)a, "domain_id"));
     const char *y = json_string_value(json_object_get(*(json_t *const *)b, "domain_id"));

@@ -20,6 +20,10 @@ int lz_control_status(const char *sock_path, json_t **ret, struct lz_error *err)
 /* Asks it to stop; returns once it accepted. */
 int lz_control_stop(const char *sock_path, bool force, struct lz_error *err);
 
+/* Asks it to stop only if it has no session left (it lingers): 1 when it
+ * accepted (it is stopping), 0 when it has sessions and goes on. */
+int lz_control_stop_if_lingering(const char *sock_path, struct lz_error *err);
+
 /* Statuses of every running Domain of this user, sorted by Domain ID
  * (a JSON array). Sockets nobody answers on are skipped. */
 int lz_control_list(json_t **ret, struct lz_error *err);

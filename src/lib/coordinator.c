@@ -81,7 +81,16 @@ void hc_control_request(struct hc *h, struct session *s, const uint8_t *buf, siz
     }
     if (type == LZ_MSG_STOP) {
         uint8_t st[4] = { 0 };
+        if ((flags & LZ_STOP_IF_LINGERING) && !h->lingering && !h->stopping) {
+            lz_put_u32(st, 1); /* sessions are live (or starting): not stopped */
+            hc_session_send(s, LZ_MSG_EXIT, 0, st, sizeof st);
+            return;
+        }
         hc_session_send(s, LZ_MSG_EXIT, 0, st, sizeof st);
+        if (flags & LZ_STOP_IF_LINGERING) {
+            hc_begin_stop(h, "the Domain had no session left; it is stopped for `lazaret state reset`", false);
+            return;
+        }
         hc_begin_stop(h,
                       (flags & LZ_STOP_FORCE) ? "the Domain is being stopped (lazaret stop --force)"
                                               : "the Domain is being stopped (lazaret stop)",

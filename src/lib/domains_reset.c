@@ -1,6 +1,7 @@
 /* domains_reset.c — `lazaret state reset`: a new, empty State Anchor in
  * place of the old one, crash-safely (the steps are in domains.h), and the
  * deletion of trees that the Domain's subordinate IDs own. */
+#include "control.h"
 #include "domains_internal.h"
 #include "idmap.h"
 #include "paths.h"
@@ -171,10 +172,22 @@ static int reset_lock(const char *data_root, const char *id, int *ret_rootfd, in
         /* Its coordinator removed its socket, the first step of its
          * teardown: it lets go of the lock in a moment (bounded). */
         r = dom_lock_wait(rootfd, RESET_STOP_WAIT_S, &lockfd, err);
+    if (r == 0) {
+        /* Running with no session left (the warm linger after the last
+         * one): stopped for the reset, as nothing uses it. The coordinator
+         * decides, so a session joining meanwhile keeps it running. */
+        _cleanup_free_ char *rt = NULL;
+        if (lz_runtime_dir(&rt, NULL) == 0) {
+            _cleanup_free_ char *sock = lz_domain_socket_path(rt, id);
+            if (lz_control_stop_if_lingering(sock, NULL) == 1)
+                r = dom_lock_wait(rootfd, RESET_STOP_WAIT_S, &lockfd, err);
+        }
+    }
     if (r < 0)
         return r;
     if (r == 0)
-        return lz_error_set(err, -EBUSY, "Domain %.12s is running; stop it first (exit its sessions)", id);
+        return lz_error_set(err, -EBUSY,
+                            "Domain %.12s is running with sessions; exit them (or run `lazaret stop`) first", id);
     *ret_rootfd = TAKE_FD(rootfd);
     *ret_lockfd = TAKE_FD(lockfd);
     return 0;

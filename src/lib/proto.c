@@ -207,7 +207,7 @@ int lz_control_decode(const uint8_t *buf, size_t len, uint8_t *ret_type, uint32_
     }
     if (buf[0] == LZ_MSG_STOP && len == LZ_PROTO_HDR + 4) {
         uint32_t f = lz_get_u32(buf + LZ_PROTO_HDR);
-        if (f & ~LZ_STOP_FORCE)
+        if (f & ~(LZ_STOP_FORCE | LZ_STOP_IF_LINGERING))
             return -EBADMSG;
         *ret_type = LZ_MSG_STOP;
         *ret_flags = f;

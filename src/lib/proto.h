@@ -48,6 +48,9 @@ enum lz_msg_type {
 };
 
 #define LZ_STOP_FORCE 0x1u
+/* Stop only a Domain with no session (it lingers, or is already stopping):
+ * the reply EXIT carries 0 when it stops, 1 when it has sessions and goes on. */
+#define LZ_STOP_IF_LINGERING 0x2u
 
 /* Refusal codes of LZ_MSG_REFUSED. */
 enum lz_refusal {

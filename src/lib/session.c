@@ -468,12 +468,11 @@ static void session_handle_hello(struct hc *h, struct session *s, const uint8_t 
         memcmp(hello.fingerprint, h->cfg->fingerprint, 32) != 0) {
         hc_model_action("RejectConfigurationMismatch", "s=%d", s->id);
         if (h->lingering) {
-            long left = (h->linger_until - lz_now_ms() + 999) / 1000;
-            _cleanup_free_ char *m =
-                lz_xasprintf("this Domain is running with a different configuration, with no session (it lingers %ld s "
-                             "more, [storage] linger_seconds); run `lazaret stop` and start again to apply the new one",
-                             left > 0 ? left : 0);
-            hc_session_refuse(s, LZ_REFUSE_CONFIG_MISMATCH, m);
+            /* No session uses the old configuration any more: this
+             * generation stops and the client starts the next one with the
+             * new configuration (it retries on a stopping Domain). */
+            hc_begin_stop(h, "the Domain lingered with a previous configuration; it restarts with the new one", false);
+            hc_session_refuse(s, LZ_REFUSE_STOPPING, "the Domain is restarting with the new configuration");
         } else {
             hc_session_refuse(s, LZ_REFUSE_CONFIG_MISMATCH,
                               "this Domain is running with a different configuration; end its sessions "

@@ -75,3 +75,18 @@ def test_unknown_profile_refused(lazaret, env, workspace):
     r = lz_run(lazaret, env, workspace, ["true"], profile="nosuch")
     assert r.returncode == 125
     assert b"nosuch" in r.stderr
+
+
+def test_escalation_only_file_keeps_the_builtin_default(lazaret, env, workspace):
+    """A file that only adds an auto-approval rule keeps `default` (built in)."""
+    env.config.parent.mkdir(parents=True, exist_ok=True)
+    env.config.write_text(f'[storage]\ndata_root = "{env.storage}"\n\n'
+                          '[[escalation.auto_approve]]\nargv = ["/usr/bin/true"]\n')
+    r = check(lazaret, env, workspace)
+    assert r.returncode == 0, r.stderr
+    assert "# built-in profile (the configuration does not define \"default\")" in r.stdout, r.stdout
+    assert "[profiles.default]\nimage = \"builtin:debian-bookworm\"" in r.stdout, r.stdout
+    assert '"/usr/bin/true"' in r.stdout, r.stdout
+    # The control: a name neither the file nor the built-ins define refuses.
+    r = check(lazaret, env, workspace, "-p", "nope")
+    assert r.returncode != 0 and "profile \"nope\" is not defined" in r.stderr, r.stderr

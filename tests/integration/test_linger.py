@@ -1,6 +1,7 @@
 """The warm linger ([storage] linger_seconds, docs/state.md): a Domain stays
 up for a while after its last session, so the next command joins it warm;
-`lazaret stop` ends it at once; a configuration change still refuses."""
+`lazaret stop` ends it at once; a configuration change restarts it when it
+has no session and refuses while one runs; `state reset` stops it."""
 import json
 import subprocess
 
@@ -62,19 +63,74 @@ def test_stop_ends_the_linger_at_once(lazaret, env, workspace):
     assert wait_until(lambda: ps(lazaret, env, workspace) == [], timeout=15)
 
 
-def test_configuration_change_refuses_while_lingering(lazaret, env, workspace):
+def test_configuration_change_restarts_a_lingering_domain(lazaret, env, workspace):
     env.write_config(linger=600)
     assert lz_run(lazaret, env, workspace, ["true"]).returncode == 0
-    env.write_config(linger=600, extra_profile='allow_egress = ["192.0.2.0/24"]\n')
-    r = lz_run(lazaret, env, workspace, ["true"])
-    assert r.returncode != 0
-    assert b"different configuration, with no session" in r.stderr and b"lazaret stop" in r.stderr, r.stderr
+    (d,) = ps(lazaret, env, workspace)
+    assert d["lingering"] is True
+    # A changed configuration while the Domain only lingers: the old
+    # generation stops and the command runs in a new one with the new
+    # configuration (here an environment variable it can see).
+    env.write_config(linger=600, extra_profile='env = { LZ_LINGER_CFG = "second" }\n')
+    r = lz_run(lazaret, env, workspace, ["sh", "-c", "echo $LZ_LINGER_CFG"])
+    assert r.returncode == 0 and r.stdout == b"second\n", (r.stdout, r.stderr)
+    (d2,) = ps(lazaret, env, workspace)
+    assert d2["coordinator_pid"] != d["coordinator_pid"], (d, d2)
+    assert d2["fingerprint"] != d["fingerprint"], (d, d2)
     stop(lazaret, env, workspace)
     assert wait_until(lambda: ps(lazaret, env, workspace) == [], timeout=15)
-    # Control: after the stop, the new configuration starts.
-    r = lz_run(lazaret, env, workspace, ["true"])
-    assert r.returncode == 0, r.stderr
+
+
+def test_configuration_change_refuses_while_a_session_runs(lazaret, env, workspace):
+    """The control: a Domain with a live session is never restarted under it."""
+    env.write_config(linger=600)
+    holder = subprocess.Popen([lazaret, "run", "-p", "test", "--", "sleep", "60"], cwd=workspace,
+                              env=env.environ(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    try:
+        assert wait_until(lambda: [d for d in ps(lazaret, env, workspace) if d["sessions"]], timeout=60)
+        env.write_config(linger=600, extra_profile='env = { LZ_LINGER_CFG = "second" }\n')
+        r = lz_run(lazaret, env, workspace, ["true"])
+        assert r.returncode != 0
+        assert b"different configuration; end its sessions" in r.stderr, r.stderr
+        assert holder.poll() is None, "the live session was ended"
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
     stop(lazaret, env, workspace)
+    assert wait_until(lambda: ps(lazaret, env, workspace) == [], timeout=15)
+
+
+def test_state_reset_stops_a_lingering_domain(lazaret, env, workspace):
+    env.write_config(linger=600)
+    assert lz_run(lazaret, env, workspace, ["true"]).returncode == 0
+    (d,) = ps(lazaret, env, workspace)
+    assert d["lingering"] is True
+    r = subprocess.run([lazaret, "state", "reset", "--yes", "--workspace", str(workspace), "-p", "test"],
+                       env=env.environ(), capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert ps(lazaret, env, workspace) == []
+    assert "stopped for `lazaret state reset`" in coord_log(env, workspace)
+
+
+def test_state_reset_refuses_while_a_session_runs(lazaret, env, workspace):
+    """The control: reset never stops a Domain that has a session."""
+    env.write_config(linger=600)
+    holder = subprocess.Popen([lazaret, "run", "-p", "test", "--", "sleep", "60"], cwd=workspace,
+                              env=env.environ(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    try:
+        assert wait_until(lambda: [d for d in ps(lazaret, env, workspace) if d["sessions"]], timeout=60)
+        r = subprocess.run([lazaret, "state", "reset", "--yes", "--workspace", str(workspace), "-p", "test"],
+                           env=env.environ(), capture_output=True, timeout=120)
+        assert r.returncode != 0
+        assert b"is running with sessions" in r.stderr, r.stderr
+        assert holder.poll() is None, "the live session was ended"
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    stop(lazaret, env, workspace)
+    assert wait_until(lambda: ps(lazaret, env, workspace) == [], timeout=15)
 
 
 def test_linger_zero_stops_at_once(lazaret, env, workspace):
