@@ -125,6 +125,24 @@ static void test_encode_too_big(void **state) {
     assert_int_equal(lz_hello_encode(&h, buf, sizeof buf, &len), -E2BIG);
 }
 
+static void test_control_decode(void **state) {
+    (void)state;
+    uint8_t b[LZ_PROTO_HDR + 4] = { LZ_MSG_STOP };
+    uint8_t type = 0;
+    uint32_t flags = 0;
+    lz_put_u32(b + LZ_PROTO_HDR, LZ_STOP_FORCE | LZ_STOP_IF_LINGERING);
+    assert_int_equal(lz_control_decode(b, sizeof b, &type, &flags), 0);
+    assert_int_equal(type, LZ_MSG_STOP);
+    assert_int_equal(flags, LZ_STOP_FORCE | LZ_STOP_IF_LINGERING);
+    lz_put_u32(b + LZ_PROTO_HDR, 0x4); /* an unknown flag */
+    assert_int_equal(lz_control_decode(b, sizeof b, &type, &flags), -EBADMSG);
+    assert_int_equal(lz_control_decode(b, LZ_PROTO_HDR + 3, &type, &flags), -EBADMSG);
+    b[0] = LZ_MSG_STATUS;
+    assert_int_equal(lz_control_decode(b, LZ_PROTO_HDR, &type, &flags), 0);
+    assert_int_equal(type, LZ_MSG_STATUS);
+    assert_int_equal(lz_control_decode(b, sizeof b, &type, &flags), -EBADMSG);
+}
+
 static void test_seqpacket_send_recv(void **state) {
     (void)state;
     int sp[2];
@@ -151,7 +169,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),           cmocka_unit_test(test_every_truncation_refused),
         cmocka_unit_test(test_bad_fields_refused),  cmocka_unit_test(test_encode_too_big),
-        cmocka_unit_test(test_seqpacket_send_recv),
+        cmocka_unit_test(test_seqpacket_send_recv), cmocka_unit_test(test_control_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
