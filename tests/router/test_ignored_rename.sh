@@ -134,7 +134,7 @@ phase_host_setup() {
     cd "$W/ws" || exit 1
     git_ init -q -b main .
     printf '/config/secrets.env\ndeploy/keys/\nnode_modules/\n*.log\nbuild/\n' >.gitignore
-    mkdir -p config deploy/keys src/node_modules build sub conf2
+    mkdir -p config deploy/keys src/node_modules build sub conf2 logs conf3
     echo "db: x" >config/database.yml
     echo "deploy" >deploy/app.rb
     echo "int main;" >src/main.c
@@ -142,13 +142,16 @@ phase_host_setup() {
     printf 'local.key\n' >sub/.gitignore
     echo "sub" >sub/code.rb
     echo "c" >conf2/c.yml
-    git_ add .gitignore config/database.yml deploy/app.rb src/main.c sub conf2
+    echo "l" >logs/README
+    printf 'tmp/\n' >conf3/.gitignore
+    git_ add .gitignore config/database.yml deploy/app.rb src/main.c sub conf2 logs conf3
     git_ add -f build/keep
     git_ commit -qm init
     echo "$SENT-config" >config/secrets.env
     echo "$SENT-deploy" >deploy/keys/id
     echo "$SENT-sub" >sub/local.key
     echo "$SENT-build" >build/out.o
+    echo "$SENT-logs" >logs/app.log
     echo "node" >src/node_modules/dep.js
     echo "log" >src/run.log
     cp -a "$W/ws" "$W/control"
@@ -206,6 +209,17 @@ phase_attacks() {
     refuse "rename(2) config -> node_modules/config" pyrename 0 config node_modules/config
     refuse "cat node_modules/config/secrets.env" cat node_modules/config/secrets.env
 
+    echo "-- rules moved in by a rename, for the next start"
+    # A negation written by the sandbox, then its directory moved where a
+    # rules record already exists (one the sandbox left, or the host's):
+    # hidden by *.log now, the moved rules must never be taken later.
+    allow "write logs/.gitignore (*.log !app.log)" sh -c 'printf "*.log\\n!app.log\\n" > logs/.gitignore'
+    allow "leave a rules record at L" sh -c 'mkdir L && echo x > L/.gitignore && rm L/.gitignore && rmdir L'
+    allow "rename(2) logs -> L (app.log stays hidden by *.log)" pyrename 0 logs L
+    refuse "cat L/app.log" cat L/app.log
+    allow "RENAME_EXCHANGE L <-> conf3 (the host's rules record)" pyrename 2 L conf3
+    refuse "cat conf3/app.log" cat conf3/app.log
+
     echo "-- everyday renames that keep hidden files hidden"
     allow "git mv src lib (a directory holding ignored files: unanchored rules)" git_ mv src lib
     refuse "cat lib/node_modules/dep.js (moved, still hidden)" cat lib/node_modules/dep.js
@@ -239,12 +253,15 @@ phase_host_check() {
     done
     [ "$(cat config/secrets.env)" = "$SENT-config" ] && [ "$(cat deploy/keys/id)" = "$SENT-deploy" ] &&
         pass "hidden host files intact" || fail "hidden host files changed"
-    if [ -z "$(untracked_leaks "$W/ws")" ]; then
+    # conf3/.gitignore is the sandbox's now ("*.log !app.log", moved there);
+    # the host's git reads it as it reads any edit the sandbox makes to a
+    # .gitignore (a known limit, docs/ignored-state.md): not a rename's doing.
+    if [ -z "$(untracked_leaks "$W/ws" | grep -vx conf3/app.log)" ]; then
         pass "host git: no untracked file holds a secret"
     else
         fail "host git: untracked secrets: $(untracked_leaks "$W/ws")"
     fi
-    [ -z "$(grep -rl "$SENT" --exclude-dir=.git . | grep -vxE './(config/secrets.env|deploy/keys/id|sub/local.key|build/out.o)')" ] &&
+    [ -z "$(grep -rl "$SENT" --exclude-dir=.git . | grep -vxE './(config/secrets.env|deploy/keys/id|sub/local.key|build/out.o|conf3/app.log)')" ] &&
         pass "no copy of a secret anywhere else" || fail "copies: $(grep -rl "$SENT" --exclude-dir=.git .)"
     # The allowed renames were real renames: the host's hidden files moved.
     [ -f conf2/node_modules/dep.js ] && [ -f conf2/run.log ] && [ ! -e src ] &&
@@ -283,6 +300,8 @@ phase_after() {
     fi
     refuse "cat config/secrets.env (next run)" cat config/secrets.env
     refuse "rename(2) config -> c6 (next run)" pyrename 0 config c6
+    refuse "cat conf3/app.log (rules moved in by the sandbox, next run)" cat conf3/app.log
+    refuse "cat L/app.log (next run)" cat L/app.log
     stop_router
     finish "after"
 }
