@@ -189,7 +189,12 @@ phase_attacks() {
     # coreutils mv gets EXDEV and copies: the visible files move, the
     # hidden one stays where the host's rules hide it; mv reports it could
     # not remove config.
-    refuse "mv config config2 (copies what it sees)" mv config config2
+    out=$(git_ mv config config2 2>&1)
+    case "$out" in *"renaming 'config' failed: Invalid cross-device link"*) pass "git mv says: $out" ;;
+    *) fail "git mv config config2 said: $out" ;; esac
+    out=$(mv config config2 2>&1)
+    case "$out" in *"cannot remove 'config'"*"Directory not empty"*) pass "mv says: $out" ;;
+    *) fail "mv config config2 said: $out" ;; esac
     [ -f config2/database.yml ] && pass "mv copied the visible config2/database.yml" ||
         fail "config2/database.yml missing"
     refuse "cat config2/secrets.env" cat config2/secrets.env
@@ -203,6 +208,7 @@ phase_attacks() {
     git_ init -q config >/dev/null 2>&1 && echo "    (git init config: made)" || echo "    (git init config: refused)"
     refuse "cat config/secrets.env under a nested repository" cat config/secrets.env
     refuse "rename(2) config (now a nested repository) -> c5" pyrename 0 config c5
+    refuse "a gitfile config/.git" sh -c 'echo "gitdir: /tmp" > config/.git'
     rm -rf config/.git
     echo "-- moves into ignored directories (the store: EXDEV as before)"
     mkdir -p node_modules
@@ -227,6 +233,7 @@ phase_attacks() {
     allow "mv x/lib lib2" mv x/lib lib2
     allow "RENAME_EXCHANGE lib2 <-> conf2" pyrename 2 lib2 conf2
     allow "git add -A config config2 (stage what mv did)" git_ add -A config config2
+    allow "git mv of a file out of a directory holding a hidden file" sh -c 'mkdir -p d3 && git -c safe.directory="*" mv sub/code.rb d3/'
     allow "git commit of the refactor" git_ commit -qam refactor
     allow "rename of a new directory" sh -c 'mkdir -p n/m && echo a > n/m/f && mv n n2 && cat n2/m/f'
     stop_router
