@@ -160,6 +160,12 @@ def test_git_mv_refactors_and_clone_into_an_ignored_directory(lazaret, debian, w
                        f"{g} init -q /tmp/up && echo up > /tmp/up/f && {g} -C /tmp/up add f && "
                        f"{g} -C /tmp/up commit -qm up && "
                        f"{g} clone -q --depth 1 file:///tmp/up vendor/up && cat vendor/up/f && echo clone=ok; "
+                       # renameat2 (x86-64: 316) with RENAME_EXCHANGE (2) and RENAME_NOREPLACE (1).
+                       "mkdir e; perl -e 'my ($a, $b) = (q{config}, q{e}); print syscall(316, -100, $a, -100, $b, 2) == 0 ? "
+                       "qq{exch=0\\n} : qq{exch=$!\\n}'; "
+                       "perl -e 'my ($a, $b) = (q{config}, q{c9}); print syscall(316, -100, $a, -100, $b, 1) == 0 ? "
+                       "qq{noreplace=0\\n} : qq{noreplace=$!\\n}'; "
+                       "cat e/secrets.env c9/secrets.env; "
                        f"{g} status --porcelain; echo end")
     assert SENT not in out + err, out + err
     assert "end" in out, err
@@ -167,6 +173,11 @@ def test_git_mv_refactors_and_clone_into_an_ignored_directory(lazaret, debian, w
     assert "gitmv2=128" in out and "gitmv3=128" in out, out + err
     assert "Invalid cross-device link" in err, err
     assert "clone=ok" in out, out + err
+    # gVisor (as tested) answers EINVAL to both flags on the workspace before
+    # the router is asked; tests/router/test_ignored_rename.sh checks the
+    # router's own answer (EXDEV) for them.
+    assert "exch=" in out and "exch=0" not in out, out + err
+    assert "noreplace=" in out and "noreplace=0" not in out, out + err
     # The host: the refactor is committed, its hidden files moved along and
     # ignored; the clone is the Domain's; every secret where it was.
     assert "lib/main.c" in host_git(ws, env, "ls-files")
