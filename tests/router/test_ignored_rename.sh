@@ -87,12 +87,11 @@ noleak() {
 }
 
 start_router() {
-    local i
     rm -f "$W/ready"
     "$ROUTER" --source "$W/ws" --mountpoint "$W/mnt" --ready-fd 3 --ignored-state "$W/state" --git-home "$W/home" \
         3>"$W/ready" 2>>"$W/router.log" &
     RPID=$!
-    for i in $(seq 200); do
+    for _ in $(seq 200); do
         grep -qx ready "$W/ready" 2>/dev/null && return 0
         kill -0 $RPID 2>/dev/null || break
         sleep 0.05
@@ -103,9 +102,8 @@ start_router() {
 }
 
 stop_router() {
-    local i
     kill -TERM "$RPID" 2>/dev/null
-    for i in $(seq 200); do
+    for _ in $(seq 200); do
         kill -0 "$RPID" 2>/dev/null || break
         sleep 0.05
     done
