@@ -153,6 +153,10 @@ phase_host_setup() {
     echo "node" >src/node_modules/dep.js
     echo "log" >src/run.log
     cp -a "$W/ws" "$W/control"
+    # Past the walk's bounds (hidden.h: 100000 entries, 64 levels).
+    mkdir -p "deep/$(printf 'd/%.0s' $(seq 70))" wide
+    python3 -c 'import os
+for i in range(100001): os.close(os.open(f"wide/{i}", os.O_CREAT | os.O_WRONLY, 0o644))'
     git_ status --porcelain --ignored >"$W/status.before"
 }
 
@@ -201,7 +205,7 @@ phase_attacks() {
     refuse "mv d2 x/ then cat" sh -c 'mv d2 x/ 2>/dev/null; cat x/d2/keys/id'
     refuse "ln config/secrets.env (hard link of a hidden file)" ln config/secrets.env x/s
     noleak "case variants" sh -c 'cat CONFIG/secrets.env Config/secrets.env config/SECRETS.env config/secrets.env 2>&1'
-    noleak "everything readable now" sh -c 'find . -path ./.git -prune -o -type f -exec cat {} + 2>&1'
+    noleak "everything readable now" sh -c 'find . \( -path ./.git -o -path ./wide \) -prune -o -type f -exec cat {} + 2>&1'
     echo "-- a nested repository made by the sandbox does not change the rules"
     git_ init -q config >/dev/null 2>&1 && echo "    (git init config: made)" || echo "    (git init config: refused)"
     refuse "cat config/secrets.env under a nested repository" cat config/secrets.env
@@ -223,6 +227,15 @@ phase_attacks() {
     refuse "cat L/app.log" cat L/app.log
     allow "RENAME_EXCHANGE L <-> conf3 (the host's rules record)" pyrename 2 L conf3
     refuse "cat conf3/app.log" cat conf3/app.log
+
+    echo "-- past the bounds of the check: refused (mv would copy)"
+    refuse "rename(2) of 71 levels of directories" pyrename 0 deep deep2
+    local t0 t1
+    t0=$(date +%s%N)
+    refuse "rename(2) of 100001 entries" pyrename 0 wide wide2
+    t1=$(date +%s%N)
+    echo "    (the check of 100001 entries took $(((t1 - t0) / 1000000)) ms)"
+    allow "the router still answers" ls .gitignore
 
     echo "-- everyday renames that keep hidden files hidden"
     allow "git mv src lib (a directory holding ignored files: unanchored rules)" git_ mv src lib
@@ -247,6 +260,7 @@ untracked_leaks() {
 
 phase_host_check() {
     cd "$W/ws" || exit 1
+    rm -rf wide deep # the bounds' scaffolding (100001 files)
     local st f
     st=$(git_ ls-files --others --ignored --exclude-standard)
     for f in config/secrets.env deploy/keys/id sub/local.key build/out.o; do
