@@ -1,6 +1,7 @@
 /* Ignored Workspace State routing decisions: see ignore.h. */
 #include "ignore.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <git2.h>
 #include <sodium.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +23,10 @@
 #define VERIFY_MAX (64u << 20)
 /* Remembered decisions; the map is emptied when it grows beyond this. */
 #define DECISIONS_MAX (1u << 20)
+/* The walk of a directory the sandbox moved (rt_ignore_renamed_dir): the
+ * bounds of the check made before the move (hidden.h). */
+#define RENAMED_WALK_MAX_ENTRIES 100000u
+#define RENAMED_WALK_MAX_DEPTH 64u
 
 /* ---- a string set with a small value ---- */
 
@@ -439,11 +445,76 @@ void rt_ignore_changed(struct rt_ignore *ig, const char *rel) {
         record_sandbox(ig, dir);
 }
 
+/* Below a directory the sandbox moved, each directory whose rules have a
+ * record (meta/) or that holds a `.gitignore` now holds the sandbox's
+ * rules: recorded as such ("s" with what is there now), else a record of
+ * the host's ("a") would take what the rename brought at the next start
+ * as the host's change (RENAME_EXCHANGE with a host directory, or a
+ * record the sandbox left at that path before). Hidden directories are
+ * not walked (everything below one is hidden whatever its rules say), nor
+ * `.git`. Bounded like the check before the rename (hidden.h), which
+ * walked the same directories. */
+struct rwalk {
+    struct rt_ignore *ig;
+    size_t left;
+    char path[PATH_MAX]; /* repo-relative */
+};
+
+static void record_tree(struct rwalk *w, int fd, unsigned depth) {
+    char name[65];
+    struct stat st;
+    meta_name(w->path, name);
+    if (faccessat(w->ig->meta_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ||
+        fstatat(fd, ".gitignore", &st, AT_SYMLINK_NOFOLLOW) == 0)
+        record_sandbox(w->ig, w->path);
+    if (depth >= RENAMED_WALK_MAX_DEPTH)
+        return;
+    DIR *dp = NULL;
+    if (lz_opendir_at(fd, &dp) < 0)
+        return;
+    size_t pl = strlen(w->path);
+    struct dirent *de;
+    while (w->left > 0 && (de = readdir(dp))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 || strcasecmp(de->d_name, ".git") == 0)
+            continue;
+        w->left--;
+        if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+            continue;
+        if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+            continue;
+        if (lz_snprintf(w->path + pl, sizeof w->path - pl, "/%s", de->d_name) < 0) {
+            w->path[pl] = '\0';
+            continue;
+        }
+        /* rt_ignore_route takes workspace-relative paths. */
+        if (rt_ignore_route(w->ig, w->path + strlen(w->ig->prefix), true, &st) == RT_HOST) {
+            int cfd = openat(dirfd(dp), de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (cfd >= 0) {
+                record_tree(w, cfd, depth + 1);
+                close(cfd);
+            }
+        }
+        w->path[pl] = '\0';
+    }
+    closedir(dp);
+}
+
 void rt_ignore_renamed_dir(struct rt_ignore *ig, const char *rel) {
     if (!ig)
         return;
     char full[PATH_MAX];
-    if (full_rel(ig, rel, full, sizeof full) < 0 || below_renamed(ig, full))
+    if (full_rel(ig, rel, full, sizeof full) < 0)
+        return;
+    _cleanup_close_ int dfd = lz_openat_beneath(ig->live_fd, full, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0, false);
+    if (dfd >= 0) {
+        struct rwalk *w = lz_xcalloc(1, sizeof *w);
+        w->ig = ig;
+        w->left = RENAMED_WALK_MAX_ENTRIES;
+        memcpy(w->path, full, strlen(full) + 1);
+        record_tree(w, dfd, 0);
+        free(w);
+    }
+    if (below_renamed(ig, full))
         return;
     ig->renamed = lz_xrealloc(ig->renamed, (ig->n_renamed + 1) * sizeof *ig->renamed);
     ig->renamed[ig->n_renamed++] = lz_xstrdup(full);

@@ -60,6 +60,7 @@
 #define FUSE_USE_VERSION 312
 
 #include "gitindex.h"
+#include "hidden.h"
 #include "ignore.h"
 #include "router.h"
 #include "util.h"
@@ -2103,6 +2104,38 @@ static void move_counterpart(struct router *r, const char *spath, const char *dp
         (void)unlinkat(dfd, db, AT_REMOVEDIR); /* replaced by a directory without ignored entries */
 }
 
+/* The host directory `name` of dfd (the inode st), at workspace path
+ * `from`, may move to `to` only if the host entries below it that the
+ * sandbox cannot see stay hidden there (hidden.h). Refusals are EXDEV:
+ * `mv` then copies what the sandbox sees and leaves the hidden entries
+ * where the host's rules hide them. */
+static int hidden_check(struct router *r, int dfd, const char *name, const struct stat *st, const char *from,
+                        const char *to) {
+    _cleanup_close_ int fd = lz_openat_beneath(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0, false);
+    if (fd < 0)
+        return fd;
+    struct stat now;
+    if (fstat(fd, &now) < 0)
+        return -errno;
+    if (now.st_dev != st->st_dev || now.st_ino != st->st_ino)
+        return -ESTALE;
+    char bad[LZ_ROUTER_PATH_MAX + 1] = "";
+    int rc = rt_hidden_check_move(r->ig, fd, from, to, bad, sizeof bad);
+    if (rc == -EXDEV && log_allowed(r)) {
+        fputs("lazaret-router: refused rename ", stderr);
+        log_escaped(stderr, from);
+        fputs(" -> ", stderr);
+        log_escaped(stderr, to);
+        fputs(": the hidden host entry ", stderr);
+        log_escaped(stderr, bad);
+        fputs(" would not be hidden at its new path (EXDEV: mv copies instead)\n", stderr);
+    } else if (rc == -E2BIG || rc == -ENAMETOOLONG) {
+        log_refusal(r, "rename (too big to check for hidden host files, copy instead)", from, to, rc);
+        rc = -EXDEV;
+    }
+    return rc;
+}
+
 static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
                       unsigned int flags) {
     struct router *r = begin(req);
@@ -2188,6 +2221,12 @@ static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
         if (to_index && (rc = check_index(r, sfd, name, &sst, dpath, gitdir_len)) < 0)
             goto fail;
         if (from_index && (rc = check_index(r, dfd, newname, &dst, spath, gitdir_len)) < 0)
+            goto fail;
+        /* The host's hidden entries never become visible by a move. */
+        if (r->ig && S_ISDIR(sst.st_mode) && (rc = hidden_check(r, sfd, name, &sst, spath, dpath)) < 0)
+            goto fail;
+        if (r->ig && (flags & RENAME_EXCHANGE) && dexists && S_ISDIR(dst.st_mode) &&
+            (rc = hidden_check(r, dfd, newname, &dst, dpath, spath)) < 0)
             goto fail;
         /* A directory replaced must be empty in both backings. */
         if (r->ig && dexists && S_ISDIR(dst.st_mode) && !(flags & RENAME_EXCHANGE)) {

@@ -718,6 +718,10 @@ echo "== phase 4: normal agent work through the router"
 in_ns work || rc=1
 echo "== phase 5: host sees the result"
 on_host host-final || rc=1
+echo "== ignored-state renames (tests/router/test_ignored_rename.sh)"
+LZ_TEST_USER=$TEST_USER bash "$(dirname "$(readlink -f "$0")")/test_ignored_rename.sh" "$ROUTER" >"$W/ignored-rename.log" 2>&1 ||
+    { rc=1; cat "$W/ignored-rename.log"; }
+grep -E "passed|ALL PASSED" "$W/ignored-rename.log"
 echo "== router log (refusals)"
 sed 's/^/    /' "$W/router.log" | head -80
 echo "    ($(grep -c refused "$W/router.log") refusals logged)"
