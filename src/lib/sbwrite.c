@@ -56,6 +56,69 @@ static const char *within(const struct lz_sbw *t, const char *p) {
     return NULL;
 }
 
+#define MAX_HOPS 40 /* symbolic links followed in one path, as the kernel's MAXSYMLINKS */
+
+/* Walks path the way the kernel resolves it, one component at a time,
+ * following symbolic links; every location it passes through (each
+ * directory entry, each link's own place, each link's target) is looked
+ * up in the trees: a component the sandbox can change changes what the
+ * rest of the path names. */
+static const char *walk(const struct lz_sbw *t, const char *abs) {
+    char cur[PATH_MAX] = ""; /* resolved so far, no symlinks; "" is "/" */
+    char rest[PATH_MAX];     /* still to walk */
+    snprintf(rest, sizeof rest, "%s", abs);
+    int hops = 0;
+    while (rest[0]) {
+        char *s = rest;
+        while (*s == '/')
+            s++;
+        if (!*s)
+            break;
+        size_t n = strcspn(s, "/");
+        char comp[NAME_MAX + 1];
+        if (n > NAME_MAX)
+            return NULL;
+        memcpy(comp, s, n);
+        comp[n] = '\0';
+        memmove(rest, s + n, strlen(s + n) + 1);
+        if (!strcmp(comp, "."))
+            continue;
+        if (!strcmp(comp, "..")) {
+            char *sl = strrchr(cur, '/');
+            if (sl)
+                *sl = '\0';
+            continue;
+        }
+        char next[PATH_MAX];
+        if (snprintf(next, sizeof next, "%s/%s", cur, comp) >= (int)sizeof next)
+            return NULL;
+        const char *w = within(t, next);
+        if (w)
+            return w;
+        struct stat st;
+        if (lstat(next, &st) < 0)
+            return NULL;
+        if (!S_ISLNK(st.st_mode)) {
+            memcpy(cur, next, strlen(next) + 1);
+            continue;
+        }
+        if (++hops > MAX_HOPS)
+            return NULL;
+        char target[PATH_MAX];
+        ssize_t k = readlink(next, target, sizeof target - 1);
+        if (k <= 0)
+            return NULL;
+        target[k] = '\0';
+        char joined[PATH_MAX];
+        if (snprintf(joined, sizeof joined, "%s/%s", target, rest) >= (int)sizeof joined)
+            return NULL;
+        memcpy(rest, joined, strlen(joined) + 1);
+        if (target[0] == '/')
+            cur[0] = '\0';
+    }
+    return within(t, cur[0] ? cur : "/");
+}
+
 const char *lz_sbw_find(const struct lz_sbw *t, const char *base, const char *path) {
     if (!path || !*path || strlen(path) >= PATH_MAX)
         return NULL;
@@ -67,23 +130,7 @@ const char *lz_sbw_find(const struct lz_sbw *t, const char *base, const char *pa
     struct stat st;
     if (stat(abs, &st) < 0 || S_ISDIR(st.st_mode))
         return NULL;
-    /* Every prefix, then the whole path: a component the sandbox can
-     * change (a directory or a link in a tree) changes what the rest
-     * names. */
-    char pre[PATH_MAX];
-    for (size_t i = 1;; i++) {
-        if (abs[i] != '/' && abs[i] != '\0')
-            continue;
-        memcpy(pre, abs, i);
-        pre[i] = '\0';
-        char rp[PATH_MAX];
-        const char *w = realpath(pre, rp) ? within(t, rp) : NULL;
-        if (w)
-            return w;
-        if (abs[i] == '\0')
-            break;
-    }
-    return NULL;
+    return walk(t, abs);
 }
 
 /* basename without a trailing run of digits and dots */

@@ -10,12 +10,15 @@
  * spelling and its real path.
  *
  * lz_sbw_find tells whether a host path names an existing file (not a
- * directory) whose bytes or identity the sandbox can change: some prefix
- * of the path (each component boundary, and the whole path), resolved
- * with realpath, lies at or beneath a tree. So a file in the workspace, a
- * symbolic link in the workspace pointing elsewhere (the sandbox can point
- * it at another file) and a file reached through a workspace directory
- * all count; /usr/bin/git does not.
+ * directory) whose bytes or identity the sandbox can change: the path is
+ * walked as the kernel resolves it, component by component, following
+ * symbolic links (at most 40), and it counts when any place the walk
+ * passes through (a directory entry, a link's own location, where a link
+ * leads) lies at or beneath a tree. So a file in the workspace, a symbolic
+ * link in the workspace pointing elsewhere (the sandbox can point it at
+ * another file), a file reached through a workspace directory, and a link
+ * outside whose chain passes through the workspace all count;
+ * /usr/bin/git does not.
  *
  * lz_sbw_warnings builds the prompt's warning lines for an argv: the
  * executable (argv[0]'s canonical path), every later element that names

@@ -39,7 +39,8 @@ static int teardown(void **state) {
     (void)state;
     lz_sbw_free(&t);
     /* the test's own temporary tree */
-    const char *names[] = { "ws/x.py", "ws/run", "ws/link", "ws/dirlink", "ws/she", "outside/y", "ws", "outside" };
+    const char *names[] = { "ws/x.py",       "ws/run",         "ws/link",     "ws/dirlink", "ws/she", "ws/hop",
+                            "outside/chain", "outside/direct", "outside/rel", "outside/y",  "ws",     "outside" };
     for (size_t i = 0; i < LZ_ARRAY_SIZE(names); i++) {
         char p[200];
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
@@ -73,6 +74,27 @@ static void test_find(void **state) {
     assert_int_equal(symlink(outside, l), 0);
     snprintf(p, sizeof p, "%s/dirlink/y", ws);
     assert_string_equal(lz_sbw_find(&t, NULL, p), "the workspace");
+    /* A link outside whose chain passes through a link in the workspace
+     * (the sandbox can repoint the middle link); control: a link outside
+     * straight to the outside file is not flagged. */
+    char hop[200], chain[200], direct[200];
+    snprintf(hop, sizeof hop, "%s/hop", ws);
+    snprintf(chain, sizeof chain, "%s/chain", outside);
+    snprintf(direct, sizeof direct, "%s/direct", outside);
+    assert_int_equal(symlink(q, hop), 0);
+    assert_int_equal(symlink(hop, chain), 0);
+    assert_int_equal(symlink(q, direct), 0);
+    assert_string_equal(lz_sbw_find(&t, NULL, chain), "the workspace");
+    assert_null(lz_sbw_find(&t, NULL, direct));
+    /* Relative links and .. are walked as the kernel does. */
+    char rel[200];
+    snprintf(rel, sizeof rel, "%s/rel", outside);
+    assert_int_equal(symlink("../ws/x.py", rel), 0);
+    assert_string_equal(lz_sbw_find(&t, NULL, rel), "the workspace");
+    snprintf(rel, sizeof rel, "%s/../outside/y", ws);
+    /* Through the workspace and out by "..": flagged (conservative; the
+     * walk does not reason about which entries the sandbox could swap). */
+    assert_string_equal(lz_sbw_find(&t, NULL, rel), "the workspace");
     /* A link outside pointing into the workspace. */
     char o[200];
     snprintf(o, sizeof o, "%s/ws/x.py", dir);
