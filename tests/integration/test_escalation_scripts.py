@@ -155,3 +155,39 @@ def test_bad_cwd_is_refused_before_the_prompt(lazaret, env, workspace):
     log = coord_log(env, workspace)
     assert log.count("debug: model DenyWithoutPrompt(") == 3, log[-3000:]
     assert log.count("debug: model BeginPrompt(") == 1, log[-3000:]
+
+
+def test_bad_cwd_reason_reaches_a_piped_client(lazaret, env, workspace):
+    """Without a terminal (an agent's tool call), the reason is on stderr."""
+    cmd = [lazaret, "run", "-p", "test", "--", ESC, "--cwd", "/workspace/..", "--", "/bin/echo", "hi"]
+    r = subprocess.run(cmd, cwd=workspace, env=env.environ(), capture_output=True, timeout=120)
+    assert r.returncode == 125, (r.stdout, r.stderr)
+    assert b"refused before the prompt: --cwd: the working directory may not contain . or .. components" \
+        in r.stderr, r.stderr
+    assert r.stdout == b""
+    # Control: a good --cwd gets past the check (no terminal to ask on: denied there).
+    cmd[cmd.index("/workspace/..")] = "/workspace"
+    r = subprocess.run(cmd, cwd=workspace, env=env.environ(), capture_output=True, timeout=120)
+    assert r.returncode == 125 and b"refused before the prompt" not in r.stderr, r.stderr
+    assert b"no terminal to ask on" in r.stderr, r.stderr
+
+
+def test_interpreter_with_a_workspace_script_is_flagged(lazaret, env, workspace):
+    """`python3 x.py` (relative, from the working directory, the workspace):
+    the prompt says the script may change after approval; the control,
+    `python3 -c ...` with no file argument, says nothing."""
+    py = os.path.realpath("/usr/bin/python3")
+    c = spawn_session(lazaret, env, workspace)
+    c.sendline("echo 'print(1)' > /workspace/x.py; echo wr''ote")
+    c.expect("wrote\r\n")
+    shown = ask(c, f"{ESC} -- {py} x.py")
+    assert "WRITABLE BY THE SANDBOX: argv[1] names a file in the workspace" in shown, shown
+    assert "THE SCRIPT MAY CHANGE AFTER APPROVAL: this interpreter reads argv[1]" in shown, shown
+    c.send("d")
+    assert result(c)[0] == 125
+    shown = ask(c, f"{ESC} -- {py} -c pass")
+    assert "WRITABLE BY THE SANDBOX" not in shown and "MAY CHANGE" not in shown, shown
+    c.send("d")
+    assert result(c)[0] == 125
+    c.sendline("exit")
+    c.expect(pexpect.EOF, timeout=60)
