@@ -158,12 +158,15 @@ char **lz_hostexec_env(const char *term) {
  * the host process runs. */
 #define SEAL_MAX_BYTES ((uint64_t)LZ_HOSTEXEC_SEAL_MAX)
 
-/* A set-ID file owned by root and writable only by root: the kernel grants
- * its privilege only when that very file is executed (a copy has none), and
- * neither the sandbox (its users map to the developer and the developer's
- * subordinate IDs, never to host root) nor the developer can change it. */
+/* A file owned by root and writable by neither group nor others, run by a
+ * developer who is not root: nothing but host root can change its bytes
+ * (the sandbox's users map to the developer and the developer's subordinate
+ * IDs, never to host root; a replacement at its path is another inode, and
+ * the open, verified one runs). It runs from itself: set-ID keeps its
+ * privilege (a copy has none), and /proc/self/exe keeps naming it (Node's
+ * process.execPath, Perl's $^X re-executing themselves). */
 static bool run_original(const struct lz_hostexec_ident *id) {
-    return (id->mode & (S_ISUID | S_ISGID)) && id->uid == 0 && !(id->mode & (S_IWGRP | S_IWOTH));
+    return geteuid() != 0 && id->uid == 0 && !(id->mode & (S_IWGRP | S_IWOTH));
 }
 
 int lz_hostexec_seal(const struct lz_hostexec_ident *id, int *ret_fd, uint8_t ret_sha256[32], struct lz_error *err) {

@@ -12,16 +12,18 @@
  * one, and runs the sealed copy (execveat AT_EMPTY_PATH) through the spawn
  * broker; a #! script's interpreter reads the same sealed copy through
  * /dev/fd/N, so nothing written to the file after approval runs. The one
- * exception is a set-ID file owned by root and writable by nobody else
- * (its privilege holds only for the file itself), which runs from the
- * open, re-hashed file. The spawn broker gives the child: its own session
+ * exception, for a developer who is not root: a file owned by root and
+ * writable by neither group nor others (/usr/bin/git), whose bytes only
+ * host root can change, runs from the open, re-hashed file itself, so that
+ * set-ID and /proc/self/exe keep working. The spawn broker gives the child: its own session
  * and process group, the clean environment of lz_hostexec_env, the mapped
  * working directory, held at the broker's barrier so that the caller
  * records ownership (Domain Store) before it runs. Anything changed since
  * resolution is refused with -ESTALE and a message naming what changed.
  *
- * /proc/self/exe of the host process names the copy ("/memfd:lazaret:NAME
- * (deleted)"); argv[0] stays the requested path (docs/escalation.md).
+ * /proc/self/exe of a process run from a copy names the copy
+ * ("/memfd:lazaret:NAME (deleted)"); argv[0] stays the requested path
+ * (docs/escalation.md).
  */
 #pragma once
 

@@ -191,3 +191,25 @@ def test_interpreter_with_a_workspace_script_is_flagged(lazaret, env, workspace)
     assert result(c)[0] == 125
     c.sendline("exit")
     c.expect(pexpect.EOF, timeout=60)
+
+
+def test_what_runs_from_a_copy_and_what_from_itself(lazaret, env, workspace):
+    """A program the developer owns runs from the sealed copy (its
+    /proc/self/exe names the memfd); a root-owned one that only host root
+    can change runs from itself (its /proc/self/exe is its path)."""
+    readlink = os.path.realpath("/usr/bin/readlink")
+    own = os.path.join(os.path.realpath(workspace), "myreadlink")
+    with open(readlink, "rb") as src, open(own, "wb") as dst:
+        dst.write(src.read())
+    os.chmod(own, 0o755)
+    c = spawn_session(lazaret, env, workspace)
+    ask(c, f"{ESC} -- {own} /proc/self/exe")
+    c.send("a")
+    rc, out = result(c)
+    assert rc == 0 and "/memfd:lazaret:myreadlink (deleted)" in out, out
+    ask(c, f"{ESC} -- {readlink} /proc/self/exe")
+    c.send("a")
+    rc, out = result(c)
+    assert rc == 0 and f"{readlink}\r\n" in out and "memfd" not in out, out
+    c.sendline("exit")
+    c.expect(pexpect.EOF, timeout=60)
