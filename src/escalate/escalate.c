@@ -28,6 +28,7 @@
 #define REQ_VALID_MS 60000  /* the request must reach the HC within this */
 #define ACK_WAIT_MS 15000   /* no request-ack by then: the host is not answering */
 #define CANCEL_WAIT_MS 3000 /* after a cancel, wait this long for the end */
+#define REASON_WAIT_MS 2000 /* after a denial's end, wait this long for its reason */
 #define POLL_MIN_US 20      /* the first pause after something arrived */
 #define POLL_MAX_US 10000   /* the longest pause between two looks at res/ */
 #define POLL_IDLE_DIV 16    /* pause at most 1/16 of the time waited so far */
@@ -333,8 +334,8 @@ static int exit_for(const struct lz_record *end) {
     switch (end->end.outcome) {
     case LZ_OUTCOME_COMPLETED: return end->end.signal ? 128 + (int)end->end.signal : end->end.exit_status;
     case LZ_OUTCOME_DENIED:
-        die_msg("denied: the host did not approve this request (no matching auto-approval rule, or the "
-                "developer said no)");
+        die_msg("denied: the host did not approve this request (no matching auto-approval rule, the "
+                "developer said no, or the host refused it for the reason printed above)");
         return EX_DENIED;
     case LZ_OUTCOME_TIMED_OUT:
         die_msg("timed out on the host (no decision before the prompt's timeout, or the command ran past its "
@@ -437,11 +438,20 @@ int main(int argc, char **argv) {
     struct timespec idle_since;
     clock_gettime(CLOCK_MONOTONIC, &idle_since);
     bool have_end = false;
+    long end_seen = 0;
     struct lz_record end = { 0 };
     for (;;) {
         int any = progress(&c, &have_end, &end);
         any |= stdin_step(&c);
-        if (have_end && (end.end.chunks <= c.next_seq || end.end.outcome != LZ_OUTCOME_COMPLETED))
+        /* A request that did not complete may have had its chunks removed
+         * (cancelled); but a denial's reason comes as a chunk before its
+         * end: wait for the chunks it counts, a bounded while. */
+        if (have_end && !end_seen)
+            end_seen = lz_now_ms();
+        if (have_end &&
+            (end.end.chunks <= c.next_seq ||
+             (end.end.outcome != LZ_OUTCOME_COMPLETED &&
+              (end.end.outcome != LZ_OUTCOME_DENIED || lz_now_ms() - end_seen > REASON_WAIT_MS))))
             break;
         if (g_signal || (deadline && lz_now_ms() >= deadline)) {
             bool interrupted = g_signal != 0;

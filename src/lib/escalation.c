@@ -17,6 +17,7 @@
 #include "hostexec.h"
 #include "mailbox.h"
 #include "procenv.h"
+#include "sbwrite.h"
 #include "trust.h"
 
 #include <dirent.h>
@@ -91,6 +92,7 @@ struct lz_esc {
     char *dir;
     int dir_fd, req_fd, res_fd, ino_fd, ep_fd, ws_fd;
     struct lz_esc_policy policy;
+    struct lz_sbw writable; /* what the prompt warns about (sbwrite.h) */
     struct esc_req req[ESC_MAX_REQ];
     uint8_t (*seen)[LZ_RECORD_ID_LEN];
     size_t n_seen;
@@ -131,6 +133,7 @@ int hc_esc_create(struct hc *h, struct lz_error *err) {
         return lz_error_errno(err, r, "cannot publish the Trust Anchor's public key");
     if ((e->ws_fd = open(h->cfg->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
         return lz_error_set(err, -errno, "cannot open the workspace %s: %s", h->cfg->workspace, strerror(errno));
+    lz_sbw_build(h->cfg, &e->writable);
     if ((e->ep_fd = epoll_create1(EPOLL_CLOEXEC)) < 0)
         return lz_error_errno(err, -errno, "epoll_create1");
     /* IN_CREATE as well: a symlink, FIFO, hard link or directory made in
@@ -170,6 +173,8 @@ int hc_esc_create(struct hc *h, struct lz_error *err) {
 int hc_esc_fd(const struct hc *h) { return h->esc ? h->esc->ep_fd : -1; }
 
 const char *hc_esc_mailbox_dir(const struct hc *h) { return h->esc ? h->esc->dir : NULL; }
+
+const struct lz_sbw *hc_esc_writable(const struct hc *h) { return h->esc ? &h->esc->writable : NULL; }
 
 /* ---- sessions ---- */
 
@@ -562,6 +567,31 @@ static void deny(struct hc *h, struct esc_req *q, const char *why) {
     put_decision(h, q, LZ_DECISION_DENIED, NULL, 0);
     hc_log("escalation: request %.12s denied: %s", q->hex, why);
     end_request(h, q, LZ_OUTCOME_DENIED, 0, 0);
+}
+
+/* A denial whose reason the requester must read: one result-chunk on its
+ * stderr between the decision and the end (the client prints it). */
+static void deny_saying(struct hc *h, struct esc_req *q, const char *why) {
+    q->ad = LZ_AUDIT_DENIED;
+    put_decision(h, q, LZ_DECISION_DENIED, NULL, 0);
+    _cleanup_free_ char *text = lz_xasprintf("lazaret: refused before the prompt: %s\n", why);
+    size_t len = strlen(text);
+    struct lz_record rec = { .kind = LZ_REC_RESULT_CHUNK };
+    rec.chunk.seq = q->sent++;
+    rec.chunk.stream = LZ_STREAM_STDERR;
+    rec.chunk.data = (uint8_t *)text;
+    rec.chunk.len = len < LZ_RECORD_CHUNK_MAX ? len : LZ_RECORD_CHUNK_MAX;
+    put(h, q, &rec);
+    hc_log("escalation: request %.12s denied: %s", q->hex, why);
+    end_request(h, q, LZ_OUTCOME_DENIED, 0, 0);
+}
+
+/* The working directory is checked when the request arrives, with the
+ * executor's own check (lz_hostexec_cwd), so that a request that would be
+ * refused at execution never reaches the developer's screen. */
+static int precheck_cwd(struct hc *h, struct esc_req *q, struct lz_error *err) {
+    _cleanup_close_ int fd = -EBADF;
+    return lz_hostexec_cwd(h->esc->ws_fd, "/workspace", q->rec.request.cwd, &fd, err);
 }
 
 const char *hc_esc_host_term(const struct session *s, bool terminal) {
@@ -969,6 +999,13 @@ static void on_request(struct hc *h, struct session *s, const char *name, struct
         return;
     }
     hc_model_action("QueuePrompt", "r=%.12s, s=%d", q->hex, q->session);
+    struct lz_error cerr = { 0 };
+    if (precheck_cwd(h, q, &cerr) < 0) {
+        hc_model_action("DenyWithoutPrompt", "r=%.12s, s=%d", q->hex, q->session);
+        _cleanup_free_ char *why = lz_xasprintf("--cwd: %s", cerr.msg);
+        deny_saying(h, q, why);
+        return;
+    }
     if (!h->esc_prompt) {
         hc_log("escalation: WARNING: request %.12s matches no auto-approval rule and this build has no prompt: "
                "denied (known gap of this build)",
@@ -1205,6 +1242,7 @@ void hc_esc_free(struct hc *h) {
         free_slot(h, &e->req[i]);
     }
     lz_esc_policy_clear(&e->policy);
+    lz_sbw_free(&e->writable);
     lz_trust_anchor_free(e->ta);
     lz_closep(&e->ino_fd);
     lz_closep(&e->ep_fd);

@@ -20,6 +20,7 @@
 #include "hostexec.h"
 #include "procenv.h"
 #include "prompt.h"
+#include "sbwrite.h"
 
 #include <grp.h>
 #include <pwd.h>
@@ -52,6 +53,7 @@ struct hc_prompt {
     char **argv;
     size_t argc;
     char *cwd;
+    char *host_cwd; /* where relative argv elements are looked up (the warnings) */
     /* The edit's owner and group names, for the prompt's resolve. */
     char owner[256], group[256];
     struct lz_buf out; /* prompt output not yet sent */
@@ -108,6 +110,14 @@ static int on_resolve(void *ctx, const char *argv0, struct lz_prompt_exe *ret, s
     w->edit = id;
     exe_of(&w->edit, w->owner, w->group, ret);
     return 0;
+}
+
+/* What the prompt must say about files the sandbox can change (sbwrite.h). */
+static char **on_warnings(void *ctx, const char *const *argv, size_t argc, const char *exe_path) {
+    struct hc_prompt *w = ctx;
+    const struct lz_sbw *t = hc_esc_writable(w->h);
+    size_t n = 0;
+    return t ? lz_sbw_warnings(t, w->host_cwd, exe_path, argv, argc, &n) : NULL;
 }
 
 /* ---- output to the client ---- */
@@ -168,6 +178,7 @@ static void prompt_free(struct hc_prompt *w) {
     lz_hostexec_ident_clear(&w->edit);
     lz_strv_free(w->argv, w->argc);
     free(w->cwd);
+    free(w->host_cwd);
     free(w->out.p);
     free(w);
 }
@@ -299,10 +310,12 @@ int hc_prompt_begin(struct hc *h, struct session *s, const struct lz_esc_request
     /* The host working directory it would run in (execution checks the
      * path beneath the workspace again). */
     _cleanup_free_ char *host_cwd = NULL;
-    if (!strcmp(w->cwd, "/workspace") || !strncmp(w->cwd, "/workspace/", 11))
+    if (!strcmp(w->cwd, "/workspace") || !strncmp(w->cwd, "/workspace/", 11)) {
         host_cwd = lz_xasprintf("%s%s", h->cfg->workspace, w->cwd + 10);
-    else
+        w->host_cwd = lz_xstrdup(host_cwd);
+    } else {
         host_cwd = lz_xasprintf("(not in the workspace: %s)", w->cwd);
+    }
     _cleanup_free_ char *sess = lz_xasprintf("session %d", s->id);
     _cleanup_env_ char **env = lz_hostexec_env(hc_esc_host_term(s, r->terminal));
     size_t envc = 0;
@@ -328,6 +341,7 @@ int hc_prompt_begin(struct hc *h, struct session *s, const struct lz_esc_request
                                 .cols = ws.ws_col,
                                 .on_action = on_action,
                                 .resolve = on_resolve,
+                                .warnings = on_warnings,
                                 .ctx = w };
     if ((rr = lz_prompt_new(&req, &o, &w->p, &err)) < 0) {
         hc_log("escalation: request %.12s: cannot show the prompt: %s", hex, err.msg);

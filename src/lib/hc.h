@@ -227,6 +227,9 @@ void hc_esc_free(struct hc *h);
 /* The directories bound into the sandbox (bundle.c): the mailbox, its
  * res/ (read-only), and the Escalation Client binary. NULL when unset. */
 const char *hc_esc_mailbox_dir(const struct hc *h);
+/* The Domain's sandbox-writable trees (sbwrite.h), computed once when the
+ * mailbox is created; NULL before. */
+const struct lz_sbw *hc_esc_writable(const struct hc *h);
 
 /* escprompt.c: the prompt on the requesting session's terminal (the
  * hc_esc_prompt_fn), and its hooks into the relay: keys (true: taken by

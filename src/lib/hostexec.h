@@ -7,17 +7,23 @@
  * never a PATH lookup), device, inode, size, mtime, owner, mode and the
  * SHA-256 of the contents. lz_hostexec_start opens the canonical path
  * again without following a final symlink, checks every recorded field
- * against the open file (and re-hashes it), and runs exactly that open
- * file (execveat AT_EMPTY_PATH) through the spawn broker: its own session
+ * against the open file, copies it into a sealed memfd while hashing the
+ * bytes it copies (lz_hostexec_seal), compares that hash with the recorded
+ * one, and runs the sealed copy (execveat AT_EMPTY_PATH) through the spawn
+ * broker; a #! script's interpreter reads the same sealed copy through
+ * /dev/fd/N, so nothing written to the file after approval runs. The one
+ * exception, for a developer who is not root: a file owned by root and
+ * writable by neither group nor others (/usr/bin/git), whose bytes only
+ * host root can change, runs from the open, re-hashed file itself, so that
+ * set-ID and /proc/self/exe keep working. The spawn broker gives the child: its own session
  * and process group, the clean environment of lz_hostexec_env, the mapped
  * working directory, held at the broker's barrier so that the caller
  * records ownership (Domain Store) before it runs. Anything changed since
  * resolution is refused with -ESTALE and a message naming what changed.
  *
- * Remaining window (documented in docs/escalation.md): an in-place write to
- * the same inode between the re-hash and execveat is not detected; the
- * auto-approval rules only name executables outside every sandbox-writable
- * tree, so only a host process could make that write.
+ * /proc/self/exe of a process run from a copy names the copy
+ * ("/memfd:lazaret:NAME (deleted)"); argv[0] stays the requested path
+ * (docs/escalation.md).
  */
 #pragma once
 
@@ -46,6 +52,17 @@ bool lz_hostexec_ident_equal(const struct lz_hostexec_ident *a, const struct lz_
  * close-on-exec fd, or -ESTALE / -errno with err set. */
 int lz_hostexec_open_verified(const struct lz_hostexec_ident *id, int *ret_fd, struct lz_error *err);
 
+/* Refused above this size (lz_hostexec_seal). */
+#define LZ_HOSTEXEC_SEAL_MAX (512ull * 1024 * 1024)
+
+/* Checks the identity like lz_hostexec_open_verified (without hashing the
+ * file), copies it into a new memfd while hashing the copied bytes, refuses
+ * (-ESTALE) when that hash or length differs from id's, and seals the copy
+ * (F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL). *ret_fd: a
+ * read-only close-on-exec descriptor of the sealed copy; ret_sha256: the
+ * hash of the copied bytes. -EFBIG above LZ_HOSTEXEC_SEAL_MAX. */
+int lz_hostexec_seal(const struct lz_hostexec_ident *id, int *ret_fd, uint8_t ret_sha256[32], struct lz_error *err);
+
 /* The working directory: sandbox_cwd must be `workspace_in_sandbox` or a
  * path below it without "." or ".." components; it is opened (O_PATH,
  * directory) beneath ws_fd, following only symlinks that stay beneath. */
@@ -67,7 +84,7 @@ struct lz_hostexec_spec {
     bool ctty;                          /* stdin is a terminal: make it the controlling one */
 };
 
-/* Verifies (lz_hostexec_open_verified) and spawns at the barrier; the
+/* Seals (lz_hostexec_seal) and spawns the sealed copy at the barrier; the
  * caller records the child and calls lz_child_release. */
 int lz_hostexec_start(const struct lz_hostexec_spec *s, struct lz_child *ret, struct lz_error *err);
 

@@ -51,6 +51,8 @@ int lz_prompt_new(const struct lz_prompt_req *req, const struct lz_prompt_opts *
     p->settle_until = LONG_MAX;
     p->settle_on_draw = true;
     p->dirty = true;
+    if (p->o.warnings)
+        p->warn = p->o.warnings(p->o.ctx, (const char *const *)p->orig_argv, p->orig_argc, p->exe.path);
     act(p, "QueuePrompt", "argc=%zu", p->orig_argc);
     *ret = p;
     return 0;
@@ -68,6 +70,7 @@ void lz_prompt_free(struct lz_prompt *p) {
     strv_free(p->orig_argv);
     strv_free(p->env);
     strv_free(p->edit_argv);
+    strv_free(p->warn);
     free(p->just);
     rows_clear(&p->body);
     free(p->message);
@@ -346,6 +349,10 @@ static void edit_submit(struct lz_prompt *p) {
     p->edit_argc = argc;
     lz_shellwords_free(argv);
     p->edited = true;
+    if (p->o.warnings) {
+        strv_free(p->warn);
+        p->warn = p->o.warnings(p->o.ctx, (const char *const *)p->edit_argv, p->edit_argc, p->exe.path);
+    }
     p->body_valid = false;
     p->top = 0;
     set_message(p, NULL);

@@ -189,6 +189,14 @@ struct lz_prompt_opts {
      * stays open). NULL: an edit may not change argv[0] (the editor says
      * so), since nothing would show which file it names. */
     int (*resolve)(void *ctx, const char *argv0, struct lz_prompt_exe *ret, struct lz_error *err);
+    /* The warning lines for what the prompt shows (argv and the resolved
+     * executable's path), each drawn on its own highlighted line above the
+     * command line: asked when the prompt is created and after each
+     * accepted edit. Returns a NULL-terminated vector of malloc'd strings
+     * that the prompt takes over (NULL: none); the lines are the caller's
+     * own text and are drawn through lz_escape like request text. May be
+     * NULL. */
+    char **(*warnings)(void *ctx, const char *const *argv, size_t argc, const char *exe_path);
     void *ctx;
 };
 

@@ -126,6 +126,7 @@ struct lz_prompt {
     char **edit_argv;
     size_t edit_argc;
     bool edited;
+    char **warn; /* o.warnings for what is shown, NULL-terminated or NULL */
 
     enum lz_prompt_state state;
     enum lz_prompt_decision decision;

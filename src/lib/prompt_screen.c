@@ -160,6 +160,12 @@ static void build_body(struct lz_prompt *p) {
     contentf(r, cols, "  %-12s %s", "request", rid);
     exe_rows(r, cols, &p->exe, "executable");
     contentf(r, cols, "  %-12s \"%s\" (host working directory)", "directory", cwd);
+    /* Each on its own highlighted line (o.warnings: files the sandbox can
+     * change, docs/escalation.md). */
+    for (char **w = p->warn; w && *w; w++) {
+        _cleanup_free_ char *t = escs(*w, 0);
+        wrapf(r, A_REVERSE, cols, "%s", t);
+    }
     wrap(r, "", A_NONE, cols);
     if (p->edited)
         wrapf(r, A_BOLD, cols, "Command line AS YOU EDITED IT (%zu argument%s, one per line, between quotes):", argc,

@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <sodium.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 
 static char dir[64];
@@ -224,6 +225,159 @@ static void test_kill_group(void **state) {
     lz_hostexec_ident_clear(&id);
 }
 
+/* Starts id with argv, stdin from a pipe whose write end is *ret_in, stdout
+ * into a pipe whose read end is *ret_out. */
+static void start_piped(const struct lz_hostexec_ident *id, char **argv, struct lz_child *c, int *ret_in,
+                        int *ret_out) {
+    int pi[2], po[2];
+    assert_int_equal(pipe2(pi, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(po, O_CLOEXEC), 0);
+    char **envp = lz_hostexec_env(NULL);
+    struct lz_hostexec_spec s = {
+        .id = id, .argv = argv, .envp = envp, .cwd_fd = -1, .stdin_fd = pi[0], .stdout_fd = po[1], .stderr_fd = -1
+    };
+    struct lz_error err = { 0 };
+    assert_int_equal(lz_hostexec_start(&s, c, &err), 0);
+    lz_env_free(envp);
+    close(pi[0]);
+    close(po[1]);
+    assert_int_equal(lz_child_release(c), 0);
+    *ret_in = pi[1];
+    *ret_out = po[0];
+}
+
+/* Reads until "step-one\n" has arrived (bounded by the child's pipe). */
+static void await_line(int fd, const char *want) {
+    char buf[256] = "";
+    size_t n = 0;
+    while (!strstr(buf, want) && n < sizeof buf - 1) {
+        ssize_t k = read(fd, buf + n, sizeof buf - 1 - n);
+        assert_true(k > 0);
+        n += (size_t)k;
+        buf[n] = '\0';
+    }
+}
+
+static void append(const char *path, const char *text) {
+    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+}
+
+/* The issue's attack: a line appended to an approved #! script while it
+ * runs. The shell reads the sealed copy, so the line never runs; the
+ * positive control runs the same script by its path (the shell reading the
+ * file itself) and the appended line does run. */
+static void test_append_while_running(void **state) {
+    (void)state;
+    static const char body[] = "#!/bin/sh\necho step-one\nread x\necho step-two\n";
+    for (int control = 0; control < 2; control++) {
+        write_script(body);
+        struct lz_hostexec_ident id, sh;
+        struct lz_error err = { 0 };
+        assert_int_equal(lz_hostexec_resolve(script, &id, &err), 0);
+        assert_int_equal(lz_hostexec_resolve("/bin/sh", &sh, &err), 0);
+        char *argv_script[] = { script, NULL };
+        char *argv_sh[] = { (char *)"sh", script, NULL };
+        struct lz_child c;
+        int in, out;
+        if (control)
+            start_piped(&sh, argv_sh, &c, &in, &out); /* /bin/sh is sealed; it reads the file itself */
+        else
+            start_piped(&id, argv_script, &c, &in, &out);
+        await_line(out, "step-one\n");
+        append(script, "echo APPENDED\n");
+        assert_int_equal(write(in, "\n", 1), 1); /* the script goes on */
+        close(in);
+        char rest[256] = "";
+        ssize_t n = lz_read_full(out, rest, sizeof rest - 1);
+        rest[n > 0 ? n : 0] = '\0';
+        close(out);
+        int st = -1;
+        assert_int_equal(lz_child_wait(&c, 10000, &st), 0);
+        assert_int_equal(st, 0);
+        assert_non_null(strstr(rest, "step-two"));
+        if (control)
+            assert_non_null(strstr(rest, "APPENDED")); /* the harm, where the defence does not apply */
+        else
+            assert_null(strstr(rest, "APPENDED"));
+        lz_hostexec_ident_clear(&id);
+        lz_hostexec_ident_clear(&sh);
+    }
+}
+
+static void test_seal(void **state) {
+    (void)state;
+    write_script("#!/bin/sh\necho sealed\n");
+    struct lz_hostexec_ident id;
+    struct lz_error err = { 0 };
+    assert_int_equal(lz_hostexec_resolve(script, &id, &err), 0);
+    int fd = -1;
+    uint8_t h[32];
+    assert_int_equal(lz_hostexec_seal(&id, &fd, h, &err), 0);
+    assert_memory_equal(h, id.sha256, sizeof h);
+    int seals = fcntl(fd, F_GET_SEALS);
+    assert_int_equal(seals & (F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL),
+                     F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
+    assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    struct stat st;
+    assert_int_equal(fstat(fd, &st), 0);
+    assert_int_equal((uint64_t)st.st_size, id.size);
+    /* Not writable, not even through a new open of the same memfd. */
+    char pp[64];
+    snprintf(pp, sizeof pp, "/proc/self/fd/%d", fd);
+    int w = open(pp, O_WRONLY | O_CLOEXEC);
+    if (w >= 0) {
+        assert_int_equal(write(w, "x", 1), -1);
+        assert_int_equal(errno, EPERM);
+        close(w);
+    }
+    close(fd);
+    /* Bounded: a file above the cap is refused with a message, not copied. */
+    struct lz_hostexec_ident big = id;
+    big.size = LZ_HOSTEXEC_SEAL_MAX + 1;
+    fd = -1;
+    assert_int_equal(lz_hostexec_seal(&big, &fd, h, &err), -EFBIG);
+    assert_non_null(strstr(err.msg, "more than"));
+    assert_int_equal(fd, -1);
+    lz_hostexec_ident_clear(&id);
+}
+
+/* A file still open for writing (the agent just wrote it) runs from its
+ * copy; the control: executing the file itself fails with ETXTBSY. */
+static void test_busy_file_runs(void **state) {
+    (void)state;
+    char tool[160];
+    snprintf(tool, sizeof tool, "%s/busy", dir);
+    int src = open("/bin/true", O_RDONLY | O_CLOEXEC);
+    int dst = open(tool, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+    assert_true(src >= 0 && dst >= 0);
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(src, buf, sizeof buf)) > 0)
+        assert_int_equal(write(dst, buf, (size_t)n), n);
+    close(src);
+    /* dst stays open for writing */
+    struct lz_hostexec_ident id;
+    struct lz_error err = { 0 };
+    assert_int_equal(lz_hostexec_resolve(tool, &id, &err), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char *av[] = { tool, NULL };
+        execve(tool, av, av + 1);
+        _exit(errno == ETXTBSY ? 42 : 1);
+    }
+    int wst;
+    assert_int_equal(waitpid(pid, &wst, 0), pid);
+    assert_int_equal(WEXITSTATUS(wst), 42); /* positive control: the file itself is busy */
+    char out[16];
+    assert_int_equal(run(&id, out, sizeof out, &err), 0);
+    close(dst);
+    unlink(tool);
+    lz_hostexec_ident_clear(&id);
+}
+
 static int teardown(void **state) {
     (void)state;
     unlink(script);
@@ -240,6 +394,9 @@ int main(void) {
         cmocka_unit_test(test_resolve_refuses),
         cmocka_unit_test(test_cwd),
         cmocka_unit_test(test_kill_group),
+        cmocka_unit_test(test_append_while_running),
+        cmocka_unit_test(test_seal),
+        cmocka_unit_test(test_busy_file_runs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

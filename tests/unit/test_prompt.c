@@ -503,6 +503,47 @@ static void test_edit_argv1(void **state) {
     h_end(&h);
 }
 
+/* o.warnings: each line on its own reverse-video row, asked again after an
+ * edit (the edited argv); a hostile line is escaped like request text. */
+static int warn_calls;
+static char **warn_cb(void *ctx, const char *const *argv, size_t argc, const char *exe_path) {
+    (void)ctx;
+    warn_calls++;
+    assert_string_equal(exe_path, "/usr/bin/git");
+    char **v = lz_xcalloc(3, sizeof *v);
+    if (argc >= 2 && !strcmp(argv[1], "log")) {
+        v[0] = lz_xstrdup("WRITABLE BY THE SANDBOX: argv[1] names a file in the workspace");
+        v[1] = lz_xstrdup("evil\x1b[2Jline");
+    }
+    return v;
+}
+
+static void test_warnings(void **state) {
+    (void)state;
+    struct h h;
+    struct lz_prompt_req req = base_req();
+    memset(&h, 0, sizeof h);
+    h.now = 1000;
+    warn_calls = 0;
+    struct lz_prompt_opts o = {
+        .now_ms = h.now, .rows = 40, .cols = 80, .clock = clk, .on_action = on_action, .warnings = warn_cb, .ctx = &h
+    };
+    struct lz_error err = { 0 };
+    assert_int_equal(lz_prompt_new(&req, &o, &h.p, &err), 0);
+    assert_int_equal(warn_calls, 1);
+    h_ready(&h); /* h_out checks the bytes: the ESC of the hostile line is escaped */
+    assert_non_null(strstr(h.all, "\x1b[7mWRITABLE BY THE SANDBOX: argv[1] names a file in the workspace"));
+    assert_non_null(strstr(h.all, "evil\\x1b[2Jline"));
+    /* An edit asks again: argv[1] is no longer "log", the lines go. */
+    h_feed(&h, "e");
+    h_feed(&h, "\x15/usr/bin/git status\r");
+    assert_int_equal(warn_calls, 2);
+    assert_non_null(strstr(h.last, "AS YOU EDITED IT"));
+    assert_null(strstr(h.last, "WRITABLE BY THE SANDBOX"));
+    h_feed(&h, "d");
+    h_end(&h);
+}
+
 static void test_edit_unterminated_quote(void **state) {
     struct h h;
     struct lz_prompt_req req = base_req();
@@ -663,6 +704,7 @@ int main(void) {
         cmocka_unit_test(test_session_approve),
         cmocka_unit_test(test_reports_and_paste_ignored),
         cmocka_unit_test(test_edit_argv1),
+        cmocka_unit_test(test_warnings),
         cmocka_unit_test(test_edit_unterminated_quote),
         cmocka_unit_test(test_edit_refusals),
         cmocka_unit_test(test_edit_not_offered_for_controls),
