@@ -104,6 +104,11 @@ struct lz_auto_approve {
     bool found_in_path; /* written was a bare name, found through PATH at load */
     char *warning;      /* NULL, or why this permitted rule is risky (config check shows it) */
     int line;           /* line of argv[0] in the file */
+    /* cwd = "workspace": it runs in the request's directory of the
+     * workspace, which the config accepts only with runs_workspace_code =
+     * true in the same rule; otherwise (cwd = "empty", the default) in a
+     * fresh empty host directory per run (docs/escalation.md). */
+    bool cwd_workspace;
 };
 
 struct lz_profile {
