@@ -46,7 +46,8 @@ int lz_autoapprove_rules(const struct lz_config *c, struct lz_esc_rule **ret, si
     for (size_t i = 0; i < c->n_auto_approve; i++)
         v[i] = (struct lz_esc_rule){ .argv = c->auto_approve[i].argv,
                                      .argc = c->auto_approve[i].argc,
-                                     .allow_extra_args = c->auto_approve[i].allow_extra_args };
+                                     .allow_extra_args = c->auto_approve[i].allow_extra_args,
+                                     .cwd_workspace = c->auto_approve[i].cwd_workspace };
     *ret = v;
     *ret_n = c->n_auto_approve;
     return 0;

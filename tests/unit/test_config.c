@@ -1310,6 +1310,12 @@ static void test_aa_cwd_and_args(void **state) {
     struct lz_config *c = aa_ok("argv = [\"tool\", \"-q\", \"tests/\"]\ncwd = \"workspace\"\n"
                                 "runs_workspace_code = true");
     assert_true(c->auto_approve[0].cwd_workspace);
+    struct lz_esc_rule *rv = NULL;
+    size_t rn = 0;
+    assert_int_equal(lz_autoapprove_rules(c, &rv, &rn), 0); /* what the Host Coordinator holds */
+    assert_int_equal(rn, 1);
+    assert_true(rv[0].cwd_workspace);
+    free(rv);
     assert_non_null(c->auto_approve[0].warning);
     assert_non_null(strstr(c->auto_approve[0].warning, "runs on the host without a prompt"));
     char *out = NULL;
