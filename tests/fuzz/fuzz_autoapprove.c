@@ -7,7 +7,9 @@
  * (normalized or not) is never accepted. */
 #include "escalation.h"
 
-static char *const TREES[] = { "/tmp/lz-fuzz-ws", "/var/tmp/lz-fuzz-vol", NULL };
+static char T0[] = "/tmp/lz-fuzz-ws", T1[] = "/var/tmp/lz-fuzz-vol";
+static char *TREES[] = { T0, T1, NULL };
+static char ECHO[] = "/usr/bin/echo", HI[] = "hi", TRUE_[] = "/usr/bin/true";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -39,10 +41,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             __builtin_trap();
     }
     /* The matcher: the first element as argv[0] against a few rules. */
-    static char *r0[] = { "/usr/bin/echo", "hi", NULL };
-    static char *r1[] = { "/usr/bin/true", NULL };
+    static char *r0[] = { ECHO, HI, NULL };
+    static char *r1[] = { TRUE_, NULL };
     struct lz_esc_rule rules[] = { { r0, 2, false, false }, { r1, 1, true, false } };
-    struct lz_esc_policy p = { rules, 2, true, (char **)TREES, 2 };
+    struct lz_esc_policy p = { rules, 2, true, TREES, 2 };
     struct lz_esc_request q = { .argv = argv, .argc = argc, .cwd = argc > 1 ? argv[1] : NULL };
     size_t k = 99;
     char why[768];
