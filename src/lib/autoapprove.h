@@ -17,7 +17,10 @@
  * name that a PATH lookup would find never matches); the rest must be equal
  * element by element, with extra trailing elements only when the rule has
  * allow_extra_args. No PATH lookup, no shell, no string form, no
- * normalization of any element.
+ * normalization of any element. The Host Coordinator's decision
+ * (lz_esc_decide, escalation.h) calls it with the request's argv[0] as
+ * written and, when that differs, as the host resolves it (realpath), and
+ * adds the working-directory and extra-argument conditions.
  */
 #pragma once
 

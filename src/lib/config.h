@@ -33,9 +33,12 @@
  *    client handed over) that is a regular executable file outside the
  *    workspace, every profile's volumes, the Storage Root, Lazaret's
  *    runtime directory, escalation.socket_dir and the configuration
- *    file's directory; rules that could run code the sandbox chooses are
- *    refused (autoapprove.h). Messages name the rule:
- *    "escalation.auto_approve[2].argv[0]: ...".
+ *    file's directory; no other argument may name a path in (or a
+ *    directory holding) one of those trees, or have a ".." component
+ *    (lz_autoapprove_arg_reaches); cwd = "workspace" needs
+ *    runs_workspace_code = true in the same rule; rules that could run
+ *    code the sandbox chooses are refused (autoapprove.h). Messages name
+ *    the rule: "escalation.auto_approve[2].argv[0]: ...".
  *  - The result is one owned value (free with lz_config_free); resolved env
  *    values live only in profile.env[i].value, are never printed and never
  *    enter the fingerprint. lz_config_free wipes them.

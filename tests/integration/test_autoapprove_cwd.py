@@ -227,3 +227,33 @@ def test_everyday_rules_and_canonical_argv0(lazaret, env, workspace):
     if os.path.realpath("/bin/echo") != "/bin/echo":
         assert canon and canon[0]["decision"] == "auto-approved" and canon[0]["executable"] == ECHO, rows
     assert all("/hostcwd/run-" in w["cwd"] for w in rows if w["decision"] == "auto-approved"), rows
+
+
+BUSYBOX = os.path.realpath("/usr/bin/busybox") if os.path.exists("/usr/bin/busybox") else None
+
+
+@pytest.mark.skipif(BUSYBOX is None, reason="needs busybox on the host")
+def test_link_named_sh_does_not_turn_a_rule_into_a_shell(lazaret, env, workspace, tmp_path):
+    """Canonical matching takes another name of the rule's file; what runs
+    is the rule's name for it. The attack: a link called `sh` to the
+    host's busybox, in the workspace, and a script called `echo` beside it;
+    the request names the link, so busybox, if it saw argv[0] = .../sh,
+    would be a shell running ./echo. Positive control: the same argv run
+    on the host with the link as argv[0] does run the script."""
+    sentinel = tmp_path / "sentinel-sh"
+    ws = os.path.realpath(workspace)
+    env.write_config(extra=rule([BUSYBOX, "echo", "applet-echo"], cwd="workspace", runs_workspace_code=True))
+    c = session(lazaret, env, workspace)
+    c.sendline(f"ln -s {BUSYBOX} /workspace/sh && printf 'echo pwned > {sentinel}\\n' > /workspace/echo; "
+               "echo planted=$?")
+    c.expect("planted=0")
+    c.expect(r"[#$] ")
+    c.sendline(f"{ESC} -- {ws}/sh echo applet-echo; echo rc=$?")
+    i = c.expect([r"applet-echo\r\nrc=0", SETTLING], timeout=120)
+    assert i == 0, c.before[-800:]
+    c.expect(r"[#$] ")
+    assert not sentinel.exists()
+    leave(c)
+    assert os.path.islink(f"{ws}/sh")
+    subprocess.run([f"{ws}/sh", "echo", "applet-echo"], cwd=ws, capture_output=True, timeout=30)
+    assert sentinel.read_text() == "pwned\n"
