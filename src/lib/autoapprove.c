@@ -654,6 +654,31 @@ int lz_autoapprove_arg_reaches(const char *arg, const char *const *trees, size_t
             WHY("it has a '..' path component, which climbs out of the directory it starts in");
             return -EPERM;
         }
+    /* "~/x" where a path starts: many programs expand it themselves
+     * (configuration paths, ssh, git), so it is checked as the developer's
+     * home directory would make it. */
+    const char *home = lz_home_dir();
+    for (size_t p = 0; home && p + 1 < n; p++) {
+        if (arg[p] != '~' || arg[p + 1] != '/' || (p > 0 && !is_sep(arg[p - 1]) && !(p == 2 && arg[0] == '-')))
+            continue;
+        char ex[ARG_MAX_BYTES + PATH_MAX + 2];
+        int m = snprintf(ex, sizeof ex, "%s%s", home, arg + p + 1);
+        if (m < 0 || (size_t)m >= sizeof ex || (size_t)m > ARG_MAX_BYTES) {
+            WHY("%s, with ~ expanded, is too long to check where it points", arg + p);
+            return -E2BIG;
+        }
+        size_t e = 0;
+        while (ex[e] && !is_sep(ex[e]))
+            e++;
+        int r = check_cand(ex, (size_t)m, true, trees, n_trees, &tree, why, why_size);
+        if (r == 0 && ex[e])
+            r = check_cand(ex, e, true, trees, n_trees, &tree, why, why_size);
+        if (r < 0) {
+            if (ret_tree)
+                *ret_tree = tree;
+            return r;
+        }
+    }
     for (size_t p = 0; p < n; p++) {
         if (arg[p] != '/' || (p > 0 && arg[p - 1] == '/'))
             continue;

@@ -73,7 +73,8 @@ void lz_autoapprove_family(const char *path, char *ret, size_t size);
 /* Whether one argument names, anywhere in it, a path inside one of trees
  * (absolute paths) or, where a path plainly starts in it (the whole
  * argument, an option's value after '=', ':', ',', '@', "-I/x"), a
- * directory that holds one. Each such path is compared as written
+ * directory that holds one; a "~/" where a path starts counts as the
+ * developer's home directory (HOME). Each such path is compared as written
  * (normalized) and as the host resolves it now (its longest existing
  * prefix through realpath). Refused as well: a ".." path component (it
  * climbs out of any working directory), a path through a symbolic link

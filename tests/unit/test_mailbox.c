@@ -279,6 +279,19 @@ static void test_arg_reaches(void **state) {
     snprintf(sib, sizeof sib, "%s2/x", ws);
     assert_int_equal(lz_autoapprove_arg_reaches(sib, trees, 1, &t, why, sizeof why), 0);
     assert_int_equal(lz_autoapprove_arg_reaches("hello", trees, 1, &t, why, sizeof why), 0);
+    /* "~/" where a path starts is the home directory's (programs expand
+     * it themselves); elsewhere it is a word (the control) */
+    char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    setenv("HOME", root, 1);
+    assert_int_equal(lz_autoapprove_arg_reaches("~/ws/conftest.py", trees, 1, &t, why, sizeof why), -EPERM);
+    assert_int_equal(lz_autoapprove_arg_reaches("--config=~/ws", trees, 1, &t, why, sizeof why), -EPERM);
+    assert_int_equal(lz_autoapprove_arg_reaches("~/out/x", trees, 1, &t, why, sizeof why), 0);
+    assert_int_equal(lz_autoapprove_arg_reaches("a~/ws", trees, 1, &t, why, sizeof why), 0);
+    if (old_home)
+        setenv("HOME", old_home, 1);
+    else
+        unsetenv("HOME");
+    free(old_home);
     /* bounds: too long, too many '/' */
     char *big = lz_xcalloc(5000, 1);
     memset(big, 'a', 4999);
