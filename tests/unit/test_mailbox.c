@@ -231,6 +231,18 @@ static void test_decide_extra_args(void **state) {
             print_error("auto-approved: %s\n", a);
         assert_int_equal(lz_esc_decide(&p, &r, &k), LZ_ESC_PROMPT);
     }
+    /* a budget over all extra arguments: many cheap ones are asked */
+    char *many[300];
+    many[0] = "/usr/bin/echo";
+    many[1] = "hello";
+    for (size_t i = 2; i < 300; i++)
+        many[i] = "a/b";
+    struct lz_esc_request rm = { .argv = many, .argc = 300 };
+    char why[256];
+    assert_int_equal(lz_esc_decide_why(&p, &rm, &k, why, sizeof why), LZ_ESC_PROMPT);
+    assert_non_null(strstr(why, "more than 256 '/'"));
+    rm.argc = 200; /* the control: within the budget */
+    assert_int_equal(lz_esc_decide(&p, &rm, &k), LZ_ESC_AUTO);
     for (size_t i = 0; i < LZ_ARRAY_SIZE(good); i++) {
         snprintf(a, sizeof a, "%s", good[i]);
         if (lz_esc_decide(&p, &r, &k) != LZ_ESC_AUTO)
