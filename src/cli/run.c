@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "client.h"
 #include "config.h"
+#include "escape.h"
 
 #include <sodium.h>
 
@@ -29,10 +30,32 @@ struct prep_ctx {
     const struct lz_config *cfg;
     const struct lz_run_starter *starter;
     void *state;
+    bool noticed;
 };
+
+/* Once, when this run starts the Domain: the rules that run the
+ * workspace's code on the host without a prompt (runs_workspace_code). */
+static void notice_workspace_rules(const struct lz_config *c) {
+    for (size_t i = 0; i < c->n_auto_approve; i++) {
+        const struct lz_auto_approve *a = &c->auto_approve[i];
+        if (!a->cwd_workspace)
+            continue;
+        _cleanup_free_ char *d = NULL;
+        if (lz_escape(a->argv[0], strlen(a->argv[0]), LZ_ESCAPE_QUOTED, &d) < 0)
+            d = lz_xstrdup("?");
+        lz_cli_error("NOTICE: escalation.auto_approve[%zu] (%s%s) runs in the workspace without a prompt "
+                     "(runs_workspace_code = true): code the sandbox writes there (test files, build files, tool "
+                     "configuration) runs on this host as you",
+                     i, d, a->argc > 1 ? " ..." : "");
+    }
+}
 
 static int prepare_lower(void *ud, const char **ret, struct lz_error *err) {
     struct prep_ctx *pc = ud;
+    if (!pc->noticed) {
+        pc->noticed = true;
+        notice_workspace_rules(pc->cfg);
+    }
     return pc->starter->prepare(pc->cfg, &pc->state, ret, err);
 }
 

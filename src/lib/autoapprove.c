@@ -2,11 +2,18 @@
  *
  * The class table is a deny-list of the programs that most often turn one
  * approved argv into "anything": it cannot be complete, which is why the
- * real defence is allow_extra_args = false with every argument written out,
- * and why docs/escalation.md lists what never to auto-approve. */
+ * real defence is the model: an auto-approved program runs in a fresh empty
+ * directory the sandbox cannot write (unless its rule says cwd =
+ * "workspace" and runs_workspace_code = true), no argument of a rule may
+ * name a sandbox-writable tree, and allow_extra_args = false with every
+ * argument written out. docs/escalation.md lists what never to
+ * auto-approve. */
 #include "autoapprove.h"
 
 #include "config.h"
+
+#include <limits.h>
+#include <sys/stat.h>
 
 bool lz_autoapprove_match(const struct lz_esc_rule *rules, size_t n, char *const *argv, size_t argc, size_t *ret_rule) {
     if (!rules || !argv || argc == 0)
@@ -39,7 +46,8 @@ int lz_autoapprove_rules(const struct lz_config *c, struct lz_esc_rule **ret, si
     for (size_t i = 0; i < c->n_auto_approve; i++)
         v[i] = (struct lz_esc_rule){ .argv = c->auto_approve[i].argv,
                                      .argc = c->auto_approve[i].argc,
-                                     .allow_extra_args = c->auto_approve[i].allow_extra_args };
+                                     .allow_extra_args = c->auto_approve[i].allow_extra_args,
+                                     .cwd_workspace = c->auto_approve[i].cwd_workspace };
     *ret = v;
     *ret_n = c->n_auto_approve;
     return 0;
@@ -464,9 +472,8 @@ static int check_vec(const struct family *f, const char *shown, char *const *arg
     }
     if (ret_script)
         *ret_script = op;
-    WHY("%s is %s running %s: the script and everything it loads must stay out of the sandbox's reach; its "
-        "working directory is in the workspace",
-        shown, w, argv[op]);
+    WHY("%s is %s running %s: the script and everything it loads must stay out of the sandbox's reach", shown, w,
+        argv[op]);
     return 0;
 }
 
@@ -494,4 +501,241 @@ int lz_autoapprove_check(const char *const *names, size_t n_names, char *const *
     if (ret_script)
         *ret_script = script;
     return 0;
+}
+
+/* ---- arguments that reach a sandbox-writable tree ------------------------ */
+
+/* Bounds on one argument looked at: its candidates and their prefixes are
+ * resolved on the host, so a hostile request must not make it costly. */
+#define ARG_MAX_BYTES 4096
+#define ARG_MAX_SLASHES 64
+
+static bool path_within(const char *p, const char *anc) {
+    size_t n = strlen(anc);
+    if (n == 1 && anc[0] == '/')
+        return true;
+    return strncmp(p, anc, n) == 0 && (p[n] == '\0' || p[n] == '/');
+}
+
+/* Characters after which a path starts inside one argument: an option's
+ * value (--rootdir=/x, -o:/x), a list (a:/x,/y), a response file (@/x). */
+static bool is_sep(char c) {
+    return c == '=' || c == ':' || c == ',' || c == ';' || c == '@' || c == ' ' || c == '\t' || c == '\'' || c == '"';
+}
+
+/* n bytes of src (starting with '/') without "//" runs, "." components or
+ * a trailing '/'; out has room for n + 2 bytes. */
+static void normalize(const char *src, size_t n, char *out) {
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        while (i < n && src[i] == '/')
+            i++;
+        size_t s = i;
+        while (i < n && src[i] != '/')
+            i++;
+        size_t len = i - s;
+        if (len == 0 || (len == 1 && src[s] == '.'))
+            continue;
+        out[o++] = '/';
+        memcpy(out + o, src + s, len);
+        o += len;
+    }
+    if (o == 0)
+        out[o++] = '/';
+    out[o] = '\0';
+}
+
+/* p (normalized, absolute) as the host resolves it now: its longest
+ * existing prefix through realpath, the rest appended as written. A
+ * missing component that is a symbolic link (one that resolves nowhere
+ * yet) is -ELOOP: whoever can create its target decides where it goes. */
+static int resolve_prefix(const char *p, char *out, size_t size) {
+    size_t ends[ARG_MAX_SLASHES + 2], k = 0, n = strlen(p);
+    for (size_t i = 1; i <= n && k < LZ_ARRAY_SIZE(ends); i++)
+        if (i == n || p[i] == '/')
+            ends[k++] = i;
+    char buf[PATH_MAX], rp[PATH_MAX];
+    if (n >= sizeof buf)
+        return -ENAMETOOLONG;
+    /* Prefixes that resolve are the first ones (a longer one resolves only
+     * through its shorter ones): a binary search, O(log k) realpath calls. */
+    size_t lo = 0, hi = k, best = SIZE_MAX;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        memcpy(buf, p, ends[mid]);
+        buf[ends[mid]] = '\0';
+        if (realpath(buf, rp)) {
+            best = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    const char *base = "", *rest = p;
+    if (best != SIZE_MAX) {
+        memcpy(buf, p, ends[best]);
+        buf[ends[best]] = '\0';
+        if (!realpath(buf, rp))
+            return -errno; /* it changed under us: refuse */
+        base = strcmp(rp, "/") == 0 ? "" : rp;
+        rest = p + ends[best];
+    }
+    if (*rest) {
+        /* The first missing component. */
+        const char *e = strchr(rest + 1, '/');
+        size_t cl = e ? (size_t)(e - rest) : strlen(rest);
+        int m = snprintf(buf, sizeof buf, "%s%.*s", base, (int)cl, rest);
+        struct stat st;
+        if (m > 0 && (size_t)m < sizeof buf && lstat(buf, &st) == 0 && S_ISLNK(st.st_mode))
+            return -ELOOP;
+    }
+    int m = snprintf(out, size, "%s%s", base, rest);
+    if (m < 0 || (size_t)m >= size)
+        return -ENAMETOOLONG;
+    if (!*out)
+        snprintf(out, size, "/");
+    return 0;
+}
+
+static int check_cand(const char *s, size_t len, bool strong, const char *const *trees, size_t n_trees,
+                      size_t *ret_tree, char *why, size_t why_size) {
+    char norm[ARG_MAX_BYTES + 2], canon[PATH_MAX];
+    normalize(s, len, norm);
+    int r = resolve_prefix(norm, canon, sizeof canon);
+    if (r == -ELOOP) {
+        WHY("%s goes through a symbolic link whose target does not exist: what it names is decided later", norm);
+        return -EPERM;
+    }
+    if (r < 0) {
+        WHY("%s cannot be resolved (%s)", norm, strerror(-r));
+        return -EPERM;
+    }
+    for (size_t t = 0; t < n_trees; t++) {
+        const char *tr = trees[t];
+        if (!tr || tr[0] != '/')
+            continue;
+        bool in = path_within(norm, tr) || path_within(canon, tr);
+        /* A directory that holds the tree: a program that walks it (a test
+         * runner, a linter) reaches the tree's files. */
+        bool holds = strong && (path_within(tr, norm) || path_within(tr, canon));
+        if (in || holds) {
+            *ret_tree = t;
+            WHY("%s %s %s", strcmp(norm, canon) ? canon : norm, in ? "lies inside" : "contains", tr);
+            return -EPERM;
+        }
+    }
+    return 0;
+}
+
+int lz_autoapprove_arg_reaches(const char *arg, const char *const *trees, size_t n_trees, size_t *ret_tree, char *why,
+                               size_t why_size) {
+    size_t tree = SIZE_MAX;
+    if (ret_tree)
+        *ret_tree = SIZE_MAX;
+    if (!arg || why_size == 0)
+        return -EINVAL;
+    why[0] = '\0';
+    size_t n = strnlen(arg, ARG_MAX_BYTES + 1), slashes = 0;
+    if (n > ARG_MAX_BYTES) {
+        WHY("it is longer than %d bytes, too long to check where it points", ARG_MAX_BYTES);
+        return -E2BIG;
+    }
+    for (size_t i = 0; i < n; i++)
+        slashes += arg[i] == '/';
+    if (slashes > ARG_MAX_SLASHES) {
+        WHY("it has more than %d '/', too many to check where it points", ARG_MAX_SLASHES);
+        return -E2BIG;
+    }
+    /* A ".." component climbs out of whatever directory it starts in: out
+     * of the fresh empty working directory, too. */
+    for (size_t i = 0; i + 1 < n; i++)
+        if (arg[i] == '.' && arg[i + 1] == '.' && (i == 0 || arg[i - 1] == '/' || is_sep(arg[i - 1])) &&
+            (i + 2 == n || arg[i + 2] == '/' || is_sep(arg[i + 2]))) {
+            WHY("it has a '..' path component, which climbs out of the directory it starts in");
+            return -EPERM;
+        }
+    /* "~/x" where a path starts: many programs expand it themselves
+     * (configuration paths, ssh, git), so it is checked as the developer's
+     * home directory would make it. */
+    const char *home = lz_home_dir();
+    for (size_t p = 0; home && p + 1 < n; p++) {
+        if (arg[p] != '~' || arg[p + 1] != '/' || (p > 0 && !is_sep(arg[p - 1]) && !(p == 2 && arg[0] == '-')))
+            continue;
+        char ex[ARG_MAX_BYTES + PATH_MAX + 2];
+        int m = snprintf(ex, sizeof ex, "%s%s", home, arg + p + 1);
+        if (m < 0 || (size_t)m >= sizeof ex || (size_t)m > ARG_MAX_BYTES) {
+            WHY("%s, with ~ expanded, is too long to check where it points", arg + p);
+            return -E2BIG;
+        }
+        size_t e = 0;
+        while (ex[e] && !is_sep(ex[e]))
+            e++;
+        int r = check_cand(ex, (size_t)m, true, trees, n_trees, &tree, why, why_size);
+        if (r == 0 && ex[e])
+            r = check_cand(ex, e, true, trees, n_trees, &tree, why, why_size);
+        if (r < 0) {
+            if (ret_tree)
+                *ret_tree = tree;
+            return r;
+        }
+    }
+    for (size_t p = 0; p < n; p++) {
+        if (arg[p] != '/' || (p > 0 && arg[p - 1] == '/'))
+            continue;
+        /* Where a path plainly starts (the argument, an option's value,
+         * -I/x): also refused when it holds a tree. Elsewhere (the middle
+         * of "s/a/b/", "tests/unit") only when it lies inside one. */
+        bool strong = p == 0 || is_sep(arg[p - 1]) || (p == 2 && arg[0] == '-');
+        size_t e = p;
+        while (e < n && !is_sep(arg[e]))
+            e++;
+        int r = check_cand(arg + p, n - p, strong, trees, n_trees, &tree, why, why_size);
+        if (r == 0 && e < n)
+            r = check_cand(arg + p, e - p, strong, trees, n_trees, &tree, why, why_size);
+        if (r < 0) {
+            if (ret_tree)
+                *ret_tree = tree;
+            return r;
+        }
+    }
+    return 0;
+}
+
+static void trees_push(char ***v, size_t *n, const char *path) {
+    if (!path || path[0] != '/')
+        return;
+    /* The spelling and, when it exists, the real path. */
+    _cleanup_free_ char *rp = realpath(path, NULL);
+    *v = lz_xrealloc(*v, (*n + 3) * sizeof **v);
+    (*v)[(*n)++] = lz_xstrdup(path);
+    if (rp && strcmp(rp, path) != 0)
+        (*v)[(*n)++] = TAKE_PTR(rp);
+    (*v)[*n] = NULL;
+}
+
+void lz_autoapprove_trees(const struct lz_config *c, char ***ret, size_t *ret_n) {
+    char **v = NULL;
+    size_t n = 0;
+    trees_push(&v, &n, c->workspace);
+    trees_push(&v, &n, c->data_root);
+    for (size_t i = 0; i < c->profile.n_volumes; i++)
+        trees_push(&v, &n, c->profile.volumes[i].host);
+    trees_push(&v, &n, c->escalation_socket_dir);
+    if (c->source_path) {
+        _cleanup_free_ char *d = lz_xstrdup(c->source_path);
+        char *sl = strrchr(d, '/');
+        if (sl && sl != d) {
+            *sl = '\0';
+            trees_push(&v, &n, d);
+        }
+    }
+    const char *x = secure_getenv("XDG_RUNTIME_DIR");
+    if (x && x[0] == '/') {
+        _cleanup_free_ char *rt = lz_xasprintf("%s/lazaret", x);
+        trees_push(&v, &n, rt);
+    }
+    _cleanup_free_ char *tmp = lz_xasprintf("/tmp/lazaret-%u", (unsigned)getuid());
+    trees_push(&v, &n, tmp);
+    *ret = v;
+    *ret_n = n;
 }

@@ -17,7 +17,10 @@
  * name that a PATH lookup would find never matches); the rest must be equal
  * element by element, with extra trailing elements only when the rule has
  * allow_extra_args. No PATH lookup, no shell, no string form, no
- * normalization of any element.
+ * normalization of any element. The Host Coordinator's decision
+ * (lz_esc_decide, escalation.h) calls it with the request's argv[0] as
+ * written and, when that differs, as the host resolves it (realpath), and
+ * adds the working-directory and extra-argument conditions.
  */
 #pragma once
 
@@ -31,6 +34,7 @@ struct lz_esc_rule {
     char **argv;
     size_t argc;
     bool allow_extra_args;
+    bool cwd_workspace; /* cwd = "workspace" (acknowledged by runs_workspace_code) */
 };
 
 /* True when some rule matches argv (argc elements); *ret_rule (may be
@@ -63,3 +67,28 @@ int lz_autoapprove_check(const char *const *names, size_t n_names, char *const *
 /* The name a class table compares: the basename of path without a trailing
  * run of digits and dots. Writes at most size bytes (NUL-terminated). */
 void lz_autoapprove_family(const char *path, char *ret, size_t size);
+
+/* ---- arguments that reach a sandbox-writable tree ---- */
+
+/* Whether one argument names, anywhere in it, a path inside one of trees
+ * (absolute paths) or, where a path plainly starts in it (the whole
+ * argument, an option's value after '=', ':', ',', '@', "-I/x"), a
+ * directory that holds one; a "~/" where a path starts counts as the
+ * developer's home directory (HOME). Each such path is compared as written
+ * (normalized) and as the host resolves it now (its longest existing
+ * prefix through realpath). Refused as well: a ".." path component (it
+ * climbs out of any working directory), a path through a symbolic link
+ * whose target does not exist yet, and an argument too long or with too
+ * many '/' to check (bounds in autoapprove.c). Returns 0, or -EPERM /
+ * -E2BIG with why set and *ret_tree (may be NULL) the index of the tree
+ * (SIZE_MAX when no tree is the reason). Relative paths are not resolved:
+ * the caller decides what they are relative to. */
+int lz_autoapprove_arg_reaches(const char *arg, const char *const *trees, size_t n_trees, size_t *ret_tree, char *why,
+                               size_t why_size);
+
+/* The trees of a loaded configuration that the sandbox can write or that
+ * Lazaret controls: the workspace, the Storage Root, the selected
+ * profile's volumes, escalation.socket_dir, the configuration file's
+ * directory and Lazaret's runtime directory; each as spelled and, when it
+ * exists, canonical. NULL-terminated; free with lz_strv_free(v, n). */
+void lz_autoapprove_trees(const struct lz_config *c, char ***ret, size_t *ret_n);

@@ -303,6 +303,46 @@ static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_
     return check_conflicts(ld, allow, 2, deny, 2);
 }
 
+/* A rule's cwd: "empty" (the default: a fresh empty host directory per
+ * run, which the sandbox cannot write) or "workspace", which lets the
+ * sandbox choose the code the program reads from its working directory
+ * (conftest.py, Makefile, CTestTestfile.cmake, eslint.config.js, ...) and
+ * so is accepted only with runs_workspace_code = true in the same rule. */
+static int parse_rule_cwd(struct loader *ld, const struct lz_toml_value *rule, size_t i, struct lz_auto_approve *a) {
+    char key[128], akey[128], d[DISP_MAX];
+    int r;
+    bool ack = false;
+    snprintf(akey, sizeof akey, "escalation.auto_approve[%zu].runs_workspace_code", i);
+    if ((r = cfg_get_bool(ld, rule, "runs_workspace_code", akey, false, &ack)) < 0)
+        return r;
+    const struct lz_toml_value *v = lz_toml_table_get(rule, "cwd");
+    snprintf(key, sizeof key, "escalation.auto_approve[%zu].cwd", i);
+    if (v) {
+        if ((r = cfg_check_string(ld, v, key)) < 0)
+            return r;
+        if (strcmp(v->u.string.s, "workspace") == 0)
+            a->cwd_workspace = true;
+        else if (strcmp(v->u.string.s, "empty") != 0)
+            return cfg_err(ld, v->line, key,
+                           "%s is not a working directory a rule can name: \"empty\" (the default) "
+                           "or \"workspace\"",
+                           cfg_disp(v->u.string.s, d, sizeof d));
+    }
+    const struct lz_toml_value *k = lz_toml_table_get(rule, "runs_workspace_code");
+    if (a->cwd_workspace && !ack)
+        return cfg_err(ld, v ? v->line : rule->line, key,
+                       "cwd = \"workspace\" lets the sandbox choose code this program reads from its working "
+                       "directory (conftest.py, Makefile, package.json, ...) and run it on the host without a prompt; "
+                       "if that is what you want, add runs_workspace_code = true to this rule "
+                       "(escalation.auto_approve[%zu]), otherwise remove cwd",
+                       i);
+    if (ack && !a->cwd_workspace)
+        return cfg_err(ld, k ? k->line : rule->line, akey,
+                       "is true but the rule runs in a fresh empty directory (no cwd = \"workspace\"): remove it, or "
+                       "add cwd = \"workspace\" if the program must run in the workspace");
+    return 0;
+}
+
 static int parse_escalation(struct loader *ld, struct lz_config *c, const struct lz_toml_value *t) {
     char key[128];
     int r;
@@ -337,12 +377,16 @@ static int parse_escalation(struct loader *ld, struct lz_config *c, const struct
         const struct lz_toml_value *rule = v->u.array.items[i];
         snprintf(key, sizeof key, "escalation.auto_approve[%zu]", i);
         if ((r = cfg_want_type(ld, rule, LZ_TOML_TABLE, key)) < 0 ||
-            (r = cfg_check_keys(ld, rule, key, (const char *const[]){ "argv", "allow_extra_args", NULL })) < 0)
+            (r = cfg_check_keys(
+                 ld, rule, key,
+                 (const char *const[]){ "argv", "allow_extra_args", "cwd", "runs_workspace_code", NULL })) < 0)
             return r;
         struct lz_auto_approve *a = &c->auto_approve[c->n_auto_approve++];
         a->line = rule->line;
         snprintf(key, sizeof key, "escalation.auto_approve[%zu].allow_extra_args", i);
         if ((r = cfg_get_bool(ld, rule, "allow_extra_args", key, false, &a->allow_extra_args)) < 0)
+            return r;
+        if ((r = parse_rule_cwd(ld, rule, i, a)) < 0)
             return r;
         const struct lz_toml_value *argv = lz_toml_table_get(rule, "argv");
         snprintf(key, sizeof key, "escalation.auto_approve[%zu]", i);

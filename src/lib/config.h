@@ -34,9 +34,12 @@
  *    client handed over) that is a regular executable file outside the
  *    workspace, every profile's volumes, the Storage Root, Lazaret's
  *    runtime directory, escalation.socket_dir and the configuration
- *    file's directory; rules that could run code the sandbox chooses are
- *    refused (autoapprove.h). Messages name the rule:
- *    "escalation.auto_approve[2].argv[0]: ...".
+ *    file's directory; no other argument may name a path in (or a
+ *    directory holding) one of those trees, or have a ".." component
+ *    (lz_autoapprove_arg_reaches); cwd = "workspace" needs
+ *    runs_workspace_code = true in the same rule; rules that could run
+ *    code the sandbox chooses are refused (autoapprove.h). Messages name
+ *    the rule: "escalation.auto_approve[2].argv[0]: ...".
  *  - The result is one owned value (free with lz_config_free); resolved env
  *    values live only in profile.env[i].value, are never printed and never
  *    enter the fingerprint. lz_config_free wipes them.
@@ -105,6 +108,11 @@ struct lz_auto_approve {
     bool found_in_path; /* written was a bare name, found through PATH at load */
     char *warning;      /* NULL, or why this permitted rule is risky (config check shows it) */
     int line;           /* line of argv[0] in the file */
+    /* cwd = "workspace": it runs in the request's directory of the
+     * workspace, which the config accepts only with runs_workspace_code =
+     * true in the same rule; otherwise (cwd = "empty", the default) in a
+     * fresh empty host directory per run (docs/escalation.md). */
+    bool cwd_workspace;
 };
 
 struct lz_profile {

@@ -505,6 +505,26 @@ static int path_lookup(struct loader *ld, struct lz_config *c, int line, const c
 
 #define MAX_LINKS 40
 
+static int check_args(struct loader *ld, const struct trees *t, const struct lz_auto_approve *a, size_t i) {
+    char d[DISP_MAX], key[128], why[768];
+    _cleanup_free_ const char **paths = lz_xcalloc(t->n ? t->n : 1, sizeof *paths);
+    for (size_t k = 0; k < t->n; k++)
+        paths[k] = t->v[k].path;
+    for (size_t j = 1; j < a->argc; j++) {
+        size_t hit = SIZE_MAX;
+        if (lz_autoapprove_arg_reaches(a->argv[j], paths, t->n, &hit, why, sizeof why) == 0)
+            continue;
+        snprintf(key, sizeof key, "escalation.auto_approve[%zu].argv[%zu]", i, j);
+        if (hit < t->n)
+            return cfg_err(ld, a->line, key,
+                           "%s: %s, %s, which the sandbox can write or Lazaret controls; an auto-approved "
+                           "program must not be pointed there (ask at the prompt instead)",
+                           cfg_disp(a->argv[j], d, sizeof d), why, t->v[hit].what);
+        return cfg_err(ld, a->line, key, "%s: %s; refused", cfg_disp(a->argv[j], d, sizeof d), why);
+    }
+    return 0;
+}
+
 /* The interpreter line of a #! script ("/usr/bin/env python3"), or false. */
 static bool read_shebang(const char *path, char *ret, size_t size) {
     _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -635,6 +655,12 @@ static int resolve_rule(struct loader *ld, struct lz_config *c, const struct tre
             if ((r = check_outside(ld, t, a->line, skey, "the script", sp)) < 0)
                 goto out;
         }
+        /* 5. No argument may name a sandbox-writable or control tree (nor
+         * climb out of the working directory with ".."): with the fresh
+         * empty working directory, that is what keeps the sandbox's code
+         * out of the program's reach. */
+        if ((r = check_args(ld, t, a, i)) < 0)
+            goto out;
         /* A script: the kernel runs its #! interpreter with the script as
          * an operand, so what it does is decided by the script (and by
          * whatever that interpreter loads). Named, not refused: the
@@ -648,6 +674,12 @@ static int resolve_rule(struct loader *ld, struct lz_config *c, const struct tre
         if (st.st_mode & (S_IWGRP | S_IWOTH))
             snprintf(why + strlen(why), sizeof why - strlen(why), "%s%s is writable by its group or by others",
                      why[0] ? "; " : "", cfg_disp(canon, d2, sizeof d2));
+        if (a->cwd_workspace)
+            snprintf(why + strlen(why), sizeof why - strlen(why),
+                     "%scwd = \"workspace\" with runs_workspace_code = true: it runs in the workspace, so the "
+                     "sandbox chooses code it reads there (test files, build files, tool configuration) and that "
+                     "code runs on the host without a prompt",
+                     why[0] ? "; " : "");
         if (why[0])
             a->warning = lz_xstrdup(why);
         a->written = a->argv[0];

@@ -43,6 +43,10 @@ void lz_config_print(FILE *out, const struct lz_config *c) {
             fprintf(out, "# argv[0] as written: %s%s\n", cfg_disp(a->written, d, sizeof d),
                     a->found_in_path ? " (found through PATH when the configuration was loaded)" : "");
         fprintf(out, "allow_extra_args = %s\n", a->allow_extra_args ? "true" : "false");
+        if (a->cwd_workspace)
+            fprintf(out, "cwd = \"workspace\"\nruns_workspace_code = true\n");
+        else
+            fprintf(out, "# cwd: a fresh empty directory per run\n");
         if (a->warning)
             fprintf(out, "# WARNING: %s\n", a->warning);
     }

@@ -102,7 +102,9 @@ int lz_config_fingerprint_v1(const struct lz_config *c, uint8_t ret_fp[static 32
         for (size_t j = 0; j < a->argc; j++)
             if ((r = put_str(&st, a->argv[j])) < 0)
                 return r;
-        put_byte(&st, a->allow_extra_args);
+        /* Bit 0 allow_extra_args, bit 1 cwd = "workspace": the fingerprints
+         * of rules without cwd are those of before it existed. */
+        put_byte(&st, (uint8_t)((a->allow_extra_args ? 1 : 0) | (a->cwd_workspace ? 2 : 0)));
     }
     if ((r = put_str(&st, p->name)) < 0 || (r = put_str(&st, p->image)) < 0 ||
         (r = put_sorted_list(&st, p->persistent_dirs, p->n_persistent_dirs)) < 0 ||

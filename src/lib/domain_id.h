@@ -25,7 +25,9 @@
  *    || B(escalation_enabled)
  *    || O(escalation_socket_dir)             canonical path or absent
  *    || u32be(n_rules) || for each auto_approve rule in file order:
- *           u32be(argc) || S(argv[0]) || ... || B(allow_extra_args)
+ *           u32be(argc) || S(argv[0]) || ... || B(flags)
+ *                                            flags: bit 0 allow_extra_args,
+ *                                            bit 1 cwd = "workspace"
  *                                            argv[0] the canonical executable
  *                                            resolved at load, not as written
  *    || S(profile name)

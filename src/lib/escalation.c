@@ -73,7 +73,15 @@ struct esc_req {
     char **edited; /* the approved argv when edited (NULL-terminated), else NULL */
     size_t edited_argc;
     char *host_cwd; /* where it ran (or would have), once resolved */
-    bool route;     /* on the session's terminal (route HostProcess): out_r is its PTY master */
+    /* An auto-approved request: what runs (the rule's canonical argv[0],
+     * the request's other elements), and whether it runs in a fresh empty
+     * directory (the rule has no cwd = "workspace"): its name beneath
+     * hostcwd_fd once made, removed when the request ends. */
+    char **run_argv;
+    size_t run_argc;
+    bool want_fresh;
+    char *fresh;
+    bool route; /* on the session's terminal (route HostProcess): out_r is its PTY master */
     /* stdin (--stdin, "stdin" below): the write end of the host process's
      * stdin pipe, the seq of the next stdin-chunk to take, and the one
      * chunk taken and not yet written (in_buf[in_off..in_len)). */
@@ -91,6 +99,8 @@ struct lz_esc {
     struct lz_trust_anchor *ta;
     char *dir;
     int dir_fd, req_fd, res_fd, ino_fd, ep_fd, ws_fd;
+    int hostcwd_fd; /* {gen_dir}/hostcwd: the fresh working directories */
+    char *hostcwd;
     struct lz_esc_policy policy;
     struct lz_sbw writable; /* what the prompt warns about (sbwrite.h) */
     struct esc_req req[ESC_MAX_REQ];
@@ -113,7 +123,7 @@ static int ep_add(struct lz_esc *e, int fd, uint32_t kind, size_t idx) {
 
 int hc_esc_create(struct hc *h, struct lz_error *err) {
     struct lz_esc *e = lz_xcalloc(1, sizeof *e);
-    e->dir_fd = e->req_fd = e->res_fd = e->ino_fd = e->ep_fd = e->ws_fd = -EBADF;
+    e->dir_fd = e->req_fd = e->res_fd = e->ino_fd = e->ep_fd = e->ws_fd = e->hostcwd_fd = -EBADF;
     h->esc = e;
     int r;
     e->dir = lz_xasprintf("%s/mailbox", h->gen_dir);
@@ -134,6 +144,15 @@ int hc_esc_create(struct hc *h, struct lz_error *err) {
     if ((e->ws_fd = open(h->cfg->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
         return lz_error_set(err, -errno, "cannot open the workspace %s: %s", h->cfg->workspace, strerror(errno));
     lz_sbw_build(h->cfg, &e->writable);
+    /* The parent of the fresh working directories of auto-approved runs:
+     * Lazaret's runtime directory, which the sandbox can neither write nor
+     * see, and nothing in it or above it is the workspace's (a program
+     * that looks for its configuration in the parents of its working
+     * directory finds none of the sandbox's). */
+    e->hostcwd = lz_xasprintf("%s/hostcwd", h->gen_dir);
+    if ((mkdir(e->hostcwd, 0700) < 0 && errno != EEXIST) ||
+        (e->hostcwd_fd = open(e->hostcwd, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        return lz_error_set(err, -errno, "cannot create %s: %s", e->hostcwd, strerror(errno));
     if ((e->ep_fd = epoll_create1(EPOLL_CLOEXEC)) < 0)
         return lz_error_errno(err, -errno, "epoll_create1");
     /* IN_CREATE as well: a symlink, FIFO, hard link or directory made in
@@ -159,6 +178,12 @@ int hc_esc_create(struct hc *h, struct lz_error *err) {
         e->policy.borrowed = true;
         hc_log("escalation: %zu auto-approval rule(s) from the configuration", e->policy.n_rules);
     }
+    lz_autoapprove_trees(h->cfg, &e->policy.trees, &e->policy.n_trees);
+    for (size_t i = 0; i < e->policy.n_rules; i++)
+        if (e->policy.rules[i].cwd_workspace)
+            hc_log("escalation: WARNING: auto-approval rule %zu (%s) runs in the workspace (runs_workspace_code): "
+                   "code the sandbox writes there runs on the host without a prompt",
+                   i + 1, e->policy.rules[i].argv[0]);
     for (size_t i = 0; i < ESC_MAX_REQ; i++) {
         e->req[i].child = LZ_CHILD_NULL;
         e->req[i].out_r = e->req[i].err_r = e->req[i].in_w = -EBADF;
@@ -507,6 +532,51 @@ static void audit(struct hc *h, struct esc_req *q, enum lz_outcome outcome, int 
     hc_prompt_audited(h, q->session, q->id, seq);
 }
 
+/* The fresh working directory goes with its request, whatever the host
+ * process left in it (its process group is gone by now); what it wrote
+ * there is not kept (docs/escalation.md). */
+static void fresh_end(struct lz_esc *e, struct esc_req *q) {
+    if (q->fresh) {
+        int r = lz_rm_rf_at(e->hostcwd_fd, q->fresh);
+        if (r < 0)
+            hc_log("escalation: request %.12s: cannot remove its working directory %s/%s: %s", q->hex, e->hostcwd,
+                   q->fresh, strerror(-r));
+    }
+    free(q->fresh);
+    q->fresh = NULL;
+    q->want_fresh = false;
+    lz_strv_free(q->run_argv, q->run_argc);
+    q->run_argv = NULL;
+    q->run_argc = 0;
+}
+
+/* A new empty directory for one auto-approved run: mode 0700, the
+ * developer's, beneath hostcwd_fd (never a path the sandbox names). */
+static int fresh_begin(struct lz_esc *e, struct esc_req *q, int *ret_fd, struct lz_error *err) {
+    for (int tries = 0; tries < 16; tries++) {
+        uint8_t rnd[8];
+        char hex[2 * sizeof rnd + 1];
+        randombytes_buf(rnd, sizeof rnd);
+        lz_hex(rnd, sizeof rnd, hex);
+        _cleanup_free_ char *name = lz_xasprintf("run-%s", hex);
+        if (mkdirat(e->hostcwd_fd, name, 0700) < 0) {
+            if (errno == EEXIST)
+                continue;
+            return lz_error_set(err, -errno, "cannot create a working directory in %s: %s", e->hostcwd,
+                                strerror(errno));
+        }
+        q->fresh = TAKE_PTR(name);
+        int fd = openat(e->hostcwd_fd, q->fresh, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            return lz_error_set(err, -errno, "cannot open the working directory %s/%s: %s", e->hostcwd, q->fresh,
+                                strerror(errno));
+        q->host_cwd = lz_xasprintf("%s/%s", e->hostcwd, q->fresh);
+        *ret_fd = fd;
+        return 0;
+    }
+    return lz_error_set(err, -EEXIST, "cannot create a working directory in %s", e->hostcwd);
+}
+
 /* Writes result-end and its audit row, and moves the request to its
  * linger. */
 static void end_request(struct hc *h, struct esc_req *q, enum lz_outcome outcome, int exit_status, int sig) {
@@ -531,6 +601,7 @@ static void end_request(struct hc *h, struct esc_req *q, enum lz_outcome outcome
     q->edited = NULL;
     free(q->host_cwd);
     q->host_cwd = NULL;
+    fresh_end(h->esc, q);
 }
 
 /* Cancellation, session end, Domain stop, time-out: the host process and
@@ -557,6 +628,7 @@ static void free_slot(struct hc *h, struct esc_req *q) {
     lz_hostexec_ident_clear(&q->ident);
     lz_strv_free(q->edited, q->edited_argc);
     free(q->host_cwd);
+    fresh_end(h->esc, q);
     *q = (struct esc_req){ .phase = EP_FREE, .child = LZ_CHILD_NULL, .out_r = -EBADF, .err_r = -EBADF, .in_w = -EBADF };
 }
 
@@ -633,9 +705,11 @@ static void execute(struct hc *h, struct esc_req *q, enum lz_decision d, char *c
     int r = lz_hostexec_resolve(argv[0], &q->ident, &err);
     if (r == 0 && shown && !lz_hostexec_ident_equal(&q->ident, shown))
         r = lz_error_set(&err, -ESTALE, "%s is no longer the file the prompt showed", argv[0]);
-    if (r == 0)
+    if (r == 0 && q->want_fresh)
+        r = fresh_begin(e, q, &cwd_fd, &err);
+    else if (r == 0)
         r = lz_hostexec_cwd(e->ws_fd, "/workspace", q->rec.request.cwd, &cwd_fd, &err);
-    if (r == 0) {
+    if (r == 0 && !q->want_fresh) {
         const char *c = q->rec.request.cwd && *q->rec.request.cwd ? q->rec.request.cwd : "/workspace";
         q->host_cwd = lz_xasprintf("%s%s", h->cfg->workspace, c + strlen("/workspace"));
     }
@@ -990,20 +1064,30 @@ static void on_request(struct hc *h, struct session *s, const char *name, struct
                                  .justification = q->rec.request.justification,
                                  .terminal = q->rec.request.terminal && !q->rec.request.stdin_wanted };
     size_t rule = 0;
-    if (lz_esc_decide(&e->policy, &er, &rule) == LZ_ESC_AUTO) {
+    char why[768];
+    if (lz_esc_decide_why(&e->policy, &er, &rule, why, sizeof why) == LZ_ESC_AUTO) {
         hc_model_action("AutoApprove", "r=%.12s, s=%d, rule=%zu", q->hex, q->session, rule);
         q->by = LZ_AUDIT_BY_RULE;
         q->ad = LZ_AUDIT_AUTO_APPROVED;
         q->ref = (int64_t)rule + 1;
-        execute(h, q, LZ_DECISION_AUTO_APPROVED, q->rec.request.argv, q->rec.request.argc, NULL);
+        /* The rule's canonical file runs, under the rule's name for it
+         * (escalation.h); the request's argv is what the audit keeps. */
+        q->run_argc = q->rec.request.argc;
+        q->run_argv = lz_strv_dup(q->rec.request.argv, q->run_argc);
+        free(q->run_argv[0]);
+        q->run_argv[0] = lz_xstrdup(e->policy.rules[rule].argv[0]);
+        q->want_fresh = !e->policy.rules[rule].cwd_workspace;
+        execute(h, q, LZ_DECISION_AUTO_APPROVED, q->run_argv, q->run_argc, NULL);
         return;
     }
+    if (why[0])
+        hc_log("escalation: request %.12s: %s", q->hex, why);
     hc_model_action("QueuePrompt", "r=%.12s, s=%d", q->hex, q->session);
     struct lz_error cerr = { 0 };
     if (precheck_cwd(h, q, &cerr) < 0) {
         hc_model_action("DenyWithoutPrompt", "r=%.12s, s=%d", q->hex, q->session);
-        _cleanup_free_ char *why = lz_xasprintf("--cwd: %s", cerr.msg);
-        deny_saying(h, q, why);
+        _cleanup_free_ char *reason = lz_xasprintf("--cwd: %s", cerr.msg);
+        deny_saying(h, q, reason);
         return;
     }
     if (!h->esc_prompt) {
@@ -1250,6 +1334,8 @@ void hc_esc_free(struct hc *h) {
     lz_closep(&e->res_fd);
     lz_closep(&e->dir_fd);
     lz_closep(&e->ws_fd);
+    lz_closep(&e->hostcwd_fd);
+    free(e->hostcwd);
     free(e->seen);
     free(e->dir);
     free(e);

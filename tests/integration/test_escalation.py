@@ -100,7 +100,9 @@ def test_auto_approved_runs_and_status_propagates(lazaret, env, workspace):
     assert [w["output_bytes"] for w in rows] == [6, 0, 0]
     assert rows[0]["executable"] == ECHO and rows[0]["edited_argv"] is None
     assert rows[0]["executable_sha256"] == hashlib.sha256(Path(ECHO).read_bytes()).hexdigest()
-    assert rows[0]["cwd"] == os.path.realpath(workspace)
+    # No cwd = "workspace" in the rule: a fresh empty directory of the
+    # coordinator's, not the workspace (test_autoapprove_cwd.py).
+    assert "/hostcwd/run-" in rows[0]["cwd"] and not rows[0]["cwd"].startswith(os.path.realpath(workspace))
 
 
 def test_ten_mib_through_the_window(lazaret, env, workspace, tmp_path):

@@ -1258,7 +1258,8 @@ static void test_aa_symlink_chain(void **state) {
     fclose(f);
     char line[8192];
     subst("argv = [\"@/opt/bin/python3.11\", \"@/opt/bin/script.py\"]\n# argv[0] as written: \"@/opt/bin/runpy\"\n"
-          "allow_extra_args = false\n# WARNING: python3.11 is an interpreter running",
+          "allow_extra_args = false\n# cwd: a fresh empty directory per run\n"
+          "# WARNING: python3.11 is an interpreter running",
           line, sizeof line);
     if (!strstr(out, line))
         print_error("%s", out);
@@ -1307,6 +1308,63 @@ static void test_aa_locations(void **state) {
     assert_non_null(strstr(err.msg, "config.toml:11: escalation.auto_approve[2].argv[0]: refused: git is"));
 }
 
+/* cwd = "workspace" needs its acknowledgement; every argument is checked
+ * against the sandbox-writable trees like argv[0]. */
+static void test_aa_cwd_and_args(void **state) {
+    (void)state;
+    aa_refused("argv = [\"tool\"]\ncwd = \"workspace\"",
+               "escalation.auto_approve[0].cwd: cwd = \"workspace\" lets the sandbox choose code",
+               "add runs_workspace_code = true");
+    aa_refused("argv = [\"tool\"]\ncwd = \"workspace\"\nruns_workspace_code = false", "runs_workspace_code = true",
+               NULL);
+    aa_refused("argv = [\"tool\"]\nruns_workspace_code = true",
+               "escalation.auto_approve[0].runs_workspace_code: is true but the rule runs in a fresh empty", NULL);
+    aa_refused("argv = [\"tool\"]\ncwd = \"/tmp\"",
+               "escalation.auto_approve[0].cwd: \"/tmp\" is not a working directory a rule can name", NULL);
+    aa_refused("argv = [\"tool\"]\ncwd = 1", "escalation.auto_approve[0].cwd: expected a string", NULL);
+    aa_refused("argv = [\"tool\"]\nruns_workspace_code = \"yes\"", "runs_workspace_code: expected a boolean", NULL);
+    /* accepted with the key; config check shows it and warns */
+    struct lz_config *c = aa_ok("argv = [\"tool\", \"-q\", \"tests/\"]\ncwd = \"workspace\"\n"
+                                "runs_workspace_code = true");
+    assert_true(c->auto_approve[0].cwd_workspace);
+    struct lz_esc_rule *rv = NULL;
+    size_t rn = 0;
+    assert_int_equal(lz_autoapprove_rules(c, &rv, &rn), 0); /* what the Host Coordinator holds */
+    assert_int_equal(rn, 1);
+    assert_true(rv[0].cwd_workspace);
+    free(rv);
+    assert_non_null(c->auto_approve[0].warning);
+    assert_non_null(strstr(c->auto_approve[0].warning, "runs on the host without a prompt"));
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    lz_config_print(f, c);
+    fclose(f);
+    assert_non_null(strstr(out, "cwd = \"workspace\"\nruns_workspace_code = true\n# WARNING: "));
+    free(out);
+    lz_config_free(c);
+    c = aa_ok("argv = [\"tool\", \"-q\"]\ncwd = \"empty\"");
+    assert_false(c->auto_approve[0].cwd_workspace);
+    lz_config_free(c);
+
+    /* arguments: inside a tree, as an option's value, through a link,
+     * holding a tree, climbing with ".." */
+    aa_refused("argv = [\"tool\", \"@/ws/conftest.py\"]",
+               "escalation.auto_approve[0].argv[1]: \"@/ws/conftest.py\": @/ws/conftest.py lies inside @/ws, the "
+               "workspace",
+               NULL);
+    aa_refused("argv = [\"tool\", \"-q\", \"--rootdir=@/ws\"]", "argv[2]:", "the workspace");
+    aa_refused("argv = [\"tool\", \"-I@/vol/inc\"]", "argv[1]:", "profiles.default.volumes[0].host");
+    aa_refused("argv = [\"tool\", \"@/opt/bin/intows\"]", "lies inside @/ws", "the workspace");
+    aa_refused("argv = [\"tool\", \"@/home\"]", "@/home contains", "the Storage Root");
+    aa_refused("argv = [\"tool\", \"../x\"]", "argv[1]: \"../x\": it has a '..' path component", NULL);
+    aa_refused("argv = [\"tool\", \"@/run/lazaret\"]", "Lazaret's runtime directory", NULL);
+    /* controls: the same shapes outside every tree */
+    c = aa_ok("argv = [\"tool\", \"@/opt/bin/script.py\", \"--rootdir=@/opt\", \"-I@/opt/bin\", \"tests/x\", "
+              "\"s/a/b/\"]");
+    lz_config_free(c);
+}
+
 static void test_aa_classes(void **state) {
     (void)state;
     /* shells: never with -c (alone or in a cluster), stdin or extra args */
@@ -1346,7 +1404,7 @@ static void test_aa_classes(void **state) {
     struct lz_config *c = aa_ok("argv = [\"@/opt/bin/env\", \"tool\", \"x\"]");
     assert_non_null(strstr(c->auto_approve[0].warning, "env is a wrapper that runs another program"));
     lz_config_free(c);
-    c = aa_ok("argv = [\"@/opt/bin/find\", \"/tmp\", \"-name\", \"x\"]");
+    c = aa_ok("argv = [\"@/opt/bin/find\", \"@/opt\", \"-name\", \"x\"]");
     assert_non_null(strstr(c->auto_approve[0].warning, "find: its -exec"));
     lz_config_free(c);
     c = aa_ok("argv = [\"@/opt/bin/bash\", \"@/opt/bin/script.py\"]");
@@ -1732,6 +1790,7 @@ int main(void) {
         T(test_aa_resolution),
         T(test_aa_symlink_chain),
         T(test_aa_locations),
+        T(test_aa_cwd_and_args),
         T(test_aa_classes),
         T(test_aa_prompt_timeout),
         T(test_aa_match),
