@@ -299,6 +299,12 @@ static int skip_section(const uint8_t *m, size_t len, size_t *off, unsigned coun
 
 int lz_dns_parse_response(const uint8_t *buf, size_t len, const struct lz_dns_query *sent, struct lz_dns_answer *ret,
                           enum lz_dns_reason *why) {
+    /* The answer is large (LZ_DNS_RR_MAX records): the caller's. Filled in
+     * place, so it is emptied first and on every failure rather than left
+     * half-written. */
+    struct lz_dns_answer *a = ret;
+    a->n = 0;
+    a->ignored = 0;
     if (len < LZ_DNS_HDR)
         return fail(why, LZ_DNS_R_SHORT);
     if (len > LZ_DNS_MSG_MAX)
@@ -327,15 +333,10 @@ int lz_dns_parse_response(const uint8_t *buf, size_t len, const struct lz_dns_qu
         get16(buf + p + 2) != LZ_DNS_CLASS_IN)
         return fail(why, LZ_DNS_R_QUESTION);
     p += 4;
-    /* The answer is large (LZ_DNS_RR_MAX records): the caller's. Filled in
-     * place, so on failure it is reset rather than left half-written. */
-    struct lz_dns_answer *a = ret;
     a->rcode = flags & 0xfu;
-    a->n = 0;
-    a->ignored = 0;
     for (unsigned i = 0; i < an; i++) {
         /* Past the cap, a record is still checked, into scratch. */
-        struct lz_dns_rr scratch;
+        struct lz_dns_rr scratch = { 0 };
         struct lz_dns_rr *rr = a->n < LZ_DNS_RR_MAX ? &a->rr[a->n] : &scratch;
         struct rr_head h;
         if ((r = get_rr(buf, len, p, rr->owner, &rr->owner_len, &h, why)) < 0)

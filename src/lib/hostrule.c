@@ -66,10 +66,11 @@ int lz_hostname_canon(const char *in, size_t len, char ret[static LZ_HOSTNAME_MA
                                     "host name \"%s\" is not ASCII: write an international name in its punycode "
                                     "form (xn--...)",
                                     quote(in, len, q, sizeof q));
+            char qb[8];
             return lz_error_set(err, -EINVAL,
                                 "host name \"%s\" has the byte \"%s\" at %zu: a host name has only letters, digits, "
                                 "'-' and dots between labels",
-                                quote(in, len, q, sizeof q), quote(in + i, 1, q + 150, sizeof q - 150), i);
+                                quote(in, len, q, sizeof q), quote(in + i, 1, qb, sizeof qb), i);
         }
         if (c < '0' || c > '9')
             last_digits = false;

@@ -551,6 +551,13 @@ static void test_response_refusals(void **state) {
     struct lz_dns_query sent = upstream(0x1234, "www.example.com", LZ_DNS_T_A);
     cdn_response(good, 0x1234, 300, 300);
     assert_int_equal(lz_dns_parse_response(good->b, good->n, &sent, a, NULL), 0);
+    assert_int_equal(a->n, 4);
+    /* A refused response leaves the caller's answer empty, even when it is
+     * refused at its first field (the answer held the previous one). */
+    *p = *good;
+    p->b[0] ^= 1;
+    assert_int_equal(lz_dns_parse_response(p->b, p->n, &sent, a, NULL), -EBADMSG);
+    assert_int_equal(a->n, 0);
     for (size_t n = 0; n < good->n; n++) {
         *p = *good;
         p->n = n;
