@@ -51,9 +51,18 @@ void lz_dnsfilter_apply(const struct lz_dns_answer *a, const struct lz_dns_chain
         f.kept = *ch;
         f.kept.n_a = 0;
         uint32_t min = UINT32_MAX;
-        for (size_t k = 0; k < ch->n_cname; k++)
+        /* Indices outside the answer (a chain not made from it) are
+         * dropped, never read. */
+        f.kept.n_cname = 0;
+        for (size_t k = 0; k < ch->n_cname && k < LZ_DNS_CHAIN_MAX; k++) {
+            if (ch->cname[k] >= a->n)
+                continue;
+            f.kept.cname[f.kept.n_cname++] = ch->cname[k];
             min = a->rr[ch->cname[k]].ttl < min ? a->rr[ch->cname[k]].ttl : min;
+        }
         for (size_t k = 0; k < ch->n_a && k < LZ_DNS_RR_MAX; k++) {
+            if (ch->a[k] >= a->n)
+                continue;
             const struct lz_dns_rr *rr = &a->rr[ch->a[k]];
             if (denied(rr->addr, deny, n_deny, host_addrs, n_host)) {
                 f.n_dropped++;

@@ -903,7 +903,9 @@ static void test_filter(void **state) {
     const uint32_t good[] = { 0x5db8d822u, 0x08080808u, 0x0b000001u,
                               0xac0fffffu, 0xac200000u, 0xc0a70101u,
                               0x64800000u, 0xa9fd0001u, 0xc6120701u /* 198.18.7.1: the network tests' hosts */,
-                              0xdfffffffu };
+                              0x7effffffu, 0x80000000u, 0x01000000u,
+                              0x09ffffffu, 0xc0000100u, 0x643fffffu,
+                              0xa9ff0000u, 0xc0a90000u, 0xdfffffffu };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
         if (lz_dnsfilter_always_denied(good[i]))
             fail_msg("%08x denied", good[i]);
