@@ -956,6 +956,107 @@ static void test_filter(void **state) {
     free(a);
 }
 
+/* A packet captured from dig and dnsmasq on loopback
+ * (tests/unit/data/dns/capture.py). */
+static size_t captured(const char *file, uint8_t *buf, size_t cap) {
+    const char *src = getenv("LZ_TEST_SRCDIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/unit/data/dns/%s", src ? src : ".", file);
+    FILE *f = fopen(path, "rbe");
+    if (!f)
+        fail_msg("cannot open %s", path);
+    size_t n = fread(buf, 1, cap, f);
+    fclose(f);
+    assert_true(n > 0 && n < cap);
+    return n;
+}
+
+static void test_real_packets(void **state) {
+    (void)state;
+    static uint8_t b[LZ_DNS_MSG_MAX], out[LZ_DNS_BUILD_MAX];
+    size_t n, on;
+    struct lz_dns_query q;
+    enum lz_dns_reason why = LZ_DNS_OK;
+    /* dig Api.Allowed.TEST: RD|AD, OPT 1232 with a COOKIE. */
+    n = captured("dig-query.bin", b, sizeof b);
+    assert_int_equal(lz_dns_parse_query(b, n, &q, &why), 0);
+    assert_string_equal(q.name, "api.allowed.test");
+    assert_int_equal(q.qtype, LZ_DNS_T_A);
+    assert_true(q.edns);
+    assert_int_equal(q.udp_size, 1232);
+    assert_memory_equal(q.qname, "\3Api\7Allowed\4TEST", 18);
+    n = captured("dig-query-noedns.bin", b, sizeof b);
+    assert_int_equal(lz_dns_parse_query(b, n, &q, &why), 0);
+    assert_string_equal(q.name, "allowed.test");
+    assert_int_equal(q.qtype, LZ_DNS_T_AAAA);
+    assert_false(q.edns);
+    /* dig 'allowed\.test': one label holding a dot. Refused, echoed. */
+    n = captured("dig-query-escape.bin", b, sizeof b);
+    assert_int_equal(lz_dns_parse_query(b, n, &q, &why), 0);
+    assert_int_equal(q.refuse, LZ_DNS_R_NAME_BYTES);
+    assert_int_equal(lz_dns_build_rcode(&q, LZ_DNS_REFUSED, false, out, sizeof out, &on), 0);
+    assert_memory_equal(out + LZ_DNS_HDR,
+                        "\x0c"
+                        "allowed.test",
+                        13);
+
+    /* dnsmasq's answers to the queries Lazaret builds: the bytes sent are
+     * exactly lz_dns_build_query's. */
+    static const struct {
+        const char *tag, *name;
+        uint16_t id, type;
+        int verdict, n_a;
+    } cases[] = {
+        { "cname", "www.allowed.test", 0x1001, LZ_DNS_T_A, LZ_DNSF_ANSWER, 1 },
+        { "rebind", "rebind.test", 0x1002, LZ_DNS_T_A, LZ_DNSF_SERVFAIL, 0 },
+        { "nxdomain", "missing.test", 0x1003, LZ_DNS_T_A, LZ_DNSF_NXDOMAIN, 0 },
+        { "aaaa", "allowed.test", 0x1004, LZ_DNS_T_AAAA, LZ_DNSF_ANSWER, 0 },
+    };
+    struct lz_dns_answer *a = calloc(1, sizeof *a);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char file[64];
+        snprintf(file, sizeof file, "sent-%s.bin", cases[i].tag);
+        n = captured(file, b, sizeof b);
+        assert_int_equal(lz_dns_build_query(cases[i].id, cases[i].name, cases[i].type, out, sizeof out, &on), 0);
+        assert_int_equal(on, n);
+        assert_memory_equal(out, b, n);
+        struct lz_dns_query sent;
+        assert_int_equal(lz_dns_parse_query(out, on, &sent, &why), 0);
+        snprintf(file, sizeof file, "resp-%s.bin", cases[i].tag);
+        n = captured(file, b, sizeof b);
+        if (lz_dns_parse_response(b, n, &sent, a, &why) != 0)
+            fail_msg("%s: %s", file, lz_dns_reason_str(why));
+        struct lz_dns_chain ch;
+        assert_int_equal(lz_dns_chain_walk(a, sent.qname, sent.qname_len, &ch, &why), 0);
+        struct lz_dnsfilter f;
+        lz_dnsfilter_apply(a, &ch, NULL, 0, NULL, 0, &f);
+        assert_int_equal(f.verdict, cases[i].verdict);
+        assert_int_equal(f.kept.n_a, cases[i].n_a);
+        if (strcmp(cases[i].tag, "cname") == 0) {
+            /* www -> cdn, whose 198.18.7.3 is kept and 127.0.0.1 dropped;
+             * dnsmasq's TTL 30 becomes the 60 s minimum. */
+            assert_int_equal(ch.n_cname, 1);
+            assert_int_equal(ch.n_a, 2);
+            assert_int_equal(f.n_dropped, 1);
+            assert_int_equal(a->rr[f.kept.a[0]].addr, 0xc6120703u);
+            assert_int_equal(f.lifetime, 60);
+        }
+        if (strcmp(cases[i].tag, "rebind") == 0) {
+            assert_int_equal(ch.n_a, 1);
+            assert_int_equal(a->rr[ch.a[0]].addr, 0xa9fea9feu);
+        }
+    }
+    /* A response is matched to its own query only: the rebind answer
+     * against the cname query is refused. */
+    struct lz_dns_query sent;
+    assert_int_equal(lz_dns_build_query(0x1002, "www.allowed.test", LZ_DNS_T_A, out, sizeof out, &on), 0);
+    assert_int_equal(lz_dns_parse_query(out, on, &sent, &why), 0);
+    n = captured("resp-rebind.bin", b, sizeof b);
+    assert_int_equal(lz_dns_parse_response(b, n, &sent, a, &why), -EBADMSG);
+    assert_int_equal(why, LZ_DNS_R_QUESTION);
+    free(a);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_query_accepted),
@@ -967,6 +1068,7 @@ int main(void) {
         cmocka_unit_test(test_build),
         cmocka_unit_test(test_tcp_framing),
         cmocka_unit_test(test_filter),
+        cmocka_unit_test(test_real_packets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
