@@ -31,8 +31,9 @@
  * answered — class other than IN, or a name with no canonical host form
  * (hostrule.h: LDH labels; a '.' or '\' byte inside a label, '_', a byte
  * >= 0x80, the root name itself) — parses, with q->refuse set: the
- * resolver answers REFUSED with the question echoed (a stub resolver
- * ignores a REFUSED without its question and waits for its timeout).
+ * resolver answers REFUSED with the question echoed, as a response to a
+ * question should be (a client that matches the answer's question to its
+ * own would discard one without it).
  * The canonical name q->name is what the host-name policy matches; the
  * client's own spelling (its case, for DNS 0x20) is only echoed back.
  *
