@@ -528,7 +528,9 @@ static size_t head_size(const struct lz_dns_query *q) {
 int lz_dns_build_rcode(const struct lz_dns_query *q, unsigned rcode, bool tcp, uint8_t *buf, size_t cap,
                        size_t *ret_len) {
     (void)tcp; /* a record-less response always fits 512 bytes */
-    if (q->qname_len > LZ_DNS_WIRE_NAME_MAX || cap < head_size(q))
+    if (q->qname_len > LZ_DNS_WIRE_NAME_MAX)
+        return -EINVAL;
+    if (cap < head_size(q))
         return -ENOSPC;
     size_t p = put_head(q, rcode, false, 0, buf);
     *ret_len = put_opt(q, rcode, buf, p);
@@ -541,7 +543,8 @@ int lz_dns_build_answer(const struct lz_dns_query *q, const struct lz_dns_answer
         return -EINVAL;
     size_t need = head_size(q);
     for (size_t k = 0; k < ch->n_cname; k++) {
-        if (ch->cname[k] >= a->n)
+        if (ch->cname[k] >= a->n || a->rr[ch->cname[k]].target_len == 0 ||
+            a->rr[ch->cname[k]].target_len > LZ_DNS_WIRE_NAME_MAX)
             return -EINVAL;
         need += 2 + 10 + a->rr[ch->cname[k]].target_len;
     }

@@ -853,6 +853,20 @@ static void test_build(void **state) {
     /* An index out of the answer is refused, not read. */
     ch.a[0] = 200;
     assert_int_equal(lz_dns_build_answer(&q, a, &ch, 60, false, out, sizeof out, &n), -EINVAL);
+    /* So is a CNAME whose target length is not a wire name's. */
+    ch.a[0] = 0;
+    ch.n_cname = 1;
+    ch.cname[0] = 1;
+    a->rr[1].type = LZ_DNS_T_CNAME;
+    a->rr[1].target_len = 0;
+    assert_int_equal(lz_dns_build_answer(&q, a, &ch, 60, false, out, sizeof out, &n), -EINVAL);
+    a->rr[1].target_len = LZ_DNS_WIRE_NAME_MAX + 1;
+    assert_int_equal(lz_dns_build_answer(&q, a, &ch, 60, false, out, sizeof out, &n), -EINVAL);
+    a->rr[1].target_len = 3;
+    memcpy(a->rr[1].target, "\1x\0", 3);
+    assert_int_equal(lz_dns_build_answer(&q, a, &ch, 60, true, out, sizeof out, &n), 0);
+    q.qname_len = LZ_DNS_WIRE_NAME_MAX + 1;
+    assert_int_equal(lz_dns_build_rcode(&q, LZ_DNS_REFUSED, false, out, sizeof out, &n), -EINVAL);
     /* build_query refuses non-canonical names. */
     assert_int_equal(lz_dns_build_query(1, "Upper.example", 1, out, sizeof out, &n), -EINVAL);
     assert_int_equal(lz_dns_build_query(1, "a..example", 1, out, sizeof out, &n), -EINVAL);
