@@ -310,6 +310,9 @@ static int host_parent(int ws, const char *rel, char **ret_name) {
             return r;
         }
         int nfd = lz_openat_beneath(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW, 0, false);
+        struct stat lst;
+        if (nfd < 0 && fstatat(fd, c, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode))
+            nfd = -ELOOP;
         close(fd);
         if (nfd < 0)
             return nfd;
