@@ -23,12 +23,15 @@
 #define SEED_ENTRIES_MAX 20000        /* entries of one root */
 #define SEED_DEPTH_MAX 32
 #define TMP_NAME ".lazaret-seed.tmp"
+#define LIST_MAX (4u << 20) /* bytes of <state>/hosttools (state_hosttools.c reads as much) */
 
 struct rt_ht {
     char **names;
     size_t n;
     char **seen; /* roots seeded this run */
     size_t n_seen;
+    char **listed; /* hex lines of <state>/hosttools: each root once */
+    size_t n_listed;
     int list_fd; /* <state>/hosttools, O_APPEND */
 };
 
@@ -44,9 +47,21 @@ struct rt_ht *rt_ht_new(char *const *names, size_t n, int state_fd) {
         h->names[i] = lz_xstrdup(names[i]);
     h->n = n;
     h->seen = lz_xcalloc(SEEN_MAX, sizeof(char *));
+    h->listed = lz_xcalloc(SEEN_MAX, sizeof(char *));
     h->list_fd = state_fd < 0
         ? -EBADF
-        : openat(state_fd, "hosttools", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        : openat(state_fd, "hosttools", O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    /* What earlier runs listed, so that each root is listed once and the
+     * file stays bounded by the number of distinct roots. */
+    _cleanup_free_ char *buf = NULL;
+    if (h->list_fd >= 0 && lz_read_fd(h->list_fd, LIST_MAX, &buf, NULL) == 0)
+        for (char *line = buf, *nl; line && *line && h->n_listed < SEEN_MAX; line = nl ? nl + 1 : NULL) {
+            nl = strchr(line, '\n');
+            if (nl)
+                *nl = '\0';
+            if (*line)
+                h->listed[h->n_listed++] = lz_xstrdup(line);
+        }
     return h;
 }
 
@@ -57,6 +72,7 @@ void rt_ht_free(struct rt_ht *h) {
     for (size_t i = 0; i < h->n_seen; i++)
         free(h->seen[i]);
     free(h->seen);
+    lz_strv_free(h->listed, h->n_listed);
     if (h->list_fd >= 0)
         close(h->list_fd);
     free(h);
@@ -235,11 +251,15 @@ static bool seen(struct rt_ht *h, const char *rel) {
 
 /* Appends rel to the list of roots (hex: names may hold any byte). */
 static void list_root(struct rt_ht *h, const char *rel) {
-    if (h->list_fd < 0)
+    if (h->list_fd < 0 || h->n_listed >= SEEN_MAX)
         return;
     size_t n = strlen(rel);
     _cleanup_free_ char *line = lz_xcalloc(1, 2 * n + 2);
     lz_hex((const uint8_t *)rel, n, line);
+    for (size_t i = 0; i < h->n_listed; i++)
+        if (!strcmp(h->listed[i], line))
+            return;
+    h->listed[h->n_listed++] = lz_xstrdup(line);
     line[2 * n] = '\n';
     (void)lz_write_full(h->list_fd, line, 2 * n + 1);
 }

@@ -874,8 +874,10 @@ static int holder_fd(struct router *r, struct rt_inode *in, int *owned) { return
  * seeded from the host's entry (htseed.h); else the ignore rules decide. */
 static int route_of(struct router *r, int hfd, const char *drel, const char *name, const char *rel, bool is_dir,
                     const struct stat *hst) {
+    static char *const git[] = { (char *)".git" };
     size_t m = rt_ht_match(r->ht, rel);
-    if (m) {
+    /* Below `.git` the Git policy decides (security-git.md), never this. */
+    if (m && !lz_hosttools_match(git, 1, rel)) {
         if (m == strlen(rel))
             rt_ht_seed(r->ht, hfd, rt_ignore_store_fd(r->ig), drel, name, rel);
         return RT_STORE;
