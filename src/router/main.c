@@ -870,19 +870,21 @@ static int holder_fd_at_depth(struct router *r, struct rt_inode *in, unsigned de
 static int holder_fd(struct router *r, struct rt_inode *in, int *owned) { return holder_fd_at_depth(r, in, 0, owned); }
 
 /* The backing of entry `name` (workspace-relative `rel`) of the host
- * directory hfd (`drel`): a host-tool configuration path is the store's,
- * seeded from the host's entry (htseed.h); else the ignore rules decide. */
+ * directory hfd (`drel`): what the ignore rules decide, except that a
+ * host-tool configuration path they leave to the host is the store's,
+ * seeded from the host's entry (htseed.h). */
 static int route_of(struct router *r, int hfd, const char *drel, const char *name, const char *rel, bool is_dir,
                     const struct stat *hst) {
     static char *const git[] = { (char *)".git" };
+    int b = rt_ignore_route(r->ig, rel, is_dir, hst);
     size_t m = rt_ht_match(r->ht, rel);
-    /* Below `.git` the Git policy decides (security-git.md), never this. */
-    if (m && !lz_hosttools_match(git, 1, rel)) {
-        if (m == strlen(rel))
-            rt_ht_seed(r->ht, hfd, rt_ignore_store_fd(r->ig), drel, name, rel);
-        return RT_STORE;
-    }
-    return rt_ignore_route(r->ig, rel, is_dir, hst);
+    /* Below `.git` the Git policy decides (security-git.md), never this;
+     * a git-ignored entry (a host `.envrc` with secrets) stays private. */
+    if (b != RT_HOST || !m || lz_hosttools_match(git, 1, rel))
+        return b;
+    if (m == strlen(rel))
+        rt_ht_seed(r->ht, hfd, rt_ignore_store_fd(r->ig), drel, name, rel);
+    return RT_STORE;
 }
 
 /* Where entry `name` of `dir` lives: the backing that serves it and that

@@ -315,6 +315,23 @@ def test_without_git_and_with_ignored_state_off(lazaret, env, tmp_path):
     assert not sentinel.exists()
 
 
+def test_ignored_host_tool_file_with_secrets_stays_private(lazaret, env, workspace, tmp_path):
+    """A git-ignored `.envrc` holds the developer's secrets: host-tool paths
+    must not copy it into the sandbox (the Ignored Workspace State keeps it
+    private). Control in the same run: a tracked host-tool file is read."""
+    (workspace / ".gitignore").write_text(".envrc\n")
+    (workspace / ".vscode").mkdir()
+    (workspace / ".vscode" / "settings.json").write_text('{"tracked": 1}\n')
+    git(workspace, "add", ".gitignore", ".vscode")
+    git(workspace, "commit", "-qm", "ignore .envrc")
+    (workspace / ".envrc").write_text("export API_KEY=hunter2\n")
+    rc, out, err = run(lazaret, env, workspace, "cd /workspace; cat .vscode/settings.json; cat .envrc 2>&1; "
+                       "echo 'touch /tmp/x' > .envrc; echo ok")
+    assert rc == 0 and "ok" in out, err
+    assert '"tracked": 1' in out and "hunter2" not in out, out
+    assert (workspace / ".envrc").read_text() == "export API_KEY=hunter2\n"
+
+
 def test_config_check_lists_the_set_and_refuses_bad_names(lazaret, env, ws):
     def check():
         return subprocess.run([lazaret, "config", "check", "-p", "test"], cwd=ws, env=env.environ(),
