@@ -120,3 +120,7 @@ char *lz_cli_esc(const char *s, const char *if_null);
  * stdout; LZ_EXIT_OK, or LZ_EXIT_FAILURE with a message. */
 struct json_t;
 int lz_cli_print_json(struct json_t *root);
+/* state_hosttools.c: `lazaret state diff` and `state apply PATH`. */
+struct lz_config;
+int lz_state_diff(const struct lz_config *cfg);
+int lz_state_apply(const struct lz_config *cfg, const char *rel);

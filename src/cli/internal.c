@@ -2,6 +2,7 @@
  * `lazaret __supervisor`. Not for users; arguments come from the parent. */
 #include "cli.h"
 #include "coordinator.h"
+#include "hosttools.h"
 #include "rschan.h" /* LZ_RS_T_START_MS */
 #include "supervisor.h"
 
@@ -74,6 +75,8 @@ static int supervisor(int argc, char **argv) {
         { "ignored-state", required_argument, NULL, 'I' },
         { "git-home", required_argument, NULL, 'H' },
         { "git-xdg-config", required_argument, NULL, 'G' },
+        { "no-ignore-rules", no_argument, NULL, 'n' },
+        { "host-tool", required_argument, NULL, 't' },
         { 0 },
     };
     int c;
@@ -98,6 +101,15 @@ static int supervisor(int argc, char **argv) {
         case 'I': a.ignored_state = optarg; break;
         case 'H': a.git_home = optarg; break;
         case 'G': a.git_xdg = optarg; break;
+        case 'n': a.no_ignore_rules = true; break;
+        case 't':
+            if (a.n_host_tools >= LZ_HOSTTOOLS_MAX) {
+                lz_cli_error("__supervisor: more than %d --host-tool names", LZ_HOSTTOOLS_MAX);
+                return LZ_EXIT_USAGE;
+            }
+            a.host_tools = lz_xrealloc(a.host_tools, (a.n_host_tools + 1) * sizeof *a.host_tools);
+            a.host_tools[a.n_host_tools++] = optarg;
+            break;
         case 'p':
             if (a.n_persist < 256) {
                 a.persist = lz_xrealloc(a.persist, (a.n_persist + 1) * sizeof *a.persist);

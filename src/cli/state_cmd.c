@@ -23,10 +23,16 @@ static void usage(FILE *out) {
           "  reset --all [--yes]           the Ignored Workspace State of inactive Domains;\n"
           "                                asks first unless --yes\n"
           "  reset --ignored-only ...      delete only the Ignored Workspace State\n"
+          "  diff                          what the sandbox changed in the host-tool\n"
+          "                                configuration paths (.claude/, .vscode/, ...;\n"
+          "                                kept in the Domain), as a unified diff\n"
+          "  apply PATH                    copy the Domain's version of PATH (relative to\n"
+          "                                the workspace root) over the host's, after review\n"
           "\n"
           "DOMAIN is a Domain ID, a unique prefix of at least 4 hex characters of one\n"
           "(see `lazaret state ls`), or --workspace PATH: the Domain of PATH and the\n"
-          "profile given with -p.\n"
+          "profile given with -p. diff and apply act on the Domain of the current\n"
+          "directory (or --workspace PATH) and the profile given with -p.\n"
           "\n"
           "Options:\n"
           "  --config FILE         read FILE instead of the default configuration\n"
@@ -567,6 +573,28 @@ static int load_config(const char *config_path, const char *profile, const char 
     return lz_config_load(&o, ret, NULL) >= 0 ? 0 : r;
 }
 
+/* `state diff` and `state apply PATH` (state_hosttools.c): the Domain of
+ * the workspace (default: the current directory) and the profile. */
+static int cmd_host_tools(const char *sub, const char *config_path, const char *profile, const char *workspace,
+                          char **args, size_t n_args) {
+    bool apply = !strcmp(sub, "apply");
+    if (apply ? n_args != 1 : n_args != 0) {
+        lz_cli_error(apply ? "state apply: expects one PATH (relative to the workspace root)"
+                           : "state diff: takes no argument (the Domain is the workspace's: --workspace, -p)");
+        return LZ_EXIT_USAGE;
+    }
+    struct lz_config *cfg = NULL;
+    struct lz_error err = { 0 };
+    struct lz_config_opts o = { .config_path = config_path, .profile = profile, .workspace = workspace };
+    if (lz_config_load(&o, &cfg, &err) < 0) {
+        lz_cli_error("state %s: %s", sub, err.msg);
+        return LZ_EXIT_FAILURE;
+    }
+    int ret = apply ? lz_state_apply(cfg, args[0]) : lz_state_diff(cfg);
+    lz_config_free(cfg);
+    return ret;
+}
+
 int lz_cmd_state(int argc, char **argv) {
     int ret;
     if (lz_cli_help_first(argc, argv, usage, &ret))
@@ -575,9 +603,9 @@ int lz_cmd_state(int argc, char **argv) {
     if (!strcmp(sub, "__rm-tree"))
         return rm_tree_helper(argc, argv);
     bool is_ls = !strcmp(sub, "ls"), is_inspect = !strcmp(sub, "inspect"), is_verify = !strcmp(sub, "verify"),
-         is_reset = !strcmp(sub, "reset");
-    if (!is_ls && !is_inspect && !is_verify && !is_reset) {
-        lz_cli_error("state: unknown subcommand \"%s\" (expected ls, inspect, verify or reset)", sub);
+         is_reset = !strcmp(sub, "reset"), is_ht = !strcmp(sub, "diff") || !strcmp(sub, "apply");
+    if (!is_ls && !is_inspect && !is_verify && !is_reset && !is_ht) {
+        lz_cli_error("state: unknown subcommand \"%s\" (expected ls, inspect, verify, reset, diff or apply)", sub);
         return LZ_EXIT_USAGE;
     }
     const char *config_path = NULL, *profile = NULL, *workspace = NULL;
@@ -598,6 +626,16 @@ int lz_cmd_state(int argc, char **argv) {
     /* Options may follow DOMAIN arguments (`state inspect 3f2a --json`). */
     if (!lz_cli_getopt_sub(argc, argv, "state", opts, false, usage, &args, &n_args, &st))
         return st;
+    if (is_ht && (json || all || yes || ignored_only)) {
+        lz_cli_error("state %s: option %s does not apply", sub,
+                     json      ? "--json"
+                         : all ? "--all"
+                         : yes ? "--yes"
+                               : "--ignored-only");
+        return LZ_EXIT_USAGE;
+    }
+    if (is_ht)
+        return cmd_host_tools(sub, config_path, profile, workspace, args, n_args);
     if (json && is_reset) {
         lz_cli_error("state reset: option --json does not apply");
         return LZ_EXIT_USAGE;

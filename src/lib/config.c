@@ -127,6 +127,7 @@ static void profile_done(struct lz_profile *p) {
     free(p->name);
     free(p->image);
     lz_strv_free(p->persistent_dirs, p->n_persistent_dirs);
+    cfg_host_tools_free(p);
     lz_strv_free(p->allow_egress, p->n_allow_egress);
     lz_strv_free(p->deny_egress, p->n_deny_egress);
     for (size_t i = 0; i < p->n_env; i++) {
@@ -241,8 +242,18 @@ static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_
     const struct lz_toml_value *t = pi->tbl;
     int r;
     snprintf(key, sizeof key, "profiles.%s", pi->name);
-    static const char *const keys[] = { "image",   "persistent_dirs", "allow_egress",         "deny_egress", "env",
-                                        "volumes", "ignored_state",   "host_ca_certificates", "command",     NULL };
+    static const char *const keys[] = { "image",
+                                        "persistent_dirs",
+                                        "allow_egress",
+                                        "deny_egress",
+                                        "env",
+                                        "volumes",
+                                        "ignored_state",
+                                        "host_ca_certificates",
+                                        "command",
+                                        "host_tool_paths_add",
+                                        "host_tool_paths_remove",
+                                        NULL };
     if ((r = cfg_check_keys(ld, t, key, keys)) < 0)
         return r;
 
@@ -280,6 +291,8 @@ static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_
     if ((r = cfg_get_bool(ld, t, "host_ca_certificates", key, true, &pi->p.host_ca_certificates)) < 0)
         return r;
     if ((v = lz_toml_table_get(t, "command")) && (r = parse_command(ld, pi, v)) < 0)
+        return r;
+    if ((r = cfg_parse_host_tools(ld, pi, t)) < 0)
         return r;
 
     /* Expansion context of this profile (for unselected profiles too, so
@@ -487,6 +500,7 @@ static int load_builtin(struct loader *ld, struct lz_config *c, const char *prof
     p->image = lz_xstrdup(LZ_BUILTIN_IMAGE);
     set_default_persistent(p);
     p->ignored_state = true;
+    cfg_host_tools_default(p);
     p->host_ca_certificates = true;
     c->profile_names = lz_xcalloc(1, sizeof(char *));
     c->profile_names[c->n_profile_names++] = lz_xstrdup(LZ_DEFAULT_PROFILE);

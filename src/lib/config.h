@@ -129,6 +129,15 @@ struct lz_profile {
     struct lz_volume *volumes; /* file order */
     size_t n_volumes;
     bool ignored_state;
+    /* Host-tool configuration paths (hosttools.h, docs/host-tools.md):
+     * the set in effect, and the names the profile added to and removed
+     * from the default set (host_tool_paths_add / _remove). */
+    char **host_tools;
+    size_t n_host_tools;
+    char **host_tools_added;
+    size_t n_host_tools_added;
+    char **host_tools_removed;
+    size_t n_host_tools_removed;
     bool host_ca_certificates; /* the host's /usr/local/share/ca-certificates trusted inside (hostca.h) */
     /* `command`: the session's argv when `lazaret run` has none (NULL:
      * a login shell). A session default, not a Domain property: it
@@ -191,6 +200,9 @@ static inline void lz_config_freep(struct lz_config **c) { lz_config_free(*c); }
 /* Prints the resolved configuration for `lazaret config check` with env
  * values redacted ("<redacted>"), plus Domain ID and fingerprint. */
 void lz_config_print(FILE *out, const struct lz_config *c);
+/* One line naming the host-tool configuration paths in effect, and one for
+ * each change the profile made to the default set (never silently). */
+void lz_config_host_tools_note(FILE *out, const struct lz_profile *p);
 
 /* Helpers shared with other modules and tests. */
 

@@ -86,6 +86,10 @@ int cfg_get_bool(struct loader *ld, const struct lz_toml_value *t, const char *n
 /* ---- host paths (config_paths.c) ---- */
 
 int cfg_host_setting(struct loader *ld, const struct lz_toml_value *v, const char *key, char **ret);
+/* host_tool_paths_add / _remove (config_hosttools.c); the set in effect. */
+int cfg_parse_host_tools(struct loader *ld, struct profile_in *pi, const struct lz_toml_value *t);
+void cfg_host_tools_default(struct lz_profile *p);
+void cfg_host_tools_free(struct lz_profile *p);
 int cfg_parse_persistent(struct loader *ld, struct profile_in *pi, const struct lz_toml_value *arr);
 int cfg_parse_volumes(struct loader *ld, struct profile_in *pi, const struct lz_toml_value *arr,
                       const struct expand_ctx *x);

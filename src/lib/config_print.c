@@ -62,6 +62,12 @@ void lz_config_print(FILE *out, const struct lz_config *c) {
     print_list(out, "allow_egress", p->allow_egress, p->n_allow_egress);
     print_list(out, "deny_egress", p->deny_egress, p->n_deny_egress);
     fprintf(out, "ignored_state = %s\n", p->ignored_state ? "true" : "false");
+    if (p->n_host_tools_added)
+        print_list(out, "host_tool_paths_add", p->host_tools_added, p->n_host_tools_added);
+    if (p->n_host_tools_removed)
+        print_list(out, "host_tool_paths_remove", p->host_tools_removed, p->n_host_tools_removed);
+    fputs("# ", out);
+    lz_config_host_tools_note(out, p);
     fprintf(out, "host_ca_certificates = %s\n", p->host_ca_certificates ? "true" : "false");
     fprintf(out, "volumes = [%s", p->n_volumes ? "\n" : "");
     for (size_t i = 0; i < p->n_volumes; i++)

@@ -145,6 +145,14 @@ int lz_config_fingerprint_v1(const struct lz_config *c, uint8_t ret_fp[static 32
      * written before the key existed (it defaults to on) stay the same. */
     if (!p->host_ca_certificates)
         put_str(&st, "host_ca_certificates=false");
+    /* Likewise only when the profile changed the host-tool paths. */
+    if (p->n_host_tools_added || p->n_host_tools_removed) {
+        put_str(&st, "host_tool_paths");
+        put_u32(&st, (uint32_t)p->n_host_tools);
+        for (size_t i = 0; i < p->n_host_tools; i++)
+            if ((r = put_str(&st, p->host_tools[i])) < 0)
+                return r;
+    }
     crypto_hash_sha256_final(&st, ret_fp);
     sodium_memzero(&st, sizeof st);
     return 0;

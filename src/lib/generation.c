@@ -436,8 +436,9 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
     for (size_t i = 0; i < h->git.n_notices; i++)
         hc_log("NOTICE: %s", h->git.notices[i]);
     size_t n_persist = c->profile.n_persistent_dirs;
-    _cleanup_free_ char **argv =
-        lz_xcalloc(40 + 2 * h->git.n_protect + 2 * n_persist + 4 * LZ_RS_VOLUMES_MAX + 2 * 3, sizeof *argv);
+    _cleanup_free_ char **argv = lz_xcalloc(40 + 2 * h->git.n_protect + 2 * n_persist + 4 * LZ_RS_VOLUMES_MAX + 2 * 3 +
+                                                2 * c->profile.n_host_tools,
+                                            sizeof *argv);
     size_t na = 0;
     char *fixed[] = { self,
                       (char *)"__supervisor",
@@ -490,7 +491,9 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
      * Workspace State (docs/ignored-state.md); the rules are the host
      * user's, so the router is told where that user's Git config is. */
     _cleanup_free_ char *ignored = NULL;
-    if (c->profile.ignored_state) {
+    /* Host-tool configuration paths (docs/host-tools.md) keep the sandbox's
+     * copies in the same store: it is made even with ignored_state off. */
+    if (c->profile.ignored_state || c->profile.n_host_tools) {
         ignored = lz_xasprintf("%s/ignored", c->domain_dir);
         if (mkdir(ignored, 0700) < 0 && errno != EEXIST) {
             close(sp[1]);
@@ -506,6 +509,12 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
         if (xdg && xdg[0] == '/') {
             argv[na++] = (char *)"--git-xdg-config";
             argv[na++] = (char *)xdg;
+        }
+        if (!c->profile.ignored_state)
+            argv[na++] = (char *)"--no-ignore-rules";
+        for (size_t i = 0; i < c->profile.n_host_tools; i++) {
+            argv[na++] = (char *)"--host-tool";
+            argv[na++] = c->profile.host_tools[i];
         }
     }
     if (n_persist) {

@@ -100,13 +100,9 @@ int lz_oci_workspace_mounts(const char *ws, const char *view, struct lz_oci_bind
     } else if (git != 0) {
         return lz_error_set(err, -EINVAL, "%s/.git is neither a directory nor a file: refusing to start", ws);
     }
-    static const char *const hidden[] = { ".vscode", ".idea" };
-    for (size_t i = 0; i < LZ_ARRAY_SIZE(hidden); i++) {
-        if (type_at(wfd, hidden[i]) == S_IFDIR) {
-            _cleanup_free_ char *d = lz_xasprintf("/workspace/%s", hidden[i]);
-            add_str(tmpfs, n_tmpfs, d);
-        }
-    }
+    /* `.vscode`, `.idea` and the other host-tool configuration paths are
+     * no longer hidden here: the router serves them, at any depth, from the
+     * Domain's copy (docs/host-tools.md). */
     return 0;
 }
 

@@ -10,8 +10,9 @@
  * read-write. When it is a Git work tree, `.git` is bound again onto itself
  * (a mount point cannot be renamed: `mv .git x` fails with EBUSY), then
  * `.git/config` read-only (bound inside the rw parent so that Git's atomic
- * replace on the host stays visible), and Git's hook directory, `.vscode`
- * and `.idea` are hidden behind sandbox-local tmpfs. See docs/security.md for
+ * replace on the host stays visible), and Git's hook directory is hidden
+ * behind a sandbox-local tmpfs (host-tool configuration such as `.vscode`:
+ * the router, docs/host-tools.md). See docs/security.md for
  * the full Git threat model and which layer defends each path.
  */
 #pragma once

@@ -456,6 +456,28 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
     return 0;
 }
 
+/* The host-tool configuration paths in effect (docs/host-tools.md), once,
+ * on the terminal of the first session: one notice a line. */
+static void hc_host_tools_notice(struct hc *h, struct session *s) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return;
+    lz_config_host_tools_note(f, &h->cfg->profile);
+    if (fclose(f) != 0) {
+        free(buf);
+        return;
+    }
+    for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line) : strlen(line);
+        _cleanup_free_ char *m = lz_xasprintf("NOTICE: %.*s", (int)n, line);
+        hc_session_send(s, LZ_MSG_NOTICE, 0, m, strlen(m));
+    }
+    free(buf);
+}
+
 static void session_handle_hello(struct hc *h, struct session *s, const uint8_t *buf, size_t n) {
     struct lz_error err = { 0 };
     struct lz_hello hello;
@@ -502,6 +524,8 @@ static void session_handle_hello(struct hc *h, struct session *s, const uint8_t 
             _cleanup_free_ char *m = lz_xasprintf("NOTICE: %s", h->git.notices[i]);
             hc_session_send(s, LZ_MSG_NOTICE, 0, m, strlen(m));
         }
+    if (!h->had_session)
+        hc_host_tools_notice(h, s);
     uint8_t sid[4];
     lz_put_u32(sid, (uint32_t)s->id);
     hc_session_send(s, LZ_MSG_READY, 0, sid, sizeof sid);

@@ -283,7 +283,8 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
         return -errno;
     char fdstr[16];
     snprintf(fdstr, sizeof fdstr, "%d", rp[1]);
-    _cleanup_free_ char **argv = lz_xcalloc(26 + 2 * a->n_protect + 2 * LZ_RS_DENY_MAX, sizeof *argv);
+    _cleanup_free_ char **argv =
+        lz_xcalloc(27 + 2 * a->n_protect + 2 * LZ_RS_DENY_MAX + 2 * a->n_host_tools, sizeof *argv);
     size_t n = 0;
     argv[n++] = (char *)a->router;
     argv[n++] = (char *)"--source";
@@ -327,6 +328,12 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
         if (a->git_xdg) {
             argv[n++] = (char *)"--git-xdg-config";
             argv[n++] = (char *)a->git_xdg;
+        }
+        if (a->no_ignore_rules)
+            argv[n++] = (char *)"--no-ignore-rules";
+        for (size_t i = 0; i < a->n_host_tools; i++) {
+            argv[n++] = (char *)"--host-tool";
+            argv[n++] = a->host_tools[i];
         }
     }
     argv[n] = NULL;

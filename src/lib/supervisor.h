@@ -70,6 +70,9 @@ struct lz_supervisor_args {
     const char *ignored_state; /* the Domain's Ignored Workspace State, or NULL (routing off) */
     const char *git_home;      /* the host user's HOME and XDG_CONFIG_HOME, for its Git ignore rules */
     const char *git_xdg;
+    bool no_ignore_rules; /* the store serves the host-tool paths alone (ignored_state = false) */
+    char **host_tools;    /* host-tool configuration paths (hosttools.h) */
+    size_t n_host_tools;
     size_t n_deny_link;
     int start_timeout_ms; /* LZ_RS_T_START_MS (rschan.h) */
 };

@@ -384,7 +384,7 @@ static bool stat_matches_index(struct rt_ignore *ig, const char *rel, const stru
 
 int rt_ignore_route(struct rt_ignore *ig, const char *rel, bool is_dir, const struct stat *host_st) {
     char full[PATH_MAX + 1];
-    if (has_git_component(rel))
+    if (!ig->repo || has_git_component(rel)) /* store only (rt_ignore_open_store): no rules */
         return RT_HOST;
     int rc = lz_snprintf(full, sizeof full - 1, "%s%s", ig->prefix, rel);
     if (rc < 0)
@@ -425,7 +425,7 @@ int rt_ignore_route(struct rt_ignore *ig, const char *rel, bool is_dir, const st
 /* The repo-relative path of rules file rel and of its directory: false
  * when rel is no `.gitignore` (or too long). */
 static bool rules_paths(struct rt_ignore *ig, const char *rel, char full[PATH_MAX], char dir[PATH_MAX]) {
-    if (!ig || !rt_ignore_is_rules_file(rel) || full_rel(ig, rel, full, PATH_MAX) < 0)
+    if (!ig || !ig->repo || !rt_ignore_is_rules_file(rel) || full_rel(ig, rel, full, PATH_MAX) < 0)
         return false;
     dir_of(full, dir, PATH_MAX);
     return true;
@@ -500,7 +500,7 @@ static void record_tree(struct rwalk *w, int fd, unsigned depth) {
 }
 
 void rt_ignore_renamed_dir(struct rt_ignore *ig, const char *rel) {
-    if (!ig)
+    if (!ig || !ig->repo)
         return;
     char full[PATH_MAX];
     if (full_rel(ig, rel, full, sizeof full) < 0)
@@ -682,12 +682,28 @@ fail:
     return rc;
 }
 
+int rt_ignore_open_store(struct rt_ignore **ret, int state_fd, struct lz_error *err) {
+    struct rt_ignore *ig = lz_xcalloc(1, sizeof *ig);
+    ig->live_fd = ig->rules_fd = ig->shadow_fd = ig->meta_fd = -EBADF;
+    ig->prefix = lz_xstrdup("");
+    ig->store_fd = rt_open_dir_p(state_fd, "tree", true);
+    if (ig->store_fd < 0) {
+        int rc = lz_error_set(err, ig->store_fd, "cannot prepare the Domain's store: %s", strerror(-ig->store_fd));
+        rt_ignore_free(ig);
+        return rc;
+    }
+    *ret = ig;
+    return 0;
+}
+
 void rt_ignore_free(struct rt_ignore *ig) {
     if (!ig)
         return;
-    git_index_free(ig->index);
-    git_repository_free(ig->repo);
-    git_libgit2_shutdown();
+    if (ig->repo) {
+        git_index_free(ig->index);
+        git_repository_free(ig->repo);
+        git_libgit2_shutdown();
+    }
     int fds[] = { ig->live_fd, ig->store_fd, ig->rules_fd, ig->shadow_fd, ig->meta_fd };
     for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
         if (fds[i] >= 0)

@@ -45,6 +45,10 @@ struct rt_ignore;
  * workspace is not in a Git work tree: nothing is then ignored. */
 int rt_ignore_open(struct rt_ignore **ret, const char *root_path, int state_fd, const char *home,
                    const char *xdg_config, struct lz_error *err);
+/* The store alone, without ignore rules (every path routes to the host):
+ * for the host-tool configuration paths (htseed.h) of a workspace without
+ * a Git work tree or with ignored_state = false. */
+int rt_ignore_open_store(struct rt_ignore **ret, int state_fd, struct lz_error *err);
 void rt_ignore_free(struct rt_ignore *ig);
 
 /* The store's root directory (O_PATH), owned by ig. */

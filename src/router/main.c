@@ -61,6 +61,8 @@
 
 #include "gitindex.h"
 #include "hidden.h"
+#include "hosttools.h"
+#include "htseed.h"
 #include "ignore.h"
 #include "router.h"
 #include "util.h"
@@ -167,6 +169,9 @@ struct router {
      * Domain's Ignored Workspace State (ignore.h); NULL when off or when
      * the workspace is not in a Git work tree. */
     struct rt_ignore *ig;
+    /* --host-tool: host-tool configuration paths, served from the store
+     * after a copy of the host's (htseed.h); NULL when none. */
+    struct rt_ht *ht;
     char *store_path; /* the kernel's path of the store root */
     size_t store_len;
     uid_t uid;
@@ -865,6 +870,24 @@ static int holder_fd_at_depth(struct router *r, struct rt_inode *in, unsigned de
 
 static int holder_fd(struct router *r, struct rt_inode *in, int *owned) { return holder_fd_at_depth(r, in, 0, owned); }
 
+/* The backing of entry `name` (workspace-relative `rel`) of the host
+ * directory hfd (`drel`): what the ignore rules decide, except that a
+ * host-tool configuration path they leave to the host is the store's,
+ * seeded from the host's entry (htseed.h). */
+static int route_of(struct router *r, int hfd, const char *drel, const char *name, const char *rel, bool is_dir,
+                    const struct stat *hst) {
+    static char *const git[] = { (char *)".git" };
+    int b = rt_ignore_route(r->ig, rel, is_dir, hst);
+    size_t m = rt_ht_match(r->ht, rel);
+    /* Below `.git` the Git policy decides (security-git.md), never this;
+     * a git-ignored entry (a host `.envrc` with secrets) stays private. */
+    if (b != RT_HOST || !m || lz_hosttools_match(git, 1, rel))
+        return b;
+    if (m == strlen(rel))
+        rt_ht_seed(r->ht, hfd, rt_ignore_store_fd(r->ig), drel, name, rel);
+    return RT_STORE;
+}
+
 /* Where entry `name` of `dir` lives: the backing that serves it and that
  * backing's fd of `dir`. */
 struct rt_at {
@@ -931,7 +954,7 @@ static int route_at_rel(struct router *r, struct rt_inode *dir, const char *drel
             return -ENOENT;
         }
     }
-    int b = rt_ignore_route(r->ig, rel, is_dir, at->on_host ? &at->hst : NULL);
+    int b = route_of(r, dfd, drel, name, rel, is_dir, at->on_host ? &at->hst : NULL);
     if (b < 0)
         return b;
     if (b == RT_HOST)
@@ -2702,8 +2725,10 @@ static int snap_listing(struct router *r, int ifd, struct rt_dir *d) {
                 continue;
             struct stat hst;
             bool on_host = fstatat(dirfd(dp), de->d_name, &hst, AT_SYMLINK_NOFOLLOW) == 0;
-            int b = rt_ignore_route(r->ig, rel, on_host ? S_ISDIR(hst.st_mode) : dtype_is_dir(dirfd(dp), de),
-                                    on_host ? &hst : NULL);
+            int b = route_of(r, ifd, drel, de->d_name, rel,
+                             on_host ? S_ISDIR(hst.st_mode) : dtype_is_dir(dirfd(dp), de), on_host ? &hst : NULL);
+            if (b == RT_STORE && cfd < 0) /* a host-tool path's copy may have just made it */
+                cfd = rt_open_dir_p(rt_ignore_store_fd(r->ig), drel, false);
             if (b != RT_HOST) {
                 /* Hidden: the store's entry of that name, if any, shows. */
                 struct stat st;
@@ -2726,7 +2751,7 @@ static int snap_listing(struct router *r, int ifd, struct rt_dir *d) {
                     continue;
                 if (join_path(rel, sizeof rel, drel, de->d_name) < 0)
                     continue;
-                if (rt_ignore_route(r->ig, rel, dtype_is_dir(dirfd(sp), de), NULL) == RT_STORE)
+                if (route_of(r, hfd, drel, de->d_name, rel, dtype_is_dir(dirfd(sp), de), NULL) == RT_STORE)
                     snap_add(d, &cap, de->d_name, de->d_ino, de->d_type, true);
             }
             closedir(sp);
@@ -3123,7 +3148,8 @@ static void usage(FILE *f) {
           "                      [--watch SECONDS] [--max-held-fds N] [--allow-other] [--quiet]\n"
           "                      [--eager-open]\n"
           "                      [--plain] [--deny-link-target ABS]...\n"
-          "                      [--ignored-state DIR [--git-home DIR] [--git-xdg-config DIR]]\n",
+          "                      [--ignored-state DIR [--git-home DIR] [--git-xdg-config DIR]\n"
+          "                       [--no-ignore-rules] [--host-tool NAME]...]\n",
           f);
 }
 
@@ -3147,6 +3173,9 @@ static bool path_within(const char *a, const char *b) {
 
 struct rt_ignored_opts {
     const char *state, *home, *xdg;
+    bool no_rules;     /* --no-ignore-rules: the store for host tools only */
+    char **host_tools; /* --host-tool */
+    size_t n_host_tools;
 };
 
 /* --ignored-state: routing of git-ignored untracked paths (ignore.h). */
@@ -3186,9 +3215,14 @@ struct ignored_job {
 static void *ignored_open_main(void *p) {
     struct ignored_job *j = p;
     struct router *r = j->r;
-    j->rc = rt_ignore_open(&r->ig, r->root_path, j->sfd, j->o->home, j->o->xdg, &j->err);
+    if (!j->o->no_rules)
+        j->rc = rt_ignore_open(&r->ig, r->root_path, j->sfd, j->o->home, j->o->xdg, &j->err);
+    if (j->rc == 0 && !r->ig && j->o->n_host_tools)
+        j->rc = rt_ignore_open_store(&r->ig, j->sfd, &j->err);
     if (j->rc < 0 || !r->ig)
         return NULL;
+    if (j->o->n_host_tools)
+        r->ht = rt_ht_new(j->o->host_tools, j->o->n_host_tools, j->sfd);
     char abs[PATH_MAX + 1];
     int rc = read_fd_path(r, rt_ignore_store_fd(r->ig), abs, sizeof abs);
     if (rc < 0) {
@@ -3286,6 +3320,7 @@ static void teardown_router(struct router *r) {
         close(r->proc_fd);
     free(r->root_path);
     rt_ignore_free(r->ig);
+    rt_ht_free(r->ht);
     free(r->store_path);
     for (size_t i = 0; i < r->n_protect; i++)
         free(r->protect[i]);
@@ -3314,6 +3349,8 @@ int main(int argc, char **argv) {
         { "ignored-state", required_argument, NULL, 'I' },
         { "git-home", required_argument, NULL, 'H' },
         { "git-xdg-config", required_argument, NULL, 'X' },
+        { "host-tool", required_argument, NULL, 'T' },
+        { "no-ignore-rules", no_argument, NULL, 'R' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -3416,6 +3453,16 @@ int main(int argc, char **argv) {
         case 'I': ign.state = optarg; break;
         case 'H': ign.home = optarg; break;
         case 'X': ign.xdg = optarg; break;
+        case 'R': ign.no_rules = true; break;
+        case 'T':
+            if (ign.n_host_tools >= LZ_HOSTTOOLS_MAX || lz_hosttools_name_invalid(optarg)) {
+                fprintf(stderr, "lazaret-router: --host-tool %s: not a name, or more than %d\n", optarg,
+                        LZ_HOSTTOOLS_MAX);
+                return 2;
+            }
+            ign.host_tools = lz_xrealloc(ign.host_tools, (ign.n_host_tools + 1) * sizeof *ign.host_tools);
+            ign.host_tools[ign.n_host_tools++] = optarg;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -3547,5 +3594,6 @@ out:
     if (ready_fd >= 0)
         close(ready_fd);
     teardown_router(&r);
+    free(ign.host_tools);
     return ret;
 }

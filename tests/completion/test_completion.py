@@ -87,6 +87,8 @@ def test_commands(home):
     assert complete("lazaret im", home) == ["image"]
     assert complete("lazaret image ", home) == sorted(["bootstrap", "ls", "prepare", "gc", "-h", "--help"])
     assert complete("lazaret state re", home) == ["reset"]
+    assert complete("lazaret state d", home) == ["diff"]
+    assert complete("lazaret state a", home) == ["apply"]
 
 
 def test_options(home):

@@ -368,7 +368,8 @@ static const struct bad bad_cases[] = {
       "bad-prefix-type.toml:2: network.default_allow: expected an array, found a string" },
     { "bad-profile-key.toml", "claude",
       "bad-profile-key.toml:3: profiles.claude.ignored-state: unknown key (expected one of: image, persistent_dirs, "
-      "allow_egress, deny_egress, env, volumes, ignored_state, host_ca_certificates, command)" },
+      "allow_egress, deny_egress, env, volumes, ignored_state, host_ca_certificates, command, host_tool_paths_add, "
+      "host_tool_paths_remove)" },
     { "bad-profile-name-dot.toml", "claude",
       "bad-profile-name-dot.toml:1: profiles.\"a.b\": invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
     { "bad-profile-name-short.toml", "claude",
@@ -653,6 +654,62 @@ static void test_persistent_dirs_default(void **state) {
     assert_int_equal(c->profile.n_persistent_dirs, 0);
     assert_memory_not_equal(c->fingerprint, fp, sizeof fp);
     lz_config_free(c);
+}
+
+/* Host-tool configuration paths (docs/host-tools.md): the default set, a
+ * profile's changes (never silently), and the fingerprint. */
+static void test_host_tool_paths(void **state) {
+    (void)state;
+    char path[8192];
+    snprintf(path, sizeof path, "%s/ht.toml", root);
+    write_file(path, "[profiles.claude]\nimage = \"img\"\n");
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    assert_int_equal(load_path(path, "claude", NULL, &c, &err), 0);
+    size_t n_default = c->profile.n_host_tools;
+    assert_true(n_default >= 10);
+    bool has_claude = false, has_vscode = false;
+    for (size_t i = 0; i < n_default; i++) {
+        has_claude = has_claude || !strcmp(c->profile.host_tools[i], ".claude");
+        has_vscode = has_vscode || !strcmp(c->profile.host_tools[i], ".vscode");
+    }
+    assert_true(has_claude && has_vscode);
+    assert_int_equal(c->profile.n_host_tools_added + c->profile.n_host_tools_removed, 0);
+    uint8_t fp[32];
+    memcpy(fp, c->fingerprint, sizeof fp);
+    lz_config_free(c);
+    write_file(path,
+               "[profiles.claude]\nimage = \"img\"\nhost_tool_paths_add = [\".fleet\"]\n"
+               "host_tool_paths_remove = [\".IDEA\"]\n");
+    assert_int_equal(load_path(path, "claude", NULL, &c, &err), 0);
+    assert_int_equal(c->profile.n_host_tools, n_default);
+    assert_string_equal(c->profile.host_tools[n_default - 1], ".fleet");
+    for (size_t i = 0; i < c->profile.n_host_tools; i++)
+        assert_string_not_equal(c->profile.host_tools[i], ".idea");
+    /* A change to the set is a change of the Domain's configuration. */
+    assert_memory_not_equal(c->fingerprint, fp, sizeof fp);
+    lz_config_free(c);
+    expect_fail_content("ht1.toml", "[profiles.claude]\nimage = \"img\"\nhost_tool_paths_remove = [\".nope\"]\n",
+                        "claude",
+                        "3: profiles.claude.host_tool_paths_remove[0]: \".nope\" is not in the default set (see "
+                        "`lazaret config check` or lazaret.toml(5) for it)");
+    expect_fail_content("ht2.toml", "[profiles.claude]\nimage = \"img\"\nhost_tool_paths_add = [\".vscode\"]\n",
+                        "claude",
+                        "3: profiles.claude.host_tool_paths_add[0]: \".vscode\" is already in the default set "
+                        "(nothing to add)");
+    expect_fail_content("ht3.toml", "[profiles.claude]\nimage = \"img\"\nhost_tool_paths_add = [\".Git\"]\n", "claude",
+                        "3: profiles.claude.host_tool_paths_add[0]: \".Git\" is not a host-tool path name: .git has "
+                        "its own protections (docs/security-git.md)");
+    expect_fail_content("ht4.toml", "[profiles.claude]\nimage = \"img\"\nhost_tool_paths_add = [\"a/b\"]\n", "claude",
+                        "3: profiles.claude.host_tool_paths_add[0]: \"a/b\" is not a host-tool path name: it "
+                        "contains '/' (give one name, matched at any depth)");
+    expect_fail_content("ht5.toml", "[profiles.claude]\nimage = \"img\"\nhost_tool_paths_add = [\"..\"]\n", "claude",
+                        "3: profiles.claude.host_tool_paths_add[0]: \"..\" is not a host-tool path name: it is . "
+                        "or ..");
+    expect_fail_content("ht6.toml", "[profiles.claude]\nimage = \"img\"\nhost_tool_paths_add = [\".x\", \".X\"]\n",
+                        "claude", "3: profiles.claude.host_tool_paths_add[1]: \".X\" is listed twice");
+    expect_fail_content("ht7.toml", "[profiles.claude]\nimage = \"img\"\nhost_tool_paths_add = \".x\"\n", "claude",
+                        "3: profiles.claude.host_tool_paths_add: expected an array, found a string");
 }
 
 static void test_limits(void **state) {
@@ -1776,6 +1833,7 @@ int main(void) {
         T(test_data_root_in_workspace),
         T(test_gc_keys),
         T(test_persistent_dirs_default),
+        T(test_host_tool_paths),
         T(test_limits),
         T(test_env_non_utf8),
         T(test_builtin_default),
