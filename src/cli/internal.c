@@ -74,6 +74,7 @@ static int supervisor(int argc, char **argv) {
         { "ignored-state", required_argument, NULL, 'I' },
         { "git-home", required_argument, NULL, 'H' },
         { "git-xdg-config", required_argument, NULL, 'G' },
+        { "mailbox", required_argument, NULL, 'M' },
         { 0 },
     };
     int c;
@@ -98,6 +99,7 @@ static int supervisor(int argc, char **argv) {
         case 'I': a.ignored_state = optarg; break;
         case 'H': a.git_home = optarg; break;
         case 'G': a.git_xdg = optarg; break;
+        case 'M': a.mailbox = optarg; break;
         case 'p':
             if (a.n_persist < 256) {
                 a.persist = lz_xrealloc(a.persist, (a.n_persist + 1) * sizeof *a.persist);
