@@ -232,7 +232,7 @@ static void remove_results(struct lz_esc *e, struct esc_req *q, uint64_t from_se
     for (uint64_t s = from_seq; s < to_seq; s++) {
         n.seq = s;
         if (lz_mbox_name_format(&n, name, sizeof name) == 0)
-            (void)unlinkat(e->res_fd, name, 0);
+            (void)lz_mbox_remove(e->res_fd, name);
     }
     if (!all)
         return;
@@ -241,7 +241,7 @@ static void remove_results(struct lz_esc *e, struct esc_req *q, uint64_t from_se
         n.kind = kinds[k];
         n.seq = 0;
         if (lz_mbox_name_format(&n, name, sizeof name) == 0)
-            (void)unlinkat(e->res_fd, name, 0);
+            (void)lz_mbox_remove(e->res_fd, name);
     }
 }
 
@@ -267,7 +267,7 @@ static void remove_req_entry(struct lz_esc *e, const char *name) {
     if (fstatat(e->req_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
         (void)lz_rm_rf_at(e->req_fd, name);
     else
-        (void)unlinkat(e->req_fd, name, 0);
+        (void)lz_mbox_remove(e->req_fd, name);
 }
 
 /* EPOLLOUT on the write end only while a chunk waits for room: armed on a
@@ -1040,7 +1040,7 @@ static void take_entry(struct hc *h, const char *name) {
         if (dir)
             lz_rm_rf_at(e->req_fd, name);
         else
-            unlinkat(e->req_fd, name, 0);
+            (void)lz_mbox_remove(e->req_fd, name);
         hc_log("escalation: refused mailbox entry with a foreign name (removed)");
         return;
     }

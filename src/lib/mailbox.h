@@ -76,10 +76,15 @@ const char *lz_mbox_refusal_name(enum lz_mbox_refusal r);
 
 /* Takes the entry `name` of dirfd: opened without following a symlink and
  * without blocking on a FIFO, checked (regular, one link, size bound),
- * read once into buf (cap >= LZ_RECORD_MAX), and removed whether it was
- * accepted or refused (a refused directory is removed recursively). 0 with
+ * read once into buf (cap >= LZ_RECORD_MAX), its pages freed (as
+ * lz_mbox_remove), and removed whether it was accepted or refused (a refused directory is removed recursively). 0 with
  * *ret_len, or -EPERM / -ENOENT / -EIO with *ret_why saying why. */
 int lz_mbox_take(int dirfd, const char *name, uint8_t *buf, size_t cap, size_t *ret_len, enum lz_mbox_refusal *ret_why);
+
+/* Removes the regular file `name` of dirfd (or whatever else it is, as
+ * unlinkat), its pages freed first (truncated through its own inode): a
+ * descriptor the sandbox still holds keeps nothing of it. 0 or -errno. */
+int lz_mbox_remove(int dirfd, const char *name);
 
 /* Writes bytes as `name` in dirfd: ".tmp-<random>" (O_EXCL, mode 0644 so
  * the sandbox's reader may open it), then rename. No fsync: the mailbox
