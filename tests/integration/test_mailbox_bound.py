@@ -1,9 +1,9 @@
 """The escalation mailbox is bounded (docs/escalation.md, "The mailbox's bound").
 
 A hostile agent writes into /run/lazaret/mailbox/req/ and holds the
-descriptor (gVisor keeps the host file open, the coordinator's removal of
-the foreign name frees nothing), renames big files in, makes many small
-ones. The host side: every byte of a file under the Domain's mailbox that
+descriptor (gVisor keeps the host file open; a file made in place is taken
+only when it is closed), a second one, moves and links big files in. The
+inode cap is checked from outside (mount options, statvfs). The host side: every byte of a file under the Domain's mailbox that
 any of our processes holds open or that is still linked, whatever device
 it lives on. Each attack has its positive control: the same attack with the
 bound switched off (test hook LAZARET_TEST_MAILBOX_UNBOUNDED, test builds
@@ -117,8 +117,8 @@ def escalate_echo(c, word):
 def test_filled_and_held_mailbox_is_bounded(lazaret, env, workspace, tmp_path):
     """The issue's attack: a descriptor held on req/ while 256 MiB go in.
     The write stops at the bound with ENOSPC and the host holds at most the
-    bound; renaming or linking big files in, and many small files, stay
-    inside it too. While the agent holds req/ full, its own escalation
+    bound; renaming or linking big files in and a second held descriptor
+    stay inside it too; the tmpfs's size and inode caps read from outside. While the agent holds req/ full, its own escalation
     fails with a clear message (gVisor keeps a file's host descriptor even
     after the sandbox closes it, so the space stays taken for this
     generation), another Domain's escalation works, and this Domain's works
