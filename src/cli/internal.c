@@ -77,6 +77,7 @@ static int supervisor(int argc, char **argv) {
         { "git-xdg-config", required_argument, NULL, 'G' },
         { "no-ignore-rules", no_argument, NULL, 'n' },
         { "host-tool", required_argument, NULL, 't' },
+        { "mailbox", required_argument, NULL, 'M' },
         { 0 },
     };
     int c;
@@ -110,6 +111,7 @@ static int supervisor(int argc, char **argv) {
             a.host_tools = lz_xrealloc(a.host_tools, (a.n_host_tools + 1) * sizeof *a.host_tools);
             a.host_tools[a.n_host_tools++] = optarg;
             break;
+        case 'M': a.mailbox = optarg; break;
         case 'p':
             if (a.n_persist < 256) {
                 a.persist = lz_xrealloc(a.persist, (a.n_persist + 1) * sizeof *a.persist);

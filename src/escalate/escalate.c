@@ -132,7 +132,14 @@ static int send_record(struct client *c, struct lz_record *rec) {
     memcpy(rec->request_id, c->id, LZ_RECORD_ID_LEN);
     memcpy(rec->session_id, c->sid, LZ_RECORD_ID_LEN);
     int r = lz_mbox_put_record(c->req_fd, c->sk, rec, &err);
-    if (r < 0)
+    if (r == -ENOSPC || r == -EDQUOT)
+        /* The mailbox's bound (docs/escalation.md): something in this
+         * sandbox filled req/ or holds its files open. */
+        fprintf(stderr,
+                "lazaret-escalate: %s: the escalation mailbox " MBOX "/req is full (a process of this sandbox fills "
+                "it or holds its files open); close them, or stop the Domain (lazaret stop) and start it again\n",
+                err.msg);
+    else if (r < 0)
         fprintf(stderr, "lazaret-escalate: %s\n", err.msg);
     return r;
 }

@@ -239,6 +239,8 @@ static void hc_done(struct hc *h) {
     lz_closep(&h->listen_fd);
     lz_closep(&h->boot.addr_fd);
     lz_closep(&h->boot.policy_fd);
+    lz_closep(&h->boot.mbox_fd[0]);
+    lz_closep(&h->boot.mbox_fd[1]);
     lz_store_close(h->st);
     free(h->rootfs);
     free(h->anchor_root);
@@ -360,6 +362,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
                                        .sfd = -EBADF,
                                        .lock_fd = -EBADF,
                                        .boot = { .addr_fd = -EBADF, .policy_fd = -EBADF } };
+    h.boot.mbox_fd[0] = h.boot.mbox_fd[1] = -EBADF; /* before any exit: hc_done closes them */
     _cleanup_close_ int ready_fd = a->ready_fd;
     if (coordinator_start(&h, &err) < 0) {
         ready_reply(ready_fd, "error %s", err.msg);

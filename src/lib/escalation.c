@@ -30,11 +30,11 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#define ESC_MAX_REQ 32          /* live and lingering requests of a generation */
-#define ESC_MAX_SEEN 65536      /* request IDs remembered against replay */
-#define ESC_WINDOW 8            /* unacknowledged result chunks */
-#define ESC_SKEW_MS 5000        /* a request may be created this far in our future */
-#define ESC_MAX_VALID_MS 600000 /* longest validity window of a request */
+#define ESC_MAX_REQ LZ_MBOX_LIVE_MAX /* live and lingering requests of a generation (the mailbox's bound) */
+#define ESC_MAX_SEEN 65536           /* request IDs remembered against replay */
+#define ESC_WINDOW 8                 /* unacknowledged result chunks */
+#define ESC_SKEW_MS 5000             /* a request may be created this far in our future */
+#define ESC_MAX_VALID_MS 600000      /* longest validity window of a request */
 #define ESC_DEFAULT_TIMEOUT_S 3600
 #define ESC_LINGER_MS 60000 /* result files kept after the end for the client */
 #define ESC_PROMPT_TIMEOUT_MS 300000
@@ -131,12 +131,21 @@ int hc_esc_create(struct hc *h, struct lz_error *err) {
         return lz_error_set(err, -errno, "cannot create the escalation mailbox %s: %s", e->dir, strerror(errno));
     if ((e->dir_fd = open(e->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
         return lz_error_set(err, -errno, "cannot open the escalation mailbox %s: %s", e->dir, strerror(errno));
-    if ((mkdirat(e->dir_fd, "req", 0700) < 0 && errno != EEXIST) ||
-        (mkdirat(e->dir_fd, "res", 0700) < 0 && errno != EEXIST))
-        return lz_error_set(err, -errno, "cannot create the mailbox directories: %s", strerror(errno));
-    if ((e->req_fd = openat(e->dir_fd, "req", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-        (e->res_fd = openat(e->dir_fd, "res", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-        return lz_error_set(err, -errno, "cannot open the mailbox directories: %s", strerror(errno));
+    /* req/ and res/: the bounded tmpfs the Supervisor mounted in the
+     * Domain's mount namespace (mailbox.h), reached only through the
+     * descriptors it passed; the host's directories are their mount
+     * points. Without them (a test hook) the runtime directory's own. */
+    e->req_fd = TAKE_FD(h->boot.mbox_fd[0]);
+    e->res_fd = TAKE_FD(h->boot.mbox_fd[1]);
+    if (e->req_fd < 0 || e->res_fd < 0) {
+        if (!lz_test_hook("LAZARET_TEST_MAILBOX_UNBOUNDED"))
+            return lz_error_set(err, -EPROTO, "the escalation mailbox was not mounted");
+        lz_closep(&e->req_fd);
+        lz_closep(&e->res_fd);
+        if ((e->req_fd = openat(e->dir_fd, "req", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+            (e->res_fd = openat(e->dir_fd, "res", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+            return lz_error_set(err, -errno, "cannot open the mailbox directories: %s", strerror(errno));
+    }
     if ((r = lz_trust_anchor_new(&e->ta)) < 0)
         return lz_error_errno(err, r, "cannot create the Trust Anchor");
     if ((r = lz_trust_publish(e->ta, e->dir_fd, "hc.pub")) < 0)
@@ -160,7 +169,10 @@ int hc_esc_create(struct hc *h, struct lz_error *err) {
     if ((e->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 ||
         inotify_add_watch(e->ino_fd, e->dir, IN_ONLYDIR) < 0)
         return lz_error_errno(err, -errno, "cannot watch the escalation mailbox");
-    _cleanup_free_ char *reqdir = lz_xasprintf("%s/req", e->dir);
+    /* Through our descriptor: the tmpfs is not at its path in our mount
+     * namespace. */
+    char reqdir[64];
+    snprintf(reqdir, sizeof reqdir, "/proc/self/fd/%d", e->req_fd);
     if (inotify_add_watch(e->ino_fd, reqdir, IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE | IN_ONLYDIR) < 0 ||
         (r = ep_add(e, e->ino_fd, EV_INOTIFY, 0)) < 0)
         return lz_error_errno(err, r < 0 ? r : -errno, "cannot watch the escalation mailbox");
@@ -250,7 +262,7 @@ static void remove_results(struct lz_esc *e, struct esc_req *q, uint64_t from_se
     for (uint64_t s = from_seq; s < to_seq; s++) {
         n.seq = s;
         if (lz_mbox_name_format(&n, name, sizeof name) == 0)
-            (void)unlinkat(e->res_fd, name, 0);
+            (void)lz_mbox_remove(e->res_fd, name);
     }
     if (!all)
         return;
@@ -259,7 +271,7 @@ static void remove_results(struct lz_esc *e, struct esc_req *q, uint64_t from_se
         n.kind = kinds[k];
         n.seq = 0;
         if (lz_mbox_name_format(&n, name, sizeof name) == 0)
-            (void)unlinkat(e->res_fd, name, 0);
+            (void)lz_mbox_remove(e->res_fd, name);
     }
 }
 
@@ -285,7 +297,7 @@ static void remove_req_entry(struct lz_esc *e, const char *name) {
     if (fstatat(e->req_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
         (void)lz_rm_rf_at(e->req_fd, name);
     else
-        (void)unlinkat(e->req_fd, name, 0);
+        (void)lz_mbox_remove(e->req_fd, name);
 }
 
 /* EPOLLOUT on the write end only while a chunk waits for room: armed on a
@@ -1149,7 +1161,7 @@ static void take_entry(struct hc *h, const char *name) {
         if (dir)
             lz_rm_rf_at(e->req_fd, name);
         else
-            unlinkat(e->req_fd, name, 0);
+            (void)lz_mbox_remove(e->req_fd, name);
         hc_log("escalation: refused mailbox entry with a foreign name (removed)");
         return;
     }

@@ -1,6 +1,7 @@
 /* generation.c — a Domain generation's start and teardown (hc.h). */
 #include "hc.h"
 #include "anchor.h"
+#include "mailbox.h"
 #include "catalog.h"
 #include "idmap.h"
 #include "netfollow.h"
@@ -401,6 +402,18 @@ static int lower_lease_held(struct hc *h, struct lz_error *err) {
     return 0;
 }
 
+/* <gen_dir>/mailbox with req/ and res/ (0700): the mount points. */
+static int mailbox_dirs(const char *mbox) {
+    if (mkdir(mbox, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    _cleanup_close_ int d = open(mbox, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (d < 0)
+        return -errno;
+    if ((mkdirat(d, "req", 0700) < 0 && errno != EEXIST) || (mkdirat(d, "res", 0700) < 0 && errno != EEXIST))
+        return -errno;
+    return 0;
+}
+
 /* The Runtime Supervisor, in new user + network + mount namespaces (the
  * sandbox's intent is durable since lower_lease_held), held at its
  * barrier. */
@@ -517,6 +530,22 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
             argv[na++] = c->profile.host_tools[i];
         }
     }
+    /* The escalation mailbox's mount points (mailbox.h): the Supervisor
+     * mounts a bounded tmpfs on each before anything else. The test hook
+     * leaves them plain directories of the runtime directory (the old,
+     * unbounded mailbox: the positive control of test_mailbox_bound.py). */
+    _cleanup_free_ char *mbox = lz_xasprintf("%s/mailbox", h->gen_dir);
+    bool bounded = !lz_test_hook("LAZARET_TEST_MAILBOX_UNBOUNDED");
+    if ((r = mailbox_dirs(mbox)) < 0) {
+        close(sp[1]);
+        return lz_error_set(err, r, "cannot create the escalation mailbox %s: %s", mbox, strerror(-r));
+    }
+    if (bounded) {
+        argv[na++] = (char *)"--mailbox";
+        argv[na++] = mbox;
+    } else {
+        hc_log("escalation: WARNING: the mailbox is not bounded (test hook, test builds only)");
+    }
     if (n_persist) {
         char *anc[] = { (char *)"--rootfs",        h->rootfs,       (char *)"--anchor-root", h->anchor_root,
                         (char *)"--anchor-target", h->anchor_target };
@@ -555,6 +584,28 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
             err, r, "cannot create the Domain namespaces: %s%s", strerror(-r),
             r == -EPERM || r == -ENOSPC ? " (unprivileged user namespaces disabled? run `lazaret doctor`)" : "");
     hc_log("Runtime Supervisor started (pid %d), writing ID maps", (int)h->rs.pid);
+    return 0;
+}
+
+/* The Supervisor's first report: the mailbox's two tmpfs mounted, their
+ * roots attached (supervisor.h). Nothing durable: the mounts go with the
+ * Supervisor's mount namespace. */
+static int mailbox_take(struct hc *h, struct lz_error *err) {
+    struct lz_rsmsg m;
+    size_t nf = 0;
+    int n = h->rs_ctl < 0 ? 0 : lz_rschan_recv_fds(h->rs_ctl, LZ_RS_T_MAILBOX_MS, &m, h->boot.mbox_fd, 2, &nf);
+    if (n == 0 || n == -ETIMEDOUT)
+        return lz_error_set(err, -EIO, "the Runtime Supervisor did not mount the escalation mailbox");
+    if (n == 1 && m.kind == LZ_RS_FAIL)
+        return lz_error_set(err, -EIO, "%s", m.str);
+    if (n < 0 || m.kind != LZ_RS_MAILBOX || nf != 2) {
+        lz_closep(&h->boot.mbox_fd[0]);
+        lz_closep(&h->boot.mbox_fd[1]);
+        return lz_error_set(err, -EPROTO, "unexpected message from the Runtime Supervisor: %s",
+                            n < 0 ? "malformed" : lz_rschan_kind_name(m.kind));
+    }
+    hc_log("escalation: mailbox req/ and res/ mounted by the Supervisor (tmpfs, %llu bytes and %u inodes each)",
+           LZ_MBOX_TMPFS_BYTES, (unsigned)LZ_MBOX_TMPFS_INODES);
     return 0;
 }
 
@@ -600,6 +651,8 @@ static int supervisor_staged(struct hc *h, struct lz_error *err) {
     }
     if ((r = lz_child_release(&h->rs)) < 0)
         return lz_error_set(err, r, "the Runtime Supervisor failed to start: %s", strerror(-r));
+    if (!lz_test_hook("LAZARET_TEST_MAILBOX_UNBOUNDED"))
+        return mailbox_take(h, err);
     return 0;
 }
 

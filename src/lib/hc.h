@@ -134,6 +134,9 @@ struct hc {
         int addr_fd;         /* host-address watch (netfollow.h), or -EBADF */
         int policy_fd;       /* sealed memfd of the policy bytes */
         char policy_hex[65]; /* their digest */
+        /* The mailbox's req/ and res/ tmpfs roots, from the Supervisor's
+         * MAILBOX (supervisor.h), until the Trust Anchor takes them. */
+        int mbox_fd[2];
     } boot;
     /* generation.c, while releasing. */
     struct {

@@ -85,6 +85,37 @@ const char *lz_mbox_refusal_name(enum lz_mbox_refusal r) {
     return "?";
 }
 
+/* Frees the pages of fd's regular file (one link) before it is unlinked:
+ * gVisor keeps the host descriptor of a file the sandbox wrote or read for
+ * as long as its dentry is cached, after our unlink too, and the bounded
+ * tmpfs (mailbox.h) would stay full of what was already taken. Truncation
+ * frees them whoever holds the inode. Through /proc/self/fd: the same
+ * inode, never a name the sandbox may have replaced; a file without write
+ * permission gets it first (we own what is in the mailbox). Best effort. */
+static void reclaim(int fd, const struct stat *st) {
+    if (!S_ISREG(st->st_mode) || st->st_nlink != 1 || st->st_size == 0)
+        return;
+    char p[40];
+    snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+    if (!(st->st_mode & S_IWUSR))
+        (void)chmod(p, 0600);
+    int w = open(p, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (w >= 0) {
+        (void)ftruncate(w, 0);
+        close(w);
+    }
+}
+
+int lz_mbox_remove(int dirfd, const char *name) {
+    int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0)
+        reclaim(fd, &st);
+    if (fd >= 0)
+        close(fd);
+    return unlinkat(dirfd, name, 0) < 0 ? -errno : 0;
+}
+
 /* Removes a refused entry whatever it is (a directory recursively, never
  * following a link). */
 static void drop(int dirfd, const char *name, bool dir) {
@@ -126,6 +157,8 @@ int lz_mbox_take(int dirfd, const char *name, uint8_t *buf, size_t cap, size_t *
     else if (st.st_size < 0 || (uint64_t)st.st_size > LZ_RECORD_MAX || (size_t)st.st_size > cap)
         why = LZ_MBOX_TOO_LARGE;
     if (why != LZ_MBOX_OK) {
+        if (why == LZ_MBOX_TOO_LARGE)
+            reclaim(fd, &st);
         close(fd);
         *ret_why = why;
         drop(dirfd, name, S_ISDIR(st.st_mode));
@@ -134,6 +167,7 @@ int lz_mbox_take(int dirfd, const char *name, uint8_t *buf, size_t cap, size_t *
     /* One read of at most the bound + 1: a file that grew after fstat is
      * refused rather than read twice. */
     ssize_t n = lz_read_full(fd, buf, cap < LZ_RECORD_MAX + 1 ? cap : LZ_RECORD_MAX + 1);
+    reclaim(fd, &st);
     close(fd);
     (void)unlinkat(dirfd, name, 0);
     if (n < 0) {

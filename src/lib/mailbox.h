@@ -19,6 +19,16 @@
  * lz_record_open. Names, owners, times and PIDs of the files are not
  * evidence of anything: only the signature inside is.
  *
+ * Bound (docs/escalation.md, "The mailbox's bound"): req/ and res/ are
+ * each a tmpfs of their own, mounted by the Runtime Supervisor in the
+ * Domain's user and mount namespaces (supervisor.h) before the sandbox
+ * starts, at most LZ_MBOX_TMPFS_BYTES and LZ_MBOX_TMPFS_INODES each. The
+ * host's runtime directory only holds the empty mount points: a writer
+ * past the bound gets ENOSPC, whatever it holds open or renames, and a
+ * full req/ (the sandbox's) never stops the coordinator's writes to res/.
+ * The coordinator reaches both through the directory descriptors the
+ * Supervisor passes back (rschan.h, MAILBOX).
+ *
  * This module is shared by the Host Coordinator and the static Escalation
  * Client (src/escalate/), so it depends on util.c and record.c only.
  */
@@ -27,6 +37,17 @@
 #include "record.h"
 
 #define LZ_MBOX_NAME_MAX 96
+
+/* The legitimate maximum of one direction at once: LZ_MBOX_LIVE_MAX live
+ * or lingering requests (escalation.c), each with at most LZ_MBOX_PER_REQ
+ * records of at most LZ_RECORD_MAX bytes: req/ holds the request, one
+ * chunk-ack, one cancel and LZ_RECORD_STDIN_WINDOW stdin-chunks; res/ the
+ * request-ack, the decision, the result-end and the window of 8
+ * result-chunks; and one temporary file being written. 24 MiB each. */
+#define LZ_MBOX_LIVE_MAX 32
+#define LZ_MBOX_PER_REQ 12
+#define LZ_MBOX_TMPFS_BYTES ((unsigned long long)LZ_MBOX_LIVE_MAX * LZ_MBOX_PER_REQ * LZ_RECORD_MAX)
+#define LZ_MBOX_TMPFS_INODES 1024 /* 384 records with margin; the root directory counts */
 
 struct lz_mbox_name {
     uint8_t request_id[LZ_RECORD_ID_LEN];
@@ -55,10 +76,15 @@ const char *lz_mbox_refusal_name(enum lz_mbox_refusal r);
 
 /* Takes the entry `name` of dirfd: opened without following a symlink and
  * without blocking on a FIFO, checked (regular, one link, size bound),
- * read once into buf (cap >= LZ_RECORD_MAX), and removed whether it was
- * accepted or refused (a refused directory is removed recursively). 0 with
+ * read once into buf (cap >= LZ_RECORD_MAX), its pages freed (as
+ * lz_mbox_remove), and removed whether it was accepted or refused (a refused directory is removed recursively). 0 with
  * *ret_len, or -EPERM / -ENOENT / -EIO with *ret_why saying why. */
 int lz_mbox_take(int dirfd, const char *name, uint8_t *buf, size_t cap, size_t *ret_len, enum lz_mbox_refusal *ret_why);
+
+/* Removes the regular file `name` of dirfd (or whatever else it is, as
+ * unlinkat), its pages freed first (truncated through its own inode): a
+ * descriptor the sandbox still holds keeps nothing of it. 0 or -errno. */
+int lz_mbox_remove(int dirfd, const char *name);
 
 /* Writes bytes as `name` in dirfd: ".tmp-<random>" (O_EXCL, mode 0644 so
  * the sandbox's reader may open it), then rename. No fsync: the mailbox

@@ -23,6 +23,7 @@ const char *const lz_env_hooks[] = {
     "LAZARET_TEST_AUTO_APPROVE",
     "LAZARET_TEST_WORKSPACE",
     "LAZARET_TEST_TEARDOWN_PAUSE_MS",
+    "LAZARET_TEST_MAILBOX_UNBOUNDED",
 #endif
     NULL,
 };

@@ -24,6 +24,7 @@ static const struct {
     [LZ_RS_NET] = { "net", 0, 0 },
     [LZ_RS_STOP] = { "stop", 0, 0 },
     [LZ_RS_UNMOUNT] = { "unmount", 0, 0 },
+    [LZ_RS_MAILBOX] = { "mailbox", 0, 0 },
 };
 
 static bool kind_valid(unsigned k) { return k > 0 && k < LZ_RS_KIND_MAX && schema[k].name; }
@@ -93,6 +94,12 @@ int lz_rschan_decode(const uint8_t *buf, size_t n, struct lz_rsmsg *ret) {
 }
 
 int lz_rschan_send(int fd, enum lz_rs_kind kind, const uint64_t *u, const char *str) {
+    return lz_rschan_send_fds(fd, kind, u, str, NULL, 0);
+}
+
+int lz_rschan_send_fds(int fd, enum lz_rs_kind kind, const uint64_t *u, const char *str, const int *fds, size_t n_fds) {
+    if (n_fds > LZ_RSCHAN_FDS_MAX)
+        return -EINVAL;
     struct lz_rsmsg m = { .kind = kind };
     if (!kind_valid((unsigned)kind))
         return -EINVAL;
@@ -107,7 +114,23 @@ int lz_rschan_send(int fd, enum lz_rs_kind kind, const uint64_t *u, const char *
     int r = lz_rschan_encode(&m, buf, sizeof buf, &len);
     if (r < 0)
         return r;
-    return send(fd, buf, len, MSG_NOSIGNAL) < 0 ? -errno : 0;
+    struct iovec iov = { .iov_base = buf, .iov_len = len };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+    union {
+        char b[CMSG_SPACE(LZ_RSCHAN_FDS_MAX * sizeof(int))];
+        struct cmsghdr align;
+    } cm;
+    if (n_fds) {
+        memset(&cm, 0, sizeof cm);
+        mh.msg_control = cm.b;
+        mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
+    }
+    return sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
 int lz_rschan_sendf(int fd, enum lz_rs_kind kind, const char *fmt, ...) {
@@ -122,12 +145,68 @@ int lz_rschan_sendf(int fd, enum lz_rs_kind kind, const char *fmt, ...) {
 }
 
 int lz_rschan_recv(int fd, int timeout_ms, struct lz_rsmsg *ret) {
+    size_t n_fds;
+    return lz_rschan_recv_fds(fd, timeout_ms, ret, NULL, 0, &n_fds);
+}
+
+/* The descriptors of one received packet's control data: kept in fds (at
+ * most cap, all SCM_RIGHTS of SOL_SOCKET), or all closed. -EBADMSG when
+ * any was closed for not fitting or the control data was cut. */
+static int take_fds(struct msghdr *mh, int *fds, size_t cap, size_t *ret_n) {
+    size_t n = 0;
+    bool bad = (mh->msg_flags & MSG_CTRUNC) != 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0)) {
+            bad = true;
+            continue;
+        }
+        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k; i++) {
+            int f;
+            memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
+            if (n < cap)
+                fds[n++] = f;
+            else {
+                close(f);
+                bad = true;
+            }
+        }
+    }
+    if (bad) {
+        for (size_t i = 0; i < n; i++)
+            lz_closep(&fds[i]);
+        n = 0;
+    }
+    *ret_n = n;
+    return bad ? -EBADMSG : 0;
+}
+
+int lz_rschan_recv_fds(int fd, int timeout_ms, struct lz_rsmsg *ret, int *fds, size_t cap, size_t *ret_n) {
     long deadline = lz_now_ms() + timeout_ms;
     uint8_t buf[LZ_RSCHAN_MAX + 1];
+    *ret_n = 0;
+    for (size_t i = 0; i < cap; i++)
+        fds[i] = -EBADF;
     for (;;) {
-        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (n > 0)
-            return lz_rschan_decode(buf, (size_t)n, ret) < 0 ? -EBADMSG : 1;
+        struct iovec iov = { .iov_base = buf, .iov_len = sizeof buf };
+        union {
+            char b[CMSG_SPACE(LZ_RSCHAN_FDS_MAX * sizeof(int))];
+            struct cmsghdr align;
+        } cm;
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof cm.b };
+        /* Descriptors arrive close-on-exec: the coordinator spawns. */
+        ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n > 0) {
+            size_t nf;
+            int tr = take_fds(&mh, fds, cap, &nf);
+            if (tr < 0 || lz_rschan_decode(buf, (size_t)n, ret) < 0) {
+                for (size_t i = 0; i < nf; i++)
+                    lz_closep(&fds[i]);
+                return -EBADMSG;
+            }
+            *ret_n = nf;
+            return 1;
+        }
         if (n == 0 || (errno != EAGAIN && errno != EINTR))
             return 0;
         long left = deadline - lz_now_ms();
@@ -162,6 +241,7 @@ void lz_rschan_format(const struct lz_rsmsg *m, char *buf, size_t len) {
     case LZ_RS_NET:
     case LZ_RS_STOP:
     case LZ_RS_UNMOUNT:
+    case LZ_RS_MAILBOX:
     case LZ_RS_KIND_MAX:
     default: snprintf(buf, len, "%s%s%s", name, m->str[0] ? " " : "", m->str); break;
     }

@@ -14,7 +14,8 @@
  * (tests/fuzz/fuzz_rschan.c).
  *
  * RS -> HC                         HC -> RS, in this order
- *   STAGE    pid; slot               ANCHOR   mount the State Anchor
+ *   MAILBOX  (first; with 2 fds)     ANCHOR   mount the State Anchor
+ *   STAGE    pid; slot
  *   ANCHORED ; mount identity        STAGED   ; slot (release that child)
  *   READY    netns,userns,mntns;     NET      helper attached: policy, routers, runsc
  *            observed policy         STOP     stop the sandbox
@@ -44,6 +45,10 @@ enum lz_rs_kind {
     LZ_RS_NET,
     LZ_RS_STOP,
     LZ_RS_UNMOUNT,
+    /* Runtime Supervisor -> Host Coordinator, its first message: the
+     * mailbox's req/ and res/ tmpfs mounted (supervisor.h), their root
+     * directories attached (SCM_RIGHTS, lz_rschan_send_fds). */
+    LZ_RS_MAILBOX,
     LZ_RS_KIND_MAX, /* not a kind */
 };
 
@@ -79,6 +84,7 @@ struct lz_rsmsg {
 #define LZ_RS_T_ANCHORED_MS 30000     /* HC: ANCHOR -> ANCHORED (the mount itself) */
 #define LZ_RS_T_UNMOUNTED_MS 30000    /* HC: UNMOUNT -> UNMOUNTED (the unmount itself) */
 #define LZ_RS_T_EXIT_MS 30000         /* HC: the RS process exits after its last report */
+#define LZ_RS_T_MAILBOX_MS 10000      /* HC: released -> MAILBOX (two tmpfs mounts) */
 
 /* HC: NET -> READY or FAIL. */
 #define LZ_RS_T_READY_MS (LZ_RS_T_START_MS + LZ_RS_T_START_MARGIN_MS)
@@ -111,6 +117,16 @@ int lz_rschan_sendf(int fd, enum lz_rs_kind kind, const char *fmt, ...) __attrib
  * (end of file or a socket error); -ETIMEDOUT; -EBADMSG: a malformed
  * packet (consumed; the peer is still there). */
 int lz_rschan_recv(int fd, int timeout_ms, struct lz_rsmsg *ret);
+
+/* lz_rschan_send with descriptors attached (SCM_RIGHTS, 1..LZ_RSCHAN_FDS_MAX):
+ * the peer takes them with lz_rschan_recv_fds. */
+#define LZ_RSCHAN_FDS_MAX 2
+int lz_rschan_send_fds(int fd, enum lz_rs_kind kind, const uint64_t *u, const char *str, const int *fds, size_t n_fds);
+/* lz_rschan_recv that also takes the descriptors attached to the message
+ * (close-on-exec): on 1, fds[0..*ret_n) hold them and belong to the caller
+ * (the rest of fds is -EBADF). Descriptors beyond cap, or of another
+ * kind of control message, are closed and the packet is -EBADMSG. */
+int lz_rschan_recv_fds(int fd, int timeout_ms, struct lz_rsmsg *ret, int *fds, size_t cap, size_t *ret_n);
 
 /* One line for logs: "exited 0", "ready 4026531840 ... routes=3 ...". */
 void lz_rschan_format(const struct lz_rsmsg *m, char *buf, size_t len);

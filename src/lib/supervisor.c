@@ -2,6 +2,7 @@
 #include "supervisor.h"
 #include "anchor.h"
 #include "child.h"
+#include "mailbox.h"
 #include "store.h" /* lz_crash_point */
 #include "netpolicy.h"
 #include "netfollow.h"
@@ -21,8 +22,10 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <linux/magic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -518,6 +521,38 @@ static int setup_network(const struct lz_supervisor_args *a, char *msg, size_t m
 
 static int run_sandbox(const struct lz_supervisor_args *a);
 
+/* The mailbox's two bounded tmpfs (supervisor.h, mailbox.h), before
+ * anything of the sandbox exists; their roots go to the coordinator with
+ * MAILBOX. Our own mount namespace holds them (private, above): the host
+ * sees the empty directories, and they go when this namespace does. */
+static int mount_mailbox(int ctl, const char *dir) {
+    static const char *const sub[2] = { "req", "res" };
+    int fds[2] = { -EBADF, -EBADF };
+    char opts[128];
+    snprintf(opts, sizeof opts, "size=%llu,nr_inodes=%u,mode=0700,uid=0,gid=0", LZ_MBOX_TMPFS_BYTES,
+             (unsigned)LZ_MBOX_TMPFS_INODES);
+    int r = 0;
+    for (int i = 0; i < 2 && r == 0; i++) {
+        _cleanup_free_ char *path = lz_xasprintf("%s/%s", dir, sub[i]);
+        struct statfs sf;
+        if (mount("lazaret-mailbox", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0) {
+            r = -errno;
+            ctl_fail(ctl, "cannot mount the escalation mailbox's %s/ (tmpfs, %s): %s", sub[i], opts, strerror(errno));
+        } else if ((fds[i] = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+            r = -errno;
+            ctl_fail(ctl, "cannot open the escalation mailbox's %s/: %s", sub[i], strerror(errno));
+        } else if (fstatfs(fds[i], &sf) < 0 || sf.f_type != TMPFS_MAGIC) {
+            r = -EXDEV;
+            ctl_fail(ctl, "the escalation mailbox's %s/ is not the tmpfs just mounted", sub[i]);
+        }
+    }
+    if (r == 0 && (r = lz_rschan_send_fds(ctl, LZ_RS_MAILBOX, NULL, NULL, fds, 2)) < 0)
+        ctl_fail(ctl, "cannot pass the escalation mailbox: %s", strerror(-r));
+    lz_closep(&fds[0]);
+    lz_closep(&fds[1]);
+    return r;
+}
+
 int lz_supervisor_main(const struct lz_supervisor_args *a) {
     int ctl = a->ctl_fd;
     if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
@@ -529,6 +564,8 @@ int lz_supervisor_main(const struct lz_supervisor_args *a) {
         ctl_fail(ctl, "cannot make mounts private: %s", strerror(errno));
         return 1;
     }
+    if (a->mailbox && mount_mailbox(ctl, a->mailbox) < 0)
+        return 1;
     if (a->n_persist == 0)
         return run_sandbox(a);
 

@@ -24,6 +24,14 @@
  * coordinator holding the Domain lock ever releases the prepared-lower
  * lease.
  *
+ * First of all, with --mailbox DIR, the RS mounts the escalation mailbox's
+ * two bounded tmpfs on DIR/req and DIR/res (mailbox.h: size and inode
+ * caps, nosuid, nodev, noexec, mode 0700) and sends MAILBOX with their
+ * root directories attached: the coordinator reads requests and writes
+ * results through those descriptors, since the mounts exist only in the
+ * Domain's mount namespace (the host's DIR holds the empty mount points).
+ * They go with that namespace: nothing to record or recover.
+ *
  * Before runsc starts, the RS mounts the workspace view: lazaret-router
  * (FUSE, the Git policy) serving the workspace at `view`, which the OCI
  * spec names as the source of /workspace. The router is stopped after the
@@ -73,6 +81,7 @@ struct lz_supervisor_args {
     bool no_ignore_rules; /* the store serves the host-tool paths alone (ignored_state = false) */
     char **host_tools;    /* host-tool configuration paths (hosttools.h) */
     size_t n_host_tools;
+    const char *mailbox; /* <gen_dir>/mailbox: mount req/ and res/ (above), or NULL */
     size_t n_deny_link;
     int start_timeout_ms; /* LZ_RS_T_START_MS (rschan.h) */
 };

@@ -232,10 +232,14 @@ def session_keys(c):
     return bytes.fromhex(c.match.group(1)), bytes.fromhex(c.match.group(2))[:32]
 
 
-def mailbox_req(env):
+def mailbox_req(env, workspace):
+    """req/ as the sandbox has it: a tmpfs in the Domain's mount namespace
+    (mailbox.h), reached through the Supervisor's /proc/PID/root; the
+    runtime directory holds only its mount point."""
     hits = list((Path(env.runtime) / "lazaret").glob("*/mailbox/req"))
     assert len(hits) == 1, hits
-    return hits[0]
+    pids = re.findall(r"Runtime Supervisor started \(pid (\d+)\)", coord_log(env, workspace))
+    return Path(f"/proc/{pids[-1]}/root{hits[0]}")
 
 
 def drop(req, rid, data):
@@ -253,7 +257,7 @@ def test_hostile_records_are_rejected(lazaret, env, workspace):
     sid_b, sk_b = session_keys(b)
     other = Ed25519PrivateKey.generate().private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
                                                         serialization.NoEncryption())
-    req = mailbox_req(env)
+    req = mailbox_req(env, workspace)
     argv = [ECHO, "forged-ok"]
     log = lambda: coord_log(env, workspace)  # noqa: E731
 
@@ -384,7 +388,7 @@ def test_stdin_hostile_records(lazaret, env, workspace):
     sid, sk = session_keys(a)
     other = Ed25519PrivateKey.generate().private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
                                                         serialization.NoEncryption())
-    req = mailbox_req(env)
+    req = mailbox_req(env, workspace)
     res = req.parent / "res"
     log = lambda: coord_log(env, workspace)  # noqa: E731
     a.sendline(f"(echo first; sleep 15; echo second; sleep 1) | {ESC} --stdin -- {SHA256SUM}; echo rc=$?")

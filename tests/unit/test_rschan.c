@@ -6,7 +6,9 @@
 
 #include "rschan.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 static size_t enc(const struct lz_rsmsg *m, uint8_t *buf) {
     size_t len = 0;
@@ -163,11 +165,87 @@ static void test_socket_send_recv(void **state) {
     close(sp[1]);
 }
 
+static int n_open_fds(void) {
+    int n = 0;
+    for (int fd = 0; fd < 1024; fd++)
+        if (fcntl(fd, F_GETFD) >= 0)
+            n++;
+    return n;
+}
+
+/* Raw: one MAILBOX packet with n descriptors attached (no bound). */
+static void send_raw(int sock, const int *fds, size_t n) {
+    uint8_t buf[LZ_RSCHAN_MAX];
+    struct lz_rsmsg m = { .kind = LZ_RS_MAILBOX };
+    size_t len = enc(&m, buf);
+    struct iovec iov = { .iov_base = buf, .iov_len = len };
+    char cbuf[CMSG_SPACE(8 * sizeof(int))];
+    memset(cbuf, 0, sizeof cbuf);
+    struct msghdr mh = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = CMSG_SPACE(n * sizeof(int))
+    };
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(n * sizeof(int));
+    memcpy(CMSG_DATA(c), fds, n * sizeof(int));
+    assert_true(sendmsg(sock, &mh, 0) == (ssize_t)len);
+}
+
+/* MAILBOX carries the mailbox's two directory descriptors: they arrive
+ * close-on-exec and name the same files; a receiver that takes none, or
+ * more than it has room for, closes every one of them (no leak) and
+ * reports the packet malformed. */
+static void test_fds_passed(void **state) {
+    (void)state;
+    int sp[2], p[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+    int before = n_open_fds();
+    assert_int_equal(lz_rschan_send_fds(sp[0], LZ_RS_MAILBOX, NULL, NULL, p, 2), 0);
+    struct lz_rsmsg m;
+    int got[2];
+    size_t n = 9;
+    assert_int_equal(lz_rschan_recv_fds(sp[1], 1000, &m, got, 2, &n), 1);
+    assert_int_equal(m.kind, LZ_RS_MAILBOX);
+    assert_int_equal(n, 2);
+    for (int i = 0; i < 2; i++) {
+        struct stat a, b;
+        assert_int_equal(fstat(got[i], &a), 0);
+        assert_int_equal(fstat(p[i], &b), 0);
+        assert_true(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+        assert_true(fcntl(got[i], F_GETFD) & FD_CLOEXEC);
+        close(got[i]);
+    }
+    assert_int_equal(n_open_fds(), before);
+    /* A plain receive of a packet with descriptors. */
+    assert_int_equal(lz_rschan_send_fds(sp[0], LZ_RS_MAILBOX, NULL, NULL, p, 2), 0);
+    assert_int_equal(lz_rschan_recv(sp[1], 1000, &m), -EBADMSG);
+    assert_int_equal(n_open_fds(), before);
+    /* More than the receiver has room for. */
+    int three[3] = { p[0], p[1], p[0] };
+    send_raw(sp[0], three, 3);
+    assert_int_equal(lz_rschan_recv_fds(sp[1], 1000, &m, got, 2, &n), -EBADMSG);
+    assert_int_equal(n, 0);
+    assert_true(got[0] == -EBADF && got[1] == -EBADF);
+    assert_int_equal(n_open_fds(), before);
+    /* The sender refuses more than LZ_RSCHAN_FDS_MAX. */
+    assert_int_equal(lz_rschan_send_fds(sp[0], LZ_RS_MAILBOX, NULL, NULL, three, 3), -EINVAL);
+    /* And without descriptors the channel is as before. */
+    assert_int_equal(lz_rschan_send(sp[0], LZ_RS_MAILBOX, NULL, NULL), 0);
+    assert_int_equal(lz_rschan_recv_fds(sp[1], 1000, &m, got, 2, &n), 1);
+    assert_int_equal(n, 0);
+    close(p[0]);
+    close(p[1]);
+    close(sp[0]);
+    close(sp[1]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_every_kind), cmocka_unit_test(test_every_truncation_refused),
         cmocka_unit_test(test_bad_fields_refused),   cmocka_unit_test(test_timeouts_derived),
-        cmocka_unit_test(test_socket_send_recv),
+        cmocka_unit_test(test_socket_send_recv),     cmocka_unit_test(test_fds_passed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
