@@ -242,7 +242,7 @@ def test_running_domain_is_not_touched(lazaret, senv, tmp_path):
         assert d["profile"] == "test" and d["workspace"] == str(ws)  # from coordinator.log
         r = state(lazaret, senv, "reset", did[:8], "--yes")
         assert r.returncode == 1
-        assert f"Domain {did[:12]} is running; stop it first (exit its sessions)" in r.stderr
+        assert f"Domain {did[:12]} is running with sessions; exit them (or run `lazaret stop`) first" in r.stderr, r.stderr
         r = state(lazaret, senv, "reset", "--all", "--yes")
         assert r.returncode == 1 and "is running; skipped" in r.stderr
         r = state(lazaret, senv, "verify")
