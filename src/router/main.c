@@ -60,6 +60,7 @@
 #define FUSE_USE_VERSION 312
 
 #include "gitindex.h"
+#include "gitrefs.h"
 #include "ignore.h"
 #include "router.h"
 #include "util.h"
@@ -2074,6 +2075,30 @@ static int check_index(struct router *r, int dfd, const char *name, const struct
     return rc;
 }
 
+/* Refuses (EPERM, logged with the reason) a file that must not become
+ * `packed-refs` at `dpath`: a line under refs/replace/ or refs/notes/
+ * would change what the host's git displays (gitrefs.h). Opened like
+ * check_index's. */
+static int check_packed_refs(struct router *r, int dfd, const char *name, const struct stat *st, const char *dpath) {
+    if (!S_ISREG(st->st_mode))
+        return -EPERM;
+    _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat now;
+    if (fstat(fd, &now) < 0)
+        return -errno;
+    if (!S_ISREG(now.st_mode) || now.st_dev != st->st_dev || now.st_ino != st->st_ino)
+        return -ESTALE;
+    struct lz_error err = { 0 };
+    int rc = lz_packedrefs_verify_fd(fd, &err);
+    if (rc == -EFBIG || rc == -EPERM || rc == -EINVAL) {
+        log_refusal_why(r, "packed-refs", dpath, err.msg);
+        return -EPERM;
+    }
+    return rc;
+}
+
 /* Moves the store counterpart of host directory `spath` (now renamed to
  * `dpath` on the host) along, so that its ignored entries follow it. */
 static void move_counterpart(struct router *r, const char *spath, const char *dpath, bool exchange) {
@@ -2163,7 +2188,7 @@ static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
         .nlink2 = dexists ? dst.st_nlink : 0,
     };
     size_t gitdir_len = 0;
-    int to_index = 0, from_index = 0;
+    int to_index = 0, from_index = 0, to_refs = 0, from_refs = 0;
     if (sa.store) {
         rc = plain_check(&q);
         if (rc < 0)
@@ -2188,6 +2213,17 @@ static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
         if (to_index && (rc = check_index(r, sfd, name, &sst, dpath, gitdir_len)) < 0)
             goto fail;
         if (from_index && (rc = check_index(r, dfd, newname, &dst, spath, gitdir_len)) < 0)
+            goto fail;
+        /* So is a file becoming packed-refs (git's packed-refs.lock). */
+        to_refs = r->plain ? 0 : lz_router_is_packed_refs(&r->pol, dpath);
+        from_refs = !r->plain && (flags & RENAME_EXCHANGE) ? lz_router_is_packed_refs(&r->pol, spath) : 0;
+        if (to_refs < 0 || from_refs < 0) {
+            rc = to_refs < 0 ? to_refs : from_refs;
+            goto fail;
+        }
+        if (to_refs && (rc = check_packed_refs(r, sfd, name, &sst, dpath)) < 0)
+            goto fail;
+        if (from_refs && (rc = check_packed_refs(r, dfd, newname, &dst, spath)) < 0)
             goto fail;
         /* A directory replaced must be empty in both backings. */
         if (r->ig && dexists && S_ISDIR(dst.st_mode) && !(flags & RENAME_EXCHANGE)) {
@@ -2222,13 +2258,13 @@ static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
     struct rt_inode *moved = table_find(r, sst.st_dev, sst.st_ino);
     if (moved) {
         inode_set_name(r, moved, ddir, newname);
-        moved->sealed = to_index > 0;
+        moved->sealed = to_index > 0 || to_refs > 0;
     }
     if ((flags & RENAME_EXCHANGE) && dexists) {
         struct rt_inode *other = table_find(r, dst.st_dev, dst.st_ino);
         if (other) {
             inode_set_name(r, other, sdir, name);
-            other->sealed = from_index > 0;
+            other->sealed = from_index > 0 || from_refs > 0;
         }
     }
     at_done(&sa);
