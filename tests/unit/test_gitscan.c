@@ -330,6 +330,20 @@ static void test_display_report(void **state) {
     n = find_notice(&g, "fixture.git: info/attributes change");
     assert_non_null(n);
     lz_gitscan_clear(&g);
+
+    /* Files the configuration names for display are kept read-only:
+     * relative to the top of the work tree, and outside it not at all. */
+    sh("cd %s && git config blame.ignoreRevsFile .git-blame-ignore-revs && git config core.attributesFile tools/attrs "
+       "&& git config diff.orderFile /etc/hostname && git config mailmap.file ../outside.mailmap",
+       ws);
+    assert_int_equal(lz_gitscan_run(ws, NULL, &g, &err), 0);
+    assert_true(has(g.protect, g.n_protect, ".git-blame-ignore-revs"));
+    assert_true(has(g.protect, g.n_protect, "tools/attrs"));
+    for (size_t i = 0; i < g.n_protect; i++)
+        assert_null(strstr(g.protect[i], "hostname"));
+    for (size_t i = 0; i < g.n_protect; i++)
+        assert_null(strstr(g.protect[i], "outside.mailmap"));
+    lz_gitscan_clear(&g);
 }
 
 int main(void) {
