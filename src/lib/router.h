@@ -47,8 +47,11 @@ enum lz_router_class {
                             not renamed, removed, replaced, or created as a
                             symlink, file or link */
     LZ_RCLASS_PROTECTED, /* configuration or code Git reads or runs
-                            (`config`, `hooks/`, `commondir`, ...), or
-                            anything below one: read-only */
+                            (`config`, `hooks/`, `commondir`, ...), what
+                            changes what it displays but not what it
+                            pushes (`refs/replace/`, `info/grafts`,
+                            `shallow`, ...), or anything below one:
+                            read-only */
     LZ_RCLASS_GITNAME,   /* an entry named `.git` (repository or gitfile):
                             never created, written, renamed or removed */
 };
