@@ -49,7 +49,7 @@ attack commit-graph sh -c 'git commit-graph write --reachable && test -s .git/ob
 git checkout -q feature && echo more >> README && git commit -qam 'feature: more' && git checkout -q main && echo COMMIT-OK
 git gc -q && echo GC-OK
 git clone -q --depth 1 "file://$WS" scratch/clone && test -s scratch/clone/.git/shallow &&
-    git -C scratch/clone log --oneline | grep -q initial && echo CLONE-OK
+    test "$(git -C scratch/clone rev-list --count HEAD)" = 1 && echo CLONE-OK
 git init -q --bare scratch/remote.git && git push -q scratch/remote.git main feature &&
     git fetch -q scratch/remote.git feature && echo FETCH-OK
 """
@@ -123,7 +123,9 @@ def test_host_review_shows_what_push_sends(lazaret, debian, repo, tmp_path):
     home.mkdir()
     c = subprocess.run(["bash", "-c", f"WS={ctl}\n" + ATTACK], env=git_env(HOME=str(home)), capture_output=True,
                        text=True, timeout=300)
-    for n in NAMES:
+    # (git itself writes no commit-graph into a repository with replace
+    # refs, grafts or shallow; the router e2e forges one in a clean one.)
+    for n in NAMES[:-1]:
         assert f"PLANTED {n}" in c.stdout, c.stdout + c.stderr
     seen = review(ctl)
     assert not any(seen.values()), seen
