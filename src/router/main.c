@@ -2200,7 +2200,8 @@ static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
         goto fail;
     /* A commit-graph the sandbox's git writes (git gc) is discarded, not
      * refused: the host's git would trust it (router.h). */
-    if (!sa.store && !r->plain && !(flags & RENAME_EXCHANGE) && S_ISREG(sst.st_mode)) {
+    if (!sa.store && !r->plain && !(flags & RENAME_EXCHANGE) && S_ISREG(sst.st_mode) &&
+        (!dexists || S_ISREG(dst.st_mode)) && !(dexists && (flags & RENAME_NOREPLACE))) {
         int d = discard_rename(r, sfd, name, &sst, spath, dpath);
         if (d != 0) {
             rc = d < 0 ? d : 0;
