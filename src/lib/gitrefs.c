@@ -2,8 +2,11 @@
 #include "gitrefs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static bool is_hex(unsigned char c) {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
@@ -55,6 +58,11 @@ static bool is_display_ref(const unsigned char *name, size_t len) {
 }
 
 int lz_packedrefs_check(const void *buf, size_t len, size_t *n_display, struct lz_error *err) {
+    return lz_packedrefs_check_allow(buf, len, NULL, NULL, n_display, err);
+}
+
+int lz_packedrefs_check_allow(const void *buf, size_t len, lz_packedrefs_allow_fn allow, void *ctx, size_t *n_display,
+                              struct lz_error *err) {
     const unsigned char *p = buf;
     size_t off = 0, line = 0, n = 0;
     int first = 0;
@@ -85,7 +93,7 @@ int lz_packedrefs_check(const void *buf, size_t len, size_t *n_display, struct l
         size_t nl = ll - h - 1;
         if (name_ok(name, nl) < 0)
             return lz_error_set(err, -EINVAL, "line %zu: not a ref name Git writes", line);
-        if (is_display_ref(name, nl)) {
+        if (is_display_ref(name, nl) && !(allow && allow(ctx, (const char *)l, h, (const char *)name, nl))) {
             if (n++ == 0) {
                 lz_error_set(err, -EPERM, "line %zu: %.*s changes what git displays (replace ref or note)", line,
                              (int)(nl > 200 ? 200 : nl), (const char *)name);
@@ -100,13 +108,65 @@ int lz_packedrefs_check(const void *buf, size_t len, size_t *n_display, struct l
     return first;
 }
 
-int lz_packedrefs_verify_fd(int fd, struct lz_error *err) {
-    _cleanup_free_ char *buf = NULL;
-    size_t len = 0;
+/* What is already in the Git directory: its current packed-refs, and its
+ * loose refs read on demand. */
+struct present {
+    int gitdir_fd;
+    const char *cur; /* the current packed-refs, or NULL */
+    size_t cur_len;
+};
+
+static bool already_there(void *ctx, const char *oid, size_t oid_len, const char *name, size_t name_len) {
+    const struct present *p = ctx;
+    char line[LZ_PACKEDREFS_NAME_MAX + 80];
+    if (oid_len + 1 + name_len + 1 > sizeof line)
+        return false;
+    /* The same line in the current packed-refs (at a line start). */
+    memcpy(line, oid, oid_len);
+    line[oid_len] = ' ';
+    memcpy(line + oid_len + 1, name, name_len);
+    line[oid_len + 1 + name_len] = '\n';
+    size_t ll = oid_len + 1 + name_len + 1;
+    for (const char *q = p->cur, *end = p->cur ? p->cur + p->cur_len : NULL; q && (size_t)(end - q) >= ll;) {
+        const char *hit = memmem(q, (size_t)(end - q), line, ll);
+        if (!hit)
+            break;
+        if (hit == p->cur || hit[-1] == '\n')
+            return true;
+        q = hit + 1;
+    }
+    /* The loose ref: a file at that name (no symlink on the way) holding
+     * the object ID and a newline. */
+    if (p->gitdir_fd < 0 || name_len >= sizeof line)
+        return false;
+    memcpy(line, name, name_len);
+    line[name_len] = '\0';
+    _cleanup_close_ int fd = lz_openat_beneath(p->gitdir_fd, line, O_RDONLY | O_NONBLOCK, 0, false);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        return false;
+    char v[80];
+    ssize_t n = lz_read_full(fd, v, sizeof v);
+    return n == (ssize_t)oid_len + 1 && v[oid_len] == '\n' && strncasecmp(v, oid, oid_len) == 0;
+}
+
+int lz_packedrefs_verify_fd(int fd, int gitdir_fd, struct lz_error *err) {
+    _cleanup_free_ char *buf = NULL, *cur = NULL;
+    size_t len = 0, cur_len = 0;
     int r = lz_read_fd(fd, LZ_PACKEDREFS_MAX, &buf, &len);
     if (r == -EFBIG)
         return lz_error_set(err, r, "larger than Lazaret checks (%zu MiB)", LZ_PACKEDREFS_MAX >> 20);
     if (r < 0)
         return lz_error_errno(err, r, "cannot read packed-refs");
-    return lz_packedrefs_check(buf, len, NULL, err);
+    struct present p = { .gitdir_fd = gitdir_fd };
+    if (gitdir_fd >= 0) {
+        _cleanup_close_ int cfd = lz_openat_beneath(gitdir_fd, "packed-refs", O_RDONLY | O_NONBLOCK, 0, false);
+        struct stat st;
+        if (cfd >= 0 && fstat(cfd, &st) == 0 && S_ISREG(st.st_mode) &&
+            lz_read_fd(cfd, LZ_PACKEDREFS_MAX, &cur, &cur_len) == 0) {
+            p.cur = cur;
+            p.cur_len = cur_len;
+        }
+    }
+    return lz_packedrefs_check_allow(buf, len, gitdir_fd >= 0 ? already_there : NULL, &p, NULL, err);
 }

@@ -39,8 +39,20 @@
  * otherwise it stops at the first problem. Never reads outside buf. */
 int lz_packedrefs_check(const void *buf, size_t len, size_t *n_display, struct lz_error *err);
 
+/* lz_packedrefs_check() where a replace or notes ref is accepted when
+ * allow (if not NULL) returns true for its object ID (hex, oid_len bytes)
+ * and name (name_len bytes, a ref name as Git writes one). */
+typedef bool (*lz_packedrefs_allow_fn)(void *ctx, const char *oid, size_t oid_len, const char *name, size_t name_len);
+int lz_packedrefs_check_allow(const void *buf, size_t len, lz_packedrefs_allow_fn allow, void *ctx, size_t *n_display,
+                              struct lz_error *err);
+
 /* Reads the regular file fd (at most LZ_PACKEDREFS_MAX bytes, to EOF) and
- * checks it. 0; -EFBIG when larger than Lazaret checks; another negative
- * errno when it cannot be read; or the refusing code of
- * lz_packedrefs_check(); err says which. */
-int lz_packedrefs_verify_fd(int fd, struct lz_error *err);
+ * checks it. With gitdir_fd (-1: none) the Git directory it is to become
+ * packed-refs of: a replace or notes ref is accepted when the same ref,
+ * with the same object ID, is already there (a line of the current
+ * packed-refs, or the loose ref file): those are the developer's, which
+ * the sandbox cannot add or change, and `git pack-refs`, `git gc` and
+ * `git branch -d` rewrite packed-refs with them. 0; -EFBIG when larger
+ * than Lazaret checks; another negative errno when it cannot be read; or
+ * the refusing code of lz_packedrefs_check(); err says which. */
+int lz_packedrefs_verify_fd(int fd, int gitdir_fd, struct lz_error *err);

@@ -2077,9 +2077,11 @@ static int check_index(struct router *r, int dfd, const char *name, const struct
 
 /* Refuses (EPERM, logged with the reason) a file that must not become
  * `packed-refs` at `dpath`: a line under refs/replace/ or refs/notes/
- * would change what the host's git displays (gitrefs.h). Opened like
- * check_index's. */
-static int check_packed_refs(struct router *r, int dfd, const char *name, const struct stat *st, const char *dpath) {
+ * that is not already there would change what the host's git displays
+ * (gitrefs.h). Opened like check_index's. An exchange (`replace` false)
+ * accepts none. */
+static int check_packed_refs(struct router *r, int dfd, const char *name, const struct stat *st, const char *dpath,
+                             bool replace) {
     if (!S_ISREG(st->st_mode))
         return -EPERM;
     _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
@@ -2090,8 +2092,19 @@ static int check_packed_refs(struct router *r, int dfd, const char *name, const 
         return -errno;
     if (!S_ISREG(now.st_mode) || now.st_dev != st->st_dev || now.st_ino != st->st_ino)
         return -ESTALE;
+    _cleanup_close_ int gfd = -EBADF;
+    const char *slash = strrchr(dpath, '/');
+    if (replace && slash) {
+        char gitdir[LZ_ROUTER_PATH_MAX + 1];
+        size_t gl = (size_t)(slash - dpath);
+        memcpy(gitdir, dpath, gl);
+        gitdir[gl] = '\0';
+        gfd = lz_openat_beneath(r->root.fd, gitdir, O_PATH | O_DIRECTORY, 0, false);
+        if (gfd < 0)
+            return gfd;
+    }
     struct lz_error err = { 0 };
-    int rc = lz_packedrefs_verify_fd(fd, &err);
+    int rc = lz_packedrefs_verify_fd(fd, gfd >= 0 ? gfd : -1, &err);
     if (rc == -EFBIG || rc == -EPERM || rc == -EINVAL) {
         log_refusal_why(r, "packed-refs", dpath, err.msg);
         return -EPERM;
@@ -2260,9 +2273,9 @@ static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
             rc = to_refs < 0 ? to_refs : from_refs;
             goto fail;
         }
-        if (to_refs && (rc = check_packed_refs(r, sfd, name, &sst, dpath)) < 0)
+        if (to_refs && (rc = check_packed_refs(r, sfd, name, &sst, dpath, !(flags & RENAME_EXCHANGE))) < 0)
             goto fail;
-        if (from_refs && (rc = check_packed_refs(r, dfd, newname, &dst, spath)) < 0)
+        if (from_refs && (rc = check_packed_refs(r, dfd, newname, &dst, spath, false)) < 0)
             goto fail;
         /* A directory replaced must be empty in both backings. */
         if (r->ig && dexists && S_ISDIR(dst.st_mode) && !(flags & RENAME_EXCHANGE)) {

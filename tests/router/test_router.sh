@@ -514,6 +514,8 @@ phase_work() {
     allow "git branch -d" git branch -q -d rb
     allow "git gc" git gc -q
     allow "git pack-refs --all (packed-refs checked, accepted)" git pack-refs --all
+    allow "the developer's note packed, kept" sh -c 'grep -q " refs/notes/commits$" .git/packed-refs && git log --format=%N | grep -q "developer note"'
+    allow "git branch -d of a packed branch (packed-refs rewritten with the note)" sh -c 'git branch pr2 && git pack-refs --all && git branch -q -D pr2'
     allow "branch after pack-refs" sh -c 'git branch pr-after && git branch -D pr-after && git show-ref --verify -q refs/heads/main'
     allow "git fetch from a host bare repository" git fetch -q "$W/remote.git" feature1
     allow "git log" sh -c 'git log --oneline | grep -q "agent: feature"'
@@ -655,6 +657,9 @@ host_setup() {
     cp /bin/true fixtures/setid && chmod 6755 fixtures/setid
     touch fixtures/setgid-noexec && chmod 2644 fixtures/setgid-noexec
     printf 'vendor/\nfixtures/\n' > .git/info/exclude
+    # A note of the developer's: it stays when the agent's git gc and
+    # pack-refs rewrite packed-refs (phase 4).
+    git notes add -m "developer note" HEAD
     cd "$W" || exit 1
     # Phase 2c's repository (its refs packed, as after a host gc) and its
     # plain copy.

@@ -118,7 +118,7 @@ static void test_real_files(void **state) {
     _cleanup_free_ char *p = lz_xasprintf("%s/.git/packed-refs", dir);
     _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
     assert_true(fd >= 0);
-    assert_int_equal(lz_packedrefs_verify_fd(fd, NULL), 0); /* heads, a peeled tag, the header */
+    assert_int_equal(lz_packedrefs_verify_fd(fd, -1, NULL), 0); /* heads, a peeled tag, the header */
 
     /* The same repository with a replace ref and a note, packed by git:
      * refused, each counted. */
@@ -133,7 +133,38 @@ static void test_real_files(void **state) {
     assert_int_equal(n, 2);
     assert_non_null(strstr(err.msg, "refs/"));
     _cleanup_close_ int fd2 = open(p, O_RDONLY | O_CLOEXEC);
-    assert_int_equal(lz_packedrefs_verify_fd(fd2, &err), -EPERM);
+    assert_int_equal(lz_packedrefs_verify_fd(fd2, -1, &err), -EPERM);
+
+    /* With the Git directory: the developer's replace ref and note, already
+     * in packed-refs, may stay in a rewrite (git branch -d, pack-refs). */
+    _cleanup_free_ char *gd = lz_xasprintf("%s/.git", dir);
+    _cleanup_close_ int gfd = open(gd, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(gfd >= 0);
+    _cleanup_free_ char *np = lz_xasprintf("%s/new-packed", dir);
+    _cleanup_free_ char *with_branch = lz_xasprintf("%s" O1 " refs/heads/zz\n", buf);
+    write_file(np, with_branch);
+    _cleanup_close_ int fd3 = open(np, O_RDONLY | O_CLOEXEC);
+    assert_int_equal(lz_packedrefs_verify_fd(fd3, gfd, &err), 0);
+    /* A loose replace ref of the developer's, being packed: accepted. */
+    _cleanup_free_ char *main_oid = GIT_OUT(dir, "commit-tree", "-m", "x", "HEAD^{tree}");
+    _cleanup_free_ char *topic_oid = GIT_OUT(dir, "--no-replace-objects", "rev-parse", "topic");
+    GIT(dir, "replace", main_oid, topic_oid);
+    _cleanup_free_ char *loose = lz_xasprintf("%s/refs/replace/%s", gd, main_oid);
+    assert_int_equal(access(loose, F_OK), 0);
+    _cleanup_free_ char *packed_loose = lz_xasprintf("%s%s refs/replace/%s\n", buf, topic_oid, main_oid);
+    write_file(np, packed_loose);
+    _cleanup_close_ int fd4 = open(np, O_RDONLY | O_CLOEXEC);
+    assert_int_equal(lz_packedrefs_verify_fd(fd4, gfd, &err), 0);
+    /* A new one, or an existing name pointing elsewhere: refused. */
+    _cleanup_free_ char *added = lz_xasprintf("%s" O1 " refs/replace/" O2 "\n", buf);
+    write_file(np, added);
+    _cleanup_close_ int fd5 = open(np, O_RDONLY | O_CLOEXEC);
+    assert_int_equal(lz_packedrefs_verify_fd(fd5, gfd, &err), -EPERM);
+    assert_non_null(strstr(err.msg, "refs/replace/" O2));
+    _cleanup_free_ char *moved = lz_xasprintf("%s refs/replace/%s\n", O1, main_oid);
+    write_file(np, moved);
+    _cleanup_close_ int fd6 = open(np, O_RDONLY | O_CLOEXEC);
+    assert_int_equal(lz_packedrefs_verify_fd(fd6, gfd, &err), -EPERM);
 }
 
 /* The control: git itself reads a `refs/replace/` line of packed-refs and
