@@ -109,7 +109,7 @@ struct rt_inode {
     struct rt_inode *wnext; /* watch-descriptor index chain */
     int wd;                 /* inotify watch of this directory, or -1 */
     bool sticky;            /* seen under a protected name while held */
-    bool sealed;            /* a checked Git index now: no more writes through any handle */
+    bool sealed;            /* a checked Git index or packed-refs now: no more writes through any handle */
     /* The sandbox-side owner (see "owners"): 0 not read yet, 1 none (the
      * developer's), 2 ouid:ogid from the file's user.lazaret.owner. */
     unsigned char own_state;
