@@ -223,10 +223,11 @@ static int relation(const char *p, const char *q) {
     return (strncmp(q, p, lp) == 0 && q[lp] == '/') ? -1 : 2;
 }
 
-/* `objects/info/commit-graph.lock`: git writes the graph there, and a
- * rename of it onto the graph is discarded (lz_router_is_discarded), so
- * the lock stays FREE for the sandbox's git gc. */
-static bool is_discard_lock(const struct split *s, size_t n, size_t stem) {
+/* `objects/info/commit-graph.lock`: git writes the graph there and dies
+ * when it cannot create it (git gc does so by default); the rename of it
+ * onto the PROTECTED graph is refused, which git tolerates (it removes the
+ * lock and goes on), so the lock stays FREE. */
+static bool is_graph_lock(const struct split *s, size_t n, size_t stem) {
     return n >= 3 && stem == 12 && strncasecmp(s->c[n - 1], "commit-graph", 12) == 0 && ieq(s->c[n - 2], "info") &&
         ieq(s->c[n - 3], "objects");
 }
@@ -273,7 +274,7 @@ static int classify_split(const struct lz_router_policy *pol, struct split *s, e
     /* `X.lock` is what Git (and libgit2, JGit) writes before renaming it
      * over X: a lock sibling of anything not FREE is PROTECTED. */
     size_t stem;
-    if (n > 0 && cls < LZ_RCLASS_PROTECTED && (stem = lock_stem_len(s->c[n - 1])) > 0 && !is_discard_lock(s, n, stem)) {
+    if (n > 0 && cls < LZ_RCLASS_PROTECTED && (stem = lock_stem_len(s->c[n - 1])) > 0 && !is_graph_lock(s, n, stem)) {
         char name[256];
         const char *saved = s->c[n - 1];
         memcpy(name, saved, stem);
@@ -384,19 +385,6 @@ static bool is_index_name(const char *c) {
  * directory (by a rename only): indexes, and packed-refs (whose lines can
  * carry replace refs and notes). */
 static bool is_checked_name(const char *c) { return is_index_name(c) || ieq(c, "packed-refs"); }
-
-int lz_router_is_discarded(const struct lz_router_policy *pol, const char *path) {
-    struct split s;
-    int r = split_path(path, &s);
-    if (r < 0)
-        return r;
-    if (s.n < 4 || !ieq(s.c[s.n - 1], "commit-graph") || !ieq(s.c[s.n - 2], "info") || !ieq(s.c[s.n - 3], "objects"))
-        return 0;
-    size_t g;
-    if ((r = git_root(pol, &s, &g)) < 0)
-        return r;
-    return g != 0 && g == s.n - 3;
-}
 
 int lz_router_is_packed_refs(const struct lz_router_policy *pol, const char *path) {
     struct split s;

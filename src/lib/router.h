@@ -132,15 +132,6 @@ int lz_router_is_index(const struct lz_router_policy *pol, const char *path, siz
  * other way to create or write it. */
 int lz_router_is_packed_refs(const struct lz_router_policy *pol, const char *path);
 
-/* 1 if `path` is `objects/info/commit-graph` of a Git directory, 0 if
- * not, or a negative errno. The commit-graph gives every commit's parents
- * and root tree, and the host's git log/show trust it over the commit
- * objects, so it is PROTECTED; but git gc writes one (through
- * `commit-graph.lock`, which stays FREE) and dies when it cannot. The
- * router answers a rename of a FREE regular file onto it as done and
- * removes the source instead: the graph is a cache Git works without. */
-int lz_router_is_discarded(const struct lz_router_policy *pol, const char *path);
-
 /* The decision for one operation (see the contract above). Besides the
  * classes: nothing but real directories and single-link regular files
  * enters a Git directory (no symlink, hard link, FIFO, or directory moved

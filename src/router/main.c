@@ -2112,30 +2112,6 @@ static int check_packed_refs(struct router *r, int dfd, const char *name, const 
     return rc;
 }
 
-/* A rename of the regular file `name` (spath) onto dpath that is
- * lz_router_is_discarded(): the source is removed and the rename reported
- * done (1), if the policy lets the source go (it is FREE and not sticky);
- * 0 when dpath is not such a name; a negative errno otherwise. */
-static int discard_rename(struct router *r, int sfd, const char *name, const struct stat *sst, const char *spath,
-                          const char *dpath) {
-    int d = lz_router_is_discarded(&r->pol, dpath);
-    if (d <= 0)
-        return d;
-    struct rt_inode *in = table_find(r, sst->st_dev, sst->st_ino);
-    enum lz_router_class sc;
-    int rc = lz_router_classify(&r->pol, spath, &sc);
-    if (rc < 0)
-        return rc;
-    if (sc != LZ_RCLASS_FREE || sst->st_nlink > 1 || (in && in->sticky)) {
-        log_refusal(r, "rename", spath, dpath, -EPERM);
-        return -EPERM;
-    }
-    if (unlinkat(sfd, name, 0) < 0)
-        return -errno;
-    log_refusal_why(r, "rename", dpath, "a commit-graph written inside is discarded (the rename reports success)");
-    return 1;
-}
-
 /* Moves the store counterpart of host directory `spath` (now renamed to
  * `dpath` on the host) along, so that its ignored entries follow it. */
 static void move_counterpart(struct router *r, const char *spath, const char *dpath, bool exchange) {
@@ -2211,21 +2187,6 @@ static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
     if ((rc = entry_relpath(r, sdir, name, spath, sizeof spath)) < 0 ||
         (rc = entry_relpath(r, ddir, newname, dpath, sizeof dpath)) < 0)
         goto fail;
-    /* A commit-graph the sandbox's git writes (git gc) is discarded, not
-     * refused: the host's git would trust it (router.h). */
-    if (!sa.store && !r->plain && !(flags & RENAME_EXCHANGE) && S_ISREG(sst.st_mode) &&
-        (!dexists || S_ISREG(dst.st_mode)) && !(dexists && (flags & RENAME_NOREPLACE))) {
-        int d = discard_rename(r, sfd, name, &sst, spath, dpath);
-        if (d != 0) {
-            rc = d < 0 ? d : 0;
-            if (rc < 0)
-                goto fail;
-            at_done(&sa);
-            at_done(&da);
-            fuse_reply_err(req, 0);
-            return;
-        }
-    }
     struct lz_router_req q = {
         .op = LZ_ROP_RENAME,
         .path = spath,
