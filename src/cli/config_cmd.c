@@ -75,7 +75,7 @@ static int print_git(const struct lz_config *cfg) {
         for (size_t i = 0; i < g.n_log; i++)
             printf("  log: %s\n", g.log[i]);
     if (g.n_notices) {
-        printf("\nhost Git notices (what Lazaret cannot keep read-only)\n");
+        printf("\nhost Git notices (what Lazaret cannot keep read-only, what the host's Git displays otherwise)\n");
         for (size_t i = 0; i < g.n_notices; i++)
             printf("  NOTICE: %s\n", g.notices[i]);
     }

@@ -131,6 +131,13 @@ static bool is_include_key(const char *k) {
     return !strncmp(k, "includeif.", 10) && l > 15 && !strcmp(k + l - 5, ".path");
 }
 
+/* Keys whose value names a file that changes what git log, diff, show
+ * and blame display (docs/security-git.md, "What the host's Git shows"). */
+static bool is_display_key(const char *k) {
+    return !strcmp(k, "core.attributesfile") || !strcmp(k, "mailmap.file") || !strcmp(k, "blame.ignorerevsfile") ||
+        !strcmp(k, "diff.orderfile");
+}
+
 /* Reads every include of file f (absolute, as Git names it), active or
  * not, and recurses; collects core.hooksPath values into hooks. */
 static void scan_file(struct scan *s, const char *f, int depth, const char *repo, struct strv *hooks) {
@@ -370,7 +377,7 @@ void lz_gs_scan_repo(struct scan *s, const char *dir, const char *gitdir) {
         const char *rel = lz_gitscan_rel(s->ws, repo);
         repo_name = rel ? lz_xasprintf("repository %s", rel[0] ? rel : ".") : lz_xasprintf("repository %s", repo);
     }
-    struct strv hooks = { 0 };
+    struct strv hooks = { 0 }, display = { 0 };
     _cleanup_free_ char *eff_hooks = NULL;
     if (r != 0) {
         lz_gs_log(s, "%s: git config --list failed (%s); its configuration was not read", repo_name,
@@ -391,6 +398,8 @@ void lz_gs_scan_repo(struct scan *s, const char *dir, const char *gitdir) {
                 free(eff_hooks);
                 eff_hooks = lz_xstrdup(e.value);
             }
+            if (e.value && is_display_key(e.key))
+                strv_push(&display, lz_xasprintf("%s=%s", e.key, e.value));
         }
         for (size_t i = 0; i < origins.n; i++) {
             _cleanup_free_ char *why = lz_xasprintf("%s (configuration file)", repo_name);
@@ -413,5 +422,18 @@ void lz_gs_scan_repo(struct scan *s, const char *dir, const char *gitdir) {
         _cleanup_free_ char *h = lz_xasprintf("%s/hooks", common);
         scan_hooks(s, repo_name, wt, h, false);
     }
+    /* Files the configuration names that change what git log, diff and
+     * blame display: relative to the top of the work tree (or the Git
+     * directory of a bare repository), where git runs. */
+    for (size_t i = 0; i < display.n; i++) {
+        char *eq = strchr(display.v[i], '=');
+        *eq = '\0';
+        _cleanup_free_ char *p = lz_gitscan_join(eq + 1, hroot, s->home);
+        if (!p)
+            continue;
+        _cleanup_free_ char *why = lz_xasprintf("%s (%s)", repo_name, display.v[i]);
+        _cleanup_free_ char *c = lz_gs_protect_path(s, p, why);
+    }
+    strv_clear(&display);
     strv_clear(&hooks);
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "gitindex.h"
+#include "gitrefs.h"
 
 /* ---- the walk ----------------------------------------------------------- */
 
@@ -97,6 +98,88 @@ static void check_index_at(struct scan *s, int gdfd, const char *name, const cha
 
 static int walk_gitdir_at(struct scan *s, int dfd, const char *abs, const char *rel, bool in_objects, unsigned depth);
 
+/* Regular files below directory `name` of dfd, at most `max` counted and
+ * 8 levels deep (a report, not a bound of the scan). */
+static size_t count_files(int dfd, const char *name, size_t max, unsigned depth) {
+    _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || depth > 8)
+        return 0;
+    int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (dup_fd < 0)
+        return 0;
+    DIR *d = fdopendir(dup_fd);
+    if (!d) {
+        close(dup_fd);
+        return 0;
+    }
+    size_t n = 0;
+    struct dirent *de;
+    while (n < max && (de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        struct stat st;
+        if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (S_ISDIR(st.st_mode))
+            n += count_files(fd, de->d_name, max - n, depth + 1);
+        else if (S_ISREG(st.st_mode))
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static bool nonempty_file(int dfd, const char *name) {
+    struct stat st;
+    return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+}
+
+/* What makes the host's git display something else than what it pushes
+ * (replace refs, notes, grafts, shallow, info/attributes): the router keeps
+ * them read-only, so what is there now was there before the Domain; one
+ * notice per Git directory says so (docs/security-git.md). */
+static void report_display(struct scan *s, int gdfd, const char *rel) {
+    char what[512] = "";
+    size_t o = 0;
+#define ADD(...)                                                                                                       \
+    do {                                                                                                               \
+        int w_ = snprintf(what + o, sizeof what - o, "%s", o ? ", " : "");                                             \
+        if (w_ > 0 && (size_t)w_ < sizeof what - o)                                                                    \
+            o += (size_t)w_;                                                                                           \
+        w_ = snprintf(what + o, sizeof what - o, __VA_ARGS__);                                                         \
+        if (w_ > 0 && (size_t)w_ < sizeof what - o)                                                                    \
+            o += (size_t)w_;                                                                                           \
+    } while (0)
+    size_t n = count_files(gdfd, "refs/replace", 1000, 0);
+    if (n)
+        ADD("%s%zu replace ref%s in refs/replace/", n >= 1000 ? "over " : "", n, n == 1 ? "" : "s");
+    n = count_files(gdfd, "refs/notes", 1000, 0);
+    if (n)
+        ADD("%zu notes ref%s in refs/notes/", n, n == 1 ? "" : "s");
+    _cleanup_close_ int pfd = openat(gdfd, "packed-refs", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (pfd >= 0 && fstat(pfd, &st) == 0 && S_ISREG(st.st_mode)) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, nd = 0;
+        if (lz_read_fd(pfd, LZ_PACKEDREFS_MAX, &buf, &len) == 0 && lz_packedrefs_check(buf, len, &nd, NULL) == -EPERM)
+            ADD("%zu replace or notes ref%s in packed-refs", nd, nd == 1 ? "" : "s");
+    }
+    if (nonempty_file(gdfd, "info/grafts"))
+        ADD("info/grafts");
+    if (nonempty_file(gdfd, "shallow"))
+        ADD("shallow");
+    if (nonempty_file(gdfd, "info/attributes"))
+        ADD("info/attributes");
+#undef ADD
+    if (o == 0)
+        return;
+    lz_gs_notice(s,
+                 "%s: %s change what the host's git log, diff, show and checkout display, not what git push "
+                 "sends; they were there before this Domain (the sandbox cannot add or change them): check "
+                 "them if you did not make them (git replace -l, git notes list)",
+                 rel, what);
+}
+
 /* Where walk_gitdir_at is. */
 struct gitdir_pos {
     const char *abs, *rel;
@@ -149,6 +232,8 @@ static int walk_gitdir_at(struct scan *s, int dfd, const char *abs, const char *
         (has_entry(dfd, "commondir") || (has_entry(dfd, "objects") && has_entry(dfd, "refs")));
     if (is_gd && depth > 0)
         scan_repo_gitdir(s, abs);
+    if (is_gd)
+        report_display(s, dfd, rel);
     struct gitdir_pos w = { .abs = abs, .rel = rel, .in_objects = in_objects, .is_gd = is_gd, .depth = depth };
     return each_entry(s, dfd, gitdir_entry, &w);
 }

@@ -50,9 +50,18 @@ static bool is_gitname(const char *s) { return ieq(s, ".git"); }
 
 /* Names directly inside a Git directory whose files Git reads as
  * configuration or runs as code (docs/security-git.md, "The rules"). */
-static const char *const protected_files[] = { "config", "config.worktree", "commondir", "gitdir" };
-/* Directories inside a Git directory that are read-only as a whole. */
-static const char *const protected_dirs[] = { "hooks", "modules", "worktrees", "branches", "remotes" };
+static const char *const protected_files[] = { "config", "config.worktree", "commondir", "gitdir", "shallow" };
+/* Directories inside a Git directory that are read-only as a whole.
+ * rr-cache: its existence turns rerere on, and the host's git would replay
+ * its recorded resolutions into the developer's next merge. */
+static const char *const protected_dirs[] = { "hooks", "modules", "worktrees", "branches", "remotes", "rr-cache" };
+/* What the host's git reads besides the objects and the refs it pushes when
+ * it displays history (git log, diff, show, blame) or writes a checkout:
+ * read-only, so that what it shows is what `git push` sends
+ * (docs/security-git.md, "What the host's Git shows"). */
+static const char *const display_info[] = { "grafts", "attributes", "sparse-checkout" };
+static const char *const display_refs[] = { "replace", "notes" };
+static const char *const display_objinfo[] = { "commit-graph", "commit-graphs" };
 /* Names that make a directory look like a Git directory to Git's
  * is_git_directory(): HEAD and either commondir or objects + refs. */
 static const char *const shape_names[] = { "HEAD", "objects", "refs", "commondir" };
@@ -68,7 +77,8 @@ static bool is_sensitive_top(const char *c) {
         c = stem;
     }
     return ieq_any(c, protected_files, LZ_ARRAY_SIZE(protected_files)) ||
-        ieq_any(c, protected_dirs, LZ_ARRAY_SIZE(protected_dirs)) || ieq(c, "objects");
+        ieq_any(c, protected_dirs, LZ_ARRAY_SIZE(protected_dirs)) || ieq(c, "objects") || ieq(c, "info") ||
+        ieq(c, "refs");
 }
 
 int lz_router_path_valid(const char *path) {
@@ -169,13 +179,30 @@ static enum lz_router_class classify_rel(const char *const *c, size_t n) {
             return LZ_RCLASS_ANCESTOR;
         if (ieq(c[2], "alternates") || ieq(c[2], "http-alternates"))
             return LZ_RCLASS_PROTECTED;
+        /* The commit-graph gives each commit's parents and root tree, and
+         * git log/diff/checkout (and push's object walk) trust it over the
+         * commit object. */
+        if (ieq_any(c[2], display_objinfo, LZ_ARRAY_SIZE(display_objinfo)))
+            return LZ_RCLASS_PROTECTED;
     }
     /* info/exclude holds the developer's private ignore rules, which decide
-     * what the Ignored Workspace State hides (docs/ignored-state.md). */
+     * what the Ignored Workspace State hides (docs/ignored-state.md);
+     * grafts rewrite parents, attributes turn diffs off or name drivers,
+     * sparse-checkout decides what a checkout writes. info/refs (written
+     * by git's update-server-info, read only by dumb HTTP) stays free. */
     if (ieq(c[0], "info")) {
         if (n == 1)
             return LZ_RCLASS_ANCESTOR;
-        if (ieq(c[1], "exclude"))
+        if (ieq(c[1], "exclude") || ieq_any(c[1], display_info, LZ_ARRAY_SIZE(display_info)))
+            return LZ_RCLASS_PROTECTED;
+    }
+    /* refs/replace/ swaps any object for another in everything git
+     * displays, never in what it pushes; refs/notes/ is shown by git log.
+     * (Their lines in packed-refs are checked: lz_router_is_checked.) */
+    if (ieq(c[0], "refs")) {
+        if (n == 1)
+            return LZ_RCLASS_ANCESTOR;
+        if (ieq_any(c[1], display_refs, LZ_ARRAY_SIZE(display_refs)))
             return LZ_RCLASS_PROTECTED;
     }
     return LZ_RCLASS_FREE;
@@ -194,6 +221,15 @@ static int relation(const char *p, const char *q) {
     if (lp > lq)
         return (lq == 0 || (strncmp(p, q, lq) == 0 && p[lq] == '/')) ? 1 : 2;
     return (strncmp(q, p, lp) == 0 && q[lp] == '/') ? -1 : 2;
+}
+
+/* `objects/info/commit-graph.lock`: git writes the graph there and dies
+ * when it cannot create it (git gc does so by default); the rename of it
+ * onto the PROTECTED graph is refused, which git tolerates (it removes the
+ * lock and goes on), so the lock stays FREE. */
+static bool is_graph_lock(const struct split *s, size_t n, size_t stem) {
+    return n >= 3 && stem == 12 && strncasecmp(s->c[n - 1], "commit-graph", 12) == 0 && ieq(s->c[n - 2], "info") &&
+        ieq(s->c[n - 3], "objects");
 }
 
 static int classify_split(const struct lz_router_policy *pol, struct split *s, enum lz_router_class *ret) {
@@ -238,7 +274,7 @@ static int classify_split(const struct lz_router_policy *pol, struct split *s, e
     /* `X.lock` is what Git (and libgit2, JGit) writes before renaming it
      * over X: a lock sibling of anything not FREE is PROTECTED. */
     size_t stem;
-    if (n > 0 && cls < LZ_RCLASS_PROTECTED && (stem = lock_stem_len(s->c[n - 1])) > 0) {
+    if (n > 0 && cls < LZ_RCLASS_PROTECTED && (stem = lock_stem_len(s->c[n - 1])) > 0 && !is_graph_lock(s, n, stem)) {
         char name[256];
         const char *saved = s->c[n - 1];
         memcpy(name, saved, stem);
@@ -345,6 +381,24 @@ static bool is_index_name(const char *c) {
     return ieq(c, "index") || (strncasecmp(c, "sharedindex.", 12) == 0 && c[12] != '\0');
 }
 
+/* Names whose contents are checked before they may appear in a Git
+ * directory (by a rename only): indexes, and packed-refs (whose lines can
+ * carry replace refs and notes). */
+static bool is_checked_name(const char *c) { return is_index_name(c) || ieq(c, "packed-refs"); }
+
+int lz_router_is_packed_refs(const struct lz_router_policy *pol, const char *path) {
+    struct split s;
+    int r = split_path(path, &s);
+    if (r < 0)
+        return r;
+    if (s.n < 2 || !ieq(s.c[s.n - 1], "packed-refs"))
+        return 0;
+    size_t g;
+    if ((r = git_root(pol, &s, &g)) < 0)
+        return r;
+    return g != 0 && g == s.n - 1;
+}
+
 int lz_router_is_index(const struct lz_router_policy *pol, const char *path, size_t *ret_gitdir_len) {
     struct split s;
     int r = split_path(path, &s);
@@ -398,7 +452,7 @@ static int check_create_gitdir(const struct lz_router_policy *pol, const struct 
         return 0;
     bool special = req->op == LZ_ROP_SYMLINK || req->op == LZ_ROP_LINK ||
         (req->op == LZ_ROP_CREATE && req->type && !S_ISREG(req->type));
-    if (!special && !is_index_name(s.c[s.n - 1]))
+    if (!special && !is_checked_name(s.c[s.n - 1]))
         return 0;
     size_t g;
     if ((r = git_root(pol, &s, &g)) < 0)
@@ -407,7 +461,8 @@ static int check_create_gitdir(const struct lz_router_policy *pol, const struct 
         return 0;
     if (special)
         return -EPERM; /* links and FIFOs never enter a Git directory */
-    /* An index only by a checked rename (lz_router_is_index). */
+    /* An index or packed-refs only by a checked rename
+     * (lz_router_is_index, lz_router_is_packed_refs). */
     return g == s.n - 1 ? -EPERM : 0;
 }
 
@@ -549,8 +604,11 @@ int lz_router_check(const struct lz_router_policy *pol, const struct lz_router_r
         if (cls != LZ_RCLASS_FREE)
             return -EPERM;
         if (req->op == LZ_ROP_WRITE) {
-            /* An index changes only by a checked rename over it. */
+            /* An index or packed-refs changes only by a checked rename
+             * over it. */
             r = lz_router_is_index(pol, req->path, NULL);
+            if (r == 0)
+                r = lz_router_is_packed_refs(pol, req->path);
             if (r != 0)
                 return r < 0 ? r : -EPERM;
         }

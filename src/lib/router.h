@@ -47,8 +47,11 @@ enum lz_router_class {
                             not renamed, removed, replaced, or created as a
                             symlink, file or link */
     LZ_RCLASS_PROTECTED, /* configuration or code Git reads or runs
-                            (`config`, `hooks/`, `commondir`, ...), or
-                            anything below one: read-only */
+                            (`config`, `hooks/`, `commondir`, ...), what
+                            changes what it displays but not what it
+                            pushes (`refs/replace/`, `info/grafts`,
+                            `shallow`, ...), or anything below one:
+                            read-only */
     LZ_RCLASS_GITNAME,   /* an entry named `.git` (repository or gitfile):
                             never created, written, renamed or removed */
 };
@@ -121,6 +124,13 @@ int lz_router_classify(const struct lz_router_policy *pol, const char *path, enu
  * On success *ret_gitdir_len (may be NULL) is the length of the Git
  * directory's own path within `path` (its config tells the hash length). */
 int lz_router_is_index(const struct lz_router_policy *pol, const char *path, size_t *ret_gitdir_len);
+
+/* 1 if `path` names `packed-refs` directly inside a Git directory, 0 if
+ * not, or a negative errno. Like an index, it may only appear by a rename
+ * whose source the caller has checked (lz_packedrefs_verify_fd(): no
+ * refs/replace/ or refs/notes/ line); lz_router_check() refuses every
+ * other way to create or write it. */
+int lz_router_is_packed_refs(const struct lz_router_policy *pol, const char *path);
 
 /* The decision for one operation (see the contract above). Besides the
  * classes: nothing but real directories and single-link regular files

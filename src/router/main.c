@@ -63,6 +63,7 @@
 #include "hidden.h"
 #include "hosttools.h"
 #include "htseed.h"
+#include "gitrefs.h"
 #include "ignore.h"
 #include "router.h"
 #include "util.h"
@@ -111,7 +112,7 @@ struct rt_inode {
     struct rt_inode *wnext; /* watch-descriptor index chain */
     int wd;                 /* inotify watch of this directory, or -1 */
     bool sticky;            /* seen under a protected name while held */
-    bool sealed;            /* a checked Git index now: no more writes through any handle */
+    bool sealed;            /* a checked Git index or packed-refs now: no more writes through any handle */
     /* The sandbox-side owner (see "owners"): 0 not read yet, 1 none (the
      * developer's), 2 ouid:ogid from the file's user.lazaret.owner. */
     unsigned char own_state;
@@ -2098,6 +2099,43 @@ static int check_index(struct router *r, int dfd, const char *name, const struct
     return rc;
 }
 
+/* Refuses (EPERM, logged with the reason) a file that must not become
+ * `packed-refs` at `dpath`: a line under refs/replace/ or refs/notes/
+ * that is not already there would change what the host's git displays
+ * (gitrefs.h). Opened like check_index's. An exchange (`replace` false)
+ * accepts none. */
+static int check_packed_refs(struct router *r, int dfd, const char *name, const struct stat *st, const char *dpath,
+                             bool replace) {
+    if (!S_ISREG(st->st_mode))
+        return -EPERM;
+    _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat now;
+    if (fstat(fd, &now) < 0)
+        return -errno;
+    if (!S_ISREG(now.st_mode) || now.st_dev != st->st_dev || now.st_ino != st->st_ino)
+        return -ESTALE;
+    _cleanup_close_ int gfd = -EBADF;
+    const char *slash = strrchr(dpath, '/');
+    if (replace && slash) {
+        char gitdir[LZ_ROUTER_PATH_MAX + 1];
+        size_t gl = (size_t)(slash - dpath);
+        memcpy(gitdir, dpath, gl);
+        gitdir[gl] = '\0';
+        gfd = lz_openat_beneath(r->root.fd, gitdir, O_PATH | O_DIRECTORY, 0, false);
+        if (gfd < 0)
+            return gfd;
+    }
+    struct lz_error err = { 0 };
+    int rc = lz_packedrefs_verify_fd(fd, gfd >= 0 ? gfd : -1, &err);
+    if (rc == -EFBIG || rc == -EPERM || rc == -EINVAL) {
+        log_refusal_why(r, "packed-refs", dpath, err.msg);
+        return -EPERM;
+    }
+    return rc;
+}
+
 /* Moves the store counterpart of host directory `spath` (now renamed to
  * `dpath` on the host) along, so that its ignored entries follow it. */
 static void move_counterpart(struct router *r, const char *spath, const char *dpath, bool exchange) {
@@ -2219,7 +2257,7 @@ static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
         .nlink2 = dexists ? dst.st_nlink : 0,
     };
     size_t gitdir_len = 0;
-    int to_index = 0, from_index = 0;
+    int to_index = 0, from_index = 0, to_refs = 0, from_refs = 0;
     if (sa.store) {
         rc = plain_check(&q);
         if (rc < 0)
@@ -2250,6 +2288,17 @@ static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
             goto fail;
         if (r->ig && (flags & RENAME_EXCHANGE) && dexists && S_ISDIR(dst.st_mode) &&
             (rc = hidden_check(r, dfd, newname, &dst, dpath, spath)) < 0)
+            goto fail;
+        /* So is a file becoming packed-refs (git's packed-refs.lock). */
+        to_refs = r->plain ? 0 : lz_router_is_packed_refs(&r->pol, dpath);
+        from_refs = !r->plain && (flags & RENAME_EXCHANGE) ? lz_router_is_packed_refs(&r->pol, spath) : 0;
+        if (to_refs < 0 || from_refs < 0) {
+            rc = to_refs < 0 ? to_refs : from_refs;
+            goto fail;
+        }
+        if (to_refs && (rc = check_packed_refs(r, sfd, name, &sst, dpath, !(flags & RENAME_EXCHANGE))) < 0)
+            goto fail;
+        if (from_refs && (rc = check_packed_refs(r, dfd, newname, &dst, spath, false)) < 0)
             goto fail;
         /* A directory replaced must be empty in both backings. */
         if (r->ig && dexists && S_ISDIR(dst.st_mode) && !(flags & RENAME_EXCHANGE)) {
@@ -2284,13 +2333,13 @@ static void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
     struct rt_inode *moved = table_find(r, sst.st_dev, sst.st_ino);
     if (moved) {
         inode_set_name(r, moved, ddir, newname);
-        moved->sealed = to_index > 0;
+        moved->sealed = to_index > 0 || to_refs > 0;
     }
     if ((flags & RENAME_EXCHANGE) && dexists) {
         struct rt_inode *other = table_find(r, dst.st_dev, dst.st_ino);
         if (other) {
             inode_set_name(r, other, sdir, name);
-            other->sealed = from_index > 0;
+            other->sealed = from_index > 0 || from_refs > 0;
         }
     }
     at_done(&sa);

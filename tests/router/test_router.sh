@@ -22,6 +22,13 @@
 #     a 5000-file storm through the router and directly;
 #  5. (host) the agent's commits are there and the repository is sound.
 #
+# Phases 2c/3c (what the host's Git shows must be what it pushes): from
+# inside, replace refs (git replace, by hand, in packed-refs), grafts,
+# shallow, info/attributes, a forged commit-graph and notes, on a second
+# repository through the router and on its plain copy (the positive
+# control); then the host's git log -p / show / diff / checkout / push to
+# a bare repository the host made.
+#
 # Every loop and wait is bounded. Nothing leaves the temporary directory
 # except the sentinel check's positive control, which also stays in it.
 set -u
@@ -79,7 +86,7 @@ start_router() {
     shift
     rm -f "$W/ready"
     # shellcheck disable=SC2086 # LZ_ROUTER_OPTS: extra options, split on purpose
-    "$ROUTER" --source "$W/ws" --mountpoint "$mnt" --ready-fd 3 ${LZ_ROUTER_OPTS:-} "$@" 3>"$W/ready" 2>>"$W/router.log" &
+    "$ROUTER" --source "${RSRC:-$W/ws}" --mountpoint "$mnt" --ready-fd 3 ${LZ_ROUTER_OPTS:-} "$@" 3>"$W/ready" 2>>"$W/router.log" &
     RPID=$!
     for i in $(seq 100); do
         grep -qx ready "$W/ready" 2>/dev/null && return 0
@@ -202,7 +209,7 @@ phase_attacks() {
     allow "set-uid bit request (stripped)" sh -c 'cp /bin/true suidbin && chmod 4755 suidbin'
 
     echo "-- allowed and harmless (see docs/security-git.md)"
-    allow "write .git/info/attributes (drivers only run if config defines them)" sh -c "echo '* filter=evil diff=evil' > .git/info/attributes"
+    refuse "write .git/info/attributes (changes what the host's diff shows)" sh -c "echo '* -diff' > .git/info/attributes"
     allow "write .gitattributes" sh -c "echo '* filter=evil' > .gitattributes"
     allow "write evil/config in a non-repository dir" sh -c "echo '[core] fsmonitor = touch $S/free' >> evil/config"
 
@@ -326,6 +333,157 @@ phase_hostwrites_check() {
     finish "host-write check"
 }
 
+# ---------------------------------------------------------------- phase 2c: what the host's Git displays
+# pair N: from main, branch featureN with commit "SUBJN" adding BACKDOORN to
+# app.py (d.rb for N=8), and a harmless commit CLEAN on a deleted branch.
+pair() {
+    local f=app.py
+    [ "$1" = 8 ] && f=d.rb
+    git checkout -q -b "feature$1" main && echo "BACKDOOR$1" >> $f && git commit -qam "SUBJ$1: tidy" &&
+        BAD=$(git rev-parse HEAD) && git checkout -q -b "clean$1" main && echo "harmless$1" >> README &&
+        git commit -qam "docs $1" && CLEAN=$(git rev-parse HEAD) && git checkout -q main && git branch -q -D "clean$1"
+}
+
+# plant_display DIR SCRATCH: leave what changes the host's display.
+plant_display() {
+    local D=$1 X=$2 MAIN
+    cd "$D" || exit 1
+    export GIT_AUTHOR_NAME=Agent GIT_AUTHOR_EMAIL=agent@example.invalid
+    export GIT_COMMITTER_NAME=Agent GIT_COMMITTER_EMAIL=agent@example.invalid
+    MAIN=$(git rev-parse main)
+    pair 2
+    try "directory of replace refs renamed into .git/refs/replace" \
+        sh -c "mkdir rr && echo $CLEAN > rr/$BAD && mv rr .git/refs/replace"
+    rm -rf rr
+    pair 1
+    try "git replace" git replace "$BAD" "$CLEAN"
+    echo "    git replace says: $(git replace -f "$BAD" "$CLEAN" 2>&1 | tail -n1)"
+    try "loose replace ref by hand" sh -c "mkdir -p .git/refs/replace && echo $CLEAN > .git/refs/replace/$BAD"
+    try "git update-ref refs/replace/" git update-ref "refs/replace/$BAD" "$CLEAN"
+    pair 3
+    try "packed-refs with a replace line, renamed over it" \
+        sh -c "{ grep -v '^#' .git/packed-refs; echo '$CLEAN refs/replace/$BAD'; } > pr.tmp && mv pr.tmp .git/packed-refs"
+    pair 4
+    try "packed-refs.lock with a replace line (git's way)" \
+        sh -c "{ grep -v '^#' .git/packed-refs; echo '$CLEAN refs/replace/$BAD'; } > .git/packed-refs.lock && mv .git/packed-refs.lock .git/packed-refs"
+    rm -f .git/packed-refs.lock
+    pair 5
+    try "packed-refs rewritten in place" \
+        sh -c "{ grep -v '^#' .git/packed-refs; echo '$CLEAN refs/replace/$BAD'; } > pr.tmp && cat pr.tmp > .git/packed-refs"
+    try "packed-refs through a handle kept open across the rename" \
+        /usr/bin/python3 "$W/helper.py" write-after-rename .git/packed-refs pr.tmp
+    rm -f pr.tmp .git/packed-refs.lock
+    pair 6
+    git checkout -q feature6 && echo harmless-on-top >> README && git commit -qam "on top 6"
+    try "info/grafts hides the backdoor commit" sh -c "echo '$(git rev-parse HEAD) $MAIN' > .git/info/grafts"
+    git checkout -q main
+    pair 7
+    git checkout -q feature7 && echo harmless-on-top >> README && git commit -qam "on top 7"
+    try "shallow hides the backdoor commit" sh -c "git rev-parse HEAD > .git/shallow"
+    git checkout -q main
+    pair 8
+    try "info/attributes: *.rb -diff" sh -c "echo '*.rb -diff' > .git/info/attributes"
+    # The commit-graph is not read in a repository with replace refs,
+    # grafts or shallow: its attack runs in the nested repository cg/.
+    cd cg || exit 1
+    pair 9
+    try "git commit-graph write" sh -c "git commit-graph write --reachable && test -s .git/objects/info/commit-graph"
+    echo "    git gc says: $(git gc -q 2>&1 | tail -n1) (exit $(git gc -q >/dev/null 2>&1; echo $?))"
+    # The forged graph: made on a scratch copy, the commit's tree swapped.
+    rm -rf "$X" && cp -a .git "$X" && rm -f "$X/objects/info/commit-graph" &&
+        git --git-dir="$X" commit-graph write --reachable &&
+        /usr/bin/python3 "$W/helper.py" forge-graph "$X/objects/info/commit-graph" \
+            "$(git rev-parse "$BAD^{tree}")" "$(git rev-parse "$CLEAN^{tree}")"
+    try "forged commit-graph copied in" sh -c "rm -f .git/objects/info/commit-graph; cp '$X/objects/info/commit-graph' .git/objects/info/commit-graph"
+    try "forged commit-graph renamed in from commit-graph.lock" sh -c "cp '$X/objects/info/commit-graph' .git/objects/info/commit-graph.lock && mv .git/objects/info/commit-graph.lock .git/objects/info/commit-graph && cmp -s '$X/objects/info/commit-graph' .git/objects/info/commit-graph"
+    try "commit-graphs/ chain" sh -c "mkdir -p .git/objects/info/commit-graphs && cp '$X/objects/info/commit-graph' .git/objects/info/commit-graphs/graph-x.graph"
+    cd "$D" || exit 1
+    try "git notes" git notes add -m "NOTE10 reviewed by security" feature1
+    try "rr-cache (turns rerere on for the host)" mkdir .git/rr-cache
+    cd "$W" || exit 1
+}
+
+phase_display() {
+    cd "$W" || exit 1
+    mkdir -p "$W/dmnt"
+    RSRC=$W/dws start_router "$W/dmnt" || exit 1
+    echo "-- through the router"
+    plant_display "$W/dmnt" "$W/scratch" | tee "$W/dplanted.router" | sed 's/^/    /'
+    echo "-- on the plain control copy"
+    plant_display "$W/dctl" "$W/ctl-scratch" | tee "$W/dplanted.ctl" | sed 's/^/    /'
+    if grep -q '^planted' "$W/dplanted.router"; then
+        fail "the router let the agent plant: $(grep '^planted' "$W/dplanted.router" | cut -d: -f2 | tr '\n' ';')"
+    else
+        pass "every display file refused by the router"
+    fi
+    grep -q "git replace says: error: cannot lock ref 'refs/replace/" "$W/dplanted.router" &&
+        pass "git replace fails cleanly (cannot lock ref)" || fail "git replace: no clear error"
+    grep -q 'git gc says: .*(exit 0)' "$W/dplanted.router" &&
+        pass "git gc succeeds with the commit-graph protected" || fail "git gc failed through the router"
+    local n
+    n=$(grep -c '^planted' "$W/dplanted.ctl")
+    [ "$n" -eq "$(grep -c '^planted\|^refused' "$W/dplanted.ctl")" ] && pass "control: all $n planted on the plain copy" \
+        || fail "control: only $n planted on the plain copy"
+    umount "$W/dmnt"
+    wait $RPID
+    finish "display attacks"
+}
+
+# shown D: one line per attack, "N shown" when the host's git displays
+# what the objects say, "N HIDDEN" when it does not.
+shown() {
+    local D=$1 n
+    cd "$D" || exit 1
+    for n in 1 2 3 4 5 9; do
+        if (cd "$D/$([ $n = 9 ] && echo cg)" && git log -p -1 "feature$n" | grep -q "BACKDOOR$n" &&
+            git show "feature$n" | grep -q "BACKDOOR$n" && git diff main "feature$n" | grep -q "BACKDOOR$n"); then
+            echo "$n shown"
+        else echo "$n HIDDEN"; fi
+    done
+    for n in 6 7; do
+        if git log --format=%s "feature$n" 2>/dev/null | grep -q "SUBJ$n"; then echo "$n shown"; else echo "$n HIDDEN"; fi
+    done
+    if git diff main feature8 | grep -q BACKDOOR8 && git log -p -1 feature8 | grep -q BACKDOOR8; then echo "8 shown"; else echo "8 HIDDEN"; fi
+    if git log -1 feature1 | grep -q NOTE10; then echo "10 HIDDEN"; else echo "10 shown"; fi
+}
+
+phase_display_check() {
+    cd "$W" || exit 1
+    local r c
+    r=$(shown "$W/dws" 2>/dev/null | tr '\n' ',')
+    c=$(shown "$W/dctl" 2>/dev/null | tr '\n' ',')
+    echo "    router:  $r"
+    echo "    control: $c"
+    case $r in *HIDDEN*) fail "router: the host's git displays something else than the objects: $r" ;;
+        *) pass "router: log -p, show, diff display every backdoor, subject and no note" ;; esac
+    local n
+    for n in 1 2 3 4 5 6 7 8 9 10; do
+        case ",$c" in *",$n HIDDEN,"*) pass "control $n: hidden from the host's display on the plain copy" ;;
+            *) fail "control $n: shown on the plain copy (test blind)" ;; esac
+    done
+    # What the display hid is what push sends (the plain copy), and what
+    # the router's repository shows is what it pushes.
+    git init -q --bare "$W/remote.git" && git init -q --bare "$W/ctl-remote.git"
+    (cd "$W/dctl" && git push -q "$W/ctl-remote.git" feature1 2>/dev/null)
+    git --git-dir="$W/ctl-remote.git" show feature1:app.py 2>/dev/null | grep -q BACKDOOR1 &&
+        pass "control: git push sent the backdoor the display hid" || fail "control: push did not send the backdoor"
+    if (cd "$W/dws" && git push -q "$W/remote.git" feature1 feature2 feature3 feature4 feature5 feature6 feature7 feature8 main 2>&1 &&
+        cd cg && git push -q "$W/remote.git" feature9 2>&1); then
+        pass "router: git push of every branch works"
+    else
+        fail "router: git push failed"
+    fi
+    [ "$(git --git-dir="$W/remote.git" rev-parse feature1)" = "$(cd "$W/dws" && git rev-parse feature1)" ] &&
+        git --git-dir="$W/remote.git" show feature1:app.py | grep -q BACKDOOR1 &&
+        pass "router: what was shown (BACKDOOR1) is what the remote got" || fail "router: remote differs"
+    (cd "$W/dws" && git checkout -q feature1 && grep -q BACKDOOR1 app.py && git checkout -q main) &&
+        pass "router: git checkout feature1 writes what was shown" || fail "router: checkout wrote something else"
+    (cd "$W/dctl" && git checkout -q feature1 && ! grep -q BACKDOOR1 app.py && git checkout -q main) &&
+        pass "control: git checkout feature1 wrote the replacement" || fail "control: checkout wrote the backdoor (test blind)"
+    (cd "$W/dws" && git fsck --no-progress >/dev/null 2>&1) && pass "router: git fsck clean" || fail "router: git fsck"
+    finish "display check"
+}
+
 # ---------------------------------------------------------------- phase 4: normal work
 phase_work() {
     cd "$W" || exit 1
@@ -355,6 +513,11 @@ phase_work() {
     allow "git rebase" sh -c 'git checkout -q -b rb main~1 && echo rb > rb.txt && git add rb.txt && git commit -qm "agent: rb" && git rebase -q main && git checkout -q main && git merge -q --ff-only rb'
     allow "git branch -d" git branch -q -d rb
     allow "git gc" git gc -q
+    allow "git pack-refs --all (packed-refs checked, accepted)" git pack-refs --all
+    allow "the developer's note packed, kept" sh -c 'grep -q " refs/notes/commits$" .git/packed-refs && git log --format=%N | grep -q "developer note"'
+    allow "git branch -d of a packed branch (packed-refs rewritten with the note)" sh -c 'git branch pr2 && git pack-refs --all && git branch -q -D pr2'
+    allow "branch after pack-refs" sh -c 'git branch pr-after && git branch -D pr-after && git show-ref --verify -q refs/heads/main'
+    allow "git fetch from a host bare repository" git fetch -q "$W/remote.git" feature1
     allow "git log" sh -c 'git log --oneline | grep -q "agent: feature"'
     allow "git status clean" sh -c 'test -z "$(git status --porcelain)"'
     git log --oneline --graph | sed 's/^/    /'
@@ -494,7 +657,16 @@ host_setup() {
     cp /bin/true fixtures/setid && chmod 6755 fixtures/setid
     touch fixtures/setgid-noexec && chmod 2644 fixtures/setgid-noexec
     printf 'vendor/\nfixtures/\n' > .git/info/exclude
+    # A note of the developer's: it stays when the agent's git gc and
+    # pack-refs rewrite packed-refs (phase 4).
+    git notes add -m "developer note" HEAD
     cd "$W" || exit 1
+    # Phase 2c's repository (its refs packed, as after a host gc) and its
+    # plain copy.
+    git init -q dws && (cd dws && printf 'print(1)\n' > app.py && printf 'puts 1\n' > d.rb && echo readme > README &&
+        git add -A && git commit -qm base && git pack-refs --all)
+    git init -q dws/cg && (cd dws/cg && printf 'print(1)\n' > app.py && echo readme > README && git add -A && git commit -qm base)
+    cp -a dws dctl
     # The positive control of phase 2b: a plain copy, and the developer's
     # files outside each repository that a write-through would reach.
     cp -a ws ctl
@@ -645,6 +817,11 @@ elif cmd == "write-after-rename":   # index.lock with the current index, renamed
         os.pwrite(fd, evil, 0)
         os.ftruncate(fd, len(evil))
     except OSError as e: die(e.errno)
+elif cmd == "forge-graph":     # a commit-graph whose entry names another root tree
+    path, bad, clean = sys.argv[2], bytes.fromhex(sys.argv[3]), bytes.fromhex(sys.argv[4])
+    b = open(path, "rb").read()
+    if b.count(bad) != 1: sys.exit("tree not in the graph once")
+    open(path, "wb").write(b.replace(bad, clean))
 elif cmd == "storm":           # create, stat, unlink N small files; times in ms
     d, n = sys.argv[2], int(sys.argv[3])
     os.makedirs(d, exist_ok=True)
@@ -670,6 +847,8 @@ host-setup) W=$2; host_setup; snapshot > "$W/snap.before"; exit 0 ;;
 host-check) W=$2; phase_host_check; exit $? ;;
 hostwrites) W=$2; ROUTER=$1; phase_hostwrites; exit $? ;;
 hostwrites-check) W=$2; phase_hostwrites_check; exit $? ;;
+display) W=$2; ROUTER=$1; phase_display; exit $? ;;
+display-check) W=$2; phase_display_check; exit $? ;;
 host-final) W=$2; phase_host_final; exit $? ;;
 esac
 
@@ -714,6 +893,10 @@ echo "== phase 2b: links and indexes the host's git would write through"
 in_ns hostwrites || rc=1
 echo "== phase 3b: the host's everyday git, on the router's tree and on the plain control copy"
 on_host hostwrites-check || rc=1
+echo "== phase 2c: replace refs, grafts, shallow, attributes, commit-graph, notes"
+in_ns display || rc=1
+echo "== phase 3c: the host's git log -p / show / diff / push / checkout, router and plain control"
+on_host display-check || rc=1
 echo "== phase 4: normal agent work through the router"
 in_ns work || rc=1
 echo "== phase 5: host sees the result"

@@ -287,6 +287,65 @@ static void test_scan_repo(void **state) {
     lz_gitscan_clear(&g);
 }
 
+static const char *find_notice(const struct lz_gitscan *g, const char *prefix) {
+    for (size_t i = 0; i < g->n_notices; i++)
+        if (!strncmp(g->notices[i], prefix, strlen(prefix)))
+            return g->notices[i];
+    return NULL;
+}
+
+/* What makes the host's git display something else than what it pushes,
+ * already there at Domain start: one notice per Git directory, not a
+ * refusal (the developer may have made it). */
+static void test_display_report(void **state) {
+    if (!ws_base)
+        skip();
+    sh("cd %s && git init -q disp && cd disp && git -c user.name=a -c user.email=a@b commit -q --allow-empty -m one && "
+       "git -c user.name=a -c user.email=a@b commit -q --allow-empty -m two && "
+       "git init -q --bare fixture.git",
+       ws_base);
+    char ws[512];
+    snprintf(ws, sizeof ws, "%s/disp", ws_base);
+    struct lz_gitscan g;
+    struct lz_error err = { 0 };
+    assert_int_equal(lz_gitscan_run(ws, NULL, &g, &err), 0);
+    for (size_t i = 0; i < g.n_notices; i++) /* a clean repository: nothing */
+        assert_null(strstr(g.notices[i], "git push"));
+    lz_gitscan_clear(&g);
+
+    sh("cd %s && git replace HEAD HEAD~1 && git -c user.name=a -c user.email=a@b notes add -m n HEAD && "
+       "git pack-refs --all && git replace HEAD~1 HEAD && "
+       "git rev-parse HEAD > .git/info/grafts && git rev-parse HEAD > .git/shallow && "
+       "echo '*.py -diff' > .git/info/attributes && echo '* -diff' > fixture.git/info/attributes",
+       ws);
+    assert_int_equal(lz_gitscan_run(ws, NULL, &g, &err), 0);
+    const char *n = find_notice(&g, ".git: ");
+    assert_non_null(n);
+    assert_non_null(strstr(n, "1 replace ref in refs/replace/"));
+    assert_non_null(strstr(n, "2 replace or notes refs in packed-refs"));
+    assert_non_null(strstr(n, "info/grafts"));
+    assert_non_null(strstr(n, "shallow"));
+    assert_non_null(strstr(n, "info/attributes"));
+    assert_non_null(strstr(n, "git push"));
+    n = find_notice(&g, "fixture.git: info/attributes change");
+    assert_non_null(n);
+    lz_gitscan_clear(&g);
+
+    /* Files the configuration names for display are kept read-only:
+     * relative to the top of the work tree, and outside it not at all. */
+    sh("cd %s && git config blame.ignoreRevsFile .git-blame-ignore-revs && git config core.attributesFile tools/attrs "
+       "&& git config diff.orderFile /etc/hostname && git config mailmap.file ../outside.mailmap",
+       ws);
+    assert_int_equal(lz_gitscan_run(ws, NULL, &g, &err), 0);
+    assert_true(has(g.protect, g.n_protect, ".git-blame-ignore-revs"));
+    assert_true(has(g.protect, g.n_protect, "tools/attrs"));
+    for (size_t i = 0; i < g.n_protect; i++)
+        assert_null(strstr(g.protect[i], "hostname"));
+    for (size_t i = 0; i < g.n_protect; i++)
+        assert_null(strstr(g.protect[i], "outside.mailmap"));
+    lz_gitscan_clear(&g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_join),
@@ -296,6 +355,7 @@ int main(void) {
         cmocka_unit_test(test_managers),
         cmocka_unit_test(test_entries),
         cmocka_unit_test_setup_teardown(test_scan_repo, setup_ws, teardown_ws),
+        cmocka_unit_test_setup_teardown(test_display_report, setup_ws, teardown_ws),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

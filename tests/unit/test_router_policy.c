@@ -181,7 +181,7 @@ static void test_classify_gitdir(void **state) {
         assert_class(*p, LZ_RCLASS_PROTECTED);
     assert_class(".git/objects", LZ_RCLASS_ANCESTOR);
     assert_class(".git/info", LZ_RCLASS_ANCESTOR);
-    assert_class(".git/info/attributes", LZ_RCLASS_FREE);
+    assert_class(".git/refs", LZ_RCLASS_ANCESTOR);
     assert_class(".git/info/exclude.lock", LZ_RCLASS_PROTECTED);
     assert_class(".git/objects/info", LZ_RCLASS_ANCESTOR);
     assert_class("sub/.git/objects/info", LZ_RCLASS_ANCESTOR);
@@ -201,7 +201,6 @@ static void test_classify_gitdir(void **state) {
                                                        ".git/objects/ab/tmp_obj_XXXX",
                                                        ".git/objects/pack/pack-1.pack",
                                                        ".git/objects/info/packs",
-                                                       ".git/objects/info/commit-graph",
                                                        ".git/refs/heads/main",
                                                        ".git/refs/heads/feat.lock",
                                                        ".git/refs/stash",
@@ -210,9 +209,7 @@ static void test_classify_gitdir(void **state) {
                                                        ".git/rebase-merge/done",
                                                        ".git/rebase-apply/0001",
                                                        ".git/sequencer/todo",
-                                                       ".git/info/attributes",
                                                        ".git/description",
-                                                       ".git/shallow",
                                                        ".git/gc.pid",
                                                        ".git/AUTO_MERGE",
                                                        ".git/refs/config",
@@ -359,9 +356,9 @@ static void test_normal_git_allowed(void **state) {
     assert_op(0, LZ_ROP_MKDIR, ".git/refs/heads/topic", false, NULL);
     assert_op(0, LZ_ROP_MKDIR, ".git/rebase-merge", false, NULL);
     assert_op(0, LZ_ROP_CREATE, ".git/COMMIT_EDITMSG", false, NULL);
-    assert_op(-EPERM, LZ_ROP_WRITE, ".git/index", false, NULL);        /* only by a checked rename */
-    assert_op(-EPERM, LZ_ROP_WRITE, ".git/info/exclude", false, NULL); /* decides what is hidden */
-    assert_op(0, LZ_ROP_WRITE, ".git/info/attributes", false, NULL);
+    assert_op(-EPERM, LZ_ROP_WRITE, ".git/index", false, NULL);           /* only by a checked rename */
+    assert_op(-EPERM, LZ_ROP_WRITE, ".git/info/exclude", false, NULL);    /* decides what is hidden */
+    assert_op(-EPERM, LZ_ROP_WRITE, ".git/info/attributes", false, NULL); /* changes what diff shows */
     assert_op(0, LZ_ROP_UNLINK, ".git/index.lock", false, NULL);
     assert_op(0, LZ_ROP_UNLINK, ".git/refs/stash", false, NULL);
     assert_op(0, LZ_ROP_RMDIR, ".git/objects/ab", false, NULL);
@@ -556,6 +553,88 @@ static void test_index_only_by_rename(void **state) {
     assert_ren(0, ".git/index.lock", ".git/index", false, true, false, 0);
 }
 
+/* What the host's git reads besides objects and pushed refs when it
+ * displays history: read-only like hooks (docs/security-git.md). */
+static void test_display_files(void **state) {
+    (void)state;
+    static const char *const prot[] = {
+        ".git/refs/replace",
+        ".git/refs/replace/0123456789012345678901234567890123456789",
+        ".git/refs/replace/0123456789012345678901234567890123456789.lock",
+        ".git/refs/REPLACE/x",
+        ".git/refs/notes/commits",
+        ".git/info/grafts",
+        ".git/info/grafts.lock",
+        ".git/info/attributes",
+        ".git/info/sparse-checkout",
+        ".git/shallow",
+        ".git/shallow.lock",
+        ".git/objects/info/commit-graph",
+        ".git/objects/info/commit-graphs/commit-graph-chain",
+        ".git/objects/info/commit-graphs/graph-abc.graph",
+        ".git/rr-cache/abc/preimage",
+        "vendor/lib/.git/refs/replace/x",
+        "vendor/lib/.git/shallow",
+        "fixtures/bare.git/refs/replace/x",
+        "fixtures/bare.git/info/grafts",
+        "fixtures/bare.git/info/attributes",
+        "fixtures/bare.git/shallow",
+        "fixtures/bare.git/objects/info/commit-graph",
+    };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(prot); i++) {
+        assert_class(prot[i], LZ_RCLASS_PROTECTED);
+        assert_op(-EPERM, LZ_ROP_CREATE, prot[i], false, NULL);
+        assert_op(-EPERM, LZ_ROP_WRITE, prot[i], false, NULL);
+        assert_op(-EPERM, LZ_ROP_UNLINK, prot[i], false, NULL);
+        assert_op(-EPERM, LZ_ROP_MKDIR, prot[i], false, NULL);
+        assert_ren(-EPERM, "src/main.c", prot[i], false, false, false, 0);
+        assert_ren(-EPERM, ".git/x.lock", prot[i], false, false, false, 0);
+    }
+    /* refs/ cannot be swapped for a directory holding replace refs. */
+    assert_class(".git/refs", LZ_RCLASS_ANCESTOR);
+    assert_class("fixtures/bare.git/refs", LZ_RCLASS_ANCESTOR);
+    assert_ren(-EPERM, ".git/refs", ".git/refs2", true, false, false, 0);
+    assert_ren(-EPERM, ".git/refs2", ".git/refs", true, false, false, 0);
+    assert_ren(-EPERM, "d1", ".git/refs/replace", true, false, false, 0);
+    assert_op(-EPERM, LZ_ROP_RMDIR, ".git/refs", false, NULL);
+    assert_op(0, LZ_ROP_MKDIR, ".git/refs", false, NULL);
+    /* Controls: the same names outside a Git directory, and the everyday
+     * refs and files beside them, stay free. */
+    static const char *const free_[] = {
+        "src/refs/replace/x",      "evil/refs/replace/x",
+        "src/info/grafts",         "src/shallow",
+        ".git/refs/heads/x",       ".git/refs/tags/v1",
+        ".git/refs/remotes/o/m",   ".git/refs/replacement",
+        ".git/refs/stash",         ".git/info/refs",
+        ".git/objects/info/packs", ".git/logs/refs/replace",
+        ".git/packed-refs.lock",   ".git/objects/pack/pack-1.idx",
+    };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(free_); i++) {
+        assert_class(free_[i], LZ_RCLASS_FREE);
+        assert_op(0, LZ_ROP_CREATE, free_[i], false, NULL);
+    }
+    /* The commit-graph git gc writes: its lock is free (git dies when it
+     * cannot create it), the rename onto the graph refused (git goes on). */
+    assert_class(".git/objects/info/commit-graph.lock", LZ_RCLASS_FREE);
+    assert_class("fixtures/bare.git/objects/info/commit-graph.lock", LZ_RCLASS_FREE);
+    assert_class(".git/modules/x/objects/info/commit-graph.lock", LZ_RCLASS_PROTECTED);
+    assert_ren(-EPERM, ".git/objects/info/commit-graph.lock", ".git/objects/info/commit-graph", false, false, false, 0);
+    /* packed-refs: only by a rename the router checks (gitrefs.h). */
+    assert_int_equal(lz_router_is_packed_refs(&pol, ".git/packed-refs"), 1);
+    assert_int_equal(lz_router_is_packed_refs(&pol, ".git/PACKED-REFS"), 1);
+    assert_int_equal(lz_router_is_packed_refs(&pol, "fixtures/bare.git/packed-refs"), 1);
+    assert_int_equal(lz_router_is_packed_refs(&pol, "vendor/lib/.git/packed-refs"), 1);
+    assert_int_equal(lz_router_is_packed_refs(&pol, "src/packed-refs"), 0);
+    assert_int_equal(lz_router_is_packed_refs(&pol, ".git/packed-refs.lock"), 0);
+    assert_int_equal(lz_router_is_packed_refs(&pol, ".git/refs/packed-refs"), 0);
+    assert_op(-EPERM, LZ_ROP_WRITE, ".git/packed-refs", false, NULL);
+    assert_op(-EPERM, LZ_ROP_CREATE, ".git/packed-refs", false, NULL);
+    assert_op(-EPERM, LZ_ROP_CREATE, "fixtures/bare.git/packed-refs", false, NULL);
+    assert_op(0, LZ_ROP_WRITE, "src/packed-refs", false, NULL);
+    assert_op(0, LZ_ROP_UNLINK, ".git/packed-refs", false, NULL);
+    assert_ren(0, ".git/packed-refs.lock", ".git/packed-refs", false, true, false, 0);
+}
+
 static void test_no_new_git_directories(void **state) {
     (void)state;
     /* The last missing piece of HEAD + objects + refs, in any order. */
@@ -664,6 +743,7 @@ int main(void) {
         cmocka_unit_test_setup(test_paths, setup),
         cmocka_unit_test_setup(test_gitdir_contents, setup),
         cmocka_unit_test_setup(test_index_only_by_rename, setup),
+        cmocka_unit_test_setup(test_display_files, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
