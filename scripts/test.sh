@@ -16,7 +16,8 @@
 # Each stage's wall time is printed as a table at the end, also when a
 # stage fails. The integration tests run in parallel (pytest-xdist), then
 # those marked `serial` alone; both passes share one Storage Root, in which
-# the Debian image is bootstrapped in the background while the builds run.
+# the Debian and agent images are built in the background while the
+# builds, sanitizer and fuzz stages run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=$(pwd)
@@ -114,10 +115,12 @@ chmod -R a+rX "$stage"
 export LAZARET_BIN="$stage/bin/lazaret" LAZARET_FIXTURES="$stage/tests/fixtures"
 
 # The Storage Root of the integration tests (both passes, every worker):
-# the Debian image is bootstrapped into it now, in the background (mostly
-# downloads), while the next stages use the CPU. Its result is checked
-# before the integration tests; if it failed they bootstrap it themselves
-# (and fail there if the mirror is unreachable).
+# the Debian image and the agent images are built into it now, in the
+# background (mostly downloads and package unpacking; Lazaret builds one
+# at a time per Storage Root), while the next stages use the CPU. Built
+# in the tests instead, they held every worker waiting at the start. If a
+# build fails here, the tests build the image themselves (and fail there
+# if the mirror or the npm registry is unreachable).
 itstore=$(mktemp -d /var/tmp/lazaret-itstore.XXXXXX)
 cleanup_paths+=("$itstore")
 boot_pid=""
@@ -130,11 +133,14 @@ if [ "$(id -u)" -eq 0 ]; then
     printf '[storage]\ndata_root = "%s"\n' "$itstore" >"$boothome/config/lazaret/config.toml"
     chown -R "$TEST_USER:" "$boothome" "$stage/bin"
     boot_start=$EPOCHREALTIME
+    # shellcheck disable=SC2016 # expanded by that sh
     runuser -u "$TEST_USER" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$boothome" LANG=C.UTF-8 \
-        XDG_CONFIG_HOME="$boothome/config" XDG_RUNTIME_DIR="$boothome/run" \
-        timeout 1200 "$stage/bin/lazaret" image bootstrap </dev/null >/tmp/lazaret-bootstrap.log 2>&1 &
+        XDG_CONFIG_HOME="$boothome/config" XDG_RUNTIME_DIR="$boothome/run" LZ="$stage/bin/lazaret" \
+        sh -c 'rc=0; timeout 1200 "$LZ" image bootstrap || rc=1
+               for a in claude codex opencode; do timeout 1200 "$LZ" image bootstrap --agent "$a" || rc=1; done
+               exit $rc' </dev/null >/tmp/lazaret-bootstrap.log 2>&1 &
     boot_pid=$!
-    echo "bootstrapping the Debian image in the background (pid $boot_pid, log /tmp/lazaret-bootstrap.log)"
+    echo "building the Debian and agent images in the background (pid $boot_pid, log /tmp/lazaret-bootstrap.log)"
 fi
 step "formatting (clang-format --dry-run against .clang-format)"
 # shellcheck disable=SC2046 # file names from git, no spaces
@@ -176,12 +182,12 @@ tail -3 /tmp/lazaret-model.log
 
 # Before the network tests: they count the test user's lazaret processes.
 if [ -n "$boot_pid" ]; then
-    step "Debian image bootstrap (in the background since the build; the rest of it)"
+    step "image builds (in the background since the gcc build; the rest of them)"
     if wait "$boot_pid"; then
-        echo "bootstrapped in $(awk -v a="$boot_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s (since its start)"
+        echo "built in $(awk -v a="$boot_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s (since its start)"
     else
         tail -20 /tmp/lazaret-bootstrap.log
-        echo "the background bootstrap failed: the integration tests will try again"
+        echo "a background image build failed: the integration tests will try again"
     fi
 fi
 
