@@ -64,6 +64,8 @@ on_exit() {
             "$([ "$rc" -ne 0 ] && [ "${stage_names[$i]}" = "$failed" ] && echo "  <- failed")"
     done
     printf '%6.0f s  total\n' "$(awk -v a="$run_start" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')"
+    # runuser passes the TERM on to the background image builds.
+    [ -z "${boot_pid:-}" ] || { kill "$boot_pid" 2>/dev/null; wait "$boot_pid" 2>/dev/null; } || :
     [ "${#cleanup_paths[@]}" -eq 0 ] || rm -rf "${cleanup_paths[@]}" || :
 }
 trap on_exit EXIT
@@ -134,7 +136,7 @@ if [ "$(id -u)" -eq 0 ]; then
     chown -R "$TEST_USER:" "$boothome" "$stage/bin"
     boot_start=$EPOCHREALTIME
     # shellcheck disable=SC2016 # expanded by that sh
-    runuser -u "$TEST_USER" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$boothome" LANG=C.UTF-8 \
+    runuser -u "$TEST_USER" -- env -i -C "$boothome" PATH=/usr/local/bin:/usr/bin:/bin HOME="$boothome" LANG=C.UTF-8 \
         XDG_CONFIG_HOME="$boothome/config" XDG_RUNTIME_DIR="$boothome/run" LZ="$stage/bin/lazaret" \
         sh -c 'rc=0; timeout 1200 "$LZ" image bootstrap || rc=1
                for a in claude codex opencode; do timeout 1200 "$LZ" image bootstrap --agent "$a" || rc=1; done
@@ -183,7 +185,10 @@ tail -3 /tmp/lazaret-model.log
 # Before the network tests: they count the test user's lazaret processes.
 if [ -n "$boot_pid" ]; then
     step "image builds (in the background since the gcc build; the rest of them)"
-    if wait "$boot_pid"; then
+    boot_rc=0
+    wait "$boot_pid" || boot_rc=$?
+    boot_pid=""
+    if [ "$boot_rc" -eq 0 ]; then
         echo "built in $(awk -v a="$boot_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s (since its start)"
     else
         tail -20 /tmp/lazaret-bootstrap.log
