@@ -130,13 +130,16 @@ if [ "$(id -u)" -eq 0 ]; then
     chown "$TEST_USER:" "$itstore"
     boothome=$(mktemp -d /tmp/lzboot.XXXXXX)
     cleanup_paths+=("$boothome")
-    mkdir -p "$boothome/config/lazaret" "$boothome/run"
+    # Its working directory is taken as a workspace: neither the
+    # configuration nor the Storage Root may be inside it.
+    mkdir -p "$boothome/config/lazaret" "$boothome/run" "$boothome/cwd"
     chmod 700 "$boothome/run"
-    printf '[storage]\ndata_root = "%s"\n' "$itstore" >"$boothome/config/lazaret/config.toml"
+    printf '[storage]\ndata_root = "%s"\n\n[profiles.default]\nimage = "builtin:debian-bookworm"\n' "$itstore" \
+        >"$boothome/config/lazaret/config.toml"
     chown -R "$TEST_USER:" "$boothome" "$stage/bin"
     boot_start=$EPOCHREALTIME
     # shellcheck disable=SC2016 # expanded by that sh
-    runuser -u "$TEST_USER" -- env -i -C "$boothome" PATH=/usr/local/bin:/usr/bin:/bin HOME="$boothome" LANG=C.UTF-8 \
+    runuser -u "$TEST_USER" -- env -i -C "$boothome/cwd" PATH=/usr/local/bin:/usr/bin:/bin HOME="$boothome" LANG=C.UTF-8 \
         XDG_CONFIG_HOME="$boothome/config" XDG_RUNTIME_DIR="$boothome/run" LZ="$stage/bin/lazaret" \
         sh -c 'rc=0; timeout 1200 "$LZ" image bootstrap || rc=1
                for a in claude codex opencode; do timeout 1200 "$LZ" image bootstrap --agent "$a" || rc=1; done
