@@ -214,6 +214,13 @@ def of_this_worker(pid: int) -> bool:
         m = _MARK.search(cmd)
         if m:
             return (m.group(1) or m.group(2)).decode() == _WNUM
+        argv = cmd.split(b"\0")[:-1]
+        if first and argv and argv[0].endswith(b"slirp4netns") and len(argv) >= 3 and argv[-2].isdigit() \
+                and os.path.exists(f"/proc/{int(argv[-2])}"):
+            # slirp4netns names no path: its last arguments are the PID
+            # whose network namespace it serves (the Supervisor) and the
+            # interface; its coordinator may be gone (a crash test).
+            return of_this_worker(int(argv[-2]))
         if parent == controller:
             return False  # a child of another worker
         if parent <= 1:
