@@ -221,7 +221,8 @@ fi
 # Integration tests: first in parallel (pytest-xdist, --jobs workers; the
 # tests of one xdist_group on one worker), then the tests marked `serial`
 # alone. pytest exits 5 when a pass selects no test.
-pytest_args=(-p no:cacheprovider -q -ra ${LAZARET_TEST_ARGS:-})
+# --durations: where the time of the pass goes, printed after its summary.
+pytest_args=(-p no:cacheprovider -q -ra --durations=15 ${LAZARET_TEST_ARGS:-})
 if [ "$jobs" -gt 0 ] && ! /usr/bin/python3 -c 'import xdist' 2>/dev/null; then
     echo "pytest-xdist is missing (python3-pytest-xdist, scripts/setup.sh): one process"
     jobs=0
