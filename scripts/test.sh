@@ -185,7 +185,13 @@ step "protocol model (spin: invariants, liveness under weak fairness, self-tests
 bash tests/model/check.sh >/tmp/lazaret-model.log 2>&1 || { cat /tmp/lazaret-model.log; exit 1; }
 tail -3 /tmp/lazaret-model.log
 
-# Before the network tests: they count the test user's lazaret processes.
+step "router end-to-end (Git attacks through lazaret-router, host git checks)"
+bash tests/router/test_router.sh "$stage/bin/lazaret-router" >/tmp/lazaret-router-e2e.log 2>&1 || {
+    cat /tmp/lazaret-router-e2e.log; exit 1; }
+grep -E "^== |ALL PASSED" /tmp/lazaret-router-e2e.log | tail -3
+
+# After the router end-to-end tests (as root), before the network tests:
+# they count the test user's lazaret processes.
 if [ -n "$boot_pid" ]; then
     step "image builds (in the background since the gcc build; the rest of them)"
     boot_rc=0
@@ -198,11 +204,6 @@ if [ -n "$boot_pid" ]; then
         echo "a background image build failed: the integration tests will try again"
     fi
 fi
-
-step "router end-to-end (Git attacks through lazaret-router, host git checks)"
-bash tests/router/test_router.sh "$stage/bin/lazaret-router" >/tmp/lazaret-router-e2e.log 2>&1 || {
-    cat /tmp/lazaret-router-e2e.log; exit 1; }
-grep -E "^== |ALL PASSED" /tmp/lazaret-router-e2e.log | tail -3
 
 step "network isolation tests (root makes the test hosts; lazaret runs as ${TEST_USER})"
 if [ "$(id -u)" -eq 0 ]; then
