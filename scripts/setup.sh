@@ -33,7 +33,7 @@ pkgs=(
     libgit2-dev libfuse3-dev libcmocka-dev libedit-dev
     fuse3 fuse-overlayfs uidmap slirp4netns iproute2 iputils-ping
     mmdebstrap skopeo busybox-static git zstd lintian
-    python3-pytest python3-pexpect spin sqlite3 util-linux procps cppcheck
+    python3-pytest python3-pytest-xdist python3-pexpect spin sqlite3 util-linux procps cppcheck
 )
 
 missing=()

@@ -10,24 +10,65 @@
 #  7. integration tests with the real runsc, as the unprivileged test user
 #
 # Options: --quick (skip sanitizer and fuzz stages), --fuzz-seconds N
-# (default 20), LAZARET_TEST_ARGS="..." extra pytest arguments.
+# (default 20), --jobs N (pytest-xdist workers of the integration tests,
+# default 3; 0: one process), LAZARET_TEST_ARGS="..." extra pytest arguments.
+#
+# Each stage's wall time is printed as a table at the end, also when a
+# stage fails. The integration tests run in parallel (pytest-xdist), then
+# those marked `serial` alone; both passes share one Storage Root, in which
+# the Debian and agent images are built in the background while the
+# builds, sanitizer and fuzz stages run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=$(pwd)
 
 quick=0
 fuzz_seconds=20
+jobs=${LAZARET_TEST_JOBS:-3}
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) quick=1 ;;
         --fuzz-seconds) fuzz_seconds=$2; shift ;;
+        --jobs) jobs=$2; shift ;;
         *) echo "test.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
 done
+[[ "$fuzz_seconds" =~ ^[0-9]{1,6}$ ]] || { echo "test.sh: --fuzz-seconds wants a number of seconds" >&2; exit 2; }
+[[ "$jobs" =~ ^[0-9]{1,2}$ ]] || { echo "test.sh: --jobs wants a number of workers (0: no pytest-xdist)" >&2; exit 2; }
 
 TEST_USER=${LAZARET_TEST_USER:-lztest}
-step() { printf '\n==== %s\n' "$*"; }
+
+# Stage timer: step() closes the running stage and opens the next; the
+# table is printed on exit, whatever the exit (a failing stage is marked).
+stage_names=() stage_secs=()
+cur_stage="" cur_start="" run_start=$EPOCHREALTIME
+end_stage() {
+    [ -n "$cur_stage" ] || return 0
+    stage_names+=("$cur_stage")
+    stage_secs+=("$(awk -v a="$cur_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')")
+    cur_stage=""
+}
+step() {
+    end_stage
+    cur_stage=$*; cur_start=$EPOCHREALTIME
+    printf '\n==== %s\n' "$*"
+}
+cleanup_paths=()
+on_exit() {
+    local rc=$? i failed=${cur_stage:-}
+    end_stage
+    printf '\n==== stage times (wall, %s)\n' "$([ "$rc" -eq 0 ] && echo passed || echo "FAILED, exit $rc")"
+    for i in "${!stage_names[@]}"; do
+        printf '%6d s  %s%s\n' "${stage_secs[$i]}" "${stage_names[$i]:0:70}" \
+            "$([ "$rc" -ne 0 ] && [ "${stage_names[$i]}" = "$failed" ] && echo "  <- failed")"
+    done
+    printf '%6.0f s  total\n' "$(awk -v a="$run_start" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')"
+    # runuser passes the TERM on to the background image builds.
+    [ -z "${boot_pid:-}" ] || { kill "$boot_pid" 2>/dev/null; wait "$boot_pid" 2>/dev/null; } || :
+    [ "${#cleanup_paths[@]}" -eq 0 ] || rm -rf "${cleanup_paths[@]}" || :
+}
+trap on_exit EXIT
 # Runs a command, showing its output only when it fails.
 quiet() {
     local log
@@ -62,6 +103,50 @@ with_test_hooks() {
 step "build (gcc, -Werror)"
 with_test_hooks build --werror
 quiet ninja -C build
+
+# Stage the binaries and tests where the unprivileged user can read them
+# (a CI clone may live under a private directory).
+stage=$(mktemp -d /var/tmp/lazaret-test.XXXXXX)
+cleanup_paths+=("$stage")
+mkdir -p "$stage/bin" "$stage/tests"
+cp build/lazaret build/lazaret-core build/lazaret-init build/lazaret-escalate build/fscases "$stage/bin/"
+[ -x build/lazaret-router ] && cp build/lazaret-router "$stage/bin/"
+cp -r tests/integration tests/fixtures tests/posix "$stage/tests/"
+cp docs/model/lazaret.pml "$stage/tests/fixtures/"
+chmod -R a+rX "$stage"
+export LAZARET_BIN="$stage/bin/lazaret" LAZARET_FIXTURES="$stage/tests/fixtures"
+
+# The Storage Root of the integration tests (both passes, every worker):
+# the Debian image and the agent images are built into it now, in the
+# background (mostly downloads and package unpacking; Lazaret builds one
+# at a time per Storage Root), while the next stages use the CPU. Built
+# in the tests instead, they held every worker waiting at the start. If a
+# build fails here, the tests build the image themselves (and fail there
+# if the mirror or the npm registry is unreachable).
+itstore=$(mktemp -d /var/tmp/lazaret-itstore.XXXXXX)
+cleanup_paths+=("$itstore")
+boot_pid=""
+if [ "$(id -u)" -eq 0 ]; then
+    chown "$TEST_USER:" "$itstore"
+    boothome=$(mktemp -d /tmp/lzboot.XXXXXX)
+    cleanup_paths+=("$boothome")
+    # Its working directory is taken as a workspace: neither the
+    # configuration nor the Storage Root may be inside it.
+    mkdir -p "$boothome/config/lazaret" "$boothome/run" "$boothome/cwd"
+    chmod 700 "$boothome/run"
+    printf '[storage]\ndata_root = "%s"\n\n[profiles.default]\nimage = "builtin:debian-bookworm"\n' "$itstore" \
+        >"$boothome/config/lazaret/config.toml"
+    chown -R "$TEST_USER:" "$boothome" "$stage/bin"
+    boot_start=$EPOCHREALTIME
+    # shellcheck disable=SC2016 # expanded by that sh
+    runuser -u "$TEST_USER" -- env -i -C "$boothome/cwd" PATH=/usr/local/bin:/usr/bin:/bin HOME="$boothome" LANG=C.UTF-8 \
+        XDG_CONFIG_HOME="$boothome/config" XDG_RUNTIME_DIR="$boothome/run" LZ="$stage/bin/lazaret" \
+        sh -c 'rc=0; timeout 1200 "$LZ" image bootstrap || rc=1
+               for a in claude codex opencode; do timeout 1200 "$LZ" image bootstrap --agent "$a" || rc=1; done
+               exit $rc' </dev/null >/tmp/lazaret-bootstrap.log 2>&1 &
+    boot_pid=$!
+    echo "building the Debian and agent images in the background (pid $boot_pid, log /tmp/lazaret-bootstrap.log)"
+fi
 step "formatting (clang-format --dry-run against .clang-format)"
 # shellcheck disable=SC2046 # file names from git, no spaces
 clang-format --dry-run --Werror $(git ls-files 'src/*.c' 'src/*.h' 'tests/unit/*.c' 'tests/fuzz/*.c' 'bench/*.c' \
@@ -100,22 +185,25 @@ step "protocol model (spin: invariants, liveness under weak fairness, self-tests
 bash tests/model/check.sh >/tmp/lazaret-model.log 2>&1 || { cat /tmp/lazaret-model.log; exit 1; }
 tail -3 /tmp/lazaret-model.log
 
-# Stage the binaries and tests where the unprivileged user can read them
-# (a CI clone may live under a private directory).
-stage=$(mktemp -d /var/tmp/lazaret-test.XXXXXX)
-trap 'rm -rf "$stage"' EXIT
-mkdir -p "$stage/bin" "$stage/tests"
-cp build/lazaret build/lazaret-core build/lazaret-init build/lazaret-escalate build/fscases "$stage/bin/"
-[ -x build/lazaret-router ] && cp build/lazaret-router "$stage/bin/"
-cp -r tests/integration tests/fixtures tests/posix "$stage/tests/"
-cp docs/model/lazaret.pml "$stage/tests/fixtures/"
-chmod -R a+rX "$stage"
-export LAZARET_BIN="$stage/bin/lazaret" LAZARET_FIXTURES="$stage/tests/fixtures"
-
 step "router end-to-end (Git attacks through lazaret-router, host git checks)"
 bash tests/router/test_router.sh "$stage/bin/lazaret-router" >/tmp/lazaret-router-e2e.log 2>&1 || {
     cat /tmp/lazaret-router-e2e.log; exit 1; }
 grep -E "^== |ALL PASSED" /tmp/lazaret-router-e2e.log | tail -3
+
+# After the router end-to-end tests (as root), before the network tests:
+# they count the test user's lazaret processes.
+if [ -n "$boot_pid" ]; then
+    step "image builds (in the background since the gcc build; the rest of them)"
+    boot_rc=0
+    wait "$boot_pid" || boot_rc=$?
+    boot_pid=""
+    if [ "$boot_rc" -eq 0 ]; then
+        echo "built in $(awk -v a="$boot_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s (since its start)"
+    else
+        tail -20 /tmp/lazaret-bootstrap.log
+        echo "a background image build failed: the integration tests will try again"
+    fi
+fi
 
 step "network isolation tests (root makes the test hosts; lazaret runs as ${TEST_USER})"
 if [ "$(id -u)" -eq 0 ]; then
@@ -131,17 +219,39 @@ else
     echo "skipped: needs root (CI runs as root)"
 fi
 
-step "integration tests (real runsc, as ${TEST_USER:-$(id -un)})"
-pytest_args=(-p no:cacheprovider -q -ra ${LAZARET_TEST_ARGS:-})
+# Integration tests: first in parallel (pytest-xdist, --jobs workers; the
+# tests of one xdist_group on one worker), then the tests marked `serial`
+# alone. pytest exits 5 when a pass selects no test.
+# --durations: where the time of the pass goes, printed after its summary.
+pytest_args=(-p no:cacheprovider -q -ra --durations=15 ${LAZARET_TEST_ARGS:-})
+if [ "$jobs" -gt 0 ] && ! /usr/bin/python3 -c 'import xdist' 2>/dev/null; then
+    echo "pytest-xdist is missing (python3-pytest-xdist, scripts/setup.sh): one process"
+    jobs=0
+fi
+if [ "$jobs" -gt 0 ]; then passes=(parallel serial); else passes=(all); fi
 if [ "$(id -u)" -eq 0 ]; then
     chown -R "$TEST_USER:" "$stage"
     home=$(getent passwd "$TEST_USER" | cut -d: -f6)
-    # From the staged copy: the checkout itself may be private to root
-    # (the README's ~/lazaret is /root/lazaret, mode 0700), and pytest
-    # looks at its working directory.
-    (cd "$stage" && runuser -u "$TEST_USER" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" \
-        USER="$TEST_USER" LANG=C.UTF-8 LAZARET_BIN="$LAZARET_BIN" LAZARET_FIXTURES="$LAZARET_FIXTURES" \
-        /usr/bin/python3 -m pytest "${pytest_args[@]}" "$stage/tests/integration")
-else
-    /usr/bin/python3 -m pytest "${pytest_args[@]}" "$stage/tests/integration"
 fi
+for name in "${passes[@]}"; do
+    case "$name" in
+        parallel) extra=(-n "$jobs" --dist loadgroup -m "not serial") ;;
+        serial) extra=(-m serial) ;;
+        *) extra=() ;;
+    esac
+    step "integration tests, ${name} (real runsc, as ${TEST_USER:-$(id -un)}) ${extra[*]}"
+    rc=0
+    if [ "$(id -u)" -eq 0 ]; then
+        # From the staged copy: the checkout itself may be private to root
+        # (the README's ~/lazaret is /root/lazaret, mode 0700), and pytest
+        # looks at its working directory.
+        (cd "$stage" && runuser -u "$TEST_USER" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" \
+            USER="$TEST_USER" LANG=C.UTF-8 LAZARET_BIN="$LAZARET_BIN" LAZARET_FIXTURES="$LAZARET_FIXTURES" \
+            LAZARET_TEST_STORAGE="$itstore" \
+            /usr/bin/python3 -m pytest "${pytest_args[@]}" "${extra[@]}" "$stage/tests/integration") || rc=$?
+    else
+        LAZARET_TEST_STORAGE="$itstore" \
+            /usr/bin/python3 -m pytest "${pytest_args[@]}" "${extra[@]}" "$stage/tests/integration" || rc=$?
+    fi
+    [ "$rc" -eq 0 ] || { [ "$rc" -eq 5 ] && [ "$name" != all ]; } || exit "$rc"
+done

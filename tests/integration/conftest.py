@@ -5,6 +5,7 @@ unprivileged user (scripts/test.sh runs them as the test user). Nothing is
 mocked. Every wait is bounded.
 """
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -21,10 +22,29 @@ FIXTURES = Path(os.environ.get("LAZARET_FIXTURES") or ROOT / "tests" / "fixtures
 
 RUN_TIMEOUT = 120
 
+# Under pytest-xdist (scripts/test.sh runs this suite with -n) each worker is
+# its own process, named gw0, gw1, ... Everything a test makes is under its
+# worker's basetemp (.../popen-gwN/...) and its runtime directories are
+# /tmp/lzrtN-*, so every Lazaret process of a test names its worker on its
+# command line (or descends from one that does): user_processes() sees only
+# the processes of this worker, as a serial run sees only those of the test.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+_WNUM = WORKER[2:] if re.fullmatch(r"gw[0-9]+", WORKER) else ""
+_MARK = re.compile(rb"/popen-gw([0-9]+)/|/tmp/lzrt([0-9]+)-")
+
+
+def runtime_dir() -> Path:
+    """A fresh, short runtime directory (Unix socket paths: at most 108 bytes)."""
+    d = Path(tempfile.mkdtemp(prefix=f"lzrt{_WNUM}-" if _WNUM else "lzrt", dir="/tmp"))
+    os.chmod(d, 0o700)
+    return d
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: needs the real default image (mmdebstrap bootstrap)")
     config.addinivalue_line("markers", "network: needs the Debian mirror and the npm registry (agent images)")
+    config.addinivalue_line("markers", "serial: must run alone, not beside other tests (under pytest-xdist it "
+                            "is left out; scripts/test.sh runs it in a second pass, -m serial, without -n)")
     if os.geteuid() == 0:
         raise pytest.UsageError("run the integration tests as an unprivileged user (scripts/test.sh does)")
 
@@ -36,16 +56,41 @@ def lazaret():
     return LAZARET
 
 
+def pytest_collection_modifyitems(config, items):
+    """With -n (pytest-xdist), tests marked serial are left out: they must
+    not run beside others. scripts/test.sh and scripts/itest.sh -j run them
+    afterwards in a pass of their own (-m serial, without -n)."""
+    if not getattr(config.option, "numprocesses", None):
+        return
+    alone = [i for i in items if i.get_closest_marker("serial")]
+    if alone:
+        config.hook.pytest_deselected(items=alone)
+        items[:] = [i for i in items if not i.get_closest_marker("serial")]
+
+
 @pytest.fixture(scope="session")
 def storage(tmp_path_factory):
     """A Storage Root shared by the whole session, so images are prepared once.
 
-    LAZARET_TEST_STORAGE names a directory to keep across sessions instead
-    (development only: the Debian bootstrap then happens once, not per run)."""
+    Under pytest-xdist every worker shares one Storage Root (in the run's
+    basetemp), so the Debian and agent images are built once per run, not
+    once per worker: Lazaret itself runs one bootstrap at a time per Storage
+    Root and the others wait for it. Tests that list or count what is in
+    the Storage Root make their own (test_state_cli.py, test_image_gc.py,
+    test_anchor.py, test_volumes.py).
+
+    LAZARET_TEST_STORAGE names a directory to use instead: scripts/test.sh
+    passes one shared by its parallel and serial passes (and bootstrapped
+    while the earlier stages run); in development it is kept across runs,
+    so the Debian bootstrap happens once, not per run."""
     keep = os.environ.get("LAZARET_TEST_STORAGE")
     if keep:
         Path(keep).mkdir(parents=True, exist_ok=True)
         return Path(keep)
+    if WORKER:
+        shared = tmp_path_factory.getbasetemp().parent / "storage"
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("storage")
 
 
@@ -65,10 +110,9 @@ class Env:
         self.home = base / "home"
         self.config_home = base / "config"
         # A short runtime directory: Unix socket paths are limited to 108 bytes.
-        self.runtime = Path(tempfile.mkdtemp(prefix="lzrt", dir="/tmp"))
-        for d in (self.home, self.config_home, self.runtime):
+        self.runtime = runtime_dir()
+        for d in (self.home, self.config_home):
             d.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.runtime, 0o700)
         self.storage = storage
         self.image = image
         self.config = self.config_home / "lazaret" / "config.toml"
@@ -141,10 +185,55 @@ def lz_run(lazaret, env, workspace, args, input=None, timeout=RUN_TIMEOUT, profi
                           timeout=timeout, **kw)
 
 
+def _ppid(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        return int(f.read().rsplit(b")", 1)[1].split()[1])
+
+
+def of_this_worker(pid: int) -> bool:
+    """Whether a process belongs to this pytest-xdist worker's tests (always
+    true without xdist). The first process up its parent chain that names
+    a worker decides: by a path on its command line (.../popen-gwN/...,
+    /tmp/lzrtN-...), by being this worker, or by being another worker (a
+    child of the same xdist controller). A process that nothing attributes
+    (slirp4netns whose coordinator is gone, say) counts for every worker, as
+    it would in a serial run: never hidden."""
+    if not WORKER:
+        return True
+    me, controller = os.getpid(), os.getppid()
+    p, first = pid, True
+    for _ in range(128):
+        if p == me:
+            return True
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                cmd = f.read()
+            parent = _ppid(p)
+        except (OSError, ValueError, IndexError):
+            return not first  # the process itself is gone: not running
+        m = _MARK.search(cmd)
+        if m:
+            return (m.group(1) or m.group(2)).decode() == _WNUM
+        argv = cmd.split(b"\0")[:-1]
+        if first and argv and argv[0].endswith(b"slirp4netns") and len(argv) >= 3 and argv[-2].isdigit() \
+                and os.path.exists(f"/proc/{int(argv[-2])}"):
+            # slirp4netns names no path: its last arguments are the PID
+            # whose network namespace it serves (the Supervisor) and the
+            # interface; its coordinator may be gone (a crash test).
+            return of_this_worker(int(argv[-2]))
+        if parent == controller:
+            return False  # a child of another worker
+        if parent <= 1:
+            return True
+        p, first = parent, False
+    return True
+
+
 def user_processes(pattern: str):
-    """PIDs of our own processes whose command line contains pattern."""
+    """PIDs of our own processes whose command line contains pattern (under
+    pytest-xdist: those of this worker's tests, of_this_worker)."""
     out = subprocess.run(["pgrep", "-u", str(os.getuid()), "-f", pattern], capture_output=True, text=True)
-    return [int(p) for p in out.stdout.split() if int(p) != os.getpid()]
+    return [int(p) for p in out.stdout.split() if int(p) != os.getpid() and of_this_worker(int(p))]
 
 
 def wait_until(pred, timeout=30.0, interval=0.05):

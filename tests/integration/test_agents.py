@@ -16,6 +16,13 @@ import pytest
 from conftest import FIXTURES, Env, lz_run, make_git_repo, user_processes, wait_until
 
 AGENTS = ("claude", "codex", "opencode")
+
+# Each built-in profile keeps its agent's state in <Storage Root>/NAME/,
+# shared by every Domain of the profile, and the Storage Root is shared by
+# the pytest-xdist workers: two agents writing one ~/.claude at once is not
+# what these tests check, so they run on one worker, one after another, as
+# in a serial run.
+pytestmark = pytest.mark.xdist_group("agent-state")
 BUILD_TIMEOUT = 1800
 
 

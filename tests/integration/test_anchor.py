@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import lz_run, make_git_repo, user_processes, wait_until
+from conftest import Env, lz_run, make_git_repo, user_processes, wait_until
 
 PERSIST = 'persistent_dirs = ["/etc", "/opt", "/root", "/usr"]'
 
@@ -57,6 +57,14 @@ def catalog_leases(env, domain_id):
 def sandbox_processes():
     return [p for pat in ("runsc", "slirp4netns", "lazaret-router", "lazaret-core __supervisor",
                           "lazaret-core __coordinator") for p in user_processes(pat)]
+
+
+@pytest.fixture
+def env(tmp_path, busybox_image):
+    """This file's tests find their Domain as the one directory new under
+    <Storage Root>/domains: a Storage Root of their own, so that Domains
+    other tests create meanwhile (pytest-xdist) are not counted."""
+    return Env(tmp_path / "env", tmp_path / "storage", f"oci:{busybox_image}")
 
 
 @pytest.fixture

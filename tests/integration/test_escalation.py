@@ -16,7 +16,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from conftest import domain_dir_for, lz_run, user_processes, wait_until
+from conftest import domain_dir_for, lz_run, of_this_worker, user_processes, wait_until
 
 ESC = "/run/lazaret/escalate"
 ECHO = os.path.realpath("/bin/echo")
@@ -56,7 +56,8 @@ def coord_log(env, workspace):
 
 
 def host_procs(argv_prefix):
-    """PIDs of our own processes whose argv starts with argv_prefix."""
+    """PIDs of our own processes whose argv starts with argv_prefix (under
+    pytest-xdist: of this worker's tests)."""
     out = []
     for p in Path("/proc").iterdir():
         if not p.name.isdigit():
@@ -67,7 +68,8 @@ def host_procs(argv_prefix):
             a = (p / "cmdline").read_bytes().split(b"\0")[:-1]
         except OSError:
             continue
-        if [x.decode(errors="replace") for x in a[:len(argv_prefix)]] == list(argv_prefix):
+        if [x.decode(errors="replace") for x in a[:len(argv_prefix)]] == list(argv_prefix) \
+                and of_this_worker(int(p.name)):
             out.append(int(p.name))
     return out
 

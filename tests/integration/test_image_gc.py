@@ -4,12 +4,13 @@ session storage that the other tests prepare into."""
 import json
 import os
 import stat
-import tempfile
 import time
 from pathlib import Path
 import subprocess
 
 import pytest
+
+from conftest import runtime_dir
 
 
 def write_config(path, data_root, image, storage_extra=""):
@@ -175,7 +176,7 @@ def test_shared_artifact_kept_until_both_domains_release_it(lazaret, tmp_path, b
     data_root = tmp_path / "data"
     cfg = tmp_path / "xdg" / "lazaret" / "config.toml"
     write_config(cfg, data_root, f"oci:{busybox_image}", "prepared_keep_days = 0")
-    rt = Path(tempfile.mkdtemp(prefix="lzrt", dir="/tmp"))  # socket paths: at most 108 bytes
+    rt = runtime_dir()  # socket paths: at most 108 bytes; names its pytest-xdist worker
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path / "home"),
            "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "XDG_RUNTIME_DIR": str(rt), "LANG": "C.UTF-8"}
     sessions = []

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git_env, lz_run, user_processes, wait_until
+from conftest import Env, git_env, lz_run, user_processes, wait_until
 
 PERSIST = 'persistent_dirs = ["/root"]'
 
@@ -40,6 +40,14 @@ def anchor_upper(env, before):
     new = domain_dirs(env) - before
     assert len(new) == 1, new
     return list(new.pop().glob("anchor-*/upper/root"))
+
+
+@pytest.fixture
+def env(tmp_path, busybox_image):
+    """This file's tests find their Domain as the one directory new under
+    <Storage Root>/domains: a Storage Root of their own, so that Domains
+    other tests create meanwhile (pytest-xdist) are not counted."""
+    return Env(tmp_path / "env", tmp_path / "storage", f"oci:{busybox_image}")
 
 
 @pytest.fixture

@@ -144,6 +144,7 @@ def run_cases(lazaret, env, ws, mode=None):
     return results
 
 
+@pytest.mark.serial  # latency bounds: measured alone, not beside other tests
 def test_host_edits_seen_with_caching(lazaret, env, workspace):
     res = run_cases(lazaret, env, workspace)
     for case, (verdict, latency, _) in res.items():
@@ -153,6 +154,7 @@ def test_host_edits_seen_with_caching(lazaret, env, workspace):
         assert latency < 1.0, (case, res)
 
 
+@pytest.mark.serial  # latency bounds: measured alone, not beside other tests
 def test_positive_control_without_invalidation_edits_stay_unseen(lazaret, env, workspace):
     res = run_cases(lazaret, env, workspace, mode="noinval")
     # Everything the kernel had cached stays, a name looked up and absent
