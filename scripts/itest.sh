@@ -57,7 +57,7 @@ cd "$stage"   # the checkout may be private to root
 run_pytest() {
     runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" USER="$user" LANG=C.UTF-8 \
         LAZARET_BIN="$stage/bin/lazaret" LAZARET_FIXTURES="$stage/tests/fixtures" \
-        ${storage:+LAZARET_TEST_STORAGE="$storage"} \
+        ${storage:+LAZARET_TEST_STORAGE="$storage"} ${LAZARET_TEST_CLAUDE:+LAZARET_TEST_CLAUDE="$LAZARET_TEST_CLAUDE"} \
         /usr/bin/python3 -m pytest -p no:cacheprovider -q -ra "$@" "$stage/tests/integration"
 }
 if [ "$jobs" -eq 0 ]; then

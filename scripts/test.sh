@@ -149,6 +149,17 @@ if [ "$(id -u)" -eq 0 ]; then
     boot_pid=$!
     echo "building the Debian and agent images in the background (pid $boot_pid, log /tmp/lazaret-bootstrap.log)"
 fi
+# The real Claude Code, for test_host_tools.py's checks of what the host's
+# claude runs in the workspace afterwards: a pinned release from the npm
+# registry, cached between runs, installed in the background. Without npm
+# (or when the install fails) those two tests say they were skipped.
+claude_dir=/var/tmp/lazaret-test-claude claude_pid=""
+if [ "$(id -u)" -eq 0 ] && command -v npm >/dev/null && [ ! -x "$claude_dir/node_modules/.bin/claude" ]; then
+    mkdir -p "$claude_dir"
+    (cd "$claude_dir" && timeout 900 npm install --no-audit --no-fund --loglevel=error \
+        @anthropic-ai/claude-code@2.1.197 && chmod -R a+rX "$claude_dir") </dev/null >/tmp/lazaret-claude-install.log 2>&1 &
+    claude_pid=$!
+fi
 step "formatting (clang-format --dry-run against .clang-format)"
 # shellcheck disable=SC2046 # file names from git, no spaces
 clang-format --dry-run --Werror $(git ls-files 'src/*.c' 'src/*.h' 'tests/unit/*.c' 'tests/fuzz/*.c' 'bench/*.c' \
@@ -221,6 +232,11 @@ else
     echo "skipped: needs root (CI runs as root)"
 fi
 
+if [ -n "$claude_pid" ]; then
+    wait "$claude_pid" || { tail -5 /tmp/lazaret-claude-install.log; echo "claude: not installed (its two tests skip)"; }
+fi
+[ -x "$claude_dir/node_modules/.bin/claude" ] && export LAZARET_TEST_CLAUDE="$claude_dir/node_modules/.bin/claude"
+
 # Integration tests: first in parallel (pytest-xdist, --jobs workers; the
 # tests of one xdist_group on one worker), then the tests marked `serial`
 # alone. pytest exits 5 when a pass selects no test.
@@ -249,7 +265,7 @@ for name in "${passes[@]}"; do
         # looks at its working directory.
         (cd "$stage" && runuser -u "$TEST_USER" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" \
             USER="$TEST_USER" LANG=C.UTF-8 LAZARET_BIN="$LAZARET_BIN" LAZARET_FIXTURES="$LAZARET_FIXTURES" \
-            LAZARET_TEST_STORAGE="$itstore" \
+            LAZARET_TEST_STORAGE="$itstore" LAZARET_TEST_CLAUDE="${LAZARET_TEST_CLAUDE:-}" \
             /usr/bin/python3 -m pytest "${pytest_args[@]}" "${extra[@]}" "$stage/tests/integration") || rc=$?
     else
         LAZARET_TEST_STORAGE="$itstore" \

@@ -63,6 +63,9 @@ def vscode_open_folder(folder: Path):
 
 
 def find_claude():
+    c = os.environ.get("LAZARET_TEST_CLAUDE")  # scripts/test.sh installs one for CI
+    if c and os.access(c, os.X_OK):
+        return c
     c = shutil.which("claude")
     if c:
         return c
@@ -78,7 +81,9 @@ def run_claude(project: Path, home: Path, wait_for: Path, timeout=120, also=None
     home.mkdir(parents=True, exist_ok=True)
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "ANTHROPIC_API_KEY": "sk-ant-test-offline",
            "LANG": "C.UTF-8"}
-    p = subprocess.Popen(["unshare", "-rn", find_claude(), "-p", "hi"], cwd=project, env=env,
+    # --map-current-user, not -r: run as root in its namespace, claude
+    # exits at once without running a hook (seen with 2.1.197).
+    p = subprocess.Popen(["unshare", "--map-current-user", "-n", find_claude(), "-p", "hi"], cwd=project, env=env,
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True)
     deadline = time.monotonic() + timeout
