@@ -2064,12 +2064,9 @@ static void rt_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
     remove_entry(req, parent, name, LZ_ROP_RMDIR);
 }
 
-/* Refuses (EPERM, logged with the reason) a file that must not become the
- * index at `dpath` (its Git directory the first gitdir_len bytes): see
- * lz_gitindex_verify_fd(). The file is opened by name in its directory
- * and must still be the inode the rename moves. */
-static int check_index(struct router *r, int dfd, const char *name, const struct stat *st, const char *dpath,
-                       size_t gitdir_len) {
+/* Opens the regular file `name` of dfd that a rename is about to move,
+ * read-only, and checks that it is still the inode `st` the rename saw. */
+static int open_renamed(int dfd, const char *name, const struct stat *st) {
     if (!S_ISREG(st->st_mode))
         return -EPERM;
     _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
@@ -2080,6 +2077,18 @@ static int check_index(struct router *r, int dfd, const char *name, const struct
         return -errno;
     if (!S_ISREG(now.st_mode) || now.st_dev != st->st_dev || now.st_ino != st->st_ino)
         return -ESTALE;
+    return TAKE_FD(fd);
+}
+
+/* Refuses (EPERM, logged with the reason) a file that must not become the
+ * index at `dpath` (its Git directory the first gitdir_len bytes): see
+ * lz_gitindex_verify_fd(). The file is opened by name in its directory
+ * and must still be the inode the rename moves. */
+static int check_index(struct router *r, int dfd, const char *name, const struct stat *st, const char *dpath,
+                       size_t gitdir_len) {
+    _cleanup_close_ int fd = open_renamed(dfd, name, st);
+    if (fd < 0)
+        return fd;
     char gitdir[LZ_ROUTER_PATH_MAX + 1];
     if (gitdir_len >= sizeof gitdir)
         return -ENAMETOOLONG;
@@ -2106,16 +2115,9 @@ static int check_index(struct router *r, int dfd, const char *name, const struct
  * accepts none. */
 static int check_packed_refs(struct router *r, int dfd, const char *name, const struct stat *st, const char *dpath,
                              bool replace) {
-    if (!S_ISREG(st->st_mode))
-        return -EPERM;
-    _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+    _cleanup_close_ int fd = open_renamed(dfd, name, st);
     if (fd < 0)
-        return -errno;
-    struct stat now;
-    if (fstat(fd, &now) < 0)
-        return -errno;
-    if (!S_ISREG(now.st_mode) || now.st_dev != st->st_dev || now.st_ino != st->st_ino)
-        return -ESTALE;
+        return fd;
     _cleanup_close_ int gfd = -EBADF;
     const char *slash = strrchr(dpath, '/');
     if (replace && slash) {
