@@ -60,28 +60,30 @@ int lz_control_status(const char *sock_path, json_t **ret, struct lz_error *err)
     return 0;
 }
 
-int lz_control_stop(const char *sock_path, bool force, struct lz_error *err) {
+/* One STOP with `flags`; the reply's status into *ret_status when asked
+ * (the EXIT must then carry one). */
+static int stop_request(const char *sock_path, uint32_t flags, uint32_t *ret_status, struct lz_error *err) {
     uint8_t p[4];
-    lz_put_u32(p, force ? LZ_STOP_FORCE : 0);
+    lz_put_u32(p, flags);
     static uint8_t buf[LZ_PROTO_MAX];
     ssize_t n = request(sock_path, LZ_MSG_STOP, p, sizeof p, buf, sizeof buf, err);
     if (n < 0)
         return (int)n;
-    if (buf[0] != LZ_MSG_EXIT)
+    if (buf[0] != LZ_MSG_EXIT || (ret_status && (size_t)n < LZ_PROTO_HDR + 4))
         return lz_error_set(err, -EPROTO, "unexpected reply from %s", sock_path);
+    if (ret_status)
+        *ret_status = lz_get_u32(buf + LZ_PROTO_HDR);
     return 0;
 }
 
+int lz_control_stop(const char *sock_path, bool force, struct lz_error *err) {
+    return stop_request(sock_path, force ? LZ_STOP_FORCE : 0, NULL, err);
+}
+
 int lz_control_stop_if_lingering(const char *sock_path, struct lz_error *err) {
-    uint8_t p[4];
-    lz_put_u32(p, LZ_STOP_IF_LINGERING);
-    static uint8_t buf[LZ_PROTO_MAX];
-    ssize_t n = request(sock_path, LZ_MSG_STOP, p, sizeof p, buf, sizeof buf, err);
-    if (n < 0)
-        return (int)n;
-    if (buf[0] != LZ_MSG_EXIT || (size_t)n < LZ_PROTO_HDR + 4)
-        return lz_error_set(err, -EPROTO, "unexpected reply from %s", sock_path);
-    return lz_get_u32(buf + LZ_PROTO_HDR) == 0 ? 1 : 0;
+    uint32_t status = 1;
+    int r = stop_request(sock_path, LZ_STOP_IF_LINGERING, &status, err);
+    return r < 0 ? r : status == 0 ? 1 : 0;
 }
 
 static int by_id(const void *a, const void *b) {
