@@ -2,6 +2,7 @@
 up for a while after its last session, so the next command joins it warm;
 `lazaret stop` ends it at once; a configuration change restarts it when it
 has no session and refuses while one runs; `state reset` stops it."""
+import contextlib
 import json
 import subprocess
 
@@ -28,6 +29,20 @@ def ps(lazaret, env, workspace):
 
 def coord_log(env, workspace):
     return (domain_dir_for(env, workspace) / "coordinator.log").read_text()
+
+
+@contextlib.contextmanager
+def live_session(lazaret, env, workspace):
+    """A session that stays until the block ends (the client is killed)."""
+    holder = subprocess.Popen([lazaret, "run", "-p", "test", "--", "sleep", "60"], cwd=workspace,
+                              env=env.environ(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    try:
+        assert wait_until(lambda: [d for d in ps(lazaret, env, workspace) if d["sessions"]], timeout=60)
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
 
 
 def test_next_command_joins_the_lingering_domain(lazaret, env, workspace):
@@ -84,19 +99,12 @@ def test_configuration_change_restarts_a_lingering_domain(lazaret, env, workspac
 def test_configuration_change_refuses_while_a_session_runs(lazaret, env, workspace):
     """The control: a Domain with a live session is never restarted under it."""
     env.write_config(linger=600)
-    holder = subprocess.Popen([lazaret, "run", "-p", "test", "--", "sleep", "60"], cwd=workspace,
-                              env=env.environ(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE)
-    try:
-        assert wait_until(lambda: [d for d in ps(lazaret, env, workspace) if d["sessions"]], timeout=60)
+    with live_session(lazaret, env, workspace) as holder:
         env.write_config(linger=600, extra_profile='env = { LZ_LINGER_CFG = "second" }\n')
         r = lz_run(lazaret, env, workspace, ["true"])
         assert r.returncode != 0
         assert b"different configuration; end its sessions" in r.stderr, r.stderr
         assert holder.poll() is None, "the live session was ended"
-    finally:
-        holder.kill()
-        holder.wait(timeout=30)
     stop(lazaret, env, workspace)
     assert wait_until(lambda: ps(lazaret, env, workspace) == [], timeout=15)
 
@@ -116,19 +124,12 @@ def test_state_reset_stops_a_lingering_domain(lazaret, env, workspace):
 def test_state_reset_refuses_while_a_session_runs(lazaret, env, workspace):
     """The control: reset never stops a Domain that has a session."""
     env.write_config(linger=600)
-    holder = subprocess.Popen([lazaret, "run", "-p", "test", "--", "sleep", "60"], cwd=workspace,
-                              env=env.environ(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE)
-    try:
-        assert wait_until(lambda: [d for d in ps(lazaret, env, workspace) if d["sessions"]], timeout=60)
+    with live_session(lazaret, env, workspace) as holder:
         r = subprocess.run([lazaret, "state", "reset", "--yes", "--workspace", str(workspace), "-p", "test"],
                            env=env.environ(), capture_output=True, timeout=120)
         assert r.returncode != 0
         assert b"is running with sessions" in r.stderr, r.stderr
         assert holder.poll() is None, "the live session was ended"
-    finally:
-        holder.kill()
-        holder.wait(timeout=30)
     stop(lazaret, env, workspace)
     assert wait_until(lambda: ps(lazaret, env, workspace) == [], timeout=15)
 
