@@ -179,18 +179,52 @@ if [ "$quick" -eq 0 ]; then
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
         meson test -C build-asan --print-errorlogs
 
-    step "fuzz targets (clang libFuzzer, ${fuzz_seconds}s each)"
+    step "fuzz targets (clang libFuzzer, ${fuzz_seconds}s each, $(nproc 2>/dev/null || echo 1) at a time)"
     CC=clang with_test_hooks build-fuzz -Dfuzz=true -Dtests=false -Db_sanitize=address,undefined -Db_lundef=false
     quiet ninja -C build-fuzz
-    for f in build-fuzz/fuzz_*; do
-        [ -f "$f" ] && [ -x "$f" ] || continue
-        name=$(basename "$f"); name=${name#fuzz_}
+    # The targets are single-threaded: as many at a time as there are
+    # cores (each still gets its full ${fuzz_seconds}s), results printed in
+    # name order; the first failure stops the rest and shows its log.
+    fuzz_par=$(nproc 2>/dev/null || echo 1)
+    [ "$fuzz_par" -ge 1 ] || fuzz_par=1
+    fuzz_one() {
+        local f=$1 name=$2 corpus rc=0
         corpus=$(mktemp -d)
         [ -d "tests/fuzz/corpus/$name" ] && cp -r "tests/fuzz/corpus/$name/." "$corpus/"
         "$f" -max_total_time="$fuzz_seconds" -max_len=65536 -rss_limit_mb=2048 "$corpus" \
-            >"/tmp/lazaret-fuzz-$name.log" 2>&1 || { tail -50 "/tmp/lazaret-fuzz-$name.log"; exit 1; }
-        echo "fuzz_$name: $(grep -E '^#[0-9]+.*(DONE|pulse)' "/tmp/lazaret-fuzz-$name.log" | tail -1)"
+            >"/tmp/lazaret-fuzz-$name.log" 2>&1 || rc=$?
         rm -rf "$corpus"
+        return "$rc"
+    }
+    declare -A fuzz_running=()
+    fuzz_names=() fuzz_failed=""
+    fuzz_reap() {
+        local pid rc=0
+        wait -n -p pid "${!fuzz_running[@]}" || rc=$?
+        [ "$rc" -eq 0 ] || fuzz_failed=${fuzz_running[$pid]}
+        unset "fuzz_running[$pid]"
+    }
+    for f in build-fuzz/fuzz_*; do
+        [ -f "$f" ] && [ -x "$f" ] || continue
+        name=$(basename "$f"); name=${name#fuzz_}
+        while [ "${#fuzz_running[@]}" -ge "$fuzz_par" ] && [ -z "$fuzz_failed" ]; do fuzz_reap; done
+        [ -z "$fuzz_failed" ] || break
+        fuzz_one "$f" "$name" &
+        fuzz_running[$!]=$name
+        fuzz_names+=("$name")
+    done
+    while [ "${#fuzz_running[@]}" -gt 0 ] && [ -z "$fuzz_failed" ]; do fuzz_reap; done
+    if [ -n "$fuzz_failed" ]; then
+        for pid in "${!fuzz_running[@]}"; do
+            pkill -TERM -P "$pid" 2>/dev/null || :
+            wait "$pid" 2>/dev/null || :
+        done
+        tail -50 "/tmp/lazaret-fuzz-$fuzz_failed.log"
+        echo "fuzz_$fuzz_failed: FAILED (log above, /tmp/lazaret-fuzz-$fuzz_failed.log)"
+        exit 1
+    fi
+    for name in "${fuzz_names[@]}"; do
+        echo "fuzz_$name: $(grep -E '^#[0-9]+.*(DONE|pulse)' "/tmp/lazaret-fuzz-$name.log" | tail -1)"
     done
 fi
 
