@@ -143,8 +143,12 @@ if [ "$(id -u)" -eq 0 ]; then
     # shellcheck disable=SC2016 # expanded by that sh
     runuser -u "$TEST_USER" -- env -i -C "$boothome/cwd" PATH=/usr/local/bin:/usr/bin:/bin HOME="$boothome" LANG=C.UTF-8 \
         XDG_CONFIG_HOME="$boothome/config" XDG_RUNTIME_DIR="$boothome/run" LZ="$stage/bin/lazaret" \
-        sh -c 'rc=0; timeout 1200 "$LZ" image bootstrap || rc=1
-               for a in claude codex opencode; do timeout 1200 "$LZ" image bootstrap --agent "$a" || rc=1; done
+        sh -c 'rc=0 t=$(date +%s); timeout 1200 "$LZ" image bootstrap || rc=1
+               echo "image time: debian $(($(date +%s) - t)) s"
+               for a in claude codex opencode; do
+                   t=$(date +%s); timeout 1200 "$LZ" image bootstrap --agent "$a" || rc=1
+                   echo "image time: $a $(($(date +%s) - t)) s"
+               done
                exit $rc' </dev/null >/tmp/lazaret-bootstrap.log 2>&1 &
     boot_pid=$!
     echo "building the Debian and agent images in the background (pid $boot_pid, log /tmp/lazaret-bootstrap.log)"
@@ -246,6 +250,7 @@ if [ -n "$boot_pid" ]; then
     boot_pid=""
     if [ "$boot_rc" -eq 0 ]; then
         echo "built in $(awk -v a="$boot_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s (since its start)"
+        grep '^image time: ' /tmp/lazaret-bootstrap.log || :
     else
         tail -20 /tmp/lazaret-bootstrap.log
         echo "a background image build failed: the integration tests will try again"
