@@ -58,7 +58,7 @@ note_failure() {
 # build NAME KIND [SPIN_DEFINE...]
 #   KIND: safety (pan -DSAFETY -DNOCLAIM) or fairN (pan with -DNFAIR=N, for
 #   pan -a [-f] -N claim). The spin defines are kept for trail replay.
-build() {
+build_now() {
     local name=$1 kind=$2
     shift 2
     local dir="$work/$name"
@@ -89,10 +89,31 @@ build() {
     fi
 }
 
+# build NAME KIND [SPIN_DEFINE...]: with prebuild=1 (the first pass over
+# the checks below), start build_now in the background, at most ncpu at a
+# time, and remember its arguments; in the second pass, a build whose
+# arguments match a finished one is not redone (a failed one is redone in
+# the foreground, which reports it).
+prebuild=0
+ncpu=$(nproc 2>/dev/null || echo 1)
+build() {
+    local name=$1
+    if ((prebuild)); then
+        while (($(jobs -rp | wc -l) >= ncpu)); do wait -n || true; done
+        (build_now "$@" >/dev/null 2>&1 && printf '%s\n' "$@" >"$work/$name.built") &
+        return 0
+    fi
+    if [[ -f $work/$name.built ]] && [[ $(cat "$work/$name.built") == "$(printf '%s\n' "$@")" ]]; then
+        return 0
+    fi
+    build_now "$@"
+}
+
 # check EXPECT FIXTURE LABEL BUILD [PAN_ARG...]
 #   EXPECT: pass (errors: 0) or fail (errors > 0).
 # Sets LAST_LOG to the pan output.
 check() {
+    ((prebuild)) && return 0
     local expect=$1 fixture=$2 label=$3 name=$4
     shift 4
     local dir="$work/$name"
@@ -171,6 +192,7 @@ replay_names() {
 
 # expect_violation BUILD INVARIANT
 expect_violation() {
+    ((prebuild)) && return 0
     local got
     got=$(replay_names "$1")
     if [[ " $got " == *" $2 "* ]]; then
@@ -183,6 +205,7 @@ expect_violation() {
 # coverage FIXTURE EXPECTED_DEAD...: every action but the expected ones must
 # have been taken at least once in the last (COVERAGE) safety run.
 coverage() {
+    ((prebuild)) && return 0
     local fixture=$1
     shift
     local expected_dead
@@ -213,6 +236,11 @@ prompt_actions=(QueuePrompt BeginPrompt PromptDrawn DiscardTypeahead
                 DeveloperDeny DeveloperQuit PromptTimeout DenyWithoutPrompt)
 
 echo "== spin model check of docs/model/lazaret.pml ($(spin -V | head -n 1))"
+
+# all_checks: every build and check, in order. Run twice: first with
+# prebuild=1 (check, coverage and expect_violation return at once), so
+# the pan binaries are built in parallel; then for real.
+all_checks() {
 
 # --- seed fixture (Lazaret.cfg): D1; S1, S2; R1, R2, R3; 4 commands ----------
 # (no session has two requests of one identity: SessionApprove is dead)
@@ -314,6 +342,14 @@ check pass seed "BUG_NO_TEARDOWN: ltl EmptyDomainEventuallyStops" bug-noteardown
     -a -f -m"$depth" -N EmptyDomainEventuallyStops
 build bug-anchor-tla safety -DBUG_ANCHOR_ORDER -DTLA_INVARIANTS_ONLY -DNO_STUTTER || true
 check pass seed "BUG_ANCHOR_ORDER: 12 TLA+ invariants only" bug-anchor-tla -m"$depth"
+}
+
+prebuild=1
+all_checks >/dev/null 2>&1
+wait
+prebuild=0
+printf -- "-- %s pan binaries built, %d at a time, %ss\n" "$(ls "$work"/*.built 2>/dev/null | wc -l)" "$ncpu" "$(elapsed "$script_t0")"
+all_checks
 
 echo "== $runs pan runs, $failures failure(s), $(elapsed "$script_t0")s"
 if ((failures > 0)); then
