@@ -9,6 +9,8 @@
 #include "paths.h"
 #include "procenv.h"
 #include "rschan.h"
+#include "argcodec.h"
+#include "supargs.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -420,10 +422,7 @@ static int mailbox_dirs(const char *mbox) {
 static int supervisor_spawn(struct hc *h, struct lz_error *err) {
     struct lz_config *c = h->cfg;
     int r;
-    char afdstr[16], pfdstr[16];
     int afd = h->boot.addr_fd, pfd = h->boot.policy_fd;
-    snprintf(afdstr, sizeof afdstr, "%d", afd);
-    snprintf(pfdstr, sizeof pfdstr, "%d", pfd);
     int sp[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
         return lz_error_set(err, -errno, "socketpair: %s", strerror(errno));
@@ -433,8 +432,6 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
         close(sp[1]);
         return lz_error_set(err, r, "cannot find the lazaret binary");
     }
-    char fdstr[16];
-    snprintf(fdstr, sizeof fdstr, "%d", sp[1]);
     /* What the host's Git reads or runs from the workspace is kept
      * read-only by the router as well (gitscan.h); all of it, or no Domain. */
     long scan_t0 = lz_now_ms();
@@ -448,58 +445,33 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
         hc_log("host Git: %s", h->git.log[i]);
     for (size_t i = 0; i < h->git.n_notices; i++)
         hc_log("NOTICE: %s", h->git.notices[i]);
-    size_t n_persist = c->profile.n_persistent_dirs;
-    _cleanup_free_ char **argv = lz_xcalloc(40 + 2 * h->git.n_protect + 2 * n_persist + 4 * LZ_RS_VOLUMES_MAX + 2 * 3 +
-                                                2 * c->profile.n_host_tools,
-                                            sizeof *argv);
-    size_t na = 0;
-    char *fixed[] = { self,
-                      (char *)"__supervisor",
-                      (char *)"--ctl-fd",
-                      fdstr,
-                      (char *)"--runsc",
-                      h->runsc,
-                      (char *)"--state",
-                      h->state_dir,
-                      (char *)"--bundle",
-                      h->bundle_dir,
-                      (char *)"--id",
-                      h->container_id,
-                      (char *)"--overlay",
-                      h->overlay_dir,
-                      (char *)"--router",
-                      h->router,
-                      (char *)"--workspace",
-                      c->workspace,
-                      (char *)"--view",
-                      h->view,
-                      (char *)"--policy-fd",
-                      pfdstr,
-                      (char *)"--policy-digest",
-                      h->boot.policy_hex };
-    for (size_t i = 0; i < LZ_ARRAY_SIZE(fixed); i++)
-        argv[na++] = fixed[i];
-    if (afd >= 0) {
-        argv[na++] = (char *)"--addr-fd";
-        argv[na++] = afdstr;
-    }
-    for (size_t i = 0; i < h->git.n_protect; i++) {
-        argv[na++] = (char *)"--protect";
-        argv[na++] = h->git.protect[i];
-    }
-    for (size_t i = 0; i < h->n_vol; i++) {
-        argv[na++] = (char *)"--volume";
-        argv[na++] = c->profile.volumes[h->vol_of[i]].host;
-        argv[na++] = (char *)"--volume-view";
-        argv[na++] = h->vol_view[i];
-    }
+    struct lz_supervisor_args sa = {
+        .ctl_fd = sp[1],
+        .runsc = h->runsc,
+        .state_dir = h->state_dir,
+        .bundle_dir = h->bundle_dir,
+        .container_id = h->container_id,
+        .overlay_dir = h->overlay_dir,
+        .router = h->router,
+        .workspace = c->workspace,
+        .view = h->view,
+        .policy_fd = pfd,
+        .policy_digest = h->boot.policy_hex,
+        .addr_fd = afd,
+        .protect = h->git.protect,
+        .n_protect = h->git.n_protect,
+    };
+    char *vol_source[LZ_RS_VOLUMES_MAX];
+    for (size_t i = 0; i < h->n_vol; i++)
+        vol_source[i] = c->profile.volumes[h->vol_of[i]].host;
+    sa.vol_source = vol_source;
+    sa.vol_view = h->vol_view;
+    sa.n_volumes = h->n_vol;
     /* Symlinks the host would follow into Lazaret's own storage are refused
      * by every router (docs/security-git.md, "Symlinks to host paths"). */
     char *deny[] = { c->data_root, h->rt, c->domain_dir };
-    for (size_t i = 0; i < LZ_ARRAY_SIZE(deny); i++) {
-        argv[na++] = (char *)"--deny-link-target";
-        argv[na++] = deny[i];
-    }
+    sa.deny_link = deny;
+    sa.n_deny_link = LZ_ARRAY_SIZE(deny);
     /* Git-ignored untracked paths are served from the Domain's Ignored
      * Workspace State (docs/ignored-state.md); the rules are the host
      * user's, so the router is told where that user's Git config is. */
@@ -512,51 +484,39 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
             close(sp[1]);
             return lz_error_set(err, -errno, "cannot create %s: %s", ignored, strerror(errno));
         }
-        argv[na++] = (char *)"--ignored-state";
-        argv[na++] = ignored;
+        sa.ignored_state = ignored;
         const char *home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
-        if (home && home[0] == '/') {
-            argv[na++] = (char *)"--git-home";
-            argv[na++] = (char *)home;
-        }
-        if (xdg && xdg[0] == '/') {
-            argv[na++] = (char *)"--git-xdg-config";
-            argv[na++] = (char *)xdg;
-        }
-        if (!c->profile.ignored_state)
-            argv[na++] = (char *)"--no-ignore-rules";
-        for (size_t i = 0; i < c->profile.n_host_tools; i++) {
-            argv[na++] = (char *)"--host-tool";
-            argv[na++] = c->profile.host_tools[i];
-        }
+        sa.git_home = home && home[0] == '/' ? home : NULL;
+        sa.git_xdg = xdg && xdg[0] == '/' ? xdg : NULL;
+        sa.no_ignore_rules = !c->profile.ignored_state;
+        sa.host_tools = c->profile.host_tools;
+        sa.n_host_tools = c->profile.n_host_tools;
     }
     /* The escalation mailbox's mount points (mailbox.h): the Supervisor
      * mounts a bounded tmpfs on each before anything else. The test hook
      * leaves them plain directories of the runtime directory (the old,
      * unbounded mailbox: the positive control of test_mailbox_bound.py). */
     _cleanup_free_ char *mbox = lz_xasprintf("%s/mailbox", h->gen_dir);
-    bool bounded = !lz_test_hook("LAZARET_TEST_MAILBOX_UNBOUNDED");
     if ((r = mailbox_dirs(mbox)) < 0) {
         close(sp[1]);
         return lz_error_set(err, r, "cannot create the escalation mailbox %s: %s", mbox, strerror(-r));
     }
-    if (bounded) {
-        argv[na++] = (char *)"--mailbox";
-        argv[na++] = mbox;
-    } else {
+    if (!lz_test_hook("LAZARET_TEST_MAILBOX_UNBOUNDED"))
+        sa.mailbox = mbox;
+    else
         hc_log("escalation: WARNING: the mailbox is not bounded (test hook, test builds only)");
+    if (c->profile.n_persistent_dirs) {
+        sa.rootfs = h->rootfs;
+        sa.anchor_root = h->anchor_root;
+        sa.anchor_target = h->anchor_target;
+        sa.persist = c->profile.persistent_dirs;
+        sa.n_persist = c->profile.n_persistent_dirs;
     }
-    if (n_persist) {
-        char *anc[] = { (char *)"--rootfs",        h->rootfs,       (char *)"--anchor-root", h->anchor_root,
-                        (char *)"--anchor-target", h->anchor_target };
-        for (size_t i = 0; i < LZ_ARRAY_SIZE(anc); i++)
-            argv[na++] = anc[i];
-        for (size_t i = 0; i < n_persist; i++) {
-            argv[na++] = (char *)"--persist";
-            argv[na++] = c->profile.persistent_dirs[i];
-        }
+    char **argv = NULL;
+    if ((r = lz_supargs_encode(&sa, self, &argv, err)) < 0) {
+        close(sp[1]);
+        return lz_error_prefix(err, r, "cannot start the Runtime Supervisor");
     }
-    argv[na] = NULL;
     int keep[] = { sp[1], pfd, afd };
     /* Our hooks only (procenv.h); it passes the bare helper set on. */
     _cleanup_env_ char **rs_env = lz_env_build(LZ_ENV_SUPERVISOR);
@@ -575,6 +535,7 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
         .pdeathsig = SIGTERM,
     };
     r = lz_spawn(&o, &h->rs);
+    lz_argv_free(argv);
     close(sp[1]);
     /* The Supervisor has its own copies now. */
     lz_closep(&h->boot.addr_fd);
