@@ -1,5 +1,6 @@
 /* client.c — see client.h. */
 #include "client.h"
+#include "argcodec.h"
 #include "coordinator.h"
 #include "paths.h"
 #include "procenv.h"
@@ -87,39 +88,24 @@ static int start_coordinator(const struct lz_client_opts *o, bool tty, struct lz
         return r;
     }
     _cleanup_env_ char **envp = lz_env_build(LZ_ENV_COORDINATOR);
-    char fdstr[16], envfdstr[16];
-    snprintf(fdstr, sizeof fdstr, "%d", rp[1]);
-    snprintf(envfdstr, sizeof envfdstr, "%d", envfd);
-    char *argv[24];
-    size_t n = 0;
-    argv[n++] = self;
-    argv[n++] = (char *)"__coordinator";
-    argv[n++] = (char *)"--ready-fd";
-    argv[n++] = fdstr;
-    argv[n++] = (char *)"--workspace";
-    argv[n++] = c->workspace;
-    argv[n++] = (char *)"--domain";
-    argv[n++] = (char *)c->domain_id_hex;
-    argv[n++] = (char *)"--fingerprint";
-    argv[n++] = (char *)c->fingerprint_hex;
-    argv[n++] = (char *)"--artifact";
-    argv[n++] = (char *)artifact_id;
-    argv[n++] = (char *)"--env-fd";
-    argv[n++] = envfdstr;
-    /* The canonical file the client resolved: the coordinator runs in /. */
-    if (c->source_path) {
-        argv[n++] = (char *)"--config";
-        argv[n++] = c->source_path;
-    }
-    if (o->profile) {
-        argv[n++] = (char *)"--profile";
-        argv[n++] = (char *)o->profile;
-    }
-    /* Our session's kind: its exec client is started while the sandbox
+    /* The canonical file the client resolved (the coordinator runs in /);
+     * our session's kind: its exec client is started while the sandbox
      * boots (session.c, hc_session_prestart). */
-    argv[n++] = (char *)"--first-session";
-    argv[n++] = (char *)(tty ? "tty" : "pipes");
-    argv[n] = NULL;
+    struct lz_coordinator_args ca = { .ready_fd = rp[1],
+                                      .workspace = c->workspace,
+                                      .expect_domain = c->domain_id_hex,
+                                      .expect_fingerprint = c->fingerprint_hex,
+                                      .artifact_id = artifact_id,
+                                      .env_fd = envfd,
+                                      .config_path = c->source_path,
+                                      .profile = o->profile,
+                                      .first_session = tty ? 1 : 0 };
+    char **argv = NULL;
+    if ((r = lz_coordargs_encode(&ca, self, &argv, err)) < 0) {
+        close(rp[0]);
+        close(rp[1]);
+        return lz_error_prefix(err, r, "cannot start the Host Coordinator");
+    }
     int keep[] = { rp[1], envfd };
     /* Detached: own session, no terminal; it outlives this client. */
     struct lz_spawn_opts so = { .path = self,
@@ -135,6 +121,7 @@ static int start_coordinator(const struct lz_client_opts *o, bool tty, struct lz
                                 .cwd = "/" };
     struct lz_child child;
     r = lz_spawn(&so, &child);
+    lz_argv_free(argv);
     close(rp[1]);
     lz_closep(&envfd);
     if (r < 0) {
