@@ -5,6 +5,7 @@
 #include "paths.h"
 #include "procenv.h"
 #include "proto.h"
+#include "readiness.h"
 #include "spawn.h"
 
 #include <fcntl.h>
@@ -132,42 +133,22 @@ static int start_coordinator(const struct lz_client_opts *o, bool tty, struct lz
      * re-parented when we exit. A coordinator that failed to start has
      * cleaned up before answering: we reap it (bounded), leaving nothing. */
 
-    char line[LZ_ERROR_MAX + 16];
-    size_t len = 0;
-    long deadline = lz_now_ms() + COORD_READY_TIMEOUT_MS;
-    for (;;) {
-        long left = deadline - lz_now_ms();
-        if (left <= 0) {
-            close(rp[0]);
-            lz_child_close(&child);
-            return lz_error_set(err, -ETIMEDOUT, "the Host Coordinator did not become ready (see %s)", logp);
-        }
-        struct pollfd p = { .fd = rp[0], .events = POLLIN };
-        int pr = poll(&p, 1, (int)left);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0)
-            continue;
-        ssize_t k = read(rp[0], line + len, sizeof line - 1 - len);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0 || (len += (size_t)k) >= sizeof line - 1 || memchr(line, '\n', len))
-            break;
-    }
+    struct lz_ready rd;
+    r = lz_ready_read(rp[0], COORD_READY_TIMEOUT_MS, &rd);
     close(rp[0]);
-    line[len] = '\0';
-    char *nl = strchr(line, '\n');
-    if (nl)
-        *nl = '\0';
-    if (!strcmp(line, "ok")) {
+    if (r == -ETIMEDOUT) {
+        lz_child_close(&child);
+        return lz_error_set(err, -ETIMEDOUT, "the Host Coordinator did not become ready (see %s)", logp);
+    }
+    if (r == 0 && rd.status == LZ_READY_OK) {
         lz_child_close(&child);
         return 0;
     }
     int st;
     if (lz_child_wait(&child, 10000, &st) < 0)
         lz_child_close(&child);
-    if (!strncmp(line, "error ", 6))
-        return lz_error_set(err, -EIO, "%s", line + 6);
+    if (r == 0)
+        return lz_error_set(err, -EIO, "%s", rd.msg);
     return lz_error_set(err, -EIO, "the Host Coordinator exited during start (see %s)", logp);
 }
 

@@ -4,6 +4,7 @@
 #include "hc.h"
 #include "paths.h"
 #include "procenv.h"
+#include "readiness.h"
 #include "recovery.h"
 #include "rschan.h"
 
@@ -51,23 +52,6 @@ void hc_model_action(const char *action, const char *fmt, ...) {
     _cleanup_free_ char *b = lz_xvasprintf(fmt, ap);
     va_end(ap);
     hc_log("debug: model %s(%s)", action, b);
-}
-
-static void ready_reply(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ready_reply(int fd, const char *fmt, ...) {
-    if (fd < 0)
-        return;
-    char b[LZ_ERROR_MAX + 16];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b, sizeof b - 1, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n > sizeof b - 2)
-        n = (int)sizeof b - 2;
-    b[n++] = '\n';
-    (void)lz_write_full(fd, b, (size_t)n);
 }
 
 /* `lazaret ps` / `lazaret stop` on a control connection. */
@@ -365,10 +349,12 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
     h.boot.mbox_fd[0] = h.boot.mbox_fd[1] = -EBADF; /* before any exit: hc_done closes them */
     _cleanup_close_ int ready_fd = a->ready_fd;
     if (coordinator_start(&h, &err) < 0) {
-        ready_reply(ready_fd, "error %s", err.msg);
+        if (ready_fd >= 0)
+            (void)lz_ready_write(ready_fd, LZ_READY_ERROR, err.msg);
         return 1;
     }
-    ready_reply(ready_fd, "ok");
+    if (ready_fd >= 0)
+        (void)lz_ready_write(ready_fd, LZ_READY_OK, NULL);
     lz_closep(&ready_fd);
 
     long idle_deadline = lz_now_ms() + 30000; /* the starting client must attach */

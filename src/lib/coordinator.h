@@ -18,8 +18,8 @@
  * reads and closes before it starts anything; every child gets an
  * environment built by procenv.h, never the coordinator's own.
  *
- * Readiness is reported to the starting client on `ready_fd`: one line,
- * "ok" or "error <message>", then the fd is closed.
+ * Readiness is reported to the starting client on `ready_fd` (readiness.h:
+ * "ready" or "error <message>"), then the fd is closed.
  *
  * Its arguments: struct lz_coordinator_args and their codec (coordargs.h).
  */

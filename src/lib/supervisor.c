@@ -7,6 +7,7 @@
 #include "netpolicy.h"
 #include "netfollow.h"
 #include "procenv.h"
+#include "readiness.h"
 #include "rschan.h"
 #include "spawn.h"
 
@@ -366,13 +367,10 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
         lz_child_wait(ret, -1, &st);
         return r;
     }
-    char b[16] = "";
-    struct pollfd p = { .fd = rp[0], .events = POLLIN };
-    ssize_t got = -1;
-    if (poll(&p, 1, LZ_RS_T_ROUTER_READY_MS) > 0)
-        got = read(rp[0], b, sizeof b - 1);
+    struct lz_ready rd;
+    r = lz_ready_read(rp[0], LZ_RS_T_ROUTER_READY_MS, &rd);
     close(rp[0]);
-    if (got >= 5 && !strncmp(b, "ready", 5))
+    if (r == 0 && rd.status == LZ_READY_OK)
         return 0;
     snprintf(msg, msglen, "lazaret-router did not mount the %s view (see the coordinator log)",
              plain ? "volume" : "workspace");
