@@ -205,8 +205,15 @@ static int take_domain_lock(const char *domain_dir, struct lz_error *err) {
 static void recovery_log(void *ud, const char *msg) {
     (void)ud;
     hc_log("%s", msg);
-    if (strstr(msg, " is clean") && !strncmp(msg, "recovery: generation", 20))
-        hc_model_action("ResetFailedDomain", "%s", msg + 10);
+}
+
+static void recovery_report(void *ud, const struct lz_recovery_report *rep) {
+    (void)ud;
+    switch (rep->event) {
+    case LZ_RECOVERY_GEN_CLEAN:
+        hc_model_action("ResetFailedDomain", "generation %" PRId64 " is clean", rep->gen);
+        break;
+    }
 }
 
 static void zeroing_free(void *p) {
@@ -256,7 +263,8 @@ static int open_store(struct hc *h, struct lz_error *err) {
     struct lz_procid self_id;
     int r;
     if ((r = lz_store_open(h->cfg->domain_dir, &sid, true, &h->st, err)) < 0 ||
-        (r = lz_domain_recover(h->st, h->cfg->data_root, h->cfg->domain_id_hex, recovery_log, NULL, err)) < 0)
+        (r = lz_domain_recover_report(h->st, h->cfg->data_root, h->cfg->domain_id_hex, recovery_log, recovery_report,
+                                      NULL, err)) < 0)
         return r;
     if ((r = lz_procid_self(&self_id)) < 0)
         return lz_error_errno(err, r, "cannot read this coordinator's identity");

@@ -31,8 +31,8 @@ static const struct lz_store_part *find_part(const struct lz_store_snapshot *s, 
 }
 
 static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, const struct lz_store_gen *g,
-                       const char *data_root, const char *domain_id, lz_recovery_log_fn log, void *ud,
-                       struct lz_error *err) {
+                       const char *data_root, const char *domain_id, lz_recovery_log_fn log,
+                       lz_recovery_report_fn report, void *ud, struct lz_error *err) {
     int r;
     int64_t gen = g->gen;
     lz_logf(log, ud, "recovery: generation %" PRId64 " was left %s", gen, g->state);
@@ -155,11 +155,18 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
     if ((r = lz_store_commit(st, err)) < 0)
         return r;
     lz_logf(log, ud, "recovery: generation %" PRId64 " is clean", gen);
+    if (report)
+        report(ud, &(struct lz_recovery_report){ .event = LZ_RECOVERY_GEN_CLEAN, .gen = gen });
     return 0;
 }
 
 int lz_domain_recover(struct lz_store *st, const char *data_root, const char *domain_id, lz_recovery_log_fn log,
                       void *ud, struct lz_error *err) {
+    return lz_domain_recover_report(st, data_root, domain_id, log, NULL, ud, err);
+}
+
+int lz_domain_recover_report(struct lz_store *st, const char *data_root, const char *domain_id, lz_recovery_log_fn log,
+                             lz_recovery_report_fn report, void *ud, struct lz_error *err) {
     struct lz_store_snapshot s;
     int r = lz_store_read(st, &s, err);
     if (r < 0)
@@ -168,7 +175,7 @@ int lz_domain_recover(struct lz_store *st, const char *data_root, const char *do
     for (size_t i = 0; i < s.n_gens && r >= 0; i++) {
         if (!strcmp(s.gens[i].state, "clean"))
             continue;
-        r = recover_gen(st, &s, &s.gens[i], data_root, domain_id, log, ud, err);
+        r = recover_gen(st, &s, &s.gens[i], data_root, domain_id, log, report, ud, err);
         if (r == 0)
             n++;
     }
