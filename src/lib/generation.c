@@ -3,6 +3,7 @@
 #include "anchor.h"
 #include "mailbox.h"
 #include "catalog.h"
+#include "evidence.h"
 #include "idmap.h"
 #include "netfollow.h"
 #include "ocispec.h"
@@ -574,7 +575,6 @@ static int mailbox_take(struct hc *h, struct lz_error *err) {
  * it may run; then its ID maps, and it is released. */
 static int supervisor_staged(struct hc *h, struct lz_error *err) {
     int r;
-    char ev[160];
     unsigned long long ino[3] = { 0, 0, 0 };
     static const char *const nsn[3] = { "user", "mnt", "net" };
     for (int i = 0; i < 3; i++) {
@@ -591,12 +591,18 @@ static int supervisor_staged(struct hc *h, struct lz_error *err) {
         return lz_error_set(err, -ESRCH, "the Runtime Supervisor died before it was recorded");
     }
     h->rs_userns = ino[0];
-    snprintf(ev, sizeof ev, "userns=%llu mntns=%llu netns=%llu", ino[0], ino[1], ino[2]);
+    struct lz_evidence ev;
+    lz_evidence_init(&ev);
+    for (int i = 0; i < 3; i++) {
+        char k[8];
+        snprintf(k, sizeof k, "%sns", nsn[i]);
+        lz_evidence_add_u64(&ev, k, ino[i]);
+    }
     /* With the State Anchor's intent (anchor_intent): recorded earlier
      * than its mount needs, and nothing of the anchor happens before. */
     bool anchor = h->cfg->profile.n_persistent_dirs > 0;
     if ((r = lz_store_begin(h->st, err)) < 0 ||
-        (r = record(h, LZ_ROLE_SANDBOX, LZ_P_INTENT, NULL, NULL, ev, err)) < 0 ||
+        (r = record(h, LZ_ROLE_SANDBOX, LZ_P_INTENT, NULL, NULL, ev.s, err)) < 0 ||
         (r = record_proc(h, LZ_ROLE_SANDBOX, "supervisor", "staged", &h->rs, err)) < 0 ||
         (anchor && (r = record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_INTENT, h->a->artifact_id, NULL, NULL, err)) < 0) ||
         (r = lz_store_commit(h->st, err)) < 0) {
@@ -738,15 +744,18 @@ static int sandbox_start(struct hc *h, struct lz_error *err) {
             char line[512];
             lz_rschan_format(&m, line, sizeof line);
             hc_log("sandbox ready: %s", line);
-            char rhex[65], ev[256];
+            char rhex[65];
             lz_hex(h->readiness, 32, rhex);
-            snprintf(ev, sizeof ev, "readiness=%s policy=%s", rhex, h->boot.policy_hex);
+            struct lz_evidence ev;
+            lz_evidence_init(&ev);
+            lz_evidence_add(&ev, "readiness", rhex);
+            lz_evidence_add(&ev, "policy", h->boot.policy_hex);
             /* Readiness commits network, router and sandbox together, and
              * the publication's intent with them: nothing physical happens
              * between the two (publish then only listens). */
             if ((r = lz_store_begin(h->st, err)) < 0)
                 return r;
-            if ((r = record(h, LZ_ROLE_NETWORK, LZ_P_COMMITTED, NULL, NULL, ev, err)) < 0 ||
+            if ((r = record(h, LZ_ROLE_NETWORK, LZ_P_COMMITTED, NULL, NULL, ev.s, err)) < 0 ||
                 (r = record(h, LZ_ROLE_GIT_ROUTING, LZ_P_PREPARED, NULL, NULL, NULL, err)) < 0 ||
                 (r = record_proc(h, LZ_ROLE_SANDBOX, "supervisor", "committed", &h->rs, err)) < 0 ||
                 (r = commit_rs_children(h, err)) < 0 ||

@@ -2,6 +2,7 @@
 #include "recovery.h"
 #include "anchor.h"
 #include "catalog.h"
+#include "evidence.h"
 
 #include <inttypes.h>
 
@@ -9,18 +10,8 @@
 #define NS_WAIT_MS 10000
 
 uint64_t lz_evidence_u64(const char *evidence, const char *key) {
-    if (!evidence)
-        return 0;
-    size_t kl = strlen(key);
-    for (const char *s = evidence; *s;) {
-        if (!strncmp(s, key, kl) && s[kl] == '=')
-            return strtoull(s + kl + 1, NULL, 10);
-        s = strchr(s, ' ');
-        if (!s)
-            break;
-        s++;
-    }
-    return 0;
+    uint64_t v = 0;
+    return lz_evidence_get_u64(evidence, key, &v) == 1 ? v : 0;
 }
 
 static const struct lz_store_part *find_part(const struct lz_store_snapshot *s, int64_t gen, enum lz_role role) {
@@ -85,7 +76,12 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
 
     /* 2. Independent absence proof: nothing left in the Domain user
      * namespace of that generation (this boot only). */
-    uint64_t userns = sandbox ? lz_evidence_u64(sandbox->evidence, "userns") : 0;
+    uint64_t userns = 0;
+    if (sandbox && lz_evidence_get_u64(sandbox->evidence, "userns", &userns) < 0)
+        return lz_error_set(err, -EBADMSG,
+                            "the Domain Store's evidence of generation %" PRId64 "'s sandbox is malformed; "
+                            "refusing to guess whether its processes are gone (see `lazaret state verify`)",
+                            gen);
     bool same_boot = g->hc.boot_id[0] && !strcmp(g->hc.boot_id, lz_boot_id());
     if (userns && same_boot) {
         r = lz_ns_wait_unused("user", userns, NS_WAIT_MS);

@@ -52,5 +52,6 @@ typedef void (*lz_recovery_report_fn)(void *ud, const struct lz_recovery_report 
 int lz_domain_recover_report(struct lz_store *st, const char *data_root, const char *domain_id, lz_recovery_log_fn log,
                              lz_recovery_report_fn report, void *ud, struct lz_error *err);
 
-/* Reads "key=<number>" out of an evidence string; 0 when absent. */
+/* Reads "key=<number>" out of an evidence string (evidence.h); 0 when
+ * absent or malformed. */
 uint64_t lz_evidence_u64(const char *evidence, const char *key);
