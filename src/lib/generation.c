@@ -10,6 +10,7 @@
 #include "paths.h"
 #include "procenv.h"
 #include "rschan.h"
+#include "rsslot.h"
 #include "argcodec.h"
 #include "supargs.h"
 
@@ -53,18 +54,6 @@ static int walk(struct hc *h, const struct gen_step *steps, size_t n, struct lz_
     return 0;
 }
 
-/* "vol<i>" for a writable volume of this generation: i, else -1. */
-static int vol_slot(const struct hc *h, const char *slot) {
-    char *end;
-    if (strncmp(slot, "vol", 3) != 0 || slot[3] < '0' || slot[3] > '9')
-        return -1;
-    errno = 0;
-    unsigned long i = strtoul(slot + 3, &end, 10);
-    if (errno || *end || i >= h->n_vol)
-        return -1;
-    return (int)i;
-}
-
 /* One participant transition, logged with the model's vocabulary. */
 static int record(struct hc *h, enum lz_role role, enum lz_pstate state, const char *artifact, const char *mount,
                   const char *evidence, struct lz_error *err) {
@@ -98,20 +87,22 @@ static int record_proc(struct hc *h, enum lz_role role, const char *slot, const 
  * release it (STAGED). */
 static int stage_rs_child(struct hc *h, const struct lz_rsmsg *m, struct lz_error *err) {
     const char *slot = m->str;
-    if (m->u[0] == 0 || m->u[0] > INT32_MAX ||
-        (strcmp(slot, "router") && strcmp(slot, "runsc") && vol_slot(h, slot) < 0))
+    struct lz_rs_slot t;
+    if (m->u[0] == 0 || m->u[0] > INT32_MAX || lz_rs_slot_parse(slot, &t) < 0 ||
+        (t.kind == LZ_SLOT_VOLUME && t.vol >= h->n_vol))
         return lz_error_set(err, -EPROTO, "unexpected message from the Runtime Supervisor");
     pid_t pid = (pid_t)m->u[0];
     /* Volume routers are routers too: recovery stops them with the rest. */
-    enum lz_role role = strcmp(slot, "runsc") ? LZ_ROLE_GIT_ROUTING : LZ_ROLE_SANDBOX;
+    enum lz_role role = t.kind == LZ_SLOT_RUNSC ? LZ_ROLE_SANDBOX : LZ_ROLE_GIT_ROUTING;
     struct lz_child c = {
         .pid = pid, .pidfd = (int)syscall(SYS_pidfd_open, pid, 0), .barrier_fd = -EBADF, .status_fd = -EBADF
     };
     if (c.pidfd < 0)
         return lz_error_set(err, -errno, "cannot open the Supervisor's %s: %s", slot, strerror(errno));
     int r = record_proc(h, role, slot, "staged", &c, err);
-    int vi = vol_slot(h, slot);
-    struct lz_procid *keep = vi >= 0 ? &h->vol_id[vi] : !strcmp(slot, "router") ? &h->router_id : &h->runsc_id;
+    struct lz_procid *keep = t.kind == LZ_SLOT_VOLUME ? &h->vol_id[t.vol]
+        : t.kind == LZ_SLOT_ROUTER                    ? &h->router_id
+                                                      : &h->runsc_id;
     if (r == 0 && (r = lz_procid_from_pidfd(c.pidfd, c.pid, keep)) < 0)
         lz_error_set(err, r, "cannot read the identity of the Supervisor's %s: %s", slot, strerror(-r));
     close(c.pidfd);
@@ -130,10 +121,11 @@ static int commit_rs_children(struct hc *h, struct lz_error *err) {
     if (r == 0 && h->runsc_id.ino)
         r = lz_store_proc_set(h->st, h->gen, LZ_ROLE_SANDBOX, "runsc", "committed", &h->runsc_id, err);
     for (size_t i = 0; r == 0 && i < h->n_vol; i++) {
-        char slot[16];
-        snprintf(slot, sizeof slot, "vol%zu", i);
+        char slot[LZ_RS_SLOT_NAME_MAX];
+        struct lz_rs_slot t = { LZ_SLOT_VOLUME, (unsigned)i };
         if (h->vol_id[i].ino)
-            r = lz_store_proc_set(h->st, h->gen, LZ_ROLE_GIT_ROUTING, slot, "committed", &h->vol_id[i], err);
+            r = lz_store_proc_set(h->st, h->gen, LZ_ROLE_GIT_ROUTING, lz_rs_slot_name(&t, slot), "committed",
+                                  &h->vol_id[i], err);
     }
     return r;
 }
@@ -732,7 +724,8 @@ static int sandbox_start(struct hc *h, struct lz_error *err) {
              * own start-up meanwhile and then waits for its process spec,
              * which only that client's hello gives it, after publication
              * (session.c). Without it the hello starts one as usual. */
-            if (!strcmp(m.str, "runsc") && h->a->first_session >= 0 && !h->pre) {
+            struct lz_rs_slot t;
+            if (lz_rs_slot_parse(m.str, &t) == 0 && t.kind == LZ_SLOT_RUNSC && h->a->first_session >= 0 && !h->pre) {
                 struct lz_error perr = { 0 };
                 if (hc_session_prestart(h, h->a->first_session == 1, &perr) < 0)
                     hc_log("the first session's exec client was not started ahead: %s", perr.msg);
