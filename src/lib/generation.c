@@ -11,6 +11,7 @@
 #include "procenv.h"
 #include "rschan.h"
 #include "rsslot.h"
+#include "slirp.h"
 #include "argcodec.h"
 #include "supargs.h"
 
@@ -137,79 +138,27 @@ static int rs_recv(struct hc *h, int timeout_ms, struct lz_rsmsg *m) {
 }
 
 static int start_slirp(struct hc *h, struct lz_error *err) {
-    static const char *const cands[] = { "/usr/bin/slirp4netns", "/usr/local/bin/slirp4netns" };
-    const char *path = NULL;
-    const char *env = secure_getenv("LAZARET_SLIRP4NETNS");
-    if (env && env[0] == '/')
-        path = env;
-    for (size_t i = 0; i < LZ_ARRAY_SIZE(cands) && !path; i++)
-        if (access(cands[i], X_OK) == 0)
-            path = cands[i];
-    if (!path)
-        return lz_error_set(err, -ENOENT, "slirp4netns not found: apt-get install slirp4netns");
-    int rp[2];
-    if (pipe2(rp, O_CLOEXEC) < 0)
-        return lz_error_set(err, -errno, "pipe: %s", strerror(errno));
-    char pid[16], ready[32];
-    snprintf(pid, sizeof pid, "%d", (int)h->rs.pid);
-    snprintf(ready, sizeof ready, "--ready-fd=%d", rp[1]);
-    /* --disable-host-loopback: 10.0.2.2 does not lead to the host's
-     * loopback; sandbox and seccomp: the helper locks itself down. */
-    char *argv[] = { (char *)path,
-                     (char *)"--configure",
-                     (char *)"--mtu=65520",
-                     (char *)"--disable-host-loopback",
-                     (char *)"--enable-sandbox",
-                     (char *)"--enable-seccomp",
-                     ready,
-                     pid,
-                     (char *)LZ_NET_TAP,
-                     NULL };
-    int keep[] = { rp[1] };
-    _cleanup_env_ char **envp = lz_env_build(LZ_ENV_HELPER);
-    struct lz_spawn_opts o = { .path = path,
-                               .argv = argv,
-                               .envp = envp,
-                               .stdin_fd = -1,
-                               .stdout_fd = 2,
-                               .stderr_fd = 2,
-                               .keep_fds = keep,
-                               .n_keep_fds = 1,
-                               .setns_pidfd = -1,
-                               .pdeathsig = SIGTERM,
-                               .barrier = true };
-    int r = lz_spawn(&o, &h->slirp);
-    close(rp[1]);
-    if (r < 0) {
-        close(rp[0]);
-        return lz_error_set(err, r, "cannot start slirp4netns: %s", strerror(-r));
-    }
-    /* Staged ownership before the helper may proceed. */
-    if ((r = record_proc(h, LZ_ROLE_HELPER, "slirp4netns", "staged", &h->slirp, err)) < 0) {
-        close(rp[0]);
+    _cleanup_close_ int ready_fd = -EBADF;
+    int r = lz_slirp_spawn(h->rs.pid, &h->slirp, &ready_fd, err);
+    if (r < 0)
         return r;
-    }
-    if ((r = lz_child_release(&h->slirp)) < 0) {
-        close(rp[0]);
+    /* Staged ownership before the helper may proceed. */
+    if ((r = record_proc(h, LZ_ROLE_HELPER, "slirp4netns", "staged", &h->slirp, err)) < 0)
+        return r;
+    if ((r = lz_child_release(&h->slirp)) < 0)
         return lz_error_errno(err, r, "slirp4netns failed to start");
-    }
-    char b[8] = "";
-    struct pollfd p = { .fd = rp[0], .events = POLLIN };
-    ssize_t n = poll(&p, 1, 15000) > 0 ? read(rp[0], b, sizeof b) : -1;
-    close(rp[0]);
-    if (n < 1 || b[0] != '1')
+    if (lz_slirp_await_ready(ready_fd, 15000) < 0)
         return lz_error_set(err, -EIO,
                             "the connectivity helper (slirp4netns) did not become ready; "
                             "is /dev/net/tun usable? (lazaret doctor)");
     /* Its process and the participant committed: nothing physical happens
      * between the two records, so one transaction (one sync). */
-    int r2;
-    if ((r2 = lz_store_begin(h->st, err)) < 0 ||
-        (r2 = record_proc(h, LZ_ROLE_HELPER, "slirp4netns", "committed", &h->slirp, err)) < 0 ||
-        (r2 = record(h, LZ_ROLE_HELPER, LZ_P_COMMITTED, NULL, NULL, NULL, err)) < 0 ||
-        (r2 = lz_store_commit(h->st, err)) < 0) {
+    if ((r = lz_store_begin(h->st, err)) < 0 ||
+        (r = record_proc(h, LZ_ROLE_HELPER, "slirp4netns", "committed", &h->slirp, err)) < 0 ||
+        (r = record(h, LZ_ROLE_HELPER, LZ_P_COMMITTED, NULL, NULL, NULL, err)) < 0 ||
+        (r = lz_store_commit(h->st, err)) < 0) {
         lz_store_rollback(h->st);
-        return r2;
+        return r;
     }
     return 0;
 }
@@ -420,26 +369,29 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
         return lz_error_set(err, -errno, "socketpair: %s", strerror(errno));
     h->rs_ctl = sp[0];
+    _cleanup_close_ int rs_end = sp[1]; /* the Supervisor's end: ours closed on every return */
     _cleanup_free_ char *self = NULL;
-    if ((r = lz_self_exe(&self)) < 0) {
-        close(sp[1]);
+    if ((r = lz_self_exe(&self)) < 0)
         return lz_error_set(err, r, "cannot find the lazaret binary");
-    }
     /* What the host's Git reads or runs from the workspace is kept
      * read-only by the router as well (gitscan.h); all of it, or no Domain. */
     long scan_t0 = lz_now_ms();
-    if ((r = scan_join(h, err)) < 0) {
-        close(sp[1]);
+    if ((r = scan_join(h, err)) < 0)
         return r;
-    }
     hc_log("host Git scan: %zu repositories, %zu entries, %zu protected paths, %ld ms (waited %ld ms)", h->git.n_repos,
            h->git.n_entries, h->git.n_protect, h->scan.ms, lz_now_ms() - scan_t0);
     for (size_t i = 0; i < h->git.n_log; i++)
         hc_log("host Git: %s", h->git.log[i]);
     for (size_t i = 0; i < h->git.n_notices; i++)
         hc_log("NOTICE: %s", h->git.notices[i]);
+    char *vol_source[LZ_RS_VOLUMES_MAX];
+    for (size_t i = 0; i < h->n_vol; i++)
+        vol_source[i] = c->profile.volumes[h->vol_of[i]].host;
+    /* Symlinks the host would follow into Lazaret's own storage are refused
+     * by every router (docs/security-git.md, "Symlinks to host paths"). */
+    char *deny[] = { c->data_root, h->rt, c->domain_dir };
     struct lz_supervisor_args sa = {
-        .ctl_fd = sp[1],
+        .ctl_fd = rs_end,
         .runsc = h->runsc,
         .state_dir = h->state_dir,
         .bundle_dir = h->bundle_dir,
@@ -453,18 +405,12 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
         .addr_fd = afd,
         .protect = h->git.protect,
         .n_protect = h->git.n_protect,
+        .vol_source = vol_source,
+        .vol_view = h->vol_view,
+        .n_volumes = h->n_vol,
+        .deny_link = deny,
+        .n_deny_link = LZ_ARRAY_SIZE(deny),
     };
-    char *vol_source[LZ_RS_VOLUMES_MAX];
-    for (size_t i = 0; i < h->n_vol; i++)
-        vol_source[i] = c->profile.volumes[h->vol_of[i]].host;
-    sa.vol_source = vol_source;
-    sa.vol_view = h->vol_view;
-    sa.n_volumes = h->n_vol;
-    /* Symlinks the host would follow into Lazaret's own storage are refused
-     * by every router (docs/security-git.md, "Symlinks to host paths"). */
-    char *deny[] = { c->data_root, h->rt, c->domain_dir };
-    sa.deny_link = deny;
-    sa.n_deny_link = LZ_ARRAY_SIZE(deny);
     /* Git-ignored untracked paths are served from the Domain's Ignored
      * Workspace State (docs/ignored-state.md); the rules are the host
      * user's, so the router is told where that user's Git config is. */
@@ -473,10 +419,8 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
      * copies in the same store: it is made even with ignored_state off. */
     if (c->profile.ignored_state || c->profile.n_host_tools) {
         ignored = lz_xasprintf("%s/ignored", c->domain_dir);
-        if (mkdir(ignored, 0700) < 0 && errno != EEXIST) {
-            close(sp[1]);
+        if (mkdir(ignored, 0700) < 0 && errno != EEXIST)
             return lz_error_set(err, -errno, "cannot create %s: %s", ignored, strerror(errno));
-        }
         sa.ignored_state = ignored;
         const char *home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
         sa.git_home = home && home[0] == '/' ? home : NULL;
@@ -490,10 +434,8 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
      * leaves them plain directories of the runtime directory (the old,
      * unbounded mailbox: the positive control of test_mailbox_bound.py). */
     _cleanup_free_ char *mbox = lz_xasprintf("%s/mailbox", h->gen_dir);
-    if ((r = mailbox_dirs(mbox)) < 0) {
-        close(sp[1]);
+    if ((r = mailbox_dirs(mbox)) < 0)
         return lz_error_set(err, r, "cannot create the escalation mailbox %s: %s", mbox, strerror(-r));
-    }
     if (!lz_test_hook("LAZARET_TEST_MAILBOX_UNBOUNDED"))
         sa.mailbox = mbox;
     else
@@ -506,11 +448,9 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
         sa.n_persist = c->profile.n_persistent_dirs;
     }
     char **argv = NULL;
-    if ((r = lz_supargs_encode(&sa, self, &argv, err)) < 0) {
-        close(sp[1]);
+    if ((r = lz_supargs_encode(&sa, self, &argv, err)) < 0)
         return lz_error_prefix(err, r, "cannot start the Runtime Supervisor");
-    }
-    int keep[] = { sp[1], pfd, afd };
+    int keep[] = { rs_end, pfd, afd };
     /* Our hooks only (procenv.h); it passes the bare helper set on. */
     _cleanup_env_ char **rs_env = lz_env_build(LZ_ENV_SUPERVISOR);
     struct lz_spawn_opts o = {
@@ -529,7 +469,7 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
     };
     r = lz_spawn(&o, &h->rs);
     lz_argv_free(argv);
-    close(sp[1]);
+    lz_closep(&rs_end);
     /* The Supervisor has its own copies now. */
     lz_closep(&h->boot.addr_fd);
     lz_closep(&h->boot.policy_fd);
