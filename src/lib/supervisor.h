@@ -12,8 +12,8 @@
  * sides). RS -> HC: READY (the namespaces' inodes and what it read back of
  * the policy), FAIL, EXITED (status; reason "router", or "address-follow":
  * the host-address follower failed, netfollow.h, and the sandbox was
- * stopped), STAGE (a child held at its barrier), ANCHORED (the mount
- * identity), UNMOUNTED, UNMOUNT_FAILED. HC -> RS, in this order: ANCHOR
+ * stopped), STAGE (a child held at its barrier; its slot: rsslot.h),
+ * ANCHORED (the mount identity), UNMOUNTED, UNMOUNT_FAILED. HC -> RS, in this order: ANCHOR
  * (mount the State Anchor, anchor.h; the coordinator committed its
  * intent), STAGED (each staged child is recorded: release it), NET (the
  * connectivity helper is attached: install the policy, start the router
