@@ -1,5 +1,6 @@
 /* anchor.c — the State Anchor overlays (see anchor.h). */
 #include "anchor.h"
+#include "evidence.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -116,7 +117,9 @@ int lz_anchor_mount(const char *rootfs, const char *anchor_root, const struct lz
     int r = lz_mkdir_p(empty, 0755);
     if (r < 0)
         return lz_error_set(err, r, "cannot create %s: %s", empty, strerror(-r));
-    size_t off = (size_t)snprintf(ident, identlen, "mntns=%" PRIu64, self_mntns());
+    _cleanup_free_ struct lz_evidence *ev = lz_xmalloc(sizeof *ev);
+    lz_evidence_init(ev);
+    lz_evidence_add_u64(ev, "mntns", self_mntns());
     size_t mounted = 0;
     for (size_t i = 0; i < n; i++) {
         int lfd = open_lower(rootfd, d[i].path, err);
@@ -147,9 +150,12 @@ int lz_anchor_mount(const char *rootfs, const char *anchor_root, const struct lz
             lz_error_set(err, r, "cannot read the mount identity of %s: %s", d[i].target, strerror(-r));
             break;
         }
-        off += (size_t)snprintf(ident + off, off < identlen ? identlen - off : 0, " %s=%" PRIu64, d[i].path, id);
-        if (off >= identlen) {
-            r = lz_error_set(err, -E2BIG, "too many persistent dirs");
+        lz_evidence_add_u64(ev, d[i].path, id);
+        const char *s;
+        if ((r = lz_evidence_end(ev, &s)) < 0 || (r = lz_snprintf(ident, identlen, "%s", s)) < 0) {
+            r = r == -E2BIG || r == -ENAMETOOLONG
+                ? lz_error_set(err, -E2BIG, "too many persistent dirs")
+                : lz_error_set(err, r, "cannot record the mount identity of %s", d[i].path);
             break;
         }
     }
@@ -161,20 +167,11 @@ int lz_anchor_mount(const char *rootfs, const char *anchor_root, const struct lz
 
 /* The recorded mount id of `path` in an identity, 0 when not recorded. */
 static uint64_t ident_mount(const char *ident, const char *path) {
-    size_t pl = strlen(path);
-    for (const char *s = ident; (s = strchr(s, ' '));) {
-        s++;
-        if (!strncmp(s, path, pl) && s[pl] == '=')
-            return strtoull(s + pl + 1, NULL, 10);
-    }
-    return 0;
+    uint64_t id = 0;
+    return lz_evidence_get_u64(ident, path, &id) == 1 ? id : 0;
 }
 
-uint64_t lz_anchor_ident_mntns(const char *ident) {
-    if (!ident || strncmp(ident, "mntns=", 6))
-        return 0;
-    return strtoull(ident + 6, NULL, 10);
-}
+uint64_t lz_anchor_ident_mntns(const char *ident) { return ident_mount(ident, "mntns"); }
 
 int lz_anchor_unmount(const struct lz_anchor_dir *d, size_t n, const char *ident, struct lz_error *err) {
     int r = 0;

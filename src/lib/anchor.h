@@ -22,7 +22,8 @@
  * no path is ever parsed as an option string. The choice over
  * fuse-overlayfs is measured in docs/notes/anchor-overlay-choice.md.
  *
- * Mount identity: "mntns=<ino> <P>=<unique mount id> ...". The mounts live
+ * Mount identity: "mntns=<ino> <P>=<unique mount id> ..." (evidence.h:
+ * a P with a byte outside its safe set is %XX-escaped). The mounts live
  * only in the Supervisor's mount namespace (private), so they cannot
  * outlive the generation's processes: once no process is in the Domain's
  * user namespace, they are gone (lz_ns_in_use is the independent proof).
@@ -60,5 +61,5 @@ int lz_anchor_unmount(const struct lz_anchor_dir *d, size_t n, const char *ident
 int lz_ns_in_use(const char *type, uint64_t ino);
 /* Polls lz_ns_in_use until it is 0, at most timeout_ms: 0, -EBUSY. */
 int lz_ns_wait_unused(const char *type, uint64_t ino, int timeout_ms);
-/* Parses "mntns=<ino>" from an identity; 0 when absent. */
+/* Parses "mntns=<ino>" from an identity; 0 when absent or malformed. */
 uint64_t lz_anchor_ident_mntns(const char *ident);

@@ -1,9 +1,11 @@
 /* client.c — see client.h. */
 #include "client.h"
+#include "argcodec.h"
 #include "coordinator.h"
 #include "paths.h"
 #include "procenv.h"
 #include "proto.h"
+#include "readiness.h"
 #include "spawn.h"
 
 #include <fcntl.h>
@@ -87,39 +89,24 @@ static int start_coordinator(const struct lz_client_opts *o, bool tty, struct lz
         return r;
     }
     _cleanup_env_ char **envp = lz_env_build(LZ_ENV_COORDINATOR);
-    char fdstr[16], envfdstr[16];
-    snprintf(fdstr, sizeof fdstr, "%d", rp[1]);
-    snprintf(envfdstr, sizeof envfdstr, "%d", envfd);
-    char *argv[24];
-    size_t n = 0;
-    argv[n++] = self;
-    argv[n++] = (char *)"__coordinator";
-    argv[n++] = (char *)"--ready-fd";
-    argv[n++] = fdstr;
-    argv[n++] = (char *)"--workspace";
-    argv[n++] = c->workspace;
-    argv[n++] = (char *)"--domain";
-    argv[n++] = (char *)c->domain_id_hex;
-    argv[n++] = (char *)"--fingerprint";
-    argv[n++] = (char *)c->fingerprint_hex;
-    argv[n++] = (char *)"--artifact";
-    argv[n++] = (char *)artifact_id;
-    argv[n++] = (char *)"--env-fd";
-    argv[n++] = envfdstr;
-    /* The canonical file the client resolved: the coordinator runs in /. */
-    if (c->source_path) {
-        argv[n++] = (char *)"--config";
-        argv[n++] = c->source_path;
-    }
-    if (o->profile) {
-        argv[n++] = (char *)"--profile";
-        argv[n++] = (char *)o->profile;
-    }
-    /* Our session's kind: its exec client is started while the sandbox
+    /* The canonical file the client resolved (the coordinator runs in /);
+     * our session's kind: its exec client is started while the sandbox
      * boots (session.c, hc_session_prestart). */
-    argv[n++] = (char *)"--first-session";
-    argv[n++] = (char *)(tty ? "tty" : "pipes");
-    argv[n] = NULL;
+    struct lz_coordinator_args ca = { .ready_fd = rp[1],
+                                      .workspace = c->workspace,
+                                      .expect_domain = c->domain_id_hex,
+                                      .expect_fingerprint = c->fingerprint_hex,
+                                      .artifact_id = artifact_id,
+                                      .env_fd = envfd,
+                                      .config_path = c->source_path,
+                                      .profile = o->profile,
+                                      .first_session = tty ? 1 : 0 };
+    char **argv = NULL;
+    if ((r = lz_coordargs_encode(&ca, self, &argv, err)) < 0) {
+        close(rp[0]);
+        close(rp[1]);
+        return lz_error_prefix(err, r, "cannot start the Host Coordinator");
+    }
     int keep[] = { rp[1], envfd };
     /* Detached: own session, no terminal; it outlives this client. */
     struct lz_spawn_opts so = { .path = self,
@@ -135,6 +122,7 @@ static int start_coordinator(const struct lz_client_opts *o, bool tty, struct lz
                                 .cwd = "/" };
     struct lz_child child;
     r = lz_spawn(&so, &child);
+    lz_argv_free(argv);
     close(rp[1]);
     lz_closep(&envfd);
     if (r < 0) {
@@ -145,42 +133,22 @@ static int start_coordinator(const struct lz_client_opts *o, bool tty, struct lz
      * re-parented when we exit. A coordinator that failed to start has
      * cleaned up before answering: we reap it (bounded), leaving nothing. */
 
-    char line[LZ_ERROR_MAX + 16];
-    size_t len = 0;
-    long deadline = lz_now_ms() + COORD_READY_TIMEOUT_MS;
-    for (;;) {
-        long left = deadline - lz_now_ms();
-        if (left <= 0) {
-            close(rp[0]);
-            lz_child_close(&child);
-            return lz_error_set(err, -ETIMEDOUT, "the Host Coordinator did not become ready (see %s)", logp);
-        }
-        struct pollfd p = { .fd = rp[0], .events = POLLIN };
-        int pr = poll(&p, 1, (int)left);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0)
-            continue;
-        ssize_t k = read(rp[0], line + len, sizeof line - 1 - len);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0 || (len += (size_t)k) >= sizeof line - 1 || memchr(line, '\n', len))
-            break;
-    }
+    struct lz_ready rd;
+    r = lz_ready_read(rp[0], COORD_READY_TIMEOUT_MS, &rd);
     close(rp[0]);
-    line[len] = '\0';
-    char *nl = strchr(line, '\n');
-    if (nl)
-        *nl = '\0';
-    if (!strcmp(line, "ok")) {
+    if (r == -ETIMEDOUT) {
+        lz_child_close(&child);
+        return lz_error_set(err, -ETIMEDOUT, "the Host Coordinator did not become ready (see %s)", logp);
+    }
+    if (r == 0 && rd.status == LZ_READY_OK) {
         lz_child_close(&child);
         return 0;
     }
     int st;
     if (lz_child_wait(&child, 10000, &st) < 0)
         lz_child_close(&child);
-    if (!strncmp(line, "error ", 6))
-        return lz_error_set(err, -EIO, "%s", line + 6);
+    if (r == 0)
+        return lz_error_set(err, -EIO, "%s", rd.msg);
     return lz_error_set(err, -EIO, "the Host Coordinator exited during start (see %s)", logp);
 }
 

@@ -4,6 +4,7 @@
 #include "hc.h"
 #include "paths.h"
 #include "procenv.h"
+#include "readiness.h"
 #include "recovery.h"
 #include "rschan.h"
 
@@ -51,23 +52,6 @@ void hc_model_action(const char *action, const char *fmt, ...) {
     _cleanup_free_ char *b = lz_xvasprintf(fmt, ap);
     va_end(ap);
     hc_log("debug: model %s(%s)", action, b);
-}
-
-static void ready_reply(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ready_reply(int fd, const char *fmt, ...) {
-    if (fd < 0)
-        return;
-    char b[LZ_ERROR_MAX + 16];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b, sizeof b - 1, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n > sizeof b - 2)
-        n = (int)sizeof b - 2;
-    b[n++] = '\n';
-    (void)lz_write_full(fd, b, (size_t)n);
 }
 
 /* `lazaret ps` / `lazaret stop` on a control connection. */
@@ -221,8 +205,15 @@ static int take_domain_lock(const char *domain_dir, struct lz_error *err) {
 static void recovery_log(void *ud, const char *msg) {
     (void)ud;
     hc_log("%s", msg);
-    if (strstr(msg, " is clean") && !strncmp(msg, "recovery: generation", 20))
-        hc_model_action("ResetFailedDomain", "%s", msg + 10);
+}
+
+static void recovery_report(void *ud, const struct lz_recovery_report *rep) {
+    (void)ud;
+    switch (rep->event) {
+    case LZ_RECOVERY_GEN_CLEAN:
+        hc_model_action("ResetFailedDomain", "generation %" PRId64 " is clean", rep->gen);
+        break;
+    }
 }
 
 static void zeroing_free(void *p) {
@@ -272,7 +263,8 @@ static int open_store(struct hc *h, struct lz_error *err) {
     struct lz_procid self_id;
     int r;
     if ((r = lz_store_open(h->cfg->domain_dir, &sid, true, &h->st, err)) < 0 ||
-        (r = lz_domain_recover(h->st, h->cfg->data_root, h->cfg->domain_id_hex, recovery_log, NULL, err)) < 0)
+        (r = lz_domain_recover_report(h->st, h->cfg->data_root, h->cfg->domain_id_hex, recovery_log, recovery_report,
+                                      NULL, err)) < 0)
         return r;
     if ((r = lz_procid_self(&self_id)) < 0)
         return lz_error_errno(err, r, "cannot read this coordinator's identity");
@@ -365,10 +357,12 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
     h.boot.mbox_fd[0] = h.boot.mbox_fd[1] = -EBADF; /* before any exit: hc_done closes them */
     _cleanup_close_ int ready_fd = a->ready_fd;
     if (coordinator_start(&h, &err) < 0) {
-        ready_reply(ready_fd, "error %s", err.msg);
+        if (ready_fd >= 0)
+            (void)lz_ready_write(ready_fd, LZ_READY_ERROR, err.msg);
         return 1;
     }
-    ready_reply(ready_fd, "ok");
+    if (ready_fd >= 0)
+        (void)lz_ready_write(ready_fd, LZ_READY_OK, NULL);
     lz_closep(&ready_fd);
 
     long idle_deadline = lz_now_ms() + 30000; /* the starting client must attach */

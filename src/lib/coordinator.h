@@ -18,26 +18,14 @@
  * reads and closes before it starts anything; every child gets an
  * environment built by procenv.h, never the coordinator's own.
  *
- * Readiness is reported to the starting client on `ready_fd`: one line,
- * "ok" or "error <message>", then the fd is closed.
+ * Readiness is reported to the starting client on `ready_fd` (readiness.h:
+ * "ready" or "error <message>"), then the fd is closed.
+ *
+ * Its arguments: struct lz_coordinator_args and their codec (coordargs.h).
  */
 #pragma once
 
-#include "util.h"
-
-struct lz_coordinator_args {
-    const char *config_path; /* may be NULL */
-    const char *profile;     /* may be NULL */
-    const char *workspace;
-    const char *expect_domain;      /* hex */
-    const char *expect_fingerprint; /* hex */
-    const char *artifact_id;        /* prepared lower: <data_root>/prepared/<id>/rootfs */
-    int ready_fd;
-    int env_fd; /* sealed memfd of the referenced host variables (procenv.h), or -1 */
-    /* The starting client's session: 1 with a terminal, 0 with pipes, -1
-     * unknown (no exec client is started ahead). */
-    int first_session;
-};
+#include "coordargs.h"
 
 int lz_coordinator_main(const struct lz_coordinator_args *a);
 

@@ -3,12 +3,17 @@
 #include "anchor.h"
 #include "mailbox.h"
 #include "catalog.h"
+#include "evidence.h"
 #include "idmap.h"
 #include "netfollow.h"
 #include "ocispec.h"
 #include "paths.h"
 #include "procenv.h"
 #include "rschan.h"
+#include "rsslot.h"
+#include "slirp.h"
+#include "argcodec.h"
+#include "supargs.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -50,18 +55,6 @@ static int walk(struct hc *h, const struct gen_step *steps, size_t n, struct lz_
     return 0;
 }
 
-/* "vol<i>" for a writable volume of this generation: i, else -1. */
-static int vol_slot(const struct hc *h, const char *slot) {
-    char *end;
-    if (strncmp(slot, "vol", 3) != 0 || slot[3] < '0' || slot[3] > '9')
-        return -1;
-    errno = 0;
-    unsigned long i = strtoul(slot + 3, &end, 10);
-    if (errno || *end || i >= h->n_vol)
-        return -1;
-    return (int)i;
-}
-
 /* One participant transition, logged with the model's vocabulary. */
 static int record(struct hc *h, enum lz_role role, enum lz_pstate state, const char *artifact, const char *mount,
                   const char *evidence, struct lz_error *err) {
@@ -95,20 +88,22 @@ static int record_proc(struct hc *h, enum lz_role role, const char *slot, const 
  * release it (STAGED). */
 static int stage_rs_child(struct hc *h, const struct lz_rsmsg *m, struct lz_error *err) {
     const char *slot = m->str;
-    if (m->u[0] == 0 || m->u[0] > INT32_MAX ||
-        (strcmp(slot, "router") && strcmp(slot, "runsc") && vol_slot(h, slot) < 0))
+    struct lz_rs_slot t;
+    if (m->u[0] == 0 || m->u[0] > INT32_MAX || lz_rs_slot_parse(slot, &t) < 0 ||
+        (t.kind == LZ_SLOT_VOLUME && t.vol >= h->n_vol))
         return lz_error_set(err, -EPROTO, "unexpected message from the Runtime Supervisor");
     pid_t pid = (pid_t)m->u[0];
     /* Volume routers are routers too: recovery stops them with the rest. */
-    enum lz_role role = strcmp(slot, "runsc") ? LZ_ROLE_GIT_ROUTING : LZ_ROLE_SANDBOX;
+    enum lz_role role = t.kind == LZ_SLOT_RUNSC ? LZ_ROLE_SANDBOX : LZ_ROLE_GIT_ROUTING;
     struct lz_child c = {
         .pid = pid, .pidfd = (int)syscall(SYS_pidfd_open, pid, 0), .barrier_fd = -EBADF, .status_fd = -EBADF
     };
     if (c.pidfd < 0)
         return lz_error_set(err, -errno, "cannot open the Supervisor's %s: %s", slot, strerror(errno));
     int r = record_proc(h, role, slot, "staged", &c, err);
-    int vi = vol_slot(h, slot);
-    struct lz_procid *keep = vi >= 0 ? &h->vol_id[vi] : !strcmp(slot, "router") ? &h->router_id : &h->runsc_id;
+    struct lz_procid *keep = t.kind == LZ_SLOT_VOLUME ? &h->vol_id[t.vol]
+        : t.kind == LZ_SLOT_ROUTER                    ? &h->router_id
+                                                      : &h->runsc_id;
     if (r == 0 && (r = lz_procid_from_pidfd(c.pidfd, c.pid, keep)) < 0)
         lz_error_set(err, r, "cannot read the identity of the Supervisor's %s: %s", slot, strerror(-r));
     close(c.pidfd);
@@ -127,10 +122,11 @@ static int commit_rs_children(struct hc *h, struct lz_error *err) {
     if (r == 0 && h->runsc_id.ino)
         r = lz_store_proc_set(h->st, h->gen, LZ_ROLE_SANDBOX, "runsc", "committed", &h->runsc_id, err);
     for (size_t i = 0; r == 0 && i < h->n_vol; i++) {
-        char slot[16];
-        snprintf(slot, sizeof slot, "vol%zu", i);
+        char slot[LZ_RS_SLOT_NAME_MAX];
+        struct lz_rs_slot t = { LZ_SLOT_VOLUME, (unsigned)i };
         if (h->vol_id[i].ino)
-            r = lz_store_proc_set(h->st, h->gen, LZ_ROLE_GIT_ROUTING, slot, "committed", &h->vol_id[i], err);
+            r = lz_store_proc_set(h->st, h->gen, LZ_ROLE_GIT_ROUTING, lz_rs_slot_name(&t, slot), "committed",
+                                  &h->vol_id[i], err);
     }
     return r;
 }
@@ -142,79 +138,27 @@ static int rs_recv(struct hc *h, int timeout_ms, struct lz_rsmsg *m) {
 }
 
 static int start_slirp(struct hc *h, struct lz_error *err) {
-    static const char *const cands[] = { "/usr/bin/slirp4netns", "/usr/local/bin/slirp4netns" };
-    const char *path = NULL;
-    const char *env = secure_getenv("LAZARET_SLIRP4NETNS");
-    if (env && env[0] == '/')
-        path = env;
-    for (size_t i = 0; i < LZ_ARRAY_SIZE(cands) && !path; i++)
-        if (access(cands[i], X_OK) == 0)
-            path = cands[i];
-    if (!path)
-        return lz_error_set(err, -ENOENT, "slirp4netns not found: apt-get install slirp4netns");
-    int rp[2];
-    if (pipe2(rp, O_CLOEXEC) < 0)
-        return lz_error_set(err, -errno, "pipe: %s", strerror(errno));
-    char pid[16], ready[32];
-    snprintf(pid, sizeof pid, "%d", (int)h->rs.pid);
-    snprintf(ready, sizeof ready, "--ready-fd=%d", rp[1]);
-    /* --disable-host-loopback: 10.0.2.2 does not lead to the host's
-     * loopback; sandbox and seccomp: the helper locks itself down. */
-    char *argv[] = { (char *)path,
-                     (char *)"--configure",
-                     (char *)"--mtu=65520",
-                     (char *)"--disable-host-loopback",
-                     (char *)"--enable-sandbox",
-                     (char *)"--enable-seccomp",
-                     ready,
-                     pid,
-                     (char *)LZ_NET_TAP,
-                     NULL };
-    int keep[] = { rp[1] };
-    _cleanup_env_ char **envp = lz_env_build(LZ_ENV_HELPER);
-    struct lz_spawn_opts o = { .path = path,
-                               .argv = argv,
-                               .envp = envp,
-                               .stdin_fd = -1,
-                               .stdout_fd = 2,
-                               .stderr_fd = 2,
-                               .keep_fds = keep,
-                               .n_keep_fds = 1,
-                               .setns_pidfd = -1,
-                               .pdeathsig = SIGTERM,
-                               .barrier = true };
-    int r = lz_spawn(&o, &h->slirp);
-    close(rp[1]);
-    if (r < 0) {
-        close(rp[0]);
-        return lz_error_set(err, r, "cannot start slirp4netns: %s", strerror(-r));
-    }
-    /* Staged ownership before the helper may proceed. */
-    if ((r = record_proc(h, LZ_ROLE_HELPER, "slirp4netns", "staged", &h->slirp, err)) < 0) {
-        close(rp[0]);
+    _cleanup_close_ int ready_fd = -EBADF;
+    int r = lz_slirp_spawn(h->rs.pid, &h->slirp, &ready_fd, err);
+    if (r < 0)
         return r;
-    }
-    if ((r = lz_child_release(&h->slirp)) < 0) {
-        close(rp[0]);
+    /* Staged ownership before the helper may proceed. */
+    if ((r = record_proc(h, LZ_ROLE_HELPER, "slirp4netns", "staged", &h->slirp, err)) < 0)
+        return r;
+    if ((r = lz_child_release(&h->slirp)) < 0)
         return lz_error_errno(err, r, "slirp4netns failed to start");
-    }
-    char b[8] = "";
-    struct pollfd p = { .fd = rp[0], .events = POLLIN };
-    ssize_t n = poll(&p, 1, 15000) > 0 ? read(rp[0], b, sizeof b) : -1;
-    close(rp[0]);
-    if (n < 1 || b[0] != '1')
+    if (lz_slirp_await_ready(ready_fd, 15000) < 0)
         return lz_error_set(err, -EIO,
                             "the connectivity helper (slirp4netns) did not become ready; "
                             "is /dev/net/tun usable? (lazaret doctor)");
     /* Its process and the participant committed: nothing physical happens
      * between the two records, so one transaction (one sync). */
-    int r2;
-    if ((r2 = lz_store_begin(h->st, err)) < 0 ||
-        (r2 = record_proc(h, LZ_ROLE_HELPER, "slirp4netns", "committed", &h->slirp, err)) < 0 ||
-        (r2 = record(h, LZ_ROLE_HELPER, LZ_P_COMMITTED, NULL, NULL, NULL, err)) < 0 ||
-        (r2 = lz_store_commit(h->st, err)) < 0) {
+    if ((r = lz_store_begin(h->st, err)) < 0 ||
+        (r = record_proc(h, LZ_ROLE_HELPER, "slirp4netns", "committed", &h->slirp, err)) < 0 ||
+        (r = record(h, LZ_ROLE_HELPER, LZ_P_COMMITTED, NULL, NULL, NULL, err)) < 0 ||
+        (r = lz_store_commit(h->st, err)) < 0) {
         lz_store_rollback(h->st);
-        return r2;
+        return r;
     }
     return 0;
 }
@@ -420,86 +364,53 @@ static int mailbox_dirs(const char *mbox) {
 static int supervisor_spawn(struct hc *h, struct lz_error *err) {
     struct lz_config *c = h->cfg;
     int r;
-    char afdstr[16], pfdstr[16];
     int afd = h->boot.addr_fd, pfd = h->boot.policy_fd;
-    snprintf(afdstr, sizeof afdstr, "%d", afd);
-    snprintf(pfdstr, sizeof pfdstr, "%d", pfd);
     int sp[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
         return lz_error_set(err, -errno, "socketpair: %s", strerror(errno));
     h->rs_ctl = sp[0];
+    _cleanup_close_ int rs_end = sp[1]; /* the Supervisor's end: ours closed on every return */
     _cleanup_free_ char *self = NULL;
-    if ((r = lz_self_exe(&self)) < 0) {
-        close(sp[1]);
+    if ((r = lz_self_exe(&self)) < 0)
         return lz_error_set(err, r, "cannot find the lazaret binary");
-    }
-    char fdstr[16];
-    snprintf(fdstr, sizeof fdstr, "%d", sp[1]);
     /* What the host's Git reads or runs from the workspace is kept
      * read-only by the router as well (gitscan.h); all of it, or no Domain. */
     long scan_t0 = lz_now_ms();
-    if ((r = scan_join(h, err)) < 0) {
-        close(sp[1]);
+    if ((r = scan_join(h, err)) < 0)
         return r;
-    }
     hc_log("host Git scan: %zu repositories, %zu entries, %zu protected paths, %ld ms (waited %ld ms)", h->git.n_repos,
            h->git.n_entries, h->git.n_protect, h->scan.ms, lz_now_ms() - scan_t0);
     for (size_t i = 0; i < h->git.n_log; i++)
         hc_log("host Git: %s", h->git.log[i]);
     for (size_t i = 0; i < h->git.n_notices; i++)
         hc_log("NOTICE: %s", h->git.notices[i]);
-    size_t n_persist = c->profile.n_persistent_dirs;
-    _cleanup_free_ char **argv = lz_xcalloc(40 + 2 * h->git.n_protect + 2 * n_persist + 4 * LZ_RS_VOLUMES_MAX + 2 * 3 +
-                                                2 * c->profile.n_host_tools,
-                                            sizeof *argv);
-    size_t na = 0;
-    char *fixed[] = { self,
-                      (char *)"__supervisor",
-                      (char *)"--ctl-fd",
-                      fdstr,
-                      (char *)"--runsc",
-                      h->runsc,
-                      (char *)"--state",
-                      h->state_dir,
-                      (char *)"--bundle",
-                      h->bundle_dir,
-                      (char *)"--id",
-                      h->container_id,
-                      (char *)"--overlay",
-                      h->overlay_dir,
-                      (char *)"--router",
-                      h->router,
-                      (char *)"--workspace",
-                      c->workspace,
-                      (char *)"--view",
-                      h->view,
-                      (char *)"--policy-fd",
-                      pfdstr,
-                      (char *)"--policy-digest",
-                      h->boot.policy_hex };
-    for (size_t i = 0; i < LZ_ARRAY_SIZE(fixed); i++)
-        argv[na++] = fixed[i];
-    if (afd >= 0) {
-        argv[na++] = (char *)"--addr-fd";
-        argv[na++] = afdstr;
-    }
-    for (size_t i = 0; i < h->git.n_protect; i++) {
-        argv[na++] = (char *)"--protect";
-        argv[na++] = h->git.protect[i];
-    }
-    for (size_t i = 0; i < h->n_vol; i++) {
-        argv[na++] = (char *)"--volume";
-        argv[na++] = c->profile.volumes[h->vol_of[i]].host;
-        argv[na++] = (char *)"--volume-view";
-        argv[na++] = h->vol_view[i];
-    }
+    char *vol_source[LZ_RS_VOLUMES_MAX];
+    for (size_t i = 0; i < h->n_vol; i++)
+        vol_source[i] = c->profile.volumes[h->vol_of[i]].host;
     /* Symlinks the host would follow into Lazaret's own storage are refused
      * by every router (docs/security-git.md, "Symlinks to host paths"). */
     char *deny[] = { c->data_root, h->rt, c->domain_dir };
-    for (size_t i = 0; i < LZ_ARRAY_SIZE(deny); i++) {
-        argv[na++] = (char *)"--deny-link-target";
-        argv[na++] = deny[i];
-    }
+    struct lz_supervisor_args sa = {
+        .ctl_fd = rs_end,
+        .runsc = h->runsc,
+        .state_dir = h->state_dir,
+        .bundle_dir = h->bundle_dir,
+        .container_id = h->container_id,
+        .overlay_dir = h->overlay_dir,
+        .router = h->router,
+        .workspace = c->workspace,
+        .view = h->view,
+        .policy_fd = pfd,
+        .policy_digest = h->boot.policy_hex,
+        .addr_fd = afd,
+        .protect = h->git.protect,
+        .n_protect = h->git.n_protect,
+        .vol_source = vol_source,
+        .vol_view = h->vol_view,
+        .n_volumes = h->n_vol,
+        .deny_link = deny,
+        .n_deny_link = LZ_ARRAY_SIZE(deny),
+    };
     /* Git-ignored untracked paths are served from the Domain's Ignored
      * Workspace State (docs/ignored-state.md); the rules are the host
      * user's, so the router is told where that user's Git config is. */
@@ -508,56 +419,38 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
      * copies in the same store: it is made even with ignored_state off. */
     if (c->profile.ignored_state || c->profile.n_host_tools) {
         ignored = lz_xasprintf("%s/ignored", c->domain_dir);
-        if (mkdir(ignored, 0700) < 0 && errno != EEXIST) {
-            close(sp[1]);
+        if (mkdir(ignored, 0700) < 0 && errno != EEXIST)
             return lz_error_set(err, -errno, "cannot create %s: %s", ignored, strerror(errno));
-        }
-        argv[na++] = (char *)"--ignored-state";
-        argv[na++] = ignored;
+        sa.ignored_state = ignored;
         const char *home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
-        if (home && home[0] == '/') {
-            argv[na++] = (char *)"--git-home";
-            argv[na++] = (char *)home;
-        }
-        if (xdg && xdg[0] == '/') {
-            argv[na++] = (char *)"--git-xdg-config";
-            argv[na++] = (char *)xdg;
-        }
-        if (!c->profile.ignored_state)
-            argv[na++] = (char *)"--no-ignore-rules";
-        for (size_t i = 0; i < c->profile.n_host_tools; i++) {
-            argv[na++] = (char *)"--host-tool";
-            argv[na++] = c->profile.host_tools[i];
-        }
+        sa.git_home = home && home[0] == '/' ? home : NULL;
+        sa.git_xdg = xdg && xdg[0] == '/' ? xdg : NULL;
+        sa.no_ignore_rules = !c->profile.ignored_state;
+        sa.host_tools = c->profile.host_tools;
+        sa.n_host_tools = c->profile.n_host_tools;
     }
     /* The escalation mailbox's mount points (mailbox.h): the Supervisor
      * mounts a bounded tmpfs on each before anything else. The test hook
      * leaves them plain directories of the runtime directory (the old,
      * unbounded mailbox: the positive control of test_mailbox_bound.py). */
     _cleanup_free_ char *mbox = lz_xasprintf("%s/mailbox", h->gen_dir);
-    bool bounded = !lz_test_hook("LAZARET_TEST_MAILBOX_UNBOUNDED");
-    if ((r = mailbox_dirs(mbox)) < 0) {
-        close(sp[1]);
+    if ((r = mailbox_dirs(mbox)) < 0)
         return lz_error_set(err, r, "cannot create the escalation mailbox %s: %s", mbox, strerror(-r));
-    }
-    if (bounded) {
-        argv[na++] = (char *)"--mailbox";
-        argv[na++] = mbox;
-    } else {
+    if (!lz_test_hook("LAZARET_TEST_MAILBOX_UNBOUNDED"))
+        sa.mailbox = mbox;
+    else
         hc_log("escalation: WARNING: the mailbox is not bounded (test hook, test builds only)");
+    if (c->profile.n_persistent_dirs) {
+        sa.rootfs = h->rootfs;
+        sa.anchor_root = h->anchor_root;
+        sa.anchor_target = h->anchor_target;
+        sa.persist = c->profile.persistent_dirs;
+        sa.n_persist = c->profile.n_persistent_dirs;
     }
-    if (n_persist) {
-        char *anc[] = { (char *)"--rootfs",        h->rootfs,       (char *)"--anchor-root", h->anchor_root,
-                        (char *)"--anchor-target", h->anchor_target };
-        for (size_t i = 0; i < LZ_ARRAY_SIZE(anc); i++)
-            argv[na++] = anc[i];
-        for (size_t i = 0; i < n_persist; i++) {
-            argv[na++] = (char *)"--persist";
-            argv[na++] = c->profile.persistent_dirs[i];
-        }
-    }
-    argv[na] = NULL;
-    int keep[] = { sp[1], pfd, afd };
+    char **argv = NULL;
+    if ((r = lz_supargs_encode(&sa, self, &argv, err)) < 0)
+        return lz_error_prefix(err, r, "cannot start the Runtime Supervisor");
+    int keep[] = { rs_end, pfd, afd };
     /* Our hooks only (procenv.h); it passes the bare helper set on. */
     _cleanup_env_ char **rs_env = lz_env_build(LZ_ENV_SUPERVISOR);
     struct lz_spawn_opts o = {
@@ -575,7 +468,8 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
         .pdeathsig = SIGTERM,
     };
     r = lz_spawn(&o, &h->rs);
-    close(sp[1]);
+    lz_argv_free(argv);
+    lz_closep(&rs_end);
     /* The Supervisor has its own copies now. */
     lz_closep(&h->boot.addr_fd);
     lz_closep(&h->boot.policy_fd);
@@ -613,7 +507,6 @@ static int mailbox_take(struct hc *h, struct lz_error *err) {
  * it may run; then its ID maps, and it is released. */
 static int supervisor_staged(struct hc *h, struct lz_error *err) {
     int r;
-    char ev[160];
     unsigned long long ino[3] = { 0, 0, 0 };
     static const char *const nsn[3] = { "user", "mnt", "net" };
     for (int i = 0; i < 3; i++) {
@@ -630,12 +523,18 @@ static int supervisor_staged(struct hc *h, struct lz_error *err) {
         return lz_error_set(err, -ESRCH, "the Runtime Supervisor died before it was recorded");
     }
     h->rs_userns = ino[0];
-    snprintf(ev, sizeof ev, "userns=%llu mntns=%llu netns=%llu", ino[0], ino[1], ino[2]);
+    struct lz_evidence ev;
+    lz_evidence_init(&ev);
+    for (int i = 0; i < 3; i++) {
+        char k[8];
+        snprintf(k, sizeof k, "%sns", nsn[i]);
+        lz_evidence_add_u64(&ev, k, ino[i]);
+    }
     /* With the State Anchor's intent (anchor_intent): recorded earlier
      * than its mount needs, and nothing of the anchor happens before. */
     bool anchor = h->cfg->profile.n_persistent_dirs > 0;
     if ((r = lz_store_begin(h->st, err)) < 0 ||
-        (r = record(h, LZ_ROLE_SANDBOX, LZ_P_INTENT, NULL, NULL, ev, err)) < 0 ||
+        (r = record(h, LZ_ROLE_SANDBOX, LZ_P_INTENT, NULL, NULL, ev.s, err)) < 0 ||
         (r = record_proc(h, LZ_ROLE_SANDBOX, "supervisor", "staged", &h->rs, err)) < 0 ||
         (anchor && (r = record(h, LZ_ROLE_STATE_ANCHOR, LZ_P_INTENT, h->a->artifact_id, NULL, NULL, err)) < 0) ||
         (r = lz_store_commit(h->st, err)) < 0) {
@@ -765,7 +664,8 @@ static int sandbox_start(struct hc *h, struct lz_error *err) {
              * own start-up meanwhile and then waits for its process spec,
              * which only that client's hello gives it, after publication
              * (session.c). Without it the hello starts one as usual. */
-            if (!strcmp(m.str, "runsc") && h->a->first_session >= 0 && !h->pre) {
+            struct lz_rs_slot t;
+            if (lz_rs_slot_parse(m.str, &t) == 0 && t.kind == LZ_SLOT_RUNSC && h->a->first_session >= 0 && !h->pre) {
                 struct lz_error perr = { 0 };
                 if (hc_session_prestart(h, h->a->first_session == 1, &perr) < 0)
                     hc_log("the first session's exec client was not started ahead: %s", perr.msg);
@@ -777,15 +677,18 @@ static int sandbox_start(struct hc *h, struct lz_error *err) {
             char line[512];
             lz_rschan_format(&m, line, sizeof line);
             hc_log("sandbox ready: %s", line);
-            char rhex[65], ev[256];
+            char rhex[65];
             lz_hex(h->readiness, 32, rhex);
-            snprintf(ev, sizeof ev, "readiness=%s policy=%s", rhex, h->boot.policy_hex);
+            struct lz_evidence ev;
+            lz_evidence_init(&ev);
+            lz_evidence_add(&ev, "readiness", rhex);
+            lz_evidence_add(&ev, "policy", h->boot.policy_hex);
             /* Readiness commits network, router and sandbox together, and
              * the publication's intent with them: nothing physical happens
              * between the two (publish then only listens). */
             if ((r = lz_store_begin(h->st, err)) < 0)
                 return r;
-            if ((r = record(h, LZ_ROLE_NETWORK, LZ_P_COMMITTED, NULL, NULL, ev, err)) < 0 ||
+            if ((r = record(h, LZ_ROLE_NETWORK, LZ_P_COMMITTED, NULL, NULL, ev.s, err)) < 0 ||
                 (r = record(h, LZ_ROLE_GIT_ROUTING, LZ_P_PREPARED, NULL, NULL, NULL, err)) < 0 ||
                 (r = record_proc(h, LZ_ROLE_SANDBOX, "supervisor", "committed", &h->rs, err)) < 0 ||
                 (r = commit_rs_children(h, err)) < 0 ||

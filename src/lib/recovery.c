@@ -2,6 +2,7 @@
 #include "recovery.h"
 #include "anchor.h"
 #include "catalog.h"
+#include "evidence.h"
 
 #include <inttypes.h>
 
@@ -9,18 +10,8 @@
 #define NS_WAIT_MS 10000
 
 uint64_t lz_evidence_u64(const char *evidence, const char *key) {
-    if (!evidence)
-        return 0;
-    size_t kl = strlen(key);
-    for (const char *s = evidence; *s;) {
-        if (!strncmp(s, key, kl) && s[kl] == '=')
-            return strtoull(s + kl + 1, NULL, 10);
-        s = strchr(s, ' ');
-        if (!s)
-            break;
-        s++;
-    }
-    return 0;
+    uint64_t v = 0;
+    return lz_evidence_get_u64(evidence, key, &v) == 1 ? v : 0;
 }
 
 static const struct lz_store_part *find_part(const struct lz_store_snapshot *s, int64_t gen, enum lz_role role) {
@@ -31,8 +22,8 @@ static const struct lz_store_part *find_part(const struct lz_store_snapshot *s, 
 }
 
 static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, const struct lz_store_gen *g,
-                       const char *data_root, const char *domain_id, lz_recovery_log_fn log, void *ud,
-                       struct lz_error *err) {
+                       const char *data_root, const char *domain_id, lz_recovery_log_fn log,
+                       lz_recovery_report_fn report, void *ud, struct lz_error *err) {
     int r;
     int64_t gen = g->gen;
     lz_logf(log, ud, "recovery: generation %" PRId64 " was left %s", gen, g->state);
@@ -85,7 +76,12 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
 
     /* 2. Independent absence proof: nothing left in the Domain user
      * namespace of that generation (this boot only). */
-    uint64_t userns = sandbox ? lz_evidence_u64(sandbox->evidence, "userns") : 0;
+    uint64_t userns = 0;
+    if (sandbox && lz_evidence_get_u64(sandbox->evidence, "userns", &userns) < 0)
+        return lz_error_set(err, -EBADMSG,
+                            "the Domain Store's evidence of generation %" PRId64 "'s sandbox is malformed; "
+                            "refusing to guess whether its processes are gone (see `lazaret state verify`)",
+                            gen);
     bool same_boot = g->hc.boot_id[0] && !strcmp(g->hc.boot_id, lz_boot_id());
     if (userns && same_boot) {
         r = lz_ns_wait_unused("user", userns, NS_WAIT_MS);
@@ -155,11 +151,18 @@ static int recover_gen(struct lz_store *st, const struct lz_store_snapshot *s, c
     if ((r = lz_store_commit(st, err)) < 0)
         return r;
     lz_logf(log, ud, "recovery: generation %" PRId64 " is clean", gen);
+    if (report)
+        report(ud, &(struct lz_recovery_report){ .event = LZ_RECOVERY_GEN_CLEAN, .gen = gen });
     return 0;
 }
 
 int lz_domain_recover(struct lz_store *st, const char *data_root, const char *domain_id, lz_recovery_log_fn log,
                       void *ud, struct lz_error *err) {
+    return lz_domain_recover_report(st, data_root, domain_id, log, NULL, ud, err);
+}
+
+int lz_domain_recover_report(struct lz_store *st, const char *data_root, const char *domain_id, lz_recovery_log_fn log,
+                             lz_recovery_report_fn report, void *ud, struct lz_error *err) {
     struct lz_store_snapshot s;
     int r = lz_store_read(st, &s, err);
     if (r < 0)
@@ -168,7 +171,7 @@ int lz_domain_recover(struct lz_store *st, const char *data_root, const char *do
     for (size_t i = 0; i < s.n_gens && r >= 0; i++) {
         if (!strcmp(s.gens[i].state, "clean"))
             continue;
-        r = recover_gen(st, &s, &s.gens[i], data_root, domain_id, log, ud, err);
+        r = recover_gen(st, &s, &s.gens[i], data_root, domain_id, log, report, ud, err);
         if (r == 0)
             n++;
     }

@@ -35,5 +35,23 @@ typedef lz_log_fn lz_recovery_log_fn;
 int lz_domain_recover(struct lz_store *st, const char *data_root, const char *domain_id, lz_recovery_log_fn log,
                       void *ud, struct lz_error *err);
 
-/* Reads "key=<number>" out of an evidence string; 0 when absent. */
+/* What recovery did, as its caller acts on it (the coordinator logs the
+ * model's ResetFailedDomain for each generation made clean), rather than
+ * a log line to be read back. */
+enum lz_recovery_event {
+    LZ_RECOVERY_GEN_CLEAN, /* generation `gen` is clean: everything of it released */
+};
+struct lz_recovery_report {
+    enum lz_recovery_event event;
+    int64_t gen;
+};
+typedef void (*lz_recovery_report_fn)(void *ud, const struct lz_recovery_report *rep);
+
+/* lz_domain_recover, with report (may be NULL) called with ud after each
+ * event, after its log line. */
+int lz_domain_recover_report(struct lz_store *st, const char *data_root, const char *domain_id, lz_recovery_log_fn log,
+                             lz_recovery_report_fn report, void *ud, struct lz_error *err);
+
+/* Reads "key=<number>" out of an evidence string (evidence.h); 0 when
+ * absent or malformed. */
 uint64_t lz_evidence_u64(const char *evidence, const char *key);

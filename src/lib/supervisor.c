@@ -7,7 +7,9 @@
 #include "netpolicy.h"
 #include "netfollow.h"
 #include "procenv.h"
+#include "readiness.h"
 #include "rschan.h"
+#include "rsslot.h"
 #include "spawn.h"
 
 #include <linux/capability.h>
@@ -225,7 +227,8 @@ static void stop_sandbox(const struct lz_supervisor_args *a, struct lz_child *ru
  * went away, -ETIMEDOUT, -EPROTO for another or a malformed command (*got
  * holds it; kind 0 when malformed). STOP while waiting for UNMOUNT is
  * skipped: the sandbox is already stopped. */
-static int wait_command(int ctl, enum lz_rs_kind want, const char *arg, int timeout_ms, struct lz_rsmsg *got) {
+static int wait_command(int ctl, enum lz_rs_kind want, const struct lz_rs_slot *arg, int timeout_ms,
+                        struct lz_rsmsg *got) {
     long deadline = lz_now_ms() + timeout_ms;
     for (;;) {
         long left = deadline - lz_now_ms();
@@ -240,7 +243,8 @@ static int wait_command(int ctl, enum lz_rs_kind want, const char *arg, int time
             got->kind = 0;
             return -EPROTO;
         }
-        if (got->kind == want && (!arg || !strcmp(got->str, arg)))
+        struct lz_rs_slot s;
+        if (got->kind == want && (!arg || (lz_rs_slot_parse(got->str, &s) == 0 && lz_rs_slot_equal(&s, arg))))
             return 0;
         if (want == LZ_RS_UNMOUNT && got->kind == LZ_RS_STOP)
             continue;
@@ -252,11 +256,12 @@ static int wait_command(int ctl, enum lz_rs_kind want, const char *arg, int time
  * child waits at its barrier while the coordinator records its staged
  * ownership (it opens its own pidfd for the PID: the child cannot be reaped,
  * so the PID names it); only the coordinator's "staged" releases it. */
-static int stage_child(int ctl, const char *slot, struct lz_child *c, char *msg, size_t msglen) {
+static int stage_child(int ctl, const struct lz_rs_slot *t, struct lz_child *c, char *msg, size_t msglen) {
     uint64_t pid = (uint64_t)c->pid;
-    (void)lz_rschan_send(ctl, LZ_RS_STAGE, &pid, slot);
+    char slot[LZ_RS_SLOT_NAME_MAX];
+    (void)lz_rschan_send(ctl, LZ_RS_STAGE, &pid, lz_rs_slot_name(t, slot));
     struct lz_rsmsg got;
-    int w = wait_command(ctl, LZ_RS_STAGED, slot, LZ_RS_T_STAGE_MS, &got);
+    int w = wait_command(ctl, LZ_RS_STAGED, t, LZ_RS_T_STAGE_MS, &got);
     if (w == -EPROTO && got.kind == LZ_RS_STOP) {
         snprintf(msg, msglen, "stopped while starting the %s", slot);
         return -ECANCELED;
@@ -268,7 +273,7 @@ static int stage_child(int ctl, const char *slot, struct lz_child *c, char *msg,
     int r = lz_child_release(c);
     if (r < 0)
         snprintf(msg, msglen, "the %s failed to start: %s", slot, strerror(-r));
-    lz_crash_point(strcmp(slot, "runsc") ? "rs-router-released" : "rs-runsc-released");
+    lz_crash_point(t->kind == LZ_SLOT_RUNSC ? "rs-runsc-released" : "rs-router-released");
     return r;
 }
 
@@ -280,7 +285,7 @@ static int stage_child(int ctl, const char *slot, struct lz_child *c, char *msg,
 /* Starts lazaret-router on `source` (the workspace, or a writable volume
  * with `plain`) at `view`, staged as `slot`, and waits until it mounted. */
 static int start_router(const struct lz_supervisor_args *a, const char *source, const char *view, bool plain,
-                        const char *slot, struct lz_child *ret, char *msg, size_t msglen) {
+                        const struct lz_rs_slot *slot, struct lz_child *ret, char *msg, size_t msglen) {
     int rp[2];
     if (pipe2(rp, O_CLOEXEC) < 0)
         return -errno;
@@ -366,13 +371,10 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
         lz_child_wait(ret, -1, &st);
         return r;
     }
-    char b[16] = "";
-    struct pollfd p = { .fd = rp[0], .events = POLLIN };
-    ssize_t got = -1;
-    if (poll(&p, 1, LZ_RS_T_ROUTER_READY_MS) > 0)
-        got = read(rp[0], b, sizeof b - 1);
+    struct lz_ready rd;
+    r = lz_ready_read(rp[0], LZ_RS_T_ROUTER_READY_MS, &rd);
     close(rp[0]);
-    if (got >= 5 && !strncmp(b, "ready", 5))
+    if (r == 0 && rd.status == LZ_READY_OK)
         return 0;
     snprintf(msg, msglen, "lazaret-router did not mount the %s view (see the coordinator log)",
              plain ? "volume" : "workspace");
@@ -409,11 +411,11 @@ static int start_routers(const struct lz_supervisor_args *a, struct lz_child *ro
         vol_routers[i] = LZ_CHILD_NULL;
         owned[2 + i] = &vol_routers[i];
     }
-    int r = start_router(a, a->workspace, a->view, false, "router", router, msg, msglen);
+    int r =
+        start_router(a, a->workspace, a->view, false, &(struct lz_rs_slot){ LZ_SLOT_ROUTER, 0 }, router, msg, msglen);
     for (size_t i = 0; r == 0 && i < a->n_volumes && i < LZ_RS_VOLUMES_MAX; i++) {
-        char slot[16];
-        snprintf(slot, sizeof slot, "vol%zu", i);
-        r = start_router(a, a->vol_source[i], a->vol_view[i], true, slot, &vol_routers[i], msg, msglen);
+        struct lz_rs_slot slot = { LZ_SLOT_VOLUME, (unsigned)i };
+        r = start_router(a, a->vol_source[i], a->vol_view[i], true, &slot, &vol_routers[i], msg, msglen);
     }
     if (r < 0)
         stop_router(a, router);
@@ -704,7 +706,7 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
     lz_closep(&x.errp[1]);
     if (r < 0)
         return rs_fail(&x, "cannot start runsc: %s", strerror(-r));
-    if ((r = stage_child(ctl, "runsc", &x.runsc, msg, sizeof msg)) < 0)
+    if ((r = stage_child(ctl, &(struct lz_rs_slot){ LZ_SLOT_RUNSC, 0 }, &x.runsc, msg, sizeof msg)) < 0)
         return rs_fail(&x, "%s", msg);
     x.runsc_ran = true;
     struct tail t = { .len = 0 };

@@ -12,8 +12,8 @@
  * sides). RS -> HC: READY (the namespaces' inodes and what it read back of
  * the policy), FAIL, EXITED (status; reason "router", or "address-follow":
  * the host-address follower failed, netfollow.h, and the sandbox was
- * stopped), STAGE (a child held at its barrier), ANCHORED (the mount
- * identity), UNMOUNTED, UNMOUNT_FAILED. HC -> RS, in this order: ANCHOR
+ * stopped), STAGE (a child held at its barrier; its slot: rsslot.h),
+ * ANCHORED (the mount identity), UNMOUNTED, UNMOUNT_FAILED. HC -> RS, in this order: ANCHOR
  * (mount the State Anchor, anchor.h; the coordinator committed its
  * intent), STAGED (each staged child is recorded: release it), NET (the
  * connectivity helper is attached: install the policy, start the router
@@ -43,48 +43,9 @@
  */
 #pragma once
 
-#include "util.h"
+#include "supargs.h" /* struct lz_supervisor_args: its arguments */
 
 #define LZ_RS_CTL_FD 3
-#define LZ_RS_VOLUMES_MAX 32 /* writable volumes, each with its own router */
-#define LZ_RS_DENY_MAX 16
-
-struct lz_supervisor_args {
-    int ctl_fd;
-    const char *runsc;      /* absolute path of runsc */
-    const char *state_dir;  /* runsc --root */
-    const char *bundle_dir; /* holds config.json */
-    const char *container_id;
-    const char *overlay_dir;   /* filestore of the root overlay */
-    const char *router;        /* lazaret-router binary */
-    const char *workspace;     /* canonical workspace (router source) */
-    const char *view;          /* where the router mounts the workspace view */
-    char **protect;            /* extra workspace-relative paths the router keeps read-only */
-    int policy_fd;             /* sealed memfd: canonical network policy bytes */
-    const char *policy_digest; /* hex SHA-256 the bytes must have */
-    int addr_fd;               /* host-namespace address watch (netfollow.h), or -1 */
-    size_t n_protect;
-    const char *rootfs;        /* prepared lower (State Anchor lower) */
-    const char *anchor_root;   /* <domain_dir>/anchor-<N> */
-    const char *anchor_target; /* <gen_dir>/anchor */
-    char **persist;            /* persistent dirs (sandbox paths) */
-    size_t n_persist;
-    /* Writable volumes: each served by its own lazaret-router --plain from
-     * vol_source[i] at vol_view[i] (the OCI spec names the view); staged
-     * as slot "vol<i>". */
-    char **vol_source, **vol_view;
-    size_t n_volumes;
-    char **deny_link;          /* --deny-link-target for every router */
-    const char *ignored_state; /* the Domain's Ignored Workspace State, or NULL (routing off) */
-    const char *git_home;      /* the host user's HOME and XDG_CONFIG_HOME, for its Git ignore rules */
-    const char *git_xdg;
-    bool no_ignore_rules; /* the store serves the host-tool paths alone (ignored_state = false) */
-    char **host_tools;    /* host-tool configuration paths (hosttools.h) */
-    size_t n_host_tools;
-    const char *mailbox; /* <gen_dir>/mailbox: mount req/ and res/ (above), or NULL */
-    size_t n_deny_link;
-    int start_timeout_ms; /* LZ_RS_T_START_MS (rschan.h) */
-};
 
 /* Runs the supervisor until the sandbox is stopped; returns an exit code. */
 int lz_supervisor_main(const struct lz_supervisor_args *a);

@@ -63,6 +63,7 @@
 #include "hidden.h"
 #include "hosttools.h"
 #include "htseed.h"
+#include "readiness.h"
 #include "gitrefs.h"
 #include "ignore.h"
 #include "router.h"
@@ -3598,7 +3599,7 @@ int main(int argc, char **argv) {
         watching = true;
     }
     if (ready_fd >= 0) {
-        int rc = lz_write_full(ready_fd, "ready\n", 6);
+        int rc = lz_ready_write(ready_fd, LZ_READY_OK, NULL);
         close(ready_fd);
         ready_fd = -1;
         if (rc < 0) {
