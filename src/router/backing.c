@@ -4,6 +4,8 @@
  */
 #include "router_int.h"
 
+#include "router_volume.h"
+
 int entry_relpath(struct router *r, struct rt_inode *dir, const char *name, char *out, size_t size) {
     char d[LZ_ROUTER_PATH_MAX + 1] = "";
     int dfd = inode_fd(r, dir);
@@ -121,7 +123,7 @@ int store_check(struct router *r, struct rt_inode *dir, const char *name, enum l
     struct lz_router_req q = { .op = op, .path = path, .exists = exists };
     if (ret_exists)
         *ret_exists = exists;
-    return plain_check(&q);
+    return lz_router_plain_check(&q);
 }
 
 /* 1 if directory `name` in dfd has no entry, 0 if it has, -errno. */
@@ -213,37 +215,8 @@ int fs_has_entry(void *ctx, const char *dir, const char *name) {
     return errno == ENOENT ? 0 : -errno;
 }
 
-/* --plain: a volume is not a Git workspace, so no name is protected; only
- * the shape checks every file system makes are kept (the root cannot be
- * removed or renamed, creating an existing name says EEXIST). */
-int plain_check(const struct lz_router_req *q) {
-    int rc = lz_router_path_valid(q->path);
-    if (rc < 0)
-        return rc;
-    switch (q->op) {
-    case LZ_ROP_CREATE:
-    case LZ_ROP_MKDIR:
-    case LZ_ROP_SYMLINK:
-    case LZ_ROP_LINK:
-        if (q->path[0] == '\0')
-            return q->exists ? -EEXIST : -EINVAL;
-        return 0;
-    case LZ_ROP_RENAME:
-        if (q->flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
-            return -EINVAL;
-        if (!q->path2 || lz_router_path_valid(q->path2) < 0)
-            return -EINVAL;
-        return q->path[0] == '\0' || q->path2[0] == '\0' ? -EBUSY : 0;
-    case LZ_ROP_UNLINK:
-    case LZ_ROP_RMDIR: return q->path[0] == '\0' ? -EBUSY : 0;
-    case LZ_ROP_WRITE:
-    case LZ_ROP_SETATTR: return 0;
-    }
-    return -EINVAL;
-}
-
 int policy(struct router *r, const struct lz_router_req *q) {
-    int rc = r->plain ? plain_check(q) : lz_router_check(&r->pol, q);
+    int rc = r->plain ? lz_router_plain_check(q) : lz_router_check(&r->pol, q);
     if (rc < 0 && rc != -EEXIST)
         log_refusal(r, lz_router_op_name(q->op), q->path, q->op == LZ_ROP_RENAME ? q->path2 : NULL, rc);
     return rc;
@@ -253,13 +226,14 @@ int policy(struct router *r, const struct lz_router_req *q) {
 int policy_inode(struct router *r, struct rt_inode *in, int fhfd, enum lz_router_op op) {
     char path[LZ_ROUTER_PATH_MAX + 1];
     bool noname;
-    if (in->sticky) {
-        log_refusal(r, lz_router_op_name(op), in->name, NULL, -EPERM);
-        return -EPERM;
+    int rc = lz_router_held_check(op, in->type, in->sticky, false);
+    if (rc < 0) {
+        log_refusal(r, lz_router_op_name(op), in->name, NULL, rc);
+        return rc;
     }
     if (in->store)
         return 0; /* --plain has nothing to refuse on an existing inode */
-    int rc = inode_relpath(r, in, fhfd, path, sizeof path, &noname);
+    rc = inode_relpath(r, in, fhfd, path, sizeof path, &noname);
     if (rc < 0) {
         log_refusal(r, lz_router_op_name(op), in->name, NULL, rc);
         return rc;

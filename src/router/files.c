@@ -3,6 +3,8 @@
  */
 #include "router_int.h"
 
+#include "router_volume.h"
+
 /* ---- files ---- */
 
 static int open_existing(struct router *r, struct rt_inode *in, int flags) {
@@ -61,20 +63,19 @@ static int data_fd(struct router *r, struct rt_inode *in, struct fuse_file_info 
  * became a checked Git index (index.lock renamed over index) must not
  * change it afterwards; through handle 0, those of an open for writing. */
 static int data_write_check(struct router *r, struct rt_inode *in, struct fuse_file_info *fi) {
-    if (in->sealed) {
-        log_refusal(r, "write", in->name, NULL, -EPERM);
-        return -EPERM;
+    int rc = lz_router_held_check(LZ_ROP_WRITE, in->type, false, in->sealed);
+    if (rc < 0) {
+        log_refusal(r, "write", in->name, NULL, rc);
+        return rc;
     }
     if (fi->fh != 0)
         return 0;
     /* Through the handle it was created with: that handle's rule (checked
      * at create), unless it was seen under a protected name since. */
     if (in->cfd >= 0 && (in->cflags & O_ACCMODE) != O_RDONLY) {
-        if (in->sticky) {
-            log_refusal(r, "write", in->name, NULL, -EPERM);
-            return -EPERM;
-        }
-        return 0;
+        if ((rc = lz_router_held_check(LZ_ROP_WRITE, in->type, in->sticky, false)) < 0)
+            log_refusal(r, "write", in->name, NULL, rc);
+        return rc;
     }
     return policy_inode(r, in, -1, LZ_ROP_WRITE);
 }

@@ -1,148 +1,27 @@
 /* links.c: symlinks the host would follow into Lazaret's own storage
- * (--deny-link-target): the host's view of a link target, resolved.
+ * (--deny-link-target). The rule and the resolution as the host would do
+ * it are src/lib/router_link.h (pure); here the host's entries are read
+ * for it, and every symlink a move would carry is found and judged again
+ * at its new place.
  */
 #include "router_int.h"
 
-/* ---- symlinks the host would follow into Lazaret's own storage ----
- *
- * A symlink in the tree is never followed here, but the developer's shell,
- * editor and Git on the host do follow it: `cd link && git status` with
- * `link` pointing into the Storage Root (say a repository the agent made in
- * the State Anchor, with its own hooks) would run the agent's code. So a
- * symlink the agent makes (symlink, or moves: rename, link) is refused when
- * its target, resolved as the host would from the link's real directory,
- * is a --deny-link-target path, lies inside one, or is an ancestor of one
- * (`t -> ~/.local` then `u -> t/share/lazaret` would chain into it).
- *
- * Resolution: existing components with the host's symlinks followed, the
- * rest lexically. That judgement must stay true after later operations,
- * so a target with ".." after a name (`d/../..`) is refused: `d` may later
- * become a symlink somewhere else, and ".." would then climb from there.
- * Leading ".." climb through the real parents of the link, which change
- * only when a directory is moved: a moved directory's symlinks are checked
- * again at their new place. */
+#include "router_link.h"
 
-#define LT_FOLLOW_MAX 40
 #define LT_WALK_MAX 50000 /* entries checked when a directory moves */
 #define LT_DEPTH_MAX 128
 
-static bool lt_within(const char *a, const char *b) {
-    size_t lb = strlen(b);
-    if (lb == 1 && b[0] == '/')
-        return true;
-    return strncmp(a, b, lb) == 0 && (a[lb] == '\0' || a[lb] == '/');
-}
-
-/* A volume kept under the Storage Root may link within itself. */
-static bool lt_own(struct router *r, const char *p) {
-    for (size_t i = 0; i < r->n_deny; i++)
-        if (lt_within(r->root_path, r->deny[i]))
-            return lt_within(p, r->root_path);
-    return false;
-}
-
-/* Never looked at: inside a denied path (a resolution does not pass through
- * Lazaret's storage) or our own mount point (we would wait for ourselves). */
-static bool lt_no_transit(struct router *r, const char *p) {
-    if (r->mountpoint && lt_within(p, r->mountpoint))
-        return true;
-    if (lt_own(r, p))
-        return false;
-    for (size_t i = 0; i < r->n_deny; i++)
-        if (lt_within(p, r->deny[i]))
-            return true;
-    return false;
-}
-
-static bool lt_denied(struct router *r, const char *p) {
-    if (lt_own(r, p))
-        return false;
-    for (size_t i = 0; i < r->n_deny; i++)
-        if (lt_within(p, r->deny[i]) || lt_within(r->deny[i], p))
-            return true;
-    return false;
-}
-
-/* ".." only at the start of the target (see above). */
-static bool lt_shape_ok(const char *target) {
-    bool named = false;
-    for (const char *p = target; *p;) {
-        size_t n = strcspn(p, "/");
-        if (n == 2 && p[0] == '.' && p[1] == '.') {
-            if (named)
-                return false;
-        } else if (n > 0 && !(n == 1 && p[0] == '.')) {
-            named = true;
-        }
-        p += n;
-        p += strspn(p, "/");
-    }
-    return true;
-}
-
-static void lt_pop(char *cur) {
-    char *slash = strrchr(cur, '/');
-    if (slash == cur || !slash)
-        cur[1] = '\0';
-    else
-        *slash = '\0';
-}
-
-/* Resolves `target` from directory `base` (absolute, real) as the host
- * would, into `cur` (PATH_MAX + 1 bytes). -EPERM for a resolution that
- * passes through a denied path or follows too many symlinks. */
-static int lt_resolve(struct router *r, const char *base, const char *target, char *cur) {
-    size_t cap = 2 * PATH_MAX + 2;
-    _cleanup_free_ char *rest = lz_xmalloc(cap), *tmp = lz_xmalloc(cap);
-    if (lz_snprintf(rest, cap, "%s", target) < 0)
-        return -ENAMETOOLONG;
-    if (target[0] == '/')
-        memcpy(cur, "/", 2);
-    else if (lz_snprintf(cur, PATH_MAX + 1, "%s", base) < 0)
-        return -ENAMETOOLONG;
-    unsigned follows = 0;
-    size_t pos = 0;
-    while (rest[pos]) {
-        size_t n = strcspn(rest + pos, "/");
-        const char *c = rest + pos;
-        size_t next = pos + n + strspn(rest + pos + n, "/");
-        if (n == 0 || (n == 1 && c[0] == '.')) {
-            pos = next;
-            continue;
-        }
-        if (n == 2 && c[0] == '.' && c[1] == '.') {
-            lt_pop(cur);
-            pos = next;
-            continue;
-        }
-        char cand[PATH_MAX + 1];
-        if (lz_snprintf(cand, sizeof cand, "%s%s%.*s", strcmp(cur, "/") ? cur : "", "/", (int)n, c) < 0)
-            return -ENAMETOOLONG;
-        if (lt_no_transit(r, cand))
-            return -EPERM;
-        struct stat st;
-        if (lstat(cand, &st) == 0 && S_ISLNK(st.st_mode)) {
-            if (++follows > LT_FOLLOW_MAX)
-                return -EPERM;
-            char link[PATH_MAX + 1];
-            ssize_t ln = readlink(cand, link, sizeof link - 1);
-            if (ln < 0)
-                return -errno;
-            link[ln] = '\0';
-            /* The link's target, then what was left after it. */
-            if (lz_snprintf(tmp, cap, "%s/%s", link, rest + next) < 0)
-                return -ENAMETOOLONG;
-            memcpy(rest, tmp, strlen(tmp) + 1);
-            pos = 0;
-            if (link[0] == '/')
-                memcpy(cur, "/", 2);
-            continue;
-        }
-        /* A real entry, or none (then the rest is lexical). */
-        memcpy(cur, cand, strlen(cand) + 1);
-        pos = next;
-    }
-    return 0;
+/* lz_router_link_policy.readlink over the host's real tree. */
+static int lt_readlink(void *ctx, const char *path, char *buf, size_t size) {
+    (void)ctx;
+    struct stat st;
+    if (lstat(path, &st) < 0 || !S_ISLNK(st.st_mode))
+        return 0;
+    ssize_t n = readlink(path, buf, size - 1);
+    if (n < 0)
+        return -errno;
+    buf[n] = '\0';
+    return 1;
 }
 
 /* 0 if a symlink to `target` may live in directory `base`, else -EPERM
@@ -150,10 +29,14 @@ static int lt_resolve(struct router *r, const char *base, const char *target, ch
 static int lt_check(struct router *r, const char *op, const char *base, const char *name, const char *target) {
     if (r->n_deny == 0)
         return 0;
-    char res[PATH_MAX + 1];
-    int rc = lt_shape_ok(target) ? lt_resolve(r, base, target, res) : -EPERM;
-    if (rc == 0 && lt_denied(r, res))
-        rc = -EPERM;
+    const struct lz_router_link_policy pol = {
+        .deny = (const char *const *)r->deny,
+        .n_deny = r->n_deny,
+        .root = r->root_path,
+        .mountpoint = r->mountpoint,
+        .readlink = lt_readlink,
+    };
+    int rc = lz_router_link_check(&pol, base, target);
     if (rc < 0)
         log_refusal(r, op, name, target, rc);
     return rc;

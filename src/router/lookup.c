@@ -1,6 +1,8 @@
 /* lookup.c: operations: lookup, forget, getattr, setattr, readlink, statfs. */
 #include "router_int.h"
 
+#include "router_volume.h"
+
 /* ---- lookup ---- */
 
 static void fill_entry(struct router *r, struct fuse_entry_param *e, struct rt_inode *dir, struct rt_inode *in,
@@ -210,10 +212,8 @@ void rt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid, st
         if (rc < 0)
             goto fail;
     }
-    if ((valid & FUSE_SET_ATTR_SIZE) && in->sealed) {
-        rc = -EPERM;
+    if ((valid & FUSE_SET_ATTR_SIZE) && (rc = lz_router_held_check(LZ_ROP_WRITE, in->type, false, in->sealed)) < 0)
         goto fail;
-    }
     if (valid & FUSE_SET_ATTR_SIZE) {
         /* ftruncate on a handle opened for writing was allowed at open(). */
         int fl = fhfd >= 0 ? fcntl(fhfd, F_GETFL) : -1;
@@ -233,11 +233,7 @@ void rt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid, st
     }
 
     if (valid & FUSE_SET_ATTR_MODE) {
-        mode_t mode = attr->st_mode & 07777;
-        if (!S_ISDIR(in->type))
-            mode &= ~(mode_t)(S_ISUID | S_ISGID); /* no set-id programs on the host */
-        else
-            mode &= ~(mode_t)S_ISUID;
+        mode_t mode = lz_router_chmod_mode(in->type, attr->st_mode);
         if (fhfd >= 0)
             rc = fchmod(fhfd, mode);
         else if (S_ISLNK(in->type))

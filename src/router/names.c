@@ -4,6 +4,8 @@
  */
 #include "router_int.h"
 
+#include "router_volume.h"
+
 /* ---- creating and removing names ---- */
 
 /* The reply to a request that made `name` in `dir` (rc its result): the
@@ -17,11 +19,12 @@ static void reply_made(fuse_req_t req, struct router *r, struct rt_inode *dir, c
 
 static int make_entry_at(struct router *r, struct rt_inode *dir, const char *name, mode_t mode, const char *target,
                          enum lz_router_op op) {
-    if (op == LZ_ROP_CREATE && !S_ISREG(mode) && !S_ISFIFO(mode))
-        return -EPERM; /* devices cannot work (nodev) and sockets are not served */
+    int rc = lz_router_create_type_check(op, mode & S_IFMT);
+    if (rc < 0)
+        return rc;
     struct rt_at at;
     neg_forget(r, dir, name);
-    int rc = route_at(r, dir, name, mode & S_IFMT, true, &at);
+    rc = route_at(r, dir, name, mode & S_IFMT, true, &at);
     if (rc < 0)
         return rc;
     if (at.store)
@@ -84,13 +87,13 @@ void rt_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char 
 static int link_at(struct router *r, struct rt_inode *in, struct rt_inode *dir, const char *newname) {
     char src[LZ_ROUTER_PATH_MAX + 1];
     bool noname;
-    if (S_ISDIR(in->type))
-        return -EPERM;
-    if (in->sticky) {
-        log_refusal(r, "link", in->name, newname, -EPERM);
-        return -EPERM;
+    int rc = lz_router_held_check(LZ_ROP_LINK, in->type, in->sticky, in->sealed);
+    if (rc < 0) {
+        if (!S_ISDIR(in->type))
+            log_refusal(r, "link", in->name, newname, rc);
+        return rc;
     }
-    int rc = inode_relpath(r, in, -1, src, sizeof src, &noname);
+    rc = inode_relpath(r, in, -1, src, sizeof src, &noname);
     if (rc < 0)
         return rc;
     if (noname)
@@ -373,7 +376,7 @@ void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
     size_t gitdir_len = 0;
     int to_index = 0, from_index = 0, to_refs = 0, from_refs = 0;
     if (sa.store) {
-        rc = plain_check(&q);
+        rc = lz_router_plain_check(&q);
         if (rc < 0)
             goto fail;
     } else {

@@ -326,7 +326,6 @@ void inode_rules_will_change(struct router *r, struct rt_inode *in);
 void inode_rules_changed(struct router *r, struct rt_inode *in);
 int inode_relpath(struct router *r, struct rt_inode *in, int fhfd, char *out, size_t size, bool *ret_noname);
 int fs_has_entry(void *ctx, const char *dir, const char *name);
-int plain_check(const struct lz_router_req *q);
 int policy(struct router *r, const struct lz_router_req *q);
 int policy_inode(struct router *r, struct rt_inode *in, int fhfd, enum lz_router_op op);
 int policy_new_entry_typed(struct router *r, struct rt_inode *dir, const char *name, enum lz_router_op op,
