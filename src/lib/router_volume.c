@@ -57,3 +57,13 @@ int lz_router_held_check(enum lz_router_op op, unsigned type, bool sticky, bool 
         return -EPERM;
     return 0;
 }
+
+int lz_router_backings_check(bool from_store, bool to_store) { return from_store != to_store ? -EXDEV : 0; }
+
+int lz_router_owner_action(unsigned type, uid_t uid, gid_t gid, uid_t dev_uid, gid_t dev_gid, bool no_xattr) {
+    if (S_ISLNK(type))
+        return LZ_OWNER_NOTHING;
+    if (uid == dev_uid && gid == dev_gid)
+        return LZ_OWNER_CLEAR;
+    return no_xattr ? -EPERM : LZ_OWNER_SET;
+}

@@ -6,7 +6,8 @@
  * top of the Git policy. They keep the host safe from what the sandbox
  * makes, not the host's Git: no set-id program and no device node appears
  * on the host, no socket is served, the root is neither removed nor
- * renamed.
+ * renamed, nothing moves between the two backings, and an owner other
+ * than the developer is kept beside a host file, never given to it.
  *
  * Paths are relative and well-formed as in router.h ("" is the root);
  * `lazaret-router` (src/router/) gathers the facts and asks. Nothing here
@@ -14,7 +15,8 @@
  *
  * Contract: each check returns 0 (allowed) or a negative errno: -EPERM
  * (refused), -EEXIST (a creation whose target exists: the honest answer),
- * -EBUSY (the root cannot be removed or renamed), -EINVAL (malformed).
+ * -EBUSY (the root cannot be removed or renamed), -EXDEV (between the two
+ * backings: `mv` copies instead), -EINVAL (malformed).
  */
 #pragma once
 
@@ -47,3 +49,21 @@ mode_t lz_router_chmod_mode(unsigned type, mode_t mode);
  *  - LINK of a directory: -EPERM (no hard links to directories).
  * Returns 0 when these facts allow it (the path policy may still refuse). */
 int lz_router_held_check(enum lz_router_op op, unsigned type, bool sticky, bool sealed);
+
+/* A move or a hard link between the two backings (the host workspace and
+ * the store, `from_store`/`to_store`): -EXDEV, as across file systems, so
+ * `mv` copies; 0 within one. */
+int lz_router_backings_check(bool from_store, bool to_store);
+
+/* What a chown of an object of type `type` to uid:gid (already resolved:
+ * -1 replaced by the current sandbox-side owner) does with the owner kept
+ * beside the host file (user.lazaret.owner; the host file itself stays
+ * the developer's, dev_uid:dev_gid): */
+enum lz_router_owner_action {
+    LZ_OWNER_NOTHING = 0, /* a symlink: no user xattrs, it stays the developer's (accepted, not kept) */
+    LZ_OWNER_CLEAR,       /* back to the developer: the kept owner is removed */
+    LZ_OWNER_SET,         /* another owner: kept */
+};
+/* Returns the action, or -EPERM when another owner cannot be kept
+ * (`no_xattr`: the host file system has no user xattrs). */
+int lz_router_owner_action(unsigned type, uid_t uid, gid_t gid, uid_t dev_uid, gid_t dev_gid, bool no_xattr);

@@ -103,9 +103,9 @@ static int link_at(struct router *r, struct rt_inode *in, struct rt_inode *dir, 
     rc = route_at(r, dir, newname, in->type, in->store, &at);
     if (rc < 0)
         return rc;
-    if (at.store != in->store) {
+    if ((rc = lz_router_backings_check(in->store, at.store)) < 0) {
         at_done(&at);
-        return -EXDEV; /* a link across the two backings, as across file systems */
+        return rc;
     }
     if (at.store) {
         _cleanup_close_ int owned = -EBADF;
@@ -334,10 +334,8 @@ void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
     if ((rc = route_at(r, ddir, newname, sst.st_mode & S_IFMT, sa.store, &da)) < 0)
         goto fail;
     /* Across the two backings, as across file systems: mv copies. */
-    if (sa.store != da.store) {
-        rc = -EXDEV;
+    if ((rc = lz_router_backings_check(sa.store, da.store)) < 0)
         goto fail;
-    }
     int sfd = sa.fd, dfd = da.fd;
     bool dexists = fstatat(dfd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
     if (!dexists && errno != ENOENT) {
@@ -348,14 +346,11 @@ void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
         /* The other entry must land in its own backing too. */
         struct rt_at back = { .owned = -EBADF };
         rc = route_at(r, sdir, name, dst.st_mode & S_IFMT, sa.store, &back);
-        bool same = rc == 0 && back.store == sa.store;
+        if (rc == 0)
+            rc = lz_router_backings_check(sa.store, back.store);
         at_done(&back);
         if (rc < 0)
             goto fail;
-        if (!same) {
-            rc = -EXDEV;
-            goto fail;
-        }
     }
     if ((rc = entry_relpath(r, sdir, name, spath, sizeof spath)) < 0 ||
         (rc = entry_relpath(r, ddir, newname, dpath, sizeof dpath)) < 0)

@@ -1,6 +1,8 @@
 /* owners.c: owners: the sandbox-side owner of a host file, kept in user.lazaret.owner. */
 #include "router_int.h"
 
+#include "router_volume.h"
+
 /* ---- owners ----
  *
  * Inside the sandbox every user may own files, as on a local disk: gVisor
@@ -71,7 +73,8 @@ int set_owner(struct router *r, struct rt_inode *in, int fhfd, uid_t uid, gid_t 
     apply_owner(r, in, fhfd, &dummy);
     uid_t nu = uid == (uid_t)-1 ? dummy.st_uid : uid;
     gid_t ng = gid == (gid_t)-1 ? dummy.st_gid : gid;
-    if (S_ISLNK(in->type))
+    int act = lz_router_owner_action(in->type, nu, ng, r->uid, r->gid, r->no_xattr);
+    if (act == LZ_OWNER_NOTHING)
         return 0; /* no user xattrs on symlinks: they stay the developer's */
     char path[PATH_MAX + 64];
     _cleanup_close_ int owned = -EBADF;
@@ -79,14 +82,14 @@ int set_owner(struct router *r, struct rt_inode *in, int fhfd, uid_t uid, gid_t 
     int rc = owner_path(r, in, fhfd, path, sizeof path, &owned, &by_name);
     if (rc < 0)
         return rc;
-    if (nu == r->uid && ng == r->gid) {
+    if (act < 0)
+        return act;
+    if (act == LZ_OWNER_CLEAR) {
         if ((by_name ? lremovexattr(path, OWNER_XATTR) : removexattr(path, OWNER_XATTR)) < 0 && errno != ENODATA)
             return errno == ENOTSUP ? -EPERM : -errno;
         in->own_state = 1;
         return 0;
     }
-    if (r->no_xattr)
-        return -EPERM;
     char val[48];
     snprintf(val, sizeof val, "%lu:%lu", (unsigned long)nu, (unsigned long)ng);
     if ((by_name ? lsetxattr(path, OWNER_XATTR, val, strlen(val), 0)

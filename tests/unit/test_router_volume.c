@@ -137,6 +137,25 @@ static void test_held(void **state) {
     assert_int_equal(lz_router_held_check(LZ_ROP_LINK, S_IFIFO, false, false), 0);
 }
 
+static void test_backings_and_owners(void **state) {
+    (void)state;
+    assert_int_equal(lz_router_backings_check(false, false), 0);
+    assert_int_equal(lz_router_backings_check(true, true), 0);
+    assert_int_equal(lz_router_backings_check(false, true), -EXDEV);
+    assert_int_equal(lz_router_backings_check(true, false), -EXDEV);
+    /* The developer is 1000:1000 on the host (0:0 inside). */
+    assert_int_equal(lz_router_owner_action(S_IFREG, 1000, 1000, 1000, 1000, false), LZ_OWNER_CLEAR);
+    assert_int_equal(lz_router_owner_action(S_IFREG, 1000, 1000, 1000, 1000, true), LZ_OWNER_CLEAR);
+    assert_int_equal(lz_router_owner_action(S_IFDIR, 33, 33, 1000, 1000, false), LZ_OWNER_SET);
+    assert_int_equal(lz_router_owner_action(S_IFREG, 1000, 5, 1000, 1000, false), LZ_OWNER_SET);
+    assert_int_equal(lz_router_owner_action(S_IFREG, 5, 1000, 1000, 1000, false), LZ_OWNER_SET);
+    assert_int_equal(lz_router_owner_action(S_IFREG, 0, 0, 1000, 1000, true), -EPERM);
+    assert_int_equal(lz_router_owner_action(S_IFREG, UINT32_MAX - 1, 7, 1000, 1000, true), -EPERM);
+    /* Symlinks carry no user xattrs: accepted, nothing kept. */
+    assert_int_equal(lz_router_owner_action(S_IFLNK, 33, 33, 1000, 1000, false), LZ_OWNER_NOTHING);
+    assert_int_equal(lz_router_owner_action(S_IFLNK, 33, 33, 1000, 1000, true), LZ_OWNER_NOTHING);
+}
+
 /* ---- link targets: lz_router_link_check against a fake host ---- */
 
 struct fake_link {
@@ -322,6 +341,7 @@ int main(void) {
         cmocka_unit_test(test_create_types),
         cmocka_unit_test(test_chmod_mode),
         cmocka_unit_test(test_held),
+        cmocka_unit_test(test_backings_and_owners),
         cmocka_unit_test_setup(test_link_plain_targets, link_setup),
         cmocka_unit_test_setup(test_link_denied_targets, link_setup),
         cmocka_unit_test_setup(test_link_through_symlinks, link_setup),
