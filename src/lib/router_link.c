@@ -8,8 +8,7 @@
 #include <limits.h>
 #include <string.h>
 
-/* `a` is `b` or below it (both absolute). */
-static bool within(const char *a, const char *b) {
+bool lz_router_abs_within(const char *a, const char *b) {
     size_t lb = strlen(b);
     if (lb == 1 && b[0] == '/')
         return true;
@@ -21,20 +20,20 @@ static bool own(const struct lz_router_link_policy *pol, const char *p) {
     if (!pol->root)
         return false;
     for (size_t i = 0; i < pol->n_deny; i++)
-        if (within(pol->root, pol->deny[i]))
-            return within(p, pol->root);
+        if (lz_router_abs_within(pol->root, pol->deny[i]))
+            return lz_router_abs_within(p, pol->root);
     return false;
 }
 
 /* Never looked at: inside a denied path (a resolution does not pass through
  * Lazaret's storage) or our own mount point (we would wait for ourselves). */
 static bool no_transit(const struct lz_router_link_policy *pol, const char *p) {
-    if (pol->mountpoint && within(p, pol->mountpoint))
+    if (pol->mountpoint && lz_router_abs_within(p, pol->mountpoint))
         return true;
     if (own(pol, p))
         return false;
     for (size_t i = 0; i < pol->n_deny; i++)
-        if (within(p, pol->deny[i]))
+        if (lz_router_abs_within(p, pol->deny[i]))
             return true;
     return false;
 }
@@ -43,7 +42,7 @@ bool lz_router_link_denied(const struct lz_router_link_policy *pol, const char *
     if (own(pol, p))
         return false;
     for (size_t i = 0; i < pol->n_deny; i++)
-        if (within(p, pol->deny[i]) || within(pol->deny[i], p))
+        if (lz_router_abs_within(p, pol->deny[i]) || lz_router_abs_within(pol->deny[i], p))
             return true;
     return false;
 }

@@ -54,6 +54,12 @@ struct lz_router_link_policy {
     void *ctx;
 };
 
+/* true when absolute path `a` is `b` or below it, component-wise
+ * (`/a/bc` is not below `/a/b`; everything is below `/`). The router
+ * also refuses a mount point and source, or a store and workspace, that
+ * contain each other with it. */
+bool lz_router_abs_within(const char *a, const char *b);
+
 /* true when `target` has no ".." after a name (see above). */
 bool lz_router_link_shape_ok(const char *target);
 

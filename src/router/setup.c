@@ -3,13 +3,8 @@
  */
 #include "router_int.h"
 
-/* 1 if `a` is `b` or below it (both canonical absolute paths). */
-static bool path_within(const char *a, const char *b) {
-    size_t lb = strlen(b);
-    if (lb == 1 && b[0] == '/')
-        return true;
-    return strncmp(a, b, lb) == 0 && (a[lb] == '\0' || a[lb] == '/');
-}
+#include "router_link.h"
+
 /* --ignored-state: routing of git-ignored untracked paths (ignore.h). */
 /* The checks of --ignored-state that need no repository: *ret_sfd is the
  * store's fd, or -1 when routing is off. */
@@ -24,7 +19,7 @@ int setup_ignored_check(struct router *r, const struct rt_ignored_opts *o, int *
     int rc = read_fd_path(r, sfd, abs, sizeof abs);
     if (rc < 0)
         return lz_error_set(err, rc, "cannot resolve %s: %s", o->state, strerror(-rc));
-    if (path_within(abs, r->root_path) || path_within(r->root_path, abs))
+    if (lz_router_abs_within(abs, r->root_path) || lz_router_abs_within(r->root_path, abs))
         return lz_error_set(err, -EINVAL,
                             "the Ignored Workspace State %s and the workspace %s must not contain each other", abs,
                             r->root_path);
@@ -79,7 +74,7 @@ int setup_router(struct router *r, const char *source, const char *mountpoint, s
     _cleanup_free_ char *mp = realpath(mountpoint, NULL);
     if (!mp)
         return lz_error_set(err, -errno, "cannot resolve mountpoint %s: %s", mountpoint, strerror(errno));
-    if (path_within(mp, r->root_path) || path_within(r->root_path, mp))
+    if (lz_router_abs_within(mp, r->root_path) || lz_router_abs_within(r->root_path, mp))
         return lz_error_set(err, -EINVAL, "mountpoint %s and source %s must not contain each other", mp, r->root_path);
     r->mountpoint = TAKE_PTR(mp);
 

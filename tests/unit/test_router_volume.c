@@ -301,6 +301,13 @@ static void test_link_own_volume(void **state) {
 
 static void test_link_helpers_and_bounds(void **state) {
     (void)state;
+    assert_true(lz_router_abs_within("/a/b", "/a/b"));
+    assert_true(lz_router_abs_within("/a/b/c", "/a/b"));
+    assert_true(lz_router_abs_within("/a", "/"));
+    assert_true(lz_router_abs_within("/", "/"));
+    assert_false(lz_router_abs_within("/a/bc", "/a/b"));
+    assert_false(lz_router_abs_within("/a", "/a/b"));
+    assert_false(lz_router_abs_within("/", "/a"));
     assert_true(lz_router_link_shape_ok(""));
     assert_true(lz_router_link_shape_ok("../../a/b"));
     assert_true(lz_router_link_shape_ok("./.././a"));
