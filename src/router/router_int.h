@@ -241,6 +241,7 @@ struct router {
     unsigned log_count, log_dropped;
 };
 
+/* --ignored-state and its companions, as given (setup.c). */
 struct rt_ignored_opts {
     const char *state, *home, *xdg;
     bool no_rules;     /* --no-ignore-rules: the store for host tools only */
@@ -248,6 +249,8 @@ struct rt_ignored_opts {
     size_t n_host_tools;
 };
 
+/* The repository read on a thread while the mount is made (setup.c,
+ * ignored_open_main). */
 struct ignored_job {
     struct router *r;
     const struct rt_ignored_opts *o;
