@@ -6,8 +6,9 @@
  * program or read a configuration file that the agent wrote. The threat
  * model and the reasons for every rule are in docs/security-git.md.
  *
- * `lazaret-router` (src/router/main.c) serves the workspace through FUSE and
- * asks lz_router_check() before every operation that changes the tree. This
+ * `lazaret-router` (src/router/) serves the workspace through FUSE and
+ * asks lz_router_check() before every operation that changes the tree
+ * (the rules that are not Git's: router_volume.h, router_link.h). This
  * module never touches the file system itself: where a rule depends on what
  * exists (is this directory shaped like a Git directory? does a directory
  * being renamed hold a `.git`?) it asks through struct lz_router_fs, so the

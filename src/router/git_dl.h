@@ -7,7 +7,7 @@
  * 12 ms of CPU in the dynamic loader before it can mount and report
  * readiness, on the critical path of every Domain start, and volume
  * routers (--plain) never use it. Loaded here, it is loaded on the thread
- * that reads the repository while the mount is made (main.c,
+ * that reads the repository while the mount is made (setup.c,
  * ignored_open_main).
  *
  * Include after <git2.h>, in ignore.c only: the macros at the end turn its

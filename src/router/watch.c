@@ -1,0 +1,141 @@
+/* watch.c: watching the host (--watch): the inotify thread that invalidates what
+ * the kernel cached of what the host changed.
+ */
+#include "router_int.h"
+
+/* ---- watching the host ----
+ *
+ * With --watch the kernel may cache entries and attributes of what lies in
+ * a watched directory for watch_timeout seconds, instead of asking the
+ * router again at every step of every path walk (gVisor revalidates each
+ * component of a shared bind mount: about 12 requests per stat). The
+ * host's changes are seen anyway: every directory the kernel has looked up
+ * is watched with inotify, and a thread turns each event into the
+ * kernel's invalidation of that name (FUSE_NOTIFY_INVAL_ENTRY, which also
+ * drops the directory's attributes) and of the child inode's attributes
+ * and pages (FUSE_NOTIFY_INVAL_INODE). The next access asks the router.
+ *
+ * Why this cannot weaken the Git policy: the policy is decided here, per
+ * operation, from the real tree (fstatat of the name, the inode's current
+ * path); a cached entry only spares a LOOKUP or GETATTR. A stale positive
+ * entry used for a write is an OPEN of a record whose name no longer names
+ * it: refused (ESTALE). No negative entries are ever cached.
+ *
+ * What inotify does not report stays stale for at most watch_timeout:
+ * writes through a shared mmap, a change made through another hard link
+ * in a directory the kernel never looked up. A lost queue (IN_Q_OVERFLOW)
+ * invalidates everything the router knows. Directories without a watch
+ * (the user's inotify limit reached) get --cache-timeout (default 0).
+ *
+ * The thread never touches the session's request path: the notifications
+ * are written to /dev/fuse from the thread, holding no lock the main loop
+ * needs (the kernel may wait for a request in flight before it can
+ * invalidate; that request is answered by the main thread meanwhile). */
+
+struct rt_inval {
+    fuse_ino_t parent; /* 0: no entry to drop */
+    fuse_ino_t node;   /* 0: no inode to drop */
+    char *name;
+    bool attr_only; /* the node's attributes, not its pages */
+};
+
+static void send_inval(struct router *r, const struct rt_inval *v) {
+    if (r->no_inval)
+        return;
+    /* -ENOENT: the kernel no longer holds it, nothing to drop. */
+    if (v->parent && v->name)
+        (void)fuse_lowlevel_notify_inval_entry(r->se, v->parent, v->name, strlen(v->name));
+    if (v->node)
+        (void)fuse_lowlevel_notify_inval_inode(r->se, v->node, v->attr_only ? -1 : 0, 0);
+    r->n_inval++;
+}
+
+/* Events were lost: every name and inode the router knows is dropped. */
+static void inval_everything(struct router *r) {
+    pthread_mutex_lock(&r->lock);
+    size_t n = 0, cap = r->ccount + 1;
+    struct rt_inval *v = lz_xcalloc(cap, sizeof *v);
+    v[n++] = (struct rt_inval){ .node = FUSE_ROOT_ID };
+    for (size_t i = 0; i < r->ncbuckets && n < cap; i++)
+        for (struct rt_inode *in = r->cbuckets[i]; in && n < cap; in = in->cnext)
+            v[n++] = (struct rt_inval){ node_id(in->parent), node_id(in), lz_xstrdup(in->name) };
+    pthread_mutex_unlock(&r->lock);
+    for (size_t i = 0; i < n; i++) {
+        send_inval(r, &v[i]);
+        free(v[i].name);
+    }
+    free(v);
+}
+
+/* `*last_dir`: the directory whose attributes this batch of events last
+ * dropped (a storm of creates in one directory needs it once). */
+static void handle_event(struct router *r, const struct inotify_event *ev, fuse_ino_t *last_dir) {
+    if (ev->mask & IN_Q_OVERFLOW) {
+        inval_everything(r);
+        *last_dir = 0;
+        return;
+    }
+    struct rt_inval v = { 0 };
+    const char *name = ev->len ? ev->name : NULL;
+    pthread_mutex_lock(&r->lock);
+    struct rt_inode *dir = windex_find(r, ev->wd);
+    if (dir) {
+        struct rt_inode *child = name ? cindex_find(r, dir, name) : NULL;
+        if (!name) {
+            v.node = node_id(dir); /* the directory's own attributes */
+        } else if ((ev->mask & IN_CREATE) && !neg_take_locked(r, dir, name)) {
+            /* A new name the kernel holds no entry for (no negative entry
+             * recorded; the old one, if any, went with its IN_DELETE or
+             * IN_MOVED_FROM before). Only the directory's mtime and link
+             * count changed. */
+            v.node = node_id(dir);
+            v.attr_only = true;
+        } else {
+            if (ev->mask & (IN_CREATE | IN_MOVED_TO))
+                (void)neg_take_locked(r, dir, name); /* its negative entry is dropped below */
+            v.node = child ? node_id(child) : 0;
+            /* A content or attribute change keeps the name; anything else,
+             * or a child we know under another name, drops the entry. */
+            if (!child || (ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)))
+                v.parent = node_id(dir);
+        }
+        if (ev->mask & IN_IGNORED) /* deleted: its wd is dead */
+            windex_remove(r, dir);
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (!dir || (ev->mask & IN_IGNORED))
+        return;
+    if (v.attr_only && !v.parent && v.node == *last_dir)
+        return;
+    *last_dir = v.attr_only && !v.parent ? v.node : 0;
+    v.name = (char *)name;
+    send_inval(r, &v);
+}
+
+void *watch_main(void *arg) {
+    struct router *r = arg;
+    _Alignas(struct inotify_event) char buf[65536];
+    for (;;) {
+        struct pollfd p[2] = { { .fd = r->ino_fd, .events = POLLIN }, { .fd = r->stop_fd, .events = POLLIN } };
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (p[1].revents)
+            break;
+        ssize_t n = read(r->ino_fd, buf, sizeof buf);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                continue;
+            break;
+        }
+        fuse_ino_t last_dir = 0;
+        for (ssize_t off = 0; off + (ssize_t)sizeof(struct inotify_event) <= n;) {
+            const struct inotify_event *ev = (const struct inotify_event *)(buf + off);
+            handle_event(r, ev, &last_dir);
+            off += (ssize_t)(sizeof *ev + ev->len);
+        }
+    }
+    return NULL;
+}
