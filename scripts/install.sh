@@ -5,6 +5,8 @@
 #                                              lazaret-init, lazaret-escalate
 #   PREFIX/share/man/man1/lazaret.1, man5/lazaret.toml.5
 #   PREFIX/share/bash-completion/completions/lazaret
+#   /etc/apparmor.d/lazaret                    where AppArmor 4 is installed
+#                                              (packaging/apparmor/lazaret)
 #
 #   scripts/install.sh [--prefix DIR] [--builddir DIR]
 #
@@ -13,6 +15,12 @@
 # root through sudo when the prefix is not writable. The helpers' directory
 # is compiled into the binaries (meson's prefix): installing elsewhere means
 # --prefix, not copying files.
+#
+# The AppArmor profile lets lazaret-core and runsc create user namespaces
+# where AppArmor restricts them (Ubuntu 23.10 and later); it is installed
+# and loaded when AppArmor 4's policy files are there (/etc/apparmor.d/abi/
+# 4.0: its userns rule needs them) and the prefix is one it names (/usr,
+# /usr/local), unless a package (the .deb) owns it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 prefix=/usr/local
@@ -52,5 +60,23 @@ if [ "$same" -eq 0 ]; then
     else
         sudo meson install -C "$bdir" --no-rebuild --quiet
     fi
+fi
+# as_root CMD...: CMD as root, through sudo when not root already.
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+profile=/etc/apparmor.d/lazaret
+if [ -f /etc/apparmor.d/abi/4.0 ] && ! cmp -s "$here/packaging/apparmor/lazaret" "$profile" &&
+    ! dpkg-query -S "$profile" >/dev/null 2>&1; then
+    case "$prefix" in
+        /usr | /usr/local)
+            as_root install -m 0644 "$here/packaging/apparmor/lazaret" "$profile"
+            if command -v aa-enabled >/dev/null && aa-enabled --quiet 2>/dev/null; then
+                as_root apparmor_parser -r "$profile"
+            fi ;;
+        *) echo "note: $profile (packaging/apparmor/lazaret) names lazaret-core in /usr and /usr/local only;" \
+            "where AppArmor restricts user namespaces, install it with $prefix/libexec/lazaret/lazaret-core" \
+            "in its lazaret line" >&2 ;;
+    esac
 fi
 echo "lazaret installed in $prefix (lazaret $("$prefix/bin/lazaret" --version 2>/dev/null | cut -d' ' -f2))"

@@ -1,51 +1,149 @@
 #!/usr/bin/env bash
-# Lazaret host setup for Debian 12 (bookworm). Idempotent; run as root
-# (or through sudo). Installs every package the project needs to build,
-# run and test, makes /dev/fuse and /dev/net/tun usable by unprivileged
-# users (mode 0666, as stock distributions ship them), and creates the
-# unprivileged test user with subordinate ID ranges.
+# Lazaret host setup for Debian 12 (bookworm) and Debian 13 (trixie).
+# Idempotent; run as root (or through sudo). Installs every package the
+# project needs to build, run and test, makes /dev/fuse and /dev/net/tun
+# usable by unprivileged users (mode 0666, as stock distributions ship
+# them), and creates the unprivileged test user with subordinate ID ranges.
+#
+#   scripts/setup.sh                                  set this host up
+#   scripts/setup.sh --print-packages [OS-RELEASE]    what it would install
+#
+# The release comes from /etc/os-release (ID and VERSION_CODENAME):
+#   bookworm  runsc from bookworm-backports (bookworm's own cannot carry
+#             network traffic on current kernels, docs/network.md), which
+#             it adds to the APT sources; its kernel (6.1) is below the 6.9
+#             that Lazaret needs: boot one from bookworm-backports
+#             (`lazaret doctor` says so; setup installs no kernel)
+#   trixie    its own packages (runsc 20240729, kernel 6.12): no backports
+# Any other system is refused with what is supported. On a derivative of
+# one of them, LAZARET_SETUP_RELEASE=bookworm|trixie uses that release's
+# package set (untested: the names may differ). --print-packages prints
+# the release, the APT suites it would add and the exact arguments of its
+# `apt-get install` on a fresh machine, one a line, and changes nothing.
 set -euo pipefail
+
+# setup_release OS-RELEASE-FILE: prints the supported Debian release the
+# file names (bookworm or trixie), or says what is supported and fails.
+setup_release() {
+    local file=$1 key val id="" codename="" version_id="" pretty=""
+    case "${LAZARET_SETUP_RELEASE:-}" in
+        bookworm | trixie) echo "$LAZARET_SETUP_RELEASE"; return 0 ;;
+        '') ;;
+        *)
+            echo "setup.sh: LAZARET_SETUP_RELEASE=$LAZARET_SETUP_RELEASE: it names bookworm or trixie" >&2
+            return 1 ;;
+    esac
+    if [ ! -r "$file" ]; then
+        echo "setup.sh: cannot read $file: cannot tell which system this is" >&2
+        return 1
+    fi
+    # Read, not sourced: nothing of the file runs.
+    while IFS='=' read -r key val; do
+        val=${val%\"} val=${val#\"} val=${val%\'} val=${val#\'}
+        case "$key" in
+            ID) id=$val ;;
+            VERSION_CODENAME) codename=$val ;;
+            VERSION_ID) version_id=$val ;;
+            PRETTY_NAME) pretty=$val ;;
+        esac
+    done <"$file"
+    case "$id:$codename:$version_id" in
+        debian:bookworm:* | debian::12) echo bookworm ;;
+        debian:trixie:* | debian::13) echo trixie ;;
+        *)
+            cat >&2 <<MSG
+setup.sh: ${pretty:-this system (ID=${id:-?} VERSION_CODENAME=${codename:-?})} is not supported.
+Supported: Debian 12 (bookworm; runsc and a kernel >= 6.9 from
+bookworm-backports) and Debian 13 (trixie). On another system install the
+packages by hand (README.md, "Supported systems"; on Ubuntu 24.04 and later
+also the AppArmor profile packaging/apparmor/lazaret), or, on a derivative
+of one of them, set LAZARET_SETUP_RELEASE=bookworm or trixie to use that
+release's package names (untested).
+MSG
+            return 1 ;;
+    esac
+}
+
+# setup_suites RELEASE: the APT suites setup adds, one a line.
+setup_suites() {
+    case "$1" in
+        bookworm) echo bookworm-backports ;;
+        trixie) ;;
+    esac
+}
+
+# setup_packages RELEASE: the arguments of `apt-get install` on a fresh
+# machine, one a line; NAME/SUITE takes NAME from SUITE.
+setup_packages() {
+    printf '%s\n' \
+        build-essential meson ninja-build clang clang-format llvm \
+        libsqlite3-dev libsodium-dev libjansson-dev libarchive-dev libmnl-dev \
+        libgit2-dev libfuse3-dev libcmocka-dev libedit-dev \
+        fuse3 fuse-overlayfs uidmap slirp4netns iproute2 iputils-ping \
+        mmdebstrap skopeo busybox-static git zstd lintian \
+        python3-pytest python3-pytest-xdist python3-pexpect spin sqlite3 util-linux procps cppcheck
+    # pkg-config is a transitional package in trixie (pkgconf's); the
+    # sanitizer runtimes of the release's default clang; runsc 2024 or
+    # newer (bookworm's own is 20221219).
+    case "$1" in
+        bookworm) printf '%s\n' pkg-config libclang-rt-14-dev runsc/bookworm-backports ;;
+        trixie) printf '%s\n' pkgconf libclang-rt-19-dev runsc ;;
+    esac
+}
+
+if [ "${1:-}" = --print-packages ]; then
+    release=$(setup_release "${2:-/etc/os-release}")
+    echo "release $release"
+    setup_suites "$release" | sed 's/^/suite /'
+    setup_packages "$release" | sed 's/^/package /'
+    exit 0
+fi
+[ $# -eq 0 ] || { echo "setup.sh: unknown argument $1 (see the comment at the top of $0)" >&2; exit 2; }
 
 TEST_USER=${LAZARET_TEST_USER:-lztest}
 
 if [ "$(id -u)" -ne 0 ]; then
-    exec sudo --preserve-env=LAZARET_TEST_USER "$0" "$@"
+    exec sudo --preserve-env=LAZARET_TEST_USER,LAZARET_SETUP_RELEASE "$0" "$@"
 fi
 
 export DEBIAN_FRONTEND=noninteractive
+release=$(setup_release /etc/os-release)
 
-# runsc from bookworm-backports: bookworm's own runsc cannot carry network
-# traffic on current kernels (see docs/network.md).
-if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-    cat > /etc/apt/sources.list.d/lazaret-backports.sources <<'SRC'
+for suite in $(setup_suites "$release"); do
+    if ! grep -rqs "$suite" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+        cat >"/etc/apt/sources.list.d/lazaret-$suite.sources" <<SRC
 Types: deb
 URIs: http://deb.debian.org/debian
-Suites: bookworm-backports
+Suites: $suite
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
-    need_update=1
-fi
-
-pkgs=(
-    build-essential meson ninja-build pkg-config clang clang-format llvm libclang-rt-14-dev
-    libsqlite3-dev libsodium-dev libjansson-dev libarchive-dev libmnl-dev
-    libgit2-dev libfuse3-dev libcmocka-dev libedit-dev
-    fuse3 fuse-overlayfs uidmap slirp4netns iproute2 iputils-ping
-    mmdebstrap skopeo busybox-static git zstd lintian
-    python3-pytest python3-pytest-xdist python3-pexpect spin sqlite3 util-linux procps cppcheck
-)
+        need_update=1
+    fi
+done
 
 missing=()
-for p in "${pkgs[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ! dpkg-query -W -f='${Version}' runsc 2>/dev/null | grep -q '2024'; then
-    missing+=("runsc/bookworm-backports")
-fi
+while read -r p; do
+    name=${p%%/*}
+    if [ "$name" = runsc ]; then
+        # Any runsc of 2024 or later will do, wherever it came from.
+        v=$(dpkg-query -W -f='${Version}' runsc 2>/dev/null) || v=""
+        [ -n "$v" ] && dpkg --compare-versions "$v" ge 0.0~20240101 && continue
+    elif dpkg-query -W -f='${Status}' "$name" 2>/dev/null | grep -q 'install ok installed'; then
+        continue
+    fi
+    missing+=("$p")
+done < <(setup_packages "$release")
 if [ "${#missing[@]}" -gt 0 ] || [ -n "${need_update:-}" ]; then
     apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    [ "${#missing[@]}" -eq 0 ] || apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [ "$release" = bookworm ]; then
+    kernel=$(uname -r)
+    if [ "$(printf '%s\n' 6.9 "${kernel%%-*}" | sort -V | head -1)" != 6.9 ]; then
+        echo "lazaret setup: note: Linux $kernel is below 6.9: install linux-image-amd64/bookworm-backports and reboot"
+    fi
 fi
 
 # Stock distributions ship these 0666; some minimal images ship 0600.
@@ -72,4 +170,4 @@ ensure_subids "$TEST_USER"
 # root included (VMs and cloud machines often work as root).
 ensure_subids "${SUDO_USER:-root}"
 loginctl enable-linger "$TEST_USER" 2>/dev/null || true
-echo "lazaret setup: done (test user: $TEST_USER)"
+echo "lazaret setup: done (test user: $TEST_USER, Debian $release)"

@@ -34,7 +34,101 @@ static void check_kernel(struct lz_check **v, size_t *n) {
         c->status = LZ_CHECK_OK;
     else {
         c->status = LZ_CHECK_FAIL;
-        snprintf(c->fix, sizeof c->fix, "boot a kernel >= 6.9 (Debian 12: linux-image from bookworm-backports)");
+        snprintf(c->fix, sizeof c->fix,
+                 "boot a kernel >= 6.9 (Debian 12: linux-image-amd64 from bookworm-backports; "
+                 "Debian 13's own is 6.12)");
+    }
+}
+
+/* The first line of root/path (a sysctl, a process attribute) into buf;
+ * false when it cannot be read. */
+static bool read_line(const char *root, const char *path, char *buf, size_t size) {
+    char full[PATH_MAX];
+    int k = snprintf(full, sizeof full, "%s/%s", root, path);
+    if (k < 0 || (size_t)k >= sizeof full)
+        return false;
+    _cleanup_free_ char *text = NULL;
+    if (lz_read_file_at(AT_FDCWD, full, 4096, &text, NULL) < 0)
+        return false;
+    snprintf(buf, size, "%.*s", (int)strcspn(text, "\n"), text);
+    return true;
+}
+
+static bool sysctl_is(const char *root, const char *path, const char *value) {
+    char v[64];
+    return read_line(root, path, v, sizeof v) && !strcmp(v, value);
+}
+
+enum lz_userns_block lz_doctor_userns_block(const char *root) {
+    /* Absent files mean the kernel has no such switch: nothing blocks. */
+    if (sysctl_is(root, "proc/sys/kernel/unprivileged_userns_clone", "0"))
+        return LZ_USERNS_CLONE_OFF;
+    if (sysctl_is(root, "proc/sys/user/max_user_namespaces", "0"))
+        return LZ_USERNS_MAX_ZERO;
+    if (sysctl_is(root, "proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1"))
+        return LZ_USERNS_APPARMOR;
+    return LZ_USERNS_NO_BLOCK;
+}
+
+/* This process's AppArmor label is Lazaret's profile ("lazaret
+ * (unconfined)"); the attribute moved to attr/apparmor/ in Linux 5.8. */
+static bool in_lazaret_profile(const char *root) {
+    char label[256];
+    if (!read_line(root, "proc/self/attr/apparmor/current", label, sizeof label) &&
+        !read_line(root, "proc/self/attr/current", label, sizeof label))
+        return false;
+    return !strncmp(label, "lazaret", 7) && (label[7] == '\0' || label[7] == ' ');
+}
+
+/* The profile is in /etc/apparmor.d when the .deb or scripts/install.sh
+ * installed Lazaret, but loaded only at the next boot or by this. */
+#define LZ_APPARMOR_FIX                                                                                                \
+    "load Lazaret's AppArmor profile, which lets lazaret-core and runsc create user namespaces: "                      \
+    "sudo apparmor_parser -r /etc/apparmor.d/lazaret (the .deb and scripts/install.sh put it there; from the "         \
+    "source tree: sudo install -m 0644 packaging/apparmor/lazaret /etc/apparmor.d/)"
+
+void lz_doctor_judge_userns(struct lz_check *c, bool created, const char *root) {
+    enum lz_userns_block b = lz_doctor_userns_block(root);
+    if (created && b == LZ_USERNS_APPARMOR && !in_lazaret_profile(root)) {
+        /* Created here (by root, or under another profile), but runsc's
+         * own namespaces are restricted without the profile. */
+        c->status = LZ_CHECK_WARN;
+        snprintf(c->detail, sizeof c->detail,
+                 "created, but AppArmor restricts unprivileged user namespaces "
+                 "(kernel.apparmor_restrict_unprivileged_userns=1) and Lazaret's profile is not loaded");
+        snprintf(c->fix, sizeof c->fix, "%s", LZ_APPARMOR_FIX);
+        return;
+    }
+    if (created) {
+        c->status = LZ_CHECK_OK;
+        snprintf(c->detail, sizeof c->detail, "user + network + mount namespaces can be created%s",
+                 b == LZ_USERNS_APPARMOR ? " (AppArmor restricts them; Lazaret's profile allows them)" : "");
+        return;
+    }
+    c->status = LZ_CHECK_FAIL;
+    switch (b) {
+    case LZ_USERNS_APPARMOR:
+        snprintf(c->detail, sizeof c->detail,
+                 "unshare(CLONE_NEWUSER) failed: AppArmor restricts unprivileged user namespaces "
+                 "(kernel.apparmor_restrict_unprivileged_userns=1, Ubuntu 23.10 and later)");
+        snprintf(c->fix, sizeof c->fix, "%s", LZ_APPARMOR_FIX);
+        break;
+    case LZ_USERNS_CLONE_OFF:
+        snprintf(c->detail, sizeof c->detail, "unshare(CLONE_NEWUSER) failed: kernel.unprivileged_userns_clone=0");
+        snprintf(c->fix, sizeof c->fix,
+                 "sudo sysctl kernel.unprivileged_userns_clone=1 (and the same line in /etc/sysctl.d/ to keep it)");
+        break;
+    case LZ_USERNS_MAX_ZERO:
+        snprintf(c->detail, sizeof c->detail, "unshare(CLONE_NEWUSER) failed: user.max_user_namespaces=0");
+        snprintf(c->fix, sizeof c->fix,
+                 "sudo sysctl user.max_user_namespaces=15000 (and the same line in /etc/sysctl.d/ to keep it)");
+        break;
+    case LZ_USERNS_NO_BLOCK:
+        snprintf(c->detail, sizeof c->detail, "unshare(CLONE_NEWUSER) failed");
+        snprintf(c->fix, sizeof c->fix,
+                 "enable them: sysctl kernel.unprivileged_userns_clone=1 (and "
+                 "kernel.apparmor_restrict_unprivileged_userns=0 where present)");
+        break;
     }
 }
 
@@ -57,16 +151,7 @@ static void check_userns(struct lz_check **v, size_t *n) {
         lz_child_signal(&ch, SIGKILL);
         lz_child_wait(&ch, -1, &st);
     }
-    if (st == 0) {
-        c->status = LZ_CHECK_OK;
-        snprintf(c->detail, sizeof c->detail, "user + network + mount namespaces can be created");
-    } else {
-        c->status = LZ_CHECK_FAIL;
-        snprintf(c->detail, sizeof c->detail, "unshare(CLONE_NEWUSER) failed");
-        snprintf(c->fix, sizeof c->fix,
-                 "enable them: sysctl kernel.unprivileged_userns_clone=1 (and "
-                 "kernel.apparmor_restrict_unprivileged_userns=0 where present)");
-    }
+    lz_doctor_judge_userns(c, st == 0, "/");
     check_subids(v, n);
 }
 
@@ -259,7 +344,8 @@ int lz_doctor_run(const char *data_root, struct lz_check **ret, size_t *ret_n) {
     const char *rs = lz_find_runsc(&runsc, NULL) == 0 ? runsc : "/usr/bin/runsc";
     const char *ra[] = { rs, "--version", NULL };
     check_tool(&v, &n, "runsc (gVisor) 2024 or newer", ra, NULL, lz_doctor_runsc_recent,
-               "apt-get install runsc/bookworm-backports (bookworm's own runsc cannot network on this kernel)");
+               "apt-get install runsc on Debian 13, runsc/bookworm-backports on Debian 12 (bookworm's own runsc "
+               "cannot network on this kernel)");
     const char *sa[] = { "/usr/bin/slirp4netns", "--version", NULL };
     check_tool(&v, &n, "slirp4netns", sa, "slirp4netns version", NULL, "apt-get install slirp4netns");
     check_dev(&v, &n, "/dev/fuse usable", "/dev/fuse");

@@ -1,5 +1,8 @@
 /* doctor.h — host prerequisite checks for `lazaret doctor`.
- * Each check fills a result with a status, what was seen, and what to do. */
+ * Each check fills a result with a status, what was seen, and what to do.
+ * What a check reads of the host's /proc it reads under a root directory
+ * ("/" on the host; a fake tree in the unit tests), so that its judgement
+ * is tested without the host it is about. */
 #pragma once
 
 #include "util.h"
@@ -20,3 +23,20 @@ int lz_doctor_run(const char *data_root, struct lz_check **ret, size_t *ret_n);
 /* `runsc --version` output names a release of 2024 or later
  * ("version 0.0~20240729.0", "version release-20250101.0"). */
 bool lz_doctor_runsc_recent(const char *out);
+
+/* What the sysctls under root say stops unprivileged user namespaces, the
+ * first found in this order. */
+enum lz_userns_block {
+    LZ_USERNS_NO_BLOCK,
+    LZ_USERNS_CLONE_OFF, /* kernel.unprivileged_userns_clone = 0 (Debian's switch) */
+    LZ_USERNS_MAX_ZERO,  /* user.max_user_namespaces = 0 */
+    LZ_USERNS_APPARMOR,  /* kernel.apparmor_restrict_unprivileged_userns = 1 (Ubuntu 23.10+) */
+};
+enum lz_userns_block lz_doctor_userns_block(const char *root);
+
+/* Fills c, the user-namespace check, from whether the probe created the
+ * namespaces and what root's /proc says: which switch to turn when it
+ * did not and, under AppArmor's restriction, whether Lazaret's profile
+ * (packaging/apparmor/lazaret) confines this process, as runsc needs it
+ * to be loaded too. */
+void lz_doctor_judge_userns(struct lz_check *c, bool created, const char *root);

@@ -17,8 +17,8 @@ static void load(void) {
     void *h = dlopen(LZ_GIT2_SONAME, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         load_r = -ENOENT;
-        snprintf(load_msg, sizeof load_msg, "cannot load %s (apt-get install libgit2-1.5): %s", LZ_GIT2_SONAME,
-                 dlerror());
+        snprintf(load_msg, sizeof load_msg, "cannot load %s (apt-get install libgit2-" LIBGIT2_SOVERSION "): %s",
+                 LZ_GIT2_SONAME, dlerror());
         return;
     }
 #define LZ_GIT2_SYM(f)                                                                                                 \

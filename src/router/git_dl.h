@@ -19,7 +19,9 @@
 
 #include <git2.h>
 
-#define LZ_GIT2_SONAME "libgit2.so.1.5"
+/* The soname of the libgit2 whose headers it is built against: 1.5 on
+ * Debian 12, 1.9 on Debian 13 (Debian's package is libgit2-<that>). */
+#define LZ_GIT2_SONAME "libgit2.so." LIBGIT2_SOVERSION
 
 #define LZ_GIT2_FUNCS(X)                                                                                               \
     X(git_libgit2_init)                                                                                                \

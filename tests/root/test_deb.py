@@ -2,8 +2,9 @@
 it builds lazaret_<version>-1_amd64.deb from this tree, checks its control
 fields and lintian, installs it with `apt-get install ./lazaret_*.deb` into
 /usr, runs the installed /usr/bin/lazaret as the unprivileged test user
-(`doctor`, `run -- true` on a busybox image), then removes the package and
-checks that none of its files is left.
+(`doctor`, `run -- true` on a busybox image), then removes the package
+(its conffile, the AppArmor profile where it has one, stays until the purge)
+and purges it, and checks that none of its files is left.
 
 The tests run in file order (install, use, control, removal) on one
 module-scoped install. /usr/local may hold a lazaret of scripts/install.sh:
@@ -86,7 +87,7 @@ def deb():
     if pkg_installed():
         wait_domains_stopped(d)
         as_user(d, ["/usr/bin/lazaret", "state", "reset", "--all", "--yes"], base / "ws")
-        run(APT + ["remove", "lazaret"])
+        run(APT + ["purge", "lazaret"])
     shutil.rmtree(base, ignore_errors=True)
     shutil.rmtree(rt, ignore_errors=True)
 
@@ -134,8 +135,13 @@ def test_control_fields_and_lintian(deb):
     assert deb["deb"].name == f"lazaret_{version}-1_amd64.deb"
     deps = {re.split(r"[ (]", d.strip())[0]: d.strip() for d in f["Depends"].split(",")}
     for p in ("runsc", "slirp4netns", "uidmap", "fuse3", "git", "mmdebstrap", "libc6", "libsodium23",
-              "libsqlite3-0", "libjansson4", "libarchive13", "libfuse3-3", "libmnl0"):
+              "libsqlite3-0", "libjansson4", "libarchive13", "libmnl0"):
         assert p in deps, (p, f["Depends"])
+    # The release's libfuse3 (libfuse3-3 on Debian 12, libfuse3-4 on 13) and
+    # libgit2 (dlopened: named by build-deb, as libgit2-dev depends on it).
+    assert [p for p in deps if re.fullmatch(r"libfuse3-\d+", p)], f["Depends"]
+    git2 = re.search(r"libgit2-[0-9][0-9.]*[0-9]", run(["dpkg-query", "-W", "-f=${Depends}", "libgit2-dev"]).stdout)
+    assert git2 and git2.group(0) in deps, f["Depends"]
     # bookworm's own runsc (0.0~20221219) must not satisfy it, backports' must.
     assert re.fullmatch(r"runsc \(>= 0\.0~2024\d{4}\)", deps["runsc"]), deps["runsc"]
     for old, ok in (("0.0~20221219.0-3", False), ("0.0~20240729.0-4~bpo12+2", True)):
@@ -165,6 +171,15 @@ def test_apt_install(deb):
         assert f in deb["files"] and os.path.isfile(f), f
     for h in HELPERS:
         assert os.access(LIBEXEC / h, os.X_OK), h
+    # The AppArmor profile, a conffile, except in a package built on Debian 12
+    # (whose AppArmor 3.0 cannot parse it; docs/packaging.md).
+    bookworm = "VERSION_CODENAME=bookworm" in Path("/etc/os-release").read_text()
+    profile = "/etc/apparmor.d/lazaret"
+    assert (profile in deb["files"]) == (not bookworm), deb["files"]
+    if not bookworm:
+        assert Path(profile).read_bytes() == (SRC / "packaging" / "apparmor" / "lazaret").read_bytes()
+        conffiles = run(["dpkg-query", "-W", "-f=${Conffiles}", "lazaret"]).stdout.split()
+        assert conffiles[:1] == [profile], conffiles
     # A release build: the test hooks' names are not in it.
     assert b"LAZARET_TEST_CRASH" not in (LIBEXEC / "lazaret-core").read_bytes()
     r = run(["dpkg", "--verify", "lazaret"])
@@ -225,5 +240,10 @@ def test_apt_remove_leaves_nothing(deb):
     r = run(APT + ["remove", "lazaret"])
     assert r.returncode == 0, r.stdout + r.stderr
     assert not pkg_installed()
+    # Only its conffiles stay (Debian policy), until the purge.
+    assert leftovers(deb["files"]) == [f for f in deb["files"] if f.startswith("/etc/")]
+    # dpkg, not apt: without conffiles nothing of it is known any more.
+    r = run(["dpkg", "--purge", "lazaret"])
+    assert r.returncode == 0, r.stdout + r.stderr
     assert leftovers(deb["files"]) == []
     assert not LIBEXEC.exists() and not Path("/usr/share/doc/lazaret").exists()
