@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "db.h"
-#include "domains_internal.h"
+#include "domains_int.h"
 #include "escape.h"
 
 static const char *const decider_names[] = { "none", "rule", "developer" };

@@ -1,8 +1,8 @@
 /* config_paths.c — host paths of the configuration: "~" and token
  * expansion, canonical paths, persistent dirs and volumes, the selected
  * profile's paths against the filesystem (SR-2, SR-4), the default Storage
- * Root, the workspace and where the file is; see config_internal.h. */
-#include "config_internal.h"
+ * Root, the workspace and where the file is; see config_int.h. */
+#include "config_int.h"
 
 #include <fcntl.h>
 #include <libgen.h>

@@ -1,7 +1,7 @@
 /* domains.c — see domains.h: the Domain Roots' directories, sizes and
  * identities (shared by domains_verify.c and domains_reset.c through
- * domains_internal.h), listing, DOMAIN arguments and inspection. */
-#include "domains_internal.h"
+ * domains_int.h), listing, DOMAIN arguments and inspection. */
+#include "domains_int.h"
 #include "domain_id.h"
 
 #include <dirent.h>

@@ -4,7 +4,7 @@
  * value parsing (arrays, inline tables) and is capped by LZ_TOML_MAX_DEPTH;
  * the whole input is checked for NUL bytes and UTF-8 before parsing, so the
  * scanner (toml_lex.c) only has to care about ASCII structure. */
-#include "toml_internal.h"
+#include "toml_int.h"
 
 /* ---- errors ---------------------------------------------------------- */
 

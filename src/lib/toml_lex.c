@@ -1,8 +1,8 @@
 /* toml_lex.c — the TOML scanner: UTF-8, whitespace, comments, newlines,
- * strings and keys over the parser's bounded cursor (see toml_internal.h).
+ * strings and keys over the parser's bounded cursor (see toml_int.h).
  * It sees only ASCII structure: lz_toml_parse() checked the whole input for
  * NUL bytes and UTF-8 first. */
-#include "toml_internal.h"
+#include "toml_int.h"
 
 /* ---- UTF-8 ----------------------------------------------------------- */
 

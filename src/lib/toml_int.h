@@ -1,4 +1,4 @@
-/* toml_internal.h — shared by toml.c (the parser: values, tables, the
+/* toml_int.h — shared by toml.c (the parser: values, tables, the
  * value tree) and toml_lex.c (the scanner: UTF-8, whitespace, comments,
  * newlines, strings, keys). Not part of the library's interface: see
  * toml.h. */
