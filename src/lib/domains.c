@@ -91,6 +91,18 @@ int dom_root_path(const char *data_root, const char *id, int rootfd, char **ret,
     return 0;
 }
 
+int lz_domain_store_open_readonly(const char *data_root, const char *id, struct lz_store **ret, struct lz_error *err) {
+    _cleanup_close_ int rootfd = dom_open_by_id(data_root, id, err);
+    if (rootfd < 0)
+        return rootfd;
+    _cleanup_free_ char *path = NULL;
+    int r = dom_root_path(data_root, id, rootfd, &path, err);
+    if (r < 0)
+        return r;
+    struct lz_store_identity sid = { .domain_id = id };
+    return lz_store_open_readonly(path, &sid, ret, err);
+}
+
 int dom_lock(int rootfd, int *ret_fd, struct lz_error *err) { return dom_lock_wait(rootfd, 0, ret_fd, err); }
 
 int dom_lock_wait(int rootfd, int seconds, int *ret_fd, struct lz_error *err) {
