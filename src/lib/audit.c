@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "db.h"
-#include "domains_internal.h"
+#include "domains.h"
 #include "escape.h"
 
 static const char *const decider_names[] = { "none", "rule", "developer" };
@@ -499,18 +499,11 @@ int lz_audit_read(struct lz_store *st, struct lz_audit_log *ret, struct lz_error
 }
 
 int lz_audit_load(const char *data_root, const char *id, struct lz_audit_log *ret, struct lz_error *err) {
-    _cleanup_close_ int rootfd = dom_open_by_id(data_root, id, err);
-    if (rootfd < 0)
-        return rootfd;
-    _cleanup_free_ char *path = NULL;
-    int r = dom_root_path(data_root, id, rootfd, &path, err);
-    if (r < 0)
-        return r;
     /* No Domain flock: the coordinator of a running Domain holds it, and a
      * WAL reader needs none. The identity check still applies (SR-11). */
-    struct lz_store_identity sid = { .domain_id = id };
     _cleanup_store_ struct lz_store *st = NULL;
-    if ((r = lz_store_open_readonly(path, &sid, &st, err)) < 0)
+    int r = lz_domain_store_open_readonly(data_root, id, &st, err);
+    if (r < 0)
         return r;
     return lz_audit_read(st, ret, err);
 }

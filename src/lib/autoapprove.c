@@ -11,6 +11,7 @@
 #include "autoapprove.h"
 
 #include "config.h"
+#include "sbwrite.h"
 
 #include <limits.h>
 #include <sys/stat.h>
@@ -701,41 +702,13 @@ int lz_autoapprove_arg_reaches(const char *arg, const char *const *trees, size_t
     return 0;
 }
 
-static void trees_push(char ***v, size_t *n, const char *path) {
-    if (!path || path[0] != '/')
-        return;
-    /* The spelling and, when it exists, the real path. */
-    _cleanup_free_ char *rp = realpath(path, NULL);
-    *v = lz_xrealloc(*v, (*n + 3) * sizeof **v);
-    (*v)[(*n)++] = lz_xstrdup(path);
-    if (rp && strcmp(rp, path) != 0)
-        (*v)[(*n)++] = TAKE_PTR(rp);
-    (*v)[*n] = NULL;
-}
-
 void lz_autoapprove_trees(const struct lz_config *c, char ***ret, size_t *ret_n) {
-    char **v = NULL;
-    size_t n = 0;
-    trees_push(&v, &n, c->workspace);
-    trees_push(&v, &n, c->data_root);
-    for (size_t i = 0; i < c->profile.n_volumes; i++)
-        trees_push(&v, &n, c->profile.volumes[i].host);
-    trees_push(&v, &n, c->escalation_socket_dir);
-    if (c->source_path) {
-        _cleanup_free_ char *d = lz_xstrdup(c->source_path);
-        char *sl = strrchr(d, '/');
-        if (sl && sl != d) {
-            *sl = '\0';
-            trees_push(&v, &n, d);
-        }
-    }
-    const char *x = secure_getenv("XDG_RUNTIME_DIR");
-    if (x && x[0] == '/') {
-        _cleanup_free_ char *rt = lz_xasprintf("%s/lazaret", x);
-        trees_push(&v, &n, rt);
-    }
-    _cleanup_free_ char *tmp = lz_xasprintf("/tmp/lazaret-%u", (unsigned)getuid());
-    trees_push(&v, &n, tmp);
+    struct lz_sbw t = { 0 };
+    lz_sbw_trees(c, LZ_SBW_REACH, NULL, NULL, 0, &t);
+    char **v = lz_xcalloc(t.n + 1, sizeof *v);
+    for (size_t i = 0; i < t.n; i++)
+        v[i] = TAKE_PTR(t.v[i].path);
+    *ret_n = t.n;
+    lz_sbw_free(&t);
     *ret = v;
-    *ret_n = n;
 }

@@ -87,8 +87,9 @@ int lz_autoapprove_arg_reaches(const char *arg, const char *const *trees, size_t
                                size_t why_size);
 
 /* The trees of a loaded configuration that the sandbox can write or that
- * Lazaret controls: the workspace, the Storage Root, the selected
- * profile's volumes, escalation.socket_dir, the configuration file's
- * directory and Lazaret's runtime directory; each as spelled and, when it
- * exists, canonical. NULL-terminated; free with lz_strv_free(v, n). */
+ * Lazaret controls: the paths of sbwrite.h's LZ_SBW_REACH set (the
+ * workspace, the Storage Root, the selected profile's volumes,
+ * escalation.socket_dir, the configuration file's directory and Lazaret's
+ * runtime directory; each as spelled and, when it exists, canonical), in
+ * its order. NULL-terminated; free with lz_strv_free(v, n). */
 void lz_autoapprove_trees(const struct lz_config *c, char ***ret, size_t *ret_n);

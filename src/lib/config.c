@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 
 #include "agents.h"
-#include "config_internal.h"
+#include "config_int.h"
 #include "domain_id.h"
 
 static void prefix_list_done(struct prefix_list *l) {

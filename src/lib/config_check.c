@@ -1,7 +1,7 @@
 /* config_check.c — the configuration's messages, lexical checks (names,
  * paths, IPv4 prefixes) and typed lookups of TOML values; see
- * config_internal.h. */
-#include "config_internal.h"
+ * config_int.h. */
+#include "config_int.h"
 
 #include <inttypes.h>
 

@@ -4,7 +4,7 @@
  * (`host_tool_paths_remove`). Never silently: a name removed must be in
  * the default set, a name added must not, and `config check` and the
  * Domain's start show what is in effect and what the profile changed. */
-#include "config_internal.h"
+#include "config_int.h"
 #include "hosttools.h"
 
 static bool in_list(char *const *v, size_t n, const char *name) {

@@ -1,8 +1,8 @@
 /* config_paths.c — host paths of the configuration: "~" and token
  * expansion, canonical paths, persistent dirs and volumes, the selected
  * profile's paths against the filesystem (SR-2, SR-4), the default Storage
- * Root, the workspace and where the file is; see config_internal.h. */
-#include "config_internal.h"
+ * Root, the workspace and where the file is; see config_int.h. */
+#include "config_int.h"
 
 #include <fcntl.h>
 #include <libgen.h>
@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "autoapprove.h"
+#include "sbwrite.h"
 
 /* Expands a leading "~" or "~/" and, when x is non-NULL, the tokens
  * {profile_dir} {domain_dir} {profile_name} {domain_hash} {workspace_dir}.
@@ -384,40 +385,7 @@ int cfg_resolve_paths(struct loader *ld, struct lz_config *c) {
 
 /* ---- [[escalation.auto_approve]] ------------------------------------ */
 
-/* A tree no auto_approve executable (or script) may lie in. */
-struct tree {
-    char *path;
-    char *what;
-};
-
-struct trees {
-    struct tree *v;
-    size_t n;
-};
-
-static void trees_add(struct trees *t, const char *path, const char *what) {
-    if (!path || path[0] != '/')
-        return;
-    /* The spelling in the file and, when it exists, the real path. */
-    _cleanup_free_ char *rp = realpath(path, NULL);
-    for (int k = 0; k < 2; k++) {
-        const char *p = k == 0 ? path : rp;
-        if (!p || (k == 1 && strcmp(rp, path) == 0))
-            continue;
-        t->v = lz_xrealloc(t->v, (t->n + 1) * sizeof *t->v);
-        t->v[t->n++] = (struct tree){ .path = lz_xstrdup(p), .what = lz_xstrdup(what) };
-    }
-}
-
-static void trees_done(struct trees *t) {
-    for (size_t i = 0; i < t->n; i++) {
-        free(t->v[i].path);
-        free(t->v[i].what);
-    }
-    free(t->v);
-}
-
-static const struct tree *trees_find(const struct trees *t, const char *p) {
+static const struct lz_sbw_tree *trees_find(const struct lz_sbw *t, const char *p) {
     for (size_t i = 0; i < t->n; i++)
         if (cfg_path_within(p, t->v[i].path))
             return &t->v[i];
@@ -435,38 +403,23 @@ static char *dir_resolved(const char *path) {
     return lz_xasprintf("%s/%s", strcmp(rd, "/") == 0 ? "" : rd, base);
 }
 
-static void build_trees(struct loader *ld, const struct lz_config *c, struct trees *t) {
-    trees_add(t, c->workspace, "the workspace");
-    trees_add(t, c->data_root, "the Storage Root");
-    for (size_t i = 0; i < ld->n_vol_hosts; i++)
-        trees_add(t, ld->vol_hosts[i], ld->vol_keys[i]);
-    for (size_t i = 0; i < c->profile.n_volumes; i++)
-        trees_add(t, c->profile.volumes[i].host, "a volume of the selected profile");
-    trees_add(t, c->escalation_socket_dir, "escalation.socket_dir");
-    if (c->source_path) {
-        _cleanup_free_ char *d = lz_xstrdup(c->source_path);
-        trees_add(t, dirname(d), "the configuration file's directory");
-    }
-    /* Lazaret's runtime directory (paths.c lz_runtime_dir: the mailboxes
-     * and sockets), both places it can be; computed, not created. */
-    const char *x = secure_getenv("XDG_RUNTIME_DIR");
-    if (x && x[0] == '/') {
-        _cleanup_free_ char *rt = lz_xasprintf("%s/lazaret", x);
-        trees_add(t, rt, "Lazaret's runtime directory");
-    }
-    _cleanup_free_ char *tmp = lz_xasprintf("/tmp/lazaret-%u", (unsigned)getuid());
-    trees_add(t, tmp, "Lazaret's runtime directory");
+/* The trees no auto_approve executable (or script) may lie in, nor an
+ * argument name: sbwrite.h's LZ_SBW_REACH set, with every profile's
+ * volumes named by their key. */
+static void build_trees(struct loader *ld, const struct lz_config *c, struct lz_sbw *t) {
+    lz_sbw_trees(c, LZ_SBW_REACH, (const char *const *)ld->vol_hosts, (const char *const *)ld->vol_keys,
+                 ld->n_vol_hosts, t);
 }
 
 /* A path (argv[0], a link of its chain, a script) must not lie in a tree,
  * neither where it is written nor where it resolves. */
-static int check_outside(struct loader *ld, const struct trees *t, int line, const char *key, const char *what,
+static int check_outside(struct loader *ld, const struct lz_sbw *t, int line, const char *key, const char *what,
                          const char *p) {
     char d[DISP_MAX], d2[DISP_MAX];
     _cleanup_free_ char *dr = dir_resolved(p), *rp = realpath(p, NULL);
     const char *cand[] = { p, dr, rp };
     for (size_t k = 0; k < LZ_ARRAY_SIZE(cand); k++) {
-        const struct tree *hit = cand[k] ? trees_find(t, cand[k]) : NULL;
+        const struct lz_sbw_tree *hit = cand[k] ? trees_find(t, cand[k]) : NULL;
         if (hit)
             return cfg_err(ld, line, key,
                            "%s %s lies inside %s (%s), which the sandbox can write or Lazaret controls; "
@@ -505,7 +458,7 @@ static int path_lookup(struct loader *ld, struct lz_config *c, int line, const c
 
 #define MAX_LINKS 40
 
-static int check_args(struct loader *ld, const struct trees *t, const struct lz_auto_approve *a, size_t i) {
+static int check_args(struct loader *ld, const struct lz_sbw *t, const struct lz_auto_approve *a, size_t i) {
     char d[DISP_MAX], key[128], why[768];
     _cleanup_free_ const char **paths = lz_xcalloc(t->n ? t->n : 1, sizeof *paths);
     for (size_t k = 0; k < t->n; k++)
@@ -544,7 +497,7 @@ static bool read_shebang(const char *path, char *ret, size_t size) {
     return true;
 }
 
-static int resolve_rule(struct loader *ld, struct lz_config *c, const struct trees *t, size_t i) {
+static int resolve_rule(struct loader *ld, struct lz_config *c, const struct lz_sbw *t, size_t i) {
     char d[DISP_MAX], d2[DISP_MAX], key[128];
     struct lz_auto_approve *a = &c->auto_approve[i];
     const char *w = a->argv[0];
@@ -696,7 +649,7 @@ out:
 int cfg_resolve_auto_approve(struct loader *ld, struct lz_config *c) {
     if (c->n_auto_approve == 0)
         return 0;
-    __attribute__((cleanup(trees_done))) struct trees t = { 0 };
+    __attribute__((cleanup(lz_sbw_free))) struct lz_sbw t = { 0 };
     build_trees(ld, c, &t);
     for (size_t i = 0; i < c->n_auto_approve; i++) {
         int r = resolve_rule(ld, c, &t, i);

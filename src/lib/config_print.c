@@ -1,6 +1,6 @@
 /* config_print.c — `lazaret config check`'s view of a resolved
  * configuration (lz_config_print, see config.h): env values redacted. */
-#include "config_internal.h"
+#include "config_int.h"
 
 #include <inttypes.h>
 

@@ -1,7 +1,7 @@
 /* domains.c — see domains.h: the Domain Roots' directories, sizes and
  * identities (shared by domains_verify.c and domains_reset.c through
- * domains_internal.h), listing, DOMAIN arguments and inspection. */
-#include "domains_internal.h"
+ * domains_int.h), listing, DOMAIN arguments and inspection. */
+#include "domains_int.h"
 #include "domain_id.h"
 
 #include <dirent.h>
@@ -89,6 +89,18 @@ int dom_root_path(const char *data_root, const char *id, int rootfd, char **ret,
     }
     *ret = p;
     return 0;
+}
+
+int lz_domain_store_open_readonly(const char *data_root, const char *id, struct lz_store **ret, struct lz_error *err) {
+    _cleanup_close_ int rootfd = dom_open_by_id(data_root, id, err);
+    if (rootfd < 0)
+        return rootfd;
+    _cleanup_free_ char *path = NULL;
+    int r = dom_root_path(data_root, id, rootfd, &path, err);
+    if (r < 0)
+        return r;
+    struct lz_store_identity sid = { .domain_id = id };
+    return lz_store_open_readonly(path, &sid, ret, err);
 }
 
 int dom_lock(int rootfd, int *ret_fd, struct lz_error *err) { return dom_lock_wait(rootfd, 0, ret_fd, err); }

@@ -169,6 +169,12 @@ int lz_domain_reset_ignored(const char *data_root, const char *id, lz_domain_log
  * waits for it (bounded) instead of refusing. */
 bool lz_domain_stopping(const char *id);
 
+/* Opens the Domain Store of Domain `id` (a validated ID) under data_root
+ * read-only, without the Domain flock: the coordinator of a running Domain
+ * holds it, and a WAL reader needs none. The stored identity must still
+ * equal `id` (SR-11). -ENOENT when the Domain or its store does not exist. */
+int lz_domain_store_open_readonly(const char *data_root, const char *id, struct lz_store **ret, struct lz_error *err);
+
 /* The child side of the deletion in the Domain's user namespace
  * (`lazaret state __rm-tree`): deletes `name` beneath dirfd. */
 int lz_domain_rm_tree_child(int dirfd, const char *name);

@@ -2,7 +2,7 @@
  * place of the old one, crash-safely (the steps are in domains.h), and the
  * deletion of trees that the Domain's subordinate IDs own. */
 #include "control.h"
-#include "domains_internal.h"
+#include "domains_int.h"
 #include "idmap.h"
 #include "paths.h"
 #include "spawn.h"

@@ -1,7 +1,7 @@
 /* domains_verify.c — `lazaret state verify`: structural checks of Domain
  * Roots, their Domain Stores and the Storage Catalog's leases; reports,
  * never repairs (see domains.h). */
-#include "domains_internal.h"
+#include "domains_int.h"
 #include "domain_id.h"
 
 #include <fcntl.h>

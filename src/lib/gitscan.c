@@ -1,4 +1,5 @@
-/* gitscan.c — see gitscan.h; the modules of the scan: gitscan_int.h. */
+/* gitscan.c — see gitscan.h; the modules of the scan: gitscan_int.h. The
+ * bottom layer: it calls nothing of gitscan_git.c or gitscan_walk.c. */
 #include "gitscan_int.h"
 
 #include <ctype.h>
@@ -375,30 +376,7 @@ char *lz_gs_protect_path(struct scan *s, const char *abs, const char *why) {
     return c;
 }
 
-/* ---- entry point -------------------------------------------------------- */
-
-/* name with control characters, backslash and non-ASCII as \xNN */
-static void escape_into(char *out, size_t cap, size_t *pos, const char *name) {
-    for (const unsigned char *p = (const unsigned char *)name; *p && *pos + 5 < cap; p++) {
-        if (*p < 0x20 || *p >= 0x7f || *p == '\\')
-            *pos += (size_t)snprintf(out + *pos, cap - *pos, "\\x%02x", *p);
-        else
-            out[(*pos)++] = (char)*p;
-    }
-    out[*pos] = '\0';
-}
-
-static size_t env_size(const char *name, size_t def) {
-    const char *v = getenv(name);
-    if (!v || !v[0])
-        return def;
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno || *end || x == 0)
-        return def;
-    return (size_t)x;
-}
+/* ---- the result --------------------------------------------------------- */
 
 void lz_gitscan_clear(struct lz_gitscan *g) {
     struct strv a = { g->protect, g->n_protect }, b = { g->notices, g->n_notices }, c = { g->log, g->n_log };
@@ -406,148 +384,4 @@ void lz_gitscan_clear(struct lz_gitscan *g) {
     strv_clear(&b);
     strv_clear(&c);
     *g = (struct lz_gitscan){ 0 };
-}
-
-int lz_gitscan_run(const char *workspace, const struct lz_gitscan_opts *o, struct lz_gitscan *ret,
-                   struct lz_error *err) {
-    struct lz_gitscan out = { 0 };
-    struct scan s = { .out = &out };
-    s.ws = realpath(workspace, NULL);
-    if (!s.ws)
-        return lz_error_set(err, -errno, "cannot resolve the workspace %s: %s", workspace, strerror(errno));
-    s.home = lz_home_dir();
-    s.max_entries =
-        o && o->max_entries ? o->max_entries : env_size(LZ_GITSCAN_ENV_MAX_ENTRIES, LZ_GITSCAN_MAX_ENTRIES_DEFAULT);
-    s.max_depth =
-        o && o->max_depth ? o->max_depth : (unsigned)env_size(LZ_GITSCAN_ENV_MAX_DEPTH, LZ_GITSCAN_MAX_DEPTH_DEFAULT);
-    s.timeout_ms = o && o->timeout_ms ? o->timeout_ms : 10000;
-    s.git = o && o->git ? lz_xstrdup(o->git) : lz_gs_find_git();
-    int r = 0;
-    if (!s.git) {
-        out.git_missing = true;
-        lz_gs_log(&s, "git is not installed on this host: there is no host Git configuration to protect");
-        goto done;
-    }
-    s.envp = lz_gs_clean_env();
-    /* The workspace itself first: the developer's global and system
-     * configuration apply even where the workspace is no repository, and
-     * a workspace inside a repository is governed by that one. */
-    lz_gs_scan_repo(&s, s.ws, NULL);
-    {
-        _cleanup_close_ int fd = open(s.ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0) {
-            r = lz_error_set(err, -errno, "cannot open the workspace %s: %s", s.ws, strerror(errno));
-            goto done;
-        }
-        r = lz_gs_walk_tree(&s, fd, s.ws, 0);
-    }
-    if (s.bound) {
-        if (!strcmp(s.bound, "entries"))
-            r = lz_error_set(err, -E2BIG,
-                             "the workspace has more than %zu directory entries, the bound of Lazaret's scan for "
-                             "Git repositories; start from a smaller directory or raise it with %s=N",
-                             s.max_entries, LZ_GITSCAN_ENV_MAX_ENTRIES);
-        else
-            r = lz_error_set(err, -E2BIG,
-                             "the workspace has directories nested deeper than %u, the bound of Lazaret's scan for "
-                             "Git repositories; raise it with %s=N",
-                             s.max_depth, LZ_GITSCAN_ENV_MAX_DEPTH);
-        goto done;
-    }
-    if (r < 0) {
-        r = lz_error_set(err, r, "cannot scan the workspace for Git repositories: %s", strerror(-r));
-        goto done;
-    }
-    if (s.links.n) {
-        char msg[LZ_ERROR_MAX - 200];
-        size_t pos = 0;
-        msg[0] = '\0';
-        size_t shown = 0;
-        for (; shown < s.links.n && pos + 40 < sizeof msg - 200; shown++) {
-            if (shown)
-                pos += (size_t)snprintf(msg + pos, sizeof msg - pos, ", ");
-            escape_into(msg, sizeof msg - 200, &pos, s.links.v[shown]);
-        }
-        if (shown < s.links.n)
-            pos += (size_t)snprintf(msg + pos, sizeof msg - pos, " and %zu more", s.links.n - shown);
-        r = lz_error_set(err, -EPERM,
-                         "a Git directory of the workspace holds a link: %s; the host's git would write through "
-                         "this link; check who made it, remove it, then run again",
-                         msg);
-        goto done;
-    }
-    if (s.bad_index.n) {
-        char msg[LZ_ERROR_MAX - 300];
-        size_t pos = 0;
-        msg[0] = '\0';
-        escape_into(msg, sizeof msg, &pos, s.bad_index.v[0]);
-        r = lz_error_set(err, -EPERM,
-                         "a Git index of the workspace is unsafe for the host's git: %s%s; its entries would make "
-                         "`git checkout`/`git restore` write there; inspect it with `git ls-files --stage`, then "
-                         "rebuild it (`rm INDEX && git reset`) and run again",
-                         msg, s.bad_index.n > 1 ? " (and more)" : "");
-        goto done;
-    }
-    if (s.protect.n > 1)
-        qsort(s.protect.v, s.protect.n, sizeof *s.protect.v, lz_cmp_strp);
-    /* A path below another protected one is covered by it. */
-    {
-        _cleanup_free_ bool *covered = lz_xcalloc(s.protect.n ? s.protect.n : 1, sizeof *covered);
-        for (size_t i = 0; i < s.protect.n; i++) {
-            _cleanup_free_ char *p = lz_xstrdup(s.protect.v[i]);
-            for (char *q = strchr(p, '/'); q && !covered[i]; q = strchr(q + 1, '/')) {
-                *q = '\0';
-                const char *key = p;
-                covered[i] = bsearch(&key, s.protect.v, s.protect.n, sizeof *s.protect.v, lz_cmp_strp) != NULL;
-                *q = '/';
-            }
-        }
-        size_t w = 0;
-        for (size_t i = 0; i < s.protect.n; i++) {
-            if (covered[i])
-                free(s.protect.v[i]);
-            else
-                s.protect.v[w++] = s.protect.v[i];
-        }
-        s.protect.n = w;
-    }
-    size_t bytes = 0;
-    for (size_t i = 0; i < s.protect.n; i++)
-        bytes += strlen(s.protect.v[i]) + 1 + sizeof("--protect") + 2 * sizeof(char *);
-    if (s.protect.n > LZ_GITSCAN_MAX_PROTECT || bytes > LZ_GITSCAN_MAX_PROTECT_BYTES) {
-        r = lz_error_set(err, -E2BIG,
-                         "the host's Git configuration names %zu paths in the workspace (%zu bytes) that must be "
-                         "kept read-only, more than Lazaret can pass (%d paths, %d bytes); see `lazaret config "
-                         "check` and reduce the includes and hook files inside the workspace",
-                         s.protect.n, bytes, LZ_GITSCAN_MAX_PROTECT, LZ_GITSCAN_MAX_PROTECT_BYTES);
-        goto done;
-    }
-done:
-    if (r >= 0) {
-        out.protect = TAKE_PTR(s.protect.v);
-        out.n_protect = s.protect.n;
-        out.notices = TAKE_PTR(s.notices.v);
-        out.n_notices = s.notices.n;
-        out.log = TAKE_PTR(s.log.v);
-        out.n_log = s.log.n;
-        s.protect.n = s.notices.n = s.log.n = 0;
-        *ret = out;
-        r = 0;
-    }
-    strv_clear(&s.protect);
-    strv_clear(&s.notices);
-    strv_clear(&s.log);
-    strv_clear(&s.links);
-    strv_clear(&s.bad_index);
-    strv_clear(&s.cfgfiles);
-    strv_clear(&s.hookdirs);
-    strv_clear(&s.gitdirs);
-    strv_clear(&s.repos);
-    if (s.envp)
-        for (char **e = s.envp; *e; e++)
-            free(*e);
-    free(s.envp);
-    free(s.git);
-    free(s.ws);
-    return r;
 }

@@ -1,12 +1,14 @@
-/* gitscan_int.h — what the modules of the host-Git scan share (gitscan.h):
+/* gitscan_int.h — what the modules of the host-Git scan share (gitscan.h),
+ * in layers, each calling only the ones above it in this list:
  *
  *  gitscan.c       the pure parts, the scan's record (notices, log, the
- *                  protected paths) and the entry point lz_gitscan_run;
+ *                  protected paths) and lz_gitscan_clear;
  *  gitscan_git.c   asking the host's git about each repository: its
  *                  configuration files and their includes, its hooks and
  *                  what they run;
  *  gitscan_walk.c  the workspace walk: finds the repositories and Git
- *                  directories, refuses links and unsafe indexes in them.
+ *                  directories, refuses links and unsafe indexes in them;
+ *                  and the entry point lz_gitscan_run, which drives it.
  */
 #pragma once
 

@@ -94,13 +94,6 @@ static void set_message(struct lz_prompt *p, const char *m) {
     p->dirty = true;
 }
 
-void pr_report_discards(struct lz_prompt *p) {
-    if (p->discarded != p->discarded_reported) {
-        act(p, "DiscardTypeahead", "keys=%u", p->discarded - p->discarded_reported);
-        p->discarded_reported = p->discarded;
-    }
-}
-
 /* The settle delay has passed: keys are decisions from now on. */
 static void settle_check(struct lz_prompt *p, long now) {
     if (p->state != LZ_PROMPT_SETTLING || p->settle_on_draw || now < p->settle_until)

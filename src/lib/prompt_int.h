@@ -1,6 +1,7 @@
 /* prompt_int.h — what prompt.c (state, keys, editor) and prompt_screen.c
- * (layout and drawing) share: the prompt's state and small helpers. Not
- * part of the API (prompt.h). */
+ * (layout and drawing) share: the prompt's state and small helpers. The
+ * screen is the layer below: prompt.c calls it, it never calls prompt.c.
+ * Not part of the API (prompt.h). */
 #pragma once
 
 #include "prompt.h"
@@ -205,7 +206,15 @@ static inline void exe_set(struct exe_copy *e, const struct lz_prompt_exe *x) {
     e->mode = x->mode;
 }
 
-/* prompt.c */
-void pr_report_discards(struct lz_prompt *p);
-/* prompt_screen.c */
+/* The keys typed before the prompt could be read, reported once
+ * (DiscardTypeahead): by prompt.c when the prompt settles, times out or
+ * is fed while queued, by prompt_screen.c at the first draw. */
+static inline void pr_report_discards(struct lz_prompt *p) {
+    if (p->discarded != p->discarded_reported) {
+        act(p, "DiscardTypeahead", "keys=%u", p->discarded - p->discarded_reported);
+        p->discarded_reported = p->discarded;
+    }
+}
+
+/* prompt_screen.c (prompt.c calls it; it calls nothing of prompt.c) */
 size_t pr_body_height(struct lz_prompt *p);

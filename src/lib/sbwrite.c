@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
 #include <sys/stat.h>
 
@@ -19,14 +20,35 @@ void lz_sbw_add(struct lz_sbw *t, const char *path, const char *what) {
     }
 }
 
-void lz_sbw_build(const struct lz_config *c, struct lz_sbw *ret) {
+void lz_sbw_trees(const struct lz_config *c, enum lz_sbw_set set, const char *const *extra,
+                  const char *const *extra_what, size_t n_extra, struct lz_sbw *ret) {
     struct lz_sbw t = { 0 };
+    bool reach = set == LZ_SBW_REACH;
     lz_sbw_add(&t, c->workspace, "the workspace");
-    for (size_t i = 0; i < c->profile.n_volumes; i++)
-        if (!c->profile.volumes[i].read_only)
+    if (reach) {
+        lz_sbw_add(&t, c->data_root, "the Storage Root");
+        for (size_t i = 0; i < n_extra; i++)
+            lz_sbw_add(&t, extra[i], extra_what[i]);
+    }
+    for (size_t i = 0; i < c->profile.n_volumes; i++) {
+        if (reach)
+            lz_sbw_add(&t, c->profile.volumes[i].host, "a volume of the selected profile");
+        else if (!c->profile.volumes[i].read_only)
             lz_sbw_add(&t, c->profile.volumes[i].host, "a read-write volume");
-    lz_sbw_add(&t, c->data_root, "the Storage Root");
-    /* The mailbox (paths.c lz_runtime_dir: both places it can be). */
+    }
+    /* After the volumes in the prompt's set: a volume beneath the Storage
+     * Root ({profile_dir}) is named as the volume there. */
+    if (!reach)
+        lz_sbw_add(&t, c->data_root, "the Storage Root");
+    if (reach) {
+        lz_sbw_add(&t, c->escalation_socket_dir, "escalation.socket_dir");
+        if (c->source_path) {
+            _cleanup_free_ char *d = lz_xstrdup(c->source_path);
+            lz_sbw_add(&t, dirname(d), "the configuration file's directory");
+        }
+    }
+    /* Lazaret's runtime directory (paths.c lz_runtime_dir: the mailboxes
+     * and sockets), both places it can be; computed, not created. */
     const char *x = secure_getenv("XDG_RUNTIME_DIR");
     if (x && x[0] == '/') {
         _cleanup_free_ char *rt = lz_xasprintf("%s/lazaret", x);
@@ -35,6 +57,10 @@ void lz_sbw_build(const struct lz_config *c, struct lz_sbw *ret) {
     _cleanup_free_ char *tmp = lz_xasprintf("/tmp/lazaret-%u", (unsigned)getuid());
     lz_sbw_add(&t, tmp, "Lazaret's runtime directory");
     *ret = t;
+}
+
+void lz_sbw_build(const struct lz_config *c, struct lz_sbw *ret) {
+    lz_sbw_trees(c, LZ_SBW_WRITABLE, NULL, NULL, 0, ret);
 }
 
 void lz_sbw_free(struct lz_sbw *t) {

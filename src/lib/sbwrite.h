@@ -3,11 +3,30 @@
  *
  * Contract
  * --------
- * A Domain's sandbox-writable trees (lz_sbw_build, once per Domain): the
- * workspace, every read-write volume of the profile, the Storage Root
- * (persistent directories, the Domain's state, the image's upper layers)
- * and Lazaret's runtime directory (the mailbox), each by its configured
- * spelling and its real path.
+ * The one place that knows which host trees the sandbox can write or
+ * Lazaret controls (lz_sbw_trees); every check against them takes its set
+ * from here:
+ *
+ *  LZ_SBW_WRITABLE  what the sandbox can write: the workspace, every
+ *                   read-write volume of the profile, the Storage Root
+ *                   (persistent directories, the Domain's state, the
+ *                   image's upper layers) and Lazaret's runtime directory
+ *                   (the mailbox). The escalation prompt's warnings
+ *                   (lz_sbw_build, once per Domain).
+ *  LZ_SBW_REACH     those, every volume (read-only ones too: the sandbox
+ *                   sees them), escalation.socket_dir and the configuration
+ *                   file's directory: what an auto-approved program must
+ *                   neither lie in nor be pointed at (the configuration's
+ *                   load, config_paths.c; each request, autoapprove.h
+ *                   lz_autoapprove_trees).
+ *
+ * Each tree is there by its configured spelling and, when it exists and
+ * differs, its real path (right after it); the first tree that holds a
+ * path names it in messages, so the order is part of the contract:
+ * WRITABLE is the workspace, the volumes, the Storage Root, the runtime
+ * directory; REACH is the workspace, the Storage Root, the caller's extra
+ * trees, the volumes, escalation.socket_dir, the configuration file's
+ * directory, the runtime directory. Relative paths are left out.
  *
  * lz_sbw_find tells whether a host path names an existing file (not a
  * directory) whose bytes or identity the sandbox can change: the path is
@@ -41,7 +60,9 @@ struct lz_config;
 
 struct lz_sbw_tree {
     char *path;
-    const char *what; /* static text: "the workspace", ... */
+    /* Borrowed: static text ("the workspace", ...) or a name the caller
+     * gave (lz_sbw_trees' extra_what), which must outlive the set. */
+    const char *what;
 };
 
 struct lz_sbw {
@@ -49,7 +70,20 @@ struct lz_sbw {
     size_t n;
 };
 
+enum lz_sbw_set {
+    LZ_SBW_WRITABLE, /* the trees the sandbox can write */
+    LZ_SBW_REACH,    /* and the ones Lazaret controls or shows the sandbox */
+};
+
+/* Appends path (absolute, else nothing) and its real path when that exists
+ * and differs. */
 void lz_sbw_add(struct lz_sbw *t, const char *path, const char *what);
+/* The set of c (see the contract); extra (n_extra paths, with their names
+ * in extra_what) go in after the Storage Root, for REACH only: the
+ * configuration's loader names every profile's volumes by their key. */
+void lz_sbw_trees(const struct lz_config *c, enum lz_sbw_set set, const char *const *extra,
+                  const char *const *extra_what, size_t n_extra, struct lz_sbw *ret);
+/* lz_sbw_trees(c, LZ_SBW_WRITABLE, NULL, NULL, 0, ret). */
 void lz_sbw_build(const struct lz_config *c, struct lz_sbw *ret);
 void lz_sbw_free(struct lz_sbw *t);
 

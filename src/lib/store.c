@@ -1,7 +1,6 @@
 /* store.c — the Domain Store (see store.h). */
 #include "store.h"
 
-#include <signal.h>
 #include <time.h>
 
 #include "db.h"
@@ -540,10 +539,4 @@ int lz_store_check(struct lz_store *st, struct lz_error *err) {
     if (r > 0)
         return lz_error_set(err, -EBADMSG, "Domain Store: a %s row refers to a missing record", table ? table : "?");
     return 0;
-}
-
-void lz_crash_point(const char *step) {
-    const char *want = lz_test_hook("LAZARET_TEST_CRASH");
-    if (want && !strcmp(want, step))
-        raise(SIGKILL);
 }

@@ -43,6 +43,9 @@
  */
 #pragma once
 
+/* The steps this store records pass crash points between intent and
+ * evidence; their callers get lz_crash_point from here. */
+#include "crashpoint.h"
 #include "procid.h"
 #include "util.h"
 
@@ -185,9 +188,3 @@ void lz_store_snapshot_clear(struct lz_store_snapshot *s);
 /* PRAGMA integrity_check and foreign_key_check: 0 ok, -EBADMSG with the
  * first problem in err. */
 int lz_store_check(struct lz_store *st, struct lz_error *err);
-
-/* Test-only crash hook: when $LAZARET_TEST_CRASH equals `step`, the process
- * kills itself with SIGKILL right there (tests/integration/test_state.py
- * drives it). Logs nothing; costs one getenv. A no-op in builds without
- * -Dtest_hooks=true (util.h lz_test_hook). */
-void lz_crash_point(const char *step);

@@ -2,8 +2,8 @@
 #include "supervisor.h"
 #include "anchor.h"
 #include "child.h"
+#include "crashpoint.h"
 #include "mailbox.h"
-#include "store.h" /* lz_crash_point */
 #include "netpolicy.h"
 #include "netfollow.h"
 #include "procenv.h"

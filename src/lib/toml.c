@@ -4,22 +4,9 @@
  * value parsing (arrays, inline tables) and is capped by LZ_TOML_MAX_DEPTH;
  * the whole input is checked for NUL bytes and UTF-8 before parsing, so the
  * scanner (toml_lex.c) only has to care about ASCII structure. */
-#include "toml_internal.h"
+#include "toml_int.h"
 
-/* ---- errors ---------------------------------------------------------- */
-
-int tl_perr(struct parser *ps, int line, const char *fmt, ...) {
-    char msg[LZ_ERROR_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return lz_error_set(ps->err, -EINVAL, "%s:%d: %s", ps->file, line, msg);
-}
-
-bool tl_is_bare(int c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-}
+/* ---- messages -------------------------------------------------------- */
 
 /* A key as it should appear in a message: bare keys verbatim, anything else
  * quoted with control characters escaped; long keys are cut. */
@@ -72,18 +59,6 @@ static const char *path_disp_in(const char *prefix, const struct keyvec *kv, siz
 
 static const char *path_disp(const struct keyvec *kv, size_t n, char *buf, size_t size) {
     return path_disp_in(NULL, kv, n, buf, size);
-}
-
-const char *tl_char_disp(int c, char *buf, size_t size) {
-    if (c < 0)
-        snprintf(buf, size, "end of file");
-    else if (c == '\n' || c == '\r')
-        snprintf(buf, size, "end of line");
-    else if (c > 0x20 && c < 0x7f)
-        snprintf(buf, size, "'%c'", c);
-    else
-        snprintf(buf, size, "byte 0x%02x", (unsigned)c);
-    return buf;
 }
 
 /* "an integer", "a table", "an array of tables", ... for messages. */

@@ -1,8 +1,36 @@
-/* toml_lex.c — the TOML scanner: UTF-8, whitespace, comments, newlines,
- * strings and keys over the parser's bounded cursor (see toml_internal.h).
+/* toml_lex.c — the TOML scanner: error messages, UTF-8, whitespace,
+ * comments, newlines, strings and keys over the parser's bounded cursor
+ * (see toml_int.h); it calls nothing of the parser (toml.c).
  * It sees only ASCII structure: lz_toml_parse() checked the whole input for
  * NUL bytes and UTF-8 first. */
-#include "toml_internal.h"
+#include "toml_int.h"
+
+/* ---- errors and characters ------------------------------------------ */
+
+int tl_perr(struct parser *ps, int line, const char *fmt, ...) {
+    char msg[LZ_ERROR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return lz_error_set(ps->err, -EINVAL, "%s:%d: %s", ps->file, line, msg);
+}
+
+bool tl_is_bare(int c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+const char *tl_char_disp(int c, char *buf, size_t size) {
+    if (c < 0)
+        snprintf(buf, size, "end of file");
+    else if (c == '\n' || c == '\r')
+        snprintf(buf, size, "end of line");
+    else if (c > 0x20 && c < 0x7f)
+        snprintf(buf, size, "'%c'", c);
+    else
+        snprintf(buf, size, "byte 0x%02x", (unsigned)c);
+    return buf;
+}
 
 /* ---- UTF-8 ----------------------------------------------------------- */
 

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "domain_id.h"
 #include "procenv.h"
+#include "sbwrite.h"
 
 static char root[1024], home[1100], ws[1100], fixtures[4096], orig_path[4096];
 
@@ -1422,6 +1423,80 @@ static void test_aa_cwd_and_args(void **state) {
     lz_config_free(c);
 }
 
+/* The trees the sandbox can write or Lazaret controls are one set
+ * (sbwrite.h lz_sbw_trees) for its three users: the loader's refusals, the
+ * request-time check (lz_autoapprove_trees) and the prompt's warnings
+ * (lz_sbw_build). For one configuration, every tree of the request-time set
+ * refuses a rule at load and an argument at request time, and every tree
+ * the prompt warns about is in it; a path outside every tree passes all
+ * three (the control). */
+static void test_aa_one_tree_set(void **state) {
+    (void)state;
+    struct lz_config *c = aa_ok("argv = [\"tool\", \"-q\"]");
+    char **v = NULL;
+    size_t n = 0;
+    lz_autoapprove_trees(c, &v, &n);
+    struct lz_sbw reach = { 0 }, wr = { 0 };
+    lz_sbw_trees(c, LZ_SBW_REACH, NULL, NULL, 0, &reach);
+    lz_sbw_build(c, &wr);
+    /* the request-time set is the REACH set, in its order */
+    assert_int_equal(n, reach.n);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(v[i], reach.v[i].path);
+    /* every kind of tree is there: workspace, Storage Root, the selected
+     * profile's volume, socket_dir, the file's directory, runtime dir */
+    const char *const want[] = { "@/ws", "@/home/data", "@/vol", "@/sock", "@/cfg", "@/run/lazaret" };
+    for (size_t k = 0; k < LZ_ARRAY_SIZE(want); k++) {
+        char w[4096];
+        subst(want[k], w, sizeof w);
+        bool found = false;
+        for (size_t i = 0; i < n; i++)
+            found = found || !strcmp(v[i], w);
+        if (!found)
+            print_error("missing from the set: %s\n", w);
+        assert_true(found);
+    }
+    /* the prompt's trees are among them, with the writable ones only:
+     * neither socket_dir nor the file's directory */
+    char sock[4096], cfg[4096];
+    subst("@/sock", sock, sizeof sock);
+    subst("@/cfg", cfg, sizeof cfg);
+    for (size_t j = 0; j < wr.n; j++) {
+        bool found = false;
+        for (size_t i = 0; i < n; i++)
+            found = found || !strcmp(v[i], wr.v[j].path);
+        assert_true(found);
+        assert_string_not_equal(wr.v[j].path, sock);
+        assert_string_not_equal(wr.v[j].path, cfg);
+    }
+    assert_true(wr.n >= 4);
+    /* each tree refuses at load and at request time */
+    for (size_t i = 0; i < n; i++) {
+        char rule[4096], arg[4096], why[512];
+        snprintf(arg, sizeof arg, "%s/x", v[i]);
+        snprintf(rule, sizeof rule, "argv = [\"tool\", \"%s\"]", arg);
+        aa_refused(rule, "which the sandbox can write or Lazaret controls", NULL);
+        size_t hit = SIZE_MAX;
+        assert_int_equal(lz_autoapprove_arg_reaches(arg, (const char *const *)v, n, &hit, why, sizeof why), -EPERM);
+        assert_true(hit < n);
+    }
+    /* a file in a writable tree is flagged at the prompt; the control
+     * outside every tree passes all three */
+    char in_ws[4096], out[4096], why[512];
+    subst("@/ws/bin/evil", in_ws, sizeof in_ws);
+    subst("@/opt/bin/script.py", out, sizeof out);
+    assert_string_equal(lz_sbw_find(&wr, NULL, in_ws), "the workspace");
+    assert_null(lz_sbw_find(&wr, NULL, out));
+    assert_int_equal(lz_autoapprove_arg_reaches(out, (const char *const *)v, n, NULL, why, sizeof why), 0);
+    char rule[4096];
+    snprintf(rule, sizeof rule, "argv = [\"tool\", \"%s\"]", out);
+    lz_config_free(aa_ok(rule));
+    lz_sbw_free(&wr);
+    lz_sbw_free(&reach);
+    lz_strv_free(v, n);
+    lz_config_free(c);
+}
+
 static void test_aa_classes(void **state) {
     (void)state;
     /* shells: never with -c (alone or in a cluster), stdin or extra args */
@@ -1849,6 +1924,7 @@ int main(void) {
         T(test_aa_symlink_chain),
         T(test_aa_locations),
         T(test_aa_cwd_and_args),
+        T(test_aa_one_tree_set),
         T(test_aa_classes),
         T(test_aa_prompt_timeout),
         T(test_aa_match),

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "config.h"
 #include "sbwrite.h"
 
 #include <sys/stat.h>
@@ -114,6 +115,63 @@ static void free_v(char **v) {
     free(v);
 }
 
+/* lz_sbw_trees: the prompt's set (WRITABLE) and the auto-approval set
+ * (REACH) of one configuration, in their orders: REACH holds every tree of
+ * WRITABLE and also the read-only volume, socket_dir, the file's directory
+ * and the caller's extra trees, which WRITABLE does not; a read-write
+ * volume beneath the Storage Root is named as the volume in the prompt. */
+static void test_trees(void **state) {
+    (void)state;
+    char data[200], vol[200], ro[200], sock[200], cfgf[200], cfgd[200], rt[200], tmp[64];
+    snprintf(data, sizeof data, "%s/data", dir);
+    snprintf(vol, sizeof vol, "%s/data/profiles/p/v", dir);
+    snprintf(ro, sizeof ro, "%s/ro", dir);
+    snprintf(sock, sizeof sock, "%s/sock", dir);
+    snprintf(cfgd, sizeof cfgd, "%s/cfg", dir);
+    snprintf(cfgf, sizeof cfgf, "%s/cfg/lazaret.toml", dir);
+    snprintf(rt, sizeof rt, "%s/run", dir);
+    snprintf(tmp, sizeof tmp, "/tmp/lazaret-%u", (unsigned)getuid());
+    setenv("XDG_RUNTIME_DIR", rt, 1);
+    struct lz_volume vols[] = { { .host = vol }, { .host = ro, .read_only = true } };
+    struct lz_config c = { .workspace = ws, .data_root = data, .escalation_socket_dir = sock, .source_path = cfgf };
+    c.profile.volumes = vols;
+    c.profile.n_volumes = LZ_ARRAY_SIZE(vols);
+    /* nothing but ws exists under dir: each tree is there once */
+    struct lz_sbw w = { 0 }, r = { 0 }, b = { 0 };
+    lz_sbw_trees(&c, LZ_SBW_WRITABLE, NULL, NULL, 0, &w);
+    const char *ex_name = "profiles.p.volumes[0].host";
+    char extra[200];
+    snprintf(extra, sizeof extra, "%s/other", dir);
+    const char *ex = extra;
+    lz_sbw_trees(&c, LZ_SBW_REACH, &ex, &ex_name, 1, &r);
+    lz_sbw_build(&c, &b);
+    char rtl[210];
+    snprintf(rtl, sizeof rtl, "%s/lazaret", rt);
+    const char *const want_w[] = { ws, vol, data, rtl, tmp };
+    const char *const want_r[] = { ws, data, extra, vol, ro, sock, cfgd, rtl, tmp };
+    assert_int_equal(w.n, LZ_ARRAY_SIZE(want_w));
+    for (size_t i = 0; i < w.n; i++)
+        assert_string_equal(w.v[i].path, want_w[i]);
+    assert_int_equal(r.n, LZ_ARRAY_SIZE(want_r));
+    for (size_t i = 0; i < r.n; i++)
+        assert_string_equal(r.v[i].path, want_r[i]);
+    /* lz_sbw_build is the WRITABLE set, names too */
+    assert_int_equal(b.n, w.n);
+    for (size_t i = 0; i < b.n; i++) {
+        assert_string_equal(b.v[i].path, w.v[i].path);
+        assert_string_equal(b.v[i].what, w.v[i].what);
+    }
+    assert_string_equal(w.v[1].what, "a read-write volume");
+    assert_string_equal(w.v[2].what, "the Storage Root");
+    assert_string_equal(r.v[2].what, "profiles.p.volumes[0].host");
+    assert_string_equal(r.v[3].what, "a volume of the selected profile");
+    assert_string_equal(r.v[6].what, "the configuration file's directory");
+    lz_sbw_free(&w);
+    lz_sbw_free(&r);
+    lz_sbw_free(&b);
+    unsetenv("XDG_RUNTIME_DIR");
+}
+
 static void test_warnings(void **state) {
     (void)state;
     char p[200];
@@ -160,6 +218,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_find),
         cmocka_unit_test(test_warnings),
+        cmocka_unit_test(test_trees),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,4 +1,4 @@
-/* config_internal.h — shared by config.c (loading, the schema),
+/* config_int.h — shared by config.c (loading, the schema),
  * config_check.c (messages, lexical checks, typed lookups) and
  * config_paths.c (host paths, expansion, volumes, the workspace and the
  * file's location). Not part of the library's interface: see config.h. */

@@ -1,7 +1,8 @@
-/* toml_internal.h — shared by toml.c (the parser: values, tables, the
- * value tree) and toml_lex.c (the scanner: UTF-8, whitespace, comments,
- * newlines, strings, keys). Not part of the library's interface: see
- * toml.h. */
+/* toml_int.h — shared by toml.c (the parser: values, tables, the
+ * value tree) and toml_lex.c (the scanner: errors, UTF-8, whitespace,
+ * comments, newlines, strings, keys). The scanner is the layer below:
+ * toml.c calls it, it never calls toml.c. Not part of the library's
+ * interface: see toml.h. */
 #pragma once
 
 #include "toml.h"
@@ -43,7 +44,7 @@ static inline void skip_ws(struct parser *ps) {
         ps->p++;
 }
 
-/* ---- toml.c ---- */
+/* ---- toml_lex.c (toml.c calls it; it never calls toml.c) ---- */
 
 /* Sets ps->err to "FILE:LINE: fmt..." and returns -EINVAL. */
 int tl_perr(struct parser *ps, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -51,8 +52,6 @@ int tl_perr(struct parser *ps, int line, const char *fmt, ...) __attribute__((fo
 bool tl_is_bare(int c);
 /* A character for a message. */
 const char *tl_char_disp(int c, char *buf, size_t size);
-
-/* ---- toml_lex.c ---- */
 
 /* Length of the valid UTF-8 sequence at s (n bytes left), 0 when invalid. */
 size_t tl_utf8_seq(const unsigned char *s, size_t n);

@@ -1,4 +1,4 @@
-/* domains_internal.h — shared by domains.c (directories, listing,
+/* domains_int.h — shared by domains.c (directories, listing,
  * inspection), domains_verify.c and domains_reset.c. Not part of the
  * library's interface: see domains.h. */
 #pragma once
