@@ -58,8 +58,13 @@ run_pytest() {
     runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" USER="$user" LANG=C.UTF-8 \
         LAZARET_BIN="$stage/bin/lazaret" LAZARET_FIXTURES="$stage/tests/fixtures" \
         ${storage:+LAZARET_TEST_STORAGE="$storage"} ${LAZARET_TEST_CLAUDE:+LAZARET_TEST_CLAUDE="$LAZARET_TEST_CLAUDE"} \
-        /usr/bin/python3 -m pytest -p no:cacheprovider -q -ra "$@" "$stage/tests/integration"
+        /usr/bin/python3 -m pytest -p no:cacheprovider -q -ra --basetemp "$stage/tmp$((++passes))" "$@" \
+        "$stage/tests/integration"
 }
+# A fresh basetemp per pass: pytest's default (/tmp/pytest-of-USER/pytest-N)
+# repeats its paths across runs, and a workspace path seen before is the
+# same Domain in a kept Storage Root (-s), with that earlier run's state.
+passes=0
 if [ "$jobs" -eq 0 ]; then
     run_pytest "$@"
     exit
