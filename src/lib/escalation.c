@@ -13,7 +13,7 @@
  * Events come through one epoll fd that the coordinator's loop polls: the
  * inotify watch on req/, each running request's stdout/stderr pipes and
  * its pidfd, and (--stdin) its stdin pipe's write end while it is full. */
-#include "hc.h"
+#include "hc_esc.h"
 #include "hostexec.h"
 #include "mailbox.h"
 #include "procenv.h"
@@ -101,6 +101,7 @@ struct lz_esc {
     int dir_fd, req_fd, res_fd, ino_fd, ep_fd, ws_fd;
     int hostcwd_fd; /* {gen_dir}/hostcwd: the fresh working directories */
     char *hostcwd;
+    struct hc_esc_port port; /* everything it calls outside escalation (hc_esc.h) */
     struct lz_esc_policy policy;
     struct lz_sbw writable; /* what the prompt warns about (sbwrite.h) */
     struct esc_req req[ESC_MAX_REQ];
@@ -122,7 +123,12 @@ static int ep_add(struct lz_esc *e, int fd, uint32_t kind, size_t idx) {
 /* ---- set-up: the generation step "trust anchor" ---- */
 
 int hc_esc_create(struct hc *h, struct lz_error *err) {
+    const struct hc_esc_port *p = h->esc_port;
+    if (!p || !p->prompt_gone || !p->route_begin || !p->route_room || !p->route_output || !p->route_end ||
+        !p->audited || !p->session_by_id || !p->session_by_sid)
+        return lz_error_set(err, -EINVAL, "escalation: incomplete port (a bug)");
     struct lz_esc *e = lz_xcalloc(1, sizeof *e);
+    e->port = *p;
     e->dir_fd = e->req_fd = e->res_fd = e->ino_fd = e->ep_fd = e->ws_fd = e->hostcwd_fd = -EBADF;
     h->esc = e;
     int r;
@@ -200,9 +206,6 @@ int hc_esc_create(struct hc *h, struct lz_error *err) {
         e->req[i].child = LZ_CHILD_NULL;
         e->req[i].out_r = e->req[i].err_r = e->req[i].in_w = -EBADF;
     }
-    /* Requests no rule approves are asked on the requesting session's
-     * terminal (escprompt.c). */
-    h->esc_prompt = hc_prompt_begin;
     hc_log("escalation: mailbox %s, Trust Anchor created", e->dir);
     return 0;
 }
@@ -224,16 +227,6 @@ int hc_esc_session_begin(struct hc *h, struct session *s, char **ret_id_env, cha
     *ret_id_env = lz_session_env_id(s->anchor);
     *ret_key_env = lz_session_env_key(s->anchor);
     return 1;
-}
-
-static struct session *session_by_sid(struct hc *h, const uint8_t sid[LZ_RECORD_ID_LEN]) {
-    for (int i = 0; i < MAX_SESSIONS; i++) {
-        struct session *s = h->s[i];
-        if (s && s->anchor && s->sock >= 0 && s->state == S_RUNNING &&
-            sodium_memcmp(s->anchor->sid, sid, LZ_RECORD_ID_LEN) == 0)
-            return s;
-    }
-    return NULL;
 }
 
 /* ---- records to the sandbox ---- */
@@ -495,7 +488,7 @@ static void route_end(struct hc *h, struct esc_req *q) {
     if (!q->route)
         return;
     q->route = false;
-    hc_route_host_end(h, q->session, q->id);
+    h->esc->port.route_end(h, q->session, q->id);
 }
 
 static void stop_process(struct hc *h, struct esc_req *q, int *status) {
@@ -541,7 +534,7 @@ static void audit(struct hc *h, struct esc_req *q, enum lz_outcome outcome, int 
         hc_log("escalation: WARNING: request %.12s: its audit row could not be written: %s", q->hex, err.msg);
         return;
     }
-    hc_prompt_audited(h, q->session, q->id, seq);
+    h->esc->port.audited(h, q->session, q->id, seq);
 }
 
 /* The fresh working directory goes with its request, whatever the host
@@ -618,14 +611,14 @@ static void end_request(struct hc *h, struct esc_req *q, enum lz_outcome outcome
 
 /* Cancellation, session end, Domain stop, time-out: the host process and
  * its group are killed through the pidfd before the request ends. */
-static void abort_request(struct hc *h, struct esc_req *q, enum lz_outcome outcome, const char *model,
+static void abort_request(struct hc *h, struct esc_req *q, enum lz_outcome outcome, enum hc_action model,
                           const char *why) {
     if (q->phase != EP_EXECUTING && q->phase != EP_PROMPT)
         return;
     int st = 0;
     bool ran = q->child.pidfd >= 0;
     if (q->phase == EP_PROMPT)
-        hc_prompt_request_gone(h, q->session, q->id); /* its screen closes */
+        h->esc->port.prompt_gone(h, q->session, q->id); /* its screen closes */
     stop_process(h, q, &st);
     if (model)
         hc_model_action(model, "r=%.12s, s=%d, reason=%s", q->hex, q->session, why);
@@ -726,7 +719,7 @@ static void execute(struct hc *h, struct esc_req *q, enum lz_decision d, char *c
         q->host_cwd = lz_xasprintf("%s%s", h->cfg->workspace, c + strlen("/workspace"));
     }
     put_decision(h, q, d, argv, argc);
-    struct session *s = hc_session_by_id(h, q->session);
+    struct session *s = h->esc->port.session_by_id(h, q->session);
     const char *term = s ? hc_esc_host_term(s, q->rec.request.terminal && !q->rec.request.stdin_wanted) : NULL;
     _cleanup_close_ int pty_slave = -EBADF;
     if (r == 0 && term)
@@ -768,7 +761,7 @@ static void execute(struct hc *h, struct esc_req *q, enum lz_decision d, char *c
             lz_hostexec_kill(&q->child, ESC_KILL_WAIT_MS, &st);
             lz_child_close(&q->child);
         }
-        hc_model_action("FailHostExecution", "r=%.12s, s=%d", q->hex, q->session);
+        hc_model_action(HC_FAIL_HOST_EXECUTION, "r=%.12s, s=%d", q->hex, q->session);
         hc_log("escalation: request %.12s failed: %s", q->hex, err.msg);
         end_request(h, q, LZ_OUTCOME_FAILED, 0, 0);
         return;
@@ -793,7 +786,7 @@ static void execute(struct hc *h, struct esc_req *q, enum lz_decision d, char *c
         ep_add(e, q->err_r, EV_ERR, idx);
     }
     ep_add(e, q->child.pidfd, EV_PID, idx);
-    q->route = term && hc_route_host_begin(h, q->session, q->id, q->out_r) == 0;
+    q->route = term && h->esc->port.route_begin(h, q->session, q->id, q->out_r) == 0;
     q->phase = EP_EXECUTING;
     uint32_t t = q->rec.request.timeout_s ? q->rec.request.timeout_s : ESC_DEFAULT_TIMEOUT_S;
     q->deadline = lz_now_ms() + (long)t * 1000;
@@ -808,8 +801,8 @@ static void execute(struct hc *h, struct esc_req *q, enum lz_decision d, char *c
     lz_hex(dg, sizeof dg, dhex);
     /* The model routes the terminal to the host process; a request from a
      * client without a terminal leaves it with the sandbox (pipes). */
-    hc_model_action(q->route ? "StartHostExecution" : "StartHostExecutionPiped", "r=%.12s, s=%d, argv=%.16s", q->hex,
-                    q->session, dhex);
+    hc_model_action(q->route ? HC_START_HOST_EXECUTION : HC_START_HOST_EXECUTION_PIPED, "r=%.12s, s=%d, argv=%.16s",
+                    q->hex, q->session, dhex);
     hc_log("escalation: request %.12s: running %s (pid %d, %zu arguments)%s", q->hex, q->ident.path, (int)q->child.pid,
            argc, q->in_on ? ", stdin from the sandbox" : "");
     stdin_feed(h, q); /* the chunks that waited for the approval */
@@ -881,7 +874,7 @@ static void pump(struct hc *h, struct esc_req *q, int *fdp, enum lz_stream strea
         size_t want = sizeof buf;
         if (q->route) {
             /* Also shown on the session's terminal: no faster than it goes. */
-            size_t room = hc_route_host_room(h, q->session);
+            size_t room = h->esc->port.route_room(h, q->session);
             if (room == 0) {
                 set_window(h->esc, q, false);
                 return;
@@ -914,7 +907,7 @@ static void pump(struct hc *h, struct esc_req *q, int *fdp, enum lz_stream strea
             rec.chunk.len = have;
             q->out_bytes += (uint64_t)have;
             if (q->route)
-                hc_route_host_output(h, q->session, buf, have);
+                h->esc->port.route_output(h, q->session, buf, have);
             put(h, q, &rec);
         }
         if (eof) {
@@ -947,7 +940,7 @@ static void try_finish(struct hc *h, struct esc_req *q) {
     if (q->phase != EP_EXECUTING || q->child.pidfd >= 0 || q->out_r >= 0 || q->err_r >= 0)
         return;
     route_end(h, q);
-    hc_model_action("CompleteHostExecution", "r=%.12s, s=%d", q->hex, q->session);
+    hc_model_action(HC_COMPLETE_HOST_EXECUTION, "r=%.12s, s=%d", q->hex, q->session);
     end_request(h, q, LZ_OUTCOME_COMPLETED, q->exit_status, q->exit_sig);
 }
 
@@ -997,7 +990,7 @@ static int open_entry(struct hc *h, const char *name, const uint8_t *buf, size_t
         reject(name, "truncated record");
         return -1;
     }
-    struct session *s = session_by_sid(h, buf + LZ_RECORD_HDR + LZ_RECORD_ID_LEN);
+    struct session *s = h->esc->port.session_by_sid(h, buf + LZ_RECORD_HDR + LZ_RECORD_ID_LEN);
     if (!s) {
         reject(name, "unknown or closed session");
         return -1;
@@ -1059,7 +1052,7 @@ static void on_request(struct hc *h, struct session *s, const char *name, struct
     q->phase = EP_PROMPT;
     q->received_ms = now;
     q->in_on = q->rec.request.stdin_wanted;
-    hc_model_action("ReceiveEscalation", "r=%.12s, s=%d", q->hex, q->session);
+    hc_model_action(HC_RECEIVE_ESCALATION, "r=%.12s, s=%d", q->hex, q->session);
     hc_log("escalation: request %.12s from session %d: %zu arguments, argv[0] %s", q->hex, q->session,
            q->rec.request.argc, q->rec.request.argv[0]);
     struct lz_record ack = { .kind = LZ_REC_REQUEST_ACK };
@@ -1078,7 +1071,7 @@ static void on_request(struct hc *h, struct session *s, const char *name, struct
     size_t rule = 0;
     char why[768];
     if (lz_esc_decide_why(&e->policy, &er, &rule, why, sizeof why) == LZ_ESC_AUTO) {
-        hc_model_action("AutoApprove", "r=%.12s, s=%d, rule=%zu", q->hex, q->session, rule);
+        hc_model_action(HC_AUTO_APPROVE, "r=%.12s, s=%d, rule=%zu", q->hex, q->session, rule);
         q->by = LZ_AUDIT_BY_RULE;
         q->ad = LZ_AUDIT_AUTO_APPROVED;
         q->ref = (int64_t)rule + 1;
@@ -1094,26 +1087,26 @@ static void on_request(struct hc *h, struct session *s, const char *name, struct
     }
     if (why[0])
         hc_log("escalation: request %.12s: %s", q->hex, why);
-    hc_model_action("QueuePrompt", "r=%.12s, s=%d", q->hex, q->session);
+    hc_model_action(HC_QUEUE_PROMPT, "r=%.12s, s=%d", q->hex, q->session);
     struct lz_error cerr = { 0 };
     if (precheck_cwd(h, q, &cerr) < 0) {
-        hc_model_action("DenyWithoutPrompt", "r=%.12s, s=%d", q->hex, q->session);
+        hc_model_action(HC_DENY_WITHOUT_PROMPT, "r=%.12s, s=%d", q->hex, q->session);
         _cleanup_free_ char *reason = lz_xasprintf("--cwd: %s", cerr.msg);
         deny_saying(h, q, reason);
         return;
     }
-    if (!h->esc_prompt) {
+    if (!e->port.prompt_begin) {
         hc_log("escalation: WARNING: request %.12s matches no auto-approval rule and this build has no prompt: "
                "denied (known gap of this build)",
                q->hex);
-        hc_model_action("DenyWithoutPrompt", "r=%.12s, s=%d", q->hex, q->session);
+        hc_model_action(HC_DENY_WITHOUT_PROMPT, "r=%.12s, s=%d", q->hex, q->session);
         deny(h, q, "no prompt in this build");
         return;
     }
     /* The prompt times out itself (a denial); this is the backstop. */
     q->deadline = lz_now_ms() + prompt_timeout_ms(h) + ESC_PROMPT_GRACE_MS;
-    if (h->esc_prompt(h, s, &er) < 0) {
-        hc_model_action("DenyWithoutPrompt", "r=%.12s, s=%d", q->hex, q->session);
+    if (e->port.prompt_begin(h, s, &er) < 0) {
+        hc_model_action(HC_DENY_WITHOUT_PROMPT, "r=%.12s, s=%d", q->hex, q->session);
         deny(h, q, "the prompt could not be shown");
     }
 }
@@ -1197,7 +1190,7 @@ static void take_entry(struct hc *h, const char *name) {
         on_chunk_ack(h, q, name, &rec);
     } else if (mn.kind == LZ_REC_CANCEL) {
         if (q->phase == EP_PROMPT || q->phase == EP_EXECUTING)
-            abort_request(h, q, LZ_OUTCOME_CANCELLED, "CancelRequest",
+            abort_request(h, q, LZ_OUTCOME_CANCELLED, HC_CANCEL_REQUEST,
                           rec.cancel.reason == LZ_CANCEL_CLIENT_TIMEOUT ? "cancelled (client timeout)"
                                                                         : "cancelled (interrupted)");
     }
@@ -1305,9 +1298,9 @@ void hc_esc_tick(struct hc *h) {
     for (size_t i = 0; i < ESC_MAX_REQ; i++) {
         struct esc_req *q = &e->req[i];
         if (q->phase == EP_EXECUTING && now >= q->deadline)
-            abort_request(h, q, LZ_OUTCOME_TIMED_OUT, "TimeoutHostExecution", "ran past its time limit");
+            abort_request(h, q, LZ_OUTCOME_TIMED_OUT, HC_TIMEOUT_HOST_EXECUTION, "ran past its time limit");
         else if (q->phase == EP_PROMPT && now >= q->deadline)
-            abort_request(h, q, LZ_OUTCOME_TIMED_OUT, "TimeoutRequest", "no decision in time");
+            abort_request(h, q, LZ_OUTCOME_TIMED_OUT, HC_TIMEOUT_REQUEST, "no decision in time");
         else if (q->phase == EP_ENDED && now >= q->linger_until)
             free_slot(h, q);
     }
@@ -1321,7 +1314,7 @@ void hc_esc_session_end(struct hc *h, struct session *s, const char *why) {
             if (q->session != s->id)
                 continue;
             /* DisconnectSession (logged by session.c) ends the request. */
-            abort_request(h, q, LZ_OUTCOME_CANCELLED, NULL, why);
+            abort_request(h, q, LZ_OUTCOME_CANCELLED, HC_NO_ACTION, why);
             if (q->phase == EP_ENDED)
                 free_slot(h, q);
         }
@@ -1334,7 +1327,7 @@ void hc_esc_free(struct hc *h) {
     if (!e)
         return;
     for (size_t i = 0; i < ESC_MAX_REQ; i++) {
-        abort_request(h, &e->req[i], LZ_OUTCOME_CANCELLED, NULL, "the Domain is stopping");
+        abort_request(h, &e->req[i], LZ_OUTCOME_CANCELLED, HC_NO_ACTION, "the Domain is stopping");
         free_slot(h, &e->req[i]);
     }
     lz_esc_policy_clear(&e->policy);
