@@ -1,6 +1,6 @@
 /* hc_gen.h — the Domain's generation (generation.c) and its OCI bundle
  * (bundle.c), rooms of the Host Coordinator (hc.h); called by
- * coordinator.c (and generation.c by bundle.c's functions).
+ * coordinator.c, and bundle.c's also by generation.c.
  */
 #pragma once
 

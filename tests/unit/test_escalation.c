@@ -8,7 +8,8 @@
  *
  * Each case drives one path of the model's request life cycle
  * (docs/model/lazaret.pml: ReceiveEscalation .. CompleteHostExecution,
- * the denials, failures, time-outs and cancellations, and the bounds) and
+ * the denials, failures, time-outs and cancellations, --stdin, and the
+ * bounds) and
  * checks the model actions logged (LAZARET_DEBUG), the port calls, the
  * records written to res/, the audit row and the request's state after. */
 #include <stdarg.h>
@@ -279,6 +280,7 @@ static void new_id(uint8_t id[LZ_RECORD_ID_LEN]) { randombytes_buf(id, LZ_RECORD
 struct req_opts {
     const char *cwd;
     bool terminal;
+    bool stdin_wanted;
     int64_t created_off_ms; /* created this far from now */
     uint64_t valid_ms;      /* 0: 60 s */
     const uint8_t *sign_sk; /* NULL: the session's own key */
@@ -300,6 +302,7 @@ static void send_request(struct session *s, const uint8_t id[LZ_RECORD_ID_LEN], 
     rec.request.cwd = (char *)(o->cwd ? o->cwd : "/workspace");
     rec.request.justification = "test";
     rec.request.terminal = o->terminal;
+    rec.request.stdin_wanted = o->stdin_wanted;
     struct lz_error err = { 0 };
     if (lz_mbox_put_record(F->req_fd, o->sign_sk ? o->sign_sk : s->anchor->sk, &rec, &err) < 0)
         fail_msg("put: %s", err.msg);
@@ -317,6 +320,16 @@ static void send_cancel(struct session *s, const uint8_t id[LZ_RECORD_ID_LEN]) {
     struct lz_record rec = { .kind = LZ_REC_CANCEL };
     rec.cancel.reason = LZ_CANCEL_INTERRUPTED;
     rec.cancel.cancelled_ms = (uint64_t)esc_wall_ms();
+    send_simple(s, id, &rec);
+}
+
+static void send_stdin(struct session *s, const uint8_t id[LZ_RECORD_ID_LEN], uint64_t seq, const char *text,
+                       bool eof) {
+    struct lz_record rec = { .kind = LZ_REC_STDIN_CHUNK };
+    rec.stdin_chunk.seq = seq;
+    rec.stdin_chunk.data = (uint8_t *)text;
+    rec.stdin_chunk.len = strlen(text);
+    rec.stdin_chunk.eof = eof;
     send_simple(s, id, &rec);
 }
 
@@ -798,6 +811,45 @@ static void test_window(void **state) {
     assert_audit(LZ_AUDIT_BY_DEVELOPER, LZ_AUDIT_APPROVED, LZ_OUTCOME_CANCELLED, 0);
 }
 
+/* ---- stdin (--stdin) ---- */
+
+/* Chunks that arrive before the approval wait in req/ and go to the host
+ * process in order once it runs; one outside the window is removed. */
+static void test_stdin(void **state) {
+    struct session *s = new_session(false);
+    uint8_t id[16];
+    new_id(id);
+    _cleanup_free_ char *cat = host_prog("cat");
+    char *argv[] = { cat, NULL };
+    send_request(s, id, argv, 1, &(struct req_opts){ .stdin_wanted = true });
+    run_once();
+    assert_int_equal(F->n_prompt, 1);
+    send_stdin(s, id, 0, "abc", false);
+    cap_begin();
+    send_stdin(s, id, LZ_RECORD_STDIN_WINDOW, "far", false);
+    run_once();
+    cap_end();
+    assert_non_null(strstr(F->log, "a stdin chunk outside the window"));
+    struct esc_req *q = slot_of(id);
+    assert_true(q->in_on);
+    assert_int_equal(q->in_next, 0); /* not taken before it runs */
+    cap_begin();
+    hc_esc_approve(&F->h, id, LZ_AUDIT_APPROVED, 0, argv, 1, NULL);
+    cap_end();
+    assert_string_equal(models(), "StartHostExecutionPiped");
+    assert_int_equal(q->in_next, 1);
+    send_stdin(s, id, 1, "def", true);
+    cap_begin();
+    run_until(id, EP_ENDED);
+    cap_end();
+    assert_string_equal(models(), "CompleteHostExecution");
+    char out[256];
+    chunks_of(id, out, sizeof out, NULL);
+    assert_string_equal(out, "abcdef");
+    assert_int_equal(outcome_of(id, NULL), LZ_OUTCOME_COMPLETED);
+    assert_non_null(strstr(F->log, "stdin: 6 bytes in 2 chunks to the host process, to its end"));
+}
+
 /* ---- cancellation and time-outs ---- */
 
 static void test_cancel_at_prompt(void **state) {
@@ -1037,6 +1089,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_fail_host_execution, setup, teardown),
         cmocka_unit_test_setup_teardown(test_routed_execution, setup, teardown),
         cmocka_unit_test_setup_teardown(test_window, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stdin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_at_prompt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timeout_host_execution, setup, teardown),
         cmocka_unit_test_setup_teardown(test_session_end, setup, teardown),
