@@ -9,9 +9,9 @@
  * Each case drives one path of the model's request life cycle
  * (docs/model/lazaret.pml: ReceiveEscalation .. CompleteHostExecution,
  * the denials, failures, time-outs and cancellations, --stdin, and the
- * bounds) and
- * checks the model actions logged (LAZARET_DEBUG), the port calls, the
- * records written to res/, the audit row and the request's state after. */
+ * bounds) and checks the model actions logged (LAZARET_DEBUG), the port
+ * calls, the records written to res/, the audit row and the request's
+ * state after. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
