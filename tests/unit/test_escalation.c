@@ -1068,6 +1068,45 @@ static void test_port_required(void **state) {
     assert_int_equal(hc_esc_create(&h, &err), -EINVAL);
 }
 
+/* ---- the model's action names (hclog.h) ---- */
+
+/* hc_action_name's table is the model's `inline`s, exactly: every action
+ * of docs/model/lazaret.pml has its enum value, and every enum value names
+ * an action of the model. */
+static void test_action_names(void **state) {
+    const char *src = getenv("LZ_TEST_SRCDIR");
+    if (!src)
+        skip();
+    _cleanup_free_ char *path = lz_xasprintf("%s/docs/model/lazaret.pml", src);
+    _cleanup_free_ char *pml = NULL;
+    size_t len = 0;
+    assert_int_equal(lz_read_file_at(AT_FDCWD, path, 1 << 22, &pml, &len), 0);
+    bool seen[HC_ACTION_COUNT] = { false };
+    int n = 0;
+    for (const char *p = pml; (p = strstr(p, "\ninline ")) != NULL;) {
+        p += strlen("\ninline ");
+        size_t k = strcspn(p, "(");
+        char name[64];
+        assert_true(k > 0 && k < sizeof name);
+        memcpy(name, p, k);
+        name[k] = '\0';
+        int a = hc_action_by_name(name);
+        if (a < 0)
+            fail_msg("the model's action %s has no enum hc_action value", name);
+        assert_string_equal(hc_action_name((enum hc_action)a), name);
+        seen[a] = true;
+        n++;
+    }
+    assert_true(n > 30);
+    for (int a = HC_NO_ACTION + 1; a < HC_ACTION_COUNT; a++)
+        if (!seen[a])
+            fail_msg("enum hc_action %d (%s) is not an action of the model", a, hc_action_name((enum hc_action)a));
+    assert_null(hc_action_name(HC_NO_ACTION));
+    assert_null(hc_action_name(HC_ACTION_COUNT));
+    assert_int_equal(hc_action_by_name("NoSuchAction"), -1);
+    assert_int_equal(hc_action_by_name(NULL), -1);
+}
+
 int main(void) {
     setenv("LAZARET_DEBUG", "1", 1);
     unsetenv("LAZARET_TEST_AUTO_APPROVE");
@@ -1078,6 +1117,7 @@ int main(void) {
     sleep_path = host_prog("sleep");
     yes_path = host_prog("yes");
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_action_names),
         cmocka_unit_test_setup_teardown(test_auto_approve_completes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prompt_approve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prompt_edit, setup, teardown),
