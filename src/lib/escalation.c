@@ -638,7 +638,7 @@ void hc_esc_dispatch(struct hc *h) {
         else if (kind == EV_IN)
             esc_stdin_feed(h, q);
         else if (kind == EV_PID && q->child.pidfd >= 0) {
-            /* Out of the set before reap closes the pidfd. */
+            /* Out of the set before esc_reap closes the pidfd. */
             (void)epoll_ctl(e->ep_fd, EPOLL_CTL_DEL, q->child.pidfd, NULL);
             if (!esc_reap(q))
                 esc_ep_add(e, q->child.pidfd, EV_PID, idx);

@@ -71,13 +71,13 @@ void esc_remove_results(struct lz_esc *e, struct esc_req *q, uint64_t from_seq, 
  *
  * A stdin-chunk is not taken when it arrives: the one that names the
  * request's next seq is taken when the host process's stdin pipe has room
- * for its bytes (stdin_feed), so the entries still in req/ are the client's
+ * for its bytes (esc_stdin_feed), so the entries still in req/ are the client's
  * window (it writes seq N once seq N - LZ_RECORD_STDIN_WINDOW is gone) and
  * the coordinator holds at most one chunk per request. Chunks that arrive
  * before the request is approved wait there; entries named outside
  * [in_next, in_next + window), duplicates, anything after the eof chunk
  * and entries of a request that did not ask for stdin are removed on
- * arrival (on_stdin_entry). The request's end removes what still waits. */
+ * arrival (esc_on_stdin_entry). The request's end removes what still waits. */
 
 void esc_remove_req_entry(struct lz_esc *e, const char *name) {
     struct stat st;
@@ -234,7 +234,7 @@ void esc_stdin_feed(struct hc *h, struct esc_req *q) {
  * the next one. */
 void esc_on_stdin_entry(struct hc *h, const char *name, const struct lz_mbox_name *mn) {
     struct lz_esc *e = h->esc;
-    /* Gone already: taken by stdin_feed before this event was read, or a
+    /* Gone already: taken by esc_stdin_feed before this event was read, or a
      * second event for one entry (the sandbox's file system may report a
      * rename as more than one event). */
     struct stat st;
@@ -403,7 +403,7 @@ int esc_exec_start(struct hc *h, struct esc_req *q, enum lz_decision d, char *co
         r = open_pty(s, &po[0], &pty_slave, err);
     else if (r == 0 && (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0))
         r = lz_error_errno(err, -errno, "cannot create the output pipes");
-    /* --stdin: a pipe (the client's chunks, stdin_feed); otherwise /dev/null
+    /* --stdin: a pipe (the client's chunks, esc_stdin_feed); otherwise /dev/null
      * or, on a terminal, the host PTY (never both: see hc_esc_host_term). */
     if (r == 0 && q->in_on && pipe2(pi, O_CLOEXEC) < 0)
         r = lz_error_errno(err, -errno, "cannot create the stdin pipe");

@@ -19,8 +19,8 @@
  * calls bundle, session (the first exec client) and escalation (the Trust
  * Anchor); session calls escalation (anchors) and the terminal filter
  * (installed by the prompt); the prompt calls escalation (its answer) and
- * session (lookup, sends); escalation calls only its port (struct
- * hc_esc_port, wired by coordinator.c). All log through hclog.h.
+ * session (lookup, sends); escalation calls no other room, only its port
+ * (struct hc_esc_port, wired by coordinator.c). All log through hclog.h.
  *
  * Internal to the coordinator: nothing outside those rooms (and their unit
  * test, tests/unit/test_escalation.c) includes it.
@@ -90,8 +90,8 @@ struct session {
 struct hc;
 /* A filter between a session's client and its exec (the relay in
  * session.c): keys from the client (true: taken, not for the exec), the
- * exec's output (true: taken, held), whether the relay must stop reading
- * the client, resizes, and the session's end (free what it keeps). */
+ * exec's output (true: taken, held), whether the client's socket must not
+ * be read now (the event loop's poll), resizes, and the session's end (free what it keeps). */
 struct hc_term_filter {
     bool (*input)(struct hc *h, struct session *s, const uint8_t *p, size_t n);
     bool (*hold_output)(struct session *s, int *fdp);
