@@ -1,7 +1,8 @@
 /* bundle.c — the OCI bundle of a Domain generation (hc.h): the sandbox's
  * config.json with its binds (terminfo, volumes through their routers, the
  * network files, the State Anchor's directories), and the image's shell. */
-#include "hc.h"
+#include "hc_gen.h"
+#include "hc_esc.h"
 #include "ocispec.h"
 #include "paths.h"
 

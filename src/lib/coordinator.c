@@ -1,7 +1,13 @@
 /* coordinator.c — see coordinator.h. The entry point, the event loop and
- * the control requests; the Domain's start and teardown are in
- * generation.c, the sessions in session.c (hc.h). */
+ * the control requests (lazaret ps, stop: the relay hands them here); the
+ * Domain's start and teardown are in generation.c, the sessions in
+ * session.c, escalation in escalation.c, whose port this file wires to
+ * the prompt and the sessions (hc.h). */
 #include "hc.h"
+#include "hc_esc.h"
+#include "hc_gen.h"
+#include "hc_prompt.h"
+#include "hc_session.h"
 #include "paths.h"
 #include "procenv.h"
 #include "readiness.h"
@@ -21,41 +27,8 @@
 #include <sys/un.h>
 #include <time.h>
 
-void hc_log(const char *fmt, ...) {
-    char ts[32];
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    struct tm tm;
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", gmtime_r(&now.tv_sec, &tm));
-    fprintf(stderr, "%s.%03ld hc[%d]: ", ts, now.tv_nsec / 1000000, (int)getpid());
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-
-/* Debug log of the protocol model's actions (docs/model/lazaret.pml), with
- * the model's action names, when LAZARET_DEBUG is set: the implementation's
- * transitions are traceable to the model (tests/integration/test_domains.py
- * checks the order). */
-void hc_model_action(const char *action, const char *fmt, ...) {
-    static int debug = -1;
-    if (debug < 0) {
-        const char *e = getenv("LAZARET_DEBUG");
-        debug = e && *e && strcmp(e, "0") != 0;
-    }
-    if (!debug)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    _cleanup_free_ char *b = lz_xvasprintf(fmt, ap);
-    va_end(ap);
-    hc_log("debug: model %s(%s)", action, b);
-}
-
 /* `lazaret ps` / `lazaret stop` on a control connection. */
-void hc_control_request(struct hc *h, struct session *s, const uint8_t *buf, size_t n) {
+static void control_request(struct hc *h, struct session *s, const uint8_t *buf, size_t n) {
     s->state = S_DONE;
     uint8_t type;
     uint32_t flags;
@@ -174,7 +147,7 @@ static bool linger(struct hc *h, int live, bool rs_gone) {
     if (!h->lingering) {
         h->lingering = true;
         h->linger_until = now + (long)h->cfg->linger_seconds * 1000;
-        hc_model_action("StartLinger", "d=%.12s", h->cfg->domain_id_hex);
+        hc_model_action(HC_START_LINGER, "d=%.12s", h->cfg->domain_id_hex);
         hc_log("no session left: the Domain lingers %" PRId64 " s for the next command", h->cfg->linger_seconds);
     }
     if (now < h->linger_until)
@@ -211,7 +184,7 @@ static void recovery_report(void *ud, const struct lz_recovery_report *rep) {
     (void)ud;
     switch (rep->event) {
     case LZ_RECOVERY_GEN_CLEAN:
-        hc_model_action("ResetFailedDomain", "generation %" PRId64 " is clean", rep->gen);
+        hc_model_action(HC_RESET_FAILED_DOMAIN, "generation %" PRId64 " is clean", rep->gen);
         break;
     }
 }
@@ -329,7 +302,7 @@ static int coordinator_start(struct hc *h, struct lz_error *err) {
         anchor_gen = strtoll(ag, NULL, 10);
     h->anchor_root = lz_xasprintf("%s/anchor-%lld", h->cfg->domain_dir, (long long)anchor_gen);
     hc_log("generation %lld (State Anchor %s)", (long long)h->gen, h->anchor_root);
-    hc_model_action("StartNewDomain", "d=%.12s", h->cfg->domain_id_hex);
+    hc_model_action(HC_START_NEW_DOMAIN, "d=%.12s", h->cfg->domain_id_hex);
 
     static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE, 0 };
     h->sfd = lz_signalfd_block(sigs);
@@ -344,6 +317,21 @@ static int coordinator_start(struct hc *h, struct lz_error *err) {
     return 0;
 }
 
+/* Escalation's port: requests no rule approves are asked on the requesting
+ * session's terminal (escprompt.c), which also carries the route
+ * HostProcess; sessions are looked up in session.c. */
+static const struct hc_esc_port esc_port = {
+    .prompt_begin = hc_prompt_begin,
+    .prompt_gone = hc_prompt_request_gone,
+    .route_begin = hc_route_host_begin,
+    .route_room = hc_route_host_room,
+    .route_output = hc_route_host_output,
+    .route_end = hc_route_host_end,
+    .audited = hc_prompt_audited,
+    .session_by_id = hc_session_by_id,
+    .session_by_sid = hc_session_by_sid,
+};
+
 int lz_coordinator_main(const struct lz_coordinator_args *a) {
     struct lz_error err = { 0 };
     _cleanup_(hc_done) struct hc h = { .a = a,
@@ -355,6 +343,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
                                        .lock_fd = -EBADF,
                                        .boot = { .addr_fd = -EBADF, .policy_fd = -EBADF } };
     h.boot.mbox_fd[0] = h.boot.mbox_fd[1] = -EBADF; /* before any exit: hc_done closes them */
+    h.esc_port = &esc_port;
     _cleanup_close_ int ready_fd = a->ready_fd;
     if (coordinator_start(&h, &err) < 0) {
         if (ready_fd >= 0)
@@ -410,7 +399,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
             for (int k = 0; k < 2; k++) {
                 if (outs[k] < 0 || s->state == S_RELEASING)
                     continue;
-                short ev = s->pend.len || hc_prompt_output_blocked(s) ? 0 : POLLIN;
+                short ev = s->pend.len || (s->filter && s->filter->output_blocked(s)) ? 0 : POLLIN;
                 if (k == 0 && s->inbuf)
                     ev |= POLLOUT;
                 p[np] = (struct pollfd){ .fd = outs[k], .events = ev };
@@ -446,7 +435,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
                 }
                 hc_log("the sandbox ended (%s); closing all sessions", line);
                 if (!h.stopping)
-                    hc_model_action("FailDomain", "d=%.12s", h.cfg->domain_id_hex);
+                    hc_model_action(HC_FAIL_DOMAIN, "d=%.12s", h.cfg->domain_id_hex);
                 h.stopping = true;
                 for (int i = 0; i < MAX_SESSIONS; i++)
                     if (h.s[i]) {
@@ -483,8 +472,12 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
             case 0:
                 if (p[i].revents & POLLOUT)
                     hc_flush_pending(s);
-                if (p[i].revents & (POLLIN | POLLHUP | POLLERR))
-                    hc_session_client_msg(&h, s, p[i].revents);
+                if (p[i].revents & (POLLIN | POLLHUP | POLLERR)) {
+                    const uint8_t *msg;
+                    size_t len;
+                    if (hc_session_client_msg(&h, s, p[i].revents, &msg, &len) == 1)
+                        control_request(&h, s, msg, len);
+                }
                 break;
             case 1: break; /* handled in session_tick */
             case 2:

@@ -1,5 +1,5 @@
 /* escprompt.c — the escalation prompt on a Client Session's terminal
- * (hc.h): the Host Coordinator's side of prompt.h. A request no rule
+ * (hc_prompt.h): the Host Coordinator's side of prompt.h. A request no rule
  * approves is asked on the terminal of the session whose key signed it,
  * and only there. While the prompt is up, that session's keys go to the
  * prompt instead of the sandbox, the sandbox's output to it is held
@@ -16,7 +16,9 @@
  * size, mtime and SHA-256) approved; a later request of the same session
  * with the same identity is approved without a prompt (SessionApprove).
  * They end with the session. */
-#include "hc.h"
+#include "hc_prompt.h"
+#include "hc_esc.h"
+#include "hc_session.h"
 #include "hostexec.h"
 #include "procenv.h"
 #include "prompt.h"
@@ -94,7 +96,12 @@ static void on_action(void *ctx, const char *action, const char *detail) {
     struct hc_prompt *w = ctx;
     if (!strcmp(action, "QueuePrompt"))
         return; /* escalation.c logged it when it asked for this prompt */
-    hc_model_action(action, "r=%.12s, s=%d%s%s", w->hex, w->session, detail && *detail ? ", " : "",
+    int a = hc_action_by_name(action);
+    if (a < 0) {
+        hc_log("escalation: the prompt reported an action the model does not name: %s", action);
+        return;
+    }
+    hc_model_action((enum hc_action)a, "r=%.12s, s=%d%s%s", w->hex, w->session, detail && *detail ? ", " : "",
                     detail ? detail : "");
 }
 
@@ -254,7 +261,9 @@ static void decided(struct hc *h, struct session *s, struct hc_prompt *w) {
     lz_prompt_result_clear(&res);
 }
 
-/* ---- the hc_esc_prompt_fn ---- */
+/* ---- the port's prompt_begin (hc_esc.h) ---- */
+
+static const struct hc_term_filter prompt_filter;
 
 static const struct hc_grant *granted(struct session *s, const struct lz_esc_request *r,
                                       const struct lz_hostexec_ident *id) {
@@ -271,6 +280,9 @@ static const struct hc_grant *granted(struct session *s, const struct lz_esc_req
 }
 
 int hc_prompt_begin(struct hc *h, struct session *s, const struct lz_esc_request *r) {
+    /* The relay asks the prompt from now on (its hooks do nothing while
+     * no prompt is up and no grant is kept). */
+    s->filter = &prompt_filter;
     char hex[2 * LZ_RECORD_ID_LEN + 1];
     lz_hex(r->request_id, LZ_RECORD_ID_LEN, hex);
     if (!s->tty || s->master < 0 || s->sock < 0 || s->prompt) {
@@ -297,7 +309,7 @@ int hc_prompt_begin(struct hc *h, struct session *s, const struct lz_esc_request
     }
     const struct hc_grant *g = granted(s, r, &w->orig);
     if (g) {
-        hc_model_action("SessionApprove", "r=%.12s, s=%d", hex, s->id);
+        hc_model_action(HC_SESSION_APPROVE, "r=%.12s, s=%d", hex, s->id);
         hc_log("escalation: request %.12s: approved by an [s] approval of session %d", hex, s->id);
         hc_esc_approve(h, w->id, LZ_AUDIT_SESSION_APPROVED, g->seq, r->argv, r->argc, &w->orig);
         lz_hostexec_ident_clear(&w->orig);
@@ -355,9 +367,9 @@ int hc_prompt_begin(struct hc *h, struct session *s, const struct lz_esc_request
     return 0;
 }
 
-/* ---- relay hooks ---- */
+/* ---- the terminal filter on the session's relay (hc.h) ---- */
 
-bool hc_prompt_input(struct hc *h, struct session *s, const uint8_t *p, size_t n) {
+static bool prompt_input(struct hc *h, struct session *s, const uint8_t *p, size_t n) {
     struct hc_prompt *w = s->prompt;
     if (w && w->host_fd >= 0) {
         /* Route HostProcess: keys go to the host process's terminal. A
@@ -389,7 +401,7 @@ bool hc_prompt_input(struct hc *h, struct session *s, const uint8_t *p, size_t n
     return true;
 }
 
-bool hc_prompt_hold_output(struct session *s, int *fdp) {
+static bool prompt_hold_output(struct session *s, int *fdp) {
     struct hc_prompt *w = s->prompt;
     if (!w || fdp != &s->master)
         return false;
@@ -411,12 +423,12 @@ bool hc_prompt_hold_output(struct session *s, int *fdp) {
     return true;
 }
 
-bool hc_prompt_output_blocked(const struct session *s) {
+static bool prompt_output_blocked(const struct session *s) {
     const struct hc_prompt *w = s->prompt;
     return w && (w->held_off || w->held_len >= HELD_MAX);
 }
 
-void hc_prompt_resize(struct session *s, unsigned rows, unsigned cols) {
+static void prompt_resize(struct session *s, unsigned rows, unsigned cols) {
     struct hc_prompt *w = s->prompt;
     if (w && w->host_fd >= 0) {
         struct winsize ws = { .ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols };
@@ -553,8 +565,16 @@ void hc_prompt_audited(struct hc *h, int session, const uint8_t request_id[16], 
             g->seq = seq;
 }
 
-void hc_prompt_session_free(struct session *s) {
+static void prompt_session_free(struct session *s) {
     prompt_free(s->prompt);
     s->prompt = NULL;
     grants_free(s);
 }
+
+static const struct hc_term_filter prompt_filter = {
+    .input = prompt_input,
+    .hold_output = prompt_hold_output,
+    .output_blocked = prompt_output_blocked,
+    .resize = prompt_resize,
+    .session_free = prompt_session_free,
+};

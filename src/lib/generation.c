@@ -1,5 +1,7 @@
 /* generation.c — a Domain generation's start and teardown (hc.h). */
-#include "hc.h"
+#include "hc_gen.h"
+#include "hc_esc.h"
+#include "hc_session.h"
 #include "anchor.h"
 #include "mailbox.h"
 #include "catalog.h"
@@ -37,7 +39,7 @@ struct gen_step {
     const char *participant;
     int (*act)(struct hc *h, struct lz_error *err);
     const char *crash;
-    const char *model;
+    enum hc_action model; /* HC_NO_ACTION: none */
 };
 
 static int walk(struct hc *h, const struct gen_step *steps, size_t n, struct lz_error *err) {
@@ -749,19 +751,19 @@ static int publish(struct hc *h, struct lz_error *err) {
  * model action is logged and then its crash point is passed. */
 static const struct gen_step acquire[] = {
     /* participant        act                crash point         model action */
-    { "prepared lower", lower_intent, "lower-intent", NULL },
-    { "prepared lower", lower_lease, "lease-inserted", NULL },
-    { "prepared lower", lower_lease_held, "lease-held", NULL },
-    { "sandbox", supervisor_spawn, NULL, NULL },
-    { "sandbox", supervisor_staged, NULL, NULL },
-    { "state anchor", anchor_intent, "anchor-intent", NULL },
-    { "state anchor", anchor_mount, "anchor-mounted", NULL },
-    { "state anchor", anchor_prepared, "anchor-prepared", "MountStateAnchor" },
-    { "trust anchor", trust_anchor, "trust-anchor", "CreateTrustAnchor" },
-    { "routing, network, helper", network_intents, NULL, NULL },
-    { "helper", helper_start, NULL, "StartSidecar" },
-    { "sandbox", sandbox_start, NULL, "StartSandbox" }, /* router-staged, runsc-staged */
-    { "publication", publish, "running", "PublishDomain" },
+    { "prepared lower", lower_intent, "lower-intent", HC_NO_ACTION },
+    { "prepared lower", lower_lease, "lease-inserted", HC_NO_ACTION },
+    { "prepared lower", lower_lease_held, "lease-held", HC_NO_ACTION },
+    { "sandbox", supervisor_spawn, NULL, HC_NO_ACTION },
+    { "sandbox", supervisor_staged, NULL, HC_NO_ACTION },
+    { "state anchor", anchor_intent, "anchor-intent", HC_NO_ACTION },
+    { "state anchor", anchor_mount, "anchor-mounted", HC_NO_ACTION },
+    { "state anchor", anchor_prepared, "anchor-prepared", HC_MOUNT_STATE_ANCHOR },
+    { "trust anchor", trust_anchor, "trust-anchor", HC_CREATE_TRUST_ANCHOR },
+    { "routing, network, helper", network_intents, NULL, HC_NO_ACTION },
+    { "helper", helper_start, NULL, HC_START_SIDECAR },
+    { "sandbox", sandbox_start, NULL, HC_START_SANDBOX }, /* router-staged, runsc-staged */
+    { "publication", publish, "running", HC_PUBLISH_DOMAIN },
 };
 
 int hc_start_generation(struct hc *h, struct lz_error *err) {
@@ -967,21 +969,21 @@ static int rel_runtime_dir(struct hc *h, struct lz_error *err) {
  * proven gone. */
 static const struct gen_step release[] = {
     /* participant        act                  crash point              model action */
-    { "generation", rel_begin, NULL, "BeginTeardown" },
-    { "publication", rel_publication, NULL, NULL },
-    { "sandbox", rel_sandbox, NULL, "StopSandbox" },
-    { "helper", rel_helper, NULL, "StopSidecar" },
-    { "state anchor", rel_anchor_intent, "anchor-release-intent", NULL },
-    { "state anchor", rel_anchor_unmount, "anchor-unmounted", NULL },
-    { "sandbox", rel_supervisor, NULL, NULL },
-    { "sandbox", rel_absence_proof, NULL, NULL },
-    { "sandbox, network, routing", rel_clean_sandbox, NULL, NULL },
-    { "prepared lower", rel_lower_intent, "lower-release-intent", NULL },
-    { "prepared lower", rel_lease, "lease-removed", NULL },
-    { "prepared lower", rel_lower_clean, NULL, NULL },
-    { "state anchor", rel_anchor_released, NULL, "UnmountStateAnchor" },
-    { "generation", rel_finish, NULL, "FinishTeardown" },
-    { "generation", rel_runtime_dir, NULL, NULL },
+    { "generation", rel_begin, NULL, HC_BEGIN_TEARDOWN },
+    { "publication", rel_publication, NULL, HC_NO_ACTION },
+    { "sandbox", rel_sandbox, NULL, HC_STOP_SANDBOX },
+    { "helper", rel_helper, NULL, HC_STOP_SIDECAR },
+    { "state anchor", rel_anchor_intent, "anchor-release-intent", HC_NO_ACTION },
+    { "state anchor", rel_anchor_unmount, "anchor-unmounted", HC_NO_ACTION },
+    { "sandbox", rel_supervisor, NULL, HC_NO_ACTION },
+    { "sandbox", rel_absence_proof, NULL, HC_NO_ACTION },
+    { "sandbox, network, routing", rel_clean_sandbox, NULL, HC_NO_ACTION },
+    { "prepared lower", rel_lower_intent, "lower-release-intent", HC_NO_ACTION },
+    { "prepared lower", rel_lease, "lease-removed", HC_NO_ACTION },
+    { "prepared lower", rel_lower_clean, NULL, HC_NO_ACTION },
+    { "state anchor", rel_anchor_released, NULL, HC_UNMOUNT_STATE_ANCHOR },
+    { "generation", rel_finish, NULL, HC_FINISH_TEARDOWN },
+    { "generation", rel_runtime_dir, NULL, HC_NO_ACTION },
 };
 
 void hc_stop_generation(struct hc *h) {

@@ -3,7 +3,9 @@
  * durable record: intent, staged, running, release intent, clean), and the
  * relay between the client's socket and the exec's PTY master or pipes,
  * with backpressure. */
-#include "hc.h"
+#include "hc_session.h"
+#include "hc_esc.h"
+#include "trust.h"
 #include "ocispec.h"
 #include "procenv.h"
 
@@ -53,6 +55,16 @@ struct session *hc_session_by_id(struct hc *h, int id) {
     return NULL;
 }
 
+struct session *hc_session_by_sid(struct hc *h, const uint8_t sid[16]) {
+    for (int i = 0; i < MAX_SESSIONS; i++) {
+        struct session *s = h->s[i];
+        if (s && s->anchor && s->sock >= 0 && s->state == S_RUNNING &&
+            sodium_memcmp(s->anchor->sid, sid, LZ_RECORD_ID_LEN) == 0)
+            return s;
+    }
+    return NULL;
+}
+
 void hc_session_send(struct session *s, uint8_t type, uint8_t ch, const void *p, size_t n) {
     if (s->sock < 0)
         return;
@@ -82,7 +94,8 @@ void hc_session_refuse(struct session *s, uint32_t code, const char *msg) {
 
 void hc_session_free(struct hc *h, struct session *s) {
     hc_esc_session_end(h, s, "its session ended");
-    hc_prompt_session_free(s);
+    if (s->filter)
+        s->filter->session_free(s);
     lz_closep(&s->sock);
     lz_closep(&s->master);
     lz_closep(&s->in_w);
@@ -445,7 +458,7 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
         return r;
     hc_log("session %d: exec started (pid %d, %s%s)", s->id, (int)s->exec.pid, s->tty ? "tty" : "pipes",
            ahead ? ", started ahead" : "");
-    hc_model_action("RegisterSession", "s=%d", s->id);
+    hc_model_action(HC_REGISTER_SESSION, "s=%d", s->id);
     if (s->tty && !hello->argc && h->esc) {
         /* The login message of an interactive shell: one line. */
         static const char msg[] = "host commands: lazaret-escalate -- /ABSOLUTE/PATH ARGS... asks you here before "
@@ -488,7 +501,7 @@ static void session_handle_hello(struct hc *h, struct session *s, const uint8_t 
     }
     if (memcmp(hello.domain_id, h->cfg->domain_id, 32) != 0 ||
         memcmp(hello.fingerprint, h->cfg->fingerprint, 32) != 0) {
-        hc_model_action("RejectConfigurationMismatch", "s=%d", s->id);
+        hc_model_action(HC_REJECT_CONFIGURATION_MISMATCH, "s=%d", s->id);
         if (h->lingering) {
             /* No session uses the old configuration any more: this
              * generation stops and the client starts the next one with the
@@ -584,21 +597,21 @@ void hc_pump_input(struct session *s) {
     }
 }
 
-void hc_session_client_msg(struct hc *h, struct session *s, short revents) {
+int hc_session_client_msg(struct hc *h, struct session *s, short revents, const uint8_t **ret_msg, size_t *ret_len) {
     /* One input message at a time: the rest waits in the socket, which is
      * the backpressure towards the client. A hung-up client's leftovers do
      * not matter any more. */
     if (s->inbuf && !(revents & (POLLHUP | POLLERR)))
-        return;
+        return 0;
     static uint8_t buf[LZ_PROTO_MAX];
     ssize_t n = lz_msg_recv(s->sock, buf, sizeof buf);
     if (n == -EAGAIN)
-        return;
+        return 0;
     if (n <= 0) {
         /* Client gone: the session is released, never reattached. */
         lz_closep(&s->sock);
         if (s->state != S_DONE)
-            hc_model_action("DisconnectSession", "s=%d", s->id);
+            hc_model_action(HC_DISCONNECT_SESSION, "s=%d", s->id);
         hc_esc_session_end(h, s, "its session disconnected");
         if (s->state == S_HELLO) {
             s->state = S_DONE;
@@ -607,17 +620,20 @@ void hc_session_client_msg(struct hc *h, struct session *s, short revents) {
             s->release_step = 0;
             s->deadline = lz_now_ms();
         }
-        return;
+        return 0;
     }
     if (s->state == S_HELLO) {
-        if (buf[0] == LZ_MSG_STATUS || buf[0] == LZ_MSG_STOP)
-            hc_control_request(h, s, buf, (size_t)n);
-        else
-            session_handle_hello(h, s, buf, (size_t)n);
-        return;
+        if (buf[0] == LZ_MSG_STATUS || buf[0] == LZ_MSG_STOP) {
+            /* Not a session's: the caller answers it (coordinator.c). */
+            *ret_msg = buf;
+            *ret_len = (size_t)n;
+            return 1;
+        }
+        session_handle_hello(h, s, buf, (size_t)n);
+        return 0;
     }
     if (s->state != S_RUNNING)
-        return;
+        return 0;
     uint8_t type = buf[0], ch = buf[1];
     const uint8_t *p = buf + LZ_PROTO_HDR;
     size_t len = (size_t)n - LZ_PROTO_HDR;
@@ -625,7 +641,7 @@ void hc_session_client_msg(struct hc *h, struct session *s, short revents) {
     case LZ_MSG_DATA:
         if (ch != 0 || s->inbuf || s->in_eof_pending)
             break;
-        if (hc_prompt_input(h, s, p, len))
+        if (s->filter && s->filter->input(h, s, p, len))
             break; /* keys for the escalation prompt */
         s->inbuf = lz_xmalloc(len);
         memcpy(s->inbuf, p, len);
@@ -646,7 +662,8 @@ void hc_session_client_msg(struct hc *h, struct session *s, short revents) {
         if (len == 4 && s->tty && s->master >= 0) {
             struct winsize ws = { .ws_row = lz_get_u16(p), .ws_col = lz_get_u16(p + 2) };
             ioctl(s->master, TIOCSWINSZ, &ws);
-            hc_prompt_resize(s, ws.ws_row, ws.ws_col);
+            if (s->filter)
+                s->filter->resize(s, ws.ws_row, ws.ws_col);
         }
         break;
     case LZ_MSG_SIGNAL:
@@ -673,6 +690,7 @@ void hc_session_client_msg(struct hc *h, struct session *s, short revents) {
         s->deadline = lz_now_ms();
         break;
     }
+    return 0;
 }
 
 /* Output from the exec to the client, with backpressure: while a message
@@ -697,7 +715,7 @@ bool hc_flush_pending(struct session *s) {
 }
 
 void hc_pump_output(struct session *s, int *fdp, uint8_t ch) {
-    if (hc_prompt_hold_output(s, fdp))
+    if (s->filter && s->filter->hold_output(s, fdp))
         return; /* held while the escalation prompt is up */
     if (!hc_flush_pending(s))
         return;
