@@ -67,3 +67,22 @@ int lz_router_owner_action(unsigned type, uid_t uid, gid_t gid, uid_t dev_uid, g
         return LZ_OWNER_CLEAR;
     return no_xattr ? -EPERM : LZ_OWNER_SET;
 }
+
+enum lz_router_backing lz_router_backing_decide(enum lz_router_backing ignore_backing, size_t ht_match, size_t rel_len,
+                                                bool under_git, bool *seed) {
+    *seed = false;
+    if (ignore_backing != LZ_BACKING_HOST || !ht_match || under_git)
+        return ignore_backing;
+    *seed = ht_match == rel_len;
+    return LZ_BACKING_STORE;
+}
+
+int lz_router_counterpart_check(int counterpart_empty) {
+    if (counterpart_empty == 0)
+        return -ENOTEMPTY;
+    if (counterpart_empty < 0 && counterpart_empty != -ENOENT && counterpart_empty != -ENOTDIR)
+        return counterpart_empty;
+    return 0;
+}
+
+int lz_router_root_flags_check(int flags) { return flags & FS_CASEFOLD_FL ? -EINVAL : 0; }

@@ -67,3 +67,34 @@ enum lz_router_owner_action {
 /* Returns the action, or -EPERM when another owner cannot be kept
  * (`no_xattr`: the host file system has no user xattrs). */
 int lz_router_owner_action(unsigned type, uid_t uid, gid_t gid, uid_t dev_uid, gid_t dev_gid, bool no_xattr);
+
+/* The backing of a workspace entry with Ignored Workspace State on
+ * (ignore.h), from what the router gathered:
+ *  - `ignore_backing`: what the ignore rules decide (LZ_BACKING_HOST or
+ *    LZ_BACKING_STORE);
+ *  - `ht_match`: the length of the host-tool configuration path
+ *    (hosttools.h) that `rel` is or is under, 0 when none;
+ *  - `rel_len`: the length of `rel`; `under_git`: `rel` is `.git` or below.
+ * A git-ignored entry stays the store's (private: a host `.envrc` with
+ * secrets is never seeded); below `.git` the Git policy decides
+ * (security-git.md), never the host-tool set; else a host-tool path is the
+ * store's. `*seed` is set when the entry is the host-tool path itself
+ * (ht_match == rel_len), which the caller copies from the host at first
+ * sight (htseed.h). Never fails. */
+enum lz_router_backing { LZ_BACKING_HOST = 0, LZ_BACKING_STORE = 1 };
+enum lz_router_backing lz_router_backing_decide(enum lz_router_backing ignore_backing, size_t ht_match, size_t rel_len,
+                                                bool under_git, bool *seed);
+
+/* Removing (rmdir) or replacing (rename over) a host directory that has a
+ * counterpart in the store: `counterpart_empty` is what the caller found
+ * there: 1 empty, 0 not empty, or a negative errno (-ENOENT, -ENOTDIR: no
+ * counterpart, like empty). Returns 0, -ENOTEMPTY (the ignored entries it
+ * holds would be orphaned: the sandbox sees them in the directory), or
+ * the other error. */
+int lz_router_counterpart_check(int counterpart_empty);
+
+/* The workspace root's inode flags (FS_IOC_GETFLAGS): a case-folding
+ * directory (FS_CASEFOLD_FL) is refused, -EINVAL: `.git/CONFIG` would be
+ * `.git/config` under Unicode folding rules this policy does not
+ * implement. 0 otherwise. */
+int lz_router_root_flags_check(int flags);

@@ -25,14 +25,16 @@ int route_of(struct router *r, int hfd, const char *drel, const char *name, cons
              const struct stat *hst) {
     static char *const git[] = { (char *)".git" };
     int b = rt_ignore_route(r->ig, rel, is_dir, hst);
-    size_t m = rt_ht_match(r->ht, rel);
-    /* Below `.git` the Git policy decides (security-git.md), never this;
-     * a git-ignored entry (a host `.envrc` with secrets) stays private. */
-    if (b != RT_HOST || !m || lz_hosttools_match(git, 1, rel))
+    if (b < 0)
         return b;
-    if (m == strlen(rel))
+    bool seed;
+    b = lz_router_backing_decide(b == RT_STORE ? LZ_BACKING_STORE : LZ_BACKING_HOST, rt_ht_match(r->ht, rel),
+                                 strlen(rel), lz_hosttools_match(git, 1, rel) != 0, &seed) == LZ_BACKING_STORE
+        ? RT_STORE
+        : RT_HOST;
+    if (seed)
         rt_ht_seed(r->ht, hfd, rt_ignore_store_fd(r->ig), drel, name, rel);
-    return RT_STORE;
+    return b;
 }
 
 void at_done(struct rt_at *at) {

@@ -154,11 +154,7 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, en
         _cleanup_close_ int cfd = -EBADF;
         if (rc == 0 && r->ig && op == LZ_ROP_RMDIR) {
             cfd = store_dir(r, dir, false);
-            int empty = cfd >= 0 ? dir_is_empty(cfd, name) : 1;
-            if (empty == 0)
-                rc = -ENOTEMPTY;
-            else if (empty < 0 && empty != -ENOENT && empty != -ENOTDIR)
-                rc = empty;
+            rc = lz_router_counterpart_check(cfd >= 0 ? dir_is_empty(cfd, name) : 1);
         }
         if (rc == 0) {
             if (op == LZ_ROP_UNLINK)
@@ -415,7 +411,9 @@ void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
         /* A directory replaced must be empty in both backings. */
         if (r->ig && dexists && S_ISDIR(dst.st_mode) && !(flags & RENAME_EXCHANGE)) {
             _cleanup_close_ int cfd = store_dir(r, ddir, false);
-            if (cfd >= 0 && dir_is_empty(cfd, newname) == 0) {
+            /* Only "not empty" refuses here, as before: an unreadable
+             * counterpart is left to the rename itself. */
+            if (cfd >= 0 && lz_router_counterpart_check(dir_is_empty(cfd, newname)) == -ENOTEMPTY) {
                 rc = -ENOTEMPTY;
                 goto fail;
             }

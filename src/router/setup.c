@@ -4,6 +4,7 @@
 #include "router_int.h"
 
 #include "router_link.h"
+#include "router_volume.h"
 
 /* --ignored-state: routing of git-ignored untracked paths (ignore.h). */
 /* The checks of --ignored-state that need no repository: *ret_sfd is the
@@ -83,7 +84,7 @@ int setup_router(struct router *r, const char *source, const char *mountpoint, s
      * agent cannot set the flag (no ioctls are served). */
     _cleanup_close_ int dfd = openat(r->root.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int flags = 0;
-    if (dfd >= 0 && ioctl(dfd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & FS_CASEFOLD_FL))
+    if (dfd >= 0 && ioctl(dfd, FS_IOC_GETFLAGS, &flags) == 0 && lz_router_root_flags_check(flags) < 0)
         return lz_error_set(err, -EINVAL, "%s is a case-folding directory: not supported", r->root_path);
 
     r->nbuckets = 1024;

@@ -339,6 +339,48 @@ static void test_link_helpers_and_bounds(void **state) {
     free(longt);
 }
 
+/* The backing of a workspace entry: the ignore rules first, then the
+ * host-tool set, never below .git. */
+static void test_backing_decide(void **state) {
+    (void)state;
+    bool seed = true;
+    /* Not a host-tool path: what the ignore rules say. */
+    assert_int_equal(lz_router_backing_decide(LZ_BACKING_HOST, 0, 7, false, &seed), LZ_BACKING_HOST);
+    assert_false(seed);
+    assert_int_equal(lz_router_backing_decide(LZ_BACKING_STORE, 0, 7, false, &seed), LZ_BACKING_STORE);
+    assert_false(seed);
+    /* A host-tool path itself (".claude"): the store's, seeded from the host. */
+    assert_int_equal(lz_router_backing_decide(LZ_BACKING_HOST, 7, 7, false, &seed), LZ_BACKING_STORE);
+    assert_true(seed);
+    /* Below it (".claude/settings.json"): the store's, not seeded again. */
+    seed = true;
+    assert_int_equal(lz_router_backing_decide(LZ_BACKING_HOST, 7, 21, false, &seed), LZ_BACKING_STORE);
+    assert_false(seed);
+    /* A git-ignored host-tool path (".envrc" with secrets): private to the
+     * store as ignored state, never seeded from the host. */
+    seed = true;
+    assert_int_equal(lz_router_backing_decide(LZ_BACKING_STORE, 6, 6, false, &seed), LZ_BACKING_STORE);
+    assert_false(seed);
+    /* Below .git (".git/.vscode"): the Git policy decides, the host's. */
+    seed = true;
+    assert_int_equal(lz_router_backing_decide(LZ_BACKING_HOST, 12, 12, true, &seed), LZ_BACKING_HOST);
+    assert_false(seed);
+}
+
+static void test_counterpart_and_root_flags(void **state) {
+    (void)state;
+    assert_int_equal(lz_router_counterpart_check(1), 0);
+    assert_int_equal(lz_router_counterpart_check(-ENOENT), 0);
+    assert_int_equal(lz_router_counterpart_check(-ENOTDIR), 0);
+    assert_int_equal(lz_router_counterpart_check(0), -ENOTEMPTY);
+    assert_int_equal(lz_router_counterpart_check(-EACCES), -EACCES);
+    assert_int_equal(lz_router_counterpart_check(-EIO), -EIO);
+    assert_int_equal(lz_router_root_flags_check(0), 0);
+    assert_int_equal(lz_router_root_flags_check(FS_NOATIME_FL | FS_NODUMP_FL), 0);
+    assert_int_equal(lz_router_root_flags_check(FS_CASEFOLD_FL), -EINVAL);
+    assert_int_equal(lz_router_root_flags_check(FS_CASEFOLD_FL | FS_NOATIME_FL), -EINVAL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_creations),
@@ -349,6 +391,8 @@ int main(void) {
         cmocka_unit_test(test_chmod_mode),
         cmocka_unit_test(test_held),
         cmocka_unit_test(test_backings_and_owners),
+        cmocka_unit_test(test_backing_decide),
+        cmocka_unit_test(test_counterpart_and_root_flags),
         cmocka_unit_test_setup(test_link_plain_targets, link_setup),
         cmocka_unit_test_setup(test_link_denied_targets, link_setup),
         cmocka_unit_test_setup(test_link_through_symlinks, link_setup),
