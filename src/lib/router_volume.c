@@ -86,3 +86,15 @@ int lz_router_counterpart_check(int counterpart_empty) {
 }
 
 int lz_router_root_flags_check(int flags) { return flags & FS_CASEFOLD_FL ? -EINVAL : 0; }
+
+int lz_router_write_check(bool truncate, enum lz_router_handle h, bool sticky, bool sealed) {
+    if (sealed)
+        return -EPERM;
+    if (truncate)
+        return h != LZ_HANDLE_NONE && !sticky ? 0 : LZ_ASK_PATH_POLICY;
+    if (h == LZ_HANDLE_OPEN)
+        return 0;
+    if (h == LZ_HANDLE_WRITABLE)
+        return sticky ? -EPERM : 0;
+    return LZ_ASK_PATH_POLICY;
+}

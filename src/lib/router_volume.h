@@ -98,3 +98,22 @@ int lz_router_counterpart_check(int counterpart_empty);
  * `.git/config` under Unicode folding rules this policy does not
  * implement. 0 otherwise. */
 int lz_router_root_flags_check(int flags);
+
+/* A data write or a truncation of a held inode, from the handle it comes
+ * through (the open was checked by the path policy when it was made):
+ *  - LZ_HANDLE_OPEN: a handle of an open() (write: the kernel sends data
+ *    writes only through one opened for writing);
+ *  - LZ_HANDLE_WRITABLE: a descriptor opened for writing that the router
+ *    holds for the inode (ftruncate through a handle, or the handle the
+ *    file was created with);
+ *  - LZ_HANDLE_NONE: no such handle (truncate by path, write through
+ *    handle 0 of a file not created for writing).
+ * Returns 0 (allowed without asking the path policy), -EPERM (refused), or
+ * LZ_ASK_PATH_POLICY (the caller asks the path policy for WRITE).
+ * `sealed` (a checked Git index or packed-refs) refuses every write;
+ * `sticky` (seen under a protected name while held) takes away what the
+ * creating handle, or a writable one for truncation, would allow: a data
+ * write through the creating handle is refused, a truncation asks. */
+enum lz_router_handle { LZ_HANDLE_NONE = 0, LZ_HANDLE_OPEN, LZ_HANDLE_WRITABLE };
+#define LZ_ASK_PATH_POLICY 1
+int lz_router_write_check(bool truncate, enum lz_router_handle h, bool sticky, bool sealed);

@@ -63,21 +63,17 @@ static int data_fd(struct router *r, struct rt_inode *in, struct fuse_file_info 
  * became a checked Git index (index.lock renamed over index) must not
  * change it afterwards; through handle 0, those of an open for writing. */
 static int data_write_check(struct router *r, struct rt_inode *in, struct fuse_file_info *fi) {
-    int rc = lz_router_held_check(LZ_ROP_WRITE, in->type, false, in->sealed);
-    if (rc < 0) {
+    /* Through handle 0, the handle it was created with counts when it was
+     * opened for writing (that handle's rule was checked at create). */
+    enum lz_router_handle h = fi->fh != 0                      ? LZ_HANDLE_OPEN
+        : in->cfd >= 0 && (in->cflags & O_ACCMODE) != O_RDONLY ? LZ_HANDLE_WRITABLE
+                                                               : LZ_HANDLE_NONE;
+    int rc = lz_router_write_check(false, h, in->sticky, in->sealed);
+    if (rc == LZ_ASK_PATH_POLICY)
+        return policy_inode(r, in, -1, LZ_ROP_WRITE);
+    if (rc < 0)
         log_refusal(r, "write", in->name, NULL, rc);
-        return rc;
-    }
-    if (fi->fh != 0)
-        return 0;
-    /* Through the handle it was created with: that handle's rule (checked
-     * at create), unless it was seen under a protected name since. */
-    if (in->cfd >= 0 && (in->cflags & O_ACCMODE) != O_RDONLY) {
-        if ((rc = lz_router_held_check(LZ_ROP_WRITE, in->type, in->sticky, false)) < 0)
-            log_refusal(r, "write", in->name, NULL, rc);
-        return rc;
-    }
-    return policy_inode(r, in, -1, LZ_ROP_WRITE);
+    return rc;
 }
 
 void rt_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {

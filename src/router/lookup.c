@@ -212,14 +212,12 @@ void rt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid, st
         if (rc < 0)
             goto fail;
     }
-    if ((valid & FUSE_SET_ATTR_SIZE) && (rc = lz_router_held_check(LZ_ROP_WRITE, in->type, false, in->sealed)) < 0)
-        goto fail;
     if (valid & FUSE_SET_ATTR_SIZE) {
         /* ftruncate on a handle opened for writing was allowed at open(). */
         int fl = fhfd >= 0 ? fcntl(fhfd, F_GETFL) : -1;
-        if (fl >= 0 && (fl & O_ACCMODE) != O_RDONLY && !in->sticky)
-            rc = 0;
-        else
+        rc = lz_router_write_check(true, fl >= 0 && (fl & O_ACCMODE) != O_RDONLY ? LZ_HANDLE_WRITABLE : LZ_HANDLE_NONE,
+                                   in->sticky, in->sealed);
+        if (rc == LZ_ASK_PATH_POLICY)
             rc = policy_inode(r, in, fhfd, LZ_ROP_WRITE);
         if (rc < 0)
             goto fail;

@@ -381,6 +381,29 @@ static void test_counterpart_and_root_flags(void **state) {
     assert_int_equal(lz_router_root_flags_check(FS_CASEFOLD_FL | FS_NOATIME_FL), -EINVAL);
 }
 
+/* A data write or a truncation: which handle it comes through decides
+ * whether the path policy is asked; a sealed inode refuses both. */
+static void test_write_check(void **state) {
+    (void)state;
+    const enum lz_router_handle hs[] = { LZ_HANDLE_NONE, LZ_HANDLE_OPEN, LZ_HANDLE_WRITABLE };
+    for (size_t i = 0; i < 3; i++)
+        for (int tr = 0; tr < 2; tr++)
+            for (int st = 0; st < 2; st++)
+                assert_int_equal(lz_router_write_check(tr, hs[i], st, true), -EPERM);
+    /* Data writes. */
+    assert_int_equal(lz_router_write_check(false, LZ_HANDLE_OPEN, false, false), 0);
+    assert_int_equal(lz_router_write_check(false, LZ_HANDLE_OPEN, true, false), 0);
+    assert_int_equal(lz_router_write_check(false, LZ_HANDLE_WRITABLE, false, false), 0);
+    assert_int_equal(lz_router_write_check(false, LZ_HANDLE_WRITABLE, true, false), -EPERM);
+    assert_int_equal(lz_router_write_check(false, LZ_HANDLE_NONE, false, false), LZ_ASK_PATH_POLICY);
+    assert_int_equal(lz_router_write_check(false, LZ_HANDLE_NONE, true, false), LZ_ASK_PATH_POLICY);
+    /* Truncations. */
+    assert_int_equal(lz_router_write_check(true, LZ_HANDLE_WRITABLE, false, false), 0);
+    assert_int_equal(lz_router_write_check(true, LZ_HANDLE_WRITABLE, true, false), LZ_ASK_PATH_POLICY);
+    assert_int_equal(lz_router_write_check(true, LZ_HANDLE_NONE, false, false), LZ_ASK_PATH_POLICY);
+    assert_int_equal(lz_router_write_check(true, LZ_HANDLE_NONE, true, false), LZ_ASK_PATH_POLICY);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_creations),
@@ -393,6 +416,7 @@ int main(void) {
         cmocka_unit_test(test_backings_and_owners),
         cmocka_unit_test(test_backing_decide),
         cmocka_unit_test(test_counterpart_and_root_flags),
+        cmocka_unit_test(test_write_check),
         cmocka_unit_test_setup(test_link_plain_targets, link_setup),
         cmocka_unit_test_setup(test_link_denied_targets, link_setup),
         cmocka_unit_test_setup(test_link_through_symlinks, link_setup),
