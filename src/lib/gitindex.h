@@ -42,7 +42,10 @@ int lz_gitindex_check(const void *buf, size_t len, unsigned hash_len, struct lz_
 
 /* The router's rule: lz_gitindex_check() with hash_len must give 0, and
  * the other hash length must not give -EPERM either (a misread repository
- * configuration must not open a hole). 0 or the refusing code. */
+ * configuration must not open a hole), unless Git could not read the bytes
+ * with that length at all: for the 32-byte reading, a trailing hash that
+ * is neither the SHA-256 of the content nor all zero (index.skipHash) is
+ * refused by Git itself. 0 or the refusing code. */
 int lz_gitindex_verify(const void *buf, size_t len, unsigned hash_len, struct lz_error *err);
 
 /* 20 or 32: the object ID length of a repository whose config text is given

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <sodium.h>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -565,6 +566,37 @@ static void test_hash_confusion(void **state) {
     assert_int_equal(lz_gitindex_verify(b, sizeof b, 20, NULL), -EPERM);
 }
 
+/* The other way round: safe as SHA-1 (entry "x", then an optional
+ * extension), ".git/hooks" as SHA-256. Refused when a SHA-256 Git would
+ * read it (its trailer the SHA-256 of the content, or all zero:
+ * index.skipHash); accepted when its trailer is wrong for SHA-256, which
+ * Git refuses to read (a real SHA-1 index misread so was refused before). */
+static void test_hash_confusion_trailer(void **state) {
+    (void)state;
+    uint8_t b[132] = { 0 };
+    memcpy(b, "DIRC\0\0\0\2\0\0\0\1", 12);
+    b[12 + 24] = 0x00, b[12 + 25] = 0x00, b[12 + 26] = 0x81, b[12 + 27] = 0xa4; /* 0100644 */
+    b[72] = 0, b[73] = 1;                                                       /* SHA-1 flags: 1-byte name */
+    b[74] = 'x';                                                                /* NUL at 75, padded to 76 */
+    memcpy(b + 76, "Zzzz\0\0\0\x1c", 8); /* SHA-1: optional extension over 84..112 */
+    b[84] = 0, b[85] = 10;               /* SHA-256 flags: 10-byte name */
+    memcpy(b + 86, ".git/hooks", 10);    /* SHA-256 name, NUL at 96, padded to 100 */
+    assert_int_equal(lz_gitindex_check(b, sizeof b, 20, NULL), 0);
+    assert_int_equal(lz_gitindex_check(b, sizeof b, 32, NULL), -EPERM);
+    /* all-zero trailer (skipHash): a SHA-256 Git reads it */
+    assert_int_equal(lz_gitindex_verify(b, sizeof b, 20, NULL), -EPERM);
+    /* its real SHA-256 */
+    crypto_hash_sha256(b + 100, b, 100);
+    struct lz_error err = { 0 };
+    assert_int_equal(lz_gitindex_verify(b, sizeof b, 20, &err), -EPERM);
+    assert_non_null(strstr(err.msg, ".git/hooks"));
+    /* a trailer wrong for SHA-256: Git would die reading it that way */
+    b[131] ^= 1;
+    assert_int_equal(lz_gitindex_check(b, sizeof b, 32, NULL), -EPERM); /* the content still reads so */
+    assert_int_equal(lz_gitindex_verify(b, sizeof b, 20, NULL), 0);
+    assert_int_equal(lz_gitindex_verify(b, sizeof b, 32, NULL), -EPERM);
+}
+
 static void test_config(void **state) {
     (void)state;
     static const struct {
@@ -680,15 +712,11 @@ static int teardown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_real_indexes),
-        cmocka_unit_test(test_real_sparse_sha256_conflict),
-        cmocka_unit_test(test_builder_benign),
-        cmocka_unit_test(test_bad_paths),
-        cmocka_unit_test(test_structure),
-        cmocka_unit_test(test_fsmn),
-        cmocka_unit_test(test_hash_confusion),
-        cmocka_unit_test(test_config),
-        cmocka_unit_test(test_control_checkout_index),
+        cmocka_unit_test(test_real_indexes),   cmocka_unit_test(test_real_sparse_sha256_conflict),
+        cmocka_unit_test(test_builder_benign), cmocka_unit_test(test_bad_paths),
+        cmocka_unit_test(test_structure),      cmocka_unit_test(test_fsmn),
+        cmocka_unit_test(test_hash_confusion), cmocka_unit_test(test_hash_confusion_trailer),
+        cmocka_unit_test(test_config),         cmocka_unit_test(test_control_checkout_index),
         cmocka_unit_test(test_perf_30k),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
