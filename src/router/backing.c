@@ -28,8 +28,10 @@ int route_of(struct router *r, int hfd, const char *drel, const char *name, cons
     if (b < 0)
         return b;
     bool seed;
-    b = lz_router_backing_decide(b == RT_STORE ? LZ_BACKING_STORE : LZ_BACKING_HOST, rt_ht_match(r->ht, rel),
-                                 strlen(rel), lz_hosttools_match(git, 1, rel) != 0, &seed) == LZ_BACKING_STORE
+    size_t m = rt_ht_match(r->ht, rel);
+    /* The .git test only matters for a host-tool path (most lookups are not). */
+    b = lz_router_backing_decide(b == RT_STORE ? LZ_BACKING_STORE : LZ_BACKING_HOST, m, strlen(rel),
+                                 m && lz_hosttools_match(git, 1, rel), &seed) == LZ_BACKING_STORE
         ? RT_STORE
         : RT_HOST;
     if (seed)
