@@ -17,6 +17,50 @@
  * (docs/agents.md): Codex's own sandbox (bubblewrap) cannot start inside
  * gVisor, so its bypass flag is the way to run it here; opencode's --auto
  * approves what its configuration asks about. */
+/* The names the images' tools fetch from: apt (mmdebstrap's sources:
+ * deb.debian.org, plain HTTP as Debian signs the indices, and the
+ * security archive), npm, pip, cargo, the Go module proxy and checksum
+ * database, and GitHub (git over SSH and HTTPS, its API and codeload,
+ * raw files and release assets on githubusercontent.com). */
+const char *const lz_dev_hosts[] = {
+    "deb.debian.org:80,443",       "security.debian.org:80,443",
+    "registry.npmjs.org:443",      "pypi.org:443",
+    "files.pythonhosted.org:443",  "crates.io:443",
+    "static.crates.io:443",        "index.crates.io:443",
+    "proxy.golang.org:443",        "sum.golang.org:443",
+    "github.com:22,443",           "*.github.com:443",
+    "*.githubusercontent.com:443", NULL,
+};
+
+/* What each agent needs to work (docs/agents.md "What the agents
+ * contact"): its model API and its login. Left out on purpose: telemetry
+ * and error reports (Claude Code's datadoghq.com and sentry.io; it works
+ * without them), self-updates outside npm (downloads.claude.ai,
+ * storage.googleapis.com: `lazaret image bootstrap --refresh` updates the
+ * image), and opencode's session sharing (opncd.ai: it publishes the
+ * session). A profile adds any of them with allow_hosts. */
+static const char *const claude_hosts[] = {
+    "api.anthropic.com:443",
+    "claude.ai:443",
+    "platform.claude.com:443",
+    NULL,
+};
+static const char *const codex_hosts[] = {
+    "api.openai.com:443",
+    "chatgpt.com:443",
+    "auth.openai.com:443",
+    NULL,
+};
+static const char *const opencode_hosts[] = {
+    "api.anthropic.com:443",
+    "api.openai.com:443",
+    "auth.openai.com:443",
+    "opencode.ai:443",
+    "models.opencode.ai:443",
+    "models.dev:443",
+    NULL,
+};
+
 const struct lz_agent lz_agents[] = {
     {
         .name = "claude",
@@ -29,6 +73,7 @@ const struct lz_agent lz_agents[] = {
                    "]\n"
                    "env = { CLAUDE_CONFIG_DIR = \"/root/.claude\", IS_SANDBOX = \"1\", "
                    "ANTHROPIC_API_KEY = \"env:ANTHROPIC_API_KEY\" }\n",
+        .hosts = claude_hosts,
     },
     {
         .name = "codex",
@@ -40,6 +85,7 @@ const struct lz_agent lz_agents[] = {
                    "  { host = \"{profile_dir}/codex\", container = \"/root/.codex\", mode = \"rw\" },\n"
                    "]\n"
                    "env = { OPENAI_API_KEY = \"env:OPENAI_API_KEY\" }\n",
+        .hosts = codex_hosts,
     },
     {
         .name = "opencode",
@@ -52,6 +98,7 @@ const struct lz_agent lz_agents[] = {
                    "  { host = \"{profile_dir}/share\", container = \"/root/.local/share/opencode\", mode = \"rw\" },\n"
                    "]\n"
                    "env = { ANTHROPIC_API_KEY = \"env:ANTHROPIC_API_KEY\", OPENAI_API_KEY = \"env:OPENAI_API_KEY\" }\n",
+        .hosts = opencode_hosts,
     },
     { 0 },
 };
@@ -61,4 +108,11 @@ const struct lz_agent *lz_agent_find(const char *name) {
         if (strcmp(a->name, name) == 0)
             return a;
     return NULL;
+}
+
+const struct lz_agent *lz_agent_of_image(const char *image) {
+    size_t n = strlen(LZ_AGENT_IMAGE_PREFIX);
+    if (!image || strncmp(image, LZ_AGENT_IMAGE_PREFIX, n) != 0)
+        return NULL;
+    return lz_agent_find(image + n);
 }

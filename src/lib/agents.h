@@ -17,7 +17,16 @@
  * The agent's own state lives in volumes beneath {profile_dir}, never in
  * the workspace. env: references of a built-in profile are optional: an
  * unset host variable is not passed (lz_profile.env[i].value stays NULL),
- * where a user profile refuses to start. */
+ * where a user profile refuses to start.
+ *
+ * Egress by name (config.h, enum lz_egress): under the "balanced" preset a
+ * profile may resolve the names of lz_dev_hosts (package registries,
+ * GitHub, Debian's archive: what the images' own tools fetch from) and,
+ * when its image is an agent's ("builtin:agent-NAME", whatever the
+ * profile is called: the image is what runs the agent), that agent's
+ * hosts. The lists are host rules as hostrule.h parses them, ports
+ * explicit; each is NULL-terminated. lz_egress_preset() gives the list of
+ * an image; config.c parses it as it parses a profile's allow_hosts. */
 #pragma once
 
 #include "util.h"
@@ -28,10 +37,17 @@
 #define LZ_AGENT_PACKAGES "nodejs,npm"
 
 struct lz_agent {
-    const char *name;        /* profile name and image suffix */
-    const char *npm_package; /* installed with npm install -g */
-    const char *profile;     /* TOML body of [profiles.NAME] */
+    const char *name;         /* profile name and image suffix */
+    const char *npm_package;  /* installed with npm install -g */
+    const char *profile;      /* TOML body of [profiles.NAME] */
+    const char *const *hosts; /* the agent's own names under "balanced" */
 };
+
+/* The developer names every profile may resolve under "balanced". */
+extern const char *const lz_dev_hosts[];
+
+/* The agent whose image ref is this ("builtin:agent-NAME"), or NULL. */
+const struct lz_agent *lz_agent_of_image(const char *image);
 
 /* The agent of that name, or NULL. */
 const struct lz_agent *lz_agent_find(const char *name);

@@ -7,6 +7,7 @@
  * environment references; finally derive the Domain ID and fingerprint. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -146,7 +147,216 @@ static void profile_done(struct lz_profile *p) {
     }
     free(p->volumes);
     lz_strv_free(p->command, p->n_command);
+    free(p->allow_hosts);
+    free(p->deny_hosts);
     memset(p, 0, sizeof *p);
+}
+
+/* ---- egress by name --------------------------------------------------- */
+
+static const char *const egress_names[] = {
+    [LZ_EGRESS_OPEN] = "open",
+    [LZ_EGRESS_BALANCED] = "balanced",
+    [LZ_EGRESS_LOCKED] = "locked",
+};
+
+const char *lz_egress_name(enum lz_egress e) {
+    if ((size_t)e >= LZ_ARRAY_SIZE(egress_names) || !egress_names[e])
+        return "?";
+    return egress_names[e];
+}
+
+/* `egress = "..."` of a profile or of [network]. */
+static int parse_egress_value(struct loader *ld, const struct lz_toml_value *v, const char *key, enum lz_egress *ret) {
+    char d[DISP_MAX];
+    int r = cfg_check_string(ld, v, key);
+    if (r < 0)
+        return r;
+    for (size_t e = LZ_EGRESS_OPEN; e < LZ_ARRAY_SIZE(egress_names); e++)
+        if (strcmp(v->u.string.s, egress_names[e]) == 0) {
+            *ret = (enum lz_egress)e;
+            return 0;
+        }
+    return cfg_err(ld, v->line, key,
+                   "%s is not an egress preset: write \"open\" (the prefix policy alone, every name resolves), "
+                   "\"balanced\" (the built-in names of the profile plus allow_hosts) or \"locked\" "
+                   "(allow_hosts and allow_egress only)",
+                   cfg_disp(v->u.string.s, d, sizeof d));
+}
+
+/* Two rules that name the same host (or suffix), ports aside. */
+static bool hostrule_same_name(const struct lz_hostrule *a, const struct lz_hostrule *b) {
+    return a->wildcard == b->wildcard && strcmp(a->name, b->name) == 0;
+}
+
+static bool hostrule_same(const struct lz_hostrule *a, const struct lz_hostrule *b) {
+    return hostrule_same_name(a, b) && a->n_ports == b->n_ports &&
+        memcmp(a->ports, b->ports, a->n_ports * sizeof a->ports[0]) == 0;
+}
+
+/* One allow_hosts or deny_hosts list, with the line of every rule. */
+static int parse_host_list(struct loader *ld, const struct lz_toml_value *arr, const char *key, unsigned flags,
+                           struct lz_hostrule **ret, int **ret_lines, size_t *ret_n) {
+    char kb[512];
+    int r = cfg_want_type(ld, arr, LZ_TOML_ARRAY, key);
+    if (r < 0)
+        return r;
+    size_t n = arr->u.array.n;
+    if (n > LZ_CONFIG_MAX_HOSTRULES)
+        return cfg_err(ld, arr->line, key,
+                       "more than %d host rules; a wildcard (\"*.example.com\") covers every name below a domain",
+                       LZ_CONFIG_MAX_HOSTRULES);
+    struct lz_hostrule *v = lz_xcalloc(n ? n : 1, sizeof *v);
+    int *lines = lz_xcalloc(n ? n : 1, sizeof *lines);
+    for (size_t i = 0; i < n; i++) {
+        const struct lz_toml_value *e = arr->u.array.items[i];
+        struct lz_error he = { 0 };
+        snprintf(kb, sizeof kb, "%s[%zu]", key, i);
+        if ((r = cfg_check_string(ld, e, kb)) < 0 || (r = lz_hostrule_parse(e->u.string.s, flags, &v[i], &he)) < 0) {
+            free(v);
+            free(lines);
+            return r == -EINVAL && he.msg[0] ? cfg_err(ld, e->line, kb, "%s", he.msg) : r;
+        }
+        lines[i] = e->line;
+    }
+    *ret = v;
+    *ret_lines = lines;
+    *ret_n = n;
+    return 0;
+}
+
+/* Appends r to p's allow set unless the same rule is already there. */
+static void allow_add(struct lz_profile *p, const struct lz_hostrule *r) {
+    for (size_t i = 0; i < p->n_allow_hosts; i++)
+        if (hostrule_same(&p->allow_hosts[i], r))
+            return;
+    p->allow_hosts[p->n_allow_hosts++] = *r;
+}
+
+/* The effective allow set of p (config.h): under BALANCED the preset of
+ * its image first, then own[]. own is not kept. */
+static int egress_effective(struct loader *ld, struct lz_profile *p, const struct lz_hostrule *own, size_t n_own) {
+    const char *const *lists[2] = { NULL, NULL };
+    size_t n_preset = 0;
+    if (p->egress == LZ_EGRESS_BALANCED) {
+        const struct lz_agent *a = lz_agent_of_image(p->image);
+        lists[0] = lz_dev_hosts;
+        lists[1] = a ? a->hosts : NULL;
+        for (size_t l = 0; l < 2; l++)
+            for (size_t i = 0; lists[l] && lists[l][i]; i++)
+                n_preset++;
+    }
+    free(p->allow_hosts);
+    p->allow_hosts = lz_xcalloc(n_preset + n_own + 1, sizeof *p->allow_hosts);
+    p->n_allow_hosts = 0;
+    for (size_t l = 0; l < 2; l++)
+        for (size_t i = 0; lists[l] && lists[l][i]; i++) {
+            struct lz_hostrule hr;
+            struct lz_error he = { 0 };
+            if (lz_hostrule_parse(lists[l][i], 0, &hr, &he) < 0)
+                return lz_error_set(ld->err, -EINVAL, "built-in host rule of the balanced preset: %s", he.msg);
+            allow_add(p, &hr);
+        }
+    p->n_allow_hosts_preset = p->n_allow_hosts;
+    for (size_t i = 0; i < n_own; i++)
+        allow_add(p, &own[i]);
+    return 0;
+}
+
+/* A profile's egress, allow_hosts and deny_hosts; the effective set. */
+static int parse_profile_egress(struct loader *ld, const struct lz_config *c, struct profile_in *pi) {
+    char key[128], ka[128], kd[128];
+    const struct lz_toml_value *t = pi->tbl, *v;
+    struct lz_profile *p = &pi->p;
+    int r;
+    snprintf(key, sizeof key, "profiles.%s.egress", pi->name);
+    p->egress = c->default_egress ? c->default_egress : LZ_EGRESS_BALANCED;
+    p->egress_inherited = true;
+    if ((v = lz_toml_table_get(t, "egress"))) {
+        if ((r = parse_egress_value(ld, v, key, &p->egress)) < 0)
+            return r;
+        p->egress_inherited = false;
+    }
+    _cleanup_free_ struct lz_hostrule *own = NULL;
+    _cleanup_free_ int *own_lines = NULL, *deny_lines = NULL;
+    size_t n_own = 0;
+    snprintf(ka, sizeof ka, "profiles.%s.allow_hosts", pi->name);
+    snprintf(kd, sizeof kd, "profiles.%s.deny_hosts", pi->name);
+    if ((v = lz_toml_table_get(t, "allow_hosts")) && (r = parse_host_list(ld, v, ka, 0, &own, &own_lines, &n_own)) < 0)
+        return r;
+    if ((v = lz_toml_table_get(t, "deny_hosts")) &&
+        (r = parse_host_list(ld, v, kd, LZ_HOSTRULE_NO_PORTS, &p->deny_hosts, &deny_lines, &p->n_deny_hosts)) < 0)
+        return r;
+    /* As with prefixes (SR-6): a name the profile both allows and denies
+     * is a mistake in the file (the deny would win, silently). A deny of
+     * a preset's name is how a profile narrows the preset: accepted. */
+    for (size_t i = 0; i < n_own; i++)
+        for (size_t j = 0; j < p->n_deny_hosts; j++) {
+            if (!hostrule_same_name(&own[i], &p->deny_hosts[j]))
+                continue;
+            char txt[LZ_HOSTRULE_TEXT_MAX];
+            lz_hostrule_format(&p->deny_hosts[j], txt, sizeof txt);
+            snprintf(key, sizeof key, "%s[%zu]", ka, i);
+            return cfg_err(ld, own_lines[i], key,
+                           "\"%s\" is also denied by %s[%zu] at line %d; the same host cannot be both allowed and "
+                           "denied: remove one of them",
+                           txt, kd, j, deny_lines[j]);
+        }
+    if ((r = egress_effective(ld, p, own, n_own)) < 0)
+        return r;
+    struct lz_error he = { 0 };
+    if (lz_hostrule_check(p->allow_hosts, p->n_allow_hosts, &he) < 0)
+        return cfg_err(ld, lz_toml_table_get(t, "allow_hosts") ? lz_toml_table_get(t, "allow_hosts")->line : t->line,
+                       ka, "%s (with the preset's rules): name fewer ports", he.msg);
+    return 0;
+}
+
+/* [network] resolver = "A.B.C.D" or "A.B.C.D:PORT" (port 53 when left
+ * out). An address only: the resolver is what turns names into
+ * addresses, so a name here could not be looked up by it. */
+static int parse_resolver(struct loader *ld, struct lz_config *c, const struct lz_toml_value *v) {
+    static const char key[] = "network.resolver";
+    static const char what[] = "write an IPv4 address, optionally with a port: \"192.0.2.53\" or \"192.0.2.53:5353\"";
+    char d[DISP_MAX], addr[16];
+    int r = cfg_check_string(ld, v, key);
+    if (r < 0)
+        return r;
+    const char *s = v->u.string.s, *colon = strchr(s, ':');
+    const char *disp = cfg_disp(s, d, sizeof d);
+    if (colon && strchr(colon + 1, ':'))
+        return cfg_err(ld, v->line, key, "%s looks like an IPv6 address; only IPv4 resolvers are supported: %s", disp,
+                       what);
+    size_t alen = colon ? (size_t)(colon - s) : strlen(s);
+    struct in_addr in;
+    if (alen == 0 || alen >= sizeof addr)
+        return cfg_err(ld, v->line, key, "%s is not an IPv4 address: %s", disp, what);
+    memcpy(addr, s, alen);
+    addr[alen] = '\0';
+    if (inet_pton(AF_INET, addr, &in) != 1) {
+        if (strpbrk(addr, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+            return cfg_err(ld, v->line, key,
+                           "%s is a name; the resolver is what looks names up, so it must be an address: %s", disp,
+                           what);
+        return cfg_err(ld, v->line, key, "%s is not an IPv4 address: %s", disp, what);
+    }
+    if (in.s_addr == htonl(INADDR_ANY))
+        return cfg_err(ld, v->line, key, "%s: 0.0.0.0 is not a resolver's address: %s", disp, what);
+    unsigned long port = 53;
+    if (colon) {
+        const char *ps = colon + 1;
+        size_t pl = strlen(ps);
+        if (pl == 0 || pl > 5 || strspn(ps, "0123456789") != pl || (pl > 1 && ps[0] == '0'))
+            return cfg_err(ld, v->line, key, "%s: the port must be a number from 1 to 65535: %s", disp, what);
+        port = strtoul(ps, NULL, 10);
+        if (port == 0 || port > 65535)
+            return cfg_err(ld, v->line, key, "%s: the port must be a number from 1 to 65535: %s", disp, what);
+    }
+    memset(&c->resolver, 0, sizeof c->resolver);
+    c->resolver.sin_family = AF_INET;
+    c->resolver.sin_addr = in;
+    c->resolver.sin_port = htons((uint16_t)port);
+    c->resolver_set = true;
+    return 0;
 }
 
 static void profile_in_done(struct profile_in *pi) {
@@ -253,6 +463,9 @@ static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_
                                         "command",
                                         "host_tool_paths_add",
                                         "host_tool_paths_remove",
+                                        "egress",
+                                        "allow_hosts",
+                                        "deny_hosts",
                                         NULL };
     if ((r = cfg_check_keys(ld, t, key, keys)) < 0)
         return r;
@@ -293,6 +506,8 @@ static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_
     if ((v = lz_toml_table_get(t, "command")) && (r = parse_command(ld, pi, v)) < 0)
         return r;
     if ((r = cfg_parse_host_tools(ld, pi, t)) < 0)
+        return r;
+    if ((r = parse_profile_egress(ld, c, pi)) < 0)
         return r;
 
     /* Expansion context of this profile (for unselected profiles too, so
@@ -480,6 +695,7 @@ static int load_builtin(struct loader *ld, struct lz_config *c, const char *prof
     c->escalation_enabled = true;
     c->escalation_prompt_timeout_s = LZ_ESC_PROMPT_TIMEOUT_DEFAULT;
     c->linger_seconds = LZ_LINGER_SECONDS_DEFAULT;
+    c->default_egress = LZ_EGRESS_BALANCED;
     if (agent) {
         __attribute__((cleanup(prefix_list_done))) struct prefix_list a = { 0 }, d = { 0 };
         prefix_list_builtin(&a, builtin_allow, LZ_ARRAY_SIZE(builtin_allow), "network.default_allow");
@@ -502,6 +718,10 @@ static int load_builtin(struct loader *ld, struct lz_config *c, const char *prof
     p->ignored_state = true;
     cfg_host_tools_default(p);
     p->host_ca_certificates = true;
+    p->egress = c->default_egress;
+    p->egress_inherited = true;
+    if ((r = egress_effective(ld, p, NULL, 0)) < 0)
+        return r;
     c->profile_names = lz_xcalloc(1, sizeof(char *));
     c->profile_names[c->n_profile_names++] = lz_xstrdup(LZ_DEFAULT_PROFILE);
     return 0;
@@ -625,7 +845,15 @@ static int load_file(struct loader *ld, struct lz_config *c, const char *profile
     t = lz_toml_table_get(root, "network");
     if (t &&
         ((r = cfg_want_type(ld, t, LZ_TOML_TABLE, "network")) < 0 ||
-         (r = cfg_check_keys(ld, t, "network", (const char *const[]){ "default_allow", "default_deny", NULL })) < 0))
+         (r = cfg_check_keys(ld, t, "network",
+                             (const char *const[]){ "default_allow", "default_deny", "egress", "resolver", NULL })) <
+             0))
+        return r;
+    c->default_egress = LZ_EGRESS_BALANCED;
+    if ((v = lz_toml_table_get(t, "egress")) &&
+        (r = parse_egress_value(ld, v, "network.egress", &c->default_egress)) < 0)
+        return r;
+    if ((v = lz_toml_table_get(t, "resolver")) && (r = parse_resolver(ld, c, v)) < 0)
         return r;
     if ((v = lz_toml_table_get(t, "default_allow"))) {
         if ((r = parse_prefix_list(ld, v, "network.default_allow", &defallow)) < 0)

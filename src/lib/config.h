@@ -50,6 +50,9 @@
  */
 #pragma once
 
+#include <netinet/in.h>
+
+#include "hostrule.h"
 #include "util.h"
 
 #define LZ_CONFIG_MAX_FILE (1024 * 1024)
@@ -57,6 +60,7 @@
 #define LZ_CONFIG_MAX_STRING 4096            /* bytes of any configured string */
 #define LZ_CONFIG_MAX_ENV_VALUE (128 * 1024) /* bytes of a resolved env: value */
 #define LZ_PROFILE_NAME_MAX 32
+#define LZ_CONFIG_MAX_HOSTRULES 256 /* rules of one allow_hosts or deny_hosts list */
 
 /* Image of the built-in default profile: a locally bootstrapped Debian. */
 #define LZ_BUILTIN_IMAGE "builtin:debian-bookworm"
@@ -115,6 +119,25 @@ struct lz_auto_approve {
     bool cwd_workspace;
 };
 
+/* Egress by name (docs/network.md "Names"): the preset a profile's
+ * `egress` names, or [network] egress for a profile without one.
+ *  - OPEN: [network] default_allow applies (0.0.0.0/0 built in) and every
+ *    name that deny_hosts does not deny resolves: the prefix policy alone.
+ *  - BALANCED (the built-in default): default_allow does not apply, only
+ *    the profile's allow_egress; the names are a built-in list (agents.h,
+ *    lz_egress_preset) and the profile's allow_hosts.
+ *  - LOCKED: no default_allow, no built-in names: only the profile's own
+ *    allow_egress and allow_hosts.
+ * deny_hosts and every deny prefix win over any allow, in every preset. */
+enum lz_egress {
+    LZ_EGRESS_OPEN = 1,
+    LZ_EGRESS_BALANCED,
+    LZ_EGRESS_LOCKED,
+};
+
+/* "open", "balanced", "locked"; "?" for anything else. */
+const char *lz_egress_name(enum lz_egress e);
+
 struct lz_profile {
     char *name;
     char *image;
@@ -145,6 +168,22 @@ struct lz_profile {
     char **command;
     size_t n_command;
     bool builtin; /* a built-in agent profile (agents.h), not the file's */
+    /* Egress by name. egress is resolved (the profile's `egress`, else
+     * [network] egress, else LZ_EGRESS_BALANCED): never 0 after load;
+     * egress_inherited says it came from [network] or the built-in default.
+     * allow_hosts is the EFFECTIVE allow set: under BALANCED the preset's
+     * rules first (the first n_allow_hosts_preset, lz_egress_preset), then
+     * the profile's own allow_hosts that are not already there; under OPEN
+     * and LOCKED the profile's own only (under OPEN they narrow nothing: every
+     * name not denied resolves; they are kept for `config check` and the
+     * fingerprint). deny_hosts: the profile's own, no ports. */
+    enum lz_egress egress;
+    bool egress_inherited;
+    struct lz_hostrule *allow_hosts;
+    size_t n_allow_hosts;
+    size_t n_allow_hosts_preset;
+    struct lz_hostrule *deny_hosts;
+    size_t n_deny_hosts;
 };
 
 struct lz_config {
@@ -159,6 +198,15 @@ struct lz_config {
     size_t n_default_allow;
     char **default_deny;
     size_t n_default_deny;
+    /* [network] egress: the preset of every profile without its own
+     * (built-in: LZ_EGRESS_BALANCED). */
+    enum lz_egress default_egress;
+    /* [network] resolver = "A.B.C.D[:PORT]" (port 53 by default): the
+     * upstream resolver of the Domain's DNS resolver. Unset: the first IPv4
+     * nameserver of the host's /etc/resolv.conf, read when the Domain
+     * starts (not configuration: it does not enter the fingerprint). */
+    bool resolver_set;
+    struct sockaddr_in resolver;
     bool escalation_enabled;
     char *escalation_socket_dir;         /* canonical absolute, or NULL (runtime default) */
     int64_t escalation_prompt_timeout_s; /* seconds; host policy, not in the fingerprint */

@@ -1,6 +1,7 @@
 /* domain_id.c — see domain_id.h for the exact encodings. */
 #include "domain_id.h"
 
+#include <arpa/inet.h>
 #include <sodium.h>
 
 static int sodium_ready(void) { return sodium_init() < 0 ? -EIO : 0; }
@@ -63,6 +64,19 @@ void lz_domain_hash(const uint8_t id[static LZ_DOMAIN_ID_LEN], char ret[static L
     lz_hex(id, LZ_DOMAIN_ID_LEN, hex);
     memcpy(ret, hex, LZ_DOMAIN_HASH_LEN);
     ret[LZ_DOMAIN_HASH_LEN] = '\0';
+}
+
+/* L(rules as lz_hostrule_format writes them), sorted: the order of a
+ * list does not change what it allows. */
+static int put_host_rules(crypto_hash_sha256_state *st, const struct lz_hostrule *v, size_t n) {
+    _cleanup_free_ char *buf = lz_xcalloc(n ? n : 1, LZ_HOSTRULE_TEXT_MAX);
+    _cleanup_free_ char **list = lz_xcalloc(n ? n : 1, sizeof *list);
+    for (size_t i = 0; i < n; i++) {
+        list[i] = buf + i * LZ_HOSTRULE_TEXT_MAX;
+        if (lz_hostrule_format(&v[i], list[i], LZ_HOSTRULE_TEXT_MAX) < 0)
+            return -EINVAL;
+    }
+    return put_sorted_list(st, list, n);
 }
 
 static int cmp_env(const void *a, const void *b) {
@@ -152,6 +166,26 @@ int lz_config_fingerprint_v1(const struct lz_config *c, uint8_t ret_fp[static 32
         for (size_t i = 0; i < p->n_host_tools; i++)
             if ((r = put_str(&st, p->host_tools[i])) < 0)
                 return r;
+    }
+    /* Egress by name: appended only when the policy is not what every
+     * configuration meant before the keys existed (the prefix policy
+     * alone: "open", no host rules, the host's resolver), so that those
+     * keep their fingerprints and any other policy is a new generation. */
+    if ((p->egress && p->egress != LZ_EGRESS_OPEN) || p->n_allow_hosts || p->n_deny_hosts || c->resolver_set) {
+        put_str(&st, "egress");
+        put_str(&st, lz_egress_name(p->egress ? p->egress : LZ_EGRESS_OPEN));
+        if ((r = put_host_rules(&st, p->allow_hosts, p->n_allow_hosts)) < 0 ||
+            (r = put_host_rules(&st, p->deny_hosts, p->n_deny_hosts)) < 0)
+            return r;
+        if (c->resolver_set) {
+            char a[INET_ADDRSTRLEN], txt[INET_ADDRSTRLEN + 8];
+            inet_ntop(AF_INET, &c->resolver.sin_addr, a, sizeof a);
+            snprintf(txt, sizeof txt, "%s:%u", a, (unsigned)ntohs(c->resolver.sin_port));
+            put_byte(&st, 1);
+            put_str(&st, txt);
+        } else {
+            put_byte(&st, 0);
+        }
     }
     crypto_hash_sha256_final(&st, ret_fp);
     sodium_memzero(&st, sizeof st);

@@ -42,8 +42,26 @@
  *           S(canonical host) || S(container) || S(mode)
  *                                            mode normalized: "ro" or "rw"
  *                                            ("z" counts as "rw")
- *    || B(ignored_state) )
- * The workspace enters through domain_id. Changing the host value behind an
+ *    || B(ignored_state)
+ *    [|| S("host_ca_certificates=false")]   only when off
+ *    [|| S("host_tool_paths") || u32be(n) || S(path)...]
+ *                                            the set in effect, only when
+ *                                            the profile changed the
+ *                                            default set
+ *    [|| S("egress") || S(preset)            only when the egress policy is
+ *        || L(effective allow_hosts)         not the prefix policy alone
+ *        || L(deny_hosts)                    (preset "open", no host rule,
+ *        || O("A.B.C.D:PORT" resolver) ]     no [network] resolver): rules
+ *                                            as lz_hostrule_format writes
+ *                                            them, sorted, deduplicated;
+ *                                            under "balanced" the preset's
+ *                                            rules are in allow_hosts )
+ * The workspace enters through domain_id. The egress keys and the resolver
+ * change the fingerprint (a changed policy is a new generation) but not the
+ * Domain ID: the Domain (its store, its persistent layers) is the same
+ * sandbox of the same workspace, whatever it may reach, as with the
+ * prefix lists. A resolver taken from the host's /etc/resolv.conf is not
+ * configuration and does not enter. Changing the host value behind an
  * env: reference does not change the fingerprint; every other input does.
  */
 #pragma once

@@ -53,8 +53,12 @@ int lz_netpolicy_derive(const struct lz_config *c, const uint32_t *host, size_t 
                         struct lz_error *err) {
     struct lz_netpolicy p = { 0 };
     int r;
-    /* Allows first, so that a deny of the same prefix wins in add_rule. */
-    if ((r = add_list(&p, c->default_allow, c->n_default_allow, LZ_NET_ALLOW, err)) < 0 ||
+    /* [network] default_allow is the "open" preset's (config.h, enum
+     * lz_egress): under "balanced" and "locked" an address is reachable
+     * through the profile's own allow_egress or a learned name only.
+     * Allows first, so that a deny of the same prefix wins in add_rule. */
+    bool open = c->profile.egress == LZ_EGRESS_OPEN;
+    if ((open && (r = add_list(&p, c->default_allow, c->n_default_allow, LZ_NET_ALLOW, err)) < 0) ||
         (r = add_list(&p, c->profile.allow_egress, c->profile.n_allow_egress, LZ_NET_ALLOW, err)) < 0 ||
         (r = add_list(&p, c->default_deny, c->n_default_deny, LZ_NET_DENY, err)) < 0 ||
         (r = add_list(&p, c->profile.deny_egress, c->profile.n_deny_egress, LZ_NET_DENY, err)) < 0) {

@@ -15,6 +15,7 @@ static char *deny[] = { "10.0.0.0/8", "127.0.0.0/8", "198.18.9.128/25" };
 
 static void derive(const uint32_t *host, size_t n_host, struct lz_netpolicy *p) {
     struct lz_config c = { 0 };
+    c.profile.egress = LZ_EGRESS_OPEN; /* default_allow (0/0) applies */
     c.default_allow = allow;
     c.n_default_allow = 1;
     c.profile.allow_egress = allow + 1;
