@@ -2,6 +2,7 @@
  * configuration (lz_config_print, see config.h): env values redacted. */
 #include "config_int.h"
 
+#include <arpa/inet.h>
 #include <inttypes.h>
 
 /* ---- printing -------------------------------------------------------- */
@@ -12,6 +13,41 @@ static void print_list(FILE *out, const char *label, char *const *v, size_t n) {
     for (size_t i = 0; i < n; i++)
         fprintf(out, "%s%s", i ? ", " : "", cfg_disp(v[i], d, sizeof d));
     fprintf(out, "]\n");
+}
+
+static void print_rule(FILE *out, const struct lz_hostrule *r, const char *note) {
+    char txt[LZ_HOSTRULE_TEXT_MAX];
+    if (lz_hostrule_format(r, txt, sizeof txt) < 0)
+        snprintf(txt, sizeof txt, "?");
+    fprintf(out, "  \"%s\",%s%s\n", txt, note ? "  # " : "", note ? note : "");
+}
+
+/* The profile's egress policy as the Domain will apply it: the preset,
+ * the effective name rules with their origin, the prefixes in effect. */
+static void print_egress(FILE *out, const struct lz_config *c) {
+    const struct lz_profile *p = &c->profile;
+    fprintf(out, "egress = \"%s\"%s\n", lz_egress_name(p->egress),
+            p->egress_inherited ? "  # from [network] egress (or its built-in default)" : "");
+    fprintf(out, "allow_hosts = [%s", p->n_allow_hosts ? "\n" : "");
+    for (size_t i = 0; i < p->n_allow_hosts; i++)
+        print_rule(out, &p->allow_hosts[i], i < p->n_allow_hosts_preset ? "preset \"balanced\"" : NULL);
+    fprintf(out, "]\n");
+    if (p->egress == LZ_EGRESS_OPEN)
+        fprintf(out, "# under \"open\" every name that deny_hosts does not deny resolves\n");
+    fprintf(out, "deny_hosts = [%s", p->n_deny_hosts ? "\n" : "");
+    for (size_t i = 0; i < p->n_deny_hosts; i++)
+        print_rule(out, &p->deny_hosts[i], NULL);
+    fprintf(out, "]\n");
+    if (p->egress == LZ_EGRESS_OPEN) {
+        fputs("# prefixes allowed: [network] default_allow and allow_egress\n", out);
+    } else {
+        fprintf(out, "# prefixes allowed: allow_egress only ([network] default_allow does not apply under \"%s\")\n",
+                lz_egress_name(p->egress));
+    }
+    fputs("# prefixes denied: [network] default_deny and deny_egress\n", out);
+    fputs("# precedence: deny wins; a name must match an allow rule; addresses outside a learned name need "
+          "allow_egress\n",
+          out);
 }
 
 void lz_config_print(FILE *out, const struct lz_config *c) {
@@ -27,6 +63,14 @@ void lz_config_print(FILE *out, const struct lz_config *c) {
     fprintf(out, "\n[network]\n");
     print_list(out, "default_allow", c->default_allow, c->n_default_allow);
     print_list(out, "default_deny", c->default_deny, c->n_default_deny);
+    fprintf(out, "egress = \"%s\"\n", lz_egress_name(c->default_egress));
+    if (c->resolver_set) {
+        char a[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &c->resolver.sin_addr, a, sizeof a);
+        fprintf(out, "resolver = \"%s:%u\"\n", a, (unsigned)ntohs(c->resolver.sin_port));
+    } else {
+        fprintf(out, "# resolver: the first IPv4 nameserver of /etc/resolv.conf when the Domain starts\n");
+    }
     fprintf(out, "\n[escalation]\nenabled = %s\n", c->escalation_enabled ? "true" : "false");
     if (c->escalation_socket_dir)
         fprintf(out, "socket_dir = %s\n", cfg_disp(c->escalation_socket_dir, d, sizeof d));
@@ -61,6 +105,7 @@ void lz_config_print(FILE *out, const struct lz_config *c) {
     print_list(out, "persistent_dirs", p->persistent_dirs, p->n_persistent_dirs);
     print_list(out, "allow_egress", p->allow_egress, p->n_allow_egress);
     print_list(out, "deny_egress", p->deny_egress, p->n_deny_egress);
+    print_egress(out, c);
     fprintf(out, "ignored_state = %s\n", p->ignored_state ? "true" : "false");
     if (p->n_host_tools_added)
         print_list(out, "host_tool_paths_add", p->host_tools_added, p->n_host_tools_added);
