@@ -44,9 +44,11 @@ def agent_env(tmp_path, storage):
 
 @pytest.fixture
 def offline_env(agent_env):
-    """The built-in profiles with no public address allowed: the sandbox's
-    own loopback still works (127/8 in the Domain's namespace is its own)."""
-    agent_env.write_config(extra="[network]\ndefault_allow = []\n")
+    """The built-in profiles with no public address allowed and no name
+    resolved (egress "locked": no built-in names, so not the agent's API
+    either): the sandbox's own loopback still works (127/8 in the Domain's
+    namespace is its own)."""
+    agent_env.write_config(extra='[network]\ndefault_allow = []\negress = "locked"\n')
     return agent_env
 
 
@@ -271,9 +273,9 @@ def test_claude_interactive_first_screen_and_clean_exit(lazaret, agent_images, o
 # does not make the file.
 #
 # No test here contacts an agent's service: the configuration allows no
-# public address ([network] default_allow = [], which applies to the
-# built-in profiles too), so the fake on the sandbox's own loopback is the
-# only thing reachable, and the agents' optional traffic is switched off
+# public address and resolves no name ([network] default_allow = [] and
+# egress = "locked", which apply to the built-in profiles too), so the
+# fake on the sandbox's own loopback is the only thing reachable, and the agents' optional traffic is switched off
 # where they have a switch.
 
 MADE = "made-by-agent"

@@ -102,9 +102,13 @@ def user_env(tmp_path_factory):
 
 
 def write_config(e, extra_profile="", network=""):
+    # egress = "open": these tests are about the prefix policy, whose
+    # [network] default_allow (0.0.0.0/0) reaches the allowed test host;
+    # under the built-in "balanced" preset it would not apply.
+    egress = "" if "egress" in extra_profile else 'egress = "open"\n'
     cfg = e["base"] / "config/lazaret/config.toml"
     cfg.write_text(f'[storage]\ndata_root = "{e["base"]}/data"\nlinger_seconds = 0\n{network}\n'
-                   f'[profiles.net]\nimage = "{e["image"]}"\n'
+                   f'[profiles.net]\nimage = "{e["image"]}"\n{egress}'
                    f'{"" if "persistent_dirs" in extra_profile else "persistent_dirs = []"}\n{extra_profile}\n')
     shutil.chown(cfg, USER, USER)
 
