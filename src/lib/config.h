@@ -40,6 +40,13 @@
  *    runs_workspace_code = true in the same rule; rules that could run
  *    code the sandbox chooses are refused (autoapprove.h). Messages name
  *    the rule: "escalation.auto_approve[2].argv[0]: ...".
+ *  - Egress by name (enum lz_egress below): every profile's egress,
+ *    allow_hosts (lz_hostrule_parse, flags 0) and deny_hosts
+ *    (LZ_HOSTRULE_NO_PORTS) are checked: at most LZ_CONFIG_MAX_HOSTRULES
+ *    rules a list, no host both allowed and denied by the same profile,
+ *    the effective allow set within lz_hostrule_check. [network] egress
+ *    and resolver likewise. The selected profile's egress is resolved
+ *    (never 0) and its allow_hosts is the effective set.
  *  - The result is one owned value (free with lz_config_free); resolved env
  *    values live only in profile.env[i].value, are never printed and never
  *    enter the fingerprint. lz_config_free wipes them.
