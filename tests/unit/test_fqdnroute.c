@@ -18,6 +18,7 @@
 
 #include "fqdnroute.h"
 #include "netpolicy.h"
+#include "rschan.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -27,8 +28,12 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
+#include <linux/capability.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 
 #define A(a, b, c, d) (((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | ((uint32_t)(c) << 8) | (uint32_t)(d))
 #define X7 A(198, 51, 100, 7)
@@ -156,19 +161,22 @@ static int teardown(void **state) {
             skip();                                                                                                    \
     } while (0)
 
-/* 0: the kernel routes a connect to addr:port (type SOCK_STREAM: a SYN in
- * flight from tap0's address); else the negative errno of connect(). */
+/* 0: the kernel routes a connect to addr:port out through tap0 (type
+ * SOCK_STREAM: a SYN in flight from tap0's address); else the negative
+ * errno of connect() (-EXDEV: routed, but not from tap0's address). No
+ * assertion: the forked child of test_holder_outside calls it too. */
 static int reach(int type, uint32_t addr, uint16_t port) {
     _cleanup_close_ int s = socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    assert_true(s >= 0);
+    if (s < 0)
+        return -errno;
     struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(addr) };
     if (connect(s, (struct sockaddr *)&sa, sizeof sa) < 0 && errno != EINPROGRESS)
         return -errno;
     struct sockaddr_in me = { 0 };
     socklen_t ml = sizeof me;
-    assert_int_equal(getsockname(s, (struct sockaddr *)&me, &ml), 0);
-    assert_int_equal(ntohl(me.sin_addr.s_addr), LZ_NET_ADDR); /* out through tap0 */
-    return 0;
+    if (getsockname(s, (struct sockaddr *)&me, &ml) < 0)
+        return -errno;
+    return ntohl(me.sin_addr.s_addr) == LZ_NET_ADDR ? 0 : -EXDEV;
 }
 #define TCP(a, p) reach(SOCK_STREAM, (a), (p))
 #define UDP(a, p) reach(SOCK_DGRAM, (a), (p))
@@ -428,6 +436,94 @@ static void test_policy_dns_local(void **state) {
     lz_netpolicy_clear(&p);
 }
 
+/* The Domain's arrangement: the namespace belongs to a user namespace of
+ * its own, whose "Supervisor" opens the sockets while it holds
+ * CAP_NET_ADMIN there, then drops it and passes them; the holder (the
+ * coordinator: the owner of that user namespace, outside it) changes the
+ * namespace's routes through them. The child reports its verdicts in its
+ * exit status (bit i: check i failed). */
+static int child_checks(int sock) {
+    char m[64];
+    snprintf(m, sizeof m, "0 0 1\n"); /* uid 0 of the parent's user namespace, as in the Domain's map */
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0 || write_file("/proc/self/setgroups", "deny") < 0 ||
+        write_file("/proc/self/uid_map", m) < 0 || write_file("/proc/self/gid_map", m) < 0)
+        return 100;
+    if (if_up("lo") < 0)
+        return 101;
+    int tap = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+    struct ifreq ifr = { 0 };
+    snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", LZ_NET_TAP);
+    ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+    if (tap < 0 || ioctl(tap, TUNSETIFF, &ifr) < 0 || if_addr(LZ_NET_TAP, LZ_NET_ADDR, 0xffffff00u) < 0 ||
+        if_up(LZ_NET_TAP) < 0 || lz_netpolicy_route_set(0, 0, LZ_NET_DENY) < 0)
+        return 102;
+    struct lz_error err = { 0 };
+    int fds[LZ_NET_DNS_FDS];
+    if (lz_netpolicy_dns_local(&err) < 0 || lz_netpolicy_dns_sockets(fds, &err) < 0)
+        return 103;
+    /* CAP_NET_ADMIN gone, as the Supervisor's. */
+    struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+    struct __user_cap_data_struct caps[2];
+    if (prctl(PR_CAPBSET_DROP, CAP_NET_ADMIN, 0, 0, 0) < 0 || syscall(SYS_capget, &hdr, caps) < 0)
+        return 104;
+    caps[CAP_NET_ADMIN / 32].effective &= ~(1u << (CAP_NET_ADMIN % 32));
+    caps[CAP_NET_ADMIN / 32].permitted &= ~(1u << (CAP_NET_ADMIN % 32));
+    if (syscall(SYS_capset, &hdr, caps) < 0 || lz_netpolicy_route_set(0, 0, LZ_NET_ALLOW) != -EPERM)
+        return 105;
+    int bad = 0;
+    if (TCP(X7, 443) != -EACCES) /* before the holder has the sockets */
+        bad |= 1;
+    if (lz_rschan_send_fds(sock, LZ_RS_DNS, NULL, NULL, fds, LZ_NET_DNS_FDS) < 0)
+        return 106;
+    for (int i = 0; i < LZ_NET_DNS_FDS; i++)
+        close(fds[i]);
+    struct lz_rsmsg msg;
+    if (lz_rschan_recv(sock, 5000, &msg) != 1) /* the holder added X7 on 443 */
+        return 107;
+    if (TCP(X7, 443) != 0)
+        bad |= 2;
+    if (TCP(X7, 8080) != -EACCES)
+        bad |= 4;
+    return bad;
+}
+
+static void test_holder_outside(void **state) {
+    (void)state;
+    NEED_NS();
+    int sp[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(sp[0]);
+        _exit(child_checks(sp[1]));
+    }
+    close(sp[1]);
+    struct lz_rsmsg msg;
+    int fds[LZ_RSCHAN_FDS_MAX];
+    size_t n = 0;
+    int r = lz_rschan_recv_fds(sp[0], 10000, &msg, fds, LZ_RSCHAN_FDS_MAX, &n);
+    if (r == 1 && n == LZ_NET_DNS_FDS) {
+        close(fds[LZ_NET_DNS_UDP]);
+        close(fds[LZ_NET_DNS_TCP]);
+        struct lz_fqdnroute *fr = NULL;
+        struct lz_error err = { 0 };
+        if (lz_fqdnroute_open(fds[LZ_NET_DNS_RTNL], fds[LZ_NET_DNS_DIAG], &fr, &err) < 0)
+            print_error("open: %s\n", err.msg);
+        else if (lz_fqdnroute_add(fr, X7, 443, &err) < 0)
+            print_error("add: %s\n", err.msg);
+        lz_fqdnroute_free(fr);
+        assert_int_equal(lz_rschan_send(sp[0], LZ_RS_NET, NULL, NULL), 0);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    close(sp[0]);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_int_equal(r, 1);
+    assert_int_equal(n, LZ_NET_DNS_FDS);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_port_routes, setup, teardown),
@@ -437,6 +533,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_in_use, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dns_sockets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_policy_dns_local, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_holder_outside, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }
