@@ -205,6 +205,8 @@ static void hc_done(struct hc *h) {
     lz_closep(&h->boot.policy_fd);
     lz_closep(&h->boot.mbox_fd[0]);
     lz_closep(&h->boot.mbox_fd[1]);
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(h->boot.dns_fd); i++)
+        lz_closep(&h->boot.dns_fd[i]);
     lz_store_close(h->st);
     free(h->rootfs);
     free(h->anchor_root);
@@ -343,6 +345,8 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
                                        .lock_fd = -EBADF,
                                        .boot = { .addr_fd = -EBADF, .policy_fd = -EBADF } };
     h.boot.mbox_fd[0] = h.boot.mbox_fd[1] = -EBADF; /* before any exit: hc_done closes them */
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(h.boot.dns_fd); i++)
+        h.boot.dns_fd[i] = -EBADF;
     h.esc_port = &esc_port;
     _cleanup_close_ int ready_fd = a->ready_fd;
     if (coordinator_start(&h, &err) < 0) {

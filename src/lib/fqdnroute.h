@@ -22,7 +22,11 @@
  * for the generation (they select empty tables when unused).
  *
  * Every change waits for the kernel's acknowledgement before it returns:
- * the resolver answers a query only after its routes exist.
+ * the resolver answers a query only after its routes exist. Every receive
+ * is bounded (a 2 s receive timeout on both sockets, set by
+ * lz_fqdnroute_open: -ETIMEDOUT), every dump in datagrams, and answers are
+ * matched by sequence number (a late answer to an abandoned request is
+ * skipped).
  */
 #pragma once
 
@@ -47,10 +51,12 @@ int lz_fqdnroute_add(struct lz_fqdnroute *fr, uint32_t addr, uint16_t port, stru
 int lz_fqdnroute_del(struct lz_fqdnroute *fr, uint32_t addr, uint16_t port, struct lz_error *err);
 
 /* The TCP sockets in the namespace, not listening, whose peer is addr
- * (sock_diag, no privilege needed): their count, or -errno. */
+ * (sock_diag, no privilege needed): their count, or -errno. Every state
+ * but LISTEN and CLOSE counts (SYN_SENT, TIME_WAIT included). */
 int lz_fqdnroute_in_use(struct lz_fqdnroute *fr, uint32_t addr);
 
 /* Every learned route in the namespace (a netlink dump of proto
- * LZ_FQDN_RTPROT routes), for tests and the read-back after a change. */
+ * LZ_FQDN_RTPROT routes), for tests and the read-back after a change:
+ * how many were given to cb, or -errno. */
 int lz_fqdnroute_list(struct lz_fqdnroute *fr, void (*cb)(void *ud, uint32_t addr, uint16_t port), void *ud,
                       struct lz_error *err);

@@ -139,6 +139,25 @@ static int rs_recv(struct hc *h, int timeout_ms, struct lz_rsmsg *m) {
     return h->rs_ctl < 0 ? 0 : lz_rschan_recv(h->rs_ctl, timeout_ms, m);
 }
 
+/* rs_recv that also takes the descriptors a DNS message carries (the
+ * resolver's sockets, rschan.h) into h->boot.dns_fd. DNS without exactly
+ * those four, a second DNS, or descriptors on any other kind: -EBADMSG
+ * (what came is closed). */
+static int rs_recv_dns(struct hc *h, int timeout_ms, struct lz_rsmsg *m) {
+    int fds[LZ_RSCHAN_FDS_MAX];
+    size_t nf = 0;
+    int n = h->rs_ctl < 0 ? 0 : lz_rschan_recv_fds(h->rs_ctl, timeout_ms, m, fds, LZ_RSCHAN_FDS_MAX, &nf);
+    if (n <= 0)
+        return n;
+    bool ok = m->kind == LZ_RS_DNS ? nf == LZ_NET_DNS_FDS && h->boot.dns_fd[0] < 0 : nf == 0;
+    if (ok && m->kind == LZ_RS_DNS)
+        for (size_t i = 0; i < LZ_NET_DNS_FDS; i++)
+            h->boot.dns_fd[i] = TAKE_FD(fds[i]);
+    for (size_t i = 0; i < nf; i++)
+        lz_closep(&fds[i]);
+    return ok ? 1 : -EBADMSG;
+}
+
 static int start_slirp(struct hc *h, struct lz_error *err) {
     _cleanup_close_ int ready_fd = -EBADF;
     int r = lz_slirp_spawn(h->rs.pid, &h->slirp, &ready_fd, err);
@@ -651,7 +670,7 @@ static int sandbox_start(struct hc *h, struct lz_error *err) {
     for (;;) {
         long left = deadline - lz_now_ms();
         struct lz_rsmsg m;
-        int n = rs_recv(h, left > 0 ? (int)left : 0, &m);
+        int n = rs_recv_dns(h, left > 0 ? (int)left : 0, &m);
         if (n == -ETIMEDOUT)
             return lz_error_set(err, -ETIMEDOUT, "the Runtime Supervisor did not report readiness");
         if (n == -EBADMSG)
@@ -674,7 +693,14 @@ static int sandbox_start(struct hc *h, struct lz_error *err) {
             }
             continue;
         }
+        if (m.kind == LZ_RS_DNS) {
+            hc_log("the Domain resolver's sockets received from the Runtime Supervisor");
+            continue;
+        }
         if (m.kind == LZ_RS_READY) {
+            /* The Supervisor passes them before it starts runsc. */
+            if (h->boot.dns_fd[0] < 0)
+                return lz_error_set(err, -EPROTO, "the Runtime Supervisor did not pass the resolver's sockets");
             readiness_fingerprint(h, m.u[0]);
             char line[512];
             lz_rschan_format(&m, line, sizeof line);

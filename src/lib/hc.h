@@ -165,6 +165,10 @@ struct hc {
         /* The mailbox's req/ and res/ tmpfs roots, from the Supervisor's
          * MAILBOX (supervisor.h), until the Trust Anchor takes them. */
         int mbox_fd[2];
+        /* The Domain resolver's sockets from the Supervisor's DNS
+         * (rschan.h), in the order LZ_NET_DNS_UDP, _TCP, _RTNL, _DIAG
+         * (netpolicy.h), until the resolver takes them; -EBADF when absent. */
+        int dns_fd[4];
     } boot;
     /* generation.c, while releasing. */
     struct {

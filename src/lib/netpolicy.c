@@ -221,17 +221,105 @@ static int route(struct nl *nl, int cmd, unsigned flags, uint32_t dst, unsigned 
     return nl_talk(nl, h);
 }
 
-/* The route of one policy rule: a deny is `prohibit`, the DNS forwarder is
- * on-link on tap0, any other allow goes via the helper's gateway. */
+static bool is_dns_rule(uint32_t addr, unsigned len, uint8_t action) {
+    return addr == LZ_NET_DNS && len == 32 && action == LZ_NET_ALLOW;
+}
+
+/* The route of one policy rule: a deny is `prohibit`, an allow goes via
+ * the helper's gateway. The resolver's allow (10.0.2.3/32) is no route of
+ * the main table: the address is the namespace's own, on `lo`
+ * (lz_netpolicy_dns_local), and the local table, looked up before main,
+ * delivers it there; slirp4netns's forwarder on tap0 is off
+ * (--disable-dns), and nothing reaches it. */
 static int policy_route(struct nl *nl, uint32_t addr, unsigned len, uint8_t action, unsigned tap) {
+    if (is_dns_rule(addr, len, action))
+        return 0;
     if (action == LZ_NET_DENY)
         return route(nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, addr, len, RTN_PROHIBIT, RT_SCOPE_UNIVERSE, 0, 0,
                      false);
-    if (addr == LZ_NET_DNS && len == 32)
-        return route(nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, addr, 32, RTN_UNICAST, RT_SCOPE_LINK, 0, tap,
-                     false);
     return route(nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, addr, len, RTN_UNICAST, RT_SCOPE_UNIVERSE, LZ_NET_GW,
                  tap, true);
+}
+
+/* 10.0.2.3/32 on lo (scope host): the kernel's local route for it. */
+static int dns_addr(struct nl *nl, unsigned lo) {
+    char buf[512];
+    struct nlmsghdr *h = mnl_nlmsg_put_header(buf);
+    h->nlmsg_type = RTM_NEWADDR;
+    h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE;
+    struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(h, sizeof *ifa);
+    ifa->ifa_family = AF_INET;
+    ifa->ifa_prefixlen = 32;
+    ifa->ifa_scope = RT_SCOPE_HOST;
+    ifa->ifa_index = lo;
+    mnl_attr_put_u32(h, IFA_LOCAL, htonl(LZ_NET_DNS));
+    mnl_attr_put_u32(h, IFA_ADDRESS, htonl(LZ_NET_DNS));
+    return nl_talk(nl, h);
+}
+
+static int nl_open(struct nl *nl);
+
+int lz_netpolicy_dns_local(struct lz_error *err) {
+    unsigned lo = if_nametoindex("lo");
+    if (!lo)
+        return lz_error_set(err, -ENODEV, "the Domain network namespace has no loopback");
+    struct nl nl;
+    int r = nl_open(&nl);
+    if (r < 0)
+        return lz_error_set(err, r, "netlink: %s", strerror(-r));
+    r = dns_addr(&nl, lo);
+    mnl_socket_close(nl.s);
+    if (r < 0)
+        return lz_error_set(err, r, "cannot put the resolver's address 10.0.2.3 on lo: %s", strerror(-r));
+    return 0;
+}
+
+/* One socket bound to 10.0.2.3:53, without SO_REUSEADDR or SO_REUSEPORT:
+ * while it is open, no other socket of the namespace can bind that
+ * address and port (the kernel's EADDRINUSE), whatever options it sets. */
+static int dns_bound(int type) {
+    int s = socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return -errno;
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53), .sin_addr.s_addr = htonl(LZ_NET_DNS) };
+    if (bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 || (type == SOCK_STREAM && listen(s, 16) < 0)) {
+        int r = -errno;
+        close(s);
+        return r;
+    }
+    return s;
+}
+
+static int netlink_socket(int proto) {
+    int s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, proto);
+    if (s < 0)
+        return -errno;
+    struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+    if (bind(s, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        int r = -errno;
+        close(s);
+        return r;
+    }
+    return s;
+}
+
+int lz_netpolicy_dns_sockets(int ret[LZ_NET_DNS_FDS], struct lz_error *err) {
+    static const char *const what[LZ_NET_DNS_FDS] = { "a UDP socket on 10.0.2.3:53", "a TCP socket on 10.0.2.3:53",
+                                                      "a route netlink socket", "a socket-diagnostics netlink socket" };
+    int fds[LZ_NET_DNS_FDS];
+    fds[LZ_NET_DNS_UDP] = dns_bound(SOCK_DGRAM);
+    fds[LZ_NET_DNS_TCP] = dns_bound(SOCK_STREAM);
+    fds[LZ_NET_DNS_RTNL] = netlink_socket(NETLINK_ROUTE);
+    fds[LZ_NET_DNS_DIAG] = netlink_socket(NETLINK_SOCK_DIAG);
+    for (int i = 0; i < LZ_NET_DNS_FDS; i++)
+        if (fds[i] < 0) {
+            int r = fds[i];
+            for (int j = 0; j < LZ_NET_DNS_FDS; j++)
+                lz_closep(&fds[j]);
+            return lz_error_set(err, r, "cannot open %s in the Domain network namespace: %s", what[i], strerror(-r));
+        }
+    memcpy(ret, fds, sizeof fds);
+    return 0;
 }
 
 static int write_sysctl(const char *path, const char *v) {
@@ -278,6 +366,12 @@ int lz_netpolicy_install(const struct lz_netpolicy *p, struct lz_error *err) {
         if (r < 0)
             lz_error_set(err, r, "cannot install the default deny route: %s", strerror(-r));
     }
+    if (r >= 0) {
+        unsigned lo = if_nametoindex("lo");
+        r = lo ? dns_addr(&nl, lo) : -ENODEV;
+        if (r < 0)
+            lz_error_set(err, r, "cannot put the resolver's address 10.0.2.3 on lo: %s", strerror(-r));
+    }
     mnl_socket_close(nl.s);
     return r < 0 ? r : 0;
 }
@@ -289,6 +383,8 @@ struct observed {
     uint32_t tap_addr;
     unsigned tap_len;
     unsigned tap;
+    unsigned lo;
+    bool lo_dns; /* lo carries 10.0.2.3/32 */
 };
 
 static int route_attr_cb(const struct nlattr *a, void *data) {
@@ -319,13 +415,18 @@ static int route_cb(const struct nlmsghdr *h, void *data) {
 static int addr_cb(const struct nlmsghdr *h, void *data) {
     struct observed *o = data;
     const struct ifaddrmsg *ifa = mnl_nlmsg_get_payload(h);
-    if (ifa->ifa_family != AF_INET || ifa->ifa_index != o->tap)
+    if (ifa->ifa_family != AF_INET || (ifa->ifa_index != o->tap && ifa->ifa_index != o->lo))
         return MNL_CB_OK;
     const struct nlattr *a;
     mnl_attr_for_each(a, h, sizeof *ifa) {
-        if (mnl_attr_get_type(a) == IFA_LOCAL && mnl_attr_get_payload_len(a) == 4) {
-            o->tap_addr = ntohl(mnl_attr_get_u32(a));
+        if (mnl_attr_get_type(a) != IFA_LOCAL || mnl_attr_get_payload_len(a) != 4)
+            continue;
+        uint32_t local = ntohl(mnl_attr_get_u32(a));
+        if (ifa->ifa_index == o->tap) {
+            o->tap_addr = local;
             o->tap_len = ifa->ifa_prefixlen;
+        } else if (local == LZ_NET_DNS && ifa->ifa_prefixlen == 32) {
+            o->lo_dns = true;
         }
     }
     return MNL_CB_OK;
@@ -359,6 +460,7 @@ int lz_netpolicy_observe(const struct lz_netpolicy *p, char *sum, size_t cap, st
     static struct observed o;
     memset(&o, 0, sizeof o);
     o.tap = if_nametoindex(LZ_NET_TAP);
+    o.lo = if_nametoindex("lo");
     struct mnl_socket *s = mnl_socket_open(NETLINK_ROUTE);
     if (!s)
         return lz_error_set(err, -errno, "netlink: %s", strerror(errno));
@@ -373,8 +475,9 @@ int lz_netpolicy_observe(const struct lz_netpolicy *p, char *sum, size_t cap, st
     if (o.overflow)
         return lz_error_set(err, -E2BIG, "the namespace holds more routes than the policy");
     /* Every policy rule present with its type; nothing else except the
-     * default deny we add when the policy has no /0. */
-    size_t deny = 0, allow = 0, extra = 0;
+     * default deny we add when the policy has no /0. The resolver's allow
+     * is the address on lo instead (policy_route), and no route of main. */
+    size_t deny = 0, allow = 0, extra = 0, want = 0;
     for (size_t i = 0; i < o.n; i++) {
         bool found = false;
         for (size_t j = 0; j < p->n && !found; j++)
@@ -388,20 +491,32 @@ int lz_netpolicy_observe(const struct lz_netpolicy *p, char *sum, size_t cap, st
             allow++;
     }
     size_t matched = 0;
-    for (size_t j = 0; j < p->n; j++)
+    bool dns_rule = false;
+    for (size_t j = 0; j < p->n; j++) {
+        if (is_dns_rule(p->rules[j].addr, p->rules[j].len, p->rules[j].action)) {
+            dns_rule = true;
+            continue;
+        }
+        want++;
         for (size_t i = 0; i < o.n; i++)
             if (p->rules[j].addr == o.r[i].addr && p->rules[j].len == o.r[i].len &&
                 p->rules[j].action == o.r[i].action) {
                 matched++;
                 break;
             }
-    if (extra || matched != p->n)
+    }
+    for (size_t i = 0; i < o.n; i++)
+        if (o.r[i].addr == LZ_NET_DNS && o.r[i].len == 32 && o.r[i].action == LZ_NET_ALLOW)
+            extra += dns_rule; /* a main route to the resolver would lead to tap0 */
+    if (extra || matched != want)
         return lz_error_set(err, -EIO,
                             "the namespace's routes differ from the policy (%zu of %zu rules present, %zu unexpected)",
-                            matched, p->n, extra);
+                            matched, want, extra);
     if (o.tap_addr != LZ_NET_ADDR || o.tap_len != 24)
         return lz_error_set(err, -EIO, "%s does not carry 10.0.2.100/24", LZ_NET_TAP);
-    snprintf(sum, cap, "routes=%zu deny=%zu allow=%zu addr=10.0.2.100/24", o.n, deny, allow);
+    if (!o.lo_dns)
+        return lz_error_set(err, -EIO, "lo does not carry the resolver's address 10.0.2.3/32");
+    snprintf(sum, cap, "routes=%zu deny=%zu allow=%zu addr=10.0.2.100/24 dns=lo", o.n, deny, allow);
     return 0;
 }
 
@@ -431,8 +546,19 @@ int lz_netpolicy_probe(const struct lz_netpolicy *p, struct lz_error *err) {
                                 a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255,
                                 want == LZ_NET_DENY ? "denied" : "allowed", r ? strerror(-r) : "success");
     }
-    if (route_check(LZ_NET_DNS) != 0)
-        return lz_error_set(err, -EIO, "network readiness probe: the DNS forwarder 10.0.2.3 is unreachable");
+    /* The resolver's address: routable, and to this namespace itself (a
+     * connected UDP socket's source is then the destination, from the
+     * local table), never out through tap0. */
+    {
+        _cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53), .sin_addr.s_addr = htonl(LZ_NET_DNS) };
+        struct sockaddr_in me = { 0 };
+        socklen_t ml = sizeof me;
+        if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof sa) < 0)
+            return lz_error_set(err, -EIO, "network readiness probe: the resolver's address 10.0.2.3 is unreachable");
+        if (getsockname(s, (struct sockaddr *)&me, &ml) < 0 || me.sin_addr.s_addr != htonl(LZ_NET_DNS))
+            return lz_error_set(err, -EIO, "network readiness probe: 10.0.2.3 is not the namespace's own address");
+    }
     _cleanup_close_ int s6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (s6 >= 0) {
         struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_port = htons(53) };

@@ -33,7 +33,10 @@
 #define LZ_NET_TAP "tap0"
 #define LZ_NET_ADDR 0x0a000264u /* 10.0.2.100 */
 #define LZ_NET_GW 0x0a000202u   /* 10.0.2.2 */
-#define LZ_NET_DNS 0x0a000203u  /* 10.0.2.3 */
+#define LZ_NET_DNS 0x0a000203u  /* 10.0.2.3: the Domain's resolver (resolver.h), on the namespace's lo */
+
+/* The descriptors the Supervisor opens for the resolver (rschan.h, LZ_RS_DNS), in this order. */
+enum { LZ_NET_DNS_UDP, LZ_NET_DNS_TCP, LZ_NET_DNS_RTNL, LZ_NET_DNS_DIAG, LZ_NET_DNS_FDS };
 
 enum lz_net_action { LZ_NET_ALLOW = 1, LZ_NET_DENY = 2 };
 
@@ -64,18 +67,38 @@ enum lz_net_action lz_netpolicy_lookup(const struct lz_netpolicy *p, uint32_t ad
 void lz_netpolicy_clear(struct lz_netpolicy *p);
 
 /* In the enforcement namespace (Runtime Supervisor): replaces the routes
- * slirp4netns configured with the policy's, disables IPv6. */
+ * slirp4netns configured with the policy's, disables IPv6, and puts the
+ * resolver's address 10.0.2.3/32 on lo (lz_netpolicy_dns_local). The
+ * policy's allow of 10.0.2.3/32 (lz_netpolicy_derive) is that address, not
+ * a route of the main table: the local table is looked up first, so the
+ * sandbox's DNS reaches the socket bound there (lz_netpolicy_dns_sockets)
+ * and nothing else; slirp4netns runs with --disable-dns (slirp.c). */
 int lz_netpolicy_install(const struct lz_netpolicy *p, struct lz_error *err);
 /* Reads back, with netlink, what the namespace holds: the main table's
- * IPv4 routes must be exactly the policy's (type and prefix), and tap0 must
- * carry 10.0.2.100/24. Writes a one-line summary of what it saw into
- * ret_summary ("routes=N deny=D allow=A addr=10.0.2.100/24"). */
+ * IPv4 routes must be exactly the policy's (type and prefix; none for
+ * 10.0.2.3), tap0 must carry 10.0.2.100/24 and lo 10.0.2.3/32. Writes a
+ * one-line summary of what it saw into ret_summary
+ * ("routes=N deny=D allow=A addr=10.0.2.100/24 dns=lo"). */
 int lz_netpolicy_observe(const struct lz_netpolicy *p, char *ret_summary, size_t cap, struct lz_error *err);
 
 /* Pre-publication probe from the namespace's own view: a denied address
- * must be refused at once, DNS and an allowed address must be routable,
+ * must be refused at once, an allowed address must be routable, the
+ * resolver's 10.0.2.3 must be routable and the namespace's own (local),
  * IPv6 must be unavailable. Sends no packet (UDP connect only). */
 int lz_netpolicy_probe(const struct lz_netpolicy *p, struct lz_error *err);
+
+/* 10.0.2.3/32 on lo, alone (lz_netpolicy_install does it too); needs
+ * CAP_NET_ADMIN in the namespace. Idempotent. */
+int lz_netpolicy_dns_local(struct lz_error *err);
+/* The resolver's sockets, opened in the caller's network namespace (the
+ * enforcement namespace, before CAP_NET_ADMIN is dropped), all
+ * close-on-exec, into ret[LZ_NET_DNS_*]: a UDP socket bound to
+ * 10.0.2.3:53 and a TCP socket bound there and listening (backlog 16),
+ * both non-blocking and without SO_REUSEADDR/SO_REUSEPORT, so that no
+ * other socket of the namespace can bind 10.0.2.3:53 while they are open;
+ * a NETLINK_ROUTE and a NETLINK_SOCK_DIAG socket, bound (fqdnroute.h).
+ * 10.0.2.3 must be on lo already. On failure none is left open. */
+int lz_netpolicy_dns_sockets(int ret[LZ_NET_DNS_FDS], struct lz_error *err);
 
 /* Single routes in the enforcement namespace, for the host-address
  * follower (netfollow.h); CAP_NET_ADMIN must be in effect for _set.

@@ -25,6 +25,7 @@ static const struct {
     [LZ_RS_STOP] = { "stop", 0, 0 },
     [LZ_RS_UNMOUNT] = { "unmount", 0, 0 },
     [LZ_RS_MAILBOX] = { "mailbox", 0, 0 },
+    [LZ_RS_DNS] = { "dns", 0, 0 },
 };
 
 static bool kind_valid(unsigned k) { return k > 0 && k < LZ_RS_KIND_MAX && schema[k].name; }
@@ -242,6 +243,7 @@ void lz_rschan_format(const struct lz_rsmsg *m, char *buf, size_t len) {
     case LZ_RS_STOP:
     case LZ_RS_UNMOUNT:
     case LZ_RS_MAILBOX:
+    case LZ_RS_DNS:
     case LZ_RS_KIND_MAX:
     default: snprintf(buf, len, "%s%s%s", name, m->str[0] ? " " : "", m->str); break;
     }

@@ -17,8 +17,9 @@
  *   MAILBOX  (first; with 2 fds)     ANCHOR   mount the State Anchor
  *   STAGE    pid; slot
  *   ANCHORED ; mount identity        STAGED   ; slot (release that child)
- *   READY    netns,userns,mntns;     NET      helper attached: policy, routers, runsc
- *            observed policy         STOP     stop the sandbox
+ *   DNS      (after NET; 4 fds)      NET      helper attached: policy, routers, runsc
+ *   READY    netns,userns,mntns;     STOP     stop the sandbox
+ *            observed policy
  *   FAIL     ; message               UNMOUNT  release intent committed: unmount
  *   EXITED   status; reason ("" | "router" | "address-follow")
  *   UNMOUNTED, UNMOUNT_FAILED ; message
@@ -49,6 +50,12 @@ enum lz_rs_kind {
      * mailbox's req/ and res/ tmpfs mounted (supervisor.h), their root
      * directories attached (SCM_RIGHTS, lz_rschan_send_fds). */
     LZ_RS_MAILBOX,
+    /* Runtime Supervisor -> Host Coordinator, after the policy is
+     * installed and probed, before the routers and runsc: the Domain
+     * resolver's sockets, opened in the enforcement namespace before
+     * CAP_NET_ADMIN went (netpolicy.h, lz_netpolicy_dns_sockets), attached
+     * in the order LZ_NET_DNS_UDP, _TCP, _RTNL, _DIAG (4 fds). */
+    LZ_RS_DNS,
     LZ_RS_KIND_MAX, /* not a kind */
 };
 
@@ -120,7 +127,7 @@ int lz_rschan_recv(int fd, int timeout_ms, struct lz_rsmsg *ret);
 
 /* lz_rschan_send with descriptors attached (SCM_RIGHTS, 1..LZ_RSCHAN_FDS_MAX):
  * the peer takes them with lz_rschan_recv_fds. */
-#define LZ_RSCHAN_FDS_MAX 2
+#define LZ_RSCHAN_FDS_MAX 4 /* DNS */
 int lz_rschan_send_fds(int fd, enum lz_rs_kind kind, const uint64_t *u, const char *str, const int *fds, size_t n_fds);
 /* lz_rschan_recv that also takes the descriptors attached to the message
  * (close-on-exec): on 1, fds[0..*ret_n) hold them and belong to the caller

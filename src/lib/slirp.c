@@ -28,6 +28,7 @@ int lz_slirp_spawn(pid_t netns_pid, struct lz_child *ret, int *ret_ready_fd, str
                      (char *)"--configure",
                      (char *)"--mtu=65520",
                      (char *)"--disable-host-loopback",
+                     (char *)"--disable-dns", /* the Domain's resolver answers on 10.0.2.3 (netpolicy.h) */
                      (char *)"--enable-sandbox",
                      (char *)"--enable-seccomp",
                      ready,

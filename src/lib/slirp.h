@@ -3,7 +3,9 @@
  * slirp4netns (found at $LAZARET_SLIRP4NETNS when absolute, else its usual
  * paths) runs in the coordinator's (host) network namespace and attaches
  * the tap device LZ_NET_TAP to the Supervisor's. --disable-host-loopback:
- * 10.0.2.2 does not lead to the host's loopback; --enable-sandbox and
+ * 10.0.2.2 does not lead to the host's loopback; --disable-dns: slirp4netns
+ * forwards nothing from 10.0.2.3 to the host's resolver (the Domain's own
+ * resolver answers there, resolver.h); --enable-sandbox and
  * --enable-seccomp: the helper locks itself down. Its readiness is its
  * own protocol (one byte '1' on --ready-fd), read bounded here.
  */

@@ -434,8 +434,22 @@ static void follow_log(void *ud, const char *line) {
     fprintf(stderr, "%s.%03ld rs[%d]: %s\n", ts, now.tv_nsec / 1000000, (int)getpid(), line);
 }
 
+/* DNS: the four sockets of the Domain's resolver (rschan.h), opened here
+ * in the enforcement namespace and closed once sent. */
+static int pass_dns(int ctl, struct lz_error *err) {
+    int fds[LZ_NET_DNS_FDS];
+    int r = lz_netpolicy_dns_sockets(fds, err);
+    if (r < 0)
+        return r;
+    r = lz_rschan_send_fds(ctl, LZ_RS_DNS, NULL, NULL, fds, LZ_NET_DNS_FDS);
+    for (int i = 0; i < LZ_NET_DNS_FDS; i++)
+        lz_closep(&fds[i]);
+    return r;
+}
+
 /* Waits for the coordinator's "net" (the helper is attached), then installs
- * the policy it sent, checks it from this namespace's own view, and drops
+ * the policy it sent, checks it from this namespace's own view, passes the
+ * resolver's sockets (DNS), and drops
  * CAP_NET_ADMIN from the bounding set so that nothing started after this
  * (router, runsc, the sandbox) can ever change it. With the host-address
  * watch (a->addr_fd, netfollow.h) it starts the follower (*ret_follow) and
@@ -483,6 +497,11 @@ static int setup_network(const struct lz_supervisor_args *a, char *msg, size_t m
     if (r == 0 && a->addr_fd >= 0 && (r = lz_netfollow_new(a->addr_fd, &pol, follow_log, NULL, &follow, &err)) == 0)
         r = lz_netfollow_reconcile(follow, "start", &err);
     lz_netpolicy_clear(&pol);
+    /* The resolver's sockets, while CAP_NET_ADMIN still counts here (the
+     * netlink socket's opener is checked at every route change): to the
+     * coordinator, none kept. */
+    if (r == 0 && (r = pass_dns(a->ctl_fd, &err)) < 0 && !err.msg[0])
+        lz_error_set(&err, r, "cannot pass the resolver's sockets to the coordinator: %s", strerror(-r));
     if (r < 0) {
         lz_netfollow_free(follow);
         snprintf(msg, msglen, "%s", err.msg);

@@ -9,8 +9,13 @@
  *
  * Control channel: an inherited SOCK_SEQPACKET socket (fd LZ_RS_CTL_FD)
  * carrying typed messages (rschan.h: kinds, fields, the timeouts of both
- * sides). RS -> HC: READY (the namespaces' inodes and what it read back of
- * the policy), FAIL, EXITED (status; reason "router", or "address-follow":
+ * sides). RS -> HC: DNS (after NET, once the policy is installed, read
+ * back and probed, before the routers and runsc start: the Domain
+ * resolver's UDP and TCP sockets on 10.0.2.3:53 and a NETLINK_ROUTE and a
+ * NETLINK_SOCK_DIAG socket, all opened in the enforcement namespace while
+ * the RS still held CAP_NET_ADMIN, netpolicy.h lz_netpolicy_dns_sockets;
+ * the RS keeps no copy), READY (the namespaces' inodes and what it read
+ * back of the policy), FAIL, EXITED (status; reason "router", or "address-follow":
  * the host-address follower failed, netfollow.h, and the sandbox was
  * stopped), STAGE (a child held at its barrier; its slot: rsslot.h),
  * ANCHORED (the mount identity), UNMOUNTED, UNMOUNT_FAILED. HC -> RS, in this order: ANCHOR

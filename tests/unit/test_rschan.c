@@ -230,7 +230,23 @@ static void test_fds_passed(void **state) {
     assert_true(got[0] == -EBADF && got[1] == -EBADF);
     assert_int_equal(n_open_fds(), before);
     /* The sender refuses more than LZ_RSCHAN_FDS_MAX. */
-    assert_int_equal(lz_rschan_send_fds(sp[0], LZ_RS_MAILBOX, NULL, NULL, three, 3), -EINVAL);
+    int five[LZ_RSCHAN_FDS_MAX + 1] = { p[0], p[1], p[0], p[1], p[0] };
+    assert_int_equal(lz_rschan_send_fds(sp[0], LZ_RS_MAILBOX, NULL, NULL, five, LZ_RSCHAN_FDS_MAX + 1), -EINVAL);
+    /* DNS carries four (the resolver's sockets), in their order. */
+    int four[4] = { p[0], p[1], p[1], p[0] };
+    int got4[4];
+    assert_int_equal(lz_rschan_send_fds(sp[0], LZ_RS_DNS, NULL, NULL, four, 4), 0);
+    assert_int_equal(lz_rschan_recv_fds(sp[1], 1000, &m, got4, 4, &n), 1);
+    assert_int_equal(m.kind, LZ_RS_DNS);
+    assert_int_equal(n, 4);
+    for (int i = 0; i < 4; i++) {
+        struct stat a, b;
+        assert_int_equal(fstat(got4[i], &a), 0);
+        assert_int_equal(fstat(four[i], &b), 0);
+        assert_true(a.st_ino == b.st_ino);
+        close(got4[i]);
+    }
+    assert_int_equal(n_open_fds(), before);
     /* And without descriptors the channel is as before. */
     assert_int_equal(lz_rschan_send(sp[0], LZ_RS_MAILBOX, NULL, NULL), 0);
     assert_int_equal(lz_rschan_recv_fds(sp[1], 1000, &m, got, 2, &n), 1);
