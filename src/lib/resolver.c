@@ -398,6 +398,8 @@ static int learn(struct lz_resolver *r, const char *name, const struct lz_hostpo
     int64_t deadline = now + lifetime_ms(r, lifetime);
     struct rports want;
     rports_of(ports, &want);
+    /* What is due goes first, so the counts below are the table's now. */
+    expire(r, now);
 
     struct lname *nm = name_find(r, name);
     if (!nm) {
@@ -476,7 +478,14 @@ static int learn(struct lz_resolver *r, const char *name, const struct lz_hostpo
         }
     }
 
-    bool changed = !nm->used || nm->n != n || memcmp(nm->addrs, addrs, n * sizeof addrs[0]) != 0;
+    /* As sets: a resolver that rotates its records is not news. */
+    bool changed = !nm->used || nm->n != n || memcmp(&nm->ports, ports, sizeof *ports) != 0;
+    for (size_t i = 0; i < n && !changed; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < nm->n && !seen; j++)
+            seen = nm->addrs[j] == addrs[i];
+        changed = !seen;
+    }
     if (nm->used)
         for (size_t j = 0; j < nm->n; j++) {
             struct laddr *a = addr_find(r, nm->addrs[j]);
@@ -960,6 +969,11 @@ static void *run(void *arg) {
             }
             if (dl < 0 || c->idle < dl)
                 dl = c->idle;
+            /* Past its EOF with nothing to send, a client waits only for its
+             * answers (bounded by their deadlines): polling it would spin on
+             * its hang-up. */
+            if (c->eof && c->out_len == 0)
+                continue;
             short ev = (short)((c->eof ? 0 : POLLIN) | (c->out_len > 0 ? POLLOUT : 0));
             who[n] = (int)i;
             pfd[n++] = (struct pollfd){ .fd = c->fd, .events = ev };
