@@ -53,7 +53,11 @@ static struct {
 static void up_set(const struct entry *e) {
     pthread_mutex_lock(&up.mu);
     assert_true(up.n < LZ_ARRAY_SIZE(up.e));
-    up.e[up.n++] = *e;
+    /* Own copies: a case may pass names from its stack. */
+    up.e[up.n] = *e;
+    up.e[up.n].name = lz_xstrdup(e->name);
+    up.e[up.n].cname = e->cname ? lz_xstrdup(e->cname) : NULL;
+    up.n++;
     pthread_mutex_unlock(&up.mu);
 }
 
@@ -947,6 +951,10 @@ static int group_teardown(void **state) {
     close(up.udp);
     close(up.tcp);
     close(up.stop);
+    for (size_t i = 0; i < up.n; i++) {
+        free((char *)up.e[i].name);
+        free((char *)up.e[i].cname);
+    }
     return 0;
 }
 
