@@ -1185,18 +1185,32 @@ int lz_resolver_allow(struct lz_resolver *r, const struct lz_hostrule *rule, str
 struct sbuf {
     char *b;
     size_t len;
+    bool cut;
 };
 
 static void sb_add(struct sbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sb_add(struct sbuf *s, const char *fmt, ...) {
-    if (s->len >= RES_REPORT_MAX - 1)
+    if (s->cut)
         return;
     va_list ap;
     va_start(ap, fmt);
     int k = vsnprintf(s->b + s->len, RES_REPORT_MAX - s->len, fmt, ap);
     va_end(ap);
-    if (k > 0)
-        s->len += (size_t)k < RES_REPORT_MAX - s->len ? (size_t)k : RES_REPORT_MAX - 1 - s->len;
+    if (k < 0)
+        return;
+    if ((size_t)k >= RES_REPORT_MAX - s->len) {
+        /* Whole lines only, and say so. */
+        static const char tail[] = "... (cut at 64 KiB)\n";
+        s->cut = true;
+        while (s->len > 0 && s->len + sizeof tail > RES_REPORT_MAX)
+            s->len--;
+        while (s->len > 0 && s->b[s->len - 1] != '\n')
+            s->len--;
+        memcpy(s->b + s->len, tail, sizeof tail);
+        s->len += sizeof tail - 1;
+        return;
+    }
+    s->len += (size_t)k;
 }
 
 static void fmt_ports(const struct rports *p, char *buf, size_t cap) {
@@ -1235,7 +1249,7 @@ static void report_addr(struct sbuf *s, const char *name, const struct laddr *a,
 }
 
 char *lz_resolver_report(struct lz_resolver *r) {
-    struct sbuf s = { .b = lz_xmalloc(RES_REPORT_MAX), .len = 0 };
+    struct sbuf s = { .b = lz_xmalloc(RES_REPORT_MAX), .len = 0, .cut = false };
     s.b[0] = '\0';
     int64_t now = lz_now_ms();
     char up[16];

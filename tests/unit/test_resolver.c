@@ -275,6 +275,7 @@ struct opts {
     const char *deny[4];
     bool any_name, no_host;
     unsigned max_addrs, qps, upstream_ms, test_lifetime_ms;
+    unsigned max_names, max_per_name, max_inflight, max_tcp_clients;
 };
 
 struct fx {
@@ -325,6 +326,10 @@ static void start(struct fx *f, const struct opts *o) {
         .tcp_fd = bind_lo(SOCK_STREAM, 0),
         .routes = { .add = rt_add, .del = rt_del, .in_use = rt_in_use },
         .max_addrs = o->max_addrs,
+        .max_names = o->max_names,
+        .max_per_name = o->max_per_name,
+        .max_inflight = o->max_inflight,
+        .max_tcp_clients = o->max_tcp_clients,
         .qps = o->qps,
         .upstream_ms = o->upstream_ms,
         .test_lifetime_ms = o->test_lifetime_ms,
@@ -797,6 +802,97 @@ static void test_tcp_client(void **state) {
     stop(&f);
 }
 
+static void test_other_bounds(void **state) {
+    (void)state;
+    up_set(&(struct entry){ .name = "m1.bound2.test", .addrs = { IP(203, 0, 113, 31) }, .n = 1, .ttl = 300 });
+    up_set(&(struct entry){ .name = "m2.bound2.test", .addrs = { IP(203, 0, 113, 32) }, .n = 1, .ttl = 300 });
+    up_set(&(struct entry){ .name = "m3.bound2.test", .addrs = { IP(203, 0, 113, 33) }, .n = 1, .ttl = 300 });
+    up_set(&(struct entry){ .name = "many.bound2.test",
+                            .addrs = { IP(203, 0, 113, 41), IP(203, 0, 113, 42), IP(203, 0, 113, 43) },
+                            .n = 3,
+                            .ttl = 300 });
+    up_set(&(struct entry){ .name = "slow.bound2.test", .mode = UP_SILENT });
+    struct lz_resolver_event ev[16];
+    size_t n;
+
+    /* Names: the third name of two allowed gets SERVFAIL; a known one refreshes. */
+    struct fx f;
+    start(&f, &(struct opts){ .allow = { "*.bound2.test" }, .max_names = 2 });
+    assert_int_equal(ask(&f, "m1.bound2.test", LZ_DNS_T_A).rcode, LZ_DNS_NOERROR);
+    assert_int_equal(ask(&f, "m2.bound2.test", LZ_DNS_T_A).rcode, LZ_DNS_NOERROR);
+    (void)events(&f, ev, 16);
+    assert_int_equal(ask(&f, "m3.bound2.test", LZ_DNS_T_A).rcode, LZ_DNS_SERVFAIL);
+    n = events(&f, ev, 16);
+    assert_int_equal(count_kind(ev, n, LZ_RES_LIMITED), 1);
+    assert_non_null(strstr(ev[0].why, "learned names"));
+    assert_int_equal(rt_find(true, IP(203, 0, 113, 33), 0), 0);
+    assert_int_equal(ask(&f, "m1.bound2.test", LZ_DNS_T_A).rcode, LZ_DNS_NOERROR);
+    stop(&f);
+
+    /* Addresses per name: the rest of the answer is dropped, from the
+     * answer and the routes alike. Control: the default keeps all three. */
+    start(&f, &(struct opts){ .allow = { "*.bound2.test" }, .max_per_name = 2 });
+    struct reply rep = ask(&f, "many.bound2.test", LZ_DNS_T_A);
+    assert_int_equal(rep.rcode, LZ_DNS_NOERROR);
+    assert_int_equal(rep.a.n, 2);
+    assert_int_equal(rt_count(true), 2);
+    assert_int_equal(rt_find(true, IP(203, 0, 113, 43), 0), 0);
+    n = events(&f, ev, 16);
+    assert_int_equal(count_kind(ev, n, LZ_RES_LIMITED), 1);
+    stop(&f);
+    start(&f, &(struct opts){ .allow = { "*.bound2.test" } });
+    rep = ask(&f, "many.bound2.test", LZ_DNS_T_A);
+    assert_int_equal(rep.a.n, 3);
+    assert_int_equal(rt_count(true), 3);
+    stop(&f);
+
+    /* Upstream queries in flight: with one slot held by a silent upstream,
+     * the next query gets SERVFAIL at once. */
+    start(&f, &(struct opts){ .allow = { "*.bound2.test" }, .max_inflight = 1, .upstream_ms = 1000 });
+    uint8_t q[512];
+    size_t ql;
+    assert_int_equal(lz_dns_build_query(9, "slow.bound2.test", LZ_DNS_T_A, q, sizeof q, &ql), 0);
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET,
+                             .sin_port = htons(f.udp_port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    assert_int_equal(sendto(fd, q, ql, 0, (struct sockaddr *)&a, sizeof a), (ssize_t)ql);
+    usleep(50000);
+    long t0 = lz_now_ms();
+    assert_int_equal(ask(&f, "m1.bound2.test", LZ_DNS_T_A).rcode, LZ_DNS_SERVFAIL);
+    assert_true(lz_now_ms() - t0 < 500);
+    n = events(&f, ev, 16);
+    assert_int_equal(count_kind(ev, n, LZ_RES_LIMITED), 1);
+    assert_non_null(strstr(ev[0].why, "in flight"));
+    close(fd);
+    stop(&f);
+
+    /* TCP clients: the second connection of one allowed is closed at once;
+     * the first still answers. */
+    start(&f, &(struct opts){ .allow = { "*.bound2.test" }, .max_tcp_clients = 1 });
+    int c1 = tcp_connect(f.tcp_port);
+    usleep(50000);
+    int c2 = tcp_connect(f.tcp_port);
+    uint8_t x;
+    assert_int_equal(recv(c2, &x, 1, 0), 0);
+    uint8_t out[600];
+    size_t fl;
+    assert_int_equal(lz_dns_build_query(10, "m1.bound2.test", LZ_DNS_T_AAAA, q, sizeof q, &ql), 0);
+    assert_int_equal(lz_dns_tcp_frame(q, ql, out, sizeof out, &fl), 0);
+    assert_int_equal(lz_write_full(c1, out, fl), 0);
+    struct reply r1;
+    memset(&r1, 0, sizeof r1);
+    r1.len = tcp_read_msg(c1, r1.b, sizeof r1.b);
+    parse_reply(&r1, 10, "m1.bound2.test", LZ_DNS_T_AAAA);
+    assert_int_equal(r1.rcode, LZ_DNS_NOERROR);
+    n = events(&f, ev, 16);
+    assert_int_equal(count_kind(ev, n, LZ_RES_LIMITED), 1);
+    assert_non_null(strstr(ev[0].why, "TCP clients"));
+    close(c1);
+    close(c2);
+    stop(&f);
+}
+
 static void test_garbage(void **state) {
     (void)state;
     struct fx f;
@@ -973,6 +1069,7 @@ int main(void) {
         cmocka_unit_test(test_expiry_and_zombies),
         cmocka_unit_test(test_allow_at_run_time),
         cmocka_unit_test(test_tcp_client),
+        cmocka_unit_test(test_other_bounds),
         cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_open_preset),
         cmocka_unit_test(test_report),
