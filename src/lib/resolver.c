@@ -196,9 +196,8 @@ static struct lz_resolver_event *ev_push(struct lz_resolver *r, enum lz_resolver
     if (name)
         snprintf(e->name, sizeof e->name, "%s", name);
     uint64_t one = 1;
-    if (write(r->ev_fd, &one, sizeof one) < 0) {
-        /* The counter cannot overflow in practice; the event is in the ring either way. */
-    }
+    /* Cannot fail short of a counter at 2^64 - 2; the event is in the ring either way. */
+    (void)!write(r->ev_fd, &one, sizeof one);
     return e;
 }
 
@@ -278,21 +277,35 @@ static void rports_of(const struct lz_hostports *hp, struct rports *ret) {
 }
 
 /* Deletes every installed route of a and removes it from the table and
- * from the names that list it. */
-static void addr_drop(struct lz_resolver *r, struct laddr *a, const char *why) {
+ * from the names that list it. A route the kernel would not delete stays
+ * installed, so the address stays with the ports that failed and is tried
+ * again a zombie step later (a route is never forgotten while it may
+ * still exist): false then. */
+static bool addr_drop(struct lz_resolver *r, struct laddr *a, const char *why) {
+    struct rports failed = { 0 };
+    char msg[LZ_ERROR_MAX] = "";
+    for (size_t i = 0; i < a->inst.n; i++) {
+        struct lz_error err = { 0 };
+        if (r->cfg.routes.del(r->cfg.routes.ud, a->addr, a->inst.p[i], &err) < 0) {
+            failed.p[failed.n++] = a->inst.p[i];
+            snprintf(msg, sizeof msg, "%s", err.msg);
+        }
+    }
+    if (failed.n > 0) {
+        struct lz_resolver_event *f = ev_push(r, LZ_RES_FAILED, NULL);
+        f->n_addrs = 1;
+        f->addrs[0] = a->addr;
+        snprintf(f->why, sizeof f->why, "route delete (%u port%s): %s", failed.n, failed.n == 1 ? "" : "s", msg);
+        a->inst = failed;
+        a->zombie = false;
+        a->first_deadline = 0;
+        a->deadline = lz_now_ms() + zombie_step_ms(r);
+        return false;
+    }
     struct lz_resolver_event *e = ev_push(r, LZ_RES_EXPIRED, NULL);
     e->n_addrs = 1;
     e->addrs[0] = a->addr;
     snprintf(e->why, sizeof e->why, "%s", why);
-    for (size_t i = 0; i < a->inst.n; i++) {
-        struct lz_error err = { 0 };
-        if (r->cfg.routes.del(r->cfg.routes.ud, a->addr, a->inst.p[i], &err) < 0) {
-            struct lz_resolver_event *f = ev_push(r, LZ_RES_FAILED, NULL);
-            f->n_addrs = 1;
-            f->addrs[0] = a->addr;
-            snprintf(f->why, sizeof f->why, "route delete: %s", err.msg);
-        }
-    }
     for (size_t i = 0; i < r->cfg.max_names; i++) {
         struct lname *n = &r->names[i];
         if (!n->used)
@@ -306,6 +319,7 @@ static void addr_drop(struct lz_resolver *r, struct laddr *a, const char *why) {
     }
     memset(a, 0, sizeof *a);
     r->n_addrs--;
+    return true;
 }
 
 static void name_drop(struct lz_resolver *r, struct lname *n) {
@@ -331,10 +345,10 @@ static void addr_due(struct lz_resolver *r, struct laddr *a, int64_t now) {
             a->deadline = now + zombie_step_ms(r);
             return;
         }
-        addr_drop(r, a, "open connection past the zombie bound");
+        (void)addr_drop(r, a, "open connection past the zombie bound");
         return;
     }
-    addr_drop(r, a, "expired");
+    (void)addr_drop(r, a, "expired");
 }
 
 /* A name past its deadline lets go of its addresses that are not zombies
@@ -384,7 +398,7 @@ static bool addr_room(struct lz_resolver *r, size_t need) {
         return true;
     for (size_t i = 0; i < r->cfg.max_addrs && r->cfg.max_addrs - r->n_addrs < need; i++)
         if (r->addrs[i].used && r->addrs[i].zombie && r->cfg.routes.in_use(r->cfg.routes.ud, r->addrs[i].addr) == 0)
-            addr_drop(r, &r->addrs[i], "evicted (table full)");
+            (void)addr_drop(r, &r->addrs[i], "evicted (table full)");
     return r->cfg.max_addrs - r->n_addrs >= need;
 }
 

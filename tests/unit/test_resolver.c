@@ -229,7 +229,7 @@ static struct {
     struct rcall c[256];
     size_t n;
     atomic_int in_use;
-    atomic_int fail_add;
+    atomic_int fail_add, fail_del;
 } rt = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static int rt_rec(bool add, uint32_t addr, uint16_t port) {
@@ -245,7 +245,11 @@ static int rt_add(void *ud, uint32_t addr, uint16_t port, struct lz_error *err) 
         return lz_error_set(err, -EPERM, "fake: no route");
     return rt_rec(true, addr, port);
 }
-static int rt_del(void *ud, uint32_t addr, uint16_t port, struct lz_error *err) { return rt_rec(false, addr, port); }
+static int rt_del(void *ud, uint32_t addr, uint16_t port, struct lz_error *err) {
+    if (atomic_load(&rt.fail_del))
+        return lz_error_set(err, -EIO, "fake: cannot delete");
+    return rt_rec(false, addr, port);
+}
 static int rt_in_use(void *ud, uint32_t addr) { return atomic_load(&rt.in_use); }
 
 /* The sequence number of the call (add or delete) of addr/port, 0: none. */
@@ -342,6 +346,7 @@ static void start(struct fx *f, const struct opts *o) {
     pthread_mutex_unlock(&rt.mu);
     atomic_store(&rt.in_use, 0);
     atomic_store(&rt.fail_add, 0);
+    atomic_store(&rt.fail_del, 0);
     struct lz_error err = { 0 };
     if (lz_resolver_start(&c, &f->r, &err) != 0)
         fail_msg("start: %s", err.msg);
@@ -717,6 +722,25 @@ static void test_expiry_and_zombies(void **state) {
     usleep(350000);
     assert_false(deleted());
     atomic_store(&rt.in_use, 0);
+    assert_true(wait_for(deleted, 1500));
+    r = lz_resolver_report(f.r);
+    assert_non_null(strstr(r, "learned: none"));
+    free(r);
+    stop(&f);
+
+    /* A route the kernel would not delete is not forgotten: FAILED, the
+     * address stays, and the delete is tried again until it succeeds. */
+    start(&f, &(struct opts){ .allow = { "exp.example.test:443" }, .test_lifetime_ms = 150 });
+    atomic_store(&rt.fail_del, 1);
+    assert_int_equal(ask(&f, "exp.example.test", LZ_DNS_T_A).rcode, LZ_DNS_NOERROR);
+    usleep(500000);
+    n = events(&f, ev, 16);
+    assert_true(count_kind(ev, n, LZ_RES_FAILED) >= 2);
+    assert_int_equal(count_kind(ev, n, LZ_RES_EXPIRED), 0);
+    r = lz_resolver_report(f.r);
+    assert_non_null(strstr(r, "198.51.100.50  tcp/443"));
+    free(r);
+    atomic_store(&rt.fail_del, 0);
     assert_true(wait_for(deleted, 1500));
     r = lz_resolver_report(f.r);
     assert_non_null(strstr(r, "learned: none"));
