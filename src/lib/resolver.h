@@ -99,6 +99,14 @@ struct lz_resolver_config {
     unsigned upstream_ms;     /* (2500) one upstream query, UDP then TCP */
     unsigned max_inflight;    /* (64) upstream queries at once */
     unsigned max_tcp_clients; /* (16) */
+    /* What the report calls the policy ("balanced"; copied, at most 31
+     * bytes); NULL: "open" with any_name, else "names". */
+    const char *preset;
+    /* Tests only (the coordinator leaves it 0): when non-zero, every
+     * learned lifetime and every zombie step lasts this many milliseconds
+     * instead of its seconds (the answer's TTL is unchanged), so a unit
+     * test sees expiry without waiting a minute. */
+    unsigned test_lifetime_ms;
 };
 
 enum lz_resolver_event_kind {
