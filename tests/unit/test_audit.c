@@ -560,11 +560,11 @@ static void test_upgrade_from_v1(void **state) {
     lz_store_close(st);
 
     /* A newer store is still refused, and left as it is. */
-    plain_sql(f->db, "PRAGMA user_version = 3");
+    plain_sql(f->db, "PRAGMA user_version = 4");
     free(before);
     before = slurp(f->db, &len0);
     assert_int_equal(lz_store_open(f->dir, &id, false, &st, &err), -EPROTONOSUPPORT);
-    assert_non_null(strstr(err.msg, "has version 3"));
+    assert_non_null(strstr(err.msg, "has version 4"));
     assert_int_equal(lz_store_open_readonly(f->dir, &id, &st, &err), -EPROTONOSUPPORT);
     after = slurp(f->db, &len1);
     assert_int_equal(len0, len1);
