@@ -294,7 +294,10 @@ const char *lz_audit_net_event_name(enum lz_audit_net_event e);
 int lz_audit_append(struct lz_store *st, const struct lz_audit_entry *e, int64_t *ret_seq, struct lz_error *err);
 /* The same for a network row: the next seq of the one chain, whichever
  * table its predecessor is in. -EINVAL for an entry out of its bounds or
- * with a byte outside its field's form (the message names the field). */
+ * with a byte outside its field's form (the message names the field).
+ * Like every use of one store connection (struct lz_db keeps its
+ * transaction state unlocked), a caller on another thread than the store's
+ * other users serialises its calls with theirs. */
 int lz_audit_append_net(struct lz_store *st, const struct lz_audit_net_entry *e, int64_t *ret_seq,
                         struct lz_error *err);
 
