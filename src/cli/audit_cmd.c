@@ -1,6 +1,9 @@
-/* audit_cmd.c — `lazaret audit [DOMAIN] [--json]`: the escalation audit of
- * one Domain, listed and its hash chain verified (see audit.h). Reads the
- * Domain Store read-only, so a running Domain is read as it is. */
+/* audit_cmd.c — `lazaret audit [DOMAIN] [--json] [--net | --escalations]`:
+ * the audit of one Domain (escalation requests and network decisions,
+ * interleaved in seq order), listed and its hash chain verified (see
+ * audit.h). Reads the Domain Store read-only, so a running Domain is read
+ * as it is. A filter chooses the rows listed, never the rows verified. */
+#include <arpa/inet.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <time.h>
@@ -17,12 +20,17 @@
 #endif
 
 static void usage(FILE *out) {
-    fputs("Usage: lazaret audit [DOMAIN] [--json] [-p PROFILE] [--workspace DIR] [--config FILE]\n"
+    fputs("Usage: lazaret audit [DOMAIN] [--json] [--net | --escalations] [-p PROFILE] [--workspace DIR]\n"
+          "                     [--config FILE]\n"
           "\n"
           "List the escalation requests of a Domain, each with its end state, who\n"
           "decided (an auto-approval rule or the developer), the original and the\n"
           "edited argv, the executable and its SHA-256, the exit status and the output\n"
-          "size, and verify the audit's hash chain. Works while the Domain runs.\n"
+          "size, and its network decisions by name (\"net learned\", \"refused\",\n"
+          "\"denied\", \"filtered\", \"limited\", \"allowed\", \"suppressed\": the name or\n"
+          "rule, the addresses, the ports, why), in one list in the order they were\n"
+          "recorded, and verify the audit's hash chain (both kinds of rows, whatever\n"
+          "is listed). Works while the Domain runs.\n"
           "\n"
           "DOMAIN is a Domain ID or a unique prefix of at least 4 hex characters of\n"
           "one (see `lazaret state ls`); default: the Domain of this directory (or of\n"
@@ -37,6 +45,8 @@ static void usage(FILE *out) {
           "\n"
           "Options:\n"
           "  --json                one JSON document on standard output\n"
+          "  --net                 list only the network decisions\n"
+          "  --escalations         list only the escalation requests\n"
           "  -p, --profile NAME    profile (default: \"default\")\n"
           "  --workspace DIR       the Domain of that workspace\n"
           "  --config FILE         read FILE instead of the default configuration\n"
@@ -108,6 +118,42 @@ static void print_row(const struct lz_audit_row *w) {
     }
 }
 
+/* The addresses of a network row, joined by ","; "-" when none. */
+static char *addrs_joined(const struct lz_audit_net_entry *n) {
+    if (!n->n_addrs)
+        return lz_xstrdup("-");
+    char *out = lz_xcalloc(n->n_addrs * INET_ADDRSTRLEN + 1, 1);
+    size_t len = 0;
+    for (size_t i = 0; i < n->n_addrs; i++) {
+        struct in_addr in = { .s_addr = htonl(n->addrs[i]) };
+        char a[INET_ADDRSTRLEN] = "?";
+        (void)inet_ntop(AF_INET, &in, a, sizeof a);
+        len += (size_t)snprintf(out + len, INET_ADDRSTRLEN + 1, "%s%s", i ? "," : "", a);
+    }
+    return out;
+}
+
+/* One line: "#12  2026-12-04T10:31:02Z  net learned  NAME  ADDRS  PORTS  DETAIL
+ * (generation G)", "-" for an empty field. Stored text is printable ASCII
+ * when the row is readable; escaped all the same. */
+static void print_net_row(const struct lz_audit_row *w) {
+    const struct lz_audit_net_entry *n = &w->net;
+    char at[32];
+    lz_cli_iso_time(n->at_ms, at, sizeof at);
+    if (w->problem) {
+        _cleanup_free_ char *p = esc(w->problem), *nm = esc(n->name), *a = esc(w->addrs_text), *pt = esc(n->ports),
+                            *d = esc(n->detail);
+        printf("#%" PRId64 "  %s  net  generation %" PRId64 "\n    UNREADABLE: %s\n    stored name: %s  addrs: %s  "
+               "ports: %s  detail: %s\n",
+               w->seq, at[0] ? at : "-", n->gen, p, nm, a, pt, d);
+        return;
+    }
+    const char *ev = lz_audit_net_event_name(n->event);
+    _cleanup_free_ char *nm = esc(n->name), *pt = esc(n->ports), *d = esc(n->detail), *a = addrs_joined(n);
+    printf("#%" PRId64 "  %s  net %s  %s  %s  %s  %s  (generation %" PRId64 ")\n", w->seq, at[0] ? at : "-",
+           ev ? ev : "?", nm[0] ? nm : "-", a, pt[0] ? pt : "-", d[0] ? d : "-", n->gen);
+}
+
 /* ---- JSON ---- */
 
 static json_t *jtime(int64_t ms) {
@@ -137,11 +183,11 @@ static json_t *row_json(const struct lz_audit_row *w) {
     hexs(w->prev_hash, sizeof w->prev_hash, prev);
     hexs(w->row_hash, sizeof w->row_hash, hash);
     hexs(e->executable_sha256, sizeof e->executable_sha256, sha);
-    json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:o, s:I, s:s, s:I, s:s, s:s}", "seq", (json_int_t)w->seq, "generation",
-                          (json_int_t)e->gen, "request_id", req, "session_id", ses, "received", jtime(e->received_ms),
-                          "received_ms", (json_int_t)e->received_ms, "decided_by", lz_audit_decider_name(e->decided_by),
-                          "decided_ref", (json_int_t)e->decided_ref, "decision", lz_audit_decision_name(e->decision),
-                          "end_state", lz_audit_end_name(e->end_state));
+    json_t *o = json_pack("{s:I, s:s, s:I, s:s, s:s, s:o, s:I, s:s, s:I, s:s, s:s}", "seq", (json_int_t)w->seq, "kind",
+                          "escalation", "generation", (json_int_t)e->gen, "request_id", req, "session_id", ses,
+                          "received", jtime(e->received_ms), "received_ms", (json_int_t)e->received_ms, "decided_by",
+                          lz_audit_decider_name(e->decided_by), "decided_ref", (json_int_t)e->decided_ref, "decision",
+                          lz_audit_decision_name(e->decision), "end_state", lz_audit_end_name(e->end_state));
     if (!o)
         return json_null();
     if (w->problem) {
@@ -166,10 +212,49 @@ static json_t *row_json(const struct lz_audit_row *w) {
     return o;
 }
 
-static int print_json(const struct lz_audit_log *log, int verdict, int64_t bad, const char *msg) {
+static json_t *net_row_json(const struct lz_audit_row *w) {
+    const struct lz_audit_net_entry *n = &w->net;
+    char prev[65], hash[65];
+    hexs(w->prev_hash, sizeof w->prev_hash, prev);
+    hexs(w->row_hash, sizeof w->row_hash, hash);
+    const char *ev = lz_audit_net_event_name(n->event);
+    json_t *o = json_pack("{s:I, s:s, s:I, s:o, s:I, s:o, s:o, s:o, s:o}", "seq", (json_int_t)w->seq, "kind", "net",
+                          "generation", (json_int_t)n->gen, "at", jtime(n->at_ms), "at_ms", (json_int_t)n->at_ms,
+                          "event", ev ? json_string(ev) : json_null(), "name", jesc(n->name), "ports", jesc(n->ports),
+                          "detail", jesc(n->detail));
+    if (!o)
+        return json_null();
+    json_t *a = json_array();
+    for (size_t i = 0; i < n->n_addrs; i++) {
+        struct in_addr in = { .s_addr = htonl(n->addrs[i]) };
+        char t[INET_ADDRSTRLEN] = "?";
+        (void)inet_ntop(AF_INET, &in, t, sizeof t);
+        json_array_append_new(a, json_string(t));
+    }
+    json_object_set_new(o, "addrs", w->problem ? json_null() : a);
+    if (w->problem) {
+        json_decref(a);
+        json_object_set_new(o, "stored_addrs", jesc(w->addrs_text));
+    }
+    json_object_set_new(o, "prev_hash", json_string(prev));
+    json_object_set_new(o, "row_hash", json_string(hash));
+    json_object_set_new(o, "problem", w->problem ? jesc(w->problem) : json_null());
+    return o;
+}
+
+/* Which rows are listed (all are verified). */
+enum listed { LIST_ALL, LIST_NET, LIST_ESCALATIONS };
+
+static bool listed(const struct lz_audit_row *w, enum listed which) {
+    return which == LIST_ALL || (which == LIST_NET) == (w->kind == LZ_AUDIT_NET);
+}
+
+static int print_json(const struct lz_audit_log *log, enum listed which, int verdict, int64_t bad, const char *msg) {
     json_t *rows = json_array();
     for (size_t i = 0; i < log->n; i++)
-        json_array_append_new(rows, row_json(&log->rows[i]));
+        if (listed(&log->rows[i], which))
+            json_array_append_new(
+                rows, log->rows[i].kind == LZ_AUDIT_NET ? net_row_json(&log->rows[i]) : row_json(&log->rows[i]));
     json_t *root = json_pack("{s:s, s:i, s:o, s:b, s:o, s:o}", "domain", log->domain_id, "store_version",
                              log->store_version, "rows", rows, "intact", verdict == 0, "broken_at",
                              verdict ? json_integer(bad) : json_null(), "problem", verdict ? jesc(msg) : json_null());
@@ -225,10 +310,42 @@ static bool hex_field(json_t *o, const char *key, uint8_t *out, size_t n) {
     return true;
 }
 
+static const char *net_name(int i) { return lz_audit_net_event_name((enum lz_audit_net_event)(i + 1)); }
+
+/* A line with "kind": "net": gen, at_ms, event, name, addrs (dotted
+ * quads), ports, detail, passed as they are (lz_audit_append_net checks
+ * them). 1 appended, 0 malformed, -1 refused (err). */
+static int test_append_net(struct lz_store *st, json_t *o, int64_t *ret_seq, struct lz_error *err) {
+    int ev = enum_of(net_name, json_string_value(json_object_get(o, "event")));
+    json_t *ja = json_object_get(o, "addrs");
+    if (ev < 0 || !json_is_array(ja) || json_array_size(ja) > 2 * LZ_AUDIT_NET_ADDRS_MAX)
+        return 0;
+    uint32_t addrs[2 * LZ_AUDIT_NET_ADDRS_MAX];
+    for (size_t i = 0; i < json_array_size(ja); i++) {
+        struct in_addr in;
+        const char *t = json_string_value(json_array_get(ja, i));
+        if (!t || inet_pton(AF_INET, t, &in) != 1)
+            return 0;
+        addrs[i] = ntohl(in.s_addr);
+    }
+    struct lz_audit_net_entry e = {
+        .gen = json_integer_value(json_object_get(o, "gen")),
+        .at_ms = json_integer_value(json_object_get(o, "at_ms")),
+        .event = (enum lz_audit_net_event)(ev + 1),
+        .name = json_string_value(json_object_get(o, "name")),
+        .addrs = addrs,
+        .n_addrs = json_array_size(ja),
+        .ports = json_string_value(json_object_get(o, "ports")),
+        .detail = json_string_value(json_object_get(o, "detail")),
+    };
+    return lz_audit_append_net(st, &e, ret_seq, err) < 0 ? -1 : 1;
+}
+
 /* `lazaret audit __append DOMAIN_DIR` (test builds only): appends one row
- * per JSON line of standard input through lz_audit_append, holding the
- * Domain flock as every writer of the store does. Strings of argv,
- * edited_argv, executable and cwd are lz_escape renderings (any bytes). */
+ * per JSON line of standard input through lz_audit_append (or, for a line
+ * with "kind": "net", lz_audit_append_net), holding the Domain flock as
+ * every writer of the store does. Strings of argv, edited_argv, executable
+ * and cwd are lz_escape renderings (any bytes). */
 static int test_append(int argc, char **argv) {
     if (argc != 3) {
         lz_cli_error("audit __append: expects DOMAIN_DIR");
@@ -251,6 +368,19 @@ static int test_append(int argc, char **argv) {
     while (ret == LZ_EXIT_OK && fgets(line, sizeof line, stdin)) {
         json_error_t je;
         json_t *o = json_loads(line, 0, &je);
+        if (o && !strcmp(json_string_value(json_object_get(o, "kind")) ?: "", "net")) {
+            int64_t seq = 0;
+            int a = test_append_net(st, o, &seq, &err);
+            if (a > 0)
+                printf("%" PRId64 "\n", seq);
+            else if (a < 0)
+                lz_cli_error("audit __append: %s", err.msg);
+            else
+                lz_cli_error("audit __append: malformed entry line");
+            ret = a > 0 ? LZ_EXIT_OK : a < 0 ? LZ_EXIT_FAILURE : LZ_EXIT_USAGE;
+            json_decref(o);
+            continue;
+        }
         struct lz_audit_entry e = { 0 };
         bool ok = o && json_is_object(o);
         size_t n_argv = 0, n_ed = 0;
@@ -316,12 +446,14 @@ int lz_cmd_audit(int argc, char **argv) {
         return test_append(argc, argv);
 #endif
     const char *config_path = NULL, *profile = NULL, *workspace = NULL;
-    bool json = false;
+    bool json = false, only_net = false, only_esc = false;
     const struct lz_cli_option opts[] = {
         { "config", 0, &config_path, NULL },
         { "profile", 'p', &profile, NULL },
         { "workspace", 0, &workspace, NULL },
         { "json", 0, NULL, &json },
+        { "net", 0, NULL, &only_net },
+        { "escalations", 0, NULL, &only_esc },
         { NULL, 0, NULL, NULL },
     };
     int first;
@@ -333,6 +465,11 @@ int lz_cmd_audit(int argc, char **argv) {
         lz_cli_error("audit: expects at most one Domain (an ID, a prefix, or --workspace DIR)");
         return LZ_EXIT_USAGE;
     }
+    if (only_net && only_esc) {
+        lz_cli_error("audit: --net and --escalations exclude each other (without either, both are listed)");
+        return LZ_EXIT_USAGE;
+    }
+    enum listed which = only_net ? LIST_NET : only_esc ? LIST_ESCALATIONS : LIST_ALL;
     const char *arg = n_args ? argv[first] : NULL;
 
     _cleanup_config_ struct lz_config *cfg = NULL;
@@ -373,18 +510,34 @@ int lz_cmd_audit(int argc, char **argv) {
     int verdict = lz_audit_verify(&log, &bad, &verr);
     int ret = verdict == 0 ? LZ_EXIT_OK : LZ_EXIT_FAILURE;
     if (json) {
-        if (print_json(&log, verdict, bad, verr.msg) != LZ_EXIT_OK)
+        if (print_json(&log, which, verdict, bad, verr.msg) != LZ_EXIT_OK)
             ret = LZ_EXIT_FAILURE;
     } else {
         printf("Audit of Domain %s\n", id);
-        if (log.store_version < LZ_STORE_VERSION)
+        size_t shown = 0;
+        for (size_t i = 0; i < log.n; i++)
+            shown += listed(&log.rows[i], which);
+        if (log.store_version < LZ_AUDIT_STORE_VERSION)
             printf("no requests recorded (its Domain Store is version %d, from before the audit; it is upgraded "
                    "when the Domain next starts)\n",
                    log.store_version);
         else if (!log.n)
-            printf("no requests recorded\n");
-        for (size_t i = 0; i < log.n; i++)
-            print_row(&log.rows[i]);
+            printf(which == LIST_NET ? "no network decisions recorded\n" : "no requests recorded\n");
+        bool before_net = log.store_version == LZ_AUDIT_STORE_VERSION && which != LIST_ESCALATIONS;
+        if (log.n && !shown && !(which == LIST_NET && before_net))
+            printf(which == LIST_NET ? "no network decisions recorded\n" : "no requests recorded\n");
+        if (before_net)
+            printf("no network decisions recorded (its Domain Store is version %d, from before they were audited; "
+                   "it is upgraded when the Domain next starts)\n",
+                   log.store_version);
+        for (size_t i = 0; i < log.n; i++) {
+            if (!listed(&log.rows[i], which))
+                continue;
+            if (log.rows[i].kind == LZ_AUDIT_NET)
+                print_net_row(&log.rows[i]);
+            else
+                print_row(&log.rows[i]);
+        }
         if (verdict == 0)
             printf("audit chain intact: %zu row%s\n", log.n, log.n == 1 ? "" : "s");
     }

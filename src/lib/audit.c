@@ -1,6 +1,8 @@
-/* audit.c — the escalation audit (see audit.h). */
+/* audit.c — the Domain's audit: escalation and network rows on one chain
+ * (see audit.h). */
 #include "audit.h"
 
+#include <arpa/inet.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <jansson.h>
@@ -16,6 +18,10 @@ static const char *const decision_names[] = {
     "none", "auto-approved", "approved", "approved-for-session", "session-approved", "edited", "denied",
 };
 static const char *const end_names[] = { "completed", "denied", "timed-out", "cancelled", "failed" };
+/* Indexed by event - 1 (the events start at 1). */
+static const char *const net_event_names[] = {
+    "learned", "refused", "denied", "filtered", "limited", "allowed", "suppressed",
+};
 
 const char *lz_audit_decider_name(enum lz_audit_decider d) {
     return (unsigned)d < LZ_ARRAY_SIZE(decider_names) ? decider_names[d] : NULL;
@@ -25,6 +31,9 @@ const char *lz_audit_decision_name(enum lz_audit_decision d) {
 }
 const char *lz_audit_end_name(enum lz_outcome o) {
     return (unsigned)o < LZ_ARRAY_SIZE(end_names) ? end_names[o] : NULL;
+}
+const char *lz_audit_net_event_name(enum lz_audit_net_event e) {
+    return (unsigned)e - 1 < LZ_ARRAY_SIZE(net_event_names) ? net_event_names[(unsigned)e - 1] : NULL;
 }
 
 static int name_index(const char *const *names, size_t n, const char *s) {
@@ -119,6 +128,36 @@ void lz_audit_row_hash(int64_t seq, const struct lz_audit_entry *e, const uint8_
     put_i64(&h, e->signal);
     put_i64(&h, e->output_bytes);
     put_i64(&h, e->ended_ms);
+    put_raw(&h, prev_hash, LZ_AUDIT_HASH_LEN);
+    crypto_hash_sha256_final(&h, ret);
+}
+
+/* inet_ntop's form of a host-order IPv4 address. */
+static void addr_text(uint32_t a, char out[INET_ADDRSTRLEN]) {
+    struct in_addr in = { .s_addr = htonl(a) };
+    if (!inet_ntop(AF_INET, &in, out, INET_ADDRSTRLEN))
+        out[0] = '\0'; /* cannot happen: the buffer fits every address */
+}
+
+void lz_audit_net_row_hash(int64_t seq, const struct lz_audit_net_entry *e, const uint8_t prev_hash[LZ_AUDIT_HASH_LEN],
+                           uint8_t ret[LZ_AUDIT_HASH_LEN]) {
+    static const char ctx[] = "lazaret/v1/audit-net-row"; /* with its NUL */
+    crypto_hash_sha256_state h;
+    crypto_hash_sha256_init(&h);
+    put_raw(&h, ctx, sizeof ctx);
+    put_i64(&h, seq);
+    put_i64(&h, e->gen);
+    put_i64(&h, e->at_ms);
+    put_str(&h, lz_audit_net_event_name(e->event));
+    put_str(&h, e->name);
+    put_i64(&h, (int64_t)e->n_addrs);
+    for (size_t i = 0; i < e->n_addrs; i++) {
+        char a[INET_ADDRSTRLEN];
+        addr_text(e->addrs[i], a);
+        put_str(&h, a);
+    }
+    put_str(&h, e->ports);
+    put_str(&h, e->detail);
     put_raw(&h, prev_hash, LZ_AUDIT_HASH_LEN);
     crypto_hash_sha256_final(&h, ret);
 }
@@ -265,20 +304,66 @@ static bool parse_head(const char *s, int64_t *ret_seq, uint8_t hash[LZ_AUDIT_HA
     return true;
 }
 
-static int append_locked(struct lz_db *db, const struct lz_audit_entry *in, int64_t *ret_seq, struct lz_error *err) {
-    struct lz_audit_entry e = *in;
-    if (!e.ended_ms)
-        e.ended_ms = wall_ms();
+/* The printable ASCII form of a network row's text field: 0x20..0x7e,
+ * without a space when !space, at most max bytes. NULL when s is in it,
+ * else what is wrong. */
+static const char *net_text_problem(const char *s, size_t len, size_t max, bool space) {
+    if (len > max)
+        return "longer than its bound";
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '\0')
+            return "holds a NUL byte";
+        if (c < (space ? 0x20 : 0x21) || c > 0x7e)
+            return space ? "holds a byte that is not printable ASCII"
+                         : "holds a space or a byte that is not printable ASCII";
+    }
+    return NULL;
+}
+
+static int check_net_entry(const struct lz_audit_net_entry *e, struct lz_error *err) {
+    if (!lz_audit_net_event_name(e->event))
+        return lz_error_set(err, -EINVAL, "audit network entry: event %d out of range", (int)e->event);
+    if (e->gen < 0 || e->at_ms < 0)
+        return lz_error_set(err, -EINVAL, "audit network entry: a negative generation or time");
+    if (e->n_addrs > LZ_AUDIT_NET_ADDRS_MAX || (e->n_addrs && !e->addrs))
+        return lz_error_set(err, -EINVAL, "audit network entry: addrs: %zu addresses (at most %d)", e->n_addrs,
+                            LZ_AUDIT_NET_ADDRS_MAX);
+    static const struct {
+        const char *field;
+        size_t off, max;
+        bool space;
+    } text[] = {
+        { "name", offsetof(struct lz_audit_net_entry, name), LZ_AUDIT_NET_NAME_MAX, false },
+        { "ports", offsetof(struct lz_audit_net_entry, ports), LZ_AUDIT_NET_PORTS_MAX, false },
+        { "detail", offsetof(struct lz_audit_net_entry, detail), LZ_AUDIT_NET_DETAIL_MAX, true },
+    };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(text); i++) {
+        const char *v = *(const char *const *)((const char *)e + text[i].off);
+        const char *why = v ? net_text_problem(v, strlen(v), text[i].max, text[i].space) : NULL;
+        if (why)
+            return lz_error_set(err, -EINVAL, "audit network entry: %s %s (printable ASCII, at most %zu bytes)",
+                                text[i].field, why, text[i].max);
+    }
+    return 0;
+}
+
+/* The seq and prev_hash of the next row of the chain, whichever table its
+ * predecessor is in. */
+static int chain_next(struct lz_db *db, int64_t *ret_seq, uint8_t prev[LZ_AUDIT_HASH_LEN], struct lz_error *err) {
     _cleanup_free_ char *domain_id = NULL, *head = NULL, *last_hash = NULL;
     int64_t last_seq = 0, head_seq = 0;
-    uint8_t prev[LZ_AUDIT_HASH_LEN] = { 0 }, head_hash[LZ_AUDIT_HASH_LEN];
+    uint8_t head_hash[LZ_AUDIT_HASH_LEN];
     int r;
     if ((r = meta_text(db, "domain_id", &domain_id, err)) < 0 || (r = meta_text(db, "audit_head", &head, err)) < 0)
         return r;
     if (!domain_id || !lz_domain_id_valid(domain_id))
         return lz_error_set(err, -EBADMSG, "Domain Store %s: no valid domain_id; cannot chain the audit", db->path);
     sqlite3_stmt *q = NULL;
-    if ((r = lz_db_prepare(db, &q, err, "SELECT seq, row_hash FROM audit ORDER BY seq DESC LIMIT 1", "")) == 0 &&
+    if ((r = lz_db_prepare(db, &q, err,
+                           "SELECT seq, row_hash FROM (SELECT seq, row_hash FROM audit"
+                           " UNION ALL SELECT seq, row_hash FROM audit_net) ORDER BY seq DESC LIMIT 1",
+                           "")) == 0 &&
         (r = lz_db_step_row(db, q, err)) == 1) {
         last_seq = sqlite3_column_int64(q, 0);
         last_hash = lz_db_col_dup(q, 1, true);
@@ -289,16 +374,34 @@ static int append_locked(struct lz_db *db, const struct lz_audit_entry *in, int6
     /* Chain onto the newest evidence: rows cut off after the head keep the
      * gap (and the head's hash) in the chain, so verify still reports them. */
     if (have_head && head_seq >= last_seq) {
-        memcpy(prev, head_hash, sizeof prev);
+        memcpy(prev, head_hash, LZ_AUDIT_HASH_LEN);
     } else if (last_seq > 0) {
         head_seq = last_seq;
-        if (!unhex(last_hash, prev, sizeof prev))
-            memset(prev, 0, sizeof prev); /* a damaged hash: that row fails verify */
+        if (!unhex(last_hash, prev, LZ_AUDIT_HASH_LEN))
+            memset(prev, 0, LZ_AUDIT_HASH_LEN); /* a damaged hash: that row fails verify */
     } else {
         head_seq = 0;
         lz_audit_genesis(domain_id, prev);
     }
-    int64_t seq = head_seq + 1;
+    *ret_seq = head_seq + 1;
+    return 0;
+}
+
+static int move_head(struct lz_db *db, int64_t seq, const char *hash_hex, struct lz_error *err) {
+    _cleanup_free_ char *nh = lz_xasprintf("%" PRId64 " %s", seq, hash_hex);
+    return lz_db_run(db, err, "INSERT INTO meta VALUES('audit_head', ?1) ON CONFLICT(key) DO UPDATE SET value = ?1",
+                     "t", nh);
+}
+
+static int append_locked(struct lz_db *db, const struct lz_audit_entry *in, int64_t *ret_seq, struct lz_error *err) {
+    struct lz_audit_entry e = *in;
+    if (!e.ended_ms)
+        e.ended_ms = wall_ms();
+    int64_t seq;
+    uint8_t prev[LZ_AUDIT_HASH_LEN];
+    int r;
+    if ((r = chain_next(db, &seq, prev, err)) < 0)
+        return r;
     uint8_t hash[LZ_AUDIT_HASH_LEN];
     lz_audit_row_hash(seq, &e, prev, hash);
 
@@ -323,35 +426,92 @@ static int append_locked(struct lz_db *db, const struct lz_audit_entry *in, int6
                   "iittititttttttiiiitt", seq, e.gen, req, ses, e.received_ms, lz_audit_decider_name(e.decided_by),
                   e.decided_ref, lz_audit_decision_name(e.decision), lz_audit_end_name(e.end_state), argv, edited, exe,
                   sha, cwd, (int64_t)e.exit_status, (int64_t)e.signal, e.output_bytes, e.ended_ms, prev_hex, hash_hex);
-    if (r < 0)
-        return r;
-    _cleanup_free_ char *nh = lz_xasprintf("%" PRId64 " %s", seq, hash_hex);
-    if ((r = lz_db_run(db, err, "INSERT INTO meta VALUES('audit_head', ?1) ON CONFLICT(key) DO UPDATE SET value = ?1",
-                       "t", nh)) < 0)
+    if (r < 0 || (r = move_head(db, seq, hash_hex, err)) < 0)
         return r;
     if (ret_seq)
         *ret_seq = seq;
     return 0;
 }
 
-int lz_audit_append(struct lz_store *st, const struct lz_audit_entry *e, int64_t *ret_seq, struct lz_error *err) {
-    int r = check_entry(e, err);
-    if (r < 0)
+/* The addresses as stored: dotted quads joined by ",". */
+static char *render_addrs(const uint32_t *addrs, size_t n) {
+    char *out = lz_xcalloc(n * INET_ADDRSTRLEN + 1, 1);
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        char a[INET_ADDRSTRLEN];
+        addr_text(addrs[i], a);
+        len += (size_t)snprintf(out + len, INET_ADDRSTRLEN + 1, "%s%s", i ? "," : "", a);
+    }
+    return out;
+}
+
+static int append_net_locked(struct lz_db *db, const struct lz_audit_net_entry *in, int64_t *ret_seq,
+                             struct lz_error *err) {
+    struct lz_audit_net_entry e = *in;
+    if (!e.at_ms)
+        e.at_ms = wall_ms();
+    e.name = e.name ? e.name : "";
+    e.ports = e.ports ? e.ports : "";
+    e.detail = e.detail ? e.detail : "";
+    int64_t seq;
+    uint8_t prev[LZ_AUDIT_HASH_LEN], hash[LZ_AUDIT_HASH_LEN];
+    int r;
+    if ((r = chain_next(db, &seq, prev, err)) < 0)
         return r;
+    lz_audit_net_row_hash(seq, &e, prev, hash);
+    char prev_hex[2 * LZ_AUDIT_HASH_LEN + 1], hash_hex[2 * LZ_AUDIT_HASH_LEN + 1];
+    lz_hex(prev, sizeof prev, prev_hex);
+    lz_hex(hash, sizeof hash, hash_hex);
+    _cleanup_free_ char *addrs = render_addrs(e.addrs, e.n_addrs);
+    r = lz_db_run(db, err,
+                  "INSERT INTO audit_net(seq, gen, at_ms, event, name, addrs, ports, detail, prev_hash, row_hash) "
+                  "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                  "iiittttttt", seq, e.gen, e.at_ms, lz_audit_net_event_name(e.event), e.name, addrs, e.ports, e.detail,
+                  prev_hex, hash_hex);
+    if (r < 0 || (r = move_head(db, seq, hash_hex, err)) < 0)
+        return r;
+    if (ret_seq)
+        *ret_seq = seq;
+    return 0;
+}
+
+/* Runs one append in its own write transaction, or in the caller's. */
+static int append_txn(struct lz_store *st, int (*locked)(struct lz_db *, const void *, int64_t *, struct lz_error *),
+                      const void *e, int64_t *ret_seq, struct lz_error *err) {
     struct lz_db *db = lz_store_db(st);
     if (db->version < LZ_STORE_VERSION)
         return lz_error_set(err, -EROFS, "Domain Store %s: version %d has no audit table (opened read-only)", db->path,
                             db->version);
     if (db->in_txn)
-        return append_locked(db, e, ret_seq, err);
+        return locked(db, e, ret_seq, err);
     /* IMMEDIATE: the head read and the insert are one step for writers. */
-    if ((r = lz_db_begin(db, true, err)) < 0)
+    int r = lz_db_begin(db, true, err);
+    if (r < 0)
         return r;
-    if ((r = append_locked(db, e, ret_seq, err)) < 0) {
+    if ((r = locked(db, e, ret_seq, err)) < 0) {
         lz_db_rollback(db);
         return r;
     }
     return lz_db_commit(db, err);
+}
+
+static int escalation_locked(struct lz_db *db, const void *e, int64_t *ret_seq, struct lz_error *err) {
+    return append_locked(db, e, ret_seq, err);
+}
+
+static int net_locked(struct lz_db *db, const void *e, int64_t *ret_seq, struct lz_error *err) {
+    return append_net_locked(db, e, ret_seq, err);
+}
+
+int lz_audit_append(struct lz_store *st, const struct lz_audit_entry *e, int64_t *ret_seq, struct lz_error *err) {
+    int r = check_entry(e, err);
+    return r < 0 ? r : append_txn(st, escalation_locked, e, ret_seq, err);
+}
+
+int lz_audit_append_net(struct lz_store *st, const struct lz_audit_net_entry *e, int64_t *ret_seq,
+                        struct lz_error *err) {
+    int r = check_net_entry(e, err);
+    return r < 0 ? r : append_txn(st, net_locked, e, ret_seq, err);
 }
 
 /* ---- reading ---- */
@@ -427,8 +587,88 @@ static void fill_row(void *elem, sqlite3_stmt *q) {
     e->cwd = cwd;
 }
 
+/* A text column of a network row as stored ("" for NULL), and its problem. */
+static char *net_col(struct lz_audit_row *w, sqlite3_stmt *q, int i, const char *field, size_t max, bool space) {
+    const char *t = (const char *)sqlite3_column_text(q, i);
+    size_t len = t ? (size_t)sqlite3_column_bytes(q, i) : 0;
+    char *s = lz_xstrdup(t ? t : "");
+    const char *why = len != strlen(s) ? "holds a NUL byte" : net_text_problem(s, len, max, space);
+    if (why) {
+        _cleanup_free_ char *what = lz_xasprintf("%s ", field);
+        set_problem(w, what, why);
+    }
+    return s;
+}
+
+/* The stored addrs column: dotted quads in inet_ntop's form joined by ",";
+ * NULL with *why on any other text. */
+static uint32_t *unrender_addrs(const char *text, size_t *ret_n, const char **why) {
+    uint32_t *v = lz_xcalloc(LZ_AUDIT_NET_ADDRS_MAX, sizeof *v);
+    size_t n = 0;
+    for (const char *p = *text ? text : NULL; p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char a[INET_ADDRSTRLEN], again[INET_ADDRSTRLEN];
+        struct in_addr in;
+        if (n == LZ_AUDIT_NET_ADDRS_MAX) {
+            *why = "more than 32 addresses";
+            goto fail;
+        }
+        if (!len || len >= sizeof a) {
+            *why = "not IPv4 addresses in dotted-quad form joined by \",\"";
+            goto fail;
+        }
+        memcpy(a, p, len);
+        a[len] = '\0';
+        if (inet_pton(AF_INET, a, &in) != 1 || (addr_text(ntohl(in.s_addr), again), strcmp(a, again) != 0)) {
+            *why = "not IPv4 addresses in dotted-quad form joined by \",\"";
+            goto fail;
+        }
+        v[n++] = ntohl(in.s_addr);
+        p = comma ? comma + 1 : NULL;
+    }
+    *ret_n = n;
+    return v;
+fail:
+    free(v);
+    return NULL;
+}
+
+static void fill_net_row(void *elem, sqlite3_stmt *q) {
+    struct lz_audit_row *w = elem;
+    struct lz_audit_net_entry *e = &w->net;
+    w->kind = LZ_AUDIT_NET;
+    w->seq = sqlite3_column_int64(q, 0);
+    e->gen = sqlite3_column_int64(q, 1);
+    e->at_ms = sqlite3_column_int64(q, 2);
+    const char *ev = (const char *)sqlite3_column_text(q, 3);
+    int i_ev = name_index(net_event_names, LZ_ARRAY_SIZE(net_event_names), ev);
+    if (i_ev < 0)
+        set_problem(w, "event is not a known name", "");
+    e->event = (enum lz_audit_net_event)(i_ev < 0 ? 0 : i_ev + 1);
+    e->name = net_col(w, q, 4, "name", LZ_AUDIT_NET_NAME_MAX, false);
+    w->addrs_text = net_col(w, q, 5, "addrs", LZ_AUDIT_NET_ADDRS_MAX * INET_ADDRSTRLEN, false);
+    e->ports = net_col(w, q, 6, "ports", LZ_AUDIT_NET_PORTS_MAX, false);
+    e->detail = net_col(w, q, 7, "detail", LZ_AUDIT_NET_DETAIL_MAX, true);
+    if (!unhex((const char *)sqlite3_column_text(q, 8), w->prev_hash, LZ_AUDIT_HASH_LEN) ||
+        !unhex((const char *)sqlite3_column_text(q, 9), w->row_hash, LZ_AUDIT_HASH_LEN))
+        set_problem(w, "prev_hash or row_hash is not 64 lowercase hex", "");
+    const char *why = NULL;
+    uint32_t *addrs = unrender_addrs(w->addrs_text, &e->n_addrs, &why);
+    if (!addrs)
+        set_problem(w, "addrs are ", why);
+    e->addrs = addrs;
+    if (!addrs)
+        e->n_addrs = 0;
+}
+
 static void clear_row(void *elem) {
     struct lz_audit_row *w = elem;
+    free((uint32_t *)w->net.addrs);
+    free((char *)w->net.name);
+    free((char *)w->net.ports);
+    free((char *)w->net.detail);
+    free(w->addrs_text);
     free_vec((char **)w->e.argv, w->e.argc);
     free_vec((char **)w->e.edited_argv, w->e.edited_argc);
     free((char *)w->e.executable);
@@ -456,7 +696,7 @@ static int read_locked(struct lz_db *db, struct lz_audit_log *log, struct lz_err
         return r;
     snprintf(log->domain_id, sizeof log->domain_id, "%s", id ? id : "");
     log->store_version = db->version;
-    if (db->version < LZ_STORE_VERSION)
+    if (db->version < LZ_AUDIT_STORE_VERSION)
         return 0; /* before the audit table: no request was ever recorded */
     if ((r = meta_text(db, "audit_head", &head, err)) < 0)
         return r;
@@ -468,15 +708,36 @@ static int read_locked(struct lz_db *db, struct lz_audit_log *log, struct lz_err
             log->head_problem = lz_xasprintf("the chain head \"%s\" is malformed", shown ? shown : "?");
         }
     }
-    void *rows = NULL;
+    void *esc = NULL, *net = NULL;
+    size_t n_esc = 0, n_net = 0;
     r = lz_db_read_rows(db, "audit",
                         "SELECT seq, gen, request_id, session_id, received_ms, decided_by, decided_ref, decision,"
                         " end_state, argv, edited_argv, executable, executable_sha256, cwd, exit_status, signal,"
                         " output_bytes, ended_ms, prev_hash, row_hash FROM audit ORDER BY seq",
-                        LZ_AUDIT_ROWS_MAX, sizeof(struct lz_audit_row), fill_row, clear_row, &rows, &log->n, err);
+                        LZ_AUDIT_ROWS_MAX, sizeof(struct lz_audit_row), fill_row, clear_row, &esc, &n_esc, err);
     if (r < 0)
         return r;
-    log->rows = rows;
+    if (db->version >= LZ_AUDIT_NET_STORE_VERSION)
+        r = lz_db_read_rows(db, "audit_net",
+                            "SELECT seq, gen, at_ms, event, name, addrs, ports, detail, prev_hash, row_hash"
+                            " FROM audit_net ORDER BY seq",
+                            LZ_AUDIT_ROWS_MAX - n_esc, sizeof(struct lz_audit_row), fill_net_row, clear_row, &net,
+                            &n_net, err);
+    if (r < 0) {
+        for (size_t i = 0; i < n_esc; i++)
+            clear_row((struct lz_audit_row *)esc + i);
+        free(esc);
+        return r;
+    }
+    /* One chain: the two tables merged in seq order (an escalation row
+     * first when both hold a seq; verify reports the second). */
+    struct lz_audit_row *a = esc, *b = net;
+    log->n = n_esc + n_net;
+    log->rows = lz_xcalloc(log->n ? log->n : 1, sizeof *log->rows);
+    for (size_t i = 0, j = 0, k = 0; k < log->n; k++)
+        log->rows[k] = j == n_net || (i < n_esc && a[i].seq <= b[j].seq) ? a[i++] : b[j++];
+    free(esc);
+    free(net);
     return 0;
 }
 
@@ -545,7 +806,10 @@ int lz_audit_verify(const struct lz_audit_log *log, int64_t *ret_first_bad, stru
                           "its prev_hash is not row %" PRId64 "'s hash: a row was removed, inserted or reordered",
                           pos - 1);
         }
-        lz_audit_row_hash(w->seq, &w->e, w->prev_hash, h);
+        if (w->kind == LZ_AUDIT_NET)
+            lz_audit_net_row_hash(w->seq, &w->net, w->prev_hash, h);
+        else
+            lz_audit_row_hash(w->seq, &w->e, w->prev_hash, h);
         if (sodium_memcmp(h, w->row_hash, sizeof h) != 0)
             return broken(pos, ret_first_bad, err,
                           "its contents do not match its row_hash: it was changed after it "

@@ -1,13 +1,19 @@
-/* audit.h — the escalation audit: one append-only, hash-chained row per
- * escalation request and its end state, in the Domain Store (table audit,
- * store version 2; store.h).
+/* audit.h — the Domain's audit: one append-only, hash-chained log in the
+ * Domain Store of two kinds of rows: one per escalation request and its end
+ * state (table audit, store version 2), and one per network decision that
+ * changes what the sandbox can reach by name (table audit_net, store
+ * version 3; store.h). Both kinds share one chain: one seq space, one
+ * head, one genesis hash; the rows of the two tables interleave in seq
+ * order and lz_audit_verify walks them in that order.
  *
  * Who writes, who reads
  * ---------------------
  * The Host Coordinator appends one row when a request reaches its end state
- * (lz_audit_append on its open store, h->st). `lazaret audit` reads the rows
- * through a read-only connection (lz_audit_load), also while the Domain
- * runs, and verifies the chain (lz_audit_verify).
+ * (lz_audit_append on its open store, h->st), and one per network decision
+ * of its resolver (lz_audit_append_net, from its own thread on the same
+ * store). `lazaret audit` reads the rows through a read-only connection
+ * (lz_audit_load), also while the Domain runs, and verifies the chain
+ * (lz_audit_verify).
  *
  * A row (struct lz_audit_entry, the columns of table audit)
  * ---------------------------------------------------------
@@ -78,6 +84,50 @@
  * Every variable-length field is length-prefixed and every other one has a
  * fixed width, so no two different rows have the same encoding.
  *
+ * A network row (struct lz_audit_net_entry, the columns of table audit_net)
+ * ------------------------------------------------------------------------
+ *   seq              as above: the same sequence as the escalation rows
+ *   gen              the Domain generation whose resolver decided
+ *   at_ms            when it decided (Unix ms)
+ *   event            "learned" (routes to the answer's addresses on its
+ *                    ports), "refused" (no rule allows the name; never
+ *                    forwarded), "denied" (a deny rule matches it),
+ *                    "filtered" (addresses of an answer dropped), "limited"
+ *                    (a per-Domain bound was hit), "allowed" (the developer
+ *                    allowed a host rule for the session), "suppressed"
+ *                    (further rows of this kind in this generation are not
+ *                    recorded)
+ *   name             the canonical host name or the rule text
+ *                    ("*.example.com:443"), "" when none
+ *   addrs            IPv4 addresses, each in inet_ntop's dotted-quad form
+ *                    (no leading zeros), joined by ","; "" when none; at
+ *                    most LZ_AUDIT_NET_ADDRS_MAX, in the order given
+ *   ports            "tcp/443,8443", "tcp/" "*" (every port; written
+ *                    apart here only because C comments cannot hold it)
+ *                    or ""
+ *   detail           why / the TTL / which bound
+ *   prev_hash, row_hash  as above
+ * name, ports and detail are printable ASCII (0x20..0x7e; name and ports
+ * without a space), so the stored text is the value itself and is safe on a
+ * terminal; lz_audit_append_net refuses anything else (-EINVAL, the field
+ * named), and a stored value outside that form (a control byte, a NUL, an
+ * address not in its one dotted-quad form, a bound exceeded) breaks the
+ * chain at its row when read.
+ *
+ *   enc = "lazaret/v1/audit-net-row" 0x00
+ *         I(seq) I(gen) I(at_ms) S(event) S(name) V(addrs) S(ports)
+ *         S(detail) R32(prev_hash)
+ * with the encoders above; V(addrs) is the count and each address as S of
+ * its dotted-quad text (as stored: "198.51.100.7").
+ *
+ * No two rows of either kind share an encoding: every encoding opens with
+ * its kind's NUL-terminated domain-separation prefix, and neither prefix is
+ * a prefix of the other ("lazaret/v1/audit-" continues with "row" 0x00 or
+ * "net-row" 0x00), so the kind is fixed by the first 18 bytes; within a
+ * kind, the fields are length-prefixed or of fixed width, as above. seq is
+ * bound in both, so a row cannot be moved to another place in the chain,
+ * nor from one table to the other, without its hash changing.
+ *
  * The genesis hash (prev_hash of row 1) binds the chain to its Domain:
  *   SHA-256("lazaret/v1/audit-genesis" 0x00 || the Domain ID as 64 lowercase
  *           hex characters)
@@ -85,7 +135,9 @@
  *
  * The chain head: meta key "audit_head" = "<seq> <row_hash hex>" of the
  * last row, written in the append's transaction. It makes the deletion of
- * the last rows visible, which the chain alone cannot show.
+ * the last rows visible, which the chain alone cannot show. It is the last
+ * row of either table: deleting the last network row shows as deleting the
+ * last escalation row does.
  *
  * What the chain proves, and what not
  * -----------------------------------
@@ -98,7 +150,7 @@
  * triggers on the table refuse UPDATE and DELETE to every connection that
  * does not drop them first.
  *
- * Appending never hides a break: lz_audit_append does not verify, it chains
+ * Appending never hides a break: neither append verifies, each chains
  * onto the head (or onto the last row when that is newer), so a broken or
  * shortened chain stays broken at the same row and lz_audit_verify reports
  * it; a request is never left out of the audit because an earlier row was
@@ -114,8 +166,16 @@
 /* Bounds an appended row must keep (the record's own are smaller). */
 #define LZ_AUDIT_ARGV_MAX 4096           /* elements */
 #define LZ_AUDIT_BYTES_MAX (1024 * 1024) /* all byte strings of a row */
-/* A bound on what reading one store's audit may hold. */
+/* A bound on what reading one store's audit may hold (rows of both kinds). */
 #define LZ_AUDIT_ROWS_MAX 1000000
+/* Bounds of a network row. */
+#define LZ_AUDIT_NET_NAME_MAX 260   /* bytes */
+#define LZ_AUDIT_NET_ADDRS_MAX 32   /* addresses */
+#define LZ_AUDIT_NET_PORTS_MAX 256  /* bytes */
+#define LZ_AUDIT_NET_DETAIL_MAX 256 /* bytes */
+/* The store versions that brought each table (store.h, LZ_STORE_VERSION). */
+#define LZ_AUDIT_STORE_VERSION 2     /* table audit */
+#define LZ_AUDIT_NET_STORE_VERSION 3 /* table audit_net */
 
 enum lz_audit_decider {
     LZ_AUDIT_BY_NONE,
@@ -158,9 +218,38 @@ struct lz_audit_entry {
     int64_t ended_ms;     /* 0: now */
 };
 
-/* One stored row as read: the entry (its pointers owned by the row), the
- * chain fields, and why it could not be decoded (problem non-NULL: the
- * entry is partial and the chain is broken at this row). */
+enum lz_audit_net_event {
+    LZ_AUDIT_NET_LEARNED = 1, /* a name's answer was learned: routes to its addresses on its ports */
+    LZ_AUDIT_NET_REFUSED,     /* a name no rule allows was asked for (never forwarded) */
+    LZ_AUDIT_NET_DENIED,      /* a name a deny rule matches was asked for */
+    LZ_AUDIT_NET_FILTERED,    /* addresses of an answer dropped (rebinding, host address, deny prefix) */
+    LZ_AUDIT_NET_LIMITED,     /* a per-Domain bound was hit */
+    LZ_AUDIT_NET_ALLOWED,     /* the developer allowed a host rule for the session (escalation) */
+    LZ_AUDIT_NET_SUPPRESSED,  /* further rows of this kind in this generation are not recorded (the bound) */
+};
+
+/* What the resolver appends. Pointers are borrowed; NULL name, ports or
+ * detail means "". */
+struct lz_audit_net_entry {
+    int64_t gen;
+    int64_t at_ms; /* Unix ms; 0: now */
+    enum lz_audit_net_event event;
+    const char *name;      /* canonical host name or rule text ("*.example.com:443"), "" when none; at most 260 bytes */
+    const uint32_t *addrs; /* IPv4, host byte order; at most 32 */
+    size_t n_addrs;
+    const char *ports;  /* "tcp/443,8443", "tcp/" "*" (every port), or "" */
+    const char *detail; /* why / ttl / which bound; printable ASCII, at most 256 bytes */
+};
+
+enum lz_audit_kind {
+    LZ_AUDIT_ESCALATION, /* table audit: e and the *_text renderings */
+    LZ_AUDIT_NET,        /* table audit_net: net and addrs_text */
+};
+
+/* One stored row as read: the entry of its kind (its pointers owned by the
+ * row; the other kind's entry all zero), the chain fields, and why it could
+ * not be decoded (problem non-NULL: the entry is partial and the chain is
+ * broken at this row). */
 struct lz_audit_row {
     int64_t seq;
     struct lz_audit_entry e;
@@ -169,12 +258,20 @@ struct lz_audit_row {
     /* The stored renderings, as read (for display: already escaped). */
     char *argv_text, *edited_argv_text, *executable_text, *cwd_text;
     char *problem;
+    enum lz_audit_kind kind;
+    /* kind LZ_AUDIT_NET: name, ports and detail as stored (never NULL;
+     * printable ASCII unless problem says otherwise), the addresses decoded
+     * (n_addrs 0 when the column is unreadable), and the stored column. */
+    struct lz_audit_net_entry net;
+    char *addrs_text;
 };
 
 struct lz_audit_log {
     char domain_id[65];
-    int store_version;         /* < LZ_STORE_VERSION: a store without the table (no rows) */
-    struct lz_audit_row *rows; /* in seq order */
+    /* < LZ_AUDIT_STORE_VERSION: a store without either table (no rows);
+     * LZ_AUDIT_STORE_VERSION: without audit_net (escalation rows only). */
+    int store_version;
+    struct lz_audit_row *rows; /* both kinds, in seq order */
     size_t n;
     bool has_head; /* meta audit_head */
     int64_t head_seq;
@@ -185,6 +282,9 @@ struct lz_audit_log {
 const char *lz_audit_decider_name(enum lz_audit_decider d);
 const char *lz_audit_decision_name(enum lz_audit_decision d);
 const char *lz_audit_end_name(enum lz_outcome o);
+/* "learned", "refused", "denied", "filtered", "limited", "allowed",
+ * "suppressed"; NULL out of range. */
+const char *lz_audit_net_event_name(enum lz_audit_net_event e);
 
 /* Appends e as the next row, in its own write transaction (or in the
  * caller's, when one is open): reads the head, computes seq, prev_hash and
@@ -192,9 +292,17 @@ const char *lz_audit_end_name(enum lz_outcome o);
  * seq in *ret_seq (may be NULL). -EINVAL for an entry out of its bounds
  * (the message says which field). */
 int lz_audit_append(struct lz_store *st, const struct lz_audit_entry *e, int64_t *ret_seq, struct lz_error *err);
+/* The same for a network row: the next seq of the one chain, whichever
+ * table its predecessor is in. -EINVAL for an entry out of its bounds or
+ * with a byte outside its field's form (the message names the field).
+ * Like every use of one store connection (struct lz_db keeps its
+ * transaction state unlocked), a caller on another thread than the store's
+ * other users serialises its calls with theirs. */
+int lz_audit_append_net(struct lz_store *st, const struct lz_audit_net_entry *e, int64_t *ret_seq,
+                        struct lz_error *err);
 
-/* Reads every row (in seq order), the head and the Domain ID, in one read
- * transaction. A row that does not decode is returned with its problem
+/* Reads every row of both tables (merged in seq order), the head and the
+ * Domain ID, in one read transaction. A row that does not decode is returned with its problem
  * set, not as an error. -EFBIG beyond LZ_AUDIT_ROWS_MAX rows. */
 int lz_audit_read(struct lz_store *st, struct lz_audit_log *ret, struct lz_error *err);
 void lz_audit_log_clear(struct lz_audit_log *log);
@@ -215,5 +323,9 @@ int lz_audit_verify(const struct lz_audit_log *log, int64_t *ret_first_bad, stru
 /* The row hash of e at seq with prev_hash (the canonical encoding above). */
 void lz_audit_row_hash(int64_t seq, const struct lz_audit_entry *e, const uint8_t prev_hash[LZ_AUDIT_HASH_LEN],
                        uint8_t ret[LZ_AUDIT_HASH_LEN]);
+/* The row hash of network entry e (its encoding above; addresses in the
+ * order given). */
+void lz_audit_net_row_hash(int64_t seq, const struct lz_audit_net_entry *e, const uint8_t prev_hash[LZ_AUDIT_HASH_LEN],
+                           uint8_t ret[LZ_AUDIT_HASH_LEN]);
 /* The genesis hash of a Domain (64 hex). */
 void lz_audit_genesis(const char *domain_id, uint8_t ret[LZ_AUDIT_HASH_LEN]);

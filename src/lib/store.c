@@ -7,7 +7,9 @@
 
 #define STORE_APP_ID 0x4c5a4453 /* "LZDS" */
 /* 1: meta, generations, participants, processes, sessions.
- * 2: + audit (audit.h), with its append-only triggers. */
+ * 2: + audit (audit.h), with its append-only triggers.
+ * 3: + audit_net (audit.h: network rows on the same chain), with its
+ *    append-only triggers and the one seq space of both tables. */
 #define STORE_VERSION LZ_STORE_VERSION
 /* A bound on what one Domain Store can make a reader hold (one row per
  * generation or session: decades of use). */
@@ -80,6 +82,33 @@ int lz_pstate_parse(const char *s) {
     "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit"                                                            \
     "  BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END;"
 
+/* The network rows of the audit (audit.h): the same chain as table audit,
+ * so a seq is held by at most one row of either table (the insert
+ * triggers; lz_audit_verify reports a duplicate all the same). */
+#define AUDIT_NET_SQL                                                                                                  \
+    "CREATE TABLE audit_net("                                                                                          \
+    "  seq INTEGER PRIMARY KEY CHECK(seq >= 1),"                                                                       \
+    "  gen INTEGER NOT NULL,"                                                                                          \
+    "  at_ms INTEGER NOT NULL,"                                                                                        \
+    "  event TEXT NOT NULL CHECK(event IN ('learned','refused','denied','filtered','limited','allowed',"               \
+    "                                      'suppressed')),"                                                            \
+    "  name TEXT NOT NULL,"                                                                                            \
+    "  addrs TEXT NOT NULL,"                                                                                           \
+    "  ports TEXT NOT NULL,"                                                                                           \
+    "  detail TEXT NOT NULL,"                                                                                          \
+    "  prev_hash TEXT NOT NULL CHECK(length(prev_hash) = 64),"                                                         \
+    "  row_hash TEXT NOT NULL CHECK(length(row_hash) = 64)) STRICT;"                                                   \
+    "CREATE TRIGGER audit_net_no_update BEFORE UPDATE ON audit_net"                                                    \
+    "  BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END;"                                              \
+    "CREATE TRIGGER audit_net_no_delete BEFORE DELETE ON audit_net"                                                    \
+    "  BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END;"                                              \
+    "CREATE TRIGGER audit_net_one_seq BEFORE INSERT ON audit_net"                                                      \
+    "  WHEN EXISTS(SELECT 1 FROM audit WHERE seq = NEW.seq)"                                                           \
+    "  BEGIN SELECT RAISE(ABORT, 'the audit already holds this seq'); END;"                                            \
+    "CREATE TRIGGER audit_one_seq BEFORE INSERT ON audit"                                                              \
+    "  WHEN EXISTS(SELECT 1 FROM audit_net WHERE seq = NEW.seq)"                                                       \
+    "  BEGIN SELECT RAISE(ABORT, 'the audit already holds this seq'); END;"
+
 static const char schema[] =
     "CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT;"
     "CREATE TABLE generations("
@@ -113,10 +142,11 @@ static const char schema[] =
     "  phase TEXT NOT NULL CHECK(phase IN ('unassigned','staged','committed')),"
     "  boot_id TEXT, pidfs_dev INTEGER, pidfs_ino INTEGER, pid INTEGER, start_time INTEGER,"
     "  started_ms INTEGER NOT NULL, ended_ms INTEGER,"
-    "  PRIMARY KEY(gen, session)) STRICT;" AUDIT_SQL;
+    "  PRIMARY KEY(gen, session)) STRICT;" AUDIT_SQL AUDIT_NET_SQL;
 
-/* Version 1 -> 2: the audit table, in the upgrade's transaction. */
-static const char *const upgrade[] = { AUDIT_SQL };
+/* Version 1 -> 2: the audit table; 2 -> 3: the audit's network rows. Each
+ * in the upgrade's one transaction (a version-1 store takes both). */
+static const char *const upgrade[] = { AUDIT_SQL, AUDIT_NET_SQL };
 
 static int store_refuse(const char *path, int code, const struct lz_db_found *f, struct lz_error *err) {
     if (code == -EPROTONOSUPPORT)

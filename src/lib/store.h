@@ -82,9 +82,10 @@ struct lz_store_identity {
     const char *workspace;
 };
 
-/* The current store version (PRAGMA user_version); LZ_STORE_VERSION - 1
- * is upgraded when opened for writing. */
-#define LZ_STORE_VERSION 2
+/* The current store version (PRAGMA user_version); versions 1 and 2 are
+ * upgraded when opened for writing (2: the audit, 3: its network rows;
+ * audit.h). */
+#define LZ_STORE_VERSION 3
 
 /* Opens (creating when absent and `create`) the store of domain_dir.
  * -ENOENT when absent and !create. A store of an older version is

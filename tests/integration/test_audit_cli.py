@@ -1,10 +1,12 @@
-"""`lazaret audit [DOMAIN] [--json]`: a Domain's escalation audit, listed
-and its hash chain verified.
+"""`lazaret audit [DOMAIN] [--json] [--net | --escalations]`: a Domain's
+audit (escalation requests and network decisions on one chain), listed and
+its hash chain verified.
 
 Real Domains made by the real `lazaret run` (busybox image, real runsc).
 Rows are appended through `lazaret audit __append DOMAIN_DIR`, a verb that
 exists only in test builds (-Dtest_hooks=true) and calls the same
-lz_audit_append the Host Coordinator calls. The edits are made the way
+lz_audit_append (lz_audit_append_net for a line with "kind": "net") the
+Host Coordinator calls. The edits are made the way
 anyone who can write the file could: a plain SQLite connection that drops
 the append-only triggers first. The row hashes are also recomputed here,
 from the encoding as audit.h writes it down, independently of the C code.
@@ -145,6 +147,17 @@ def row_hash(r):
     return hashlib.sha256(enc).hexdigest()
 
 
+def net_row_hash(r):
+    def s(b):
+        b = b if isinstance(b, bytes) else b.encode()
+        return struct.pack(">Q", len(b)) + b
+
+    enc = (b"lazaret/v1/audit-net-row\0" + struct.pack(">qqq", r["seq"], r["generation"], r["at_ms"])
+           + s(r["event"]) + s(r["name"]) + struct.pack(">Q", len(r["addrs"])) + b"".join(s(a) for a in r["addrs"])
+           + s(r["ports"]) + s(r["detail"]) + bytes.fromhex(r["prev_hash"]))
+    return hashlib.sha256(enc).hexdigest()
+
+
 def genesis(did):
     return hashlib.sha256(b"lazaret/v1/audit-genesis\0" + did.encode()).hexdigest()
 
@@ -180,7 +193,7 @@ def test_lists_verifies_and_finds_the_edited_row(lazaret, aenv, tmp_path):
     doc, r = audit_json(lazaret, aenv, cwd=ws)
     assert r.returncode == 0
     assert doc["domain"] == did and doc["intact"] is True and doc["broken_at"] is None
-    assert doc["store_version"] == 2
+    assert doc["store_version"] == 3
     rows = doc["rows"]
     assert [x["seq"] for x in rows] == [1, 2, 3]
     assert rows[1]["argv"] == HOSTILE and rows[1]["edited_argv"] == ["/usr/bin/printf", "plain"]
@@ -247,7 +260,7 @@ def test_reads_a_running_domain_and_upgrades_a_version_1_store(lazaret, aenv, tm
     db = root / "domain.db"
     # Make the store what the previous lazaret left: version 1, no audit.
     con = sqlite3.connect(db)
-    con.executescript("DROP TABLE audit; PRAGMA user_version = 1;")
+    con.executescript("DROP TABLE audit_net; DROP TABLE audit; PRAGMA user_version = 1;")
     con.close()
     before = db.read_bytes()
     r = audit(lazaret, aenv, cwd=ws)
@@ -263,7 +276,7 @@ def test_reads_a_running_domain_and_upgrades_a_version_1_store(lazaret, aenv, tm
         assert wait_until(lambda: running(lazaret, aenv, did), timeout=60, interval=0.2)
         doc, r = audit_json(lazaret, aenv, cwd=ws)
         assert r.returncode == 0, r.stderr
-        assert doc["store_version"] == 2 and doc["rows"] == [] and doc["intact"] is True
+        assert doc["store_version"] == 3 and doc["rows"] == [] and doc["intact"] is True
     finally:
         p.stdin.close()
         p.wait(timeout=60)
@@ -299,3 +312,147 @@ def test_usage(lazaret, aenv, tmp_path):
     assert r.returncode == 1 and "has no Domain for workspace" in r.stderr
     r = audit(lazaret, aenv, "--help", cwd=ws)
     assert r.returncode == 0 and "audit chain broken at" in r.stdout
+
+
+def net(n, event, name="", addrs=(), ports="", detail=""):
+    return {"kind": "net", "gen": 1, "at_ms": 1700000100000 + n * 1000, "event": event, "name": name,
+            "addrs": list(addrs), "ports": ports, "detail": detail}
+
+
+MIXED = [
+    entry(1),
+    net(2, "learned", "api.example.test", ["198.51.100.7", "198.51.100.8"], "tcp/443", "ttl 60"),
+    net(3, "refused", "evil.example", detail="no rule allows it"),
+    entry(4, decided_by="developer", decided_ref=0, decision="denied", end_state="denied", exit_status=-1),
+    net(5, "limited", detail="1024 learned addresses"),
+]
+
+
+def test_network_rows_interleaved_filtered_and_verified(lazaret, aenv, tmp_path):
+    ws = make_git_repo(tmp_path / "ws")
+    did, root = made_domain(lazaret, aenv, ws)
+    assert append(lazaret, aenv, root, MIXED) == [1, 2, 3, 4, 5]
+    r = audit(lazaret, aenv, cwd=ws)
+    assert r.returncode == 0, r.stderr
+    assert "audit chain intact: 5 rows" in r.stdout
+    lines = r.stdout.splitlines()
+    net_lines = [x for x in lines if "  net " in x]
+    assert net_lines == [
+        "#2  2023-11-14T22:15:02Z  net learned  api.example.test  198.51.100.7,198.51.100.8  tcp/443  ttl 60"
+        "  (generation 1)",
+        "#3  2023-11-14T22:15:03Z  net refused  evil.example  -  -  no rule allows it  (generation 1)",
+        "#5  2023-11-14T22:15:05Z  net limited  -  -  -  1024 learned addresses  (generation 1)",
+    ]
+    # Interleaved in seq order with the escalation rows.
+    order = [x.split()[0] for x in lines if x.startswith("#")]
+    assert order == ["#1", "#2", "#3", "#4", "#5"]
+
+    # The filters choose what is listed, never what is verified.
+    r = audit(lazaret, aenv, "--net", cwd=ws)
+    assert r.returncode == 0, r.stderr
+    assert [x.split()[0] for x in r.stdout.splitlines() if x.startswith("#")] == ["#2", "#3", "#5"]
+    assert "audit chain intact: 5 rows" in r.stdout
+    r = audit(lazaret, aenv, "--escalations", cwd=ws)
+    assert r.returncode == 0, r.stderr
+    assert [x.split()[0] for x in r.stdout.splitlines() if x.startswith("#")] == ["#1", "#4"]
+    assert "  net " not in r.stdout
+    r = audit(lazaret, aenv, "--net", "--escalations", cwd=ws)
+    assert r.returncode == 2 and "exclude each other" in r.stderr
+
+    doc, r = audit_json(lazaret, aenv, cwd=ws)
+    assert r.returncode == 0 and doc["intact"] is True and doc["store_version"] == 3
+    rows = doc["rows"]
+    assert [x["kind"] for x in rows] == ["escalation", "net", "net", "escalation", "net"]
+    assert rows[1]["event"] == "learned" and rows[1]["addrs"] == ["198.51.100.7", "198.51.100.8"]
+    assert rows[1]["name"] == "api.example.test" and rows[1]["ports"] == "tcp/443" and rows[1]["detail"] == "ttl 60"
+    assert rows[4]["name"] == "" and rows[4]["addrs"] == []
+    # The documented encodings, recomputed: one chain across both kinds.
+    assert rows[0]["prev_hash"] == genesis(did)
+    for i, x in enumerate(rows):
+        want = net_row_hash(x) if x["kind"] == "net" else row_hash(x)
+        assert want == x["row_hash"], f"row {i + 1}"
+        if i:
+            assert x["prev_hash"] == rows[i - 1]["row_hash"]
+    doc, r = audit_json(lazaret, aenv, "--net", cwd=ws)
+    assert [x["seq"] for x in doc["rows"]] == [2, 3, 5] and doc["intact"] is True
+
+    # Bad bytes are refused at append, the field named; nothing is written.
+    for bad, field in ((net(6, "denied", "evil.example" + ESC + "[2J"), "name"),
+                       (net(6, "learned", "a.test", ports="tcp/443\n"), "ports"),
+                       (net(6, "filtered", "a.test", detail="x" * 257), "detail")):
+        r = subprocess.run([lazaret, "audit", "__append", str(root)], env=aenv.environ(),
+                           input=json.dumps(bad) + "\n", capture_output=True, text=True, timeout=TIMEOUT)
+        assert r.returncode == 1 and f"audit network entry: {field} " in r.stderr, r.stderr
+    assert "audit chain intact: 5 rows" in audit(lazaret, aenv, cwd=ws).stdout
+
+    db = root / "domain.db"
+    con = sqlite3.connect(db)
+    try:
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            con.execute("UPDATE audit_net SET detail = 'ttl 6000' WHERE seq = 2")
+        con.rollback()
+        assert audit(lazaret, aenv, cwd=ws).returncode == 0  # positive control: still intact
+        con.execute("DROP TRIGGER audit_net_no_update")
+        con.execute("DROP TRIGGER audit_net_no_delete")
+        con.execute("UPDATE audit_net SET detail = 'ttl 6000' WHERE seq = 2")
+        con.commit()
+    finally:
+        con.close()
+    r = audit(lazaret, aenv, "--escalations", cwd=ws)  # a filter does not hide a broken network row
+    assert r.returncode == 1
+    assert "audit chain broken at row 2: its contents do not match its row_hash" in r.stderr
+
+    # The last row, a network row, deleted: the head shows it.
+    con = sqlite3.connect(db)
+    try:
+        con.execute("UPDATE audit_net SET detail = 'ttl 60' WHERE seq = 2")
+        con.commit()
+        assert audit(lazaret, aenv, cwd=ws).returncode == 0  # positive control: restored
+        con.execute("DELETE FROM audit_net WHERE seq = 5")
+        # A raw escape sequence written into a stored network column.
+        con.execute("UPDATE audit_net SET name = ? WHERE seq = 3", ("evil" + ESC + "[2J",))
+        con.commit()
+    finally:
+        con.close()
+    r = audit(lazaret, aenv, cwd=ws)
+    assert r.returncode == 1
+    assert "audit chain broken at row 3: name holds a space or a byte that is not printable ASCII" in r.stderr
+    assert ESC not in r.stdout and ESC not in r.stderr and "UNREADABLE" in r.stdout
+    con = sqlite3.connect(db)
+    try:
+        con.execute("UPDATE audit_net SET name = 'evil.example' WHERE seq = 3")
+        con.commit()
+    finally:
+        con.close()
+    r = audit(lazaret, aenv, cwd=ws)
+    assert r.returncode == 1
+    assert "audit chain broken at row 5: the row is missing: the chain head records 5 rows" in r.stderr
+
+
+def test_version_2_store_is_upgraded_and_its_rows_still_verify(lazaret, aenv, tmp_path):
+    ws = make_git_repo(tmp_path / "ws")
+    did, root = made_domain(lazaret, aenv, ws)
+    assert append(lazaret, aenv, root, ENTRIES[:2]) == [1, 2]
+    db = root / "domain.db"
+    # Make the store what a version-2 lazaret left: escalation rows, no audit_net.
+    con = sqlite3.connect(db)
+    con.executescript("DROP TRIGGER audit_one_seq; DROP TABLE audit_net; PRAGMA user_version = 2;")
+    con.close()
+    before = db.read_bytes()
+    r = audit(lazaret, aenv, cwd=ws)
+    assert r.returncode == 0, r.stderr
+    assert "audit chain intact: 2 rows" in r.stdout
+    assert "no network decisions recorded (its Domain Store is version 2" in r.stdout
+    assert db.read_bytes() == before  # read-only: not upgraded
+
+    # The next start upgrades it; network rows continue the same chain.
+    r = lz_run(lazaret, aenv, ws, ["true"])
+    assert r.returncode == 0, r.stderr
+    assert wait_until(lambda: not running(lazaret, aenv, did), timeout=45, interval=0.2)
+    assert append(lazaret, aenv, root, [net(3, "allowed", "*.example.test:443", ports="tcp/443",
+                                            detail="for the session")]) == [3]
+    doc, r = audit_json(lazaret, aenv, cwd=ws)
+    assert r.returncode == 0, r.stderr
+    assert doc["store_version"] == 3 and doc["intact"] is True
+    assert [x["kind"] for x in doc["rows"]] == ["escalation", "escalation", "net"]
+    assert doc["rows"][2]["prev_hash"] == doc["rows"][1]["row_hash"]

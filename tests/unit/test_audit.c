@@ -5,12 +5,18 @@
  * or forged row is reported, appending never hides a break, the table's
  * triggers refuse UPDATE/DELETE, a version-1 store is upgraded with its
  * generations kept (all or nothing), a newer one is still refused, and a
- * read-only connection reads while a writer holds the store. */
+ * read-only connection reads while a writer holds the store. Network rows
+ * (lz_audit_append_net, table audit_net, store version 3) share the chain:
+ * mixed chains read back exactly and verify, an edit of any network
+ * column is reported at its row, a deleted last network row through the
+ * head, a version-2 store with escalation rows is upgraded and its old
+ * rows still verify, and out-of-bound entries are refused. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -560,11 +566,11 @@ static void test_upgrade_from_v1(void **state) {
     lz_store_close(st);
 
     /* A newer store is still refused, and left as it is. */
-    plain_sql(f->db, "PRAGMA user_version = 3");
+    plain_sql(f->db, "PRAGMA user_version = 4");
     free(before);
     before = slurp(f->db, &len0);
     assert_int_equal(lz_store_open(f->dir, &id, false, &st, &err), -EPROTONOSUPPORT);
-    assert_non_null(strstr(err.msg, "has version 3"));
+    assert_non_null(strstr(err.msg, "has version 4"));
     assert_int_equal(lz_store_open_readonly(f->dir, &id, &st, &err), -EPROTONOSUPPORT);
     after = slurp(f->db, &len1);
     assert_int_equal(len0, len1);
@@ -631,6 +637,522 @@ static void test_readonly_beside_a_writer(void **state) {
     assert_int_equal(lz_store_open_readonly(f->dir, &other, &r, &err), -EBADMSG);
 }
 
+/* ---- network rows ---- */
+
+static const uint32_t addrs_a[] = { 0xc6336407, 0xc6336408 }; /* 198.51.100.7, .8 */
+static const uint32_t addrs_c[] = { 0x0a000001 };             /* 10.0.0.1 */
+
+static struct lz_audit_net_entry net_entry(int i) {
+    static const struct lz_audit_net_entry base[] = {
+        { .event = LZ_AUDIT_NET_LEARNED,
+          .name = "api.example.test",
+          .addrs = addrs_a,
+          .n_addrs = 2,
+          .ports = "tcp/443,8443",
+          .detail = "ttl 60" },
+        { .event = LZ_AUDIT_NET_REFUSED, .name = "evil.example", .ports = "", .detail = "no rule allows it" },
+        { .event = LZ_AUDIT_NET_FILTERED,
+          .name = "rebind.example.test",
+          .addrs = addrs_c,
+          .n_addrs = 1,
+          .ports = "tcp/*",
+          .detail = "private address (rebinding)" },
+        { .event = LZ_AUDIT_NET_SUPPRESSED, .name = NULL, .ports = NULL, .detail = NULL },
+    };
+    struct lz_audit_net_entry e = base[i % 4];
+    e.gen = 1 + i / 2;
+    e.at_ms = 1700000100000 + i * 1000;
+    return e;
+}
+
+static void append_net_ok(struct lz_store *st, int i, int64_t want_seq) {
+    struct lz_audit_net_entry e = net_entry(i);
+    struct lz_error err = { 0 };
+    int64_t seq = 0;
+    if (lz_audit_append_net(st, &e, &seq, &err) < 0)
+        fail_msg("append net: %s", err.msg);
+    assert_int_equal(seq, want_seq);
+}
+
+/* The mixed chain: escalation (e) and network (n) rows in this order, the
+ * last one a network row. */
+static const char mixed[] = "ennenen";
+#define NMIXED ((int)sizeof mixed - 1)
+
+static void build_mixed(const char *dir, bool create) {
+    struct lz_store *st = open_store(dir, create);
+    int ne = 0, nn = 0;
+    for (int i = 0; i < NMIXED; i++) {
+        if (mixed[i] == 'e')
+            append_ok(st, ne++, i + 1);
+        else
+            append_net_ok(st, nn++, i + 1);
+    }
+    lz_store_close(st);
+}
+
+static void tamper_net(struct fixture *f, const char *sql) {
+    copy_file(f->db, f->wdb);
+    char q[1024];
+    snprintf(q, sizeof q,
+             "DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete; DROP TRIGGER audit_net_no_update;"
+             " DROP TRIGGER audit_net_no_delete; %s",
+             sql);
+    plain_sql(f->wdb, q);
+}
+
+static void test_net_event_names(void **state) {
+    (void)state;
+    static const char *const want[] = {
+        "learned", "refused", "denied", "filtered", "limited", "allowed", "suppressed"
+    };
+    for (int i = 0; i < 7; i++)
+        assert_string_equal(lz_audit_net_event_name((enum lz_audit_net_event)(i + 1)), want[i]);
+    assert_int_equal(LZ_AUDIT_NET_SUPPRESSED, 7);
+    assert_null(lz_audit_net_event_name((enum lz_audit_net_event)0));
+    assert_null(lz_audit_net_event_name((enum lz_audit_net_event)8));
+    assert_null(lz_audit_net_event_name((enum lz_audit_net_event) - 1));
+}
+
+static void test_mixed_roundtrip(void **state) {
+    struct fixture *f = *state;
+    build_mixed(f->dir, true);
+    struct lz_store *st = open_store(f->dir, false);
+    struct lz_audit_log log = { 0 };
+    struct lz_error err = { 0 };
+    assert_int_equal(lz_audit_read(st, &log, &err), 0);
+    lz_store_close(st);
+    assert_int_equal(log.store_version, LZ_STORE_VERSION);
+    assert_int_equal(LZ_STORE_VERSION, LZ_AUDIT_NET_STORE_VERSION);
+    assert_int_equal(log.n, NMIXED);
+    assert_true(log.has_head);
+    assert_int_equal(log.head_seq, NMIXED);
+    uint8_t prev[32];
+    lz_audit_genesis(DOM, prev);
+    int ne = 0, nn = 0;
+    for (int i = 0; i < NMIXED; i++) {
+        const struct lz_audit_row *w = &log.rows[i];
+        assert_null(w->problem);
+        assert_int_equal(w->seq, i + 1);
+        assert_memory_equal(w->prev_hash, prev, 32); /* one chain across both kinds */
+        memcpy(prev, w->row_hash, 32);
+        if (mixed[i] == 'e') {
+            struct lz_audit_entry e = entry(ne++);
+            assert_int_equal(w->kind, LZ_AUDIT_ESCALATION);
+            assert_memory_equal(w->e.request_id, e.request_id, sizeof e.request_id);
+            assert_string_equal(w->e.executable, e.executable);
+            assert_null(w->net.name);
+            continue;
+        }
+        struct lz_audit_net_entry e = net_entry(nn++);
+        assert_int_equal(w->kind, LZ_AUDIT_NET);
+        assert_null(w->e.argv);
+        assert_int_equal(w->e.argc, 0);
+        assert_int_equal(w->net.gen, e.gen);
+        assert_int_equal(w->net.at_ms, e.at_ms);
+        assert_int_equal(w->net.event, e.event);
+        assert_string_equal(w->net.name, e.name ? e.name : "");
+        assert_string_equal(w->net.ports, e.ports ? e.ports : "");
+        assert_string_equal(w->net.detail, e.detail ? e.detail : "");
+        assert_int_equal(w->net.n_addrs, e.n_addrs);
+        for (size_t k = 0; k < e.n_addrs; k++)
+            assert_int_equal(w->net.addrs[k], e.addrs[k]);
+    }
+    /* The stored address column: dotted quads joined by ",". */
+    assert_string_equal(log.rows[1].addrs_text, "198.51.100.7,198.51.100.8");
+    assert_string_equal(log.rows[2].addrs_text, "");
+    assert_memory_equal(log.head_hash, prev, 32);
+    int64_t bad = -1;
+    assert_int_equal(lz_audit_verify(&log, &bad, &err), 0); /* the positive control of the tamper tests */
+    lz_audit_log_clear(&log);
+    expect_intact(f->dir);
+}
+
+static void test_net_hash_is_pinned(void **state) {
+    (void)state;
+    struct lz_audit_net_entry e = net_entry(0);
+    uint8_t prev[32], h[32], h2[32];
+    lz_audit_genesis(DOM, prev);
+    lz_audit_net_row_hash(1, &e, prev, h);
+    char hex[65];
+    lz_hex(h, 32, hex);
+    /* Computed independently from audit.h's text (Python: the prefix, I, S
+     * and V of the dotted quads), as test_audit_cli.py's net_row_hash. */
+    assert_string_equal(hex, "ff6eb14085172d796759381e20b0e7bae09e7943c8b7c22f2a490f0968e4a9cc");
+    lz_audit_net_row_hash(2, &e, prev, h2);
+    assert_memory_not_equal(h, h2, 32); /* seq is bound */
+    /* The address order is bound. */
+    const uint32_t swapped[] = { addrs_a[1], addrs_a[0] };
+    e.addrs = swapped;
+    lz_audit_net_row_hash(1, &e, prev, h2);
+    assert_memory_not_equal(h, h2, 32);
+    /* Length prefixes: a byte moved between adjacent fields. */
+    struct lz_audit_net_entry a = net_entry(0), b = net_entry(0);
+    a.ports = "tcp/443";
+    a.detail = "1";
+    b.ports = "tcp/4431";
+    b.detail = "";
+    lz_audit_net_row_hash(1, &a, prev, h);
+    lz_audit_net_row_hash(1, &b, prev, h2);
+    assert_memory_not_equal(h, h2, 32);
+    /* NULL and "" are the same value (both stored as ""). */
+    a = net_entry(3);
+    b = net_entry(3);
+    b.name = b.ports = b.detail = "";
+    lz_audit_net_row_hash(1, &a, prev, h);
+    lz_audit_net_row_hash(1, &b, prev, h2);
+    assert_memory_equal(h, h2, 32);
+}
+
+/* Every column of audit_net, each to a value its CHECK constraints accept. */
+static const struct edit net_edits[] = {
+    { "gen", "gen + 1" },
+    { "at_ms", "at_ms + 1" },
+    { "event", "CASE event WHEN 'denied' THEN 'learned' ELSE 'denied' END" },
+    { "name", "name || 'x'" },
+    { "name", "name || char(27)" },       /* a control byte */
+    { "name", "name || ' '" },            /* a space */
+    { "name", "name || char(0) || 'x'" }, /* a NUL inside the text */
+    { "addrs", "'203.0.113.9'" },
+    { "addrs", "CASE addrs WHEN '' THEN '1.2.3.4' ELSE '' END" },
+    { "addrs", "'010.0.0.1'" },  /* not inet_ntop's form */
+    { "addrs", "addrs || ','" }, /* an empty element */
+    { "addrs", "'1.2.3.4, 5.6.7.8'" },
+    { "ports", "ports || '1'" },
+    { "ports", "ports || char(9)" },
+    { "detail", "detail || '.'" },
+    { "detail", "detail || char(10)" },
+    { "detail", "detail || char(200)" }, /* UTF-8, not ASCII */
+    { "prev_hash", "CASE substr(prev_hash, 1, 1) WHEN 'a' THEN 'b' ELSE 'a' END || substr(prev_hash, 2)" },
+    { "row_hash", "CASE substr(row_hash, 1, 1) WHEN 'a' THEN 'b' ELSE 'a' END || substr(row_hash, 2)" },
+    { "row_hash", "upper(row_hash)" },
+    { "seq", "seq + 1000" },
+};
+
+static void test_net_edit_any_field_any_row(void **state) {
+    struct fixture *f = *state;
+    build_mixed(f->dir, true);
+    for (size_t c = 0; c < LZ_ARRAY_SIZE(net_edits); c++) {
+        for (int row = 1; row <= NMIXED; row++) {
+            if (mixed[row - 1] != 'n')
+                continue;
+            char sql[512], what[200];
+            snprintf(sql, sizeof sql, "UPDATE audit_net SET %s = %s WHERE seq = %d", net_edits[c].column,
+                     net_edits[c].set, row);
+            snprintf(what, sizeof what, "%s = %s on row %d", net_edits[c].column, net_edits[c].set, row);
+            tamper_net(f, sql);
+            expect_broken_at(f->work, row, what);
+        }
+    }
+    /* The escalation rows of a mixed chain still break at their row. */
+    tamper_net(f, "UPDATE audit SET output_bytes = output_bytes + 1 WHERE seq = 4");
+    expect_broken_at(f->work, 4, "an escalation row among network rows");
+    /* Positive control: the same copy and trigger drops, no edit. */
+    tamper_net(f, "SELECT 1");
+    expect_intact(f->work);
+}
+
+static void test_net_delete_move_forge(void **state) {
+    struct fixture *f = *state;
+    build_mixed(f->dir, true);
+    tamper_net(f, "DELETE FROM audit_net WHERE seq = 7");
+    expect_broken_at(f->work, 7, "the last (network) row deleted: the head shows it");
+    tamper_net(f, "DELETE FROM audit_net WHERE seq = 3");
+    expect_broken_at(f->work, 3, "a middle network row deleted");
+    tamper_net(f, "DELETE FROM audit_net");
+    expect_broken_at(f->work, 2, "every network row deleted");
+    /* Renumbered after a deletion, so that seq has no gap. */
+    tamper_net(f,
+               "DELETE FROM audit_net WHERE seq = 5; UPDATE audit SET seq = 5 WHERE seq = 6;"
+               " UPDATE audit_net SET seq = 6 WHERE seq = 7; UPDATE meta SET value = '6 ' || substr(value, 3)"
+               " WHERE key = 'audit_head'");
+    expect_broken_at(f->work, 5, "deleted and renumbered");
+    /* A network row moved into the other table under the same seq: the
+     * escalation encoding cannot give its hash. */
+    tamper_net(f,
+               "DROP TRIGGER audit_one_seq; DELETE FROM audit_net WHERE seq = 2;"
+               " INSERT INTO audit SELECT 2, gen, request_id, session_id, received_ms, decided_by, decided_ref,"
+               " decision, end_state, argv, edited_argv, executable, executable_sha256, cwd, exit_status, signal,"
+               " output_bytes, ended_ms, (SELECT row_hash FROM audit WHERE seq = 1),"
+               " '" DOM "' FROM audit WHERE seq = 1");
+    expect_broken_at(f->work, 2, "a row of the other kind in its place");
+    /* The same seq in both tables (the insert trigger dropped). */
+    tamper_net(f,
+               "DROP TRIGGER audit_net_one_seq; INSERT INTO audit_net SELECT 4, gen, at_ms, event, name, addrs,"
+               " ports, detail, prev_hash, row_hash FROM audit_net WHERE seq = 3");
+    expect_broken_at(f->work, 5, "a seq held twice");
+    /* A forged network row after the last one, the head left alone. */
+    tamper_net(f,
+               "INSERT INTO audit_net SELECT 8, gen, at_ms, event, name, addrs, ports, detail, row_hash, row_hash"
+               " FROM audit_net WHERE seq = 7");
+    expect_broken_at(f->work, 8, "forged network row");
+    /* Positive control. */
+    tamper_net(f, "SELECT 1");
+    expect_intact(f->work);
+}
+
+static void test_net_triggers(void **state) {
+    struct fixture *f = *state;
+    build_mixed(f->dir, true);
+    copy_file(f->db, f->wdb);
+    assert_int_equal(plain_sql_rc(f->wdb, "UPDATE audit_net SET detail = 'x' WHERE seq = 2"), SQLITE_CONSTRAINT);
+    assert_int_equal(plain_sql_rc(f->wdb, "DELETE FROM audit_net WHERE seq = 7"), SQLITE_CONSTRAINT);
+    /* A seq already held by the other table is refused either way. */
+    assert_int_equal(plain_sql_rc(f->wdb,
+                                  "INSERT INTO audit_net SELECT 1, gen, at_ms, event, name, addrs, ports, detail,"
+                                  " prev_hash, row_hash FROM audit_net WHERE seq = 2"),
+                     SQLITE_CONSTRAINT);
+    assert_int_equal(plain_sql_rc(f->wdb,
+                                  "INSERT INTO audit SELECT 2, gen, request_id, session_id, received_ms, decided_by,"
+                                  " decided_ref, decision, end_state, argv, edited_argv, executable,"
+                                  " executable_sha256, cwd, exit_status, signal, output_bytes, ended_ms, prev_hash,"
+                                  " row_hash FROM audit WHERE seq = 1"),
+                     SQLITE_CONSTRAINT);
+    expect_intact(f->work);
+    /* Positive control: without the triggers the same statements go through. */
+    assert_int_equal(plain_sql_rc(f->wdb,
+                                  "DROP TRIGGER audit_net_no_update;"
+                                  " UPDATE audit_net SET detail = 'x' WHERE seq = 2"),
+                     SQLITE_OK);
+    expect_broken_at(f->work, 2, "after the trigger was dropped");
+    assert_int_equal(plain_sql_rc(f->wdb,
+                                  "DROP TRIGGER audit_net_one_seq; INSERT INTO audit_net SELECT 1, gen, at_ms,"
+                                  " event, name, addrs, ports, detail, prev_hash, row_hash FROM audit_net"
+                                  " WHERE seq = 2"),
+                     SQLITE_OK);
+}
+
+static void test_net_append_does_not_hide_a_break(void **state) {
+    struct fixture *f = *state;
+    build_mixed(f->dir, true);
+    tamper_net(f, "UPDATE audit_net SET detail = 'ttl 61' WHERE seq = 2");
+    struct lz_store *st = open_store(f->work, false);
+    append_net_ok(st, 0, 8);
+    append_ok(st, 0, 9);
+    lz_store_close(st);
+    expect_broken_at(f->work, 2, "edited, then appended");
+    /* A deleted last network row is not filled in by the next append of
+     * either kind. */
+    tamper_net(f, "DELETE FROM audit_net WHERE seq = 7");
+    st = open_store(f->work, false);
+    append_ok(st, 1, 8);
+    lz_store_close(st);
+    expect_broken_at(f->work, 7, "last network row deleted, then appended");
+    /* Positive control: both kinds appended to an intact chain. */
+    copy_file(f->db, f->wdb);
+    st = open_store(f->work, false);
+    append_ok(st, 5, 8);
+    append_net_ok(st, 1, 9);
+    lz_store_close(st);
+    expect_intact(f->work);
+}
+
+static void test_net_append_checks_entry(void **state) {
+    struct fixture *f = *state;
+    struct lz_store *st = open_store(f->dir, true);
+    char long_name[LZ_AUDIT_NET_NAME_MAX + 2], long_ports[LZ_AUDIT_NET_PORTS_MAX + 2],
+        long_detail[LZ_AUDIT_NET_DETAIL_MAX + 2];
+    memset(long_name, 'a', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    memset(long_ports, '1', sizeof long_ports - 1);
+    long_ports[sizeof long_ports - 1] = '\0';
+    memset(long_detail, ' ', sizeof long_detail - 1);
+    long_detail[sizeof long_detail - 1] = '\0';
+    uint32_t many[LZ_AUDIT_NET_ADDRS_MAX + 1];
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(many); i++)
+        many[i] = 0xc0000200u + (uint32_t)i;
+    struct {
+        struct lz_audit_net_entry e;
+        const char *field;
+    } bad[] = {
+        { net_entry(0), "event" },  { net_entry(0), "event" },  { net_entry(0), "generation" },
+        { net_entry(0), "time" },   { net_entry(0), "addrs" },  { net_entry(0), "addrs" },
+        { net_entry(0), "name" },   { net_entry(0), "name" },   { net_entry(0), "name" },
+        { net_entry(0), "name" },   { net_entry(0), "ports" },  { net_entry(0), "ports" },
+        { net_entry(0), "detail" }, { net_entry(0), "detail" }, { net_entry(0), "detail" },
+    };
+    bad[0].e.event = (enum lz_audit_net_event)0;
+    bad[1].e.event = (enum lz_audit_net_event)8;
+    bad[2].e.gen = -1;
+    bad[3].e.at_ms = -1;
+    bad[4].e.addrs = many;
+    bad[4].e.n_addrs = LZ_AUDIT_NET_ADDRS_MAX + 1;
+    bad[5].e.addrs = NULL;
+    bad[5].e.n_addrs = 1;
+    bad[6].e.name = long_name;
+    bad[7].e.name = "api.example.test\x1b[2J";
+    bad[8].e.name = "two words";
+    bad[9].e.name = "caf\xc3\xa9.example";
+    bad[10].e.ports = long_ports;
+    bad[11].e.ports = "tcp/443\n";
+    bad[12].e.detail = long_detail;
+    bad[13].e.detail = "ttl 60\r";
+    bad[14].e.detail = "\x7f";
+    struct lz_error err = { 0 };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(bad); i++) {
+        memset(&err, 0, sizeof err);
+        if (lz_audit_append_net(st, &bad[i].e, NULL, &err) != -EINVAL)
+            fail_msg("entry %zu (%s) was not refused", i, bad[i].field);
+        if (!strstr(err.msg, bad[i].field))
+            fail_msg("entry %zu: the message does not name %s: %s", i, bad[i].field, err.msg);
+    }
+    /* Nothing was written: the first row is still seq 1. At the bounds
+     * exactly, accepted (the positive control). */
+    struct lz_audit_net_entry e = net_entry(0);
+    long_name[LZ_AUDIT_NET_NAME_MAX] = '\0';
+    long_ports[LZ_AUDIT_NET_PORTS_MAX] = '\0';
+    long_detail[LZ_AUDIT_NET_DETAIL_MAX] = '\0';
+    e.name = long_name;
+    e.ports = long_ports;
+    e.detail = long_detail;
+    e.addrs = many;
+    e.n_addrs = LZ_AUDIT_NET_ADDRS_MAX;
+    e.event = LZ_AUDIT_NET_ALLOWED;
+    int64_t seq = 0;
+    if (lz_audit_append_net(st, &e, &seq, &err) < 0)
+        fail_msg("at the bounds: %s", err.msg);
+    assert_int_equal(seq, 1);
+    /* It joins an open transaction (rolled back with it); at_ms 0: now. */
+    assert_int_equal(lz_store_begin(st, &err), 0);
+    append_net_ok(st, 1, 2);
+    lz_store_rollback(st);
+    e = net_entry(2);
+    e.at_ms = 0;
+    assert_int_equal(lz_audit_append_net(st, &e, &seq, &err), 0);
+    assert_int_equal(seq, 2);
+    lz_store_close(st);
+    expect_intact(f->dir);
+    struct lz_store_identity id = { .domain_id = DOM };
+    assert_int_equal(lz_store_open_readonly(f->dir, &id, &st, &err), 0);
+    struct lz_audit_log log = { 0 };
+    assert_int_equal(lz_audit_read(st, &log, &err), 0);
+    assert_int_equal(log.n, 2);
+    assert_int_equal(log.rows[0].net.n_addrs, LZ_AUDIT_NET_ADDRS_MAX);
+    assert_int_equal(strlen(log.rows[0].net.name), LZ_AUDIT_NET_NAME_MAX);
+    assert_true(log.rows[1].net.at_ms > 1700000000000);
+    lz_audit_log_clear(&log);
+    /* A read-only connection cannot append. */
+    e = net_entry(0);
+    assert_true(lz_audit_append_net(st, &e, NULL, &err) < 0);
+    lz_store_close(st);
+}
+
+/* The audit table exactly as version 2 created it. */
+static const char v2_audit[] =
+    "CREATE TABLE audit("
+    "  seq INTEGER PRIMARY KEY CHECK(seq >= 1),"
+    "  gen INTEGER NOT NULL,"
+    "  request_id TEXT NOT NULL CHECK(length(request_id) = 32),"
+    "  session_id TEXT NOT NULL CHECK(length(session_id) = 32),"
+    "  received_ms INTEGER NOT NULL,"
+    "  decided_by TEXT NOT NULL CHECK(decided_by IN ('none','rule','developer')),"
+    "  decided_ref INTEGER NOT NULL,"
+    "  decision TEXT NOT NULL CHECK(decision IN ('none','auto-approved','approved','approved-for-session',"
+    "                                            'session-approved','edited','denied')),"
+    "  end_state TEXT NOT NULL CHECK(end_state IN ('completed','denied','timed-out','cancelled','failed')),"
+    "  argv TEXT NOT NULL,"
+    "  edited_argv TEXT,"
+    "  executable TEXT NOT NULL,"
+    "  executable_sha256 TEXT NOT NULL CHECK(length(executable_sha256) IN (0, 64)),"
+    "  cwd TEXT NOT NULL,"
+    "  exit_status INTEGER NOT NULL,"
+    "  signal INTEGER NOT NULL,"
+    "  output_bytes INTEGER NOT NULL,"
+    "  ended_ms INTEGER NOT NULL,"
+    "  prev_hash TEXT NOT NULL CHECK(length(prev_hash) = 64),"
+    "  row_hash TEXT NOT NULL CHECK(length(row_hash) = 64)) STRICT;"
+    "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit"
+    "  BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END;"
+    "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit"
+    "  BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END;"
+    "PRAGMA user_version = 2;";
+
+static void test_upgrade_from_v2(void **state) {
+    struct fixture *f = *state;
+    /* The escalation rows and head a version-2 lazaret wrote (the row
+     * format did not change), in a version-2 store of the same Domain. */
+    build_chain(f);
+    copy_file(f->db, f->wdb);
+    unlink(f->db);
+    make_v1(f->db);
+    plain_sql(f->db, v2_audit);
+    char q[512];
+    snprintf(q, sizeof q,
+             "ATTACH '%s' AS w; INSERT INTO audit SELECT * FROM w.audit;"
+             " INSERT INTO meta SELECT * FROM w.meta WHERE key = 'audit_head'; DETACH w;",
+             f->wdb);
+    plain_sql(f->db, q);
+
+    /* Read-only: version 2 as it is, its rows verify, nothing written. */
+    size_t len0, len1;
+    char *before = slurp(f->db, &len0);
+    struct lz_store_identity id = { .domain_id = DOM };
+    struct lz_store *st = NULL;
+    struct lz_error err = { 0 };
+    assert_int_equal(lz_store_open_readonly(f->dir, &id, &st, &err), 0);
+    assert_int_equal(lz_store_version(st), 2);
+    struct lz_audit_log log = { 0 };
+    assert_int_equal(lz_audit_read(st, &log, &err), 0);
+    assert_int_equal(log.store_version, LZ_AUDIT_STORE_VERSION);
+    assert_int_equal(log.n, NROWS);
+    assert_int_equal(lz_audit_verify(&log, NULL, &err), 0);
+    lz_audit_log_clear(&log);
+    struct lz_audit_net_entry ne = net_entry(0);
+    assert_true(lz_audit_append_net(st, &ne, NULL, &err) < 0);
+    lz_store_close(st);
+    char *after = slurp(f->db, &len1);
+    assert_int_equal(len0, len1);
+    assert_memory_equal(before, after, len0);
+    free(before);
+    free(after);
+
+    /* The writer's open upgrades from 2; the old rows still verify and
+     * network rows continue the same chain. */
+    st = open_store(f->dir, false);
+    assert_int_equal(lz_store_version(st), LZ_STORE_VERSION);
+    assert_int_equal(lz_store_upgraded_from(st), 2);
+    struct lz_store_snapshot s;
+    assert_int_equal(lz_store_read(st, &s, &err), 0);
+    assert_int_equal(s.n_gens, 2);
+    lz_store_snapshot_clear(&s);
+    lz_store_close(st);
+    expect_intact(f->dir);
+    st = open_store(f->dir, false);
+    assert_int_equal(lz_store_upgraded_from(st), 0);
+    append_net_ok(st, 0, NROWS + 1);
+    append_ok(st, 4, NROWS + 2);
+    append_net_ok(st, 1, NROWS + 3);
+    lz_store_close(st);
+    expect_intact(f->dir);
+    assert_int_equal(plain_sql_rc(f->db, "UPDATE audit_net SET gen = 9"), SQLITE_CONSTRAINT); /* with its triggers */
+    assert_int_equal(plain_sql_rc(f->db, "UPDATE audit SET gen = 9"), SQLITE_CONSTRAINT);
+    /* Positive control: an old row edited after the upgrade is found. */
+    copy_file(f->db, f->wdb);
+    plain_sql(f->wdb, "DROP TRIGGER audit_no_update; UPDATE audit SET cwd = '/x' WHERE seq = 3");
+    expect_broken_at(f->work, 3, "an upgraded row edited");
+}
+
+static void test_upgrade_v2_all_or_nothing(void **state) {
+    struct fixture *f = *state;
+    make_v1(f->db);
+    plain_sql(f->db, v2_audit);
+    /* A table in the way: the 2 -> 3 step fails, the store stays at 2. */
+    plain_sql(f->db, "CREATE TABLE audit_net(x INTEGER) STRICT");
+    struct lz_store_identity id = { .domain_id = DOM };
+    struct lz_store *st = NULL;
+    struct lz_error err = { 0 };
+    assert_true(lz_store_open(f->dir, &id, false, &st, &err) < 0);
+    assert_non_null(strstr(err.msg, "upgrading from version 2 to 3 failed"));
+    assert_int_equal(lz_store_open_readonly(f->dir, &id, &st, &err), 0);
+    assert_int_equal(lz_store_version(st), 2);
+    lz_store_close(st);
+    /* Positive control: without the stray table it upgrades. */
+    plain_sql(f->db, "DROP TABLE audit_net");
+    st = open_store(f->dir, false);
+    assert_int_equal(lz_store_upgraded_from(st), 2);
+    lz_store_close(st);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_append_read_roundtrip, setup, teardown),
@@ -643,6 +1165,16 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_upgrade_from_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_upgrade_all_or_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_readonly_beside_a_writer, setup, teardown),
+        cmocka_unit_test(test_net_event_names),
+        cmocka_unit_test_setup_teardown(test_mixed_roundtrip, setup, teardown),
+        cmocka_unit_test(test_net_hash_is_pinned),
+        cmocka_unit_test_setup_teardown(test_net_edit_any_field_any_row, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_net_delete_move_forge, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_net_triggers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_net_append_does_not_hide_a_break, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_net_append_checks_entry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_upgrade_from_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_upgrade_v2_all_or_nothing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
