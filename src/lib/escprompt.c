@@ -285,6 +285,8 @@ int hc_prompt_begin(struct hc *h, struct session *s, const struct lz_esc_request
     s->filter = &prompt_filter;
     char hex[2 * LZ_RECORD_ID_LEN + 1];
     lz_hex(r->request_id, LZ_RECORD_ID_LEN, hex);
+    if (r->host)
+        return -ENOTSUP; /* not yet asked on the terminal: denied */
     if (!s->tty || s->master < 0 || s->sock < 0 || s->prompt) {
         static const char msg[] = "lazaret: a host command was requested (lazaret-escalate) that no auto-approval "
                                   "rule allows, and this session has no terminal to ask on: denied. Run it from an "
