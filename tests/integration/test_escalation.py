@@ -710,3 +710,79 @@ def test_executable_replaced_before_approval_is_refused(lazaret, env, workspace,
     assert log.count("debug: model QueuePrompt(") == 2  # once per request
     rows = audit_rows(lazaret, env, workspace)
     assert [(w["decision"], w["end_state"]) for w in rows] == [("approved", "failed"), ("approved", "completed")]
+
+
+# ---- --allow-host: the sandbox asks to reach a host by name ----
+
+NET_ASKING = r"\[s\] allow, for every session of this Domain"
+
+
+def ask_host(c, args):
+    """lazaret-escalate --allow-host ARGS; returns the prompt's screen once
+    it is drawn and settled."""
+    c.sendline(f"{ESC} --allow-host {args}; echo rc=$?")
+    c.expect(SETTLING, timeout=30)
+    screen = c.before + c.after
+    c.expect(NET_ASKING, timeout=10)
+    return screen + c.before + c.after
+
+
+def test_allow_host_prompt(lazaret, env, workspace):
+    a = spawn_prompt_session(lazaret, env, workspace)
+    # A wildcard is refused in the sandbox before anything is sent (the
+    # coordinator refuses it again: tests/unit/test_escalation.c).
+    a.sendline(f"{ESC} --allow-host '*.example.com' --justification x; echo rc=$?")
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert a.match.group(1) == "2" and "not a wildcard" in a.before, a.before
+
+    # The network screen: the host and its port, the justification; [a] is
+    # not an answer; [d] denies: exit 1 with one line saying so.
+    screen = ask_host(a, "Example.COM:443 --justification 'read the docs'")
+    assert "NETWORK ACCESS" in screen, screen
+    assert "The sandbox asks to reach example.com on TCP port 443" in screen, screen
+    assert "read the docs" in screen and "[a] approve" not in screen and "[e] edit" not in screen, screen
+    a.send("a")
+    a.expect(r"\[a\] is not offered for a network request", timeout=10)
+    no_result(a, 1)
+    a.send("d")
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert a.match.group(1) == "1", a.before
+    assert "denied: Example.COM:443" in a.before, a.before
+
+    # [s] allows: exit 0.
+    screen = ask_host(a, "example.org --justification x")
+    assert "The sandbox asks to reach example.org on every TCP port" in screen, screen
+    a.send("s")
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert a.match.group(1) == "0", a.before
+    assert "allowed: example.org" in a.before, a.before
+
+    # The same name again is asked again (nothing is decided from the
+    # sandbox's claim); Ctrl-C cancels it (130).
+    ask_host(a, "example.org --justification again")
+    a.send("\x03")
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert a.match.group(1) == "130", a.before
+    a.sendline("exit")
+    a.expect(pexpect.EOF, timeout=30)
+
+    log = coord_log(env, workspace)
+    assert "host rule example.org allowed in this Domain" in log, log[-3000:]
+    assert "host rule example.com:443 allowed" not in log
+    rows = audit_rows(lazaret, env, workspace)
+    got = [(w["argv"], w["decided_by"], w["decision"], w["end_state"]) for w in rows]
+    assert got == [
+        (["--allow-host", "Example.COM:443"], "developer", "denied", "denied"),
+        (["--allow-host", "example.org"], "developer", "approved-for-session", "completed"),
+        (["--allow-host", "example.org"], "developer", "none", "cancelled"),
+    ], got
+
+
+def test_allow_host_without_a_terminal_is_denied(lazaret, env, workspace):
+    # Pipes: no terminal to ask on: denied (exit 1), never allowed.
+    r = subprocess.run([lazaret, "run", "-p", "test", "--", ESC, "--allow-host", "example.org:443",
+                        "--justification", "x"], cwd=workspace, env=env.environ(LAZARET_DEBUG="1"),
+                       capture_output=True, timeout=300)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert b"denied: example.org:443" in r.stderr, r.stderr
+    assert "allowed in this Domain" not in coord_log(env, workspace)
