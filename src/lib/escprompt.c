@@ -15,7 +15,12 @@
  * (argv, sandbox cwd, the executable's canonical path, device, inode,
  * size, mtime and SHA-256) approved; a later request of the same session
  * with the same identity is approved without a prompt (SessionApprove).
- * They end with the session. */
+ * They end with the session.
+ *
+ * A host-request (lazaret-escalate --allow-host) is asked on the same
+ * prompt with its network screen (prompt.h `network`): [s] allows the
+ * rule for every session of the Domain (the resolver is the Domain's),
+ * [d]/[q] deny; no grant ever answers one. */
 #include "hc_prompt.h"
 #include "hc_esc.h"
 #include "hc_session.h"
