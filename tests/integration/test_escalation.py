@@ -786,3 +786,70 @@ def test_allow_host_without_a_terminal_is_denied(lazaret, env, workspace):
     assert r.returncode == 1, (r.stdout, r.stderr)
     assert b"denied: example.org:443" in r.stderr, r.stderr
     assert "allowed in this Domain" not in coord_log(env, workspace)
+
+
+def host_record(sk_seed, rid, sid, host, context=b"host-request"):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    now = int(time.time() * 1000)
+    p = rid + sid + _varint(now) + _varint(now + 60000) + _bytes(host) + _bytes(b"forged")
+    ctx = b"lazaret/v1/" + context + b"\x00" + len(p).to_bytes(4, "little") + p
+    return bytes([1, 9]) + Ed25519PrivateKey.from_private_bytes(sk_seed).sign(ctx) + p
+
+
+def test_allow_host_hostile_records(lazaret, env, workspace):
+    """host-request records written from inside without the Escalation
+    Client's check: the coordinator's parse is the one that counts. Even an
+    auto-approval rule matching everything the record could name does not
+    approve one."""
+    a = spawn_tty(lazaret, env, workspace, rules(["+", ECHO]))
+    sid, sk = session_keys(a)
+    req = mailbox_req(env, workspace)
+    log = lambda: coord_log(env, workspace)  # noqa: E731
+
+    def drop_host(rid, data):
+        tmp = req / (".tmp-" + rid.hex())
+        tmp.write_bytes(data)
+        tmp.rename(req / f"{rid.hex()}.host-request.0")
+
+    cases = {
+        "wildcard": (b"*.example.com", "takes an exact host name, not a wildcard"),
+        "wildcard with port": (b"*.example.com:443", "takes an exact host name, not a wildcard"),
+        "underscore": (b"exa_mple.com", "--allow-host: host rule"),
+        "port 0": (b"example.com:0", "--allow-host: host rule"),
+        "address": (b"10.0.2.2", "--allow-host: host rule"),
+        "backslash": (b"example.com\\.evil.test", "--allow-host: host rule"),
+        "whole TLD": (b"*.test", "--allow-host: host rule"),
+    }
+    rids = {}
+    for name, (host, _) in cases.items():
+        rids[name] = os.urandom(16)
+        drop_host(rids[name], host_record(sk, rids[name], sid, host))
+    # Signed for another kind: never opened as a host-request.
+    confused = os.urandom(16)
+    drop_host(confused, host_record(sk, confused, sid, b"example.net", b"escalation-request"))
+    assert wait_until(lambda: all(f"request {r.hex()[:12]} denied" in log() for r in rids.values()), timeout=15), \
+        log()[-4000:]
+    assert wait_until(lambda: confused.hex() in log(), timeout=10), log()[-3000:]
+    text = log()
+    for name, (host, why) in cases.items():
+        line = [ln for ln in text.splitlines() if f"request {rids[name].hex()[:12]} denied" in ln]
+        assert line and why in line[0], (name, line)
+    assert f"request {confused.hex()[:12]} from session" not in text
+    assert "signature does not verify" in text
+    assert "allowed in this Domain" not in text and "prompting on the terminal" not in text
+
+    # Positive control: a well-formed one is asked on the session's
+    # terminal (never auto-approved), and [d] denies it.
+    good = os.urandom(16)
+    drop_host(good, host_record(sk, good, sid, b"example.net:443"))
+    a.expect(NET_ASKING, timeout=30)
+    assert "The sandbox asks to reach example.net on TCP port 443" in a.before
+    a.send("d")
+    assert wait_until(lambda: f"request {good.hex()[:12]} denied: denied by the developer" in log(), timeout=10), \
+        log()[-3000:]
+    assert "allowed in this Domain" not in log()
+    assert "debug: model AutoApprove(" not in log()
+    a.sendline("echo AL''IVE")
+    a.expect("ALIVE")
+    a.sendline("exit")
+    a.expect(pexpect.EOF)
