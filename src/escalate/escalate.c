@@ -14,7 +14,14 @@
  * records (stdin_step), read only when it is readable so that results
  * and Ctrl-C are never held up; without it the host command reads
  * /dev/null.
+ *
+ * With --allow-host HOST[:PORT[,PORT...]] instead of ARGV it asks the
+ * developer to let the sandbox reach a host by name (a host-request
+ * record): the rule is checked here with the coordinator's own parser
+ * (hostrule.h) for an early, clear error, and again by the coordinator,
+ * whose check is the one that counts. Exit 0 allowed, 1 denied.
  */
+#include "hostrule.h"
 #include "mailbox.h"
 #include "trust.h"
 
@@ -35,6 +42,7 @@
 #define ACK_EVERY 6         /* acknowledge before the host's window of 8 is used up */
 
 enum {
+    EX_HOST_DENIED = 1, /* --allow-host: denied */
     EX_USAGE = 2,
     EX_TIMEDOUT = 124,
     EX_DENIED = 125,
@@ -47,6 +55,7 @@ static void on_signal(int sig) { g_signal = sig; }
 
 static void usage(FILE *f) {
     fputs("usage: lazaret-escalate [--justification TEXT] [--timeout SECONDS] [--cwd DIR] [--stdin] -- ARGV...\n"
+          "       lazaret-escalate --allow-host HOST[:PORT[,PORT...]] [--justification TEXT] [--timeout SECONDS]\n"
           "\n"
           "Asks the host to run ARGV (argv[0] an absolute host path; no PATH lookup, no shell).\n"
           "It runs only if a trusted auto-approval rule matches it exactly or the developer\n"
@@ -62,7 +71,12 @@ static void usage(FILE *f) {
           "\n"
           "Exit status: the host command's own status; 128+N if it was killed by signal N;\n"
           "125 denied; 124 timed out; 130 cancelled (Ctrl-C); 126 could not start, verify\n"
-          "or reach the host; 2 usage error.\n",
+          "or reach the host; 2 usage error.\n"
+          "\n"
+          "--allow-host asks the developer to let this sandbox reach HOST by name (an exact\n"
+          "name, no wildcard; only on the TCP ports given, or every port without them). Allowed,\n"
+          "it stays allowed for every session of this Domain until the Domain stops.\n"
+          "Exit status: 0 allowed; 1 denied; 124, 130, 126, 2 as above.\n",
           f);
 }
 
@@ -359,8 +373,48 @@ static int exit_for(const struct lz_record *end) {
     return EX_FAILED;
 }
 
+/* --allow-host's outcome: one line on stderr saying which. */
+static int exit_for_host(const struct lz_record *end, const char *host) {
+    switch (end->end.outcome) {
+    case LZ_OUTCOME_COMPLETED: fprintf(stderr, "lazaret-escalate: allowed: %s\n", host); return 0;
+    case LZ_OUTCOME_DENIED:
+        fprintf(stderr,
+                "lazaret-escalate: denied: %s (the developer said no, or the host refused it for the reason "
+                "printed above)\n",
+                host);
+        return EX_HOST_DENIED;
+    case LZ_OUTCOME_TIMED_OUT:
+        fprintf(stderr, "lazaret-escalate: timed out: %s (no decision before the prompt's timeout)\n", host);
+        return EX_TIMEDOUT;
+    case LZ_OUTCOME_CANCELLED:
+        fprintf(stderr, "lazaret-escalate: cancelled: %s (Ctrl-C at the host's prompt, or the session ended)\n", host);
+        return EX_CANCELLED;
+    case LZ_OUTCOME_FAILED:
+        fprintf(stderr, "lazaret-escalate: not allowed: %s (approved, but the host could not add it)\n", host);
+        return EX_FAILED;
+    }
+    return EX_FAILED;
+}
+
+/* The sandbox's own check of --allow-host, for a clear error before
+ * anything is sent (the coordinator parses it again). */
+static int check_host(const char *host) {
+    struct lz_hostrule rule;
+    struct lz_error err = { 0 };
+    if (lz_hostrule_parse(host, 0, &rule, &err) < 0) {
+        fprintf(stderr, "lazaret-escalate: --allow-host: %s\n", err.msg);
+        return -1;
+    }
+    if (rule.wildcard) {
+        die_msg("--allow-host takes an exact host name, not a wildcard: a wildcard is the developer's to write in "
+                "the profile's allow_hosts");
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    const char *justification = "", *cwd = "/workspace";
+    const char *justification = "", *cwd = NULL, *host = NULL;
     uint32_t timeout_s = 0;
     bool want_stdin = false;
     int i = 1;
@@ -378,7 +432,9 @@ int main(int argc, char **argv) {
             want_stdin = true;
             continue;
         }
-        if (i + 1 >= argc || (strcmp(a, "--justification") && strcmp(a, "--timeout") && strcmp(a, "--cwd"))) {
+        if (i + 1 >= argc ||
+            (strcmp(a, "--justification") && strcmp(a, "--timeout") && strcmp(a, "--cwd") &&
+             strcmp(a, "--allow-host"))) {
             usage(stderr);
             return EX_USAGE;
         }
@@ -387,15 +443,25 @@ int main(int argc, char **argv) {
             justification = v;
         else if (!strcmp(a, "--cwd"))
             cwd = v;
+        else if (!strcmp(a, "--allow-host"))
+            host = v;
         else if (parse_u32(v, LZ_RECORD_TIMEOUT_MAX_S, &timeout_s) < 0) {
             die_msg("--timeout takes a number of seconds (at most 86400)");
             return EX_USAGE;
         }
     }
-    if (i >= argc) {
+    if (host && (i < argc || cwd || want_stdin)) {
+        die_msg("--allow-host takes no ARGV, --cwd or --stdin: it asks for a host, it runs nothing");
+        return EX_USAGE;
+    }
+    if (host && check_host(host) < 0)
+        return EX_USAGE;
+    if (!host && i >= argc) {
         usage(stderr);
         return EX_USAGE;
     }
+    if (!cwd)
+        cwd = "/workspace";
     /* A closed stdin (or stdout, stderr) must not be taken over by the
      * mailbox descriptors opened below: --stdin would read a directory. */
     for (int fd = 0; fd <= 2; fd++)
@@ -418,18 +484,25 @@ int main(int argc, char **argv) {
 
     randombytes_buf(c.id, sizeof c.id);
     int64_t now = wall_ms();
-    struct lz_record req = { .kind = LZ_REC_ESCALATION_REQUEST };
-    req.request.created_ms = (uint64_t)now;
-    req.request.expires_ms = (uint64_t)(now + REQ_VALID_MS);
-    req.request.argv = argv + i;
-    req.request.argc = (size_t)(argc - i);
-    req.request.cwd = (char *)cwd;
-    req.request.justification = (char *)justification;
-    req.request.timeout_s = timeout_s;
-    req.request.stdin_wanted = want_stdin;
-    /* On a terminal (and not streaming stdin), the host command gets the
-     * session's terminal: it can ask the developer questions. */
-    req.request.terminal = !want_stdin && isatty(0) && isatty(1);
+    struct lz_record req = { .kind = host ? LZ_REC_HOST_REQUEST : LZ_REC_ESCALATION_REQUEST };
+    if (host) {
+        req.host.created_ms = (uint64_t)now;
+        req.host.expires_ms = (uint64_t)(now + REQ_VALID_MS);
+        req.host.host = (char *)host;
+        req.host.justification = (char *)justification;
+    } else {
+        req.request.created_ms = (uint64_t)now;
+        req.request.expires_ms = (uint64_t)(now + REQ_VALID_MS);
+        req.request.argv = argv + i;
+        req.request.argc = (size_t)(argc - i);
+        req.request.cwd = (char *)cwd;
+        req.request.justification = (char *)justification;
+        req.request.timeout_s = timeout_s;
+        req.request.stdin_wanted = want_stdin;
+        /* On a terminal (and not streaming stdin), the host command gets
+         * the session's terminal: it can ask the developer questions. */
+        req.request.terminal = !want_stdin && isatty(0) && isatty(1);
+    }
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (send_record(&c, &req) < 0)
@@ -497,7 +570,7 @@ int main(int argc, char **argv) {
         long us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000;
         fprintf(stderr, "lazaret-escalate: timing: request to end %ld us\n", us);
     }
-    int rc = exit_for(&end);
+    int rc = host ? exit_for_host(&end, host) : exit_for(&end);
     lz_record_clear(&end);
     sodium_memzero(c.sk, sizeof c.sk);
     return rc;

@@ -6,6 +6,7 @@
 #include "hc.h"
 #include "hc_esc.h"
 #include "hc_gen.h"
+#include "hc_net.h"
 #include "hc_prompt.h"
 #include "hc_session.h"
 #include "paths.h"
@@ -321,7 +322,8 @@ static int coordinator_start(struct hc *h, struct lz_error *err) {
 
 /* Escalation's port: requests no rule approves are asked on the requesting
  * session's terminal (escprompt.c), which also carries the route
- * HostProcess; sessions are looked up in session.c. */
+ * HostProcess; sessions are looked up in session.c; an approved
+ * --allow-host goes to the Domain's resolver (hc_net.h). */
 static const struct hc_esc_port esc_port = {
     .prompt_begin = hc_prompt_begin,
     .prompt_gone = hc_prompt_request_gone,
@@ -332,6 +334,7 @@ static const struct hc_esc_port esc_port = {
     .audited = hc_prompt_audited,
     .session_by_id = hc_session_by_id,
     .session_by_sid = hc_session_by_sid,
+    .allow_host = hc_net_allow_host,
 };
 
 int lz_coordinator_main(const struct lz_coordinator_args *a) {

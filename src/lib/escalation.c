@@ -32,7 +32,7 @@
 int hc_esc_create(struct hc *h, struct lz_error *err) {
     const struct hc_esc_port *p = h->esc_port;
     if (!p || !p->prompt_gone || !p->route_begin || !p->route_room || !p->route_output || !p->route_end ||
-        !p->audited || !p->session_by_id || !p->session_by_sid)
+        !p->audited || !p->session_by_id || !p->session_by_sid || !p->allow_host)
         return lz_error_set(err, -EINVAL, "escalation: incomplete port (a bug)");
     struct lz_esc *e = lz_xcalloc(1, sizeof *e);
     e->port = *p;
@@ -149,8 +149,9 @@ static void audit(struct hc *h, struct esc_req *q, enum lz_outcome outcome, int 
                                  .decided_ref = q->ref,
                                  .decision = q->ad,
                                  .end_state = outcome,
-                                 .argv = (const char *const *)q->rec.request.argv,
-                                 .argc = q->rec.request.argc,
+                                 .argv = q->net ? (const char *const *)q->net_argv
+                                                : (const char *const *)q->rec.request.argv,
+                                 .argc = q->net ? 2 : q->rec.request.argc,
                                  .edited_argv = (const char *const *)q->edited,
                                  .edited_argc = q->edited_argc,
                                  .executable = q->ident.path,
@@ -193,6 +194,10 @@ static void end_request(struct hc *h, struct esc_req *q, enum lz_outcome outcome
     lz_hostexec_ident_clear(&q->ident);
     lz_strv_free(q->edited, q->edited_argc);
     q->edited = NULL;
+    for (size_t i = 0; i < 2; i++) {
+        free(q->net_argv[i]);
+        q->net_argv[i] = NULL;
+    }
     free(q->host_cwd);
     q->host_cwd = NULL;
     esc_fresh_end(h->esc, q);
@@ -222,6 +227,8 @@ static void free_slot(struct hc *h, struct esc_req *q) {
     lz_hostexec_ident_clear(&q->ident);
     lz_strv_free(q->edited, q->edited_argc);
     free(q->host_cwd);
+    free(q->net_argv[0]);
+    free(q->net_argv[1]);
     esc_fresh_end(h->esc, q);
     *q = (struct esc_req){ .phase = EP_FREE, .child = LZ_CHILD_NULL, .out_r = -EBADF, .err_r = -EBADF, .in_w = -EBADF };
 }
@@ -235,12 +242,9 @@ static void deny(struct hc *h, struct esc_req *q, const char *why) {
     end_request(h, q, LZ_OUTCOME_DENIED, 0, 0);
 }
 
-/* A denial whose reason the requester must read: one result-chunk on its
- * stderr between the decision and the end (the client prints it). */
-static void deny_saying(struct hc *h, struct esc_req *q, const char *why) {
-    q->ad = LZ_AUDIT_DENIED;
-    esc_put_decision(h, q, LZ_DECISION_DENIED, NULL, 0);
-    _cleanup_free_ char *text = lz_xasprintf("lazaret: refused before the prompt: %s\n", why);
+/* One result-chunk of text on the requester's stderr (the client prints
+ * it), after the decision and before the end. */
+static void say(struct hc *h, struct esc_req *q, const char *text) {
     size_t len = strlen(text);
     struct lz_record rec = { .kind = LZ_REC_RESULT_CHUNK };
     rec.chunk.seq = q->sent++;
@@ -248,6 +252,15 @@ static void deny_saying(struct hc *h, struct esc_req *q, const char *why) {
     rec.chunk.data = (uint8_t *)text;
     rec.chunk.len = len < LZ_RECORD_CHUNK_MAX ? len : LZ_RECORD_CHUNK_MAX;
     esc_put(h, q, &rec);
+}
+
+/* A denial whose reason the requester must read: one result-chunk on its
+ * stderr between the decision and the end (the client prints it). */
+static void deny_saying(struct hc *h, struct esc_req *q, const char *why) {
+    q->ad = LZ_AUDIT_DENIED;
+    esc_put_decision(h, q, LZ_DECISION_DENIED, NULL, 0);
+    _cleanup_free_ char *text = lz_xasprintf("lazaret: refused before the prompt: %s\n", why);
+    say(h, q, text);
     hc_log("escalation: request %.12s denied: %s", q->hex, why);
     end_request(h, q, LZ_OUTCOME_DENIED, 0, 0);
 }
@@ -280,6 +293,31 @@ static void execute(struct hc *h, struct esc_req *q, enum lz_decision d, char *c
     esc_stdin_feed(h, q); /* the chunks that waited for the approval */
 }
 
+/* An approved host-request: the decision (APPROVED, argv = the request
+ * as the audit keeps it), then the rule goes to the port; the request
+ * completes with exit status 0, or fails when the rule could not be
+ * added (its reason on the requester's stderr). */
+static void allow_host(struct hc *h, struct esc_req *q, enum lz_audit_decision ad) {
+    q->ad = ad;
+    q->ref = 0;
+    esc_put_decision(h, q, LZ_DECISION_APPROVED, q->net_argv, 2);
+    char text[LZ_HOSTRULE_TEXT_MAX + 1];
+    if (lz_hostrule_format(&q->rule, text, sizeof text) < 0)
+        snprintf(text, sizeof text, "%s", q->rule.name);
+    struct lz_error err = { 0 };
+    int r = h->esc->port.allow_host(h, &q->rule, &err);
+    if (r < 0) {
+        hc_log("escalation: request %.12s: host rule %s could not be allowed: %s", q->hex, text, err.msg);
+        _cleanup_free_ char *msg = lz_xasprintf("lazaret: %s was approved but could not be allowed: %s\n", text,
+                                                err.msg[0] ? err.msg : strerror(-r));
+        say(h, q, msg);
+        end_request(h, q, LZ_OUTCOME_FAILED, 0, 0);
+        return;
+    }
+    hc_log("escalation: request %.12s of session %d: host rule %s allowed in this Domain", q->hex, q->session, text);
+    end_request(h, q, LZ_OUTCOME_COMPLETED, 0, 0);
+}
+
 static struct esc_req *prompted(struct hc *h, const uint8_t id[LZ_RECORD_ID_LEN]) {
     for (size_t i = 0; h->esc && i < ESC_MAX_REQ; i++) {
         struct esc_req *q = &h->esc->req[i];
@@ -295,6 +333,10 @@ void hc_esc_approve(struct hc *h, const uint8_t request_id[16], enum lz_audit_de
     if (!q)
         return;
     q->by = LZ_AUDIT_BY_DEVELOPER;
+    if (q->net) {
+        allow_host(h, q, ad);
+        return;
+    }
     if (argc == 0) {
         deny(h, q, "an empty argv was approved");
         return;
@@ -361,6 +403,48 @@ static long prompt_timeout_ms(const struct hc *h) {
                                                    : ESC_PROMPT_TIMEOUT_MS;
 }
 
+/* A host-request past the checks every request gets: its text parsed
+ * (the check that counts: the sandbox's bytes are untrusted), then always
+ * the prompt (hc_esc.h). */
+static void on_host_request(struct hc *h, struct session *s, struct esc_req *q) {
+    struct lz_esc *e = h->esc;
+    q->net_argv[0] = lz_xstrdup("--allow-host");
+    q->net_argv[1] = lz_xstrdup(q->rec.host.host);
+    q->net_argv[2] = NULL;
+    hc_model_action(HC_QUEUE_PROMPT, "r=%.12s, s=%d", q->hex, q->session);
+    struct lz_error perr = { 0 };
+    if (lz_hostrule_parse(q->rec.host.host, 0, &q->rule, &perr) < 0) {
+        hc_model_action(HC_DENY_WITHOUT_PROMPT, "r=%.12s, s=%d", q->hex, q->session);
+        _cleanup_free_ char *reason = lz_xasprintf("--allow-host: %s", perr.msg);
+        deny_saying(h, q, reason);
+        return;
+    }
+    if (q->rule.wildcard) {
+        /* A wildcard allows names nobody has seen yet, which the agent
+         * can pick: it is the developer's to write in the configuration
+         * (allow_hosts), not the sandbox's to ask for. */
+        hc_model_action(HC_DENY_WITHOUT_PROMPT, "r=%.12s, s=%d", q->hex, q->session);
+        deny_saying(h, q,
+                    "--allow-host takes an exact host name, not a wildcard; a wildcard is written by the developer "
+                    "in the profile's allow_hosts");
+        return;
+    }
+    if (!e->port.prompt_begin) {
+        hc_model_action(HC_DENY_WITHOUT_PROMPT, "r=%.12s, s=%d", q->hex, q->session);
+        deny(h, q, "no prompt in this build");
+        return;
+    }
+    struct lz_esc_request er = {
+        .request_id = q->id, .session_id = q->sid, .justification = q->rec.host.justification, .host = &q->rule
+    };
+    /* The prompt times out itself (a denial); this is the backstop. */
+    q->deadline = lz_now_ms() + prompt_timeout_ms(h) + ESC_PROMPT_GRACE_MS;
+    if (e->port.prompt_begin(h, s, &er) < 0) {
+        hc_model_action(HC_DENY_WITHOUT_PROMPT, "r=%.12s, s=%d", q->hex, q->session);
+        deny(h, q, "the prompt could not be shown");
+    }
+}
+
 static void on_request(struct hc *h, struct session *s, const char *name, struct lz_record *rec, const uint8_t *bytes,
                        size_t len) {
     struct lz_esc *e = h->esc;
@@ -376,8 +460,10 @@ static void on_request(struct hc *h, struct session *s, const char *name, struct
     if (e->n_seen % 1024 == 0)
         e->seen = lz_xrealloc(e->seen, (e->n_seen + 1024) * sizeof *e->seen);
     memcpy(e->seen[e->n_seen++], rec->request_id, LZ_RECORD_ID_LEN);
-    if ((int64_t)rec->request.created_ms > now + ESC_SKEW_MS || (int64_t)rec->request.expires_ms < now ||
-        rec->request.expires_ms - rec->request.created_ms > ESC_MAX_VALID_MS) {
+    bool net = rec->kind == LZ_REC_HOST_REQUEST;
+    uint64_t created = net ? rec->host.created_ms : rec->request.created_ms;
+    uint64_t expires = net ? rec->host.expires_ms : rec->request.expires_ms;
+    if ((int64_t)created > now + ESC_SKEW_MS || (int64_t)expires < now || expires - created > ESC_MAX_VALID_MS) {
         esc_reject(name, "expired (or not yet valid, or valid for too long)");
         return;
     }
@@ -408,15 +494,23 @@ static void on_request(struct hc *h, struct session *s, const char *name, struct
     *rec = (struct lz_record){ 0 }; /* owned by q now */
     q->phase = EP_PROMPT;
     q->received_ms = now;
-    q->in_on = q->rec.request.stdin_wanted;
+    q->net = net;
+    q->in_on = !net && q->rec.request.stdin_wanted;
     hc_model_action(HC_RECEIVE_ESCALATION, "r=%.12s, s=%d", q->hex, q->session);
-    hc_log("escalation: request %.12s from session %d: %zu arguments, argv[0] %s", q->hex, q->session,
-           q->rec.request.argc, q->rec.request.argv[0]);
+    if (net)
+        hc_log("escalation: request %.12s from session %d: --allow-host %s", q->hex, q->session, q->rec.host.host);
+    else
+        hc_log("escalation: request %.12s from session %d: %zu arguments, argv[0] %s", q->hex, q->session,
+               q->rec.request.argc, q->rec.request.argv[0]);
     struct lz_record ack = { .kind = LZ_REC_REQUEST_ACK };
     lz_record_digest(bytes, len, ack.ack.request_digest);
     ack.ack.received_ms = (uint64_t)now;
     ack.ack.decide_by_ms = (uint64_t)now + (uint64_t)prompt_timeout_ms(h);
     esc_put(h, q, &ack);
+    if (net) {
+        on_host_request(h, s, q);
+        return;
+    }
 
     struct lz_esc_request er = { .request_id = q->id,
                                  .session_id = q->sid,
@@ -535,7 +629,7 @@ static void take_entry(struct hc *h, const char *name) {
         lz_record_clear(&rec);
         return;
     }
-    if (mn.kind == LZ_REC_ESCALATION_REQUEST) {
+    if (mn.kind == LZ_REC_ESCALATION_REQUEST || mn.kind == LZ_REC_HOST_REQUEST) {
         on_request(h, s, name, &rec, buf, len);
         lz_record_clear(&rec);
         return;
@@ -578,7 +672,8 @@ static void scan(struct hc *h) {
      * removed as belonging to no request. */
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < n; i++)
-            if ((strstr(names[i], ".escalation-request.") != NULL) == (pass == 0))
+            if ((strstr(names[i], ".escalation-request.") != NULL || strstr(names[i], ".host-request.") != NULL) ==
+                (pass == 0))
                 take_entry(h, names[i]);
     for (size_t i = 0; i < n; i++)
         free(names[i]);

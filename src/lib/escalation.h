@@ -25,6 +25,7 @@
 #pragma once
 
 #include "autoapprove.h" /* struct lz_esc_rule: the configuration's resolved rules */
+#include "hostrule.h"
 #include "record.h"
 
 struct lz_esc_policy {
@@ -46,6 +47,10 @@ struct lz_esc_request {
     const char *cwd;
     const char *justification;
     bool terminal; /* it would run on the session's terminal (route HostProcess) */
+    /* A host-request (lazaret-escalate --allow-host): the rule as the Host
+     * Coordinator parsed it; argv is then NULL, argc 0 and cwd NULL, and
+     * lz_esc_decide is never asked about it. NULL for a command. */
+    const struct lz_hostrule *host;
 };
 
 #define LZ_ESC_PROMPT 0 /* no rule matches: the developer decides */

@@ -8,6 +8,7 @@
 
 #include "hc_esc.h"
 #include "hostexec.h"
+#include "hostrule.h"
 #include "mailbox.h"
 #include "sbwrite.h"
 #include "trust.h"
@@ -75,6 +76,12 @@ struct esc_req {
     uint64_t in_next, in_chunks, in_bytes, in_dropped_bytes;
     uint8_t *in_buf;
     size_t in_len, in_off;
+    /* A host-request (--allow-host): its rule as parsed here from the
+     * sandbox's text, and the request as the audit keeps it
+     * ("--allow-host", the text as written). Nothing runs for it. */
+    bool net;
+    struct lz_hostrule rule;
+    char *net_argv[3];
 };
 
 struct lz_esc {

@@ -15,7 +15,12 @@
  * (argv, sandbox cwd, the executable's canonical path, device, inode,
  * size, mtime and SHA-256) approved; a later request of the same session
  * with the same identity is approved without a prompt (SessionApprove).
- * They end with the session. */
+ * They end with the session.
+ *
+ * A host-request (lazaret-escalate --allow-host) is asked on the same
+ * prompt with its network screen (prompt.h `network`): [s] allows the
+ * rule for every session of the Domain (the resolver is the Domain's),
+ * [d]/[q] deny; no grant ever answers one. */
 #include "hc_prompt.h"
 #include "hc_esc.h"
 #include "hc_session.h"
@@ -66,6 +71,7 @@ struct hc_prompt {
     bool quit;   /* [q]: the session ends once drained */
     int host_fd; /* route HostProcess: the host process's PTY master (escalation.c owns it), or -1 */
     bool key_loss_logged;
+    bool net; /* a host-request (--allow-host): nothing runs; [s] allows the rule */
 };
 
 static void names_of(uid_t uid, gid_t gid, char *owner, char *group, size_t n) {
@@ -209,6 +215,16 @@ static void decided(struct hc *h, struct session *s, struct hc_prompt *w) {
         return;
     w->done = true;
     collect(w);
+    if (w->net && (res.decision == LZ_PROMPT_APPROVED || res.decision == LZ_PROMPT_APPROVED_SESSION)) {
+        hc_log("escalation: request %.12s of session %d: allowed on the prompt (%u key(s) typed ahead discarded)",
+               w->hex, w->session, res.discarded_keys);
+        if (res.decision == LZ_PROMPT_APPROVED_SESSION)
+            hc_esc_approve(h, w->id, LZ_AUDIT_APPROVED_FOR_SESSION, 0, NULL, 0, NULL);
+        else /* not offered for a host: cannot happen */
+            hc_esc_refuse(h, w->id, LZ_OUTCOME_DENIED, false, "[a] is not an answer to a host request");
+        lz_prompt_result_clear(&res);
+        return;
+    }
     static const char *const names[] = { "pending",       "approved", "approved for the session", "denied", "timed out",
                                          "denied (quit)", "cancelled" };
     hc_log("escalation: request %.12s of session %d: %s on the prompt%s (%u key(s) typed ahead discarded)", w->hex,
@@ -279,12 +295,95 @@ static const struct hc_grant *granted(struct session *s, const struct lz_esc_req
     return NULL;
 }
 
+/* "example.com on TCP port 443", "... ports 443, 8443", "... every TCP
+ * port": what the prompt says the sandbox asks to reach. */
+static char *host_words(const struct lz_hostrule *rule) {
+    struct lz_buf b = { 0 };
+    lz_buf_adds(&b, rule->name);
+    if (rule->n_ports == 0)
+        lz_buf_adds(&b, " on every TCP port");
+    else
+        lz_buf_adds(&b, rule->n_ports == 1 ? " on TCP port " : " on TCP ports ");
+    for (size_t i = 0; i < rule->n_ports; i++) {
+        char port[16];
+        snprintf(port, sizeof port, "%s%u", i ? ", " : "", rule->ports[i]);
+        lz_buf_adds(&b, port);
+    }
+    lz_buf_add(&b, "", 1);
+    return b.p;
+}
+
+/* A host-request (lazaret-escalate --allow-host) on the same prompt: the
+ * host and its ports, the justification; [s] allows, [d]/[q] deny. Every
+ * request is asked (no grant answers it), since the coordinator decides
+ * nothing from the sandbox's claim that a name is already allowed. */
+static int host_prompt_begin(struct hc *h, struct session *s, const struct lz_esc_request *r, const char *hex) {
+    if (!s->tty || s->master < 0 || s->sock < 0 || s->prompt) {
+        static const char msg[] = "lazaret: the sandbox asked to reach a host (lazaret-escalate --allow-host), and "
+                                  "this session has no terminal to ask on: denied. Ask from an interactive "
+                                  "`lazaret run` session, or add the host to the profile's allow_hosts.";
+        hc_log("escalation: request %.12s of session %d: no terminal to prompt on (%s); denied", hex, s->id,
+               s->prompt ? "a prompt is up" : "pipes");
+        if (!s->tty)
+            hc_session_send(s, LZ_MSG_NOTICE, 0, msg, sizeof msg - 1);
+        return -ENOTTY;
+    }
+    struct lz_error err = { 0 };
+    _cleanup_free_ struct hc_prompt *w = lz_xcalloc(1, sizeof *w);
+    w->h = h;
+    w->host_fd = -1;
+    w->session = s->id;
+    w->net = true;
+    memcpy(w->id, r->request_id, LZ_RECORD_ID_LEN);
+    snprintf(w->hex, sizeof w->hex, "%s", hex);
+    char text[LZ_HOSTRULE_TEXT_MAX + 1];
+    if (lz_hostrule_format(r->host, text, sizeof text) < 0)
+        return -EINVAL;
+    _cleanup_free_ char *words = host_words(r->host);
+    _cleanup_free_ char *sess = lz_xasprintf("session %d", s->id);
+    const char *argv[] = { "--allow-host", text };
+    struct lz_prompt_req req = { .profile = h->cfg->profile.name,
+                                 .session = sess,
+                                 .request_id = hex,
+                                 .exe = { .path = "" },
+                                 .argv = argv,
+                                 .argc = 2,
+                                 .cwd = "",
+                                 .justification = r->justification,
+                                 .justification_len = r->justification ? strlen(r->justification) : 0,
+                                 .network = words,
+                                 /* The resolver is the Domain's: a rule added
+                                  * stays for all its sessions (hc_net.h). */
+                                 .network_scope = "for every session of this Domain until it stops" };
+    struct winsize ws = { 0 };
+    (void)ioctl(s->master, TIOCGWINSZ, &ws);
+    struct lz_prompt_opts o = { .now_ms = lz_now_ms(),
+                                .timeout_ms = (long)h->cfg->escalation_prompt_timeout_s * 1000,
+                                .rows = ws.ws_row,
+                                .cols = ws.ws_col,
+                                .on_action = on_action,
+                                .ctx = w };
+    int rr = lz_prompt_new(&req, &o, &w->p, &err);
+    if (rr < 0) {
+        hc_log("escalation: request %.12s: cannot show the prompt: %s", hex, err.msg);
+        prompt_free(TAKE_PTR(w));
+        return rr;
+    }
+    hc_log("escalation: request %.12s: prompting on the terminal of session %d (--allow-host %s)", hex, s->id, text);
+    s->prompt = TAKE_PTR(w);
+    collect(s->prompt);
+    drain(s, s->prompt);
+    return 0;
+}
+
 int hc_prompt_begin(struct hc *h, struct session *s, const struct lz_esc_request *r) {
     /* The relay asks the prompt from now on (its hooks do nothing while
      * no prompt is up and no grant is kept). */
     s->filter = &prompt_filter;
     char hex[2 * LZ_RECORD_ID_LEN + 1];
     lz_hex(r->request_id, LZ_RECORD_ID_LEN, hex);
+    if (r->host)
+        return host_prompt_begin(h, s, r, hex);
     if (!s->tty || s->master < 0 || s->sock < 0 || s->prompt) {
         static const char msg[] = "lazaret: a host command was requested (lazaret-escalate) that no auto-approval "
                                   "rule allows, and this session has no terminal to ask on: denied. Run it from an "

@@ -10,12 +10,24 @@
  * sessions' lookup. It includes neither the prompt's nor the sessions'
  * declarations; they call it (hc_esc_approve, hc_esc_refuse,
  * hc_esc_route_room, hc_esc_session_begin/end).
+ *
+ * A host-request (lazaret-escalate --allow-host, record.h) goes through
+ * the same life cycle: received, verified, bound to its session, replay
+ * and expiry checked; its text parsed with lz_hostrule_parse here (the
+ * sandbox's check is only for its own early error): a malformed rule or a
+ * wildcard is refused before any prompt, with the reason sent to the
+ * requester. No [[escalation.auto_approve]] rule approves it (those are
+ * rules over argv) and no earlier answer does: it is always prompted.
+ * Approved ([s]), the port's allow_host is called with the parsed rule
+ * and the request ends completed; denied, timed out or cancelled as any
+ * request. Nothing runs on the host.
  */
 #pragma once
 
 #include "hc.h"
 
 struct lz_hostexec_ident;
+struct lz_hostrule;
 
 /* What escalation calls outside itself. All members are required except
  * prompt_begin (NULL: a request no rule approves is denied without a
@@ -38,6 +50,10 @@ struct hc_esc_port {
      * has this session ID; NULL when there is none. */
     struct session *(*session_by_id)(struct hc *h, int id);
     struct session *(*session_by_sid)(struct hc *h, const uint8_t sid[16]);
+    /* The developer approved a host-request: the Domain may reach what the
+     * rule names from now on (hc_net.h hc_net_allow_host). < 0 with err:
+     * it could not be added (the request ends as failed). */
+    int (*allow_host)(struct hc *h, const struct lz_hostrule *rule, struct lz_error *err);
 };
 
 /* The Trust Anchor and the mailbox (a generation step), with the port
@@ -54,7 +70,9 @@ void hc_esc_tick(struct hc *h);
 int hc_esc_session_begin(struct hc *h, struct session *s, char **ret_id_env, char **ret_key_env);
 /* Ends the session's requests (host processes killed) and its anchor. */
 void hc_esc_session_end(struct hc *h, struct session *s, const char *why);
-/* The prompt's answer. Approve: argv (the request's own, or the
+/* The prompt's answer. A host-request's approval takes no argv (NULL, 0,
+ * shown NULL): the rule parsed from the request is what the port's
+ * allow_host gets. Approve: argv (the request's own, or the
  * developer's edit) runs, recorded in the audit as ad (approved, edited,
  * approved-for-session, or session-approved with ref = the audit row of
  * the [s] approval it reuses); it runs only if argv[0] still resolves to

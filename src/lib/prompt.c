@@ -10,7 +10,8 @@ int lz_prompt_new(const struct lz_prompt_req *req, const struct lz_prompt_opts *
                   struct lz_error *err) {
     if (!req || !o || !req->argv || req->argc == 0 || req->argc > LZ_PROMPT_ARGC_MAX ||
         req->envc > LZ_PROMPT_ENVC_MAX || (req->envc && !req->env) || req->justification_len > LZ_PROMPT_TEXT_MAX ||
-        (req->justification_len && !req->justification) || !str_ok(req->exe.path) || !str_ok(req->cwd))
+        (req->justification_len && !req->justification) || !str_ok(req->exe.path) || !str_ok(req->cwd) ||
+        (req->network && (!str_ok(req->network) || !str_ok(req->network_scope))))
         return lz_error_set(err, -EINVAL,
                             "escalation prompt: the request is incomplete or exceeds the prompt's bounds");
     for (size_t i = 0; i < req->argc; i++)
@@ -46,6 +47,10 @@ int lz_prompt_new(const struct lz_prompt_req *req, const struct lz_prompt_opts *
     if (req->justification_len)
         memcpy(p->just, req->justification, req->justification_len);
     p->just_len = req->justification_len;
+    if (req->network) {
+        p->network = lz_xstrdup(req->network);
+        p->network_scope = lz_xstrdup(req->network_scope);
+    }
     p->state = LZ_PROMPT_QUEUED;
     p->deadline = o->now_ms > LONG_MAX - p->o.timeout_ms ? LONG_MAX : o->now_ms + p->o.timeout_ms;
     p->settle_until = LONG_MAX;
@@ -72,6 +77,8 @@ void lz_prompt_free(struct lz_prompt *p) {
     strv_free(p->edit_argv);
     strv_free(p->warn);
     free(p->just);
+    free(p->network);
+    free(p->network_scope);
     rows_clear(&p->body);
     free(p->message);
     free(p->line.p);
@@ -161,6 +168,10 @@ static void ask_key(struct lz_prompt *p, const struct key *k) {
         switch (k->cp) {
         case 'a':
         case 'A': {
+            if (p->network) {
+                set_message(p, "[a] is not offered for a network request: [s] allows it, [d] denies it.");
+                return;
+            }
             size_t argc;
             shown_argv(p, &argc);
             act(p, "DeveloperApprove", "argc=%zu edited=%d", argc, p->edited);
@@ -187,7 +198,13 @@ static void ask_key(struct lz_prompt *p, const struct key *k) {
             finish(p, LZ_PROMPT_QUIT);
             return;
         case 'e':
-        case 'E': open_editor(p); return;
+        case 'E':
+            if (p->network) {
+                set_message(p, "[e] is not offered for a network request: [s] allows it, [d] denies it.");
+                return;
+            }
+            open_editor(p);
+            return;
         case ' ':
         case 'f': page(p, (long)pr_body_height(p) - 1); return;
         case 'b': page(p, -((long)pr_body_height(p) - 1)); return;

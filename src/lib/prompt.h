@@ -21,6 +21,7 @@
  *                            counted (DiscardTypeahead), and the screen
  *                            says how many
  *   [a]                      DeveloperApprove        -> LZ_PROMPT_APPROVED
+ *                            (not offered for a network request)
  *   [s]                      DeveloperApproveSession -> LZ_PROMPT_APPROVED_SESSION
  *   [d], Enter, Escape, ^C   DeveloperDeny           -> LZ_PROMPT_DENIED
  *   [q]                      DeveloperQuit           -> LZ_PROMPT_QUIT
@@ -139,6 +140,17 @@ struct lz_prompt_req {
     size_t envc;
     const void *justification; /* from the sandbox, untrusted */
     size_t justification_len;
+    /* A network request (lazaret-escalate --allow-host) instead of a
+     * command: what the sandbox asks to reach, in the caller's words
+     * ("example.com on TCP port 443"); NULL for a command. The screen then
+     * shows it and the justification, not the executable, directory or
+     * environment (the caller passes "" for exe.path and cwd, and the
+     * request as the sandbox wrote it as argv). Offered: [s] allow (for as
+     * long as the caller says: the text `network_scope`), [d], [q]; [a]
+     * and [e] are not (a name allowed stays allowed, and a rule is not
+     * edited on the prompt). */
+    const char *network;
+    const char *network_scope; /* "until this Domain stops"; required with network */
 };
 
 enum lz_prompt_state {

@@ -123,6 +123,7 @@ struct lz_prompt {
     size_t envc;
     uint8_t *just;
     size_t just_len;
+    char *network, *network_scope; /* a network request (prompt.h), or NULL */
     /* What the prompt shows: the request's argv, or the accepted edit. */
     char **edit_argv;
     size_t edit_argc;

@@ -144,9 +144,59 @@ static void argv_rows(struct rows *r, unsigned cols, const char *const *argv, si
     }
 }
 
+/* The justification box: one row per line of the text; the line feed
+ * stays visible as \n at the end of its row, so the rendering is still
+ * lz_escape's. */
+static void justification_rows(struct lz_prompt *p, struct rows *r, unsigned cols) {
+    wrap(r, "Justification: text supplied by the sandbox, not checked by Lazaret", A_BOLD, cols);
+    wrap(r, "  .---", A_NONE, cols);
+    size_t s = 0;
+    for (;;) {
+        size_t e = s;
+        while (e < p->just_len && p->just[e] != '\n')
+            e++;
+        bool nl = e < p->just_len;
+        if (!nl && e == s && s > 0)
+            break; /* nothing after the last line feed */
+        _cleanup_free_ char *t = esc(p->just + s, e - s, 0);
+        contentf(r, cols, "  | %s%s", t, nl ? "\\n" : "");
+        if (!nl)
+            break;
+        s = e + 1;
+    }
+    wrap(r, "  '---", A_NONE, cols);
+}
+
+/* A network request (lazaret-escalate --allow-host): what it reaches, and
+ * for how long an allowed name stays allowed. */
+static void build_network_body(struct lz_prompt *p) {
+    struct rows *r = &p->body;
+    unsigned cols = text_cols(p);
+    wrap(r, "Lazaret: the sandbox asks for NETWORK ACCESS to a host", A_BOLD, cols);
+    wrap(r, "", A_NONE, cols);
+    _cleanup_free_ char *profile = escs(p->profile, 0), *session = escs(p->session, 0), *rid = escs(p->request_id, 0),
+                        *what = escs(p->network, 0), *scope = escs(p->network_scope, 0);
+    contentf(r, cols, "  %-12s %s", "profile", profile);
+    contentf(r, cols, "  %-12s %s", "session", session);
+    contentf(r, cols, "  %-12s %s", "request", rid);
+    wrap(r, "", A_NONE, cols);
+    wrapf(r, A_BOLD, cols, "The sandbox asks to reach %s", what);
+    wrapf(r, A_NONE, cols,
+          "Allowed, the name resolves in this Domain and connections to its addresses on these ports are let "
+          "through, %s. Nothing runs on this host.",
+          scope);
+    wrap(r, "", A_NONE, cols);
+    justification_rows(p, r, cols);
+    p->body_valid = true;
+}
+
 static void build_body(struct lz_prompt *p) {
     struct rows *r = &p->body;
     rows_clear(r);
+    if (p->network) {
+        build_network_body(p);
+        return;
+    }
     unsigned cols = text_cols(p);
     size_t argc;
     const char *const *argv = shown_argv(p, &argc);
@@ -188,25 +238,7 @@ static void build_body(struct lz_prompt *p) {
         contentf(r, cols, "  \"%s\"", e);
     }
     wrap(r, "", A_NONE, cols);
-    wrap(r, "Justification: text supplied by the sandbox, not checked by Lazaret", A_BOLD, cols);
-    wrap(r, "  .---", A_NONE, cols);
-    /* One box row per line of the text; the line feed stays visible as \n
-     * at the end of its row, so the rendering is still lz_escape's. */
-    size_t s = 0;
-    for (;;) {
-        size_t e = s;
-        while (e < p->just_len && p->just[e] != '\n')
-            e++;
-        bool nl = e < p->just_len;
-        if (!nl && e == s && s > 0)
-            break; /* nothing after the last line feed */
-        _cleanup_free_ char *t = esc(p->just + s, e - s, 0);
-        contentf(r, cols, "  | %s%s", t, nl ? "\\n" : "");
-        if (!nl)
-            break;
-        s = e + 1;
-    }
-    wrap(r, "  '---", A_NONE, cols);
+    justification_rows(p, r, cols);
     p->body_valid = true;
 }
 
@@ -229,14 +261,19 @@ static void footer_rows(struct lz_prompt *p, struct rows *f, size_t top, size_t 
         wrap(f, "Read the request. Keys are accepted in a moment; keys typed now are ignored.", A_NONE, cols);
         return;
     }
-    wrap(f, "[a] approve once  [d] deny  [e] edit  [q] deny, end session  Enter/Esc: deny", A_NONE, cols);
-    if (p->edited)
+    if (p->network) {
+        _cleanup_free_ char *scope = escs(p->network_scope, 0);
+        wrapf(f, A_NONE, cols, "[s] allow, %s  [d] deny  [q] deny, end session  Enter/Esc: deny", scope);
+    } else if (p->edited) {
+        wrap(f, "[a] approve once  [d] deny  [e] edit  [q] deny, end session  Enter/Esc: deny", A_NONE, cols);
         wrap(f, "This is your edit: [a] runs it once. [s] is not offered for an edited command.", A_NONE, cols);
-    else
+    } else {
+        wrap(f, "[a] approve once  [d] deny  [e] edit  [q] deny, end session  Enter/Esc: deny", A_NONE, cols);
         wrap(f,
              "[s] approve, and run this exact request (same executable, arguments, directory, environment) "
              "again without asking until this Client Session ends",
              A_NONE, cols);
+    }
     long mins = p->o.timeout_ms / 60000, secs = (p->o.timeout_ms / 1000) % 60;
     wrapf(f, A_NONE, cols, "Unanswered, the request is denied %ld min %ld s after it arrived.", mins, secs);
 }

@@ -14,6 +14,7 @@ static const char *const names[LZ_REC_KIND_MAX + 1] = {
     [LZ_REC_RESULT_END] = "result-end",
     [LZ_REC_CANCEL] = "cancel",
     [LZ_REC_STDIN_CHUNK] = "stdin-chunk",
+    [LZ_REC_HOST_REQUEST] = "host-request",
 };
 
 const char *lz_record_name(unsigned kind) { return kind <= LZ_REC_KIND_MAX ? names[kind] : NULL; }
@@ -125,6 +126,23 @@ static int check_record(const struct lz_record *rec, struct lz_error *err) {
             return lz_error_set(err, -E2BIG, "a stdin chunk of %zu bytes, more than %d", rec->stdin_chunk.len,
                                 LZ_RECORD_CHUNK_MAX);
         return 0;
+    case LZ_REC_HOST_REQUEST: {
+        const char *host = rec->host.host ? rec->host.host : "";
+        size_t hl = strlen(host);
+        if (hl == 0)
+            return lz_error_set(err, -EINVAL, "the host is empty");
+        if (hl > LZ_RECORD_HOST_MAX)
+            return lz_error_set(err, -E2BIG, "the host is %zu bytes, more than %d", hl, LZ_RECORD_HOST_MAX);
+        for (size_t i = 0; i < hl; i++)
+            if (host[i] < 0x21 || host[i] > 0x7e)
+                return lz_error_set(err, -EINVAL, "the host holds a byte that is not printable ASCII");
+        const char *j = rec->host.justification ? rec->host.justification : "";
+        if ((r = check_text(j, strlen(j), LZ_RECORD_TEXT_MAX, false, "justification", err)) < 0)
+            return r;
+        if (rec->host.expires_ms <= rec->host.created_ms)
+            return lz_error_set(err, -EINVAL, "the request expires before it was created");
+        return 0;
+    }
     }
     return lz_error_set(err, -EINVAL, "unknown record kind %u", (unsigned)rec->kind);
 }
@@ -213,6 +231,14 @@ int lz_record_encode(const struct lz_record *rec, uint8_t *buf, size_t cap, size
         w_str(&w, rec->stdin_chunk.data, rec->stdin_chunk.len);
         uint8_t flag = rec->stdin_chunk.eof ? 1 : 0;
         lz_wbuf_put(&w, &flag, 1);
+        break;
+    }
+    case LZ_REC_HOST_REQUEST: {
+        const char *j = rec->host.justification ? rec->host.justification : "";
+        w_varint(&w, rec->host.created_ms);
+        w_varint(&w, rec->host.expires_ms);
+        w_str(&w, rec->host.host, strlen(rec->host.host));
+        w_str(&w, j, strlen(j));
         break;
     }
     }
@@ -447,6 +473,23 @@ int lz_record_decode(unsigned kind, const uint8_t *buf, size_t len, struct lz_re
             goto fail;
         break;
     }
+    case LZ_REC_HOST_REQUEST:
+        /* Each string is checked for a NUL before it is used as a C
+         * string (check_record reads it with strlen). */
+        if ((e = r_u64(&r, &rec.host.created_ms)) < 0 || (e = r_u64(&r, &rec.host.expires_ms)) < 0 ||
+            (e = r_str(&r, LZ_RECORD_HOST_MAX, &rec.host.host, &l)) < 0)
+            goto fail;
+        if (memchr(rec.host.host, '\0', l)) {
+            e = r_fail(&r, "the host contains a NUL byte");
+            goto fail;
+        }
+        if ((e = r_str(&r, LZ_RECORD_TEXT_MAX, &rec.host.justification, &l)) < 0)
+            goto fail;
+        if (memchr(rec.host.justification, '\0', l)) {
+            e = r_fail(&r, "justification contains a NUL byte");
+            goto fail;
+        }
+        break;
     }
     if (r.off != r.len) {
         e = r_fail(&r, "trailing bytes");
@@ -550,6 +593,10 @@ void lz_record_clear(struct lz_record *rec) {
     case LZ_REC_DEVELOPER_DECISION: free_argv(rec->decision.argv, rec->decision.argc); break;
     case LZ_REC_RESULT_CHUNK: free(rec->chunk.data); break;
     case LZ_REC_STDIN_CHUNK: free(rec->stdin_chunk.data); break;
+    case LZ_REC_HOST_REQUEST:
+        free(rec->host.host);
+        free(rec->host.justification);
+        break;
     case LZ_REC_REQUEST_ACK:
     case LZ_REC_CHUNK_ACK:
     case LZ_REC_RESULT_END:

@@ -28,9 +28,19 @@
  *
  * Every record begins with the Escalation Request ID and the Session ID.
  *
+ * Kinds are added, never changed: a new kind is a new name under the
+ * signature (so LZ_RECORD_FORMAT stays 1), which an older peer refuses
+ * as an unknown kind before it verifies anything. host-request (kind 9,
+ * lazaret-escalate --allow-host) is such an addition: the sandbox asks to
+ * reach a host by name; the Host Coordinator answers it with the same
+ * request-ack, developer-decision and result-end as an escalation-request
+ * (no result-chunk but a refusal's reason), and it is one request of its
+ * session like any other (request-ID uniqueness, expiry, cancel).
+ *
  * What the CALLER must check after lz_record_open (this module cannot):
  *   - the key: use the public key of the signer the schema names for the
- *     kind (sandbox session key for escalation-request, chunk-ack, cancel;
+ *     kind (sandbox session key for escalation-request, host-request,
+ *     chunk-ack, cancel, stdin-chunk;
  *     the Host Coordinator's key for the others), and pass the matching
  *     accept mask;
  *   - session binding: the record's session_id is the registered Client
@@ -39,7 +49,8 @@
  *   - request-ID uniqueness: an escalation-request whose request_id was
  *     seen before in this Domain generation is a replay and is refused;
  *     every other kind refers to a known, active request_id;
- *   - expiry: created_ms <= now <= expires_ms for a request, with the
+ *   - expiry: created_ms <= now <= expires_ms for a request (of either
+ *     kind), with the
  *     window no longer than the Host Coordinator's maximum; sequence
  *     numbers of result-chunk/chunk-ack/stdin-chunk are contiguous and in
  *     their window, and nothing follows a stdin-chunk with eof.
@@ -65,6 +76,8 @@
 #define LZ_RECORD_TEXT_MAX 4096 /* justification */
 #define LZ_RECORD_TIMEOUT_MAX_S 86400
 #define LZ_RECORD_SIGNAL_MAX 64
+/* host-request: the rule text (hostrule.h LZ_HOSTRULE_TEXT_MAX). */
+#define LZ_RECORD_HOST_MAX 512
 /* stdin-chunk records of one request that may wait in req/ at once: the
  * Escalation Client writes seq N only once seq N-8 is gone from req/ (the
  * Host Coordinator takes them strictly in order, one at a time, when the
@@ -81,13 +94,14 @@ enum lz_record_kind {
     LZ_REC_RESULT_END = 6,         /* HC -> sandbox */
     LZ_REC_CANCEL = 7,             /* sandbox -> HC */
     LZ_REC_STDIN_CHUNK = 8,        /* sandbox -> HC (lazaret-escalate --stdin) */
+    LZ_REC_HOST_REQUEST = 9,       /* sandbox -> HC (lazaret-escalate --allow-host) */
 };
-#define LZ_REC_KIND_MAX 8
+#define LZ_REC_KIND_MAX 9
 #define LZ_REC_MASK(kind) (1u << (kind))
 /* The kinds each signer produces (the accept masks for lz_record_open). */
 #define LZ_REC_FROM_SANDBOX                                                                                            \
     (LZ_REC_MASK(LZ_REC_ESCALATION_REQUEST) | LZ_REC_MASK(LZ_REC_CHUNK_ACK) | LZ_REC_MASK(LZ_REC_CANCEL) |             \
-     LZ_REC_MASK(LZ_REC_STDIN_CHUNK))
+     LZ_REC_MASK(LZ_REC_STDIN_CHUNK) | LZ_REC_MASK(LZ_REC_HOST_REQUEST))
 #define LZ_REC_FROM_HOST                                                                                               \
     (LZ_REC_MASK(LZ_REC_REQUEST_ACK) | LZ_REC_MASK(LZ_REC_DEVELOPER_DECISION) | LZ_REC_MASK(LZ_REC_RESULT_CHUNK) |     \
      LZ_REC_MASK(LZ_REC_RESULT_END))
@@ -174,6 +188,15 @@ struct lz_record {
             size_t len;
             bool eof; /* the last chunk: the requester's stdin ended */
         } stdin_chunk;
+        struct {
+            uint64_t created_ms, expires_ms; /* as for an escalation-request */
+            /* The host rule asked for, as the sandbox wrote it
+             * ("example.com:443"): 1..LZ_RECORD_HOST_MAX bytes of printable
+             * ASCII (0x21..0x7e). Only its form is checked here; what it
+             * names is the Host Coordinator's check (lz_hostrule_parse). */
+            char *host;
+            char *justification; /* UTF-8, may be empty */
+        } host;
     };
 };
 

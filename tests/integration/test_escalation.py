@@ -710,3 +710,146 @@ def test_executable_replaced_before_approval_is_refused(lazaret, env, workspace,
     assert log.count("debug: model QueuePrompt(") == 2  # once per request
     rows = audit_rows(lazaret, env, workspace)
     assert [(w["decision"], w["end_state"]) for w in rows] == [("approved", "failed"), ("approved", "completed")]
+
+
+# ---- --allow-host: the sandbox asks to reach a host by name ----
+
+NET_ASKING = r"\[s\] allow, for every session of this Domain"
+
+
+def ask_host(c, args):
+    """lazaret-escalate --allow-host ARGS; returns the prompt's screen once
+    it is drawn and settled."""
+    c.sendline(f"{ESC} --allow-host {args}; echo rc=$?")
+    c.expect(SETTLING, timeout=30)
+    screen = c.before + c.after
+    c.expect(NET_ASKING, timeout=10)
+    return screen + c.before + c.after
+
+
+def test_allow_host_prompt(lazaret, env, workspace):
+    a = spawn_prompt_session(lazaret, env, workspace)
+    # A wildcard is refused in the sandbox before anything is sent (the
+    # coordinator refuses it again: tests/unit/test_escalation.c).
+    a.sendline(f"{ESC} --allow-host '*.example.com' --justification x; echo rc=$?")
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert a.match.group(1) == "2" and "not a wildcard" in a.before, a.before
+
+    # The network screen: the host and its port, the justification; [a] is
+    # not an answer; [d] denies: exit 1 with one line saying so.
+    screen = ask_host(a, "Example.COM:443 --justification 'read the docs'")
+    assert "NETWORK ACCESS" in screen, screen
+    assert "The sandbox asks to reach example.com on TCP port 443" in screen, screen
+    assert "read the docs" in screen and "[a] approve" not in screen and "[e] edit" not in screen, screen
+    a.send("a")
+    a.expect(r"\[a\] is not offered for a network request", timeout=10)
+    no_result(a, 1)
+    a.send("d")
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert a.match.group(1) == "1", a.before
+    assert "denied: Example.COM:443" in a.before, a.before
+
+    # [s] allows: exit 0.
+    screen = ask_host(a, "example.org --justification x")
+    assert "The sandbox asks to reach example.org on every TCP port" in screen, screen
+    a.send("s")
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert a.match.group(1) == "0", a.before
+    assert "allowed: example.org" in a.before, a.before
+
+    # The same name again is asked again (nothing is decided from the
+    # sandbox's claim); Ctrl-C cancels it (130).
+    ask_host(a, "example.org --justification again")
+    a.send("\x03")
+    a.expect(r"rc=(\d+)", timeout=30)
+    assert a.match.group(1) == "130", a.before
+    a.sendline("exit")
+    a.expect(pexpect.EOF, timeout=30)
+
+    log = coord_log(env, workspace)
+    assert "host rule example.org allowed in this Domain" in log, log[-3000:]
+    assert "host rule example.com:443 allowed" not in log
+    rows = audit_rows(lazaret, env, workspace)
+    got = [(w["argv"], w["decided_by"], w["decision"], w["end_state"]) for w in rows]
+    assert got == [
+        (["--allow-host", "Example.COM:443"], "developer", "denied", "denied"),
+        (["--allow-host", "example.org"], "developer", "approved-for-session", "completed"),
+        (["--allow-host", "example.org"], "developer", "none", "cancelled"),
+    ], got
+
+
+def test_allow_host_without_a_terminal_is_denied(lazaret, env, workspace):
+    # Pipes: no terminal to ask on: denied (exit 1), never allowed.
+    r = subprocess.run([lazaret, "run", "-p", "test", "--", ESC, "--allow-host", "example.org:443",
+                        "--justification", "x"], cwd=workspace, env=env.environ(LAZARET_DEBUG="1"),
+                       capture_output=True, timeout=300)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert b"denied: example.org:443" in r.stderr, r.stderr
+    assert "allowed in this Domain" not in coord_log(env, workspace)
+
+
+def host_record(sk_seed, rid, sid, host, context=b"host-request"):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    now = int(time.time() * 1000)
+    p = rid + sid + _varint(now) + _varint(now + 60000) + _bytes(host) + _bytes(b"forged")
+    ctx = b"lazaret/v1/" + context + b"\x00" + len(p).to_bytes(4, "little") + p
+    return bytes([1, 9]) + Ed25519PrivateKey.from_private_bytes(sk_seed).sign(ctx) + p
+
+
+def test_allow_host_hostile_records(lazaret, env, workspace):
+    """host-request records written from inside without the Escalation
+    Client's check: the coordinator's parse is the one that counts. Even an
+    auto-approval rule matching everything the record could name does not
+    approve one."""
+    a = spawn_tty(lazaret, env, workspace, rules(["+", ECHO]))
+    sid, sk = session_keys(a)
+    req = mailbox_req(env, workspace)
+    log = lambda: coord_log(env, workspace)  # noqa: E731
+
+    def drop_host(rid, data):
+        tmp = req / (".tmp-" + rid.hex())
+        tmp.write_bytes(data)
+        tmp.rename(req / f"{rid.hex()}.host-request.0")
+
+    cases = {
+        "wildcard": (b"*.example.com", "takes an exact host name, not a wildcard"),
+        "wildcard with port": (b"*.example.com:443", "takes an exact host name, not a wildcard"),
+        "underscore": (b"exa_mple.com", "--allow-host: host rule"),
+        "port 0": (b"example.com:0", "--allow-host: host rule"),
+        "address": (b"10.0.2.2", "--allow-host: host rule"),
+        "backslash": (b"example.com\\.evil.test", "--allow-host: host rule"),
+        "whole TLD": (b"*.test", "--allow-host: host rule"),
+    }
+    rids = {}
+    for name, (host, _) in cases.items():
+        rids[name] = os.urandom(16)
+        drop_host(rids[name], host_record(sk, rids[name], sid, host))
+    # Signed for another kind: never opened as a host-request.
+    confused = os.urandom(16)
+    drop_host(confused, host_record(sk, confused, sid, b"example.net", b"escalation-request"))
+    assert wait_until(lambda: all(f"request {r.hex()[:12]} denied" in log() for r in rids.values()), timeout=15), \
+        log()[-4000:]
+    assert wait_until(lambda: confused.hex() in log(), timeout=10), log()[-3000:]
+    text = log()
+    for name, (host, why) in cases.items():
+        line = [ln for ln in text.splitlines() if f"request {rids[name].hex()[:12]} denied" in ln]
+        assert line and why in line[0], (name, line)
+    assert f"request {confused.hex()[:12]} from session" not in text
+    assert "signature does not verify" in text
+    assert "allowed in this Domain" not in text and "prompting on the terminal" not in text
+
+    # Positive control: a well-formed one is asked on the session's
+    # terminal (never auto-approved), and [d] denies it.
+    good = os.urandom(16)
+    drop_host(good, host_record(sk, good, sid, b"example.net:443"))
+    a.expect(NET_ASKING, timeout=30)
+    assert "The sandbox asks to reach example.net on TCP port 443" in a.before
+    a.send("d")
+    assert wait_until(lambda: f"request {good.hex()[:12]} denied: denied by the developer" in log(), timeout=10), \
+        log()[-3000:]
+    assert "allowed in this Domain" not in log()
+    assert "debug: model AutoApprove(" not in log()
+    a.sendline("echo AL''IVE")
+    a.expect("ALIVE")
+    a.sendline("exit")
+    a.expect(pexpect.EOF)

@@ -56,6 +56,14 @@ struct fx {
     int prompt_ret;
     bool prompt_grants;
     int64_t grant_ref;
+    /* allow_host: what it was called with, and what it returns (with
+     * allow_msg as its error). */
+    int n_allow, allow_ret;
+    struct lz_hostrule allowed;
+    const char *allow_msg;
+    /* The host rule the prompt was asked about (a host-request). */
+    bool prompt_net;
+    struct lz_hostrule prompt_host;
     /* stderr captured while the machine runs. */
     int cap_fd, saved_err;
     char log[65536];
@@ -66,6 +74,13 @@ static int fake_prompt_begin(struct hc *h, struct session *s, const struct lz_es
     F->n_prompt++;
     F->prompt_session = s->id;
     memcpy(F->prompt_id, r->request_id, LZ_RECORD_ID_LEN);
+    F->prompt_net = r->host != NULL;
+    if (r->host) {
+        /* A host-request comes without a command. */
+        assert_null(r->argv);
+        assert_int_equal(r->argc, 0);
+        F->prompt_host = *r->host;
+    }
     if (F->prompt_grants)
         hc_esc_approve(h, r->request_id, LZ_AUDIT_SESSION_APPROVED, F->grant_ref, r->argv, r->argc, NULL);
     return F->prompt_ret;
@@ -92,6 +107,13 @@ static void fake_route_end(struct hc *h, int session, const uint8_t id[16]) { F-
 static void fake_audited(struct hc *h, int session, const uint8_t id[16], int64_t seq) {
     F->n_audited++;
     F->audited_seq = seq;
+}
+static int fake_allow_host(struct hc *h, const struct lz_hostrule *rule, struct lz_error *err) {
+    F->n_allow++;
+    F->allowed = *rule;
+    if (F->allow_ret < 0)
+        return lz_error_set(err, F->allow_ret, "%s", F->allow_msg ? F->allow_msg : "fake failure");
+    return 0;
 }
 static struct session *fake_by_id(struct hc *h, int id) {
     for (int i = 0; i < F->n_sess; i++)
@@ -218,7 +240,8 @@ static int setup(void **state) {
                                     .route_end = fake_route_end,
                                     .audited = fake_audited,
                                     .session_by_id = fake_by_id,
-                                    .session_by_sid = fake_by_sid };
+                                    .session_by_sid = fake_by_sid,
+                                    .allow_host = fake_allow_host };
     F->room = 1 << 20;
     F->h.cfg = &F->cfg;
     F->h.gen_dir = F->gen_dir;
@@ -305,6 +328,21 @@ static void send_request(struct session *s, const uint8_t id[LZ_RECORD_ID_LEN], 
     rec.request.stdin_wanted = o->stdin_wanted;
     struct lz_error err = { 0 };
     if (lz_mbox_put_record(F->req_fd, o->sign_sk ? o->sign_sk : s->anchor->sk, &rec, &err) < 0)
+        fail_msg("put: %s", err.msg);
+}
+
+/* lazaret-escalate --allow-host TEXT, as the sandbox writes it. */
+static void send_host_request(struct session *s, const uint8_t id[LZ_RECORD_ID_LEN], const char *text) {
+    struct lz_record rec = { .kind = LZ_REC_HOST_REQUEST };
+    memcpy(rec.request_id, id, LZ_RECORD_ID_LEN);
+    memcpy(rec.session_id, s->anchor->sid, LZ_RECORD_ID_LEN);
+    uint64_t now = (uint64_t)esc_wall_ms();
+    rec.host.created_ms = now;
+    rec.host.expires_ms = now + 60000;
+    rec.host.host = (char *)text;
+    rec.host.justification = "read the docs";
+    struct lz_error err = { 0 };
+    if (lz_mbox_put_record(F->req_fd, s->anchor->sk, &rec, &err) < 0)
         fail_msg("put: %s", err.msg);
 }
 
@@ -1055,6 +1093,204 @@ static void test_too_many(void **state) {
     assert_int_equal(slot_of(idn)->phase, EP_PROMPT);
 }
 
+/* ---- host-request (lazaret-escalate --allow-host) ---- */
+
+/* A host-request up to its prompt: always asked (the fixture has an
+ * auto-approval rule; it never applies), and nothing allowed yet. */
+static struct esc_req *host_prompted(struct session *s, uint8_t id[16], const char *text) {
+    new_id(id);
+    int allowed_before = F->n_allow;
+    cap_begin();
+    send_host_request(s, id, text);
+    run_once();
+    cap_end();
+    assert_string_equal(models(), "ReceiveEscalation QueuePrompt");
+    assert_int_equal(F->n_prompt, 1);
+    assert_true(F->prompt_net);
+    assert_memory_equal(F->prompt_id, id, 16);
+    assert_int_equal(F->n_allow, allowed_before);
+    struct esc_req *q = slot_of(id);
+    assert_non_null(q);
+    assert_int_equal(q->phase, EP_PROMPT);
+    struct lz_record rec;
+    assert_true(result(id, LZ_REC_REQUEST_ACK, 0, &rec));
+    lz_record_clear(&rec);
+    assert_false(result(id, LZ_REC_DEVELOPER_DECISION, 0, &rec));
+    return q;
+}
+
+/* The audit's last row keeps the request as the sandbox wrote it. */
+static void assert_audit_argv(const char *a0, const char *a1) {
+    _cleanup_audit_log_ struct lz_audit_log log = { 0 };
+    struct lz_error err = { 0 };
+    assert_int_equal(lz_audit_read(F->h.st, &log, &err), 0);
+    assert_true(log.n > 0);
+    const struct lz_audit_row *r = &log.rows[log.n - 1];
+    assert_int_equal(r->e.argc, 2);
+    assert_string_equal(r->e.argv[0], a0);
+    assert_string_equal(r->e.argv[1], a1);
+    assert_null(r->problem);
+}
+
+static void test_host_approve(void **state) {
+    struct session *s = new_session(true);
+    uint8_t id[16];
+    /* Written in a spelling the coordinator canonicalises. */
+    host_prompted(s, id, "Docs.Example.COM.:8443,443");
+    assert_string_equal(F->prompt_host.name, "docs.example.com");
+    assert_false(F->prompt_host.wildcard);
+    cap_begin();
+    hc_esc_approve(&F->h, id, LZ_AUDIT_APPROVED_FOR_SESSION, 0, NULL, 0, NULL);
+    cap_end();
+    assert_string_equal(models(), "");
+    assert_int_equal(F->n_allow, 1);
+    assert_string_equal(F->allowed.name, "docs.example.com");
+    assert_false(F->allowed.wildcard);
+    assert_int_equal(F->allowed.n_ports, 2);
+    assert_int_equal(F->allowed.ports[0], 443);
+    assert_int_equal(F->allowed.ports[1], 8443);
+    assert_non_null(strstr(F->log, "host rule docs.example.com:443,8443 allowed"));
+    /* Nothing ran on the host: no terminal route, no chunk. */
+    assert_int_equal(F->n_route_begin, 0);
+    struct lz_record rec;
+    assert_false(result(id, LZ_REC_RESULT_CHUNK, 0, &rec));
+    assert_true(result(id, LZ_REC_DEVELOPER_DECISION, 0, &rec));
+    assert_int_equal(rec.decision.decision, LZ_DECISION_APPROVED);
+    assert_int_equal(rec.decision.argc, 2);
+    assert_string_equal(rec.decision.argv[0], "--allow-host");
+    assert_string_equal(rec.decision.argv[1], "Docs.Example.COM.:8443,443");
+    lz_record_clear(&rec);
+    int ex = -1;
+    assert_int_equal(outcome_of(id, &ex), LZ_OUTCOME_COMPLETED);
+    assert_int_equal(ex, 0);
+    assert_int_equal(F->n_audited, 1);
+    assert_audit(LZ_AUDIT_BY_DEVELOPER, LZ_AUDIT_APPROVED_FOR_SESSION, LZ_OUTCOME_COMPLETED, 0);
+    assert_audit_argv("--allow-host", "Docs.Example.COM.:8443,443");
+    assert_int_equal(slot_of(id)->phase, EP_ENDED);
+    /* The same name again is asked again: no earlier answer decides. */
+    uint8_t id2[16];
+    F->n_prompt = 0;
+    host_prompted(s, id2, "docs.example.com:443");
+    hc_esc_refuse(&F->h, id2, LZ_OUTCOME_DENIED, true, "denied by the developer");
+    assert_int_equal(F->n_allow, 1);
+}
+
+/* Denied, timed out, cancelled at the prompt or by the sandbox: the
+ * callback is never called. */
+static void test_host_refused(void **state) {
+    struct session *s = new_session(true);
+    static const struct {
+        enum lz_outcome outcome;
+        bool by_developer;
+        enum lz_audit_decision ad;
+    } cases[] = {
+        { LZ_OUTCOME_DENIED, true, LZ_AUDIT_DENIED },
+        { LZ_OUTCOME_TIMED_OUT, false, LZ_AUDIT_DECISION_NONE },
+        { LZ_OUTCOME_CANCELLED, true, LZ_AUDIT_DECISION_NONE },
+    };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(cases); i++) {
+        uint8_t id[16];
+        F->n_prompt = 0;
+        host_prompted(s, id, "example.com:443");
+        hc_esc_refuse(&F->h, id, cases[i].outcome, cases[i].by_developer, "no");
+        assert_int_equal(F->n_allow, 0);
+        assert_int_equal(decision_of(id), LZ_DECISION_DENIED);
+        assert_int_equal(outcome_of(id, NULL), cases[i].outcome);
+        assert_audit(cases[i].by_developer ? LZ_AUDIT_BY_DEVELOPER : LZ_AUDIT_BY_NONE, cases[i].ad, cases[i].outcome,
+                     0);
+        assert_audit_argv("--allow-host", "example.com:443");
+        /* A late approval of an ended request does nothing. */
+        hc_esc_approve(&F->h, id, LZ_AUDIT_APPROVED_FOR_SESSION, 0, NULL, 0, NULL);
+        assert_int_equal(F->n_allow, 0);
+    }
+    /* The sandbox cancels while the prompt is up. */
+    uint8_t id[16];
+    F->n_prompt = 0;
+    host_prompted(s, id, "example.com");
+    cap_begin();
+    send_cancel(s, id);
+    run_until(id, EP_ENDED);
+    cap_end();
+    assert_int_equal(F->n_gone, 1);
+    assert_memory_equal(F->gone_id, id, 16);
+    assert_int_equal(outcome_of(id, NULL), LZ_OUTCOME_CANCELLED);
+    assert_int_equal(F->n_allow, 0);
+    /* No prompt could be shown: denied. */
+    F->prompt_ret = -ENOTTY;
+    F->n_prompt = 0;
+    new_id(id);
+    send_host_request(s, id, "example.com");
+    run_once();
+    assert_int_equal(F->n_prompt, 1);
+    assert_int_equal(outcome_of(id, NULL), LZ_OUTCOME_DENIED);
+    assert_int_equal(F->n_allow, 0);
+}
+
+/* Malformed hosts and wildcards from the sandbox: refused before any
+ * prompt with the reason on the requester's stderr; never allowed. */
+static void test_host_malformed(void **state) {
+    struct session *s = new_session(true);
+    static const struct {
+        const char *text, *reason;
+    } cases[] = {
+        { "exa_mple.com", "--allow-host: " },
+        { "example.com:0", "--allow-host: " },
+        { "example.com:65536", "--allow-host: " },
+        { "example.com:", "--allow-host: " },
+        { "a..b.com", "--allow-host: " },
+        { "10.0.2.2", "--allow-host: " },
+        { "example.com\\.evil", "--allow-host: " },
+        { "*", "--allow-host: " },
+        { "*.com", "--allow-host: " },
+        { "*.example.com", "not a wildcard" },
+        { "*.example.com:443", "not a wildcard" },
+    };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(cases); i++) {
+        uint8_t id[16];
+        new_id(id);
+        cap_begin();
+        send_host_request(s, id, cases[i].text);
+        run_once();
+        cap_end();
+        if (strcmp(models(), "ReceiveEscalation QueuePrompt DenyWithoutPrompt") != 0)
+            fail_msg("%s: %s", cases[i].text, models());
+        char out[1024];
+        enum lz_stream st = LZ_STREAM_STDOUT;
+        chunks_of(id, out, sizeof out, &st);
+        assert_int_equal(st, LZ_STREAM_STDERR);
+        if (!strstr(out, "refused before the prompt") || !strstr(out, cases[i].reason))
+            fail_msg("%s: %s", cases[i].text, out);
+        assert_int_equal(decision_of(id), LZ_DECISION_DENIED);
+        assert_int_equal(outcome_of(id, NULL), LZ_OUTCOME_DENIED);
+        assert_audit(LZ_AUDIT_BY_NONE, LZ_AUDIT_DENIED, LZ_OUTCOME_DENIED, 0);
+        assert_audit_argv("--allow-host", cases[i].text);
+    }
+    assert_int_equal(F->n_prompt, 0);
+    assert_int_equal(F->n_allow, 0);
+    /* Positive control: the same session's well-formed request is asked. */
+    uint8_t id[16];
+    host_prompted(s, id, "example.com");
+}
+
+/* The rule could not be added (the resolver's bounds): the request fails
+ * with the reason on the requester's stderr. */
+static void test_host_allow_fails(void **state) {
+    struct session *s = new_session(true);
+    uint8_t id[16];
+    host_prompted(s, id, "example.com:443");
+    F->allow_ret = -E2BIG;
+    F->allow_msg = "too many host rules";
+    cap_begin();
+    hc_esc_approve(&F->h, id, LZ_AUDIT_APPROVED_FOR_SESSION, 0, NULL, 0, NULL);
+    cap_end();
+    assert_int_equal(F->n_allow, 1);
+    char out[1024];
+    chunks_of(id, out, sizeof out, NULL);
+    assert_non_null(strstr(out, "example.com:443 was approved but could not be allowed: too many host rules"));
+    assert_int_equal(outcome_of(id, NULL), LZ_OUTCOME_FAILED);
+    assert_audit(LZ_AUDIT_BY_DEVELOPER, LZ_AUDIT_APPROVED_FOR_SESSION, LZ_OUTCOME_FAILED, 0);
+}
+
 /* A port without a required member is refused at creation. */
 static void test_port_required(void **state) {
     struct hc_esc_port p = F->port;
@@ -1062,6 +1298,10 @@ static void test_port_required(void **state) {
     struct hc h = { .cfg = &F->cfg, .gen_dir = F->gen_dir, .esc_port = &p };
     h.boot.mbox_fd[0] = h.boot.mbox_fd[1] = -EBADF;
     struct lz_error err = { 0 };
+    assert_int_equal(hc_esc_create(&h, &err), -EINVAL);
+    assert_null(h.esc);
+    p = F->port;
+    p.allow_host = NULL;
     assert_int_equal(hc_esc_create(&h, &err), -EINVAL);
     assert_null(h.esc);
     h.esc_port = NULL;
@@ -1137,6 +1377,10 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_too_many, setup, teardown),
         cmocka_unit_test_setup_teardown(test_port_required, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_host_approve, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_host_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_host_malformed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_host_allow_fails, setup, teardown),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     free(echo_path);

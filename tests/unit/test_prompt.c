@@ -429,6 +429,69 @@ static void test_session_approve(void **state) {
     h_end(&h);
 }
 
+/* A network request (lazaret-escalate --allow-host): the host and the
+ * justification shown (escaped), no executable, directory or environment;
+ * [a] and [e] are not answers, [s] allows, [d] denies; the output passes
+ * the same checker. */
+static const char NET_JUST[] = "docs\x1b]0;owned\x07 please";
+static struct lz_prompt_req net_req(void) {
+    static const char *const NET_ARGV[] = { "--allow-host", "example.com:443" };
+    return (struct lz_prompt_req){ .profile = "default",
+                                   .session = "main",
+                                   .request_id = "0123456789abcdef0123456789abcdef",
+                                   .exe = { .path = "" },
+                                   .argv = NET_ARGV,
+                                   .argc = 2,
+                                   .cwd = "",
+                                   .justification = NET_JUST,
+                                   .justification_len = sizeof NET_JUST - 1,
+                                   .network = "example.com on TCP port 443",
+                                   .network_scope = "until the test ends" };
+}
+
+static void test_network_request(void **state) {
+    struct h h;
+    struct lz_prompt_req req = net_req();
+    h_start(&h, &req, 30);
+    h_ready(&h);
+    assert_non_null(strstr(h.all, "NETWORK ACCESS"));
+    assert_non_null(strstr(h.all, "The sandbox asks to reach example.com on TCP port 443"));
+    assert_non_null(strstr(h.all, "[s] allow, until the test ends  [d] deny"));
+    assert_non_null(strstr(h.all, "docs\\x1b]0;owned\\x07 please"));
+    assert_null(strstr(h.all, "executable"));
+    assert_null(strstr(h.all, "Environment"));
+    assert_null(strstr(h.all, "[a] approve"));
+    assert_null(strstr(h.all, "[e] edit"));
+    /* [a] and [e] do not answer it: the prompt stays, and says so. */
+    h_feed(&h, "a");
+    assert_int_equal(lz_prompt_state(h.p), LZ_PROMPT_ASKING);
+    assert_non_null(strstr(h.last, "[a] is not offered for a network request"));
+    h_feed(&h, "e");
+    assert_int_equal(lz_prompt_state(h.p), LZ_PROMPT_ASKING);
+    assert_non_null(strstr(h.last, "[e] is not offered for a network request"));
+    h_feed(&h, "s");
+    struct lz_prompt_result r;
+    assert_int_equal(decision(&h, &r), LZ_PROMPT_APPROVED_SESSION);
+    lz_prompt_result_clear(&r);
+    assert_left(&h);
+    assert_null(strstr(h.actions, "DeveloperApprove("));
+    assert_non_null(strstr(h.actions, "DeveloperApproveSession("));
+    h_end(&h);
+    /* [d] denies */
+    h_start(&h, &req, 30);
+    h_ready(&h);
+    h_feed(&h, "d");
+    assert_int_equal(decision(&h, &r), LZ_PROMPT_DENIED);
+    assert_left(&h);
+    h_end(&h);
+    /* a network request without its scope is refused */
+    req.network_scope = NULL;
+    struct lz_prompt *p = NULL;
+    struct lz_prompt_opts o = { 0 };
+    assert_int_equal(lz_prompt_new(&req, &o, &p, NULL), -EINVAL);
+    assert_null(p);
+}
+
 /* Key-like bytes inside terminal reports and pastes never answer. */
 static void test_reports_and_paste_ignored(void **state) {
     struct h h;
@@ -702,6 +765,7 @@ int main(void) {
         cmocka_unit_test(test_timeout_in_editor_and_key_past_deadline),
         cmocka_unit_test(test_quit),
         cmocka_unit_test(test_session_approve),
+        cmocka_unit_test(test_network_request),
         cmocka_unit_test(test_reports_and_paste_ignored),
         cmocka_unit_test(test_edit_argv1),
         cmocka_unit_test(test_warnings),

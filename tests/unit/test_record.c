@@ -80,6 +80,12 @@ static struct lz_record sample(unsigned kind) {
         r.stdin_chunk.len = sizeof stdin_data;
         r.stdin_chunk.eof = true;
         break;
+    case LZ_REC_HOST_REQUEST:
+        r.host.created_ms = 1764400000000ull;
+        r.host.expires_ms = 1764400060000ull;
+        r.host.host = "api.example.com:443,8443";
+        r.host.justification = "fetch the docs\n\x1b[31m";
+        break;
     }
     return r;
 }
@@ -138,6 +144,12 @@ static void assert_same(const struct lz_record *a, const struct lz_record *b) {
         assert_memory_equal(a->stdin_chunk.data, b->stdin_chunk.data, a->stdin_chunk.len);
         assert_int_equal(a->stdin_chunk.eof, b->stdin_chunk.eof);
         break;
+    case LZ_REC_HOST_REQUEST:
+        assert_int_equal(a->host.created_ms, b->host.created_ms);
+        assert_int_equal(a->host.expires_ms, b->host.expires_ms);
+        assert_string_equal(a->host.host, b->host.host);
+        assert_string_equal(a->host.justification, b->host.justification);
+        break;
     }
 }
 
@@ -163,8 +175,12 @@ static void test_names(void **state) {
     assert_string_equal(lz_record_name(LZ_REC_RESULT_END), "result-end");
     assert_string_equal(lz_record_name(LZ_REC_CANCEL), "cancel");
     assert_string_equal(lz_record_name(LZ_REC_STDIN_CHUNK), "stdin-chunk");
+    assert_string_equal(lz_record_name(LZ_REC_HOST_REQUEST), "host-request");
     assert_null(lz_record_name(0));
-    assert_null(lz_record_name(9));
+    assert_null(lz_record_name(10));
+    /* a host request comes from the sandbox, never from the host */
+    assert_true(LZ_REC_FROM_SANDBOX & LZ_REC_MASK(LZ_REC_HOST_REQUEST));
+    assert_false(LZ_REC_FROM_HOST & LZ_REC_MASK(LZ_REC_HOST_REQUEST));
     /* stdin comes from the sandbox, never from the host */
     assert_true(LZ_REC_FROM_SANDBOX & LZ_REC_MASK(LZ_REC_STDIN_CHUNK));
     assert_false(LZ_REC_FROM_HOST & LZ_REC_MASK(LZ_REC_STDIN_CHUNK));
@@ -541,6 +557,116 @@ static void test_content_rules(void **state) {
     assert_int_equal(lz_record_encode(&r, out, sizeof out, &n, NULL), -EINVAL);
 }
 
+/* host-request (lazaret-escalate --allow-host): the exact encoding, the
+ * form of its host (printable ASCII, bounded, not empty), both ways
+ * (encoder and decoder refuse the same), and its signature bound to its
+ * kind (it never opens as an escalation-request, nor one as it). */
+static void test_host_request(void **state) {
+    (void)state;
+    struct lz_record r = sample(LZ_REC_HOST_REQUEST), d;
+    uint8_t out[LZ_RECORD_PAYLOAD_MAX];
+    size_t n;
+    struct lz_error err = { 0 };
+    r.host.created_ms = 1;
+    r.host.expires_ms = 2;
+    r.host.host = "a.b:1";
+    r.host.justification = "";
+    assert_int_equal(lz_record_encode(&r, out, sizeof out, &n, NULL), 0);
+    /* ids, created 1, expires 2, length 5 "a.b:1", length 0 */
+    assert_int_equal(n, 32 + 1 + 1 + 1 + 5 + 1);
+    assert_memory_equal(out + 32,
+                        "\x01\x02\x05"
+                        "a.b:1"
+                        "\x00",
+                        9);
+    assert_int_equal(lz_record_decode(LZ_REC_HOST_REQUEST, out, n, &d, NULL), 0);
+    assert_string_equal(d.host.host, "a.b:1");
+    assert_string_equal(d.host.justification, "");
+    assert_int_equal(lz_record_seq(&d), 0);
+    lz_record_clear(&d);
+    /* the same bytes are not an escalation-request (its argv count would be
+     * 5 elements with 5 bytes left) */
+    assert_int_not_equal(lz_record_decode(LZ_REC_ESCALATION_REQUEST, out, n, &d, NULL), 0);
+
+    /* The form of the host, refused by the encoder ... */
+    static const char *const bad[] = { "", "a b.com", "caf\xc3\xa9.com", "tab\t.com", "del\x7f.com" };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        r = sample(LZ_REC_HOST_REQUEST);
+        r.host.host = (char *)bad[i];
+        err.msg[0] = '\0';
+        assert_int_equal(lz_record_encode(&r, out, sizeof out, &n, &err), -EINVAL);
+        assert_non_null(strstr(err.msg, "host"));
+    }
+    r = sample(LZ_REC_HOST_REQUEST);
+    r.host.host = NULL;
+    assert_int_equal(lz_record_encode(&r, out, sizeof out, &n, NULL), -EINVAL);
+    static char longest[LZ_RECORD_HOST_MAX + 2];
+    memset(longest, 'a', LZ_RECORD_HOST_MAX);
+    r.host.host = longest;
+    assert_int_equal(lz_record_encode(&r, out, sizeof out, &n, NULL), 0);
+    longest[LZ_RECORD_HOST_MAX] = 'a';
+    assert_int_equal(lz_record_encode(&r, out, sizeof out, &n, NULL), -E2BIG);
+    longest[LZ_RECORD_HOST_MAX] = '\0';
+    r = sample(LZ_REC_HOST_REQUEST);
+    r.host.expires_ms = r.host.created_ms;
+    assert_int_equal(lz_record_encode(&r, out, sizeof out, &n, NULL), -EINVAL);
+    r = sample(LZ_REC_HOST_REQUEST);
+    r.host.justification = "\xc0\xaf";
+    assert_int_equal(lz_record_encode(&r, out, sizeof out, &n, NULL), -EINVAL);
+
+    /* ... and by the decoder, on bytes no encoder would write. */
+    struct pb p;
+    static const struct {
+        const char *host;
+        size_t len;
+        int want;
+    } wire[] = {
+        { "a.b", 3, 0 }, { "a\0b", 3, -EINVAL }, { "a b", 3, -EINVAL }, { "\x80", 1, -EINVAL }, { "", 0, -EINVAL }
+    };
+    for (size_t i = 0; i < sizeof wire / sizeof *wire; i++) {
+        pb_ids(&p);
+        pb_var(&p, 1);
+        pb_var(&p, 2);
+        pb_var(&p, wire[i].len);
+        pb_raw(&p, wire[i].host, wire[i].len);
+        pb_var(&p, 0);
+        assert_int_equal(dec(LZ_REC_HOST_REQUEST, &p), wire[i].want);
+    }
+    /* a host longer than the bound is refused before anything is read */
+    pb_ids(&p);
+    pb_var(&p, 1);
+    pb_var(&p, 2);
+    pb_var(&p, LZ_RECORD_HOST_MAX + 1);
+    memset(p.b + p.n, 'a', LZ_RECORD_HOST_MAX + 1);
+    p.n += LZ_RECORD_HOST_MAX + 1;
+    pb_var(&p, 0);
+    assert_int_equal(dec(LZ_REC_HOST_REQUEST, &p), -E2BIG);
+    /* trailing bytes */
+    pb_ids(&p);
+    pb_var(&p, 1);
+    pb_var(&p, 2);
+    pb_var(&p, 3);
+    pb_raw(&p, "a.b", 3);
+    pb_var(&p, 0);
+    pb_var(&p, 0);
+    assert_int_equal(dec(LZ_REC_HOST_REQUEST, &p), -EINVAL);
+
+    /* Bound to its kind: a host-request's signature does not verify as an
+     * escalation-request, nor the other way round. */
+    r = sample(LZ_REC_HOST_REQUEST);
+    size_t len = seal(&r);
+    buf[1] = LZ_REC_ESCALATION_REQUEST;
+    assert_int_equal(lz_record_open(pk, buf, len, all, &d, NULL), -EBADMSG);
+    buf[1] = LZ_REC_HOST_REQUEST;
+    assert_int_equal(lz_record_open(pk, buf, len, LZ_REC_FROM_HOST, &d, NULL), -EBADMSG);
+    assert_int_equal(lz_record_open(pk, buf, len, LZ_REC_FROM_SANDBOX, &d, NULL), 0);
+    lz_record_clear(&d);
+    struct lz_record q = sample(LZ_REC_ESCALATION_REQUEST);
+    len = seal(&q);
+    buf[1] = LZ_REC_HOST_REQUEST;
+    assert_int_equal(lz_record_open(pk, buf, len, all, &d, NULL), -EBADMSG);
+}
+
 /* stdin-chunk (lazaret-escalate --stdin): the exact encoding, the bounds
  * of its data, the rule that only an eof chunk may be empty, the strict
  * eof bool, the mailbox seq, and the signer. */
@@ -641,6 +767,7 @@ int main(void) {
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_content_rules),
         cmocka_unit_test(test_stdin_chunk),
+        cmocka_unit_test(test_host_request),
         cmocka_unit_test(test_digest),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
