@@ -89,6 +89,10 @@ int hc_net_start(struct hc *h, struct lz_error *err) {
             .udp_fd = fd[0],
             .tcp_fd = fd[1],
             .routes = { .ud = n->fr, .add = route_add, .del = route_del, .in_use = route_in_use },
+            /* A developer's tools resolve in bursts (a package manager's
+             * first install); the bound is against a runaway loop, not a
+             * policy (a refused name is never forwarded anyway). */
+            .qps = 500,
         };
         r = deny ? lz_resolver_start(&rc, &n->res, err) : lz_error_set(err, -ENOMEM, "out of memory");
         fd[0] = fd[1] = -EBADF; /* taken, also on failure */
