@@ -10,6 +10,8 @@
 
 #include "progress.h"
 
+#include <jansson.h>
+
 /* Exit statuses of the CLI itself (a sandboxed command's status passes
  * through unchanged from `lazaret run`). */
 #define LZ_EXIT_OK 0
@@ -44,6 +46,14 @@ int lz_cmd_state(int argc, char **argv);    /* lazaret state ls|inspect|verify|r
 int lz_cmd_audit(int argc, char **argv);    /* lazaret audit */
 int lz_cmd_ps(int argc, char **argv);       /* lazaret ps */
 int lz_cmd_stop(int argc, char **argv);     /* lazaret stop */
+int lz_cmd_net(int argc, char **argv);      /* lazaret net */
+/* The running Domain `want` names (an ID or a unique prefix), or, when
+ * want is NULL, the one of the current directory and profile: 0 with the
+ * control list (json_decref it) and the entry in it; < 0 after printing
+ * why. lz_cli_domain_arg_ok: is want an ID or prefix at all. */
+bool lz_cli_domain_arg_ok(const char *want);
+int lz_cli_find_running(const char *want, const char *profile, const char *config_path, json_t **ret_list,
+                        json_t **ret_hit);
 int lz_cmd_internal(int argc, char **argv); /* __coordinator / __supervisor */
 
 /* The process's argv as main() received it. */

@@ -24,6 +24,8 @@ static void usage(FILE *f) {
           "  ps [--json]        list running Domains and their sessions\n"
           "  stop [DOMAIN] [--force]\n"
           "                     stop a running Domain (default: this directory's)\n"
+          "  net [DOMAIN]       what a running Domain's sandbox may reach by name: learned\n"
+          "                     and refused names\n"
           "  doctor             check the host prerequisites\n"
           "\n"
           "Options:\n"
@@ -39,7 +41,8 @@ static int cmd_run(int argc, char **argv) { return lz_cmd_run(argc, argv, &lz_ru
 static const struct lz_cli_command commands[] = {
     { "run", cmd_run },          { "config", lz_cmd_config }, { "image", lz_cmd_image },
     { "doctor", lz_cmd_doctor }, { "state", lz_cmd_state },   { "audit", lz_cmd_audit },
-    { "ps", lz_cmd_ps },         { "stop", lz_cmd_stop },     { NULL, NULL },
+    { "ps", lz_cmd_ps },         { "stop", lz_cmd_stop },     { "net", lz_cmd_net },
+    { NULL, NULL },
 };
 
 int main(int argc, char **argv) {

@@ -95,23 +95,13 @@ static void stop_usage(FILE *f) {
           f);
 }
 
-int lz_cmd_stop(int argc, char **argv) {
-    bool force = false;
-    const char *profile = NULL, *config_path = NULL;
-    const struct lz_cli_option opts[] = {
-        { "force", 0, NULL, &force },
-        { "profile", 'p', &profile, NULL },
-        { "config", 0, &config_path, NULL },
-        { NULL, 0, NULL, NULL },
-    };
-    int first;
-    if (!lz_cli_getopt(argc, argv, "stop", opts, false, stop_usage, &first))
-        return first;
-    if (argc - first > 1) {
-        stop_usage(stderr);
-        return LZ_EXIT_USAGE;
-    }
-    const char *want = first < argc ? argv[first] : NULL;
+bool lz_cli_domain_arg_ok(const char *want) {
+    size_t l = strlen(want);
+    return l >= 4 && l <= 64 && strspn(want, "0123456789abcdef") == l;
+}
+
+int lz_cli_find_running(const char *want, const char *profile, const char *config_path, json_t **ret_list,
+                        json_t **ret_hit) {
     struct lz_error err = { 0 };
     _cleanup_free_ char *want_id = NULL;
     if (!want) {
@@ -119,23 +109,20 @@ int lz_cmd_stop(int argc, char **argv) {
         struct lz_config *cfg = NULL;
         if (lz_config_load(&co, &cfg, &err) < 0) {
             lz_cli_error("%s", err.msg);
-            return LZ_EXIT_FAILURE;
+            return -EINVAL;
         }
         want_id = lz_xstrdup(cfg->domain_id_hex);
         lz_config_free(cfg);
-    } else {
-        size_t l = strlen(want);
-        if (l < 4 || l > 64 || strspn(want, "0123456789abcdef") != l) {
-            lz_cli_error("\"%s\" is not a Domain ID or a prefix of one (4 to 64 lowercase hex digits; see "
-                         "`lazaret ps`)",
-                         want);
-            return LZ_EXIT_USAGE;
-        }
+    } else if (!lz_cli_domain_arg_ok(want)) {
+        lz_cli_error("\"%s\" is not a Domain ID or a prefix of one (4 to 64 lowercase hex digits; see "
+                     "`lazaret ps`)",
+                     want);
+        return -EINVAL;
     }
     json_t *list = NULL;
     if (lz_control_list(&list, &err) < 0) {
         lz_cli_error("%s", err.msg);
-        return LZ_EXIT_FAILURE;
+        return -EIO;
     }
     json_t *hit = NULL;
     size_t nhit = 0, i;
@@ -155,8 +142,34 @@ int lz_cmd_stop(int argc, char **argv) {
         else
             lz_cli_error("%s matches %zu running Domains; give more digits (see `lazaret ps`)", want, nhit);
         json_decref(list);
-        return LZ_EXIT_FAILURE;
+        return -ENOENT;
     }
+    *ret_list = list;
+    *ret_hit = hit;
+    return 0;
+}
+
+int lz_cmd_stop(int argc, char **argv) {
+    bool force = false;
+    const char *profile = NULL, *config_path = NULL;
+    const struct lz_cli_option opts[] = {
+        { "force", 0, NULL, &force },
+        { "profile", 'p', &profile, NULL },
+        { "config", 0, &config_path, NULL },
+        { NULL, 0, NULL, NULL },
+    };
+    int first;
+    if (!lz_cli_getopt(argc, argv, "stop", opts, false, stop_usage, &first))
+        return first;
+    if (argc - first > 1) {
+        stop_usage(stderr);
+        return LZ_EXIT_USAGE;
+    }
+    const char *want = first < argc ? argv[first] : NULL;
+    struct lz_error err = { 0 };
+    json_t *list = NULL, *hit = NULL;
+    if (lz_cli_find_running(want, profile, config_path, &list, &hit) < 0)
+        return want && !lz_cli_domain_arg_ok(want) ? LZ_EXIT_USAGE : LZ_EXIT_FAILURE;
     const char *sock = json_string_value(json_object_get(hit, "socket"));
     _cleanup_free_ char *ddir = lz_xstrdup(json_string_value(json_object_get(hit, "domain_dir")) ?: "");
     _cleanup_free_ char *id = lz_xstrdup(json_string_value(json_object_get(hit, "domain_id")));

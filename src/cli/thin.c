@@ -42,6 +42,7 @@ static const struct lz_cli_command commands[] = {
     { "run", cmd_run },
     { "ps", lz_cmd_ps },
     { "stop", lz_cmd_stop },
+    { "net", lz_cmd_net },
     { NULL, NULL },
 };
 

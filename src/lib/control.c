@@ -60,6 +60,20 @@ int lz_control_status(const char *sock_path, json_t **ret, struct lz_error *err)
     return 0;
 }
 
+int lz_control_net(const char *sock_path, char **ret_text, struct lz_error *err) {
+    static uint8_t buf[LZ_PROTO_MAX];
+    ssize_t n = request(sock_path, LZ_MSG_NET, NULL, 0, buf, sizeof buf, err);
+    if (n < 0)
+        return (int)n;
+    if (buf[0] != LZ_MSG_NET_REPLY)
+        return lz_error_set(err, -EPROTO, "unexpected reply from %s", sock_path);
+    size_t len = (size_t)n - LZ_PROTO_HDR;
+    if (memchr(buf + LZ_PROTO_HDR, '\0', len))
+        return lz_error_set(err, -EBADMSG, "unreadable reply from %s", sock_path);
+    *ret_text = lz_xstrndup((const char *)buf + LZ_PROTO_HDR, len);
+    return 0;
+}
+
 /* One STOP with `flags`; the reply's status into *ret_status when asked
  * (the EXIT must then carry one). */
 static int stop_request(const char *sock_path, uint32_t flags, uint32_t *ret_status, struct lz_error *err) {

@@ -28,13 +28,20 @@
 #include <sys/un.h>
 #include <time.h>
 
-/* `lazaret ps` / `lazaret stop` on a control connection. */
+/* `lazaret ps` / `lazaret stop` / `lazaret net` on a control connection. */
 static void control_request(struct hc *h, struct session *s, const uint8_t *buf, size_t n) {
     s->state = S_DONE;
     uint8_t type;
     uint32_t flags;
     if (lz_control_decode(buf, n, &type, &flags) < 0) {
         hc_session_refuse(s, LZ_REFUSE_PROTOCOL, "malformed control request");
+        return;
+    }
+    if (type == LZ_MSG_NET) {
+        char *t = hc_net_report(h);
+        size_t len = strlen(t);
+        hc_session_send(s, LZ_MSG_NET_REPLY, 0, t, len < LZ_PROTO_DATA_MAX ? len : LZ_PROTO_DATA_MAX);
+        free(t);
         return;
     }
     if (type == LZ_MSG_STOP) {
@@ -86,6 +93,9 @@ static void control_request(struct hc *h, struct session *s, const uint8_t *buf,
     }
     free(txt);
 }
+
+/* The event loop's fixed descriptors, before the sessions' (below). */
+#define NFIXED 6
 
 static void accept_clients(struct hc *h) {
     for (int k = 0; k < 16; k++) {
@@ -201,6 +211,7 @@ static void zeroing_free(void *p) {
 static void hc_done(struct hc *h) {
     hc_scan_wait(h); /* a start that failed before the Supervisor's spawn */
     hc_esc_free(h);
+    hc_net_stop(h);
     lz_closep(&h->listen_fd);
     lz_closep(&h->boot.addr_fd);
     lz_closep(&h->boot.policy_fd);
@@ -310,7 +321,7 @@ static int coordinator_start(struct hc *h, struct lz_error *err) {
     static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE, 0 };
     h->sfd = lz_signalfd_block(sigs);
 
-    if ((r = hc_start_generation(h, err)) < 0) {
+    if ((r = hc_start_generation(h, err)) < 0 || (r = hc_net_start(h, err)) < 0) {
         hc_log("start failed: %s", err->msg);
         /* The client hears of the failure once nothing of it is left. */
         hc_session_drop_pre(h);
@@ -363,11 +374,11 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
 
     long idle_deadline = lz_now_ms() + 30000; /* the starting client must attach */
     for (;;) {
-        struct pollfd p[5 + MAX_SESSIONS * 4];
+        struct pollfd p[NFIXED + MAX_SESSIONS * 4];
         struct {
             struct session *s;
             int kind;
-        } map[5 + MAX_SESSIONS * 4];
+        } map[NFIXED + MAX_SESSIONS * 4];
         size_t np = 0;
         p[np] = (struct pollfd){ .fd = h.listen_fd, .events = POLLIN };
         map[np++].s = NULL;
@@ -381,6 +392,9 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
         /* Host escalation: the mailbox watch, host processes and their
          * output (escalation.c), behind one fd. */
         p[np] = (struct pollfd){ .fd = hc_esc_fd(&h), .events = POLLIN };
+        map[np++].s = NULL;
+        /* The resolver's reports (hc_net.c). */
+        p[np] = (struct pollfd){ .fd = hc_net_fd(&h), .events = POLLIN };
         map[np++].s = NULL;
         int timeout = 1000;
         for (int i = 0; i < MAX_SESSIONS; i++) {
@@ -471,7 +485,9 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
         if (p[4].revents & POLLIN)
             hc_esc_dispatch(&h);
         hc_esc_tick(&h);
-        for (size_t i = 5; i < np; i++) {
+        if (p[5].revents & POLLIN)
+            hc_net_dispatch(&h);
+        for (size_t i = NFIXED; i < np; i++) {
             struct session *s = map[i].s;
             if (!p[i].revents || !s)
                 continue;
@@ -533,6 +549,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
             hc_session_free(&h, h.s[i]);
     hc_session_drop_pre(&h); /* its client never came */
     hc_esc_free(&h);
+    hc_net_stop(&h); /* DNS inside fails from here on, before the sandbox stops */
     hc_stop_generation(&h);
     hc_log("Domain stopped");
     return 0;

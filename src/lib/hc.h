@@ -14,13 +14,16 @@
  *                  request life cycle, host execution; what it needs of
  *                  the prompt and the sessions comes through its port
  *   hc_prompt.h    escprompt.c: the prompt on the session's terminal
+ *   hc_net.h       hc_net.c: the Domain's resolver, learned routes,
+ *                  network audit rows and notices, `lazaret net`
  *
  * Who calls whom (no circle): coordinator.c calls every room; generation
  * calls bundle, session (the first exec client) and escalation (the Trust
  * Anchor); session calls escalation (anchors) and the terminal filter
  * (installed by the prompt); the prompt calls escalation (its answer) and
  * session (lookup, sends); escalation calls no other room, only its port
- * (struct hc_esc_port, wired by coordinator.c). All log through hclog.h.
+ * (struct hc_esc_port, wired by coordinator.c; its allow_host goes to
+ * hc_net); hc_net calls session (sends). All log through hclog.h.
  *
  * Internal to the coordinator: nothing outside those rooms (and their unit
  * test, tests/unit/test_escalation.c) includes it.
@@ -170,6 +173,7 @@ struct hc {
          * (netpolicy.h), until the resolver takes them; -EBADF when absent. */
         int dns_fd[4];
     } boot;
+    struct hc_net *net; /* hc_net.c: the resolver and what it reported (NULL before hc_net_start) */
     /* generation.c, while releasing. */
     struct {
         bool rec;    /* a durable generation to record into */

@@ -141,6 +141,12 @@ static void test_control_decode(void **state) {
     assert_int_equal(lz_control_decode(b, LZ_PROTO_HDR, &type, &flags), 0);
     assert_int_equal(type, LZ_MSG_STATUS);
     assert_int_equal(lz_control_decode(b, sizeof b, &type, &flags), -EBADMSG);
+    b[0] = LZ_MSG_NET; /* `lazaret net`: no payload */
+    assert_int_equal(lz_control_decode(b, LZ_PROTO_HDR, &type, &flags), 0);
+    assert_int_equal(type, LZ_MSG_NET);
+    assert_int_equal(lz_control_decode(b, sizeof b, &type, &flags), -EBADMSG);
+    b[0] = LZ_MSG_NET_REPLY; /* a reply is not a request */
+    assert_int_equal(lz_control_decode(b, LZ_PROTO_HDR, &type, &flags), -EBADMSG);
 }
 
 static void test_seqpacket_send_recv(void **state) {

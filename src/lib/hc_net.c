@@ -1,0 +1,290 @@
+/* hc_net.c — see hc_net.h. */
+#include "hc_net.h"
+#include "audit.h"
+#include "fqdnroute.h"
+#include "hc_session.h"
+#include "resolver.h"
+
+#include <arpa/inet.h>
+#include <inttypes.h>
+
+/* Per generation: network rows in the audit, and distinct (kind, name)
+ * pairs remembered for "once per name" (audit rows of refusals and
+ * filters, terminal notices). Past either bound one "suppressed" row says
+ * so and the rest goes to the coordinator's log only. */
+#define NET_AUDIT_MAX 512
+#define NET_SEEN_MAX 1024
+
+struct hc_net {
+    struct lz_resolver *res;
+    struct lz_fqdnroute *fr;
+    unsigned audited;
+    bool suppressed;
+    size_t n_seen;
+    char *seen[NET_SEEN_MAX];
+};
+
+static int route_add(void *ud, uint32_t addr, uint16_t port, struct lz_error *err) {
+    return lz_fqdnroute_add(ud, addr, port, err);
+}
+static int route_del(void *ud, uint32_t addr, uint16_t port, struct lz_error *err) {
+    return lz_fqdnroute_del(ud, addr, port, err);
+}
+static int route_in_use(void *ud, uint32_t addr) { return lz_fqdnroute_in_use(ud, addr); }
+
+static void free_net(struct hc_net *n) {
+    if (!n)
+        return;
+    lz_resolver_stop(n->res); /* first: its thread uses the routes */
+    lz_fqdnroute_free(n->fr);
+    for (size_t i = 0; i < n->n_seen; i++)
+        free(n->seen[i]);
+    free(n);
+}
+
+int hc_net_start(struct hc *h, struct lz_error *err) {
+    int *fd = h->boot.dns_fd;
+    if (fd[0] < 0 || fd[1] < 0 || fd[2] < 0 || fd[3] < 0)
+        return lz_error_set(err, -EPROTO, "the Runtime Supervisor passed no DNS sockets");
+    const struct lz_config *c = h->cfg;
+    struct hc_net *n = calloc(1, sizeof *n);
+    if (!n)
+        return lz_error_set(err, -ENOMEM, "out of memory");
+    int r = lz_fqdnroute_open(fd[2], fd[3], &n->fr, err);
+    fd[2] = fd[3] = -EBADF;
+    struct sockaddr_in up = { 0 };
+    if (r == 0) {
+        if (c->resolver_set)
+            up = c->resolver;
+        else if ((r = lz_resolver_upstream_from_resolv_conf("/etc/resolv.conf", &up, err)) < 0) {
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            lz_error_set(err, r, "%s (or name one with [network] resolver in lazaret.toml)", why);
+        }
+    }
+    /* The answers' filter: every deny of the policy (the default and the
+     * profile's deny prefixes, the host's addresses at start). */
+    struct lz_netrule *deny = NULL;
+    size_t n_deny = 0;
+    uint32_t *host = NULL;
+    size_t n_host = 0;
+    if (r == 0) {
+        deny = calloc(h->policy.n ? h->policy.n : 1, sizeof *deny);
+        for (size_t i = 0; deny && i < h->policy.n; i++)
+            if (h->policy.rules[i].action == LZ_NET_DENY)
+                deny[n_deny++] = h->policy.rules[i];
+        if (lz_host_ipv4_addrs(&host, &n_host) < 0)
+            n_host = 0;
+        struct lz_resolver_config rc = {
+            .allow = c->profile.allow_hosts,
+            .n_allow = c->profile.n_allow_hosts,
+            .deny = c->profile.deny_hosts,
+            .n_deny = c->profile.n_deny_hosts,
+            .any_name = c->profile.egress == LZ_EGRESS_OPEN,
+            .deny_net = deny,
+            .n_deny_net = n_deny,
+            .host_addrs = host,
+            .n_host = n_host,
+            .upstream = up,
+            .udp_fd = fd[0],
+            .tcp_fd = fd[1],
+            .routes = { .ud = n->fr, .add = route_add, .del = route_del, .in_use = route_in_use },
+            /* A developer's tools resolve in bursts (a package manager's
+             * first install); the bound is against a runaway loop, not a
+             * policy (a refused name is never forwarded anyway). */
+            .qps = 500,
+        };
+        r = deny ? lz_resolver_start(&rc, &n->res, err) : lz_error_set(err, -ENOMEM, "out of memory");
+        fd[0] = fd[1] = -EBADF; /* taken, also on failure */
+    }
+    free(deny);
+    free(host);
+    if (r < 0) {
+        free_net(n);
+        return r;
+    }
+    char ua[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &up.sin_addr, ua, sizeof ua);
+    hc_log("resolver on 10.0.2.3:53: egress %s, %zu allow and %zu deny host rules, upstream %s:%u",
+           lz_egress_name(c->profile.egress), c->profile.n_allow_hosts, c->profile.n_deny_hosts, ua,
+           (unsigned)ntohs(up.sin_port));
+    h->net = n;
+    return 0;
+}
+
+void hc_net_stop(struct hc *h) {
+    for (int i = 0; i < 4; i++)
+        lz_closep(&h->boot.dns_fd[i]);
+    free_net(h->net);
+    h->net = NULL;
+}
+
+int hc_net_fd(struct hc *h) { return h->net ? lz_resolver_event_fd(h->net->res) : -1; }
+
+char *hc_net_report(struct hc *h) {
+    if (!h->net)
+        return lz_xstrdup("This Domain's resolver is not running (the Domain is starting or stopping).\n");
+    char *t = lz_resolver_report(h->net->res);
+    return t ? t : lz_xstrdup("The resolver's report is not available (out of memory).\n");
+}
+
+/* "tcp/443,8443", "tcp/*", or "" */
+static void ports_text(const struct lz_hostports *p, char *buf, size_t cap) {
+    buf[0] = '\0';
+    if (p->all) {
+        snprintf(buf, cap, "tcp/*");
+        return;
+    }
+    size_t o = 0;
+    for (uint16_t i = 0; i < p->n && o < cap; i++) {
+        int k = snprintf(buf + o, cap - o, "%s%u", i ? "," : "tcp/", (unsigned)p->ports[i]);
+        if (k < 0)
+            break;
+        o += (size_t)k;
+    }
+}
+
+/* First time this (kind, name) is seen in this generation? Bounded: past
+ * NET_SEEN_MAX, nothing is "first" any more. */
+static bool first_seen(struct hc_net *n, int kind, const char *name) {
+    char key[LZ_HOSTNAME_MAX + 160];
+    snprintf(key, sizeof key, "%d:%s", kind, name);
+    for (size_t i = 0; i < n->n_seen; i++)
+        if (!strcmp(n->seen[i], key))
+            return false;
+    if (n->n_seen >= NET_SEEN_MAX)
+        return false;
+    n->seen[n->n_seen++] = lz_xstrdup(key);
+    return true;
+}
+
+static void audit_net(struct hc *h, enum lz_audit_net_event kind, const char *name, const uint32_t *addrs,
+                      size_t n_addrs, const char *ports, const char *detail, int64_t at_ms) {
+    struct hc_net *n = h->net;
+    if (!h->st)
+        return;
+    struct lz_audit_net_entry e = {
+        .gen = h->gen, .at_ms = at_ms, .name = name, .addrs = addrs, .n_addrs = n_addrs, .ports = ports, .detail = detail
+    };
+    if (n->audited >= NET_AUDIT_MAX) {
+        if (n->suppressed)
+            return;
+        n->suppressed = true;
+        e.event = LZ_AUDIT_NET_SUPPRESSED;
+        e.name = "";
+        e.n_addrs = 0;
+        e.ports = "";
+        e.detail = "further network decisions of this generation are in the coordinator log only";
+    } else {
+        e.event = kind;
+    }
+    struct lz_error err = { 0 };
+    if (lz_audit_append_net(h->st, &e, NULL, &err) < 0)
+        hc_log("cannot append a network row to the audit: %s", err.msg);
+    else
+        n->audited++;
+}
+
+/* One line on every attached terminal that can take it now (not while a
+ * prompt holds the screen). */
+static void notice_all(struct hc *h, const char *msg) {
+    for (int i = 0; i < MAX_SESSIONS; i++) {
+        struct session *s = h->s[i];
+        if (!s || !s->recorded || s->state != S_RUNNING || (s->filter && s->filter->output_blocked(s)))
+            continue;
+        hc_session_send(s, LZ_MSG_NOTICE, 0, msg, strlen(msg));
+    }
+}
+
+static void addrs_text(const struct lz_resolver_event *e, char *buf, size_t cap) {
+    size_t o = 0;
+    buf[0] = '\0';
+    for (unsigned i = 0; i < e->n_addrs && i < LZ_RESOLVER_EVENT_ADDRS && o < cap; i++) {
+        struct in_addr ia = { .s_addr = htonl(e->addrs[i]) };
+        char a[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &ia, a, sizeof a);
+        int k = snprintf(buf + o, cap - o, "%s%s", i ? " " : "", a);
+        if (k < 0)
+            break;
+        o += (size_t)k;
+    }
+}
+
+static void handle(struct hc *h, const struct lz_resolver_event *e) {
+    struct hc_net *n = h->net;
+    char ports[LZ_HOSTPORTS_MAX * 6 + 8], addrs[LZ_RESOLVER_EVENT_ADDRS * 16 + 1], detail[200];
+    ports_text(&e->ports, ports, sizeof ports);
+    addrs_text(e, addrs, sizeof addrs);
+    size_t na = e->n_addrs < LZ_RESOLVER_EVENT_ADDRS ? e->n_addrs : LZ_RESOLVER_EVENT_ADDRS;
+    switch (e->kind) {
+    case LZ_RES_LEARNED:
+        hc_log("dns: learned %s -> %s %s for %" PRIu32 " s", e->name, addrs, ports, e->lifetime);
+        snprintf(detail, sizeof detail, "ttl %" PRIu32, e->lifetime);
+        audit_net(h, LZ_AUDIT_NET_LEARNED, e->name, e->addrs, na, ports, detail, e->wall_ms);
+        break;
+    case LZ_RES_REFUSED:
+    case LZ_RES_DENIED: {
+        bool denied = e->kind == LZ_RES_DENIED;
+        hc_log("dns: refused %s (%s)%s%s", e->name, denied ? "a deny_hosts rule matches" : "no allow rule",
+               e->why[0] ? ": " : "", e->why);
+        if (!first_seen(n, e->kind, e->name))
+            break;
+        audit_net(h, denied ? LZ_AUDIT_NET_DENIED : LZ_AUDIT_NET_REFUSED, e->name, NULL, 0, "",
+                  denied ? "a deny_hosts rule matches" : "no allow_hosts rule matches", e->wall_ms);
+        char msg[LZ_HOSTNAME_MAX + 256];
+        if (denied)
+            snprintf(msg, sizeof msg, "the sandbox looked up %s, which this profile's deny_hosts refuses", e->name);
+        else
+            snprintf(msg, sizeof msg,
+                     "the sandbox looked up %s, which this profile does not allow (`lazaret net` lists refusals; "
+                     "allow_hosts in lazaret.toml(5), or lazaret-escalate --allow-host from inside)",
+                     e->name);
+        notice_all(h, msg);
+        break;
+    }
+    case LZ_RES_FILTERED:
+        hc_log("dns: %s answered %s, not learned: %s", e->name, addrs, e->why);
+        if (first_seen(n, e->kind, e->name))
+            audit_net(h, LZ_AUDIT_NET_FILTERED, e->name, e->addrs, na, "", e->why, e->wall_ms);
+        break;
+    case LZ_RES_LIMITED:
+        hc_log("dns: a bound was hit: %s", e->why);
+        if (first_seen(n, e->kind, e->why))
+            audit_net(h, LZ_AUDIT_NET_LIMITED, e->name, NULL, 0, "", e->why, e->wall_ms);
+        break;
+    case LZ_RES_EXPIRED: hc_log("dns: routes to %s removed (%s%s%s)", addrs, e->name, e->why[0] ? ": " : "", e->why); break;
+    case LZ_RES_FAILED: hc_log("dns: %s: %s", e->name[0] ? e->name : addrs, e->why); break;
+    }
+}
+
+void hc_net_dispatch(struct hc *h) {
+    if (!h->net)
+        return;
+    struct lz_resolver_event ev[16];
+    uint64_t lost = 0;
+    /* Bounded per call: the event loop comes back while more wait. */
+    for (int round = 0; round < 8; round++) {
+        size_t k = lz_resolver_events(h->net->res, ev, LZ_ARRAY_SIZE(ev), &lost);
+        for (size_t i = 0; i < k; i++)
+            handle(h, &ev[i]);
+        if (lost)
+            hc_log("dns: %" PRIu64 " resolver events were lost (the coordinator fell behind)", lost);
+        if (k < LZ_ARRAY_SIZE(ev))
+            break;
+    }
+}
+
+int hc_net_allow_host(struct hc *h, const struct lz_hostrule *rule, struct lz_error *err) {
+    if (!h->net)
+        return lz_error_set(err, -ESRCH, "this Domain's resolver is not running");
+    int r = lz_resolver_allow(h->net->res, rule, err);
+    char text[LZ_HOSTRULE_TEXT_MAX];
+    lz_hostrule_format(rule, text, sizeof text);
+    if (r < 0) {
+        hc_log("dns: the developer allowed %s, but it could not be added: %s", text, err->msg);
+        return r;
+    }
+    hc_log("dns: the developer allowed %s for the rest of this Domain's run", text);
+    audit_net(h, LZ_AUDIT_NET_ALLOWED, text, NULL, 0, "", "allowed by the developer (escalation)", 0);
+    return 0;
+}
