@@ -682,6 +682,8 @@ int hc_session_client_msg(struct hc *h, struct session *s, short revents, const 
     case LZ_MSG_STATUS:
     case LZ_MSG_STATUS_REPLY:
     case LZ_MSG_STOP:
+    case LZ_MSG_NET:
+    case LZ_MSG_NET_REPLY:
     default:
         hc_log("session %d: unexpected message type %u; closing", s->id, type);
         lz_closep(&s->sock);
