@@ -39,10 +39,11 @@ static void usage(FILE *f) {
 static int cmd_run(int argc, char **argv) { return lz_cmd_run(argc, argv, &lz_run_core); }
 
 static const struct lz_cli_command commands[] = {
-    { "run", cmd_run },          { "config", lz_cmd_config }, { "image", lz_cmd_image },
-    { "doctor", lz_cmd_doctor }, { "state", lz_cmd_state },   { "audit", lz_cmd_audit },
-    { "ps", lz_cmd_ps },         { "stop", lz_cmd_stop },     { "net", lz_cmd_net },
-    { NULL, NULL },
+    { "run", cmd_run },        { "config", lz_cmd_config },
+    { "image", lz_cmd_image }, { "doctor", lz_cmd_doctor },
+    { "state", lz_cmd_state }, { "audit", lz_cmd_audit },
+    { "ps", lz_cmd_ps },       { "stop", lz_cmd_stop },
+    { "net", lz_cmd_net },     { NULL, NULL },
 };
 
 int main(int argc, char **argv) {

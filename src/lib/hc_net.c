@@ -163,9 +163,13 @@ static void audit_net(struct hc *h, enum lz_audit_net_event kind, const char *na
     struct hc_net *n = h->net;
     if (!h->st)
         return;
-    struct lz_audit_net_entry e = {
-        .gen = h->gen, .at_ms = at_ms, .name = name, .addrs = addrs, .n_addrs = n_addrs, .ports = ports, .detail = detail
-    };
+    struct lz_audit_net_entry e = { .gen = h->gen,
+                                    .at_ms = at_ms,
+                                    .name = name,
+                                    .addrs = addrs,
+                                    .n_addrs = n_addrs,
+                                    .ports = ports,
+                                    .detail = detail };
     if (n->audited >= NET_AUDIT_MAX) {
         if (n->suppressed)
             return;
@@ -252,7 +256,9 @@ static void handle(struct hc *h, const struct lz_resolver_event *e) {
         if (first_seen(n, e->kind, e->why))
             audit_net(h, LZ_AUDIT_NET_LIMITED, e->name, NULL, 0, "", e->why, e->wall_ms);
         break;
-    case LZ_RES_EXPIRED: hc_log("dns: routes to %s removed (%s%s%s)", addrs, e->name, e->why[0] ? ": " : "", e->why); break;
+    case LZ_RES_EXPIRED:
+        hc_log("dns: routes to %s removed (%s%s%s)", addrs, e->name, e->why[0] ? ": " : "", e->why);
+        break;
     case LZ_RES_FAILED: hc_log("dns: %s: %s", e->name[0] ? e->name : addrs, e->why); break;
     }
 }
