@@ -551,19 +551,28 @@ int lz_dns_build_answer(const struct lz_dns_query *q, const struct lz_dns_answer
     for (size_t k = 0; k < ch->n_a; k++)
         if (ch->a[k] >= a->n)
             return -EINVAL;
-    need += (size_t)ch->n_a * (2 + 10 + 4);
-    if (need > udp_limit(q, tcp)) {
-        /* Does not fit: no records, TC=1 (RFC 2181 §9), the client asks
-         * again over TCP. */
-        if (cap < head_size(q))
-            return -ENOSPC;
-        size_t p = put_head(q, LZ_DNS_NOERROR, true, 0, buf);
-        *ret_len = put_opt(q, LZ_DNS_NOERROR, buf, p);
-        return 0;
+    size_t limit = udp_limit(q, tcp), n_a = ch->n_a;
+    bool tc = false;
+    if (need + n_a * (2 + 10 + 4) > limit) {
+        /* Does not fit: TC=1 (RFC 2181 §9) so that the client asks again
+         * over TCP, with the chain and as many of the addresses as fit
+         * (any of them serves a client that does not ask again, as
+         * busybox's and older musl's do not), or no records when not
+         * even the chain does. */
+        tc = true;
+        n_a = need + (2 + 10 + 4) <= limit ? (limit - need) / (2 + 10 + 4) : 0;
+        if (n_a == 0) {
+            if (cap < head_size(q))
+                return -ENOSPC;
+            size_t p = put_head(q, LZ_DNS_NOERROR, true, 0, buf);
+            *ret_len = put_opt(q, LZ_DNS_NOERROR, buf, p);
+            return 0;
+        }
     }
+    need += n_a * (2 + 10 + 4);
     if (cap < need)
         return -ENOSPC;
-    size_t p = put_head(q, LZ_DNS_NOERROR, false, (unsigned)ch->n_cname + ch->n_a, buf);
+    size_t p = put_head(q, LZ_DNS_NOERROR, tc, (unsigned)(ch->n_cname + n_a), buf);
     size_t owner = LZ_DNS_HDR; /* the question's name; then each CNAME's target */
     for (size_t k = 0; k < ch->n_cname; k++) {
         const struct lz_dns_rr *rr = &a->rr[ch->cname[k]];
@@ -576,7 +585,7 @@ int lz_dns_build_answer(const struct lz_dns_query *q, const struct lz_dns_answer
         memcpy(buf + p + 12, rr->target, rr->target_len);
         p += 12 + rr->target_len;
     }
-    for (size_t k = 0; k < ch->n_a; k++) {
+    for (size_t k = 0; k < n_a; k++) {
         put16(buf + p, 0xc000u | (unsigned)owner);
         put16(buf + p + 2, LZ_DNS_T_A);
         put16(buf + p + 4, LZ_DNS_CLASS_IN);

@@ -61,8 +61,10 @@
  * value (the filter's clamped lifetime), owners compressed to the question
  * or the previous CNAME target. Over UDP a message is at most the client's
  * payload size capped to LZ_DNS_UDP_OURS (512 without EDNS): an answer
- * that does not fit is sent with TC=1 and no answer records, and the
- * client asks again over TCP (2-byte length framing: lz_dns_tcp_*).
+ * that does not fit is sent with TC=1, its CNAMEs and the A records that
+ * fit (none when the chain does not fit), and the client asks again over
+ * TCP (2-byte length framing: lz_dns_tcp_*) or, if it never does (busybox,
+ * older musl), uses those addresses, each of them learned.
  *
  * Errors: parse functions return 0 or -EBADMSG and, when why is non-NULL,
  * store the reason (lz_dns_reason_str). Out parameters are untouched on

@@ -445,8 +445,12 @@ int lz_fqdnroute_in_use(struct lz_fqdnroute *fr, uint32_t addr) {
     struct inet_diag_req_v2 *q = mnl_nlmsg_put_extra_header(h, sizeof *q);
     q->sdiag_family = AF_INET;
     q->sdiag_protocol = IPPROTO_TCP;
-    /* Every state but the two without a peer (bit i: state i). */
-    q->idiag_states = ((1u << (TCP_CLOSING + 1)) - 1) & ~(1u << TCP_CLOSE) & ~(1u << TCP_LISTEN) & ~1u;
+    /* Every state with a peer still talking (bit i: state i): not LISTEN
+     * or CLOSE, and not TIME_WAIT, which both ends have closed (it lasts
+     * 60 s after a connection the sandbox closed first; without the route
+     * the peer's retransmitted FIN goes unanswered, which ends nothing). */
+    q->idiag_states = ((1u << (TCP_CLOSING + 1)) - 1) & ~(1u << TCP_CLOSE) & ~(1u << TCP_LISTEN) &
+                      ~(1u << TCP_TIME_WAIT) & ~1u;
     q->idiag_states |= 1u << 12; /* TCP_NEW_SYN_RECV: a connection being accepted */
     struct diag_count c = { htonl(addr), 0 };
     int r = nl_dump(fr->diag, fr->diag_portid, &fr->seq, h, diag_cb, &c);

@@ -52,7 +52,8 @@ int lz_fqdnroute_del(struct lz_fqdnroute *fr, uint32_t addr, uint16_t port, stru
 
 /* The TCP sockets in the namespace, not listening, whose peer is addr
  * (sock_diag, no privilege needed): their count, or -errno. Every state
- * but LISTEN and CLOSE counts (SYN_SENT, TIME_WAIT included). */
+ * but LISTEN, CLOSE and TIME_WAIT counts (SYN_SENT and the closing states
+ * included: their peer may still send; TIME_WAIT is closed both ways). */
 int lz_fqdnroute_in_use(struct lz_fqdnroute *fr, uint32_t addr);
 
 /* Every learned route in the namespace (a netlink dump of proto

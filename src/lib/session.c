@@ -623,7 +623,7 @@ int hc_session_client_msg(struct hc *h, struct session *s, short revents, const 
         return 0;
     }
     if (s->state == S_HELLO) {
-        if (buf[0] == LZ_MSG_STATUS || buf[0] == LZ_MSG_STOP) {
+        if (buf[0] == LZ_MSG_STATUS || buf[0] == LZ_MSG_STOP || buf[0] == LZ_MSG_NET) {
             /* Not a session's: the caller answers it (coordinator.c). */
             *ret_msg = buf;
             *ret_len = (size_t)n;

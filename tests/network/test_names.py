@@ -139,7 +139,11 @@ def udp(port):
         d, anc, _, a = s.recvmsg(2048, 256)
         local = socket.inet_ntoa(anc[0][2][8:12]) if anc else bind
         note(f"udp {local}:{port} {a[0]}")
-        s.sendto(b"\x00\x05\x00\x01NOPE\x00", a)  # a TFTP error: busybox tftp stops at once
+        # A TFTP error (busybox tftp stops at once), from the address the
+        # datagram was sent to (IP_PKTINFO's ipi_spec_dst): tftp connects
+        # to the reply's source, which must not be another of this host's.
+        src = socket.inet_aton(local)
+        s.sendmsg([b"\x00\x05\x00\x01NOPE\x00"], [(socket.SOL_IP, 8, bytes(4) + src + bytes(4))], 0, a)
 for p in tcp_ports:
     threading.Thread(target=tcp, args=(p,), daemon=True).start()
 for p in udp_ports:
