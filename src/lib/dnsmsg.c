@@ -537,6 +537,16 @@ int lz_dns_build_rcode(const struct lz_dns_query *q, unsigned rcode, bool tcp, u
     return 0;
 }
 
+size_t lz_dns_answer_room(const struct lz_dns_query *q, const struct lz_dns_answer *a, const struct lz_dns_chain *ch,
+                          bool tcp) {
+    size_t need = head_size(q), limit = udp_limit(q, tcp), rec = 2 + 10 + 4;
+    for (size_t k = 0; k < ch->n_cname; k++)
+        need += 2 + 10 + (ch->cname[k] < a->n ? a->rr[ch->cname[k]].target_len : 0);
+    if (need + ch->n_a * rec <= limit)
+        return ch->n_a;
+    return need + rec <= limit ? (limit - need) / rec : 0;
+}
+
 int lz_dns_build_answer(const struct lz_dns_query *q, const struct lz_dns_answer *a, const struct lz_dns_chain *ch,
                         uint32_t ttl, bool tcp, uint8_t *buf, size_t cap, size_t *ret_len) {
     if (q->qname_len == 0 || q->qname_len > LZ_DNS_WIRE_NAME_MAX || ch->n_cname > LZ_DNS_CHAIN_MAX)
@@ -551,16 +561,14 @@ int lz_dns_build_answer(const struct lz_dns_query *q, const struct lz_dns_answer
     for (size_t k = 0; k < ch->n_a; k++)
         if (ch->a[k] >= a->n)
             return -EINVAL;
-    size_t limit = udp_limit(q, tcp), n_a = ch->n_a;
-    bool tc = false;
-    if (need + n_a * (2 + 10 + 4) > limit) {
+    size_t n_a = lz_dns_answer_room(q, a, ch, tcp);
+    bool tc = n_a < ch->n_a;
+    if (tc) {
         /* Does not fit: TC=1 (RFC 2181 §9) so that the client asks again
          * over TCP, with the chain and as many of the addresses as fit
          * (any of them serves a client that does not ask again, as
          * busybox's and older musl's do not), or no records when not
          * even the chain does. */
-        tc = true;
-        n_a = need + (2 + 10 + 4) <= limit ? (limit - need) / (2 + 10 + 4) : 0;
         if (n_a == 0) {
             if (cap < head_size(q))
                 return -ENOSPC;

@@ -211,6 +211,11 @@ int lz_dns_build_rcode(const struct lz_dns_query *q, unsigned rcode, bool tcp, u
 /* The filtered answer: the chain's CNAMEs and A records (ch, indices into
  * a), every TTL set to ttl; NOERROR. -ENOSPC when cap is too small
  * (LZ_DNS_BUILD_MAX always suffices). */
+/* How many of the chain's A records an answer to q carries: all of them,
+ * or over UDP the most that fit the client's size with the chain (0 when
+ * not even the chain fits). The resolver learns only those. */
+size_t lz_dns_answer_room(const struct lz_dns_query *q, const struct lz_dns_answer *a, const struct lz_dns_chain *ch,
+                          bool tcp);
 int lz_dns_build_answer(const struct lz_dns_query *q, const struct lz_dns_answer *a, const struct lz_dns_chain *ch,
                         uint32_t ttl, bool tcp, uint8_t *buf, size_t cap, size_t *ret_len);
 

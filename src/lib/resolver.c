@@ -686,6 +686,10 @@ static int up_answer(struct lz_resolver *r, struct pending *p, const uint8_t *bu
         f.kept.n_a = (uint8_t)r->cfg.max_per_name;
         limited(r, LIM_PER_NAME, p->q.name);
     }
+    /* Only what the client is sent is learned (a UDP answer too big for
+     * it carries the addresses that fit). */
+    if (rcode == LZ_DNS_NOERROR)
+        f.kept.n_a = (uint8_t)lz_dns_answer_room(&p->q, a, &f.kept, p->from.tcp);
     if (rcode == LZ_DNS_NOERROR && f.kept.n_a > 0 && !r->cfg.any_name) {
         uint32_t addrs[LZ_DNS_RR_MAX];
         for (size_t i = 0; i < f.kept.n_a; i++)
