@@ -128,11 +128,11 @@ char *hc_net_report(struct hc *h) {
     return t ? t : lz_xstrdup("The resolver's report is not available (out of memory).\n");
 }
 
-/* "tcp/443,8443", "tcp/any", or "" */
+/* "tcp/443,8443"; for every port "tcp/" and a star; or "" */
 static void ports_text(const struct lz_hostports *p, char *buf, size_t cap) {
     buf[0] = '\0';
     if (p->all) {
-        snprintf(buf, cap, "tcp/any");
+        snprintf(buf, cap, "tcp/*");
         return;
     }
     size_t o = 0;
