@@ -18,8 +18,10 @@ struct lz_netfollow {
     uint32_t portid; /* of fd: our own dump replies carry it */
     unsigned seq;
     struct lz_netpolicy pol;
-    uint32_t *added; /* the /32 denies this follower installed */
+    uint32_t *added; /* the /32 denies this follower installed in the main table */
     size_t n_added;
+    uint32_t *hosts; /* the addresses in the host-address table (LZ_NET_HOSTS_TABLE) */
+    size_t n_hosts;
     lz_log_fn log;
     void *log_ud;
 };
@@ -153,6 +155,52 @@ static int undeny(struct lz_netfollow *f, uint32_t a, struct lz_error *err) {
         }
     lz_logf(f->log, f->log_ud, "host address %s is gone: its /32 deny %s and read back in %.2f ms", s,
             act ? "replaced by the configured route" : "removed", (double)(now_us() - t0) / 1000.0);
+    return 0;
+}
+
+/* Every host address but the namespace's own (127/8, the resolver's
+ * 10.0.2.3) has its prohibit route in the host-address table, whatever
+ * the policy: the learned routes of egress by name are looked up before
+ * the main table, this table before them (netpolicy.h). */
+static bool host_table_wants(uint32_t a) { return (a >> 24) != 127 && a != LZ_NET_DNS; }
+
+static int set_host(uint32_t a, bool on) {
+    int r = net_admin(true);
+    if (r == 0)
+        r = lz_netpolicy_host_deny(a, on);
+    int d = net_admin(false);
+    return r < 0 ? r : d;
+}
+
+static int host_add(struct lz_netfollow *f, uint32_t a, struct lz_error *err) {
+    char s[16];
+    fmt4(a, s);
+    if (f->n_hosts >= LZ_NETFOLLOW_MAX_ADDRS)
+        return lz_error_set(err, -E2BIG, "more than %d host addresses to deny", LZ_NETFOLLOW_MAX_ADDRS);
+    int r = set_host(a, true);
+    if (r < 0)
+        return lz_error_set(err, r, "cannot deny the host address %s before learned routes: %s", s, strerror(-r));
+    if (lz_netpolicy_host_deny_get(a) != 1 || lz_netpolicy_route_check(a) != -EACCES)
+        return lz_error_set(err, -EIO, "the host-address table's deny of %s did not read back", s);
+    f->hosts = lz_xrealloc(f->hosts, (f->n_hosts + 1) * sizeof *f->hosts);
+    f->hosts[f->n_hosts++] = a;
+    return 0;
+}
+
+static int host_del(struct lz_netfollow *f, uint32_t a, struct lz_error *err) {
+    char s[16];
+    fmt4(a, s);
+    int r = set_host(a, false);
+    if (r < 0)
+        return lz_error_set(err, r, "cannot remove the former host address %s from the host-address table: %s", s,
+                            strerror(-r));
+    if (lz_netpolicy_host_deny_get(a) != 0)
+        return lz_error_set(err, -EIO, "the former host address %s is still in the host-address table", s);
+    for (size_t i = 0; i < f->n_hosts; i++)
+        if (f->hosts[i] == a) {
+            f->hosts[i] = f->hosts[--f->n_hosts];
+            break;
+        }
     return 0;
 }
 
@@ -296,6 +344,19 @@ int lz_netfollow_reconcile(struct lz_netfollow *f, const char *why, struct lz_er
     size_t na = 0, nr = 0;
     lz_netfollow_plan(&f->pol, f->added, f->n_added, host, n_host, &add, &na, &rm, &nr);
     int r;
+    size_t ha = 0, hr = 0;
+    for (size_t i = 0; i < n_host; i++)
+        if (host_table_wants(host[i]) && !has(f->hosts, f->n_hosts, host[i])) {
+            if ((r = host_add(f, host[i], err)) < 0)
+                return r;
+            ha++;
+        }
+    for (size_t i = f->n_hosts; i-- > 0;)
+        if (!has(host, n_host, f->hosts[i])) {
+            if ((r = host_del(f, f->hosts[i], err)) < 0)
+                return r;
+            hr++;
+        }
     for (size_t i = 0; i < na; i++)
         if ((r = deny(f, add[i], "is new", err)) < 0)
             return r;
@@ -303,9 +364,9 @@ int lz_netfollow_reconcile(struct lz_netfollow *f, const char *why, struct lz_er
         if ((r = undeny(f, rm[i], err)) < 0)
             return r;
     lz_logf(f->log, f->log_ud,
-            "host addresses reconciled (%s): %zu IPv4 addresses, %zu followed denies (+%zu -%zu), %d dump(s), "
-            "%.2f ms",
-            why, n_host, f->n_added, na, nr, attempts, (double)(now_us() - t0) / 1000.0);
+            "host addresses reconciled (%s): %zu IPv4 addresses, %zu in the host-address table (+%zu -%zu), "
+            "%zu followed denies (+%zu -%zu), %d dump(s), %.2f ms",
+            why, n_host, f->n_hosts, ha, hr, f->n_added, na, nr, attempts, (double)(now_us() - t0) / 1000.0);
     return 0;
 }
 
@@ -329,11 +390,17 @@ int lz_netfollow_process(struct lz_netfollow *f, struct lz_error *err) {
             uint32_t a;
             if (!msg_addr(m, &a))
                 continue;
+            if (m->nlmsg_type == RTM_NEWADDR && host_table_wants(a) && !has(f->hosts, f->n_hosts, a)) {
+                int r = host_add(f, a, err);
+                if (r < 0)
+                    return r;
+            }
             if (m->nlmsg_type == RTM_NEWADDR && lz_netfollow_needs_deny(&f->pol, a) && !has(f->added, f->n_added, a)) {
                 int r = deny(f, a, "appeared (RTM_NEWADDR)", err);
                 if (r < 0)
                     return r;
-            } else if (m->nlmsg_type == RTM_DELADDR && has(f->added, f->n_added, a) && !why) {
+            } else if (m->nlmsg_type == RTM_DELADDR && (has(f->added, f->n_added, a) || has(f->hosts, f->n_hosts, a)) &&
+                       !why) {
                 /* The address may still be on another interface: only a
                  * dump tells. */
                 char s[16];
@@ -376,5 +443,6 @@ void lz_netfollow_free(struct lz_netfollow *f) {
         close(f->fd);
     lz_netpolicy_clear(&f->pol);
     free(f->added);
+    free(f->hosts);
     free(f);
 }

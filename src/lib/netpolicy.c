@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <libmnl/libmnl.h>
+#include <linux/fib_rules.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -194,8 +195,8 @@ static int nl_talk(struct nl *nl, struct nlmsghdr *h) {
     return r < 0 ? -errno : 0;
 }
 
-static int route(struct nl *nl, int cmd, unsigned flags, uint32_t dst, unsigned len, unsigned char type,
-                 unsigned char scope, uint32_t gw, unsigned oif, bool onlink) {
+static int route_in(struct nl *nl, uint32_t table, int cmd, unsigned flags, uint32_t dst, unsigned len,
+                    unsigned char type, unsigned char scope, uint32_t gw, unsigned oif, bool onlink) {
     char buf[8192];
     struct nlmsghdr *h = mnl_nlmsg_put_header(buf);
     h->nlmsg_type = (uint16_t)cmd;
@@ -203,7 +204,7 @@ static int route(struct nl *nl, int cmd, unsigned flags, uint32_t dst, unsigned 
     struct rtmsg *rtm = mnl_nlmsg_put_extra_header(h, sizeof *rtm);
     rtm->rtm_family = AF_INET;
     rtm->rtm_dst_len = (unsigned char)len;
-    rtm->rtm_table = RT_TABLE_MAIN;
+    rtm->rtm_table = table < 256 ? (unsigned char)table : RT_TABLE_UNSPEC;
     rtm->rtm_protocol = cmd == RTM_DELROUTE ? RTPROT_UNSPEC : RTPROT_STATIC;
     rtm->rtm_scope = scope;
     rtm->rtm_type = type;
@@ -218,7 +219,31 @@ static int route(struct nl *nl, int cmd, unsigned flags, uint32_t dst, unsigned 
     }
     if (oif)
         mnl_attr_put_u32(h, RTA_OIF, oif);
+    if (table >= 256)
+        mnl_attr_put_u32(h, RTA_TABLE, table);
     return nl_talk(nl, h);
+}
+
+static int route(struct nl *nl, int cmd, unsigned flags, uint32_t dst, unsigned len, unsigned char type,
+                 unsigned char scope, uint32_t gw, unsigned oif, bool onlink) {
+    return route_in(nl, RT_TABLE_MAIN, cmd, flags, dst, len, type, scope, gw, oif, onlink);
+}
+
+/* pref LZ_NET_HOSTS_RULE_PREF lookup LZ_NET_HOSTS_TABLE (once: an existing
+ * rule is EEXIST, which is fine). */
+static int hosts_rule(struct nl *nl) {
+    char buf[512];
+    struct nlmsghdr *h = mnl_nlmsg_put_header(buf);
+    h->nlmsg_type = RTM_NEWRULE;
+    h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
+    struct fib_rule_hdr *fr = mnl_nlmsg_put_extra_header(h, sizeof *fr);
+    fr->family = AF_INET;
+    fr->action = FR_ACT_TO_TBL;
+    mnl_attr_put_u32(h, FRA_PRIORITY, LZ_NET_HOSTS_RULE_PREF);
+    mnl_attr_put_u32(h, FRA_TABLE, LZ_NET_HOSTS_TABLE);
+    mnl_attr_put_u8(h, FRA_PROTOCOL, RTPROT_STATIC);
+    int r = nl_talk(nl, h);
+    return r == -EEXIST ? 0 : r;
 }
 
 static bool is_dns_rule(uint32_t addr, unsigned len, uint8_t action) {
@@ -365,6 +390,11 @@ int lz_netpolicy_install(const struct lz_netpolicy *p, struct lz_error *err) {
         r = route(&nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, 0, 0, RTN_PROHIBIT, RT_SCOPE_UNIVERSE, 0, 0, false);
         if (r < 0)
             lz_error_set(err, r, "cannot install the default deny route: %s", strerror(-r));
+    }
+    if (r >= 0) {
+        r = hosts_rule(&nl);
+        if (r < 0)
+            lz_error_set(err, r, "cannot install the rule of the host-address table: %s", strerror(-r));
     }
     if (r >= 0) {
         unsigned lo = if_nametoindex("lo");
@@ -635,3 +665,51 @@ int lz_netpolicy_route_get(uint32_t addr, unsigned len) {
 }
 
 int lz_netpolicy_route_check(uint32_t addr) { return route_check(addr); }
+
+int lz_netpolicy_host_deny(uint32_t addr, bool on) {
+    struct nl nl;
+    int r = nl_open(&nl);
+    if (r < 0)
+        return r;
+    if (on) {
+        r = hosts_rule(&nl);
+        if (r == 0)
+            r = route_in(&nl, LZ_NET_HOSTS_TABLE, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, addr, 32, RTN_PROHIBIT,
+                         RT_SCOPE_UNIVERSE, 0, 0, false);
+    } else {
+        r = route_in(&nl, LZ_NET_HOSTS_TABLE, RTM_DELROUTE, 0, addr, 32, RTN_UNSPEC, RT_SCOPE_NOWHERE, 0, 0, false);
+        if (r == -ESRCH)
+            r = 0;
+    }
+    mnl_socket_close(nl.s);
+    return r;
+}
+
+struct want_host {
+    uint32_t addr;
+    int found;
+};
+
+static int want_host_cb(const struct nlmsghdr *h, void *data) {
+    struct want_host *w = data;
+    const struct rtmsg *rtm = mnl_nlmsg_get_payload(h);
+    if (rtm->rtm_family != AF_INET || rtm->rtm_dst_len != 32 || rtm->rtm_type != RTN_PROHIBIT)
+        return MNL_CB_OK;
+    const struct nlattr *tb[RTA_MAX + 1] = { 0 };
+    mnl_attr_parse(h, sizeof *rtm, route_attr_cb, tb);
+    uint32_t table = tb[RTA_TABLE] ? mnl_attr_get_u32(tb[RTA_TABLE]) : rtm->rtm_table;
+    if (table == LZ_NET_HOSTS_TABLE && tb[RTA_DST] && ntohl(mnl_attr_get_u32(tb[RTA_DST])) == w->addr)
+        w->found = 1;
+    return MNL_CB_OK;
+}
+
+int lz_netpolicy_host_deny_get(uint32_t addr) {
+    struct want_host w = { addr, 0 };
+    struct mnl_socket *s = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+    int r = !s ? -errno : mnl_socket_bind(s, 0, MNL_SOCKET_AUTOPID) < 0 ? -errno : 0;
+    if (r == 0)
+        r = dump(s, RTM_GETROUTE, want_host_cb, &w);
+    if (s)
+        mnl_socket_close(s);
+    return r < 0 ? r : w.found;
+}

@@ -34,6 +34,13 @@
 #define LZ_NET_ADDR 0x0a000264u /* 10.0.2.100 */
 #define LZ_NET_GW 0x0a000202u   /* 10.0.2.2 */
 #define LZ_NET_DNS 0x0a000203u  /* 10.0.2.3: the Domain's resolver (resolver.h), on the namespace's lo */
+/* The host's own addresses, each a /32 prohibit route in a table of their
+ * own, looked up by a rule before every other (the learned-address rules
+ * of egress by name, fqdnroute.h, included): a host address is refused
+ * whatever route a name taught, also one learned before the host gained
+ * that address. Kept by the host-address follower (netfollow.h). */
+#define LZ_NET_HOSTS_TABLE 99999u
+#define LZ_NET_HOSTS_RULE_PREF 900
 
 /* The descriptors the Supervisor opens for the resolver (rschan.h, LZ_RS_DNS), in this order. */
 enum { LZ_NET_DNS_UDP, LZ_NET_DNS_TCP, LZ_NET_DNS_RTNL, LZ_NET_DNS_DIAG, LZ_NET_DNS_FDS };
@@ -110,4 +117,10 @@ int lz_netpolicy_dns_sockets(int ret[LZ_NET_DNS_FDS], struct lz_error *err);
  * negative errno connect() gives (a deny gives -EACCES). */
 int lz_netpolicy_route_set(uint32_t addr, unsigned len, int action);
 int lz_netpolicy_route_get(uint32_t addr, unsigned len);
+/* The host-address table (LZ_NET_HOSTS_TABLE): on adds addr/32's prohibit
+ * route (and the rule that selects the table, once), off removes it;
+ * CAP_NET_ADMIN in effect. _get: 1 if the table holds addr/32, 0 if not,
+ * or a negative errno. */
+int lz_netpolicy_host_deny(uint32_t addr, bool on);
+int lz_netpolicy_host_deny_get(uint32_t addr);
 int lz_netpolicy_route_check(uint32_t addr);

@@ -41,6 +41,7 @@ import threading
 import time
 from pathlib import Path
 
+import pexpect
 import pytest
 
 LAZARET = os.environ.get("LAZARET_BIN", "")
@@ -54,6 +55,8 @@ DNS_NS, DNS_HOST, DNS_IP = "lzt-dns", "198.18.41.1", "198.18.41.2"
 WEB_NS, WEB_HOST, WEB = "lzt-web", "198.18.42.1", "198.18.42.2"
 WEB2, WEB3 = "198.18.42.3", "198.18.42.4"
 OPEN_NET, OPEN_IP = "198.18.43.0/24", "198.18.43.2"  # the profile's own allow_egress prefix
+LATE = "198.18.45.2"  # on the web host, until a test makes it the host's own
+LATE_DEV = "lzt-late0"  # the host's dummy interface that then carries it
 MANY = [f"198.18.44.{i}" for i in range(1, 41)]  # many.test: more A records than one name may keep (32)
 BULK_N = 2100  # n0000.bulk.test ... : more names than a Domain may learn (1024)
 PROFILE = "names"
@@ -74,7 +77,7 @@ REBIND = {"rebind-private.test": "10.1.2.3", "rebind-loop.test": "127.0.0.1",
           "rebind-host.test": WEB_HOST}
 
 ALLOW_HOSTS = ["allowed.test:443", "*.wild.test:443", "cname.test:443", "short.test:443", "short-held.test:443",
-               "many.test:443", "*.bulk.test:443", "rebind-mixed.test:443"] + [f"{n}:443" for n in REBIND]
+               "many.test:443", "*.bulk.test:443", "rebind-mixed.test:443", "later.test:443", "later2.test:443"] + [f"{n}:443" for n in REBIND]
 DENY_HOSTS = ["denied.wild.test"]
 
 # Names that resolve at dnsmasq (so a refusal is Lazaret's) but that no
@@ -95,7 +98,9 @@ def dnsmasq_args(conf_dir, log):
             "--user=root", "--group=root", "--pid-file=", "--local-ttl=300", f"--addn-hosts={hosts}",
             f"--host-record=allowed.test,{WEB}", f"--host-record=target.test,{WEB2}",
             "--cname=cname.test,target.test", f"--address=/wild.test/{WEB}", f"--address=/evil.test/{WEB}",
-            f"--host-record=short.test,{WEB2},1", f"--host-record=short-held.test,{WEB3},1"]
+            f"--host-record=short.test,{WEB2},1", f"--host-record=short-held.test,{WEB3},1",
+            f"--host-record=asked.test,{WEB3}", f"--host-record=later.test,{LATE}",
+            f"--host-record=later2.test,{LATE}"]
     for n in ("unlisted.test", "nope.test", "xallowed.test", "allowedtest", "xwild.test"):
         args.append(f"--host-record={n},{WEB}")
     for n, a in REBIND.items():
@@ -252,6 +257,7 @@ def world(tmp_path_factory):
         for p in procs:
             p.kill()
             p.wait(timeout=10)
+        subprocess.run(["ip", "link", "del", LATE_DEV], capture_output=True)
         for ns in (DNS_NS, WEB_NS):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
             subprocess.run(["ip", "link", "del", f"v-{ns}"], capture_output=True)
@@ -279,6 +285,8 @@ def world(tmp_path_factory):
         # The profile's prefix-allowed address: on the web host, routed there.
         sh("ip", "-n", WEB_NS, "addr", "add", f"{OPEN_IP}/32", "dev", "eth0")
         sh("ip", "route", "add", OPEN_NET, "via", WEB, "dev", f"v-{WEB_NS}")
+        sh("ip", "-n", WEB_NS, "addr", "add", f"{LATE}/32", "dev", "eth0")
+        sh("ip", "route", "replace", f"{LATE}/32", "via", WEB, "dev", f"v-{WEB_NS}")
         logs = {k: d / f"{k}.log" for k in ("web", "dns", "dot", "host")}
         for p in logs.values():
             p.write_text("")
@@ -972,3 +980,152 @@ def test_coordinator_killed_fails_closed(world, quiet):
         s.close()
     assert q1 == q0, f"{q1 - q0} queries reached the world's resolver after the coordinator died"
     assert c1 == c0, f"{c1 - c0} connections reached the web server after the coordinator died"
+
+
+ESCALATE = "/run/lazaret/escalate"
+
+
+def test_refused_notice_allow_host_and_audit_on_a_pty(world, quiet):
+    """On a real terminal: a refused name gets one notice on the session's
+    terminal (not two for the same name); `lazaret-escalate --allow-host`
+    asks on the escape-proof prompt and, once the developer answers [s],
+    the name resolves and its address answers on the port asked for only;
+    `lazaret audit --net` lists the refusal, the developer's allowance and
+    what was learned, and `lazaret audit` verifies the chain."""
+    dns, web = world["dns"], world["web"]
+    m = dns.mark()
+    hits = web.count("tcp", WEB3, 443)
+    # The session's terminal is a real PTY; the shell in it runs a script
+    # (busybox's interactive line editor would query the terminal).
+    script = PROBES + f"""
+        look nope.test; look asked.test; conn {WEB3} 443; echo step=$((2 * 1000))
+        look nope.test; echo step=$((3 * 1000))
+        {ESCALATE} --allow-host asked.test:443 --justification 'the docs live there'; echo rc=$?
+        look asked.test; conn {WEB3} 443; conn {WEB3} 80; echo step=$((4 * 1000))
+    """
+    argv = as_user(quiet, [LAZARET, "run", "-p", PROFILE, "--", "busybox", "sh", "-c", script])
+    c = pexpect.spawn(argv[0], argv[1:], cwd=str(quiet["base"] / "ws"), timeout=120, encoding="utf-8",
+                      dimensions=(24, 100))
+
+    def wait(pattern, timeout):
+        c.expect(pattern, timeout=timeout)
+        return (c.before + c.after).replace("\r\n", "\n")
+
+    try:
+        first = wait("step=2000", 120)
+        second = wait("step=3000", 60)
+        # The prompt: the network screen; [s] allows for the Domain.
+        screen = wait("Keys are accepted in a moment", 60)
+        screen += wait(r"\[s\] allow, for every session of this Domain", 10)
+        c.send("s")
+        wait(r"rc=(\d+)", 30)
+        rc = c.match.group(1)
+        third = wait("step=4000", 60)
+        c.expect(pexpect.EOF, timeout=60)
+    finally:
+        c.close(force=True)
+
+    def line(text, start):
+        assert start in text, f"{start} missing:\n{text}"
+        return text.rsplit(start, 1)[1].split("\n", 1)[0]
+
+    notice = "the sandbox looked up nope.test, which this profile does not allow"
+    # Before the allowance: refused, never forwarded, no connection.
+    assert not resolved(line(first, "LOOK asked.test ")), first
+    assert "Permission denied" in line(first, f"CONN {WEB3}:443 "), first
+    # One notice for nope.test, on the terminal, not repeated.
+    assert notice in first, first
+    assert notice not in second and not resolved(line(second, "LOOK nope.test ")), second
+    assert "asked.test" in screen and "443" in screen and "the docs live there" in screen, screen
+    assert rc == "0", c.before
+    # After it: resolved, reachable on 443, not on 80.
+    assert resolved(line(third, "LOOK asked.test ")) == [WEB3], third
+    assert f"HELLO-{WEB3}-443" in line(third, f"CONN {WEB3}:443 "), third
+    assert "Permission denied" in line(third, f"CONN {WEB3}:80 "), third
+    assert web.count("tcp", WEB3, 443) == hits + 1
+    names = dns.names(m)
+    assert "nope.test" not in names, "a refused name reached the world's resolver"
+    assert names.count("asked.test") >= 1, "positive control: the allowed name was forwarded"
+    # The audit: refused, allowed by the developer, learned; the chain verifies.
+    r = lz_cmd(quiet, ["audit", "-p", PROFILE, "--net"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    # This run's rows only: the Domain's earlier runs (other tests) refused
+    # nope.test too, each in its own generation.
+    rows = [ln for ln in r.stdout.splitlines() if "  net " in ln]
+    gen = lambda ln: int(re.search(r"\(generation (\d+)\)$", ln).group(1))  # noqa: E731
+    rows = [ln for ln in rows if gen(ln) == max(map(gen, rows))]
+    kinds = [(ln.split("  net ", 1)[1].split()[0], ln.split("  net ", 1)[1].split()[1]) for ln in rows]
+    assert ("refused", "nope.test") in kinds and ("refused", "asked.test") in kinds, r.stdout
+    assert ("allowed", "asked.test:443") in kinds or ("allowed", "asked.test") in kinds, r.stdout
+    assert ("learned", "asked.test") in kinds, r.stdout
+    assert kinds.count(("refused", "nope.test")) == 1, r.stdout
+    r = lz_cmd(quiet, ["audit", "-p", PROFILE])
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_host_address_beats_a_learned_route(world, quiet, tmp_path):
+    """A learned route never reaches the host itself: later.test's address
+    is learned (and answers from the web host); then the host gains that
+    address (a VPN, a new interface) with a service on it. A new connection
+    from the sandbox is refused at once though the learned route is still
+    in its table, and so is one after a fresh lookup of another name for
+    the same address (the resolver's list of host addresses is from its
+    start). The positive control: from the host, the service answers."""
+    web = world["web"]
+    s = Session(quiet, f"""
+        look later.test; conn {LATE} 443
+        echo phase1
+        read go
+        conn {LATE} 443; look later2.test; conn {LATE} 443
+        echo phase2
+    """)
+    sentinel = None
+    log = tmp_path / "late.log"
+    log.write_text("")
+    try:
+        assert s.until("phase1", 120), s.out()
+        assert f"HELLO-{LATE}-443" in probes(s.out()).get(f"CONN {LATE}:443", ""), s.out()
+        rs = supervisor_pid(quiet["uid"])
+        assert LATE in learned_routes(rs), "positive control: later.test's address has a learned route"
+        hits = web.count("tcp", LATE, 443)
+        # The host gains the address, and a service listens on it.
+        sh("ip", "route", "del", f"{LATE}/32")
+        # (a veth pair, both ends here: the kernel may lack the dummy driver)
+        sh("ip", "link", "add", LATE_DEV, "type", "veth", "peer", "name", LATE_DEV + "p")
+        sh("ip", "addr", "add", f"{LATE}/32", "dev", LATE_DEV)
+        sh("ip", "link", "set", LATE_DEV, "up")
+        server = Path(log.parent / "server.py")
+        server.write_text(SERVER)
+        sentinel = subprocess.Popen(["/usr/bin/python3", str(server), LATE, str(log), "443", ""],
+                                    stdout=subprocess.PIPE, text=True)
+        assert sentinel.stdout.readline().strip() == "ready"
+        with socket.create_connection((LATE, 443), timeout=5) as c:
+            assert c.recv(64).startswith(f"HELLO-{LATE}-443".encode()), "positive control: the host's service"
+        seen = ServerLog(log).count("tcp", LATE, 443)
+        assert seen == 1
+        # The Supervisor's follower puts it in the host-address table.
+        end = time.monotonic() + 20
+        table = ""
+        while time.monotonic() < end:
+            table = sh("nsenter", "-t", rs, "-n", "ip", "-4", "route", "show", "table", "99999").stdout
+            if LATE in table.split():
+                break
+            time.sleep(0.1)
+        assert f"prohibit {LATE}" in table, table
+        assert LATE in learned_routes(rs), "the learned route is still there: the table must shadow it"
+        s.send("go\n")
+        assert s.until("phase2", 60), s.out()
+        out = s.out()
+    finally:
+        s.close()
+        if sentinel:
+            sentinel.kill()
+            sentinel.wait(timeout=10)
+        subprocess.run(["ip", "link", "del", LATE_DEV], capture_output=True)
+        subprocess.run(["ip", "route", "replace", f"{LATE}/32", "via", WEB, "dev", f"v-{WEB_NS}"], capture_output=True)
+    conns = [ln for ln in out.splitlines() if ln.startswith(f"CONN {LATE}:443 ")]
+    assert len(conns) == 3, out
+    for c in conns[1:]:
+        assert "Permission denied" in c, f"a connection to the host's own address: {c}\n{out}"
+    assert ServerLog(log).count("tcp", LATE, 443) == seen, "the sandbox reached the host's service"
+    assert web.count("tcp", LATE, 443) == hits

@@ -7,6 +7,7 @@ starts) and a server on the host's own loopback; lazaret itself runs as the
 unprivileged test user. Traffic only ever targets these and loopback.
 """
 import os
+import re
 import pwd
 import shutil
 import socket
@@ -105,7 +106,7 @@ def write_config(e, extra_profile="", network=""):
     # egress = "open": these tests are about the prefix policy, whose
     # [network] default_allow (0.0.0.0/0) reaches the allowed test host;
     # under the built-in "balanced" preset it would not apply.
-    egress = "" if "egress" in extra_profile else 'egress = "open"\n'
+    egress = "" if re.search(r"^egress\s*=", extra_profile, re.M) else 'egress = "open"\n'
     cfg = e["base"] / "config/lazaret/config.toml"
     cfg.write_text(f'[storage]\ndata_root = "{e["base"]}/data"\nlinger_seconds = 0\n{network}\n'
                    f'[profiles.net]\nimage = "{e["image"]}"\n{egress}'
