@@ -770,7 +770,10 @@ def test_allow_host_prompt(lazaret, env, workspace):
     assert "host rule example.org allowed in this Domain" in log, log[-3000:]
     assert "host rule example.com:443 allowed" not in log
     rows = audit_rows(lazaret, env, workspace)
-    got = [(w["argv"], w["decided_by"], w["decision"], w["end_state"]) for w in rows]
+    # The network decision is on the same chain: the developer's allowance.
+    net = [(w["event"], w["name"]) for w in rows if w.get("kind") == "net"]
+    assert ("allowed", "example.org") in net and not [n for n in net if n[1].startswith("example.com")], net
+    got = [(w["argv"], w["decided_by"], w["decision"], w["end_state"]) for w in rows if w.get("kind") != "net"]
     assert got == [
         (["--allow-host", "Example.COM:443"], "developer", "denied", "denied"),
         (["--allow-host", "example.org"], "developer", "approved-for-session", "completed"),
