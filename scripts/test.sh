@@ -10,7 +10,7 @@
 #  7. integration tests with the real runsc, as the unprivileged test user
 #
 # Options: --quick (skip sanitizer and fuzz stages), --fuzz-seconds N
-# (default 20), --jobs N (pytest-xdist workers of the integration tests,
+# (default 15), --jobs N (pytest-xdist workers of the integration tests,
 # default 0: one process), LAZARET_TEST_ARGS="..." extra pytest arguments.
 #
 # Each stage's wall time is printed as a table at the end, also when a
@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 SRC=$(pwd)
 
 quick=0
-fuzz_seconds=20
+fuzz_seconds=15
 # One process by default until the parallel pass has passed whole runs
 # (docs/notes/2026-12-03-ci-speed.md); --jobs 3 runs it.
 jobs=${LAZARET_TEST_JOBS:-0}
@@ -40,6 +40,10 @@ done
 [[ "$jobs" =~ ^[0-9]{1,2}$ ]] || { echo "test.sh: --jobs wants a number of workers (0: no pytest-xdist)" >&2; exit 2; }
 
 TEST_USER=${LAZARET_TEST_USER:-lztest}
+# The network tests run as a user of their own: they count that user's
+# sandbox processes (no Domain of an earlier test may be left), while the
+# test user's image builds run in the background.
+NET_USER=${LAZARET_TEST_NET_USER:-lznet}
 
 # Stage timer: step() closes the running stage and opens the next; the
 # table is printed on exit, whatever the exit (a failing stage is marked).
@@ -68,6 +72,7 @@ on_exit() {
     printf '%6.0f s  total\n' "$(awk -v a="$run_start" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')"
     # runuser passes the TERM on to the background image builds.
     [ -z "${boot_pid:-}" ] || { kill "$boot_pid" 2>/dev/null; wait "$boot_pid" 2>/dev/null; } || :
+    [ -z "${model_pid:-}" ] || { pkill -TERM -P "$model_pid" 2>/dev/null; kill "$model_pid" 2>/dev/null; wait "$model_pid" 2>/dev/null; } || :
     [ "${#cleanup_paths[@]}" -eq 0 ] || rm -rf "${cleanup_paths[@]}" || :
 }
 trap on_exit EXIT
@@ -84,6 +89,8 @@ quiet() {
 step "setup"
 if [ "$(id -u)" -eq 0 ]; then
     bash scripts/setup.sh >/tmp/lazaret-setup.log 2>&1 || { cat /tmp/lazaret-setup.log; exit 1; }
+    LAZARET_TEST_USER="$NET_USER" bash scripts/setup.sh >>/tmp/lazaret-setup.log 2>&1 ||
+        { cat /tmp/lazaret-setup.log; exit 1; }
 else
     sudo -n bash scripts/setup.sh >/tmp/lazaret-setup.log 2>&1 || { cat /tmp/lazaret-setup.log; exit 1; }
 fi
@@ -232,17 +239,43 @@ if [ "$quick" -eq 0 ]; then
     done
 fi
 
-step "protocol model (spin: invariants, liveness under weak fairness, self-tests)"
-bash tests/model/check.sh >/tmp/lazaret-model.log 2>&1 || { cat /tmp/lazaret-model.log; exit 1; }
-tail -3 /tmp/lazaret-model.log
+# The protocol model (spin, CPU-bound) runs in the background while the
+# router end-to-end, network and root stages run (mostly waiting on
+# sandboxes and on the network tests' bounded waits); its result is
+# collected after them.
+model_pid="" model_start=$EPOCHREALTIME
+bash tests/model/check.sh >/tmp/lazaret-model.log 2>&1 &
+model_pid=$!
 
 step "router end-to-end (Git attacks through lazaret-router, host git checks)"
 bash tests/router/test_router.sh "$stage/bin/lazaret-router" >/tmp/lazaret-router-e2e.log 2>&1 || {
     cat /tmp/lazaret-router-e2e.log; exit 1; }
 grep -E "^== |ALL PASSED" /tmp/lazaret-router-e2e.log | tail -3
 
-# After the router end-to-end tests (as root), before the network tests:
-# they count the test user's lazaret processes.
+step "network isolation tests (root makes the test hosts; lazaret runs as ${NET_USER})"
+if [ "$(id -u)" -eq 0 ]; then
+    LAZARET_TEST_USER="$NET_USER" /usr/bin/python3 -m pytest -p no:cacheprovider -q -ra tests/network
+else
+    echo "skipped: creating test hosts needs root (CI runs as root)"
+fi
+
+step "as root: root's own Domains (subordinate range, apt-style privilege drop), the installed lazaret, the .deb"
+if [ "$(id -u)" -eq 0 ]; then
+    LAZARET_BIN="$LAZARET_BIN" LAZARET_TEST_USER="$TEST_USER" /usr/bin/python3 -m pytest -p no:cacheprovider -q -ra tests/root
+else
+    echo "skipped: needs root (CI runs as root)"
+fi
+
+step "protocol model (spin: invariants, liveness under weak fairness, self-tests; in the background since the router stage)"
+model_rc=0
+wait "$model_pid" || model_rc=$?
+model_pid=""
+[ "$model_rc" -eq 0 ] || { cat /tmp/lazaret-model.log; exit 1; }
+echo "checked in $(awk -v a="$model_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s (since its start)"
+tail -3 /tmp/lazaret-model.log
+
+# After the network and root stages (which need no image of the test
+# user's Storage Root), before the integration tests.
 if [ -n "$boot_pid" ]; then
     step "image builds (in the background since the gcc build; the rest of them)"
     boot_rc=0
@@ -255,20 +288,6 @@ if [ -n "$boot_pid" ]; then
         tail -20 /tmp/lazaret-bootstrap.log
         echo "a background image build failed: the integration tests will try again"
     fi
-fi
-
-step "network isolation tests (root makes the test hosts; lazaret runs as ${TEST_USER})"
-if [ "$(id -u)" -eq 0 ]; then
-    LAZARET_TEST_USER="$TEST_USER" /usr/bin/python3 -m pytest -p no:cacheprovider -q -ra tests/network
-else
-    echo "skipped: creating test hosts needs root (CI runs as root)"
-fi
-
-step "as root: root's own Domains (subordinate range, apt-style privilege drop), the installed lazaret, the .deb"
-if [ "$(id -u)" -eq 0 ]; then
-    LAZARET_BIN="$LAZARET_BIN" LAZARET_TEST_USER="$TEST_USER" /usr/bin/python3 -m pytest -p no:cacheprovider -q -ra tests/root
-else
-    echo "skipped: needs root (CI runs as root)"
 fi
 
 if [ -n "$claude_pid" ]; then
