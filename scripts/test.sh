@@ -259,7 +259,10 @@ fi
 
 step "network isolation tests (root makes the test hosts; lazaret runs as ${TEST_USER})"
 if [ "$(id -u)" -eq 0 ]; then
-    LAZARET_TEST_USER="$TEST_USER" /usr/bin/python3 -m pytest -p no:cacheprovider -q -ra tests/network
+    # The agent images were built above into the integration tests'
+    # Storage Root: test_agents_by_name.py runs the real agents from it.
+    LAZARET_TEST_USER="$TEST_USER" LAZARET_TEST_STORAGE="$itstore" \
+        /usr/bin/python3 -m pytest -p no:cacheprovider -q -ra tests/network
 else
     echo "skipped: creating test hosts needs root (CI runs as root)"
 fi
