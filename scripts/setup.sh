@@ -79,7 +79,7 @@ setup_packages() {
         build-essential meson ninja-build clang clang-format llvm \
         libsqlite3-dev libsodium-dev libjansson-dev libarchive-dev libmnl-dev \
         libgit2-dev libfuse3-dev libcmocka-dev libedit-dev \
-        fuse3 fuse-overlayfs uidmap slirp4netns iproute2 iputils-ping dnsmasq-base \
+        fuse3 fuse-overlayfs uidmap slirp4netns iproute2 iputils-ping dnsmasq-base nodejs \
         mmdebstrap skopeo busybox-static git zstd lintian \
         python3-pytest python3-pytest-xdist python3-pexpect spin sqlite3 util-linux procps cppcheck
     # pkg-config is a transitional package in trixie (pkgconf's); the
