@@ -15,11 +15,25 @@
 #define NET_AUDIT_MAX 512
 #define NET_SEEN_MAX 1024
 
+/* An audit row waiting for the end of its dispatch: the rows of one
+ * dispatch are appended in one transaction (one sync for a burst of
+ * learned names instead of one each). */
+struct net_row {
+    struct lz_audit_net_entry e;
+    char name[LZ_HOSTRULE_TEXT_MAX + 1];
+    uint32_t addrs[LZ_RESOLVER_EVENT_ADDRS];
+    char ports[LZ_HOSTPORTS_MAX * 6 + 8];
+    char detail[257];
+};
+#define NET_ROWS_MAX 160 /* one dispatch: 8 rounds of 16 events, one row each at most, and allow_host */
+
 struct hc_net {
     struct lz_resolver *res;
     struct lz_fqdnroute *fr;
-    unsigned audited;
+    unsigned audited; /* rows queued this generation (the bound counts them) */
     bool suppressed;
+    size_t n_rows;
+    struct net_row rows[NET_ROWS_MAX];
     size_t n_seen;
     char *seen[NET_SEEN_MAX];
 };
@@ -182,11 +196,53 @@ static void audit_net(struct hc *h, enum lz_audit_net_event kind, const char *na
     } else {
         e.event = kind;
     }
+    if (n->n_rows >= NET_ROWS_MAX) {
+        hc_log("dns: an audit row was not recorded (more than %d in one dispatch): %s %s", NET_ROWS_MAX,
+               lz_audit_net_event_name(e.event), e.name);
+        return;
+    }
+    struct net_row *w = &n->rows[n->n_rows++];
+    snprintf(w->name, sizeof w->name, "%s", e.name);
+    snprintf(w->ports, sizeof w->ports, "%s", e.ports);
+    snprintf(w->detail, sizeof w->detail, "%s", e.detail);
+    size_t na = e.n_addrs < LZ_ARRAY_SIZE(w->addrs) ? e.n_addrs : LZ_ARRAY_SIZE(w->addrs);
+    if (na)
+        memcpy(w->addrs, e.addrs, na * sizeof *w->addrs);
+    w->e = e;
+    w->e.name = w->name;
+    w->e.addrs = w->addrs;
+    w->e.n_addrs = na;
+    w->e.ports = w->ports;
+    w->e.detail = w->detail;
+    n->audited++;
+}
+
+/* Appends the queued rows: one transaction for all of them; when that
+ * fails, each row on its own (a row that still fails is logged). */
+static void audit_flush(struct hc *h) {
+    struct hc_net *n = h->net;
+    if (!n || n->n_rows == 0 || !h->st)
+        return;
     struct lz_error err = { 0 };
-    if (lz_audit_append_net(h->st, &e, NULL, &err) < 0)
-        hc_log("cannot append a network row to the audit: %s", err.msg);
-    else
-        n->audited++;
+    bool one = n->n_rows > 1 && lz_store_begin(h->st, &err) == 0;
+    size_t i = 0;
+    if (one) {
+        for (; i < n->n_rows; i++)
+            if (lz_audit_append_net(h->st, &n->rows[i].e, NULL, &err) < 0)
+                break;
+        if (i == n->n_rows && lz_store_commit(h->st, &err) == 0) {
+            n->n_rows = 0;
+            return;
+        }
+        lz_store_rollback(h->st);
+        hc_log("dns: the audit rows of this dispatch did not go in together (%s); one at a time", err.msg);
+    }
+    for (i = 0; i < n->n_rows; i++) {
+        err = (struct lz_error){ 0 };
+        if (lz_audit_append_net(h->st, &n->rows[i].e, NULL, &err) < 0)
+            hc_log("cannot append a network row to the audit: %s", err.msg);
+    }
+    n->n_rows = 0;
 }
 
 /* One line on every attached terminal that can take it now (not while a
@@ -278,6 +334,7 @@ void hc_net_dispatch(struct hc *h) {
         if (k < LZ_ARRAY_SIZE(ev))
             break;
     }
+    audit_flush(h);
 }
 
 int hc_net_allow_host(struct hc *h, const struct lz_hostrule *rule, struct lz_error *err) {
@@ -292,5 +349,6 @@ int hc_net_allow_host(struct hc *h, const struct lz_hostrule *rule, struct lz_er
     }
     hc_log("dns: the developer allowed %s for the rest of this Domain's run", text);
     audit_net(h, LZ_AUDIT_NET_ALLOWED, text, NULL, 0, "", "allowed by the developer (escalation)", 0);
+    audit_flush(h);
     return 0;
 }
