@@ -9,7 +9,7 @@
  * record, the handshake message, the extension block, the extension, the
  * list inside it); nothing is allocated; there is no recursion; the work
  * is linear in the length, which is bounded (LZ_TLS_PEEK_MAX). The parser
- * uses LZ_TLS_HELLO_MAX + 8 KiB of stack.
+ * uses about LZ_TLS_HELLO_MAX + 8 KiB of stack.
  *
  * Records. The input is the start of the TCP stream: TLS records of
  * content type handshake (22), record version 0x0301..0x0303, each 1 to

@@ -142,7 +142,7 @@ static void records(struct pk *out, unsigned hs_type, const struct pk *body, con
     out->n = 0;
     size_t from = 0;
     for (size_t i = 0; i <= n_cuts; i++) {
-        size_t to = i < n_cuts ? cuts[i] : m.n;
+        size_t to = cuts && i < n_cuts ? cuts[i] : m.n;
         u8(out, LZ_TLS_CT_HANDSHAKE);
         u16(out, 0x0301);
         u16(out, (unsigned)(to - from));
