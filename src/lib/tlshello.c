@@ -187,7 +187,7 @@ int lz_tls_hello_parse_body(const uint8_t *body, size_t len, struct lz_tls_hello
         return fail(why, LZ_TLS_R_LENGTH);
     if (n > SESSION_ID_MAX)
         return fail(why, LZ_TLS_R_SESSION_ID);
-    if (!take(&c, n, &skip) || !take16(&c, &n) || (n != 0 && !take(&c, n, &skip)))
+    if (!take(&c, n, &skip) || !take16(&c, &n) || !take(&c, n, &skip))
         return fail(why, LZ_TLS_R_LENGTH);
     if (n == 0 || n % 2)
         return fail(why, LZ_TLS_R_CIPHERS);

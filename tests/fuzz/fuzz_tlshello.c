@@ -6,7 +6,10 @@
  * bounded ALPN names, versions offered) and parses the same from exactly
  * the bytes it used; a prefix of a stream that parses or waits always
  * waits, asking for no more than the whole; a stream that is refused has
- * no prefix that parses. */
+ * no prefix that parses. Then the input is taken as a handshake message
+ * and put in one record and in up to four (cut where three bytes of its
+ * random field say, which the parse never reads): both must give the
+ * same answer. */
 #include "tlshello.h"
 
 #include <errno.h>
@@ -63,6 +66,69 @@ static void check_prefix(const uint8_t *data, size_t k, int r, size_t upto) {
         __builtin_trap();
 }
 
+/* The message in records ending at the cuts (ascending, inside it), into
+ * a buffer of exactly their size. */
+static uint8_t *in_records(const uint8_t *m, size_t n, const size_t *cuts, size_t n_cuts, size_t *ret_len) {
+    size_t len = n + (n_cuts + 1) * LZ_TLS_RECORD_HDR, o = 0, from = 0;
+    uint8_t *b = malloc(len);
+    if (!b)
+        return NULL;
+    for (size_t i = 0; i <= n_cuts; i++) {
+        size_t to = i < n_cuts ? cuts[i] : n;
+        b[o++] = LZ_TLS_CT_HANDSHAKE;
+        b[o++] = 3;
+        b[o++] = 1;
+        b[o++] = (uint8_t)((to - from) >> 8);
+        b[o++] = (uint8_t)(to - from);
+        memcpy(b + o, m + from, to - from);
+        o += to - from;
+        from = to;
+    }
+    *ret_len = len;
+    return b;
+}
+
+static void check_split(const uint8_t *m, size_t n) {
+    if (n < 9 || n > LZ_TLS_RECORD_MAX)
+        return;
+    size_t cuts[3], n_cuts = 0;
+    for (size_t i = 0; i < 3; i++) {
+        size_t c = 1 + (size_t)(m[6 + i] * 61u) % (n - 1);
+        if (m[6 + i] % 4 == 0)
+            continue;
+        size_t k = n_cuts;
+        while (k > 0 && cuts[k - 1] > c) {
+            cuts[k] = cuts[k - 1];
+            k--;
+        }
+        if (k > 0 && cuts[k - 1] == c) {
+            memmove(cuts + k, cuts + k + 1, (n_cuts - k) * sizeof cuts[0]);
+            continue;
+        }
+        cuts[k] = c;
+        n_cuts++;
+    }
+    size_t l1, l2;
+    uint8_t *one = in_records(m, n, NULL, 0, &l1), *many = in_records(m, n, cuts, n_cuts, &l2);
+    if (one && many) {
+        struct lz_tls_hello h1, h2;
+        size_t need1 = 0, need2 = 0;
+        enum lz_tls_reason why1 = LZ_TLS_OK, why2 = LZ_TLS_OK;
+        int r1 = lz_tls_hello_parse(one, l1, &h1, &need1, &why1);
+        int r2 = lz_tls_hello_parse(many, l2, &h2, &need2, &why2);
+        if (r1 == 0 && (r2 != 0 || !same(&h1, &h2, false) || h2.used != l2 || h2.n_records != n_cuts + 1))
+            __builtin_trap();
+        /* Refused in one record for bytes after the hello, the hello
+         * may end at a cut: the records after it are not read. */
+        if (r1 == -EBADMSG && r2 != -EBADMSG && !(r2 == 0 && why1 == LZ_TLS_R_TRAILING && h2.used < l2))
+            __builtin_trap();
+        if (r1 == -EAGAIN && r2 != -EAGAIN && !(r2 == -EBADMSG && why2 == LZ_TLS_R_RECORDS))
+            __builtin_trap();
+    }
+    free(one);
+    free(many);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > 65536)
         return 0;
@@ -113,5 +179,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         __builtin_trap();
     }
     free(body);
+    check_split(data, size);
     return 0;
 }
