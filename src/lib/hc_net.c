@@ -70,10 +70,12 @@ int hc_net_start(struct hc *h, struct lz_error *err) {
     if (r == 0) {
         if (c->resolver_set)
             up = c->resolver;
-        else if ((r = lz_resolver_upstream_from_resolv_conf("/etc/resolv.conf", &up, err)) < 0) {
-            char why[sizeof err->msg];
-            snprintf(why, sizeof why, "%s", err->msg);
-            lz_error_set(err, r, "%s (or name one with [network] resolver in lazaret.toml)", why);
+        else if (lz_resolver_upstream_from_resolv_conf("/etc/resolv.conf", &up, err) < 0) {
+            /* The sandbox still starts: names it may resolve fail
+             * (SERVFAIL), addresses its prefixes allow still work. */
+            hc_log("WARNING: %s; no name will resolve in the sandbox", err->msg);
+            up = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = 0 };
+            *err = (struct lz_error){ 0 };
         }
     }
     /* The answers' filter: every deny of the policy (the default and the
@@ -117,8 +119,9 @@ int hc_net_start(struct hc *h, struct lz_error *err) {
         free_net(n);
         return r;
     }
-    char ua[INET_ADDRSTRLEN];
-    inet_ntop(AF_INET, &up.sin_addr, ua, sizeof ua);
+    char ua[INET_ADDRSTRLEN] = "none";
+    if (up.sin_port)
+        inet_ntop(AF_INET, &up.sin_addr, ua, sizeof ua);
     hc_log("resolver on 10.0.2.3:53: egress %s, %zu allow and %zu deny host rules, upstream %s:%u",
            lz_egress_name(c->profile.egress), c->profile.n_allow_hosts, c->profile.n_deny_hosts, ua,
            (unsigned)ntohs(up.sin_port));

@@ -788,6 +788,13 @@ static bool rate_ok(struct lz_resolver *r) {
 
 static void forward(struct lz_resolver *r, const struct origin *o, const struct lz_dns_query *q,
                     const struct lz_hostports *ports) {
+    if (r->cfg.upstream.sin_port == 0) { /* no upstream: nothing to ask */
+        pthread_mutex_lock(&r->mu);
+        struct lz_resolver_event *e = ev_push(r, LZ_RES_FAILED, q->name);
+        snprintf(e->why, sizeof e->why, "no upstream resolver (set [network] resolver in lazaret.toml)");
+        pthread_mutex_unlock(&r->mu);
+        return reply_rcode(r, o, q, LZ_DNS_SERVFAIL);
+    }
     struct pending *p = NULL;
     for (size_t i = 0; i < r->n_pend && !p; i++)
         if (r->pend[i].st == UP_FREE)
@@ -1273,9 +1280,14 @@ char *lz_resolver_report(struct lz_resolver *r) {
     char up[16];
     ipstr(ntohl(r->cfg.upstream.sin_addr.s_addr), up);
     pthread_mutex_lock(&r->mu);
-    sb_add(&s, "policy: %s; %zu allow rule%s, %zu deny rule%s%s; upstream %s:%u\n", r->preset, r->n_allow,
+    if (r->cfg.upstream.sin_port == 0)
+        snprintf(up, sizeof up, "none");
+    char port[8] = "";
+    if (r->cfg.upstream.sin_port)
+        snprintf(port, sizeof port, ":%u", ntohs(r->cfg.upstream.sin_port));
+    sb_add(&s, "policy: %s; %zu allow rule%s, %zu deny rule%s%s; upstream %s%s\n", r->preset, r->n_allow,
            r->n_allow == 1 ? "" : "s", r->cfg.n_deny, r->cfg.n_deny == 1 ? "" : "s",
-           r->cfg.any_name ? "; every name not denied" : "", up, ntohs(r->cfg.upstream.sin_port));
+           r->cfg.any_name ? "; every name not denied" : "", up, port);
     if (r->n_allow > r->cfg.n_allow) {
         sb_add(&s, "allowed at run time:");
         for (size_t i = r->cfg.n_allow; i < r->n_allow; i++) {

@@ -85,8 +85,9 @@ struct lz_resolver_config {
     size_t n_deny_net;
     const uint32_t *host_addrs; /* the host's own IPv4 addresses */
     size_t n_host;
-    /* Where allowed queries go: the host's resolver (IPv4). */
-    struct sockaddr_in upstream;
+    /* Where allowed queries go: the host's resolver (IPv4); port 0 when
+     * the host names none (every allowed query fails, event FAILED). */
+    struct sockaddr_in upstream; /* AF_INET; port 0: none (every allowed query: SERVFAIL, nothing sent) */
     /* 10.0.2.3:53 in the enforcement namespace, bound (UDP) and listening
      * (TCP); taken (closed by lz_resolver_stop, also when start fails). */
     int udp_fd, tcp_fd;

@@ -283,7 +283,7 @@ static size_t rt_count(bool add) {
 struct opts {
     const char *allow[8];
     const char *deny[4];
-    bool any_name, no_host;
+    bool any_name, no_host, no_upstream;
     unsigned max_addrs, qps, upstream_ms, test_lifetime_ms;
     unsigned max_names, max_per_name, max_inflight, max_tcp_clients;
 };
@@ -331,7 +331,9 @@ static void start(struct fx *f, const struct opts *o) {
         .any_name = o->any_name,
         .host_addrs = host,
         .n_host = o->no_host ? 0 : 1,
-        .upstream = { .sin_family = AF_INET, .sin_port = htons(up.port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) },
+        .upstream = { .sin_family = AF_INET,
+                      .sin_port = o->no_upstream ? 0 : htons(up.port),
+                      .sin_addr.s_addr = htonl(INADDR_LOOPBACK) },
         .udp_fd = bind_lo(SOCK_DGRAM, 0),
         .tcp_fd = bind_lo(SOCK_STREAM, 0),
         .routes = { .add = rt_add, .del = rt_del, .in_use = rt_in_use },
@@ -631,6 +633,33 @@ static void test_upstream_silent(void **state) {
     assert_int_equal(rep.rcode, LZ_DNS_SERVFAIL);
     assert_true(dt >= 290); /* it waited for its budget ... */
     assert_true(dt < 1500); /* ... and not much longer */
+    stop(&f);
+}
+
+/* The host names no IPv4 resolver (upstream port 0): an allowed name fails
+ * at once, nothing is sent anywhere, the event says why; a refused name is
+ * still refused. */
+static void test_no_upstream(void **state) {
+    (void)state;
+    up_set(&(struct entry){ .name = "api.example.test", .addrs = { IP(198, 51, 100, 7) }, .n = 1, .ttl = 60 });
+    struct fx f;
+    start(&f, &(struct opts){ .allow = { "api.example.test:443" }, .no_upstream = true });
+    unsigned before = up_count();
+    struct reply rep = ask(&f, "api.example.test", LZ_DNS_T_A);
+    assert_int_equal(rep.rcode, LZ_DNS_SERVFAIL);
+    assert_int_equal(up_count(), before);
+    assert_int_equal(rt_count(true), 0);
+    rep = ask(&f, "evil.example.test", LZ_DNS_T_A);
+    assert_int_equal(rep.rcode, LZ_DNS_REFUSED);
+    struct lz_resolver_event ev[16];
+    size_t n = events(&f, ev, 16);
+    assert_int_equal(count_kind(ev, n, LZ_RES_FAILED), 1);
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].kind == LZ_RES_FAILED)
+            assert_non_null(strstr(ev[i].why, "no upstream resolver"));
+    char *t = lz_resolver_report(f.r);
+    assert_non_null(strstr(t, "upstream none"));
+    free(t);
     stop(&f);
 }
 
@@ -1118,6 +1147,7 @@ int main(void) {
         cmocka_unit_test(test_cname_chain),
         cmocka_unit_test(test_tc_retry_over_tcp),
         cmocka_unit_test(test_upstream_silent),
+        cmocka_unit_test(test_no_upstream),
         cmocka_unit_test(test_rate_limit),
         cmocka_unit_test(test_address_bound),
         cmocka_unit_test(test_expiry_and_zombies),
