@@ -29,7 +29,6 @@ CONN, UDP), so a failure names the probe.
 """
 import os
 import pwd
-import queue
 import random
 import re
 import shutil
@@ -43,6 +42,8 @@ from pathlib import Path
 
 import pexpect
 import pytest
+
+import netlib
 
 LAZARET = os.environ.get("LAZARET_BIN", "")
 FIXTURES = Path(os.environ.get("LAZARET_FIXTURES", ""))
@@ -403,57 +404,12 @@ def assert_hello(p, ip, port, out):
     assert f"HELLO-{ip}-{port}" in t, f"{ip}:{port} must answer: {t}"
 
 
-class Session:
-    """A `lazaret run` whose stdin the test feeds and whose output it reads
-    line by line, each wait bounded."""
+class Session(netlib.Session):
+    """The test's probes and script in `lazaret run -p names` as the test user."""
 
     def __init__(self, e, script, ws="ws"):
-        self.p = subprocess.Popen(as_user(e, [LAZARET, "run", "-p", PROFILE, "--", "busybox", "sh", "-c",
-                                              PROBES + script]),
-                                  cwd=e["base"] / ws, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True)
-        self.lines = []
-        self.q = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.p.stdout:
-            self.q.put(line.rstrip("\n"))
-        self.q.put(None)
-
-    def until(self, marker, timeout):
-        """Reads lines until one is marker (or, with a trailing *, starts
-        with it): that line, or None at the end or the timeout."""
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            try:
-                line = self.q.get(timeout=max(0.01, end - time.monotonic()))
-            except queue.Empty:
-                break
-            if line is None:
-                break
-            self.lines.append(line)
-            if line == marker or (marker.endswith("*") and line.startswith(marker[:-1])):
-                return line
-        return None
-
-    def send(self, text):
-        self.p.stdin.write(text)
-        self.p.stdin.flush()
-
-    def out(self):
-        return "\n".join(self.lines)
-
-    def close(self):
-        try:
-            self.p.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait(timeout=10)
+        super().__init__(as_user(e, [LAZARET, "run", "-p", PROFILE, "--", "busybox", "sh", "-c", PROBES + script]),
+                         e["base"] / ws)
 
 
 def user_pids(uid, pattern):

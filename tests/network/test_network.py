@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+import netlib
+
 LAZARET = os.environ.get("LAZARET_BIN", "")
 FIXTURES = Path(os.environ.get("LAZARET_FIXTURES", ""))
 USER = os.environ.get("LAZARET_TEST_USER", "lztest")
@@ -302,60 +304,15 @@ FOLLOW_SCRIPT = f"""
 """
 
 
-class Session:
-    """A `lazaret run` whose stdin the test feeds and whose output it reads
-    line by line, each wait bounded."""
+class Session(netlib.Session):
+    """A `lazaret run -p net` of the script as the test user."""
 
     def __init__(self, e, script, env=None):
-        import queue
         environ = {"PATH": "/usr/bin:/bin", "HOME": str(e["base"]), "XDG_CONFIG_HOME": str(e["base"] / "config"),
                    "XDG_RUNTIME_DIR": str(e["base"] / "run"), "LANG": "C.UTF-8"}
         environ.update(env or {})
-        args = (["runuser", "-u", USER, "--", "env", "-i"] + [f"{k}={v}" for k, v in environ.items()] +
-                [LAZARET, "run", "-p", "net", "--", "busybox", "sh", "-c", script])
-        self.p = subprocess.Popen(args, cwd=e["base"] / "ws", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True)
-        self.lines = []
-        self.q = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.p.stdout:
-            self.q.put(line.rstrip("\n"))
-        self.q.put(None)
-
-    def until(self, marker, timeout):
-        import queue
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            try:
-                line = self.q.get(timeout=max(0.01, end - time.monotonic()))
-            except queue.Empty:
-                break
-            if line is None:
-                break
-            self.lines.append(line)
-            if line == marker:
-                return True
-        return False
-
-    def send(self, text):
-        self.p.stdin.write(text)
-        self.p.stdin.flush()
-
-    def out(self):
-        return "\n".join(self.lines)
-
-    def close(self):
-        try:
-            self.p.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait(timeout=10)
+        super().__init__(["runuser", "-u", USER, "--", "env", "-i"] + [f"{k}={v}" for k, v in environ.items()] +
+                         [LAZARET, "run", "-p", "net", "--", "busybox", "sh", "-c", script], e["base"] / "ws")
 
 
 def supervisor_pid(uid):

@@ -1,0 +1,56 @@
+"""What the network tests share: a sandbox session fed and read line by line."""
+import queue
+import subprocess
+import threading
+import time
+
+
+class Session:
+    """A process (a `lazaret run` as the test user) whose stdin the test
+    feeds and whose output it reads line by line, each wait bounded."""
+
+    def __init__(self, argv, cwd):
+        self.p = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
+        self.lines = []
+        self.q = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.p.stdout:
+            self.q.put(line.rstrip("\n"))
+        self.q.put(None)
+
+    def until(self, marker, timeout):
+        """Reads lines until one is marker (or, with a trailing *, starts
+        with it): that line, or None at the end or the timeout."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                line = self.q.get(timeout=max(0.01, end - time.monotonic()))
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            self.lines.append(line)
+            if line == marker or (marker.endswith("*") and line.startswith(marker[:-1])):
+                return line
+        return None
+
+    def send(self, text):
+        self.p.stdin.write(text)
+        self.p.stdin.flush()
+
+    def out(self):
+        return "\n".join(self.lines)
+
+    def close(self):
+        try:
+            self.p.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait(timeout=10)
