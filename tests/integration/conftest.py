@@ -287,3 +287,37 @@ def domain_dir_for(env, workspace):
             hits.append(d)
     assert len(hits) == 1, hits
     return hits[0]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test that ran in a workspace keeps the end of its Domains'
+    coordinator.log in the report: the Storage Root is gone after the run,
+    and a Host Coordinator that "ended unexpectedly" says why only there."""
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.when != "call" or not rep.failed:
+        return
+    env, ws = item.funcargs.get("env"), item.funcargs.get("workspace")
+    if env is None or ws is None or not hasattr(env, "storage"):
+        return
+    try:
+        found = []
+        for d in (Path(env.storage) / "domains").iterdir():
+            db = d / "domain.db"
+            if not db.exists():
+                continue
+            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            try:
+                row = con.execute("SELECT value FROM meta WHERE key = 'workspace'").fetchone()
+            finally:
+                con.close()
+            if row and row[0] == str(ws):
+                found.append(d)
+        for d in found:
+            log = d / "coordinator.log"
+            if log.exists():
+                rep.sections.append((f"coordinator.log of {d.name[:12]} (last 6000 bytes)",
+                                     log.read_text(errors="replace")[-6000:]))
+    except (OSError, sqlite3.Error) as e:
+        rep.sections.append(("coordinator.log", f"not read: {e}"))
