@@ -10,7 +10,7 @@
 #  7. integration tests with the real runsc, as the unprivileged test user
 #
 # Options: --quick (skip sanitizer and fuzz stages), --fuzz-seconds N
-# (default 15), --jobs N (pytest-xdist workers of the integration tests,
+# (default 10), --jobs N (pytest-xdist workers of the integration tests,
 # default 0: one process), LAZARET_TEST_ARGS="..." extra pytest arguments.
 #
 # Each stage's wall time is printed as a table at the end, also when a
@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 SRC=$(pwd)
 
 quick=0
-fuzz_seconds=15
+fuzz_seconds=10
 # One process by default until the parallel pass has passed whole runs
 # (docs/notes/2026-12-03-ci-speed.md); --jobs 3 runs it.
 jobs=${LAZARET_TEST_JOBS:-0}
