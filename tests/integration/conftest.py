@@ -271,8 +271,8 @@ def debian(tmp_path_factory, storage, lazaret):
     return e
 
 
-def domain_dir_for(env, workspace):
-    """The Domain Root whose store records this workspace."""
+def domain_dirs_for(env, workspace):
+    """The Domain Roots whose stores record this workspace."""
     hits = []
     for d in (Path(env.storage) / "domains").iterdir():
         db = d / "domain.db"
@@ -285,6 +285,12 @@ def domain_dir_for(env, workspace):
             con.close()
         if row and row[0] == str(workspace):
             hits.append(d)
+    return hits
+
+
+def domain_dir_for(env, workspace):
+    """The Domain Root whose store records this workspace."""
+    hits = domain_dirs_for(env, workspace)
     assert len(hits) == 1, hits
     return hits[0]
 
@@ -302,18 +308,7 @@ def pytest_runtest_makereport(item, call):
     if env is None or ws is None or not hasattr(env, "storage"):
         return
     try:
-        found = []
-        for d in (Path(env.storage) / "domains").iterdir():
-            db = d / "domain.db"
-            if not db.exists():
-                continue
-            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-            try:
-                row = con.execute("SELECT value FROM meta WHERE key = 'workspace'").fetchone()
-            finally:
-                con.close()
-            if row and row[0] == str(ws):
-                found.append(d)
+        found = domain_dirs_for(env, ws)
         for d in found:
             log = d / "coordinator.log"
             if log.exists():
