@@ -10,12 +10,12 @@ cd "$(dirname "$0")/.."
 TEST_USER=${LAZARET_TEST_USER:-lztest}
 stage=$(mktemp -d /var/tmp/lazaret-bench.XXXXXX)
 trap 'rm -rf "$stage"' EXIT
-cp build/lazaret build/lazaret-core build/lazaret-init build/lazaret-escalate "$stage/"
+cp build/lazaret build/lazaret-core build/lazaret-init build/lazaret-escalate build/lazaret-gate "$stage/"
 [ -x build/lazaret-router ] && cp build/lazaret-router "$stage/"
 if [ -n "${LAZARET_BENCH_BASELINE:-}" ]; then
     # Another build directory, measured interleaved by cold_start.
     mkdir "$stage/baseline"
-    cp "$LAZARET_BENCH_BASELINE"/{lazaret,lazaret-core,lazaret-init,lazaret-escalate,lazaret-router} "$stage/baseline/"
+    cp "$LAZARET_BENCH_BASELINE"/{lazaret,lazaret-core,lazaret-init,lazaret-escalate,lazaret-gate,lazaret-router} "$stage/baseline/"
 fi
 cp bench/*.py bench/blast.c tests/fixtures/make-busybox-oci.sh "$stage/"
 chmod -R a+rX "$stage"

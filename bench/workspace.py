@@ -56,7 +56,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import run_staged_as_user  # noqa: E402
 
-BINARIES = ["lazaret", "lazaret-core", "lazaret-init", "lazaret-router", "lazaret-escalate"]
+BINARIES = ["lazaret", "lazaret-core", "lazaret-init", "lazaret-router", "lazaret-escalate", "lazaret-gate"]
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--build", required=True, help="meson build directory (test_hooks on)")

@@ -2,7 +2,7 @@
 # Builds a release Lazaret (no test hooks) and installs it:
 #   PREFIX/bin/lazaret                         the front end, on PATH
 #   PREFIX/libexec/lazaret/                    lazaret-core, lazaret-router,
-#                                              lazaret-init, lazaret-escalate
+#                                              lazaret-init, lazaret-escalate, lazaret-gate
 #   PREFIX/share/man/man1/lazaret.1, man5/lazaret.toml.5
 #   PREFIX/share/bash-completion/completions/lazaret
 #   /etc/apparmor.d/lazaret                    where AppArmor 4 is installed
@@ -45,7 +45,7 @@ ninja -C "$bdir" >/dev/null
 same=1
 for f in "bin/lazaret:lazaret" "libexec/lazaret/lazaret-core:lazaret-core" \
     "libexec/lazaret/lazaret-router:lazaret-router" "libexec/lazaret/lazaret-init:lazaret-init" \
-    "libexec/lazaret/lazaret-escalate:lazaret-escalate" \
+    "libexec/lazaret/lazaret-escalate:lazaret-escalate" "libexec/lazaret/lazaret-gate:lazaret-gate" \
     "share/bash-completion/completions/lazaret:$here/data/bash-completion/lazaret"; do
     dst=$prefix/${f%%:*} src=${f#*:}
     case "$src" in /*) ;; *) src=$bdir/$src ;; esac

@@ -44,7 +44,7 @@ if [ "$jobs" -gt 0 ] && [ -z "$storage" ]; then
 fi
 trap 'rm -rf "$stage" ${fresh:+"$fresh"}' EXIT
 mkdir -p "$stage/bin" "$stage/tests"
-cp "$bdir"/lazaret "$bdir"/lazaret-core "$bdir"/lazaret-init "$bdir"/lazaret-router "$bdir"/lazaret-escalate "$bdir"/fscases "$stage/bin/"
+cp "$bdir"/lazaret "$bdir"/lazaret-core "$bdir"/lazaret-init "$bdir"/lazaret-router "$bdir"/lazaret-escalate "$bdir"/lazaret-gate "$bdir"/fscases "$stage/bin/"
 cp -r tests/integration tests/fixtures tests/posix "$stage/tests/"
 cp docs/model/lazaret.pml "$stage/tests/fixtures/"
 chmod -R a+rX "$stage"

@@ -118,7 +118,7 @@ quiet ninja -C build
 stage=$(mktemp -d /var/tmp/lazaret-test.XXXXXX)
 cleanup_paths+=("$stage")
 mkdir -p "$stage/bin" "$stage/tests"
-cp build/lazaret build/lazaret-core build/lazaret-init build/lazaret-escalate build/fscases "$stage/bin/"
+cp build/lazaret build/lazaret-core build/lazaret-init build/lazaret-escalate build/lazaret-gate build/fscases "$stage/bin/"
 [ -x build/lazaret-router ] && cp build/lazaret-router "$stage/bin/"
 cp -r tests/integration tests/fixtures tests/posix "$stage/tests/"
 cp docs/model/lazaret.pml "$stage/tests/fixtures/"

@@ -20,7 +20,7 @@ static const char *const decision_names[] = {
 static const char *const end_names[] = { "completed", "denied", "timed-out", "cancelled", "failed" };
 /* Indexed by event - 1 (the events start at 1). */
 static const char *const net_event_names[] = {
-    "learned", "refused", "denied", "filtered", "limited", "allowed", "suppressed",
+    "learned", "refused", "denied", "filtered", "limited", "allowed", "suppressed", "tls-refused",
 };
 
 const char *lz_audit_decider_name(enum lz_audit_decider d) {

@@ -176,6 +176,7 @@
 /* The store versions that brought each table (store.h, LZ_STORE_VERSION). */
 #define LZ_AUDIT_STORE_VERSION 2     /* table audit */
 #define LZ_AUDIT_NET_STORE_VERSION 3 /* table audit_net */
+#define LZ_AUDIT_TLS_STORE_VERSION 4 /* its event 'tls-refused' */
 
 enum lz_audit_decider {
     LZ_AUDIT_BY_NONE,
@@ -226,6 +227,7 @@ enum lz_audit_net_event {
     LZ_AUDIT_NET_LIMITED,     /* a per-Domain bound was hit */
     LZ_AUDIT_NET_ALLOWED,     /* the developer allowed a host rule for the session (escalation) */
     LZ_AUDIT_NET_SUPPRESSED,  /* further rows of this kind in this generation are not recorded (the bound) */
+    LZ_AUDIT_NET_TLS_REFUSED, /* the TLS gate refused a connection (name: its server name; detail: why) */
 };
 
 /* What the resolver appends. Pointers are borrowed; NULL name, ports or

@@ -166,6 +166,33 @@ const char *lz_egress_name(enum lz_egress e) {
     return egress_names[e];
 }
 
+static const char *const tls_gate_names[] = {
+    [LZ_TLS_GATE_STRICT] = "strict",
+    [LZ_TLS_GATE_LENIENT] = "lenient",
+    [LZ_TLS_GATE_OFF] = "off",
+};
+
+const char *lz_tls_gate_name(enum lz_tls_gate g) {
+    return (size_t)g < LZ_ARRAY_SIZE(tls_gate_names) ? tls_gate_names[g] : "?";
+}
+
+static int parse_tls_gate(struct loader *ld, const struct lz_toml_value *v, const char *key, enum lz_tls_gate *ret) {
+    char d[DISP_MAX];
+    int r = cfg_check_string(ld, v, key);
+    if (r < 0)
+        return r;
+    for (size_t g = 0; g < LZ_ARRAY_SIZE(tls_gate_names); g++)
+        if (strcmp(v->u.string.s, tls_gate_names[g]) == 0) {
+            *ret = (enum lz_tls_gate)g;
+            return 0;
+        }
+    return cfg_err(ld, v->line, key,
+                   "%s is not a TLS gate mode: write \"strict\" (HTTPS must name an allowed server, the default), "
+                   "\"lenient\" (a hello without a server name passes to learned addresses) or \"off\" (no name "
+                   "check on port 443)",
+                   cfg_disp(v->u.string.s, d, sizeof d));
+}
+
 /* `egress = "..."` of a profile or of [network]. */
 static int parse_egress_value(struct loader *ld, const struct lz_toml_value *v, const char *key, enum lz_egress *ret) {
     char d[DISP_MAX];
@@ -277,6 +304,10 @@ static int parse_profile_egress(struct loader *ld, const struct lz_config *c, st
             return r;
         p->egress_inherited = false;
     }
+    snprintf(key, sizeof key, "profiles.%s.tls_gate", pi->name);
+    p->tls_gate = LZ_TLS_GATE_STRICT;
+    if ((v = lz_toml_table_get(t, "tls_gate")) && (r = parse_tls_gate(ld, v, key, &p->tls_gate)) < 0)
+        return r;
     _cleanup_free_ struct lz_hostrule *own = NULL;
     _cleanup_free_ int *own_lines = NULL, *deny_lines = NULL;
     size_t n_own = 0;
@@ -466,6 +497,7 @@ static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_
                                         "egress",
                                         "allow_hosts",
                                         "deny_hosts",
+                                        "tls_gate",
                                         NULL };
     if ((r = cfg_check_keys(ld, t, key, keys)) < 0)
         return r;

@@ -145,6 +145,24 @@ enum lz_egress {
 /* "open", "balanced", "locked"; "?" for anything else. */
 const char *lz_egress_name(enum lz_egress e);
 
+/* A profile's `tls_gate` (issue 24 §1, docs/network.md "The TLS gate"):
+ * under "balanced" and "locked", TCP/443 to a learned address goes through
+ * the gate, which reads the ClientHello and lets the connection through
+ * only if its server name (SNI) is allowed and the address was learned
+ * for that name.
+ *  - STRICT (the default): a hello without a server name, or with an
+ *    encrypted one (ECH), is refused;
+ *  - LENIENT: such a hello passes to any learned address (a named one is
+ *    still checked);
+ *  - OFF: no gate; TCP/443 is routed like any other allowed port.
+ * Under "open" there is no gate (no learned addresses). */
+enum lz_tls_gate {
+    LZ_TLS_GATE_STRICT = 0,
+    LZ_TLS_GATE_LENIENT,
+    LZ_TLS_GATE_OFF,
+};
+const char *lz_tls_gate_name(enum lz_tls_gate g);
+
 struct lz_profile {
     char *name;
     char *image;
@@ -186,6 +204,7 @@ struct lz_profile {
      * fingerprint). deny_hosts: the profile's own, no ports. */
     enum lz_egress egress;
     bool egress_inherited;
+    enum lz_tls_gate tls_gate;
     struct lz_hostrule *allow_hosts;
     size_t n_allow_hosts;
     size_t n_allow_hosts_preset;

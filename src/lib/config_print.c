@@ -44,6 +44,12 @@ static void print_egress(FILE *out, const struct lz_config *c) {
         fprintf(out, "# prefixes allowed: allow_egress only ([network] default_allow does not apply under \"%s\")\n",
                 lz_egress_name(p->egress));
     }
+    if (p->egress == LZ_EGRESS_OPEN)
+        fprintf(out, "tls_gate = \"%s\"  # no gate under \"open\"\n", lz_tls_gate_name(p->tls_gate));
+    else
+        fprintf(out, "tls_gate = \"%s\"%s\n", lz_tls_gate_name(p->tls_gate),
+                p->tls_gate == LZ_TLS_GATE_OFF ? "  # TCP/443 to learned addresses without a server-name check"
+                                               : "  # TCP/443 to learned addresses: the server name (SNI) is checked");
     fputs("# prefixes denied: [network] default_deny and deny_egress\n", out);
     fputs("# precedence: deny wins; a name must match an allow rule; addresses outside a learned name need "
           "allow_egress\n",

@@ -292,7 +292,7 @@ static void check_disk(struct lz_check **v, size_t *n, const char *data_root) {
  * would. */
 static void check_helpers(struct lz_check **v, size_t *n) {
     struct lz_check *c = add(v, n, "Lazaret helpers (router, init, escalation client)");
-    static const char *const names[] = { "lazaret-router", "lazaret-init", "lazaret-escalate" };
+    static const char *const names[] = { "lazaret-router", "lazaret-init", "lazaret-escalate", "lazaret-gate" };
     _cleanup_free_ char *first = NULL;
     for (size_t i = 0; i < LZ_ARRAY_SIZE(names); i++) {
         _cleanup_free_ char *p = NULL;

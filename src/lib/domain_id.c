@@ -187,6 +187,11 @@ int lz_config_fingerprint_v1(const struct lz_config *c, uint8_t ret_fp[static 32
             put_byte(&st, 0);
         }
     }
+    /* Only when not the default, so earlier fingerprints stand. */
+    if (p->tls_gate != LZ_TLS_GATE_STRICT) {
+        put_str(&st, "tls_gate");
+        put_str(&st, lz_tls_gate_name(p->tls_gate));
+    }
     crypto_hash_sha256_final(&st, ret_fp);
     sodium_memzero(&st, sizeof st);
     return 0;

@@ -31,6 +31,8 @@ struct lz_fqdnroute {
     uint32_t rt_portid, diag_portid;
     unsigned seq;
     unsigned tap;
+    unsigned lo;        /* the loopback's index, for the gate's local routes */
+    uint16_t gate_port; /* 0: none; else this port's routes deliver to the TLS gate */
     uint8_t rule_known[65536 / 8]; /* ports whose rule this holder added (or found) */
 };
 
@@ -275,6 +277,10 @@ static int walk_rules(struct lz_fqdnroute *fr, struct rule_walk *w) {
 /* ---- single changes ---- */
 
 static int route_msg(struct lz_fqdnroute *fr, int cmd, uint32_t addr, uint8_t len, uint32_t table) {
+    /* The gate's port: the address is delivered here, to the gate's
+     * listener (IP_TRANSPARENT), from the sandbox's own address (so the
+     * listener's answers go back through the local table). */
+    bool local = fr->gate_port && table == LZ_FQDN_TABLE0 + fr->gate_port;
     char buf[512];
     struct nlmsghdr *h = mnl_nlmsg_put_header(buf);
     h->nlmsg_type = (uint16_t)cmd;
@@ -287,16 +293,19 @@ static int route_msg(struct lz_fqdnroute *fr, int cmd, uint32_t addr, uint8_t le
     rtm->rtm_table = RT_TABLE_UNSPEC; /* past 255: RTA_TABLE */
     rtm->rtm_protocol = LZ_FQDN_RTPROT;
     if (cmd == RTM_NEWROUTE) {
-        rtm->rtm_scope = RT_SCOPE_UNIVERSE;
-        rtm->rtm_type = RTN_UNICAST;
-        rtm->rtm_flags = RTNH_F_ONLINK;
+        rtm->rtm_scope = local ? RT_SCOPE_HOST : RT_SCOPE_UNIVERSE;
+        rtm->rtm_type = local ? RTN_LOCAL : RTN_UNICAST;
+        rtm->rtm_flags = local ? 0 : RTNH_F_ONLINK;
     } else {
         rtm->rtm_scope = RT_SCOPE_NOWHERE;
     }
     mnl_attr_put_u32(h, RTA_TABLE, table);
     if (len)
         mnl_attr_put_u32(h, RTA_DST, htonl(addr));
-    if (cmd == RTM_NEWROUTE) {
+    if (cmd == RTM_NEWROUTE && local) {
+        mnl_attr_put_u32(h, RTA_PREFSRC, htonl(LZ_NET_ADDR));
+        mnl_attr_put_u32(h, RTA_OIF, fr->lo);
+    } else if (cmd == RTM_NEWROUTE) {
         mnl_attr_put_u32(h, RTA_GATEWAY, htonl(LZ_NET_GW));
         mnl_attr_put_u32(h, RTA_OIF, fr->tap);
     }
@@ -392,12 +401,21 @@ int lz_fqdnroute_open(int rtnl_fd, int diag_fd, struct lz_fqdnroute **ret, struc
     return 0;
 }
 
+int lz_fqdnroute_set_gate(struct lz_fqdnroute *fr, uint16_t port, struct lz_error *err) {
+    (void)err;
+    fr->lo = 1; /* every namespace's loopback is index 1 (LOOPBACK_IFINDEX) */
+    fr->gate_port = port;
+    return 0;
+}
+
 int lz_fqdnroute_add(struct lz_fqdnroute *fr, uint32_t addr, uint16_t port, struct lz_error *err) {
     char a[16];
     fmt_addr(addr, a);
     int r;
     if (!rule_known(fr, port)) {
-        r = rule_msg(fr, RTM_NEWRULE, LZ_FQDN_TABLE0 + port, LZ_FQDN_RULE_PREF, port != 0, port);
+        r = rule_msg(fr, RTM_NEWRULE, LZ_FQDN_TABLE0 + port,
+                     fr->gate_port && port == fr->gate_port ? LZ_FQDN_GATE_RULE_PREF : LZ_FQDN_RULE_PREF, port != 0,
+                     port);
         if (r < 0 && r != -EEXIST)
             return lz_error_set(err, r, "cannot add the rule for TCP port %u: %s", port, strerror(-r));
         rule_set_known(fr, port);

@@ -37,6 +37,7 @@
 #define LZ_FQDN_RTPROT 251     /* routes and rules Lazaret learned (not a kernel/boot/static proto) */
 #define LZ_FQDN_TABLE0 100000u /* table of port P: LZ_FQDN_TABLE0 + P */
 #define LZ_FQDN_RULE_PREF 1000 /* before main (32766) */
+#define LZ_FQDN_GATE_RULE_PREF 999 /* the gate's port: before the every-port rule */
 
 struct lz_fqdnroute;
 
@@ -45,6 +46,16 @@ struct lz_fqdnroute;
  * in the namespace (a restart fails closed). */
 int lz_fqdnroute_open(int rtnl_fd, int diag_fd, struct lz_fqdnroute **ret, struct lz_error *err);
 void lz_fqdnroute_free(struct lz_fqdnroute *fr);
+
+/* The TLS gate (gateproto.h): from now on, routes for port are
+ *     local A/32 dev lo src 10.0.2.100 table (LZ_FQDN_TABLE0 + port)
+ * so the sandbox's connections to a learned address on that port are
+ * delivered in the namespace itself, to the gate's IP_TRANSPARENT
+ * listener, which checks their ClientHello; their rule comes at
+ * LZ_FQDN_GATE_RULE_PREF, before the every-port rule (an address learned
+ * for every port is also learned for the gate's port: the resolver adds
+ * both). Call before the first add. */
+int lz_fqdnroute_set_gate(struct lz_fqdnroute *fr, uint16_t port, struct lz_error *err);
 
 /* addr: host byte order; port 0: every TCP port. Idempotent. */
 int lz_fqdnroute_add(struct lz_fqdnroute *fr, uint32_t addr, uint16_t port, struct lz_error *err);

@@ -171,7 +171,7 @@ struct hc {
         /* The Domain resolver's sockets from the Supervisor's DNS
          * (rschan.h), in the order LZ_NET_DNS_UDP, _TCP, _RTNL, _DIAG
          * (netpolicy.h), until the resolver takes them; -EBADF when absent. */
-        int dns_fd[4];
+        int dns_fd[LZ_NET_DNS_FDS];
     } boot;
     struct hc_net *net; /* hc_net.c: the resolver and what it reported (NULL before hc_net_start) */
     /* generation.c, while releasing. */

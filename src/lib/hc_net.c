@@ -3,10 +3,14 @@
 #include "audit.h"
 #include "fqdnroute.h"
 #include "hc_session.h"
+#include "paths.h"
+#include "procenv.h"
 #include "resolver.h"
+#include "spawn.h"
 
 #include <arpa/inet.h>
 #include <inttypes.h>
+#include <signal.h>
 
 /* Per generation: network rows in the audit, and distinct (kind, name)
  * pairs remembered for "once per name" (audit rows of refusals and
@@ -30,6 +34,7 @@ struct net_row {
 struct hc_net {
     struct lz_resolver *res;
     struct lz_fqdnroute *fr;
+    struct lz_child gate; /* lazaret-gate, or pidfd -EBADF without one */
     unsigned audited; /* rows queued this generation (the bound counts them) */
     bool suppressed;
     size_t n_rows;
@@ -49,11 +54,62 @@ static int route_in_use(void *ud, uint32_t addr) { return lz_fqdnroute_in_use(ud
 static void free_net(struct hc_net *n) {
     if (!n)
         return;
+    if (n->gate.pidfd >= 0) {
+        int st;
+        lz_child_stop(&n->gate, 1000, &st);
+    }
+    lz_child_close(&n->gate);
     lz_resolver_stop(n->res); /* first: its thread uses the routes */
     lz_fqdnroute_free(n->fr);
     for (size_t i = 0; i < n->n_seen; i++)
         free(n->seen[i]);
     free(n);
+}
+
+/* Starts lazaret-gate on the listener (taken) with one end of a new
+ * channel; *ret_chan: the resolver's end. */
+static int gate_start(struct hc_net *n, int *listener, int *ret_chan, struct lz_error *err) {
+    _cleanup_free_ char *path = NULL;
+    int r = lz_libexec_path("lazaret-gate", &path, err);
+    if (r < 0) {
+        lz_closep(listener);
+        return r;
+    }
+    int sp[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+        r = -errno;
+        lz_closep(listener);
+        return lz_error_set(err, r, "cannot make the TLS gate's channel: %s", strerror(-r));
+    }
+    char lfd[16], cfd[16];
+    snprintf(lfd, sizeof lfd, "%d", *listener);
+    snprintf(cfd, sizeof cfd, "%d", sp[1]);
+    char *argv[] = { path, (char *)"--listen-fd", lfd, (char *)"--channel-fd", cfd, NULL };
+    int keep[] = { *listener, sp[1] };
+    _cleanup_env_ char **envp = lz_env_build(LZ_ENV_HELPER);
+    struct lz_spawn_opts o = { .path = path,
+                               .argv = argv,
+                               .envp = envp,
+                               .stdin_fd = -1,
+                               .stdout_fd = 2,
+                               .stderr_fd = 2,
+                               .keep_fds = keep,
+                               .n_keep_fds = 2,
+                               .setns_pidfd = -1,
+                               .pdeathsig = SIGKILL };
+    r = lz_spawn(&o, &n->gate);
+    /* The gate holds the listener from now on: when it ends, the
+     * listener closes and connections to learned addresses on 443 are
+     * refused by the kernel (fail closed). */
+    lz_closep(listener);
+    close(sp[1]);
+    if (r < 0) {
+        close(sp[0]);
+        n->gate = LZ_CHILD_NULL;
+        return lz_error_set(err, r, "cannot start lazaret-gate: %s", strerror(-r));
+    }
+    *ret_chan = sp[0];
+    return 0;
 }
 
 int hc_net_start(struct hc *h, struct lz_error *err) {
@@ -64,8 +120,18 @@ int hc_net_start(struct hc *h, struct lz_error *err) {
     struct hc_net *n = calloc(1, sizeof *n);
     if (!n)
         return lz_error_set(err, -ENOMEM, "out of memory");
+    n->gate = LZ_CHILD_NULL;
     int r = lz_fqdnroute_open(fd[2], fd[3], &n->fr, err);
     fd[2] = fd[3] = -EBADF;
+    /* The TLS gate: under a names preset unless the profile turns it off. */
+    bool gate = c->profile.egress != LZ_EGRESS_OPEN && c->profile.tls_gate != LZ_TLS_GATE_OFF;
+    int gate_chan = -EBADF;
+    if (r == 0 && gate) {
+        r = lz_fqdnroute_set_gate(n->fr, LZ_GATE_PORT, err);
+        if (r == 0)
+            r = gate_start(n, &fd[LZ_NET_DNS_GATE], &gate_chan, err);
+    }
+    lz_closep(&fd[LZ_NET_DNS_GATE]); /* no gate: nothing listens on 443 */
     struct sockaddr_in up = { 0 };
     if (r == 0) {
         if (c->resolver_set)
@@ -105,6 +171,9 @@ int hc_net_start(struct hc *h, struct lz_error *err) {
             .udp_fd = fd[0],
             .tcp_fd = fd[1],
             .routes = { .ud = n->fr, .add = route_add, .del = route_del, .in_use = route_in_use },
+            .gate = gate,
+            .gate_fd = gate_chan,
+            .gate_lenient = c->profile.tls_gate == LZ_TLS_GATE_LENIENT,
             /* A developer's tools resolve in bursts (a package manager's
              * first install); the bound is against a runaway loop, not a
              * policy (a refused name is never forwarded anyway). */
@@ -112,7 +181,9 @@ int hc_net_start(struct hc *h, struct lz_error *err) {
         };
         r = deny ? lz_resolver_start(&rc, &n->res, err) : lz_error_set(err, -ENOMEM, "out of memory");
         fd[0] = fd[1] = -EBADF; /* taken, also on failure */
+        gate_chan = -EBADF;
     }
+    lz_closep(&gate_chan);
     free(deny);
     free(host);
     if (r < 0) {
@@ -122,15 +193,15 @@ int hc_net_start(struct hc *h, struct lz_error *err) {
     char ua[INET_ADDRSTRLEN] = "none";
     if (up.sin_port)
         inet_ntop(AF_INET, &up.sin_addr, ua, sizeof ua);
-    hc_log("resolver on 10.0.2.3:53: egress %s, %zu allow and %zu deny host rules, upstream %s:%u",
+    hc_log("resolver on 10.0.2.3:53: egress %s, %zu allow and %zu deny host rules, upstream %s:%u; TLS gate %s",
            lz_egress_name(c->profile.egress), c->profile.n_allow_hosts, c->profile.n_deny_hosts, ua,
-           (unsigned)ntohs(up.sin_port));
+           (unsigned)ntohs(up.sin_port), gate ? lz_tls_gate_name(c->profile.tls_gate) : "none");
     h->net = n;
     return 0;
 }
 
 void hc_net_stop(struct hc *h) {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < LZ_NET_DNS_FDS; i++)
         lz_closep(&h->boot.dns_fd[i]);
     free_net(h->net);
     h->net = NULL;
@@ -319,6 +390,19 @@ static void handle(struct hc *h, const struct lz_resolver_event *e) {
         hc_log("dns: routes to %s removed (%s%s%s)", addrs, e->name, e->why[0] ? ": " : "", e->why);
         break;
     case LZ_RES_FAILED: hc_log("dns: %s: %s", e->name[0] ? e->name : addrs, e->why); break;
+    case LZ_RES_TLS_REFUSED: {
+        hc_log("tls gate: refused %s %s: %s", addrs, e->name[0] ? e->name : "(no server name)", e->why);
+        char key[LZ_HOSTNAME_MAX + 20];
+        snprintf(key, sizeof key, "%s %s", e->name, addrs);
+        if (!first_seen(n, e->kind, key))
+            break;
+        audit_net(h, LZ_AUDIT_NET_TLS_REFUSED, e->name, e->addrs, na, ports, e->why, e->wall_ms);
+        char msg[LZ_HOSTNAME_MAX + 300];
+        snprintf(msg, sizeof msg, "an HTTPS connection to %s was refused: %s (`lazaret net`; tls_gate in lazaret.toml(5))",
+                 e->name[0] ? e->name : addrs, e->why);
+        notice_all(h, msg);
+        break;
+    }
     }
 }
 

@@ -1,5 +1,6 @@
 /* netpolicy.c — see netpolicy.h. */
 #include "netpolicy.h"
+#include "gateproto.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -315,6 +316,23 @@ static int dns_bound(int type) {
     return s;
 }
 
+/* IP_TRANSPARENT needs CAP_NET_ADMIN (or CAP_NET_RAW) in the namespace:
+ * set here, before the Supervisor drops it; it stays with the socket. */
+static int gate_listener(void) {
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return -errno;
+    int one = 1;
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(LZ_GATE_PORT), .sin_addr.s_addr = INADDR_ANY };
+    if (setsockopt(s, SOL_IP, IP_TRANSPARENT, &one, sizeof one) < 0 ||
+        bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s, 1024) < 0) {
+        int r = -errno;
+        close(s);
+        return r;
+    }
+    return s;
+}
+
 static int netlink_socket(int proto) {
     int s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, proto);
     if (s < 0)
@@ -330,12 +348,14 @@ static int netlink_socket(int proto) {
 
 int lz_netpolicy_dns_sockets(int ret[LZ_NET_DNS_FDS], struct lz_error *err) {
     static const char *const what[LZ_NET_DNS_FDS] = { "a UDP socket on 10.0.2.3:53", "a TCP socket on 10.0.2.3:53",
-                                                      "a route netlink socket", "a socket-diagnostics netlink socket" };
+                                                      "a route netlink socket", "a socket-diagnostics netlink socket",
+                                                      "the TLS gate's listener on port 443" };
     int fds[LZ_NET_DNS_FDS];
     fds[LZ_NET_DNS_UDP] = dns_bound(SOCK_DGRAM);
     fds[LZ_NET_DNS_TCP] = dns_bound(SOCK_STREAM);
     fds[LZ_NET_DNS_RTNL] = netlink_socket(NETLINK_ROUTE);
     fds[LZ_NET_DNS_DIAG] = netlink_socket(NETLINK_SOCK_DIAG);
+    fds[LZ_NET_DNS_GATE] = gate_listener();
     for (int i = 0; i < LZ_NET_DNS_FDS; i++)
         if (fds[i] < 0) {
             int r = fds[i];

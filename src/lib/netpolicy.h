@@ -43,7 +43,7 @@
 #define LZ_NET_HOSTS_RULE_PREF 900
 
 /* The descriptors the Supervisor opens for the resolver (rschan.h, LZ_RS_DNS), in this order. */
-enum { LZ_NET_DNS_UDP, LZ_NET_DNS_TCP, LZ_NET_DNS_RTNL, LZ_NET_DNS_DIAG, LZ_NET_DNS_FDS };
+enum { LZ_NET_DNS_UDP, LZ_NET_DNS_TCP, LZ_NET_DNS_RTNL, LZ_NET_DNS_DIAG, LZ_NET_DNS_GATE, LZ_NET_DNS_FDS };
 
 enum lz_net_action { LZ_NET_ALLOW = 1, LZ_NET_DENY = 2 };
 
@@ -103,7 +103,10 @@ int lz_netpolicy_dns_local(struct lz_error *err);
  * 10.0.2.3:53 and a TCP socket bound there and listening (backlog 16),
  * both non-blocking and without SO_REUSEADDR/SO_REUSEPORT, so that no
  * other socket of the namespace can bind 10.0.2.3:53 while they are open;
- * a NETLINK_ROUTE and a NETLINK_SOCK_DIAG socket, bound (fqdnroute.h).
+ * a NETLINK_ROUTE and a NETLINK_SOCK_DIAG socket, bound (fqdnroute.h);
+ * the TLS gate's listener (gateproto.h): TCP, IP_TRANSPARENT (so it may
+ * answer for the learned addresses its local routes deliver to it), bound
+ * to 0.0.0.0:443 and listening, non-blocking.
  * 10.0.2.3 must be on lo already. On failure none is left open. */
 int lz_netpolicy_dns_sockets(int ret[LZ_NET_DNS_FDS], struct lz_error *err);
 

@@ -142,6 +142,7 @@ struct lz_resolver {
     struct lz_netrule *deny_net;
     uint32_t *host;
     int udp_fd, tcp_fd, stop_fd, ev_fd;
+    int gate_fd; /* the TLS gate's channel, -EBADF without one or once it is gone */
     pthread_t thread;
     bool started;
 
@@ -256,6 +257,14 @@ static struct lname *name_find(struct lz_resolver *r, const char *name) {
         if (r->names[i].used && strcmp(r->names[i].name, name) == 0)
             return &r->names[i];
     return NULL;
+}
+
+/* Is port reachable on an address with these routes (0: every port)? */
+static bool rports_has_port(const struct rports *p, uint16_t port) {
+    for (size_t i = 0; i < p->n; i++)
+        if (p->p[i] == port || p->p[i] == 0)
+            return true;
+    return false;
 }
 
 static bool rports_has(const struct rports *p, uint16_t port) {
@@ -412,6 +421,10 @@ static int learn(struct lz_resolver *r, const char *name, const struct lz_hostpo
     int64_t deadline = now + lifetime_ms(r, lifetime);
     struct rports want;
     rports_of(ports, &want);
+    /* Every port includes the gate's, whose routes are of their own kind
+     * (fqdnroute.h): an address learned for every port gets both. */
+    if (r->cfg.gate && want.n == 1 && want.p[0] == 0)
+        want.p[want.n++] = LZ_GATE_PORT;
     /* What is due goes first, so the counts below are the table's now. */
     expire(r, now);
 
@@ -952,11 +965,104 @@ static void tcpc_ready(struct lz_resolver *r, size_t ci, short rev) {
     }
 }
 
+/* ---- the TLS gate's questions ---- */
+
+static const char *ip_text(uint32_t a, char buf[static INET_ADDRSTRLEN]) {
+    struct in_addr ia = { .s_addr = htonl(a) };
+    return inet_ntop(AF_INET, &ia, buf, INET_ADDRSTRLEN);
+}
+
+enum lz_gate_verdict lz_resolver_gate_decide(struct lz_resolver *r, uint32_t addr, uint16_t port, const char *sni,
+                                             bool ech, bool lenient, char *why, size_t cap) {
+    char ip[INET_ADDRSTRLEN];
+    ip_text(addr, ip);
+    why[0] = '\0';
+    pthread_mutex_lock(&r->mu);
+    struct laddr *a = addr_find(r, addr);
+    bool learned = a && rports_has_port(&a->inst, port);
+    enum lz_gate_verdict v = LZ_GATE_REFUSE;
+    if (!learned)
+        snprintf(why, cap, "%s:%u is not a learned address", ip, (unsigned)port);
+    else if ((!sni || !sni[0]) && !ech)
+        v = lenient ? LZ_GATE_ALLOW : LZ_GATE_REFUSE;
+    else if (ech)
+        v = lenient ? LZ_GATE_ALLOW : LZ_GATE_REFUSE;
+    else {
+        /* The name, as the resolver would decide it now (a run-time allow
+         * included), on this port. */
+        struct lz_hostports ports = { 0 };
+        int d = lz_hostrule_decide(r->allow, r->n_allow, r->deny, r->cfg.n_deny, sni, &ports);
+        struct lname *nm = d == LZ_HOST_ALLOWED && lz_hostports_has(&ports, port) ? name_find(r, sni) : NULL;
+        bool for_it = false;
+        for (size_t i = 0; nm && i < nm->n && !for_it; i++)
+            for_it = nm->addrs[i] == addr;
+        if (d == LZ_HOST_DENIED)
+            snprintf(why, cap, "the server name %s is denied (deny_hosts)", sni);
+        else if (d != LZ_HOST_ALLOWED || !lz_hostports_has(&ports, port))
+            snprintf(why, cap, "the server name %s is not allowed on port %u", sni, (unsigned)port);
+        else if (!for_it)
+            snprintf(why, cap, "%s was not learned for the server name %s (another name's address)", ip, sni);
+        else
+            v = LZ_GATE_ALLOW;
+    }
+    if (v == LZ_GATE_REFUSE && !why[0])
+        snprintf(why, cap, "%s", ech ? "an encrypted ClientHello (ECH) hides the server name"
+                                     : "the ClientHello names no server (no SNI)");
+    if (v == LZ_GATE_REFUSE) {
+        struct lz_resolver_event *e = ev_push(r, LZ_RES_TLS_REFUSED, sni ? sni : "");
+        e->n_addrs = 1;
+        e->addrs[0] = addr;
+        e->ports.n = 1;
+        e->ports.ports[0] = port;
+        snprintf(e->why, sizeof e->why, "%s", why);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return v;
+}
+
+/* The gate's requests, as many as wait (bounded per round). A malformed
+ * datagram or the channel's end closes it: the gate then exits, and every
+ * TCP/443 connection to a learned address is refused (its listener is
+ * gone with it). */
+static void gate_ready(struct lz_resolver *r) {
+    for (int round = 0; round < 64 && r->gate_fd >= 0; round++) {
+        struct lz_gate_req q;
+        ssize_t k = recv(r->gate_fd, &q, sizeof q, MSG_DONTWAIT | MSG_TRUNC);
+        if (k < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        if (k != (ssize_t)sizeof q || q.sni[sizeof q.sni - 1] != '\0') {
+            pthread_mutex_lock(&r->mu);
+            struct lz_resolver_event *e = ev_push(r, LZ_RES_FAILED, "");
+            snprintf(e->why, sizeof e->why, "the TLS gate's channel %s; HTTPS to learned names is refused from now on",
+                     k == 0 ? "closed (the gate ended)" : k < 0 ? "failed" : "carried a malformed request");
+            pthread_mutex_unlock(&r->mu);
+            lz_closep(&r->gate_fd);
+            return;
+        }
+        struct lz_gate_rep a = { .id = q.id };
+        bool has_sni = (q.flags & LZ_GATE_SNI) != 0;
+        char canon[LZ_HOSTNAME_MAX + 1] = "";
+        struct lz_error err = { 0 };
+        /* The gate sends canonical names; a name that is not is refused here
+         * too (the resolver trusts nothing it did not parse itself). */
+        if (has_sni && lz_hostname_canon(q.sni, strlen(q.sni), canon, &err) < 0) {
+            a.verdict = LZ_GATE_REFUSE;
+            snprintf(a.why, sizeof a.why, "a server name with no host form");
+        } else {
+            a.verdict = (uint8_t)lz_resolver_gate_decide(r, q.addr, q.port, has_sni ? canon : NULL,
+                                                         (q.flags & LZ_GATE_ECH) != 0, r->cfg.gate_lenient, a.why,
+                                                         sizeof a.why);
+        }
+        /* A full channel: the gate's own bound refuses that connection. */
+        (void)!send(r->gate_fd, &a, sizeof a, MSG_DONTWAIT | MSG_NOSIGNAL);
+    }
+}
+
 /* ---- the loop ---- */
 
 static void *run(void *arg) {
     struct lz_resolver *r = arg;
-    size_t cap = 3 + r->cfg.max_tcp_clients + r->n_pend;
+    size_t cap = 4 + r->cfg.max_tcp_clients + r->n_pend;
     _cleanup_free_ struct pollfd *pfd = lz_xcalloc(cap, sizeof *pfd);
     _cleanup_free_ int *who = lz_xcalloc(cap, sizeof *who); /* >= 0: client; <= -10: pending -(i + 10) */
     for (;;) {
@@ -970,6 +1076,9 @@ static void *run(void *arg) {
         pfd[n++] = (struct pollfd){ .fd = r->stop_fd, .events = POLLIN };
         pfd[n++] = (struct pollfd){ .fd = r->udp_fd, .events = POLLIN };
         pfd[n++] = (struct pollfd){ .fd = r->tcp_fd, .events = POLLIN };
+        /* Always present (a closed channel is -EBADF, which poll skips), so
+         * the clients and pendings start at 4. */
+        pfd[n++] = (struct pollfd){ .fd = r->gate_fd, .events = POLLIN };
         for (size_t i = 0; i < r->n_pend; i++) {
             struct pending *p = &r->pend[i];
             if (p->st == UP_FREE)
@@ -1018,7 +1127,9 @@ static void *run(void *arg) {
             udp_ready(r);
         if (pfd[2].revents)
             accept_ready(r);
-        for (size_t i = 3; i < n; i++) {
+        if (pfd[3].revents)
+            gate_ready(r);
+        for (size_t i = 4; i < n; i++) {
             if (!pfd[i].revents)
                 continue;
             if (who[i] >= 0) {
@@ -1050,6 +1161,7 @@ static void resolver_free(struct lz_resolver *r) {
     }
     lz_closep(&r->udp_fd);
     lz_closep(&r->tcp_fd);
+    lz_closep(&r->gate_fd);
     lz_closep(&r->stop_fd);
     lz_closep(&r->ev_fd);
     pthread_mutex_destroy(&r->mu);
@@ -1074,19 +1186,22 @@ static void *dup_array(const void *p, size_t n, size_t size) {
 }
 
 int lz_resolver_start(const struct lz_resolver_config *cfg, struct lz_resolver **ret, struct lz_error *err) {
-    int udp = cfg->udp_fd, tcp = cfg->tcp_fd;
-    if (udp < 0 || tcp < 0 || !cfg->routes.add || !cfg->routes.del || !cfg->routes.in_use ||
+    int udp = cfg->udp_fd, tcp = cfg->tcp_fd, gate = cfg->gate ? cfg->gate_fd : -EBADF;
+    if (udp < 0 || tcp < 0 || (cfg->gate && gate < 0) || !cfg->routes.add || !cfg->routes.del || !cfg->routes.in_use ||
         (cfg->n_allow && !cfg->allow) || (cfg->n_deny && !cfg->deny) || (cfg->n_deny_net && !cfg->deny_net) ||
         (cfg->n_host && !cfg->host_addrs) || cfg->upstream.sin_family != AF_INET) {
         if (udp >= 0)
             close(udp);
         if (tcp >= 0)
             close(tcp);
+        if (gate >= 0)
+            close(gate);
         return lz_error_set(err, -EINVAL, "resolver: incomplete configuration (sockets, routes or upstream)");
     }
     struct lz_resolver *r = lz_xcalloc(1, sizeof *r);
     r->udp_fd = udp;
     r->tcp_fd = tcp;
+    r->gate_fd = gate;
     r->stop_fd = r->ev_fd = -EBADF;
     pthread_mutex_init(&r->mu, NULL);
     r->cfg = *cfg;
@@ -1138,7 +1253,8 @@ int lz_resolver_start(const struct lz_resolver_config *cfg, struct lz_resolver *
     }
     /* The server sockets are polled, never waited on. */
     if (fcntl(udp, F_SETFL, fcntl(udp, F_GETFL) | O_NONBLOCK) < 0 ||
-        fcntl(tcp, F_SETFL, fcntl(tcp, F_GETFL) | O_NONBLOCK) < 0) {
+        fcntl(tcp, F_SETFL, fcntl(tcp, F_GETFL) | O_NONBLOCK) < 0 ||
+        (gate >= 0 && fcntl(gate, F_SETFL, fcntl(gate, F_GETFL) | O_NONBLOCK) < 0)) {
         k = -errno;
         resolver_free(r);
         return lz_error_errno(err, k, "resolver: the DNS sockets");

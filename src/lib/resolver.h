@@ -50,6 +50,7 @@
  */
 #pragma once
 
+#include "gateproto.h"
 #include "hostrule.h"
 #include "netpolicy.h"
 #include "util.h"
@@ -103,6 +104,15 @@ struct lz_resolver_config {
     /* What the report calls the policy ("balanced"; copied, at most 31
      * bytes); NULL: "open" with any_name, else "names". */
     const char *preset;
+    /* With gate: gate_fd is the TLS gate's channel (gateproto.h; taken,
+     * closed by lz_resolver_stop, also when start fails), whose requests
+     * are answered by lz_resolver_gate_decide with gate_lenient. */
+    bool gate;
+    int gate_fd;
+    /* tls_gate = "lenient": a hello without a server name, or with an
+     * encrypted one, passes to any learned address (the name check is
+     * skipped for it); otherwise such a hello is refused. */
+    bool gate_lenient;
     /* Tests only (the coordinator leaves it 0): when non-zero, every
      * learned lifetime and every zombie step lasts this many milliseconds
      * instead of its seconds (the answer's TTL is unchanged), so a unit
@@ -118,6 +128,7 @@ enum lz_resolver_event_kind {
     LZ_RES_LIMITED,     /* a bound was hit (why says which) */
     LZ_RES_EXPIRED,     /* an address's routes were deleted */
     LZ_RES_FAILED,      /* a route could not be added or deleted (why) */
+    LZ_RES_TLS_REFUSED, /* the TLS gate refused a connection (name: the SNI or ""; addrs[0]: its address; why) */
 };
 
 struct lz_resolver_event {
@@ -150,6 +161,18 @@ size_t lz_resolver_events(struct lz_resolver *r, struct lz_resolver_event *out, 
 /* Adds an allow rule from now on (the developer approved it); the next
  * query for a matching name is forwarded. -E2BIG past the bounds. */
 int lz_resolver_allow(struct lz_resolver *r, const struct lz_hostrule *rule, struct lz_error *err);
+
+/* The TLS gate's question (gateproto.h): may a connection whose
+ * ClientHello names req->sni (or none) reach req->addr:req->port? Allowed
+ * when the policy allows the name on that port now and the address was
+ * learned from an answer for that very name (not for another name that
+ * shares the address: fronting); without a name (or with an encrypted
+ * hello) only when lenient and the address is learned. Refusals push a
+ * LZ_RES_TLS_REFUSED event. why (cap bytes) says what was refused and
+ * why. Called on the resolver's thread for the gate's channel, and by the
+ * unit tests. */
+enum lz_gate_verdict lz_resolver_gate_decide(struct lz_resolver *r, uint32_t addr, uint16_t port, const char *sni,
+                                             bool ech, bool lenient, char *why, size_t cap);
 
 /* What `lazaret net` shows: the policy, the learned names (addresses,
  * ports, seconds left, zombie), the recent refused names (count, last

@@ -127,7 +127,7 @@ int lz_rschan_recv(int fd, int timeout_ms, struct lz_rsmsg *ret);
 
 /* lz_rschan_send with descriptors attached (SCM_RIGHTS, 1..LZ_RSCHAN_FDS_MAX):
  * the peer takes them with lz_rschan_recv_fds. */
-#define LZ_RSCHAN_FDS_MAX 4 /* DNS */
+#define LZ_RSCHAN_FDS_MAX 5 /* DNS: the resolver's four and the TLS gate's listener */
 int lz_rschan_send_fds(int fd, enum lz_rs_kind kind, const uint64_t *u, const char *str, const int *fds, size_t n_fds);
 /* lz_rschan_recv that also takes the descriptors attached to the message
  * (close-on-exec): on 1, fds[0..*ret_n) hold them and belong to the caller

@@ -91,7 +91,7 @@ int lz_pstate_parse(const char *s) {
     "  gen INTEGER NOT NULL,"                                                                                          \
     "  at_ms INTEGER NOT NULL,"                                                                                        \
     "  event TEXT NOT NULL CHECK(event IN ('learned','refused','denied','filtered','limited','allowed',"               \
-    "                                      'suppressed')),"                                                            \
+    "                                      'suppressed','tls-refused')),"                                              \
     "  name TEXT NOT NULL,"                                                                                            \
     "  addrs TEXT NOT NULL,"                                                                                           \
     "  ports TEXT NOT NULL,"                                                                                           \
@@ -144,9 +144,21 @@ static const char schema[] =
     "  started_ms INTEGER NOT NULL, ended_ms INTEGER,"
     "  PRIMARY KEY(gen, session)) STRICT;" AUDIT_SQL AUDIT_NET_SQL;
 
-/* Version 1 -> 2: the audit table; 2 -> 3: the audit's network rows. Each
- * in the upgrade's one transaction (a version-1 store takes both). */
-static const char *const upgrade[] = { AUDIT_SQL, AUDIT_NET_SQL };
+/* 3 -> 4: the network rows' event may be 'tls-refused' (the TLS gate). A
+ * CHECK cannot change in place: the table is made again as AUDIT_NET_SQL
+ * says and the rows copied as they are (their hashes do not change), its
+ * triggers (and the audit's trigger that names it) dropped first and made
+ * again with it. */
+#define AUDIT_NET_V4_SQL                                                                                               \
+    "DROP TRIGGER audit_one_seq; DROP TRIGGER audit_net_no_update; DROP TRIGGER audit_net_no_delete;"                  \
+    "DROP TRIGGER audit_net_one_seq;"                                                                                  \
+    "ALTER TABLE audit_net RENAME TO audit_net_v3;" AUDIT_NET_SQL "INSERT INTO audit_net SELECT * FROM audit_net_v3;"  \
+    "DROP TABLE audit_net_v3;"
+
+/* Version 1 -> 2: the audit table; 2 -> 3: the audit's network rows; 3 ->
+ * 4: their TLS gate event. Each in the upgrade's one transaction (a
+ * version-1 store takes them all). */
+static const char *const upgrade[] = { AUDIT_SQL, AUDIT_NET_SQL, AUDIT_NET_V4_SQL };
 
 static int store_refuse(const char *path, int code, const struct lz_db_found *f, struct lz_error *err) {
     if (code == -EPROTONOSUPPORT)

@@ -31,7 +31,7 @@ SRC = Path(__file__).resolve().parents[2]
 FIXTURES = Path(os.environ.get("LAZARET_FIXTURES") or SRC / "tests" / "fixtures")
 USER = os.environ.get("LAZARET_TEST_USER", "lztest")
 LIBEXEC = Path("/usr/libexec/lazaret")
-HELPERS = ["lazaret-core", "lazaret-router", "lazaret-init", "lazaret-escalate"]
+HELPERS = ["lazaret-core", "lazaret-router", "lazaret-init", "lazaret-escalate", "lazaret-gate"]
 APT = ["apt-get", "-y", "-q", "-o", "DPkg::Lock::Timeout=300"]
 
 

@@ -22,7 +22,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[2]
 FIXTURES = Path(os.environ.get("LAZARET_FIXTURES") or SRC / "tests" / "fixtures")
 USER = os.environ.get("LAZARET_TEST_USER", "lztest")
-HELPERS = ["lazaret-core", "lazaret-router", "lazaret-init", "lazaret-escalate"]
+HELPERS = ["lazaret-core", "lazaret-router", "lazaret-init", "lazaret-escalate", "lazaret-gate"]
 
 
 @pytest.fixture(scope="module")

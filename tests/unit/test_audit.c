@@ -566,11 +566,11 @@ static void test_upgrade_from_v1(void **state) {
     lz_store_close(st);
 
     /* A newer store is still refused, and left as it is. */
-    plain_sql(f->db, "PRAGMA user_version = 4");
+    plain_sql(f->db, "PRAGMA user_version = 5");
     free(before);
     before = slurp(f->db, &len0);
     assert_int_equal(lz_store_open(f->dir, &id, false, &st, &err), -EPROTONOSUPPORT);
-    assert_non_null(strstr(err.msg, "has version 4"));
+    assert_non_null(strstr(err.msg, "has version 5"));
     assert_int_equal(lz_store_open_readonly(f->dir, &id, &st, &err), -EPROTONOSUPPORT);
     after = slurp(f->db, &len1);
     assert_int_equal(len0, len1);
@@ -704,14 +704,75 @@ static void tamper_net(struct fixture *f, const char *sql) {
 static void test_net_event_names(void **state) {
     (void)state;
     static const char *const want[] = {
-        "learned", "refused", "denied", "filtered", "limited", "allowed", "suppressed"
+        "learned", "refused", "denied", "filtered", "limited", "allowed", "suppressed", "tls-refused"
     };
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 8; i++)
         assert_string_equal(lz_audit_net_event_name((enum lz_audit_net_event)(i + 1)), want[i]);
     assert_int_equal(LZ_AUDIT_NET_SUPPRESSED, 7);
+    assert_int_equal(LZ_AUDIT_NET_TLS_REFUSED, 8);
     assert_null(lz_audit_net_event_name((enum lz_audit_net_event)0));
-    assert_null(lz_audit_net_event_name((enum lz_audit_net_event)8));
+    assert_null(lz_audit_net_event_name((enum lz_audit_net_event)9));
     assert_null(lz_audit_net_event_name((enum lz_audit_net_event) - 1));
+}
+
+/* Version 3 -> 4: a store whose audit_net table has version 3's CHECK
+ * (no 'tls-refused'), with escalation and network rows, is upgraded by
+ * the writer's open: the rows and the chain stay as they were, the
+ * triggers are back, and a TLS gate row continues the chain. */
+static void test_upgrade_from_v3(void **state) {
+    struct fixture *f = *state;
+    build_mixed(f->dir, true);
+    plain_sql(f->db,
+              "DROP TRIGGER audit_one_seq; DROP TRIGGER audit_net_no_update; DROP TRIGGER audit_net_no_delete;"
+              " DROP TRIGGER audit_net_one_seq; ALTER TABLE audit_net RENAME TO n4;"
+              " CREATE TABLE audit_net(seq INTEGER PRIMARY KEY CHECK(seq >= 1), gen INTEGER NOT NULL,"
+              " at_ms INTEGER NOT NULL, event TEXT NOT NULL CHECK(event IN ('learned','refused','denied',"
+              "'filtered','limited','allowed','suppressed')), name TEXT NOT NULL, addrs TEXT NOT NULL,"
+              " ports TEXT NOT NULL, detail TEXT NOT NULL, prev_hash TEXT NOT NULL CHECK(length(prev_hash) = 64),"
+              " row_hash TEXT NOT NULL CHECK(length(row_hash) = 64)) STRICT;"
+              " INSERT INTO audit_net SELECT * FROM n4; DROP TABLE n4;"
+              " CREATE TRIGGER audit_net_no_update BEFORE UPDATE ON audit_net"
+              "  BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END;"
+              " CREATE TRIGGER audit_net_no_delete BEFORE DELETE ON audit_net"
+              "  BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END;"
+              " CREATE TRIGGER audit_net_one_seq BEFORE INSERT ON audit_net WHEN EXISTS(SELECT 1 FROM audit"
+              "  WHERE seq = NEW.seq) BEGIN SELECT RAISE(ABORT, 'the audit already holds this seq'); END;"
+              " CREATE TRIGGER audit_one_seq BEFORE INSERT ON audit WHEN EXISTS(SELECT 1 FROM audit_net"
+              "  WHERE seq = NEW.seq) BEGIN SELECT RAISE(ABORT, 'the audit already holds this seq'); END;"
+              " PRAGMA user_version = 3;");
+    /* Positive control: version 3's table refuses the new event. */
+    assert_int_equal(plain_sql_rc(f->db, "INSERT INTO audit_net VALUES(99, 1, 1, 'tls-refused', '', '', '', '',"
+                                         " printf('%064d', 0), printf('%064d', 0))"),
+                     SQLITE_CONSTRAINT);
+    expect_intact(f->dir);
+    struct lz_store *st = open_store(f->dir, false);
+    assert_int_equal(lz_store_version(st), LZ_STORE_VERSION);
+    assert_int_equal(lz_store_upgraded_from(st), 3);
+    struct lz_audit_net_entry e = { .event = LZ_AUDIT_NET_TLS_REFUSED,
+                                    .gen = 9,
+                                    .at_ms = 1700000900000,
+                                    .name = "front.example.test",
+                                    .addrs = addrs_c,
+                                    .n_addrs = 1,
+                                    .ports = "tcp/443",
+                                    .detail = "not learned for the server name" };
+    struct lz_error err = { 0 };
+    int64_t seq = 0;
+    if (lz_audit_append_net(st, &e, &seq, &err) < 0)
+        fail_msg("append tls-refused: %s", err.msg);
+    assert_int_equal(seq, NMIXED + 1);
+    struct lz_audit_log log = { 0 };
+    assert_int_equal(lz_audit_read(st, &log, &err), 0);
+    assert_int_equal(log.n, NMIXED + 1);
+    lz_audit_log_clear(&log);
+    lz_store_close(st);
+    expect_intact(f->dir);
+    assert_int_equal(plain_sql_rc(f->db, "UPDATE audit_net SET gen = 9"), SQLITE_CONSTRAINT);
+    assert_int_equal(plain_sql_rc(f->db, "DELETE FROM audit_net"), SQLITE_CONSTRAINT);
+    assert_int_equal(plain_sql_rc(f->db, "INSERT INTO audit VALUES(1, 1, printf('%032d', 0), printf('%032d', 0), 1,"
+                                         " 'none', 0, 'none', 'completed', '', NULL, '', '', '', 0, 0, 0, 0,"
+                                         " printf('%064d', 0), printf('%064d', 0))"),
+                     SQLITE_CONSTRAINT); /* seq 1 is a network row's: audit_one_seq is back */
 }
 
 static void test_mixed_roundtrip(void **state) {
@@ -723,7 +784,7 @@ static void test_mixed_roundtrip(void **state) {
     assert_int_equal(lz_audit_read(st, &log, &err), 0);
     lz_store_close(st);
     assert_int_equal(log.store_version, LZ_STORE_VERSION);
-    assert_int_equal(LZ_STORE_VERSION, LZ_AUDIT_NET_STORE_VERSION);
+    assert_int_equal(LZ_STORE_VERSION, LZ_AUDIT_TLS_STORE_VERSION);
     assert_int_equal(log.n, NMIXED);
     assert_true(log.has_head);
     assert_int_equal(log.head_seq, NMIXED);
@@ -972,7 +1033,7 @@ static void test_net_append_checks_entry(void **state) {
         { net_entry(0), "detail" }, { net_entry(0), "detail" }, { net_entry(0), "detail" },
     };
     bad[0].e.event = (enum lz_audit_net_event)0;
-    bad[1].e.event = (enum lz_audit_net_event)8;
+    bad[1].e.event = (enum lz_audit_net_event)9;
     bad[2].e.gen = -1;
     bad[3].e.at_ms = -1;
     bad[4].e.addrs = many;
@@ -1174,6 +1235,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_net_append_does_not_hide_a_break, setup, teardown),
         cmocka_unit_test_setup_teardown(test_net_append_checks_entry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_upgrade_from_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_upgrade_from_v3, setup, teardown),
         cmocka_unit_test_setup_teardown(test_upgrade_v2_all_or_nothing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
