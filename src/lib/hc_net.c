@@ -409,6 +409,13 @@ static void handle(struct hc *h, const struct lz_resolver_event *e) {
 void hc_net_dispatch(struct hc *h) {
     if (!h->net)
         return;
+    /* The gate's end reaches the resolver as its channel's end (an event,
+     * hence this dispatch): reap it here. */
+    int st;
+    if (h->net->gate.pidfd >= 0 && lz_child_try_reap(&h->net->gate, &st) == 1) {
+        hc_log("lazaret-gate ended (status %d): HTTPS to learned names is refused until the Domain restarts", st);
+        lz_child_close(&h->net->gate);
+    }
     struct lz_resolver_event ev[16];
     uint64_t lost = 0;
     /* Bounded per call: the event loop comes back while more wait. */

@@ -66,6 +66,7 @@ def on_sni(sock, name, c):
     note(f"sni {name or '-'} {ip}")
 ctx.sni_callback = on_sni
 def conn(c):
+    ip = c.getsockname()[0]
     c.settimeout(20)
     try:
         t = ctx.wrap_socket(c, server_side=True)
@@ -77,6 +78,7 @@ def conn(c):
             t.sendall(d)
     except (OSError, ssl.SSLError):
         pass
+    note(f"end {ip}")
     c.close()
 def serve(ip):
     s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((ip, 443)); s.listen(64)
@@ -144,6 +146,9 @@ class ServerLog:
 
     def snis(self):
         return re.findall(r"^sni (\S+) (\S+)$", self.path.read_text(), re.M)
+
+    def ends(self):
+        return re.findall(r"^end (\S+)$", self.path.read_text(), re.M)
 
 
 @pytest.fixture(scope="module")
@@ -337,7 +342,7 @@ def test_gate_killed_fails_closed(world, quiet):
     web = world["web"]
     before = len(web.snis())
     script = ("look tls.test; ( (busybox cat hello-tls.test.bin; busybox sleep 60) | busybox nc %s 443 "
-              ">/tmp/held; echo HELD-ENDED ) & echo HOLDING; read go; "
+              ">/tmp/held ) & echo HOLDING; read go; "
               "tls %s hello-tls.test.bin; look tls.test; echo END\n" % (WEB, WEB))
     s = netlib.Session(as_user(quiet, [LAZARET, "run", "-p", "gated", "--", "busybox", "sh", "-c",
                                        PROBES + script]), quiet["base"] / "ws")
@@ -347,10 +352,26 @@ def test_gate_killed_fails_closed(world, quiet):
         while len(web.snis()) == before and time.monotonic() < end:
             time.sleep(0.1)
         assert len(web.snis()) == before + 1, "positive control: the held connection went through the gate"
+        rs = user_pids(quiet["uid"], "__supervisor")
+        assert len(rs) == 1, rs
+        held = sh("nsenter", "-t", rs[0], "-n", "ss", "-Htn", "state", "established", "dst", WEB).stdout
+        assert f"{WEB}:443" in held, f"positive control: the sandbox's connection is established: {held!r}"
+        ends = len(web.ends())
         gates = user_pids(quiet["uid"], "lazaret-gate")
         assert len(gates) == 1, gates
         os.kill(int(gates[0]), 9)
-        assert s.until("HELD-ENDED", 20), f"the open connection must end with the gate:\n{s.out()}"
+        # Both halves end: the server sees the end of its connection, and
+        # the sandbox's socket is established no more.
+        end = time.monotonic() + 20
+        while len(web.ends()) == ends and time.monotonic() < end:
+            time.sleep(0.1)
+        assert len(web.ends()) == ends + 1, "the server's side of the held connection must end with the gate"
+        while time.monotonic() < end:
+            held = sh("nsenter", "-t", rs[0], "-n", "ss", "-Htn", "state", "established", "dst", WEB).stdout
+            if not held.strip():
+                break
+            time.sleep(0.1)
+        assert not held.strip(), f"the sandbox's side must be cut: {held!r}"
         s.send("go\n")
         assert s.until("END", 60), s.out()
         out = s.out()
