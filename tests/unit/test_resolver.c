@@ -284,6 +284,7 @@ struct opts {
     const char *allow[8];
     const char *deny[4];
     bool any_name, no_host, no_upstream;
+    bool gate, lenient; /* the TLS gate's channel (fx.gate: the gate's end) */
     unsigned max_addrs, qps, upstream_ms, test_lifetime_ms;
     unsigned max_names, max_per_name, max_inflight, max_tcp_clients;
 };
@@ -291,6 +292,7 @@ struct opts {
 struct fx {
     struct lz_resolver *r;
     uint16_t udp_port, tcp_port;
+    int gate; /* the gate's end of the channel, or -1 */
 };
 
 static uint16_t bound_port(int fd) {
@@ -346,7 +348,19 @@ static void start(struct fx *f, const struct opts *o) {
         .upstream_ms = o->upstream_ms,
         .test_lifetime_ms = o->test_lifetime_ms,
         .preset = "locked",
+        .gate = o->gate,
+        .gate_lenient = o->lenient,
+        .gate_fd = -1,
     };
+    f->gate = -1;
+    if (o->gate) {
+        int sp[2];
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+        c.gate_fd = sp[0];
+        f->gate = sp[1];
+        struct timeval tv = { .tv_sec = 3 };
+        setsockopt(f->gate, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    }
     f->udp_port = bound_port(c.udp_fd);
     f->tcp_port = bound_port(c.tcp_fd);
     pthread_mutex_lock(&rt.mu);
@@ -440,6 +454,9 @@ static size_t count_kind(const struct lz_resolver_event *ev, size_t n, enum lz_r
 static void stop(struct fx *f) {
     lz_resolver_stop(f->r);
     f->r = NULL;
+    if (f->gate >= 0)
+        close(f->gate);
+    f->gate = -1;
 }
 
 /* ---- the cases ---- */
@@ -797,6 +814,106 @@ static void test_allow_at_run_time(void **state) {
     char *r = lz_resolver_report(f.r);
     assert_non_null(strstr(r, "allowed at run time: late.example.test:443"));
     free(r);
+    stop(&f);
+}
+
+/* The gate's question over the real channel: the verdict, and why. */
+static int gate_ask(struct fx *f, uint32_t addr, const char *sni, uint8_t flags, char *why) {
+    static uint32_t id = 7;
+    struct lz_gate_req q = { .id = ++id, .addr = addr, .port = 443, .flags = flags };
+    if (sni) {
+        q.flags |= LZ_GATE_SNI;
+        snprintf(q.sni, sizeof q.sni, "%s", sni);
+    }
+    assert_int_equal(send(f->gate, &q, sizeof q, 0), (ssize_t)sizeof q);
+    struct lz_gate_rep a;
+    assert_int_equal(recv(f->gate, &a, sizeof a, 0), (ssize_t)sizeof a);
+    assert_int_equal(a.id, q.id);
+    if (why)
+        snprintf(why, 120, "%s", a.why);
+    return a.verdict;
+}
+
+static void test_gate_decisions(void **state) {
+    (void)state;
+    up_set(&(struct entry){ .name = "ga.example.test", .addrs = { IP(198, 51, 100, 80) }, .n = 1, .ttl = 300 });
+    up_set(&(struct entry){ .name = "gb.example.test", .addrs = { IP(198, 51, 100, 81) }, .n = 1, .ttl = 300 });
+    up_set(&(struct entry){ .name = "gsame.example.test", .addrs = { IP(198, 51, 100, 80) }, .n = 1, .ttl = 300 });
+    up_set(&(struct entry){ .name = "gany.example.test", .addrs = { IP(198, 51, 100, 82) }, .n = 1, .ttl = 300 });
+    up_set(&(struct entry){ .name = "gp.example.test", .addrs = { IP(198, 51, 100, 83) }, .n = 1, .ttl = 300 });
+    struct fx f;
+    start(&f, &(struct opts){ .allow = { "ga.example.test:443", "gb.example.test:443", "gsame.example.test:443",
+                                         "gany.example.test", "*.wild.example.test:443", "gp.example.test:8443" },
+                              .deny = { "no.wild.example.test" },
+                              .gate = true });
+    char why[120];
+    /* Before any lookup: nothing is learned. */
+    assert_int_equal(gate_ask(&f, IP(198, 51, 100, 80), "ga.example.test", 0, why), LZ_GATE_REFUSE);
+    assert_non_null(strstr(why, "is not a learned address"));
+    assert_int_equal(ask(&f, "ga.example.test", LZ_DNS_T_A).rcode, LZ_DNS_NOERROR);
+    assert_int_equal(ask(&f, "gb.example.test", LZ_DNS_T_A).rcode, LZ_DNS_NOERROR);
+    /* The positive control. */
+    int v0 = gate_ask(&f, IP(198, 51, 100, 80), "ga.example.test", 0, why);
+    if (v0 != LZ_GATE_ALLOW)
+        fail_msg("positive control refused: %s", why);
+    /* Fronting: an allowed name, another learned address. */
+    assert_int_equal(gate_ask(&f, IP(198, 51, 100, 80), "gb.example.test", 0, why), LZ_GATE_REFUSE);
+    assert_non_null(strstr(why, "was not learned for the server name gb.example.test"));
+    /* An allowed name that shares the address but was never asked for. */
+    assert_int_equal(gate_ask(&f, IP(198, 51, 100, 80), "gsame.example.test", 0, why), LZ_GATE_REFUSE);
+    /* Unlisted and denied names. */
+    assert_int_equal(gate_ask(&f, IP(198, 51, 100, 80), "evil.test", 0, why), LZ_GATE_REFUSE);
+    assert_non_null(strstr(why, "not allowed on port 443"));
+    assert_int_equal(gate_ask(&f, IP(198, 51, 100, 80), "no.wild.example.test", 0, why), LZ_GATE_REFUSE);
+    assert_non_null(strstr(why, "denied"));
+    /* No name, an encrypted hello: refused (strict). */
+    assert_int_equal(gate_ask(&f, IP(198, 51, 100, 80), NULL, 0, why), LZ_GATE_REFUSE);
+    assert_non_null(strstr(why, "no SNI"));
+    assert_int_equal(gate_ask(&f, IP(198, 51, 100, 80), "ga.example.test", LZ_GATE_ECH, why), LZ_GATE_REFUSE);
+    assert_non_null(strstr(why, "ECH"));
+    /* A name the gate did not canonicalise (the resolver parses it again). */
+    assert_int_equal(gate_ask(&f, IP(198, 51, 100, 80), "a..example.test", 0, why), LZ_GATE_REFUSE);
+    /* A name allowed on every port: its address gets the gate's port too. */
+    assert_int_equal(ask(&f, "gany.example.test", LZ_DNS_T_A).rcode, LZ_DNS_NOERROR);
+    assert_true(rt_find(true, IP(198, 51, 100, 82), 0) != 0);
+    assert_true(rt_find(true, IP(198, 51, 100, 82), 443) != 0);
+    assert_int_equal(gate_ask(&f, IP(198, 51, 100, 82), "gany.example.test", 0, why), LZ_GATE_ALLOW);
+    /* A name learned on another port only: not on 443. */
+    assert_int_equal(ask(&f, "gp.example.test", LZ_DNS_T_A).rcode, LZ_DNS_NOERROR);
+    assert_int_equal(gate_ask(&f, IP(198, 51, 100, 83), "gp.example.test", 0, why), LZ_GATE_REFUSE);
+    /* Every refusal is an event, with the address and the reason. */
+    struct lz_resolver_event ev[32];
+    size_t n = events(&f, ev, 32);
+    assert_int_equal(count_kind(ev, n, LZ_RES_TLS_REFUSED), 8); /* the name with no host form is refused before the policy: no event */
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].kind == LZ_RES_TLS_REFUSED) {
+            assert_int_equal(ev[i].n_addrs, 1);
+            assert_true(ev[i].why[0] != '\0');
+        }
+    /* A malformed request closes the channel (the gate then ends). */
+    char junk[3] = "xyz";
+    assert_int_equal(send(f.gate, junk, sizeof junk, 0), 3);
+    char b[8];
+    assert_int_equal(recv(f.gate, b, sizeof b, 0), 0);
+    n = events(&f, ev, 32);
+    assert_int_equal(count_kind(ev, n, LZ_RES_FAILED), 1);
+    stop(&f);
+
+    /* Lenient: a nameless or encrypted hello passes to a learned address,
+     * never to another; a named one is still checked. */
+    start(&f, &(struct opts){ .allow = { "ga.example.test:443", "gb.example.test:443" }, .gate = true, .lenient = true });
+    assert_int_equal(ask(&f, "ga.example.test", LZ_DNS_T_A).rcode, LZ_DNS_NOERROR);
+    assert_int_equal(gate_ask(&f, IP(198, 51, 100, 80), NULL, 0, why), LZ_GATE_ALLOW);
+    assert_int_equal(gate_ask(&f, IP(198, 51, 100, 80), "x.example.test", LZ_GATE_ECH, why), LZ_GATE_ALLOW);
+    assert_int_equal(gate_ask(&f, IP(198, 51, 100, 81), NULL, 0, why), LZ_GATE_REFUSE);
+    assert_int_equal(gate_ask(&f, IP(198, 51, 100, 80), "gb.example.test", 0, why), LZ_GATE_REFUSE);
+    /* A name allowed at run time, once learned, passes. */
+    struct lz_hostrule rule;
+    assert_int_equal(lz_hostrule_parse("gsame.example.test:443", 0, &rule, NULL), 0);
+    assert_int_equal(gate_ask(&f, IP(198, 51, 100, 80), "gsame.example.test", 0, why), LZ_GATE_REFUSE);
+    assert_int_equal(lz_resolver_allow(f.r, &rule, NULL), 0);
+    assert_int_equal(ask(&f, "gsame.example.test", LZ_DNS_T_A).rcode, LZ_DNS_NOERROR);
+    assert_int_equal(gate_ask(&f, IP(198, 51, 100, 80), "gsame.example.test", 0, why), LZ_GATE_ALLOW);
     stop(&f);
 }
 
@@ -1159,6 +1276,7 @@ int main(void) {
         cmocka_unit_test(test_report),
         cmocka_unit_test(test_report_bound),
         cmocka_unit_test(test_resolv_conf),
+        cmocka_unit_test(test_gate_decisions),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
