@@ -1,7 +1,9 @@
 /* blast — a large-write TCP sender for bench/network.py.
  *
- *   blast ADDR PORT MIB
+ *   blast ADDR PORT MIB [FIRST]
  *
+ * With FIRST, the bytes of that file are sent before the data (a TLS
+ * ClientHello for the TLS gate's benchmark in bench/egress.py).
  * Connects and writes MIB mebibytes in 1 MiB write() calls, then shuts the
  * connection down and waits for the peer to close it, so the time measured
  * around it is the transfer, not the sender's per-call overhead (busybox nc
@@ -17,8 +19,8 @@
 #include <unistd.h>
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: blast ADDR PORT MIB\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: blast ADDR PORT MIB [FIRST]\n");
         return 2;
     }
     struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((unsigned short)atoi(argv[2])) };
@@ -33,6 +35,17 @@ int main(int argc, char **argv) {
     if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof sa) < 0) {
         fprintf(stderr, "blast: connect: %s\n", strerror(errno));
         return 1;
+    }
+    if (argc == 5) {
+        static char first[16384];
+        FILE *f = fopen(argv[4], "rb");
+        size_t n = f ? fread(first, 1, sizeof first, f) : 0;
+        if (f)
+            fclose(f);
+        if (n == 0 || write(s, first, n) != (ssize_t)n) {
+            fprintf(stderr, "blast: cannot send %s\n", argv[4]);
+            return 1;
+        }
     }
     for (long i = 0; i < mib; i++) {
         size_t off = 0;

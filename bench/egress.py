@@ -10,7 +10,10 @@ interleaved in one run:
   under "locked" each lookup installs a route before its answer);
 - a burst of 1,000 lookups (A only);
 - TCP throughput (bench/blast.c, large writes) to an address learned by
-  name vs to the same address under the prefix policy.
+  name vs to the same address under the prefix policy;
+- TCP/443 throughput through the TLS gate (a ClientHello naming the sink,
+  then the data, spliced by lazaret-gate) vs the same profile with
+  tls_gate = "off" (routed through slirp4netns like any port).
 
 "names" is a profile with egress = "locked" and allow_hosts =
 ["*.bench.test:9000,9443"]; "prefix" is egress = "open" (the public prefix
@@ -79,6 +82,7 @@ def sink(port):
         while c.recv(1 << 20): pass
         c.close()
 threading.Thread(target=acceptor, args=(9443,), daemon=True).start()
+threading.Thread(target=sink, args=(443,), daemon=True).start()
 print("ready", flush=True)
 sink(9000)
 '''
@@ -142,6 +146,15 @@ try:
         raise SystemExit("dnsmasq did not answer")
 
     (base / "ws").mkdir()
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    bio_in, bio_out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    try:
+        ctx.wrap_bio(bio_in, bio_out, server_hostname="sink.bench.test").do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    (base / "ws" / "hello.bin").write_bytes(bio_out.read())
     here = Path(__file__).resolve().parent
     for tool in ("dnsconn", "blast"):
         subprocess.run(["gcc", "-O2", "-static", "-o", str(base / "ws" / tool), str(here / f"{tool}.c")], check=True)
@@ -153,7 +166,11 @@ try:
         f'[network]\nresolver = "{PEER}"\n'
         f'[profiles.names]\nimage = "{a.image}"\npersistent_dirs = []\negress = "locked"\n'
         f'allow_hosts = ["*.bench.test:9000,9443"]\n'
-        f'[profiles.prefix]\nimage = "{a.image}"\npersistent_dirs = []\negress = "open"\n')
+        f'[profiles.prefix]\nimage = "{a.image}"\npersistent_dirs = []\negress = "open"\n'
+        f'[profiles.gated]\nimage = "{a.image}"\npersistent_dirs = []\negress = "locked"\n'
+        f'allow_hosts = ["sink.bench.test:443"]\n'
+        f'[profiles.ungated]\nimage = "{a.image}"\npersistent_dirs = []\negress = "locked"\n'
+        f'allow_hosts = ["sink.bench.test:443"]\ntls_gate = "off"\n')
     for p in [base, *base.rglob("*")]:
         shutil.chown(p, a.user, a.user)
     env = ["env", "-i", "PATH=/usr/bin:/bin", f"HOME={base}", f"XDG_CONFIG_HOME={base}/config",
@@ -176,7 +193,9 @@ try:
     first = {"names": [], "prefix": []}
     burst = {"names": [], "prefix": []}
     tput = {"names": [], "prefix": []}
-    empty = {p: statistics.median(in_sandbox(p, "true")[0] for _ in range(2)) for p in ("names", "prefix")}
+    gate = {"gated": [], "ungated": []}
+    empty = {p: statistics.median(in_sandbox(p, "true")[0] for _ in range(2))
+             for p in ("names", "prefix", "gated", "ungated")}
     for r in range(a.rounds):
         order = ("names", "prefix") if r % 2 == 0 else ("prefix", "names")
         for prof in order:
@@ -191,6 +210,10 @@ try:
             t, _ = in_sandbox(prof, f"/workspace/dnsconn lookup sink.bench.test 0 1 >/dev/null && "
                                     f"/workspace/blast {PEER} 9000 {a.mib}")
             tput[prof].append(t - empty[prof])
+        for prof in (("gated", "ungated") if r % 2 == 0 else ("ungated", "gated")):
+            t, _ = in_sandbox(prof, f"/workspace/dnsconn lookup sink.bench.test 0 1 >/dev/null && "
+                                    f"/workspace/blast {PEER} 443 {a.mib} /workspace/hello.bin")
+            gate[prof].append(t - empty[prof])
 
     def med(xs, k=0):
         return statistics.median(x[k] if isinstance(x, tuple) else x for x in xs)
@@ -204,6 +227,9 @@ try:
     print(f"burst of {a.burst} lookups: names {bn:.0f} us per lookup, prefix {bp:.0f} us, ratio {bn / bp:.2f}")
     print(f"TCP throughput ({a.mib} MiB, large writes): names {a.mib / tn:.0f} MiB/s, prefix {a.mib / tp:.0f} MiB/s, "
           f"ratio {tn / tp:.2f} (time names/prefix; above 1: names slower)")
+    gg, gu = med(gate["gated"]), med(gate["ungated"])
+    print(f"TCP/443 throughput ({a.mib} MiB after a ClientHello): through the TLS gate {a.mib / gg:.0f} MiB/s, "
+          f"tls_gate off {a.mib / gu:.0f} MiB/s, throughput ratio gate/off {gu / gg:.2f} (goal >= 0.9)")
 finally:
     for p in procs:
         p.kill()

@@ -314,8 +314,8 @@ static void conn_end(struct conn *c, bool rst) {
 
 static void refuse(struct conn *c, const char *why) {
     char ip[16];
-    logf_("refused %s:%u%s%s: %s", ip_text(c->addr, ip), (unsigned)c->port, c->sni[0] ? " server name " : "",
-          c->sni, why);
+    logf_("refused %s:%u%s%s: %s", ip_text(c->addr, ip), (unsigned)c->port, c->sni[0] ? " server name " : "", c->sni,
+          why);
     conn_end(c, true);
 }
 
@@ -566,9 +566,10 @@ static void expire(int64_t now) {
         struct conn *c = &conns[i];
         if (c->st == C_FREE || c->st == C_SPLICE || !c->deadline || c->deadline > now)
             continue;
-        refuse(c, c->st == C_PEEK  ? "no whole ClientHello in time"
-                  : c->st == C_ASK ? "the resolver did not answer in time"
-                                   : "the server did not answer in time");
+        refuse(c,
+               c->st == C_PEEK      ? "no whole ClientHello in time"
+                   : c->st == C_ASK ? "the resolver did not answer in time"
+                                    : "the server did not answer in time");
     }
 }
 
@@ -589,8 +590,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--max-conns") && i + 1 < argc)
             maxc = strtol(argv[++i], NULL, 10);
         else {
-            fprintf(stderr, "lazaret-gate: unknown argument %s\n(started by the Host Coordinator only: "
-                            "lazaret-gate --listen-fd N --channel-fd M [--max-conns K])\n",
+            fprintf(stderr,
+                    "lazaret-gate: unknown argument %s\n(started by the Host Coordinator only: "
+                    "lazaret-gate --listen-fd N --channel-fd M [--max-conns K])\n",
                     argv[i]);
             return 2;
         }
@@ -600,8 +602,9 @@ int main(int argc, char **argv) {
     if (lfd < 0 || chan < 0 || getsockopt(lfd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM ||
         getsockopt(chan, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_SEQPACKET || maxc < 1 ||
         maxc > GATE_CONNS_MAX) {
-        fprintf(stderr, "lazaret-gate: needs --listen-fd (a listening TCP socket) and --channel-fd (a "
-                        "SOCK_SEQPACKET socket), --max-conns 1..%d; it is started by the Host Coordinator only\n",
+        fprintf(stderr,
+                "lazaret-gate: needs --listen-fd (a listening TCP socket) and --channel-fd (a "
+                "SOCK_SEQPACKET socket), --max-conns 1..%d; it is started by the Host Coordinator only\n",
                 GATE_CONNS_MAX);
         return 2;
     }
@@ -637,7 +640,9 @@ int main(int argc, char **argv) {
         return 1;
     }
     logf_("ready: %zu connections at most; landlock %s; seccomp on", n_conns_max,
-          ll > 0 ? (ll >= 4 ? "(files, TCP port 443 only)" : "(files)") : ll == 0 ? "not in this kernel" : "failed");
+          ll > 0        ? (ll >= 4 ? "(files, TCP port 443 only)" : "(files)")
+              : ll == 0 ? "not in this kernel"
+                        : "failed");
 
     ep_add(chan, TAG_CHAN, EPOLLIN);
     ep_add(lfd, TAG_LISTEN, EPOLLIN);
@@ -676,9 +681,8 @@ int main(int argc, char **argv) {
                     upstream_ready(i, evs[k].events);
                 break;
             case C_SPLICE: pump(i); break;
-            case C_ASK:  /* the client waits for the resolver */
-            case C_FREE: /* a stale event */
-                break;
+            case C_ASK: /* the client waits for the resolver */
+            case C_FREE: /* a stale event */ break;
             }
         }
         /* The connections that had more to move. */

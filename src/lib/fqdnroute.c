@@ -31,8 +31,8 @@ struct lz_fqdnroute {
     uint32_t rt_portid, diag_portid;
     unsigned seq;
     unsigned tap;
-    unsigned lo;        /* the loopback's index, for the gate's local routes */
-    uint16_t gate_port; /* 0: none; else this port's routes deliver to the TLS gate */
+    unsigned lo;                   /* the loopback's index, for the gate's local routes */
+    uint16_t gate_port;            /* 0: none; else this port's routes deliver to the TLS gate */
     uint8_t rule_known[65536 / 8]; /* ports whose rule this holder added (or found) */
 };
 
@@ -467,8 +467,8 @@ int lz_fqdnroute_in_use(struct lz_fqdnroute *fr, uint32_t addr) {
      * or CLOSE, and not TIME_WAIT, which both ends have closed (it lasts
      * 60 s after a connection the sandbox closed first; without the route
      * the peer's retransmitted FIN goes unanswered, which ends nothing). */
-    q->idiag_states = ((1u << (TCP_CLOSING + 1)) - 1) & ~(1u << TCP_CLOSE) & ~(1u << TCP_LISTEN) &
-                      ~(1u << TCP_TIME_WAIT) & ~1u;
+    q->idiag_states =
+        ((1u << (TCP_CLOSING + 1)) - 1) & ~(1u << TCP_CLOSE) & ~(1u << TCP_LISTEN) & ~(1u << TCP_TIME_WAIT) & ~1u;
     q->idiag_states |= 1u << 12; /* TCP_NEW_SYN_RECV: a connection being accepted */
     struct diag_count c = { htonl(addr), 0 };
     int r = nl_dump(fr->diag, fr->diag_portid, &fr->seq, h, diag_cb, &c);

@@ -34,9 +34,9 @@
 
 #include <stdint.h>
 
-#define LZ_FQDN_RTPROT 251     /* routes and rules Lazaret learned (not a kernel/boot/static proto) */
-#define LZ_FQDN_TABLE0 100000u /* table of port P: LZ_FQDN_TABLE0 + P */
-#define LZ_FQDN_RULE_PREF 1000 /* before main (32766) */
+#define LZ_FQDN_RTPROT 251         /* routes and rules Lazaret learned (not a kernel/boot/static proto) */
+#define LZ_FQDN_TABLE0 100000u     /* table of port P: LZ_FQDN_TABLE0 + P */
+#define LZ_FQDN_RULE_PREF 1000     /* before main (32766) */
 #define LZ_FQDN_GATE_RULE_PREF 999 /* the gate's port: before the every-port rule */
 
 struct lz_fqdnroute;

@@ -35,7 +35,7 @@ struct hc_net {
     struct lz_resolver *res;
     struct lz_fqdnroute *fr;
     struct lz_child gate; /* lazaret-gate, or pidfd -EBADF without one */
-    unsigned audited; /* rows queued this generation (the bound counts them) */
+    unsigned audited;     /* rows queued this generation (the bound counts them) */
     bool suppressed;
     size_t n_rows;
     struct net_row rows[NET_ROWS_MAX];
@@ -398,7 +398,8 @@ static void handle(struct hc *h, const struct lz_resolver_event *e) {
             break;
         audit_net(h, LZ_AUDIT_NET_TLS_REFUSED, e->name, e->addrs, na, ports, e->why, e->wall_ms);
         char msg[LZ_HOSTNAME_MAX + 300];
-        snprintf(msg, sizeof msg, "an HTTPS connection to %s was refused: %s (`lazaret net`; tls_gate in lazaret.toml(5))",
+        snprintf(msg, sizeof msg,
+                 "an HTTPS connection to %s was refused: %s (`lazaret net`; tls_gate in lazaret.toml(5))",
                  e->name[0] ? e->name : addrs, e->why);
         notice_all(h, msg);
         break;

@@ -324,8 +324,8 @@ static int gate_listener(void) {
         return -errno;
     int one = 1;
     struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(LZ_GATE_PORT), .sin_addr.s_addr = INADDR_ANY };
-    if (setsockopt(s, SOL_IP, IP_TRANSPARENT, &one, sizeof one) < 0 ||
-        bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s, 1024) < 0) {
+    if (setsockopt(s, SOL_IP, IP_TRANSPARENT, &one, sizeof one) < 0 || bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+        listen(s, 1024) < 0) {
         int r = -errno;
         close(s);
         return r;

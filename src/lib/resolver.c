@@ -1006,8 +1006,9 @@ enum lz_gate_verdict lz_resolver_gate_decide(struct lz_resolver *r, uint32_t add
             v = LZ_GATE_ALLOW;
     }
     if (v == LZ_GATE_REFUSE && !why[0])
-        snprintf(why, cap, "%s", ech ? "an encrypted ClientHello (ECH) hides the server name"
-                                     : "the ClientHello names no server (no SNI)");
+        snprintf(why, cap, "%s",
+                 ech ? "an encrypted ClientHello (ECH) hides the server name"
+                     : "the ClientHello names no server (no SNI)");
     if (v == LZ_GATE_REFUSE) {
         struct lz_resolver_event *e = ev_push(r, LZ_RES_TLS_REFUSED, sni ? sni : "");
         e->n_addrs = 1;
@@ -1034,7 +1035,9 @@ static void gate_ready(struct lz_resolver *r) {
             pthread_mutex_lock(&r->mu);
             struct lz_resolver_event *e = ev_push(r, LZ_RES_FAILED, "");
             snprintf(e->why, sizeof e->why, "the TLS gate's channel %s; HTTPS to learned names is refused from now on",
-                     k == 0 ? "closed (the gate ended)" : k < 0 ? "failed" : "carried a malformed request");
+                     k == 0      ? "closed (the gate ended)"
+                         : k < 0 ? "failed"
+                                 : "carried a malformed request");
             pthread_mutex_unlock(&r->mu);
             lz_closep(&r->gate_fd);
             return;

@@ -703,9 +703,8 @@ static void tamper_net(struct fixture *f, const char *sql) {
 
 static void test_net_event_names(void **state) {
     (void)state;
-    static const char *const want[] = {
-        "learned", "refused", "denied", "filtered", "limited", "allowed", "suppressed", "tls-refused"
-    };
+    static const char *const want[] = { "learned", "refused", "denied",     "filtered",
+                                        "limited", "allowed", "suppressed", "tls-refused" };
     for (int i = 0; i < 8; i++)
         assert_string_equal(lz_audit_net_event_name((enum lz_audit_net_event)(i + 1)), want[i]);
     assert_int_equal(LZ_AUDIT_NET_SUPPRESSED, 7);
@@ -741,8 +740,9 @@ static void test_upgrade_from_v3(void **state) {
               "  WHERE seq = NEW.seq) BEGIN SELECT RAISE(ABORT, 'the audit already holds this seq'); END;"
               " PRAGMA user_version = 3;");
     /* Positive control: version 3's table refuses the new event. */
-    assert_int_equal(plain_sql_rc(f->db, "INSERT INTO audit_net VALUES(99, 1, 1, 'tls-refused', '', '', '', '',"
-                                         " printf('%064d', 0), printf('%064d', 0))"),
+    assert_int_equal(plain_sql_rc(f->db,
+                                  "INSERT INTO audit_net VALUES(99, 1, 1, 'tls-refused', '', '', '', '',"
+                                  " printf('%064d', 0), printf('%064d', 0))"),
                      SQLITE_CONSTRAINT);
     expect_intact(f->dir);
     struct lz_store *st = open_store(f->dir, false);
@@ -769,9 +769,10 @@ static void test_upgrade_from_v3(void **state) {
     expect_intact(f->dir);
     assert_int_equal(plain_sql_rc(f->db, "UPDATE audit_net SET gen = 9"), SQLITE_CONSTRAINT);
     assert_int_equal(plain_sql_rc(f->db, "DELETE FROM audit_net"), SQLITE_CONSTRAINT);
-    assert_int_equal(plain_sql_rc(f->db, "INSERT INTO audit VALUES(1, 1, printf('%032d', 0), printf('%032d', 0), 1,"
-                                         " 'none', 0, 'none', 'completed', '', NULL, '', '', '', 0, 0, 0, 0,"
-                                         " printf('%064d', 0), printf('%064d', 0))"),
+    assert_int_equal(plain_sql_rc(f->db,
+                                  "INSERT INTO audit VALUES(1, 1, printf('%032d', 0), printf('%032d', 0), 1,"
+                                  " 'none', 0, 'none', 'completed', '', NULL, '', '', '', 0, 0, 0, 0,"
+                                  " printf('%064d', 0), printf('%064d', 0))"),
                      SQLITE_CONSTRAINT); /* seq 1 is a network row's: audit_one_seq is back */
 }
 

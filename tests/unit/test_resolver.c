@@ -842,10 +842,11 @@ static void test_gate_decisions(void **state) {
     up_set(&(struct entry){ .name = "gany.example.test", .addrs = { IP(198, 51, 100, 82) }, .n = 1, .ttl = 300 });
     up_set(&(struct entry){ .name = "gp.example.test", .addrs = { IP(198, 51, 100, 83) }, .n = 1, .ttl = 300 });
     struct fx f;
-    start(&f, &(struct opts){ .allow = { "ga.example.test:443", "gb.example.test:443", "gsame.example.test:443",
-                                         "gany.example.test", "*.wild.example.test:443", "gp.example.test:8443" },
-                              .deny = { "no.wild.example.test" },
-                              .gate = true });
+    start(&f,
+          &(struct opts){ .allow = { "ga.example.test:443", "gb.example.test:443", "gsame.example.test:443",
+                                     "gany.example.test", "*.wild.example.test:443", "gp.example.test:8443" },
+                          .deny = { "no.wild.example.test" },
+                          .gate = true });
     char why[120];
     /* Before any lookup: nothing is learned. */
     assert_int_equal(gate_ask(&f, IP(198, 51, 100, 80), "ga.example.test", 0, why), LZ_GATE_REFUSE);
@@ -884,7 +885,8 @@ static void test_gate_decisions(void **state) {
     /* Every refusal is an event, with the address and the reason. */
     struct lz_resolver_event ev[32];
     size_t n = events(&f, ev, 32);
-    assert_int_equal(count_kind(ev, n, LZ_RES_TLS_REFUSED), 8); /* the name with no host form is refused before the policy: no event */
+    assert_int_equal(count_kind(ev, n, LZ_RES_TLS_REFUSED),
+                     8); /* the name with no host form is refused before the policy: no event */
     for (size_t i = 0; i < n; i++)
         if (ev[i].kind == LZ_RES_TLS_REFUSED) {
             assert_int_equal(ev[i].n_addrs, 1);
@@ -901,7 +903,8 @@ static void test_gate_decisions(void **state) {
 
     /* Lenient: a nameless or encrypted hello passes to a learned address,
      * never to another; a named one is still checked. */
-    start(&f, &(struct opts){ .allow = { "ga.example.test:443", "gb.example.test:443" }, .gate = true, .lenient = true });
+    start(&f,
+          &(struct opts){ .allow = { "ga.example.test:443", "gb.example.test:443" }, .gate = true, .lenient = true });
     assert_int_equal(ask(&f, "ga.example.test", LZ_DNS_T_A).rcode, LZ_DNS_NOERROR);
     assert_int_equal(gate_ask(&f, IP(198, 51, 100, 80), NULL, 0, why), LZ_GATE_ALLOW);
     assert_int_equal(gate_ask(&f, IP(198, 51, 100, 80), "x.example.test", LZ_GATE_ECH, why), LZ_GATE_ALLOW);
