@@ -2,6 +2,9 @@
  *
  *   blast ADDR PORT MIB [FIRST]
  *
+ * Prints "elapsed_us N": from before the connect to the peer's close, so a
+ * caller can compare transfers without the sandbox's start in the figure.
+ *
  * With FIRST, the bytes of that file are sent before the data (a TLS
  * ClientHello for the TLS gate's benchmark in bench/egress.py).
  * Connects and writes MIB mebibytes in 1 MiB write() calls, then shuts the
@@ -16,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 int main(int argc, char **argv) {
@@ -31,6 +35,8 @@ int main(int argc, char **argv) {
     long mib = strtol(argv[3], NULL, 10);
     static char buf[1 << 20];
     memset(buf, 'x', sizeof buf);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof sa) < 0) {
         fprintf(stderr, "blast: connect: %s\n", strerror(errno));
@@ -64,5 +70,7 @@ int main(int argc, char **argv) {
     while (read(s, buf, sizeof buf) > 0)
         ;
     close(s);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("elapsed_us %lld\n", (long long)(t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
     return 0;
 }
