@@ -880,6 +880,19 @@ static void test_xdg_lookup(void **state) {
     assert_string_equal(c->profile.image, LZ_BUILTIN_IMAGE);
     assert_int_equal(c->escalation_prompt_timeout_s, 42);
     lz_config_free(c);
+    /* the issue's file: one auto-approval rule and nothing else; default
+     * and the built-in agents stay, each with the rule in force */
+    write_file(path, "[[escalation.auto_approve]]\nargv = [\"/bin/true\"]\n");
+    assert_int_equal(load_path(NULL, NULL, NULL, &c, &err), 0);
+    assert_string_equal(c->profile.name, "default");
+    assert_string_equal(c->profile.image, LZ_BUILTIN_IMAGE);
+    assert_int_equal(c->n_auto_approve, 1);
+    lz_config_free(c);
+    assert_int_equal(load_path(NULL, "claude", NULL, &c, &err), 0);
+    assert_string_equal(c->profile.name, "claude");
+    assert_true(c->profile.builtin);
+    assert_int_equal(c->n_auto_approve, 1);
+    lz_config_free(c);
     /* a file that defines "default" itself is what counts */
     write_file(path, "[profiles.default]\nimage = \"mine\"\n");
     assert_int_equal(load_path(NULL, NULL, NULL, &c, &err), 0);
