@@ -485,9 +485,11 @@ static int cmd_reset(const struct lz_config *cfg, char **ids, size_t n_ids, bool
     size_t n_sel = 0;
     if (all) {
         for (size_t i = 0; i < l.n; i++) {
-            /* A stopping one (its last session just ended) is waited for. */
-            if (l.v[i].running && !lz_domain_stopping(l.v[i].id)) {
-                lz_cli_error("state reset: Domain %.12s is running; skipped (stop it first: exit its sessions)",
+            /* A stopping one is waited for, a lingering one (no session
+             * left) stopped: only sessions keep a Domain out. */
+            if (l.v[i].running && !lz_domain_stopping(l.v[i].id) && !lz_domain_lingering(l.v[i].id)) {
+                lz_cli_error("state reset: Domain %.12s is running with sessions; skipped (exit them, or run "
+                             "`lazaret stop`, first)",
                              l.v[i].id);
                 ret = LZ_EXIT_FAILURE;
             } else {

@@ -189,7 +189,10 @@ static int attach(const struct lz_client_opts *o, int sock, bool tty, uint32_t *
     envv[ne] = NULL;
     h.envv = envv;
     h.envc = ne;
-    h.cwd = NULL;
+    /* The directory of the repository the user is in (config.h). */
+    _cleanup_free_ char *cwd =
+        o->cfg->start_dir && o->cfg->start_dir[0] ? lz_xasprintf(LZ_SANDBOX_WORKSPACE "/%s", o->cfg->start_dir) : NULL;
+    h.cwd = cwd;
     static uint8_t buf[LZ_PROTO_MAX];
     size_t len;
     int r = lz_hello_encode(&h, buf, sizeof buf, &len);

@@ -984,7 +984,7 @@ static int load_file(struct loader *ld, struct lz_config *c, const char *profile
  * every path. */
 static int load_config(const struct lz_config_opts *opts, struct loader *ld, struct lz_config *c, const char *profile,
                        struct lz_error *err) {
-    int r = cfg_resolve_workspace(opts, c, err);
+    int r = cfg_resolve_workspace(opts, ld->home, c, err);
     if (r < 0)
         return r;
     if ((r = cfg_locate_config(opts, ld->home, &c->source_path, err)) < 0)
@@ -1052,6 +1052,7 @@ void lz_config_free(struct lz_config *c) {
     free(c->auto_approve_path);
     profile_done(&c->profile);
     free(c->workspace);
+    free(c->start_dir);
     free(c->profile_dir);
     free(c->domain_dir);
     lz_strv_free(c->profile_names, c->n_profile_names);

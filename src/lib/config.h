@@ -244,8 +244,15 @@ struct lz_config {
     char *auto_approve_path;
     struct lz_profile profile; /* the selected profile, resolved */
     char *workspace;           /* canonical workspace */
-    char *profile_dir;         /* {data_root}/{profile} */
-    char *domain_dir;          /* {data_root}/domains/{domain_id_hex} */
+    /* Where sessions start, relative to the workspace: "" for its top, or
+     * the current directory's path below it when the workspace is the
+     * top level of the Git repository holding that directory
+     * (lz_config_opts.workspace). Not part of the Domain ID or the
+     * Configuration Fingerprint: every directory of a repository is one
+     * Domain. */
+    char *start_dir;
+    char *profile_dir; /* {data_root}/{profile} */
+    char *domain_dir;  /* {data_root}/domains/{domain_id_hex} */
     uint8_t domain_id[32];
     char domain_id_hex[65];
     uint8_t fingerprint[32];
@@ -257,7 +264,18 @@ struct lz_config {
 struct lz_config_opts {
     const char *config_path; /* --config, or NULL for XDG lookup */
     const char *profile;     /* -p, or NULL meaning "default" */
-    const char *workspace;   /* directory, need not be canonical yet; NULL = cwd */
+    /* The directory the user works in, need not be canonical yet; NULL =
+     * the current directory. Inside a Git repository the workspace is the
+     * repository's top level (the nearest directory at or above it holding
+     * a `.git` entry, on its filesystem, never $HOME or above it), and the
+     * directory is where sessions start (start_dir); outside any, the
+     * directory itself. The host's view decides: the sandbox can neither
+     * create nor remove a `.git` entry (docs/security-git.md, GITNAME),
+     * and nothing above its workspace is within its reach. */
+    const char *workspace;
+    /* workspace names the workspace itself (the Host Coordinator's own
+     * load, a stored Domain's): no repository lookup. */
+    bool workspace_exact;
     /* Where env:VAR references are resolved; NULL: this process's own
      * environment (secure_getenv). The coordinator, which runs with a
      * minimal environment, resolves from the values its client handed over

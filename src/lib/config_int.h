@@ -100,6 +100,8 @@ int cfg_default_data_root(struct loader *ld, char **ret);
  * every sandbox-writable and control tree, classes (autoapprove.h). After
  * cfg_resolve_paths. */
 int cfg_resolve_auto_approve(struct loader *ld, struct lz_config *c);
-int cfg_resolve_workspace(const struct lz_config_opts *opts, struct lz_config *c, struct lz_error *err);
+/* c->workspace and c->start_dir (lz_config_opts.workspace). */
+int cfg_resolve_workspace(const struct lz_config_opts *opts, const char *home, struct lz_config *c,
+                          struct lz_error *err);
 /* Finds the configuration file. *ret_path NULL means "none: built-in". */
 int cfg_locate_config(const struct lz_config_opts *opts, const char *home, char **ret_path, struct lz_error *err);

@@ -678,7 +678,48 @@ int cfg_default_data_root(struct loader *ld, char **ret) {
     return 0;
 }
 
-int cfg_resolve_workspace(const struct lz_config_opts *opts, struct lz_config *c, struct lz_error *err) {
+/* True when p is dir or one of its ancestors (both canonical). */
+static bool path_at_or_above(const char *p, const char *dir) {
+    size_t n = strlen(p);
+    if (!strcmp(p, "/"))
+        return true;
+    return !strncmp(dir, p, n) && (dir[n] == '\0' || dir[n] == '/');
+}
+
+/* The top level of the Git repository holding dir (canonical), found as
+ * Git's own discovery finds it, from the host: the nearest directory at or
+ * above dir with an entry named `.git` (a directory, or the gitfile of a
+ * submodule or linked worktree), without crossing into another filesystem
+ * (Git's default, GIT_DISCOVERY_ACROSS_FILESYSTEM). The walk never reaches
+ * "/", nor home or its ancestors from a directory below home: a home
+ * directory kept in Git must not become the workspace of every project
+ * under it (a run in home itself keeps it). NULL: dir is in no repository (or dir is that top level). */
+static char *repo_top(const char *dir, const char *home) {
+    struct stat st0, st;
+    if (stat(dir, &st0) < 0)
+        return NULL;
+    _cleanup_free_ char *home_rp = home ? realpath(home, NULL) : NULL;
+    bool in_home = home_rp && path_at_or_above(home_rp, dir);
+    _cleanup_free_ char *p = lz_xstrdup(dir);
+    for (;;) {
+        bool up = strcmp(p, dir) != 0;
+        if (!strcmp(p, "/") || (up && in_home && path_at_or_above(p, home_rp)))
+            return NULL;
+        if (stat(p, &st) < 0 || st.st_dev != st0.st_dev)
+            return NULL;
+        _cleanup_free_ char *g = lz_xasprintf("%s/.git", p);
+        if (lstat(g, &st) == 0)
+            return up ? TAKE_PTR(p) : NULL;
+        char *slash = strrchr(p, '/');
+        if (slash == p)
+            slash[1] = '\0';
+        else
+            *slash = '\0';
+    }
+}
+
+int cfg_resolve_workspace(const struct lz_config_opts *opts, const char *home, struct lz_config *c,
+                          struct lz_error *err) {
     char d[DISP_MAX];
     _cleanup_free_ char *cwd = NULL;
     const char *w = opts ? opts->workspace : NULL;
@@ -692,6 +733,15 @@ int cfg_resolve_workspace(const struct lz_config_opts *opts, struct lz_config *c
     if (!rp)
         return lz_error_set(err, -errno, "workspace %s: %s", cfg_disp(w, d, sizeof d), strerror(errno));
     c->workspace = rp;
+    char *top = opts && opts->workspace_exact ? NULL : repo_top(rp, home);
+    if (top) {
+        c->start_dir = lz_xstrdup(rp + strlen(top) + 1);
+        c->workspace = top;
+        free(rp);
+        rp = top;
+    } else {
+        c->start_dir = lz_xstrdup("");
+    }
     struct stat st;
     if (stat(rp, &st) < 0)
         return lz_error_set(err, -errno, "workspace %s: %s", cfg_disp(rp, d, sizeof d), strerror(errno));

@@ -61,7 +61,15 @@ void lz_config_print(FILE *out, const struct lz_config *c) {
     const struct lz_profile *p = &c->profile;
     fprintf(out, "# configuration: %s\n",
             c->builtin_default ? "built-in default" : cfg_disp(c->source_path, d, sizeof d));
-    fprintf(out, "# workspace: %s\n", cfg_disp(c->workspace, d, sizeof d));
+    if (c->start_dir && c->start_dir[0]) {
+        fprintf(out, "# workspace: %s (the top level of the Git repository holding the current directory)\n",
+                cfg_disp(c->workspace, d, sizeof d));
+        _cleanup_free_ char *sd = lz_xasprintf(LZ_SANDBOX_WORKSPACE "/%s", c->start_dir);
+        fprintf(out, "# start directory: %s\n", cfg_disp(sd, d, sizeof d));
+    } else {
+        fprintf(out, "# workspace: %s\n", cfg_disp(c->workspace, d, sizeof d));
+        fprintf(out, "# start directory: \"" LZ_SANDBOX_WORKSPACE "\"\n");
+    }
     fprintf(out, "\n[storage]\ndata_root = %s\n", cfg_disp(c->data_root, d, sizeof d));
     fprintf(out, "linger_seconds = %" PRId64 "\n", c->linger_seconds);
     fprintf(out, "prepared_keep_days = %" PRId64 "\nprepared_max_bytes = %" PRIu64 "\n", c->prepared_keep_days,

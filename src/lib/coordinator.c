@@ -283,6 +283,7 @@ static int coordinator_start(struct hc *h, struct lz_error *err) {
     struct lz_config_opts co = { .config_path = a->config_path,
                                  .profile = a->profile,
                                  .workspace = a->workspace,
+                                 .workspace_exact = true, /* the client's, already resolved */
                                  .lookup_env = lz_envpass_get,
                                  .lookup_env_ud = envpass };
     r = lz_config_load(&co, &h->cfg, err);

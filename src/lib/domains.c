@@ -447,7 +447,9 @@ int lz_domains_resolve(const char *data_root, const char *arg, char ret_id[stati
 struct lz_config *dom_config(const char *config_path, const char *id, const char *profile, const char *workspace) {
     if (!profile || !workspace)
         return NULL;
-    struct lz_config_opts o = { .config_path = config_path, .profile = profile, .workspace = workspace };
+    struct lz_config_opts o = {
+        .config_path = config_path, .profile = profile, .workspace = workspace, .workspace_exact = true
+    };
     struct lz_config *c = NULL;
     if (lz_config_load(&o, &c, NULL) < 0)
         return NULL;

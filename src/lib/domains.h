@@ -168,6 +168,11 @@ int lz_domain_reset_ignored(const char *data_root, const char *id, lz_domain_log
  * (the first step of its teardown): it is stopping, and lz_domain_reset
  * waits for it (bounded) instead of refusing. */
 bool lz_domain_stopping(const char *id);
+/* A running Domain whose coordinator says it has no session left (the warm
+ * linger after the last one): lz_domain_reset stops it instead of refusing.
+ * Only a hint for choosing (the answer may change a moment later); the
+ * coordinator decides again when the reset asks it to stop. */
+bool lz_domain_lingering(const char *id);
 
 /* Opens the Domain Store of Domain `id` (a validated ID) under data_root
  * read-only, without the Domain flock: the coordinator of a running Domain

@@ -160,6 +160,19 @@ bool lz_domain_stopping(const char *id) {
     return access(sock, F_OK) < 0 && errno == ENOENT;
 }
 
+bool lz_domain_lingering(const char *id) {
+    _cleanup_free_ char *rt = NULL;
+    if (lz_runtime_dir(&rt, NULL) < 0)
+        return false;
+    _cleanup_free_ char *sock = lz_domain_socket_path(rt, id);
+    json_t *st = NULL;
+    if (lz_control_status(sock, &st, NULL) < 0)
+        return false;
+    bool lingering = json_is_true(json_object_get(st, "lingering"));
+    json_decref(st);
+    return lingering;
+}
+
 /* Opens the Domain Root of `id` and takes its lock for a reset: -EBUSY
  * when it runs; a stopping one is waited for (bounded). */
 static int reset_lock(const char *data_root, const char *id, int *ret_rootfd, int *ret_lockfd, struct lz_error *err) {

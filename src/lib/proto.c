@@ -115,6 +115,26 @@ void lz_hello_clear(struct lz_hello *h) {
     memset(h, 0, sizeof *h);
 }
 
+/* A session's start directory: /workspace or below it, in plain segments
+ * (the client's start_dir, config.h). runsc resolves it inside the
+ * sandbox either way; this keeps a hello from naming anything else. */
+static bool cwd_valid(const char *cwd) {
+    static const char ws[] = "/workspace";
+    if (!cwd[0])
+        return true;
+    if (strncmp(cwd, ws, sizeof ws - 1) != 0)
+        return false;
+    for (const char *p = cwd + sizeof ws - 1; *p;) {
+        if (*p++ != '/')
+            return false;
+        size_t n = strcspn(p, "/");
+        if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+            return false;
+        p += n;
+    }
+    return true;
+}
+
 int lz_hello_decode(const uint8_t *buf, size_t len, struct lz_hello *ret, struct lz_error *err) {
     struct rbuf r = { .p = buf, .len = len };
     struct lz_hello h = { 0 };
@@ -151,6 +171,10 @@ int lz_hello_decode(const uint8_t *buf, size_t len, struct lz_hello *ret, struct
         }
     if ((e = r_str(&r, &h.cwd)) < 0)
         goto bad;
+    if (!cwd_valid(h.cwd)) {
+        e = -EBADMSG;
+        goto bad;
+    }
     if (r.off != r.len) {
         e = -EBADMSG;
         goto bad;

@@ -15,7 +15,8 @@
  *     32 bytes Domain ID, 32 bytes Configuration Fingerprint
  *     u32 flags (LZ_HELLO_TTY), u16 rows, u16 cols
  *     u32 argc, then argc strings; u32 envc, then envc "NAME=VALUE" strings
- *     u32 cwd string ("" = /workspace)
+ *     u32 cwd string ("" = /workspace; otherwise /workspace or a path
+ *         below it, in plain segments: no empty, "." or ".." one)
  * where a string is u32 length + bytes (no NUL inside, <= LZ_PROTO_STR_MAX).
  */
 #pragma once

@@ -507,6 +507,11 @@ static void session_handle_hello(struct hc *h, struct session *s, const uint8_t 
              * generation stops and the client starts the next one with the
              * new configuration (it retries on a stopping Domain). */
             hc_begin_stop(h, "the Domain lingered with a previous configuration; it restarts with the new one", false);
+            /* One line on the user's terminal: the restart costs a cold
+             * start, which should not look like a hang. */
+            static const char note[] = "NOTICE: the configuration changed and the Domain had no session left: "
+                                       "restarting it with the new one";
+            hc_session_send(s, LZ_MSG_NOTICE, 0, note, sizeof note - 1);
             hc_session_refuse(s, LZ_REFUSE_STOPPING, "the Domain is restarting with the new configuration");
         } else {
             hc_session_refuse(s, LZ_REFUSE_CONFIG_MISMATCH,

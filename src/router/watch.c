@@ -19,7 +19,9 @@
  * operation, from the real tree (fstatat of the name, the inode's current
  * path); a cached entry only spares a LOOKUP or GETATTR. A stale positive
  * entry used for a write is an OPEN of a record whose name no longer names
- * it: refused (ESTALE). No negative entries are ever cached.
+ * it: refused (ESTALE). An absent name is cached only in a watched
+ * directory, recorded first (table.c, neg_record) so that the host's
+ * IN_CREATE drops it (handle_event below).
  *
  * What inotify does not report stays stale for at most watch_timeout:
  * writes through a shared mmap, a change made through another hard link

@@ -1,10 +1,11 @@
 """Configuration errors are refused with a message naming file, line and key."""
 import os
+import sqlite3
 import stat
 import subprocess
 import tempfile
 
-from conftest import lz_run
+from conftest import Env, domain_dir_for, lz_run, make_git_repo
 
 
 def check(lazaret, env, workspace, *args):
@@ -110,3 +111,26 @@ def test_escalation_only_file_keeps_the_builtin_default(lazaret, env, workspace)
     # The control: a name neither the file nor the built-ins define refuses.
     r = check(lazaret, env, workspace, "-p", "nope")
     assert r.returncode != 0 and "profile \"nope\" is not defined" in r.stderr, r.stderr
+
+
+def test_escalation_only_file_runs_the_builtin_default(lazaret, debian, tmp_path):
+    """The same file, used: `lazaret run` without -p starts the built-in
+    `default` profile (the Debian image) with the file's rule in force."""
+    e = Env(tmp_path / "env", debian.storage, "builtin:debian-bookworm")
+    e.config.write_text(f'[storage]\ndata_root = "{e.storage}"\nlinger_seconds = 0\n\n'
+                        '[[escalation.auto_approve]]\nargv = ["/usr/bin/true"]\n')
+    ws = make_git_repo(tmp_path / "ws")
+    r = lz_run(lazaret, e, ws, ["sh", "-c", "cat /etc/debian_version && git rev-parse --is-inside-work-tree"],
+               profile=None)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    assert out.splitlines()[0].startswith("12"), out
+    assert out.splitlines()[-1] == "true", out
+    # The Domain is the built-in default profile's.
+    db = domain_dir_for(e, ws) / "domain.db"
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        (profile,) = con.execute("SELECT value FROM meta WHERE key = 'profile'").fetchone()
+    finally:
+        con.close()
+    assert profile == "default"

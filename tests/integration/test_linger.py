@@ -3,8 +3,11 @@ up for a while after its last session, so the next command joins it warm;
 `lazaret stop` ends it at once; a configuration change restarts it when it
 has no session and refuses while one runs; `state reset` stops it."""
 import contextlib
+import io
 import json
 import subprocess
+
+import pexpect
 
 from conftest import domain_dir_for, wait_until
 
@@ -131,6 +134,62 @@ def test_state_reset_refuses_while_a_session_runs(lazaret, env, workspace):
         assert b"is running with sessions" in r.stderr, r.stderr
         assert holder.poll() is None, "the live session was ended"
     stop(lazaret, env, workspace)
+    assert wait_until(lambda: ps(lazaret, env, workspace) == [], timeout=15)
+
+
+def terminal_session(lazaret, env, workspace, script):
+    """`lazaret run` on a real PTY (the way a user starts an agent): runs
+    script in the sandbox's shell, then exits; the output it saw."""
+    c = pexpect.spawn(lazaret, ["run", "-p", "test"], cwd=str(workspace), env=env.environ(LAZARET_DEBUG="1"),
+                      timeout=120, encoding="utf-8", dimensions=(24, 120))
+    c.logfile_read = seen = io.StringIO()
+    try:
+        c.expect(r"[#$] ")
+        c.sendline(f"{script}; exit")
+        c.expect(pexpect.EOF)
+    finally:
+        c.close(force=True)
+    assert c.exitstatus == 0, seen.getvalue()
+    return seen.getvalue()
+
+
+def test_state_reset_right_after_a_terminal_session_ends(lazaret, env, workspace):
+    """`lazaret run`, exit, `lazaret state reset` at once (nothing waits
+    between them): the Domain only lingers, so it is stopped and reset."""
+    env.write_config(linger=600)
+    terminal_session(lazaret, env, workspace, "true")
+    r = subprocess.run([lazaret, "state", "reset", "--yes", "--workspace", str(workspace), "-p", "test"],
+                       env=env.environ(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert ": reset" in r.stdout, r.stdout
+    assert ps(lazaret, env, workspace) == []
+    assert "stopped for `lazaret state reset`" in coord_log(env, workspace)
+
+
+def test_configuration_change_right_after_a_terminal_session_ends(lazaret, env, workspace):
+    """A terminal session, a configuration change, and the next terminal
+    session at once: the lingering Domain restarts with the new
+    configuration and says so in one line."""
+    env.write_config(linger=600)
+    try:
+        terminal_session(lazaret, env, workspace, "echo first=$LZ_LINGER_CFG")
+        (d,) = ps(lazaret, env, workspace)
+        env.write_config(linger=600, extra_profile='env = { LZ_LINGER_CFG = "second" }\n')
+        out = terminal_session(lazaret, env, workspace, "echo value=$LZ_LINGER_CFG")
+        assert "value=second" in out, out
+        notes = [ln for ln in out.splitlines() if "restarting it with the new one" in ln]
+        assert len(notes) == 1, out
+        assert notes[0].startswith("lazaret: NOTICE: the configuration changed and the Domain had no session "
+                                   "left"), out
+        (d2,) = ps(lazaret, env, workspace)
+        assert d2["fingerprint"] != d["fingerprint"] and d2["coordinator_pid"] != d["coordinator_pid"], (d, d2)
+        # No restart without a change: the next one joins and says nothing.
+        out = terminal_session(lazaret, env, workspace, "echo again=$LZ_LINGER_CFG")
+        assert "again=second" in out and "restarting" not in out, out
+        (d3,) = ps(lazaret, env, workspace)
+        assert d3["coordinator_pid"] == d2["coordinator_pid"], (d2, d3)
+    finally:
+        stop(lazaret, env, workspace)
     assert wait_until(lambda: ps(lazaret, env, workspace) == [], timeout=15)
 
 

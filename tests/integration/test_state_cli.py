@@ -244,7 +244,7 @@ def test_running_domain_is_not_touched(lazaret, senv, tmp_path):
         assert r.returncode == 1
         assert f"Domain {did[:12]} is running with sessions; exit them (or run `lazaret stop`) first" in r.stderr, r.stderr
         r = state(lazaret, senv, "reset", "--all", "--yes")
-        assert r.returncode == 1 and "is running; skipped" in r.stderr
+        assert r.returncode == 1 and f"Domain {did[:12]} is running with sessions; skipped" in r.stderr, r.stderr
         r = state(lazaret, senv, "verify")
         assert r.returncode == 0, r.stdout
         assert "running; not verified" in r.stdout and "(1 running, not verified)" in r.stdout
@@ -452,6 +452,41 @@ def test_verify_during_start_stop_storm_reports_no_error(lazaret, senv, tmp_path
     assert r.returncode != 0 and "orphan lease" in r.stdout + r.stderr, r.stdout + r.stderr
     subprocess.run(["sqlite3", db, "delete from leases where domain_id = '" + "f" * 64 + "'"], check=True,
                    capture_output=True, timeout=30)
+
+
+def test_reset_all_stops_a_lingering_domain_and_skips_one_with_sessions(lazaret, senv, tmp_path):
+    """--all takes a Domain that only lingers after its last session (it is
+    stopped, then reset) and leaves one with a session alone."""
+    senv.write_config(extra_profile='persistent_dirs = ["/root"]', linger=600)
+    idle, busy = make_git_repo(tmp_path / "idle"), make_git_repo(tmp_path / "busy")
+    run_ok(lazaret, senv, idle, "echo kept > /root/old")
+    idle_id = domain_id(lazaret, senv, idle)
+    assert listed(lazaret, senv)[idle_id]["running"]  # lingering
+    p = subprocess.Popen([lazaret, "run", "-p", "test", "--", "cat"], cwd=busy, env=senv.environ(),
+                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def serving():
+            out = subprocess.run([lazaret, "ps", "--json"], cwd=busy, env=senv.environ(), capture_output=True,
+                                 text=True, timeout=STATE_TIMEOUT).stdout
+            return any(d["sessions"] and d["workspace"] == str(busy) for d in json.loads(out or "[]"))
+        assert wait_until(serving, timeout=60)
+        busy_id = domain_id(lazaret, senv, busy)
+        r = state(lazaret, senv, "reset", "--all", "--yes")
+        assert r.returncode == 1, (r.stdout, r.stderr)
+        assert f"{idle_id[:12]}: reset" in r.stdout, r.stdout
+        assert f"Domain {busy_id[:12]} is running with sessions; skipped" in r.stderr, r.stderr
+        assert f"{busy_id[:12]}: reset" not in r.stdout
+        assert p.poll() is None, "the session was ended"
+    finally:
+        p.stdin.close()
+        p.wait(timeout=60)
+    subprocess.run([lazaret, "stop", "-p", "test"], cwd=busy, env=senv.environ(), capture_output=True,
+                   timeout=STATE_TIMEOUT)
+    wait_inactive(lazaret, senv, busy_id)
+    assert run_ok(lazaret, senv, idle, "cat /root/old 2>&1 || true") != "kept\n"
+    subprocess.run([lazaret, "stop", "-p", "test"], cwd=idle, env=senv.environ(), capture_output=True,
+                   timeout=STATE_TIMEOUT)
+    wait_inactive(lazaret, senv, idle_id)
 
 
 def test_reset_right_after_the_last_session_waits_for_the_teardown(lazaret, senv, tmp_path):

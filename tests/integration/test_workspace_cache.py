@@ -175,3 +175,36 @@ def test_uncached_router_sees_edits(lazaret, env, workspace, mode):
     """Timeouts of 0 (the router before --watch): every edit seen too."""
     res = run_cases(lazaret, env, workspace, mode=mode)
     assert all(v == "seen" for v, _, _ in res.values()), res
+
+
+def test_tail_follows_host_files_by_polling(lazaret, debian, tmp_path):
+    """Issue 25 §6(c): a host file stayed "No such file or directory" under
+    `tail -F` for a whole session. The router is not why (a name the host
+    makes is seen at the next lookup: case "new" above); GNU tail follows
+    by inotify on /workspace (v9fs, which it takes for local), and gVisor's
+    inotify reports only what the sandbox itself does there, so tail never
+    hears of the host's file or of its appends. Polling (docs/state.md,
+    "Files the host changes") follows both."""
+    from conftest import make_git_repo
+    ws = make_git_repo(tmp_path / "ws")
+    (ws / "early.txt").write_text("early-1\n")
+    p = subprocess.Popen([lazaret, "run", "--", "timeout", "8", "tail", "---disable-inotify", "-s", "0.3", "-F",
+                          "early.txt", "late.txt"], cwd=ws, env=debian.environ(), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(3)
+        with open(ws / "early.txt", "a") as f:
+            f.write("early-2\n")
+        (ws / "late.txt").write_text("late-1\n")
+        time.sleep(1.5)
+        with open(ws / "late.txt", "a") as f:
+            f.write("late-2\n")
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(timeout=30)
+    lines = out.splitlines()
+    for want in ("early-1", "early-2", "late-1", "late-2"):
+        assert want in lines, (out, err)
+    assert lines.index("late-1") < lines.index("late-2"), out

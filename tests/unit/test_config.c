@@ -57,6 +57,7 @@ static int setup(void **state) {
     xmkdir(home, "shared");
     xmkdir(ws, ".git/hooks");
     xmkdir(ws, "sub");
+    xmkdir(root, "plain");
     char link[4096 + 16], target[4096 + 16];
     snprintf(link, sizeof link, "%s/link", home);
     snprintf(target, sizeof target, "%s/shared", home);
@@ -880,6 +881,19 @@ static void test_xdg_lookup(void **state) {
     assert_string_equal(c->profile.image, LZ_BUILTIN_IMAGE);
     assert_int_equal(c->escalation_prompt_timeout_s, 42);
     lz_config_free(c);
+    /* the issue's file: one auto-approval rule and nothing else; default
+     * and the built-in agents stay, each with the rule in force */
+    write_file(path, "[[escalation.auto_approve]]\nargv = [\"/bin/true\"]\n");
+    assert_int_equal(load_path(NULL, NULL, NULL, &c, &err), 0);
+    assert_string_equal(c->profile.name, "default");
+    assert_string_equal(c->profile.image, LZ_BUILTIN_IMAGE);
+    assert_int_equal(c->n_auto_approve, 1);
+    lz_config_free(c);
+    assert_int_equal(load_path(NULL, "claude", NULL, &c, &err), 0);
+    assert_string_equal(c->profile.name, "claude");
+    assert_true(c->profile.builtin);
+    assert_int_equal(c->n_auto_approve, 1);
+    lz_config_free(c);
     /* a file that defines "default" itself is what counts */
     write_file(path, "[profiles.default]\nimage = \"mine\"\n");
     assert_int_equal(load_path(NULL, NULL, NULL, &c, &err), 0);
@@ -993,6 +1007,104 @@ static void test_fingerprint_vector_file(void **state) {
     lz_config_free(c);
 }
 
+static int load_exact(const char *workspace, struct lz_config **c, struct lz_error *err) {
+    struct lz_config_opts o = { .profile = "default", .workspace = workspace, .workspace_exact = true };
+    memset(err, 0, sizeof *err);
+    return lz_config_load(&o, c, err);
+}
+
+/* A directory inside a Git repository: the repository's top level is the
+ * workspace (the Domain), the directory the start directory. */
+static void test_workspace_repository_top(void **state) {
+    (void)state;
+    struct lz_config *top = NULL, *c = NULL;
+    struct lz_error err;
+    char d[4096], exp[4096];
+    assert_int_equal(load_path(NULL, NULL, ws, &top, &err), 0);
+    assert_string_equal(top->workspace, ws);
+    assert_string_equal(top->start_dir, "");
+
+    /* two levels down: the same Domain and fingerprint, started below */
+    snprintf(d, sizeof d, "%s/sub/web", ws);
+    assert_int_equal(lz_mkdir_p(d, 0700), 0);
+    assert_int_equal(load_path(NULL, NULL, d, &c, &err), 0);
+    assert_string_equal(c->workspace, ws);
+    assert_string_equal(c->start_dir, "sub/web");
+    assert_string_equal(c->domain_id_hex, top->domain_id_hex);
+    assert_string_equal(c->fingerprint_hex, top->fingerprint_hex);
+    lz_config_free(c);
+    /* through a symlink: the canonical directory counts */
+    snprintf(exp, sizeof exp, "%s/web-link", root);
+    assert_int_equal(symlink(d, exp), 0);
+    assert_int_equal(load_path(NULL, NULL, exp, &c, &err), 0);
+    assert_string_equal(c->workspace, ws);
+    assert_string_equal(c->start_dir, "sub/web");
+    lz_config_free(c);
+    unlink(exp);
+    /* the exact workspace (the coordinator's load): no lookup */
+    assert_int_equal(load_exact(d, &c, &err), 0);
+    assert_string_equal(c->workspace, d);
+    assert_string_equal(c->start_dir, "");
+    assert_string_not_equal(c->domain_id_hex, top->domain_id_hex);
+    lz_config_free(c);
+
+    /* the nearest .git wins: a nested repository (a gitfile, as a
+     * submodule's) is its own workspace */
+    snprintf(d, sizeof d, "%s/sub/inner/src", ws);
+    assert_int_equal(lz_mkdir_p(d, 0700), 0);
+    snprintf(exp, sizeof exp, "%s/sub/inner/.git", ws);
+    write_file(exp, "gitdir: ../../.git/modules/inner\n");
+    assert_int_equal(load_path(NULL, NULL, d, &c, &err), 0);
+    snprintf(exp, sizeof exp, "%s/sub/inner", ws);
+    assert_string_equal(c->workspace, exp);
+    assert_string_equal(c->start_dir, "src");
+    lz_config_free(c);
+
+    /* in no repository: the directory itself, as before */
+    snprintf(d, sizeof d, "%s/plain", root);
+    assert_int_equal(load_path(NULL, NULL, d, &c, &err), 0);
+    assert_string_equal(c->workspace, d);
+    assert_string_equal(c->start_dir, "");
+    lz_config_free(c);
+
+    /* a home directory kept in Git is never the workspace of a project
+     * below it; a run in home itself keeps home */
+    xmkdir(home, ".git");
+    snprintf(d, sizeof d, "%s/proj/x", home);
+    assert_int_equal(lz_mkdir_p(d, 0700), 0);
+    assert_int_equal(load_path(NULL, NULL, d, &c, &err), 0);
+    assert_string_equal(c->workspace, d);
+    assert_string_equal(c->start_dir, "");
+    lz_config_free(c);
+    snprintf(exp, sizeof exp, "%s/.git", home);
+    assert_int_equal(lz_rm_rf_at(AT_FDCWD, exp), 0);
+    /* nor does the walk pass home on its way up */
+    snprintf(exp, sizeof exp, "%s/.git", root);
+    assert_int_equal(lz_mkdir_p(exp, 0700), 0);
+    assert_int_equal(load_path(NULL, NULL, d, &c, &err), 0);
+    assert_string_equal(c->workspace, d);
+    lz_config_free(c);
+    snprintf(exp, sizeof exp, "%s/.git", root);
+    assert_int_equal(lz_rm_rf_at(AT_FDCWD, exp), 0);
+
+    /* config check says both */
+    snprintf(d, sizeof d, "%s/sub/web", ws);
+    assert_int_equal(load_path(NULL, NULL, d, &c, &err), 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    lz_config_print(f, c);
+    fclose(f);
+    snprintf(exp, sizeof exp,
+             "# workspace: \"%s\" (the top level of the Git repository holding the current directory)\n"
+             "# start directory: \"/workspace/sub/web\"\n",
+             ws);
+    assert_non_null(strstr(buf, exp));
+    free(buf);
+    lz_config_free(c);
+    lz_config_free(top);
+}
+
 static void test_fingerprint_stability(void **state) {
     (void)state;
     struct lz_config *a = load_ok("good.toml", "claude");
@@ -1014,7 +1126,7 @@ static void test_fingerprint_stability(void **state) {
     lz_config_free(b);
     struct lz_error err;
     char sub[8192];
-    snprintf(sub, sizeof sub, "%s/sub", ws);
+    snprintf(sub, sizeof sub, "%s/plain", root); /* in no repository: a workspace of its own */
     char p[8192];
     snprintf(p, sizeof p, "%s/good.toml", fixtures);
     assert_int_equal(load_path(p, "claude", sub, &b, &err), 0);
@@ -1917,6 +2029,7 @@ int main(void) {
         T(test_workspace_resolution),
         T(test_fingerprint_vector_file),
         T(test_fingerprint_stability),
+        T(test_workspace_repository_top),
         T(test_print_redacts),
         T(test_prefix_parse),
         T(test_profile_names),

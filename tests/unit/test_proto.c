@@ -50,6 +50,42 @@ static void test_roundtrip(void **state) {
     lz_hello_clear(&d);
 }
 
+/* The start directory: /workspace or below it in plain segments. */
+static void test_cwd_checked(void **state) {
+    (void)state;
+    char *argv[] = { "true", NULL };
+    char *envv[] = { "TERM=dumb", NULL };
+    static const char *const good[] = { "", "/workspace", "/workspace/a", "/workspace/packages/web",
+                                        "/workspace/.x/..y/a b" };
+    static const char *const bad[] = { "/",
+                                       "/etc",
+                                       "workspace",
+                                       "/workspace2",
+                                       "/workspace/",
+                                       "/workspace//a",
+                                       "/workspace/./a",
+                                       "/workspace/..",
+                                       "/workspace/a/../../etc",
+                                       "/workspace/a/" };
+    uint8_t buf[LZ_PROTO_MAX];
+    size_t len;
+    struct lz_hello h, d;
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        fill_hello(&h, argv, 1, envv, 1);
+        h.cwd = (char *)good[i];
+        assert_int_equal(lz_hello_encode(&h, buf, sizeof buf, &len), 0);
+        assert_int_equal(lz_hello_decode(buf, len, &d, NULL), 0);
+        assert_string_equal(d.cwd, good[i]);
+        lz_hello_clear(&d);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        fill_hello(&h, argv, 1, envv, 1);
+        h.cwd = (char *)bad[i];
+        assert_int_equal(lz_hello_encode(&h, buf, sizeof buf, &len), 0);
+        assert_int_equal(lz_hello_decode(buf, len, &d, NULL), -EBADMSG);
+    }
+}
+
 static void test_every_truncation_refused(void **state) {
     (void)state;
     char *argv[] = { "true", NULL };
@@ -173,9 +209,13 @@ static void test_seqpacket_send_recv(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip),           cmocka_unit_test(test_every_truncation_refused),
-        cmocka_unit_test(test_bad_fields_refused),  cmocka_unit_test(test_encode_too_big),
-        cmocka_unit_test(test_seqpacket_send_recv), cmocka_unit_test(test_control_decode),
+        cmocka_unit_test(test_cwd_checked),
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_every_truncation_refused),
+        cmocka_unit_test(test_bad_fields_refused),
+        cmocka_unit_test(test_encode_too_big),
+        cmocka_unit_test(test_seqpacket_send_recv),
+        cmocka_unit_test(test_control_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
