@@ -840,8 +840,8 @@ static void test_build(void **state) {
     assert_int_equal(lz_dns_build_answer(&q, a, &ch, 60, false, out, sizeof out, &n), 0);
     assert_int_equal(n, LZ_DNS_HDR + 17 + 4 + 29 * 16);
     assert_true(n <= 512);
-    assert_int_equal(out[2] & 0x02, 0x02); /* TC */
-    assert_int_equal(out[7], 29);          /* the first 29 answers */
+    assert_int_equal(out[2] & 0x02, 0x02);       /* TC */
+    assert_int_equal(out[7], 29);                /* the first 29 answers */
     assert_int_equal((unsigned)out[n - 1], 28u); /* 0x5db80000 + 28, the last that fits */
     assert_int_equal(lz_dns_build_answer(&q, a, &ch, 60, true, out, sizeof out, &n), 0);
     assert_int_equal(n, LZ_DNS_HDR + 17 + 4 + 40 * 16);
