@@ -708,9 +708,16 @@ static char *repo_top(const char *dir, const char *home) {
         if (stat(p, &st) < 0 || st.st_dev != st0.st_dev)
             return NULL;
         _cleanup_free_ char *g = lz_xasprintf("%s/.git", p);
-        if (lstat(g, &st) == 0)
-            return up ? TAKE_PTR(p) : NULL;
+        if (lstat(g, &st) == 0) {
+            if (!up)
+                return NULL;
+            char *top = p;
+            p = NULL;
+            return top;
+        }
         char *slash = strrchr(p, '/');
+        if (!slash) /* dir is absolute: cannot happen */
+            return NULL;
         if (slash == p)
             slash[1] = '\0';
         else
