@@ -134,11 +134,25 @@ static int caps(struct lz_pkt_push *p, const uint8_t *buf, size_t off, size_t n,
     return 0;
 }
 
+/* FNV-1a: the duplicate check compares names whose hashes match only. */
+static uint32_t hash(const uint8_t *p, size_t n) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 16777619u;
+    return h;
+}
+
+/* What the lines read so far left for the next. */
+struct state {
+    unsigned shallow_len;                   /* ID length of the shallow lines (0: none) */
+    uint32_t ref_hash[LZ_PKT_COMMANDS_MAX]; /* of commands[i].ref */
+};
+
 /* One whole pkt-line's payload (buf + off, n bytes, its LF dropped):
- * a shallow line or a command. *shallow_len: the ID length of the shallow
- * lines so far (0: none). */
-static int line(struct lz_pkt_push *p, const uint8_t *buf, size_t off, size_t n, unsigned *shallow_len,
+ * a shallow line or a command. */
+static int line(struct lz_pkt_push *p, struct state *st, const uint8_t *buf, size_t off, size_t n,
                 enum lz_pkt_reason *why) {
+    unsigned *shallow_len = &st->shallow_len;
     const uint8_t *d = buf + off;
     if (n >= 8 && memcmp(d, "shallow ", 8) == 0) {
         size_t l = n - 8;
@@ -154,15 +168,18 @@ static int line(struct lz_pkt_push *p, const uint8_t *buf, size_t off, size_t n,
         return fail(why, LZ_PKT_R_PUSH_CERT);
 
     /* old-id SP new-id SP refname [NUL capabilities] */
-    size_t ol = hex_run(d, n);
-    if (ol == 0 || ol == n)
+    const uint8_t *sp = memchr(d, ' ', n);
+    if (!sp)
         return fail(why, LZ_PKT_R_COMMAND);
-    if (d[ol] != ' ' || !oid_len_ok(ol))
+    size_t ol = (size_t)(sp - d);
+    if (!oid_len_ok(ol) || hex_run(d, ol) != ol)
         return fail(why, LZ_PKT_R_OID);
-    size_t ns = ol + 1, nl = hex_run(d + ns, n - ns);
-    if (ns + nl == n)
+    size_t ns = ol + 1;
+    sp = memchr(d + ns, ' ', n - ns);
+    if (!sp)
         return fail(why, LZ_PKT_R_COMMAND);
-    if (d[ns + nl] != ' ' || nl != ol)
+    size_t nl = (size_t)(sp - d) - ns;
+    if (nl != ol || hex_run(d + ns, nl) != nl)
         return fail(why, LZ_PKT_R_OID);
     size_t rs = ns + nl + 1;
     const uint8_t *nul = memchr(d + rs, '\0', n - rs);
@@ -196,11 +213,13 @@ static int line(struct lz_pkt_push *p, const uint8_t *buf, size_t off, size_t n,
     const uint8_t *second = memchr(ref + 5, '/', rl - 5);
     if (kind != LZ_PKT_DELETE && !second)
         return fail(why, LZ_PKT_R_REF_NAME);
+    uint32_t rh = hash(ref, rl);
     for (unsigned i = 0; i < p->n_commands; i++) {
         const struct lz_pkt_span *o = &p->commands[i].ref;
-        if (o->len == rl && memcmp(buf + o->off, ref, rl) == 0)
+        if (st->ref_hash[i] == rh && o->len == rl && memcmp(buf + o->off, ref, rl) == 0)
             return fail(why, LZ_PKT_R_REF_DUP);
     }
+    st->ref_hash[p->n_commands] = rh;
     p->commands[p->n_commands++] = (struct lz_pkt_command){
         .kind = kind,
         .old_id = span(off, ol),
@@ -214,7 +233,8 @@ int lz_pkt_push_parse(const uint8_t *buf, size_t len, struct lz_pkt_push *ret, s
                       enum lz_pkt_reason *why) {
     struct lz_pkt_push p;
     memset(&p, 0, sizeof p);
-    unsigned shallow_len = 0;
+    struct state st;
+    st.shallow_len = 0;
     size_t off = 0;
     for (;;) {
         size_t avail = len - off;
@@ -243,13 +263,13 @@ int lz_pkt_push_parse(const uint8_t *buf, size_t len, struct lz_pkt_push *ret, s
         size_t n = pl - LZ_PKT_HDR;
         if (h[pl - 1] == '\n')
             n--;
-        int e = line(&p, buf, off + LZ_PKT_HDR, n, &shallow_len, why);
+        int e = line(&p, &st, buf, off + LZ_PKT_HDR, n, why);
         if (e < 0)
             return e;
         off += pl;
     }
     if (p.n_commands == 0)
-        p.oid_len = shallow_len ? shallow_len : SHA1_HEX;
+        p.oid_len = st.shallow_len ? st.shallow_len : SHA1_HEX;
     p.used = off;
     *ret = p;
     return 0;
