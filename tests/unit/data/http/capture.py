@@ -155,11 +155,18 @@ def git_pushes(tmp, fmt):
     env = git("commit", "-q", "--allow-empty", "-m", "two", cwd=cl)
     first = catch(["git", "push", "-q", "{url}/repo.git", "HEAD~1:refs/heads/main", "HEAD:refs/heads/agent/x"],
                   repo=srv, cwd=cl, env=env)
-    second = []
+    second, shallow = [], []
     if fmt == "sha1":
         second = catch(["git", "push", "-q", "--atomic", "-o", "ci.skip", "{url}/repo.git", "HEAD:refs/heads/main",
                         ":refs/heads/agent/x"], repo=srv, cwd=cl, env=env)
-    return first, second
+        # A push from a shallow clone starts with its shallow lines.
+        git("-C", srv, "config", "receive.shallowUpdate", "true")
+        sh = os.path.join(tmp, "shallow")
+        git("clone", "-q", "--depth", "1", "file://" + cl, sh)
+        env = git("commit", "-q", "--allow-empty", "-m", "three", cwd=sh)
+        shallow = catch(["git", "push", "-q", "{url}/repo.git", "HEAD:refs/heads/agent/shallow"], repo=srv, cwd=sh,
+                        env=env)
+    return first, second, shallow
 
 
 def main():
@@ -173,10 +180,11 @@ def main():
     save("requests-post.bin", got[0])
     save("requests-chunked.bin", got[1])
     with tempfile.TemporaryDirectory() as tmp:
-        first, second = git_pushes(tmp, "sha1")
+        first, second, shallow = git_pushes(tmp, "sha1")
         save("git-push.bin", first[0])
         save("git-push-options.bin", second[0])
-        first, _ = git_pushes(tmp, "sha256")
+        save("git-push-shallow.bin", shallow[0])
+        first, _, _ = git_pushes(tmp, "sha256")
         save("git-push-sha256.bin", first[0])
 
 
