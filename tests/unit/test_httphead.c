@@ -30,6 +30,22 @@ static struct lz_http_head parse_ok(const uint8_t *b, size_t n) {
     return h;
 }
 
+static bool span_eq(struct lz_http_span a, struct lz_http_span b) { return a.off == b.off && a.len == b.len; }
+
+static void assert_same(const struct lz_http_head *a, const struct lz_http_head *b) {
+    assert_int_equal(a->used, b->used);
+    assert_true(span_eq(a->method, b->method) && span_eq(a->target, b->target) && span_eq(a->path, b->path) &&
+                span_eq(a->host, b->host));
+    assert_int_equal(a->form, b->form);
+    assert_int_equal(a->framing, b->framing);
+    assert_int_equal(a->content_length, b->content_length);
+    assert_int_equal(a->keep_alive, b->keep_alive);
+    assert_int_equal(a->expect_continue, b->expect_continue);
+    assert_int_equal(a->n_fields, b->n_fields);
+    for (unsigned i = 0; i < a->n_fields; i++)
+        assert_true(span_eq(a->fields[i].name, b->fields[i].name) && span_eq(a->fields[i].value, b->fields[i].value));
+}
+
 /* Fed one byte at a time: -EAGAIN until the head is whole, asking for
  * more than there is and no more than the head; then the same answer
  * from the head alone as from all of b. ret, *why untouched while
@@ -49,7 +65,7 @@ static struct lz_http_head fed(const uint8_t *b, size_t n) {
         assert_int_equal(h.n_fields, 0x5a5a5a5a);
     }
     struct lz_http_head alone = parse_ok(b, whole.used);
-    assert_memory_equal(&alone, &whole, sizeof whole);
+    assert_same(&alone, &whole);
     return whole;
 }
 
