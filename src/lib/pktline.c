@@ -114,19 +114,20 @@ static int caps(struct lz_pkt_push *p, const uint8_t *buf, size_t off, size_t n,
         if (p->n_caps == LZ_PKT_CAPS_MAX)
             return fail(why, LZ_PKT_R_CAPS);
         p->caps[p->n_caps++] = span(off + s, i - s);
-        const uint8_t *c = d + s;
-        size_t cl = i - s;
-        static const char of[] = "object-format=";
-        if (cl >= sizeof of - 1 && memcmp(c, of, sizeof of - 1) == 0) {
+        /* As git's parse_feature_value reads them: the name, then
+         * nothing or '=' and a value. */
+        const uint8_t *c = d + s, *eq = memchr(c, '=', i - s);
+        size_t nl = eq ? (size_t)(eq - c) : i - s, vl = eq ? i - s - nl - 1 : 0;
+        if (nl == 13 && memcmp(c, "object-format", 13) == 0) {
             unsigned f = 0;
-            if (cl == sizeof of - 1 + 4 && memcmp(c + sizeof of - 1, "sha1", 4) == 0)
+            if (eq && vl == 4 && memcmp(eq + 1, "sha1", 4) == 0)
                 f = SHA1_HEX;
-            else if (cl == sizeof of - 1 + 6 && memcmp(c + sizeof of - 1, "sha256", 6) == 0)
+            else if (eq && vl == 6 && memcmp(eq + 1, "sha256", 6) == 0)
                 f = SHA256_HEX;
             if (f == 0 || (fmt && fmt != f))
                 return fail(why, LZ_PKT_R_OBJECT_FORMAT);
             fmt = f;
-        } else if (cl == 12 && memcmp(c, "push-options", 12) == 0) {
+        } else if (nl == 12 && memcmp(c, "push-options", 12) == 0) {
             p->push_options = true;
         }
     }

@@ -43,7 +43,10 @@
  *
  * Capabilities: the bytes after the NUL, split at SP (git's send-pack
  * starts the list with one); every capability of visible ASCII; at most
- * LZ_PKT_CAPS_MAX.
+ * LZ_PKT_CAPS_MAX. As git reads them, a capability is a name alone or
+ * `name=value`: `push-options=x` turns push options on as `push-options`
+ * does, and an object-format without a value is refused as git refuses
+ * it.
  *
  * Ref names, as receive-pack checks them (`refs/` and
  * check_refname_format): at most LZ_PKT_REF_MAX bytes; `refs/` and at
@@ -96,7 +99,7 @@ enum lz_pkt_reason {
     LZ_PKT_R_PUSH_CERT,     /* a signed push (push-cert) */
     LZ_PKT_R_COMMAND,       /* not `old SP new SP ref` (NUL and capabilities in the first only), or both IDs zero */
     LZ_PKT_R_OID,           /* an ID not of 40 or 64 lower-case hex digits, or not of the push's object format */
-    LZ_PKT_R_OBJECT_FORMAT, /* an object-format other than sha1 or sha256, or two different ones */
+    LZ_PKT_R_OBJECT_FORMAT, /* an object-format other than sha1 or sha256 (or none), or two different ones */
     LZ_PKT_R_CAPS,          /* a capability with a byte not visible ASCII, or more than LZ_PKT_CAPS_MAX */
     LZ_PKT_R_REF_NAME,      /* a ref name receive-pack refuses (see the top) */
     LZ_PKT_R_REF_TOO_LONG,  /* a ref name longer than LZ_PKT_REF_MAX */

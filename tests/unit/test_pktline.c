@@ -352,9 +352,28 @@ static void test_commands(void **state) {
     cmd(&k, A40, B40, "refs/heads/main", "object-format=sha1 object-format=sha256");
     assert_int_equal(refused_pk(&k), LZ_PKT_R_OBJECT_FORMAT);
     k.n = 0;
-    cmd(&k, A40, B40, "refs/heads/main", "object-format=sha1 object-format=sha1");
+    cmd(&k, A40, B40, "refs/heads/main", "object-format");
+    assert_int_equal(refused_pk(&k), LZ_PKT_R_OBJECT_FORMAT);
+    k.n = 0;
+    cmd(&k, A40, B40, "refs/heads/main", "object-format=");
+    assert_int_equal(refused_pk(&k), LZ_PKT_R_OBJECT_FORMAT);
+    k.n = 0;
+    cmd(&k, A40, B40, "refs/heads/main", "object-format=sha1 object-format=sha1 object-formats=x");
     flush(&k);
     (void)ok_pk(&k);
+    /* push-options with a value is push-options to git. */
+    k.n = 0;
+    cmd(&k, A40, B40, "refs/heads/main", "push-options=x");
+    flush(&k);
+    p = ok_pk(&k);
+    assert_true(p.push_options);
+    assert_true(lz_pkt_has_cap(&p, k.b, "push-options"));
+    k.n = 0;
+    cmd(&k, A40, B40, "refs/heads/main", "push-optionsx no-push-options");
+    flush(&k);
+    p = ok_pk(&k);
+    assert_false(p.push_options);
+    assert_false(lz_pkt_has_cap(&p, k.b, "push-options"));
 
     /* Capabilities. */
     k.n = 0;
