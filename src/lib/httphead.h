@@ -10,7 +10,8 @@
  * choose between rejecting and repairing (bare LF, obs-fold, whitespace
  * before a colon, a repeated Content-Length), it rejects. Nothing is
  * allocated, there is no recursion, the work is linear in the length,
- * which is bounded (LZ_HTTP_HEAD_MAX).
+ * which is bounded (LZ_HTTP_HEAD_MAX); the parse uses about 2 KiB of
+ * stack (the field table).
  *
  * Request line: `method SP request-target SP HTTP/1.1 CRLF`, nothing
  * before it (no leading empty line, RFC 9112 §2.2 lets a server skip

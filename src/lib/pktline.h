@@ -11,7 +11,7 @@
  * is no recursion, the work is linear in the length, which is bounded
  * (LZ_PKT_LIST_MAX), but for the duplicate-ref check (pairs of at most
  * LZ_PKT_COMMANDS_MAX names, compared when their hashes match). The parse
- * uses about 12 KiB of stack.
+ * uses about 9 KiB of stack.
  *
  * pkt-lines (gitprotocol-common(5)): 4 lower-case hex digits giving the
  * length with themselves, then the payload; `0000` is the flush-pkt. The
