@@ -84,11 +84,9 @@ int lz_cmd_run(int argc, char **argv, const struct lz_run_starter *starter) {
         return LZ_EXIT_LAUNCH;
     }
     struct lz_error err = { 0 };
-    struct lz_config_opts co = { .config_path = config_path,
-                                 .profile = profile,
-                                 .workspace = NULL,
-                                 .publish = publish.v,
-                                 .n_publish = publish.n };
+    struct lz_config_opts co = {
+        .config_path = config_path, .profile = profile, .workspace = NULL, .publish = publish.v, .n_publish = publish.n
+    };
     struct lz_config *cfg = NULL;
     if (lz_config_load(&co, &cfg, &err) < 0) {
         lz_cli_error("%s", err.msg);

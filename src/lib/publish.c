@@ -79,8 +79,7 @@ int lz_publish_parse(const char *text, struct lz_publish *ret, struct lz_error *
 
 void lz_publish_format(const struct lz_publish *p, char *buf, size_t cap) {
     uint32_t a = p->host_addr;
-    snprintf(buf, cap, "%u.%u.%u.%u:%u:%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255, p->host_port,
-             p->port);
+    snprintf(buf, cap, "%u.%u.%u.%u:%u:%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255, p->host_port, p->port);
 }
 
 int lz_publish_check(const struct lz_publish *p, size_t n, struct lz_error *err) {
@@ -96,9 +95,8 @@ int lz_publish_check(const struct lz_publish *p, size_t n, struct lz_error *err)
             if (same_host)
                 return lz_error_set(err, -EINVAL, "published ports %s and %s take the same host port", b, a);
             if (p[i].port == p[j].port)
-                return lz_error_set(err, -EINVAL,
-                                    "published ports %s and %s forward to the same sandbox port; publish it once", b,
-                                    a);
+                return lz_error_set(
+                    err, -EINVAL, "published ports %s and %s forward to the same sandbox port; publish it once", b, a);
         }
     return 0;
 }

@@ -43,18 +43,21 @@ def refused(port):
 
 
 # Two servers inside: 8081 published, 8082 not. Then the sandbox tries the
-# answers' route: from source port 8081 to slirp4netns's 10.0.2.2 (the
-# host's loopback through the helper, which must refuse it).
+# answers' route: its server on 8081 stopped, a connection from source port
+# 8081 (the one port whose packets to 10.0.2.2 are routed) to slirp4netns's
+# 10.0.2.2, i.e. the host's loopback through the helper, which must refuse
+# it.
 SCRIPT = r'''
 mkdir -p /tmp/www /tmp/www2
 echo SANDBOX-PAGE > /tmp/www/index.html
 echo HIDDEN-PAGE > /tmp/www2/index.html
-busybox httpd -f -p 8081 -h /tmp/www &
+busybox httpd -f -p 8081 -h /tmp/www & P1=$!
 busybox httpd -f -p 8082 -h /tmp/www2 &
 i=0; while [ $i -lt 100 ] && ! busybox nc -w 1 127.0.0.1 8081 </dev/null; do i=$((i+1)); busybox usleep 50000; done
 echo SERVERS-UP
 read go
-o=$(echo PROBE | busybox nc -w 3 -p 8083 10.0.2.2 HOSTPORT 2>&1); echo "ALIAS rc=$? $o"
+kill $P1; wait $P1 2>/dev/null
+o=$(echo PROBE | busybox nc -w 3 -p 8081 10.0.2.2 HOSTPORT 2>&1); echo "ALIAS rc=$? $o"
 echo ALL-DONE
 read end
 '''
@@ -103,7 +106,8 @@ def test_published_port_reaches_the_server_inside_and_nothing_else(lazaret, env,
         ps = subprocess.run([lazaret, "ps"], env=env.environ(), capture_output=True, text=True, timeout=30)
         assert f"published 127.0.0.1:{hp} -> sandbox port 8081" in ps.stdout, ps.stdout
         c.sendline("go")
-        c.expect(r"ALIAS rc=(\d+)")
+        c.expect(r"ALIAS rc=(\d+)([^\r\n]*)")
+        assert c.match.group(1) != "0", f"the probe through 10.0.2.2 must fail: {c.match.group(0)}"
         c.expect("ALL-DONE")
         c.sendline("end")
         c.expect(pexpect.EOF)

@@ -71,7 +71,8 @@ static void test_check(void **state) {
     assert_non_null(strstr(err.msg, "the same sandbox port"));
     struct lz_publish many[LZ_PUBLISH_MAX + 1];
     for (int i = 0; i <= LZ_PUBLISH_MAX; i++)
-        many[i] = (struct lz_publish){ .host_addr = 0x7f000001u, .host_port = (uint16_t)(2000 + i),
+        many[i] = (struct lz_publish){ .host_addr = 0x7f000001u,
+                                       .host_port = (uint16_t)(2000 + i),
                                        .port = (uint16_t)(3000 + i) };
     assert_int_equal(lz_publish_check(many, LZ_PUBLISH_MAX, &err), 0);
     assert_int_equal(lz_publish_check(many, LZ_PUBLISH_MAX + 1, &err), -EINVAL);
