@@ -69,11 +69,19 @@ void lz_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* One option of a subcommand, for lz_cli_getopt: --name, and -short_name
  * when that is not 0. With arg non-NULL it takes an argument (stored in
  * *arg), else it sets *flag. -h/--help is always there. */
+/* An option that may be given more than once (--publish A --publish B). */
+#define LZ_CLI_LIST_MAX 32
+struct lz_cli_list {
+    const char *v[LZ_CLI_LIST_MAX];
+    size_t n;
+};
+
 struct lz_cli_option {
     const char *name;
     char short_name;
     const char **arg;
     bool *flag;
+    struct lz_cli_list *list; /* instead of arg: every value, in order */
 };
 #define LZ_CLI_MAX_OPTIONS 16
 

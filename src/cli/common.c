@@ -34,11 +34,12 @@ bool lz_cli_getopt(int argc, char **argv, const char *what, const struct lz_cli_
         if (n >= LZ_CLI_MAX_OPTIONS)
             abort(); /* a programming error, not input */
         /* Long-only options answer 256 + their index: never a character. */
-        longopts[n] = (struct option){ opts[n].name, opts[n].arg ? required_argument : no_argument, NULL,
+        bool takes = opts[n].arg || opts[n].list;
+        longopts[n] = (struct option){ opts[n].name, takes ? required_argument : no_argument, NULL,
                                        opts[n].short_name ? opts[n].short_name : 256 + (int)n };
         if (opts[n].short_name) {
             shortopts[o++] = opts[n].short_name;
-            if (opts[n].arg)
+            if (takes)
                 shortopts[o++] = ':';
         }
     }
@@ -68,10 +69,18 @@ bool lz_cli_getopt(int argc, char **argv, const char *what, const struct lz_cli_
             i++;
         if (i == n)
             abort();
-        if (opts[i].arg)
+        if (opts[i].list) {
+            if (opts[i].list->n >= LZ_CLI_LIST_MAX) {
+                lz_cli_error("%s: --%s given more than %d times", what, opts[i].name, LZ_CLI_LIST_MAX);
+                *ret = LZ_EXIT_USAGE;
+                return false;
+            }
+            opts[i].list->v[opts[i].list->n++] = optarg;
+        } else if (opts[i].arg) {
             *opts[i].arg = optarg;
-        else
+        } else {
             *opts[i].flag = true;
+        }
     }
     *ret = optind;
     return true;

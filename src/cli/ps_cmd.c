@@ -65,6 +65,14 @@ int lz_cmd_ps(int argc, char **argv) {
                json_array_size(ss) == 1 ? "" : "s", state, json_string_value(json_object_get(d, "workspace")));
         size_t k;
         json_t *s;
+        json_t *pub = json_object_get(d, "published");
+        json_array_foreach(pub, k, s) {
+            /* ADDR:HOSTPORT:PORT */
+            const char *t = json_string_value(s);
+            const char *last = t ? strrchr(t, ':') : NULL;
+            if (last)
+                printf("    published %.*s -> sandbox port %s\n", (int)(last - t), t, last + 1);
+        }
         json_array_foreach(ss, k, s) {
             char t[32];
             since(json_integer_value(json_object_get(s, "started_ms")), t, sizeof t);

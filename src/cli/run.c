@@ -7,7 +7,8 @@
 #include <sodium.h>
 
 static void usage(FILE *f) {
-    fputs("Usage: lazaret run [-p|--profile NAME] [--config FILE] [-- CMD ARGS...]\n"
+    fputs("Usage: lazaret run [-p|--profile NAME] [--config FILE] [--publish [ADDR:]PORT[:SANDBOXPORT]]...\n"
+          "                   [-- CMD ARGS...]\n"
           "\n"
           "Starts (or joins) the sandbox of the current directory and the profile,\n"
           "and attaches this terminal to it. In a subdirectory of a Git repository\n"
@@ -20,6 +21,10 @@ static void usage(FILE *f) {
           "\n"
           "  -p, --profile NAME   agent profile (default: \"default\")\n"
           "      --config FILE    configuration file (default: $XDG_CONFIG_HOME/lazaret/config.toml)\n"
+          "      --publish [ADDR:]PORT[:SANDBOXPORT]\n"
+          "                       make the sandbox's TCP port SANDBOXPORT (default PORT) reachable\n"
+          "                       on this host at ADDR:PORT (ADDR default 127.0.0.1); repeatable;\n"
+          "                       with the profile's `publish`, part of the Domain's configuration\n"
           "  -h, --help           show this help\n"
           "\n"
           "Exit status: the command's, or 125 when the sandbox could not be started.\n",
@@ -63,10 +68,12 @@ static int prepare_lower(void *ud, const char **ret, struct lz_error *err) {
 
 int lz_cmd_run(int argc, char **argv, const struct lz_run_starter *starter) {
     const char *config_path = NULL, *profile = NULL;
+    struct lz_cli_list publish = { .n = 0 };
     const struct lz_cli_option opts[] = {
-        { "profile", 'p', &profile, NULL },
-        { "config", 0, &config_path, NULL },
-        { NULL, 0, NULL, NULL },
+        { "profile", 'p', &profile, NULL, NULL },
+        { "config", 0, &config_path, NULL, NULL },
+        { "publish", 0, NULL, NULL, &publish },
+        { NULL, 0, NULL, NULL, NULL },
     };
     int first;
     /* In order: options end at CMD, so CMD's own options are CMD's. */
@@ -77,7 +84,9 @@ int lz_cmd_run(int argc, char **argv, const struct lz_run_starter *starter) {
         return LZ_EXIT_LAUNCH;
     }
     struct lz_error err = { 0 };
-    struct lz_config_opts co = { .config_path = config_path, .profile = profile, .workspace = NULL };
+    struct lz_config_opts co = {
+        .config_path = config_path, .profile = profile, .workspace = NULL, .publish = publish.v, .n_publish = publish.n
+    };
     struct lz_config *cfg = NULL;
     if (lz_config_load(&co, &cfg, &err) < 0) {
         lz_cli_error("%s", err.msg);
@@ -87,10 +96,18 @@ int lz_cmd_run(int argc, char **argv, const struct lz_run_starter *starter) {
         lz_cli_error("no configuration file found; using the built-in profile \"%s\"", cfg->profile.name);
 
     struct prep_ctx pc = { .cfg = cfg, .starter = starter };
+    /* The coordinator loads the configuration again: it gets the same
+     * --publish texts (checked above: none holds a ','). */
+    char publish_arg[LZ_CLI_LIST_MAX * (LZ_PUBLISH_TEXT_MAX + 1)] = "";
+    for (size_t i = 0; i < publish.n; i++) {
+        size_t l = strlen(publish_arg);
+        snprintf(publish_arg + l, sizeof publish_arg - l, "%s%s", i ? "," : "", publish.v[i]);
+    }
     struct lz_client_opts o = {
         .cfg = cfg,
         .config_path = config_path,
         .profile = profile,
+        .publish = publish.n ? publish_arg : NULL,
         .prepare = prepare_lower,
         .prepare_ud = &pc,
         .argv = argv + first,

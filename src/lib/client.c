@@ -100,6 +100,7 @@ static int start_coordinator(const struct lz_client_opts *o, bool tty, struct lz
                                       .env_fd = envfd,
                                       .config_path = c->source_path,
                                       .profile = o->profile,
+                                      .publish = o->publish,
                                       .first_session = tty ? 1 : 0 };
     char **argv = NULL;
     if ((r = lz_coordargs_encode(&ca, self, &argv, err)) < 0) {

@@ -17,6 +17,7 @@ struct lz_client_opts {
     const struct lz_config *cfg;
     const char *config_path; /* passed on to the coordinator */
     const char *profile;
+    const char *publish; /* `--publish` texts joined by ',', passed on to the coordinator; or NULL */
     /* The prepared lower (prepared-artifact ID), asked for only when no
      * coordinator runs and one must be started: joining a running Domain
      * needs no image work. Returns 0 and sets *ret (owned by the callee

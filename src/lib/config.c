@@ -149,6 +149,7 @@ static void profile_done(struct lz_profile *p) {
     lz_strv_free(p->command, p->n_command);
     free(p->allow_hosts);
     free(p->deny_hosts);
+    free(p->publish);
     memset(p, 0, sizeof *p);
 }
 
@@ -477,6 +478,34 @@ static int parse_command(struct loader *ld, struct profile_in *pi, const struct 
     return 0;
 }
 
+/* publish = ["8080", "127.0.0.1:3000:3000"] (publish.h). */
+static int parse_publish(struct loader *ld, struct profile_in *pi, const struct lz_toml_value *arr) {
+    char key[128];
+    snprintf(key, sizeof key, "profiles.%s.publish", pi->name);
+    int r = cfg_check_array(ld, arr, key);
+    if (r < 0)
+        return r;
+    size_t n = arr->u.array.n;
+    if (n > LZ_PUBLISH_MAX)
+        return cfg_err(ld, arr->line, key, "%zu ports: at most %d", n, LZ_PUBLISH_MAX);
+    pi->p.publish = lz_xcalloc(n ? n : 1, sizeof *pi->p.publish);
+    for (size_t i = 0; i < n; i++) {
+        const struct lz_toml_value *e = arr->u.array.items[i];
+        snprintf(key, sizeof key, "profiles.%s.publish[%zu]", pi->name, i);
+        if ((r = cfg_check_string(ld, e, key)) < 0)
+            return r;
+        struct lz_error pe = { 0 };
+        if (lz_publish_parse(e->u.string.s, &pi->p.publish[i], &pe) < 0)
+            return cfg_err(ld, e->line, key, "%s", pe.msg);
+        pi->p.n_publish++;
+    }
+    struct lz_error pe = { 0 };
+    snprintf(key, sizeof key, "profiles.%s.publish", pi->name);
+    if (lz_publish_check(pi->p.publish, pi->p.n_publish, &pe) < 0)
+        return cfg_err(ld, arr->line, key, "%s", pe.msg);
+    return 0;
+}
+
 static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_in *pi,
                          const struct prefix_list *defallow, const struct prefix_list *defdeny) {
     char key[128], d[DISP_MAX];
@@ -498,6 +527,7 @@ static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_
                                         "allow_hosts",
                                         "deny_hosts",
                                         "tls_gate",
+                                        "publish",
                                         NULL };
     if ((r = cfg_check_keys(ld, t, key, keys)) < 0)
         return r;
@@ -536,6 +566,8 @@ static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_
     if ((r = cfg_get_bool(ld, t, "host_ca_certificates", key, true, &pi->p.host_ca_certificates)) < 0)
         return r;
     if ((v = lz_toml_table_get(t, "command")) && (r = parse_command(ld, pi, v)) < 0)
+        return r;
+    if ((v = lz_toml_table_get(t, "publish")) && (r = parse_publish(ld, pi, v)) < 0)
         return r;
     if ((r = cfg_parse_host_tools(ld, pi, t)) < 0)
         return r;
@@ -1027,6 +1059,21 @@ int lz_config_load(const struct lz_config_opts *opts, struct lz_config **ret, st
     free(ld.vol_keys);
     if (r < 0)
         return r;
+    /* `lazaret run --publish`: after the profile's own. */
+    if (opts && opts->n_publish) {
+        struct lz_profile *p = &c->profile;
+        if (p->n_publish + opts->n_publish > LZ_PUBLISH_MAX)
+            return lz_error_set(err, -EINVAL, "%zu published ports: at most %d", p->n_publish + opts->n_publish,
+                                LZ_PUBLISH_MAX);
+        p->publish = lz_xrealloc(p->publish, (p->n_publish + opts->n_publish) * sizeof *p->publish);
+        for (size_t i = 0; i < opts->n_publish; i++) {
+            if ((r = lz_publish_parse(opts->publish[i], &p->publish[p->n_publish], err)) < 0)
+                return r;
+            p->n_publish++;
+        }
+        if ((r = lz_publish_check(p->publish, p->n_publish, err)) < 0)
+            return r;
+    }
 
     if ((r = lz_config_fingerprint_v1(c, c->fingerprint)) < 0)
         return lz_error_set(err, r, "cannot compute the Configuration Fingerprint");

@@ -60,6 +60,7 @@
 #include <netinet/in.h>
 
 #include "hostrule.h"
+#include "publish.h"
 #include "util.h"
 
 #define LZ_CONFIG_MAX_FILE (1024 * 1024)
@@ -205,6 +206,10 @@ struct lz_profile {
     enum lz_egress egress;
     bool egress_inherited;
     enum lz_tls_gate tls_gate;
+    /* Published ports (publish.h): the profile's `publish`, then those of
+     * `lazaret run --publish` (lz_config_opts.publish); checked as a set. */
+    struct lz_publish *publish;
+    size_t n_publish;
     struct lz_hostrule *allow_hosts;
     size_t n_allow_hosts;
     size_t n_allow_hosts_preset;
@@ -282,6 +287,9 @@ struct lz_config_opts {
      * (procenv.h). */
     const char *(*lookup_env)(void *ud, const char *name);
     void *lookup_env_ud;
+    /* `lazaret run --publish` texts (publish.h), added to the profile's. */
+    const char *const *publish;
+    size_t n_publish;
 };
 
 int lz_config_load(const struct lz_config_opts *opts, struct lz_config **ret, struct lz_error *err);

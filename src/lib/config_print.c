@@ -120,6 +120,13 @@ void lz_config_print(FILE *out, const struct lz_config *c) {
     print_list(out, "allow_egress", p->allow_egress, p->n_allow_egress);
     print_list(out, "deny_egress", p->deny_egress, p->n_deny_egress);
     print_egress(out, c);
+    fprintf(out, "publish = [");
+    for (size_t i = 0; i < p->n_publish; i++) {
+        char t[LZ_PUBLISH_TEXT_MAX];
+        lz_publish_format(&p->publish[i], t, sizeof t);
+        fprintf(out, "%s\"%s\"", i ? ", " : "", t);
+    }
+    fprintf(out, "]%s\n", p->n_publish ? "  # host address:host port:sandbox port" : "");
     fprintf(out, "ignored_state = %s\n", p->ignored_state ? "true" : "false");
     if (p->n_host_tools_added)
         print_list(out, "host_tool_paths_add", p->host_tools_added, p->n_host_tools_added);

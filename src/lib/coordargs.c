@@ -22,6 +22,7 @@ static const struct lz_arg_spec spec[] = {
     FD("env-fd", env_fd),
     STR("config", config_path, false),
     STR("profile", profile, false),
+    STR("publish", publish, false),
     { "first-session", LZ_ARG_ENUM, S(first_session), 0, 0, false, session_kinds, LZ_ARRAY_SIZE(session_kinds) },
 };
 

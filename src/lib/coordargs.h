@@ -14,6 +14,7 @@
 struct lz_coordinator_args {
     const char *config_path; /* may be NULL */
     const char *profile;     /* may be NULL */
+    const char *publish;     /* `lazaret run --publish` texts joined by ',' (publish.h), or NULL */
     const char *workspace;
     const char *expect_domain;      /* hex */
     const char *expect_fingerprint; /* hex */

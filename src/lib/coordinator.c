@@ -8,6 +8,7 @@
 #include "hc_gen.h"
 #include "hc_net.h"
 #include "hc_prompt.h"
+#include "publish.h"
 #include "hc_session.h"
 #include "paths.h"
 #include "procenv.h"
@@ -72,6 +73,13 @@ static void control_request(struct hc *h, struct session *s, const uint8_t *buf,
         json_object_set_new(o, "linger_left_ms", json_integer(left > 0 ? left : 0));
     }
     json_object_set_new(o, "domain_dir", json_string(h->cfg->domain_dir));
+    json_t *pub = json_array();
+    for (size_t i = 0; i < h->cfg->profile.n_publish; i++) {
+        char t[LZ_PUBLISH_TEXT_MAX];
+        lz_publish_format(&h->cfg->profile.publish[i], t, sizeof t);
+        json_array_append_new(pub, json_string(t));
+    }
+    json_object_set_new(o, "published", pub);
     json_t *arr = json_array();
     for (int i = 0; i < MAX_SESSIONS; i++) {
         struct session *t = h->s[i];
@@ -280,12 +288,23 @@ static int coordinator_start(struct hc *h, struct lz_error *err) {
     /* jansson's copies of the process spec (resolved values) are zeroed
      * when freed too. */
     json_set_alloc_funcs(malloc, zeroing_free);
+    /* The client's --publish texts, as it gave them. */
+    _cleanup_free_ char *pub = a->publish ? lz_xstrdup(a->publish) : NULL;
+    const char *pubv[LZ_PUBLISH_MAX + 1];
+    size_t n_pub = 0;
+    for (char *save = NULL, *t = pub ? strtok_r(pub, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
+        if (n_pub == LZ_PUBLISH_MAX + 1)
+            break; /* the load refuses more than the bound anyway */
+        pubv[n_pub++] = t;
+    }
     struct lz_config_opts co = { .config_path = a->config_path,
                                  .profile = a->profile,
                                  .workspace = a->workspace,
                                  .workspace_exact = true, /* the client's, already resolved */
                                  .lookup_env = lz_envpass_get,
-                                 .lookup_env_ud = envpass };
+                                 .lookup_env_ud = envpass,
+                                 .publish = pubv,
+                                 .n_publish = n_pub };
     r = lz_config_load(&co, &h->cfg, err);
     lz_envpass_free(envpass);
     if (r < 0)

@@ -187,6 +187,18 @@ int lz_config_fingerprint_v1(const struct lz_config *c, uint8_t ret_fp[static 32
             put_byte(&st, 0);
         }
     }
+    /* Published ports: only when there are some (earlier fingerprints
+     * stand); in the order given (the same ports in another order are the
+     * same Domain's configuration, but a restart costs little). */
+    if (p->n_publish) {
+        put_str(&st, "publish");
+        put_u32(&st, (uint32_t)p->n_publish);
+        for (size_t i = 0; i < p->n_publish; i++) {
+            char t[LZ_PUBLISH_TEXT_MAX];
+            lz_publish_format(&p->publish[i], t, sizeof t);
+            put_str(&st, t);
+        }
+    }
     /* Only when not the default, so earlier fingerprints stand. */
     if (p->tls_gate != LZ_TLS_GATE_STRICT) {
         put_str(&st, "tls_gate");

@@ -13,6 +13,7 @@
 #include "procenv.h"
 #include "rschan.h"
 #include "rsslot.h"
+#include "publish.h"
 #include "slirp.h"
 #include "argcodec.h"
 #include "supargs.h"
@@ -160,7 +161,11 @@ static int rs_recv_dns(struct hc *h, int timeout_ms, struct lz_rsmsg *m) {
 
 static int start_slirp(struct hc *h, struct lz_error *err) {
     _cleanup_close_ int ready_fd = -EBADF;
-    int r = lz_slirp_spawn(h->rs.pid, &h->slirp, &ready_fd, err);
+    const struct lz_profile *prof = &h->cfg->profile;
+    /* Published ports need the helper's API socket, for the time it takes
+     * to ask (removed once they are published). */
+    _cleanup_free_ char *api = prof->n_publish ? lz_xasprintf("%s/%.32s.slirp", h->rt, h->cfg->domain_id_hex) : NULL;
+    int r = lz_slirp_spawn_api(h->rs.pid, api, &h->slirp, &ready_fd, err);
     if (r < 0)
         return r;
     /* Staged ownership before the helper may proceed. */
@@ -172,6 +177,17 @@ static int start_slirp(struct hc *h, struct lz_error *err) {
         return lz_error_set(err, -EIO,
                             "the connectivity helper (slirp4netns) did not become ready; "
                             "is /dev/net/tun usable? (lazaret doctor)");
+    for (size_t i = 0; i < prof->n_publish; i++) {
+        if ((r = lz_slirp_publish(api, &prof->publish[i], err)) < 0) {
+            (void)unlink(api);
+            return r;
+        }
+        char t[LZ_PUBLISH_TEXT_MAX];
+        lz_publish_format(&prof->publish[i], t, sizeof t);
+        hc_log("published %s (host address:host port:sandbox port)", t);
+    }
+    if (api)
+        (void)unlink(api);
     /* Its process and the participant committed: nothing physical happens
      * between the two records, so one transaction (one sync). */
     if ((r = lz_store_begin(h->st, err)) < 0 ||

@@ -83,6 +83,18 @@ int lz_netpolicy_derive(const struct lz_config *c, const uint32_t *host, size_t 
         return lz_error_set(err, -E2BIG, "the network policy has more than %d prefixes", LZ_NETPOLICY_MAX_RULES);
     }
     qsort(p.rules, p.n, sizeof *p.rules, rule_cmp);
+    /* Published sandbox ports: ascending, each once. */
+    for (size_t i = 0; i < c->profile.n_publish && i < LZ_PUBLISH_MAX; i++) {
+        uint16_t port = c->profile.publish[i].port;
+        size_t k = 0;
+        while (k < p.n_publish && p.publish[k] < port)
+            k++;
+        if (k < p.n_publish && p.publish[k] == port)
+            continue;
+        memmove(&p.publish[k + 1], &p.publish[k], (p.n_publish - k) * sizeof p.publish[0]);
+        p.publish[k] = port;
+        p.n_publish++;
+    }
     *ret = p;
     return 0;
 }
@@ -110,7 +122,7 @@ int lz_host_ipv4_addrs(uint32_t **ret, size_t *ret_n) {
 
 int lz_netpolicy_encode(const struct lz_netpolicy *p, uint8_t **ret_buf, size_t *ret_len) {
     size_t ml = strlen(LZ_NETPOLICY_MAGIC);
-    size_t len = ml + 4 + p->n * 6;
+    size_t len = ml + 4 + p->n * 6 + 2 + p->n_publish * 2;
     uint8_t *b = lz_xmalloc(len), *q = b;
     memcpy(q, LZ_NETPOLICY_MAGIC, ml);
     q += ml;
@@ -124,6 +136,14 @@ int lz_netpolicy_encode(const struct lz_netpolicy *p, uint8_t **ret_buf, size_t 
         q[5] = p->rules[i].action;
         q += 6;
     }
+    /* Then the published ports: their count and each, big-endian. */
+    q[0] = (uint8_t)(p->n_publish >> 8);
+    q[1] = (uint8_t)p->n_publish;
+    q += 2;
+    for (size_t i = 0; i < p->n_publish; i++, q += 2) {
+        q[0] = (uint8_t)(p->publish[i] >> 8);
+        q[1] = (uint8_t)p->publish[i];
+    }
     *ret_buf = b;
     *ret_len = len;
     return 0;
@@ -136,7 +156,11 @@ int lz_netpolicy_decode(const uint8_t *buf, size_t len, struct lz_netpolicy *ret
     uint32_t n;
     memcpy(&n, buf + ml, 4);
     n = ntohl(n);
-    if (n > LZ_NETPOLICY_MAX_RULES || len != ml + 4 + (size_t)n * 6)
+    if (n > LZ_NETPOLICY_MAX_RULES || len < ml + 4 + (size_t)n * 6 + 2)
+        return lz_error_set(err, -EBADMSG, "network policy: bad length");
+    const uint8_t *pp = buf + ml + 4 + (size_t)n * 6;
+    size_t np = (size_t)pp[0] << 8 | pp[1];
+    if (np > LZ_PUBLISH_MAX || len != ml + 4 + (size_t)n * 6 + 2 + np * 2)
         return lz_error_set(err, -EBADMSG, "network policy: bad length");
     struct lz_netpolicy p = { .rules = lz_xcalloc(n ? n : 1, sizeof *p.rules), .n = n };
     const uint8_t *q = buf + ml + 4;
@@ -151,6 +175,15 @@ int lz_netpolicy_decode(const uint8_t *buf, size_t len, struct lz_netpolicy *ret
             return lz_error_set(err, -EBADMSG, "network policy: rule %u is not canonical", i);
         }
     }
+    for (size_t i = 0; i < np; i++) {
+        uint16_t port = (uint16_t)(pp[2 + 2 * i] << 8 | pp[3 + 2 * i]);
+        if (port == 0 || (i > 0 && port <= p.publish[i - 1])) {
+            lz_netpolicy_clear(&p);
+            return lz_error_set(err, -EBADMSG, "network policy: published port %zu is not canonical", i);
+        }
+        p.publish[i] = port;
+    }
+    p.n_publish = np;
     *ret = p;
     return 0;
 }
@@ -243,6 +276,27 @@ static int hosts_rule(struct nl *nl) {
     mnl_attr_put_u32(h, FRA_PRIORITY, LZ_NET_HOSTS_RULE_PREF);
     mnl_attr_put_u32(h, FRA_TABLE, LZ_NET_HOSTS_TABLE);
     mnl_attr_put_u8(h, FRA_PROTOCOL, RTPROT_STATIC);
+    int r = nl_talk(nl, h);
+    return r == -EEXIST ? 0 : r;
+}
+
+/* One published port's rule (netpolicy.h, LZ_NET_PUBLISH_TABLE). */
+static int publish_rule(struct nl *nl, uint16_t port) {
+    char buf[512];
+    struct nlmsghdr *h = mnl_nlmsg_put_header(buf);
+    h->nlmsg_type = RTM_NEWRULE;
+    h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
+    struct fib_rule_hdr *fr = mnl_nlmsg_put_extra_header(h, sizeof *fr);
+    fr->family = AF_INET;
+    fr->action = FR_ACT_TO_TBL;
+    fr->dst_len = 32;
+    mnl_attr_put_u32(h, FRA_PRIORITY, LZ_NET_PUBLISH_RULE_PREF);
+    mnl_attr_put_u32(h, FRA_TABLE, LZ_NET_PUBLISH_TABLE);
+    mnl_attr_put_u8(h, FRA_PROTOCOL, RTPROT_STATIC);
+    mnl_attr_put_u8(h, FRA_IP_PROTO, IPPROTO_TCP);
+    mnl_attr_put_u32(h, FRA_DST, htonl(LZ_NET_GW));
+    struct fib_rule_port_range pr = { port, port };
+    mnl_attr_put(h, FRA_SPORT_RANGE, sizeof pr, &pr);
     int r = nl_talk(nl, h);
     return r == -EEXIST ? 0 : r;
 }
@@ -415,6 +469,14 @@ int lz_netpolicy_install(const struct lz_netpolicy *p, struct lz_error *err) {
         r = hosts_rule(&nl);
         if (r < 0)
             lz_error_set(err, r, "cannot install the rule of the host-address table: %s", strerror(-r));
+    }
+    if (r >= 0 && p->n_publish) {
+        r = route_in(&nl, LZ_NET_PUBLISH_TABLE, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, LZ_NET_GW, 32, RTN_UNICAST,
+                     RT_SCOPE_LINK, 0, tap, false);
+        for (size_t i = 0; i < p->n_publish && r >= 0; i++)
+            r = publish_rule(&nl, p->publish[i]);
+        if (r < 0)
+            lz_error_set(err, r, "cannot install the routes of the published ports: %s", strerror(-r));
     }
     if (r >= 0) {
         unsigned lo = if_nametoindex("lo");

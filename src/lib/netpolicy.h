@@ -24,6 +24,7 @@
 #pragma once
 
 #include "config.h"
+#include "publish.h"
 #include "util.h"
 
 #define LZ_NETPOLICY_MAGIC "LZNETPOL1"
@@ -53,9 +54,22 @@ struct lz_netrule {
     uint8_t action;
 };
 
+/* Published ports (publish.h): slirp4netns forwards a host port to
+ * 10.0.2.100:PORT from its own 10.0.2.2, which the prefix policy denies
+ * (10.0.2.0/24). The answers go back through this table, and only they:
+ *     LZ_NET_PUBLISH_TABLE: 10.0.2.2/32 dev tap0
+ *     pref LZ_NET_PUBLISH_RULE_PREF ipproto tcp sport PORT to 10.0.2.2/32 lookup LZ_NET_PUBLISH_TABLE
+ * one rule per published sandbox port. (A connection the sandbox opens to
+ * 10.0.2.2 from such a port reaches slirp4netns's host alias, whose
+ * loopback is off: refused there.) */
+#define LZ_NET_PUBLISH_TABLE 99998u
+#define LZ_NET_PUBLISH_RULE_PREF 950
+
 struct lz_netpolicy {
     struct lz_netrule *rules;
     size_t n;
+    uint16_t publish[LZ_PUBLISH_MAX]; /* published sandbox ports, ascending, distinct */
+    size_t n_publish;
 };
 
 /* Derives the policy. host_addrs: the host's own IPv4 addresses (host

@@ -17,5 +17,17 @@
  * barrier (the caller records it, then releases it); *ret_ready_fd is the
  * read end of its readiness pipe (the caller's to close). */
 int lz_slirp_spawn(pid_t netns_pid, struct lz_child *ret, int *ret_ready_fd, struct lz_error *err);
+/* As lz_slirp_spawn, with its API socket at api_path (--api-socket; NULL:
+ * none), for published ports (lz_slirp_publish). */
+int lz_slirp_spawn_api(pid_t netns_pid, const char *api_path, struct lz_child *ret, int *ret_ready_fd,
+                       struct lz_error *err);
 /* Waits at most timeout_ms for the readiness byte: 0, or -EIO. */
 int lz_slirp_await_ready(int ready_fd, int timeout_ms);
+
+struct lz_publish;
+/* Publishes one port (publish.h) through the API socket of a ready
+ * slirp4netns: add_hostfwd tcp HOSTADDR:HOSTPORT -> 10.0.2.100:PORT. The
+ * host port is tried first with a bind of our own, so a port in use gets
+ * its own message ("127.0.0.1:8080 is in use on this host"). Every step
+ * bounded (2 s). 0, or -errno with err saying what and why. */
+int lz_slirp_publish(const char *api_path, const struct lz_publish *p, struct lz_error *err);

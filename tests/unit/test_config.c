@@ -371,7 +371,7 @@ static const struct bad bad_cases[] = {
     { "bad-profile-key.toml", "claude",
       "bad-profile-key.toml:3: profiles.claude.ignored-state: unknown key (expected one of: image, persistent_dirs, "
       "allow_egress, deny_egress, env, volumes, ignored_state, host_ca_certificates, command, host_tool_paths_add, "
-      "host_tool_paths_remove, egress, allow_hosts, deny_hosts, tls_gate)" },
+      "host_tool_paths_remove, egress, allow_hosts, deny_hosts, tls_gate, publish)" },
     { "bad-profile-name-dot.toml", "claude",
       "bad-profile-name-dot.toml:1: profiles.\"a.b\": invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
     { "bad-profile-name-short.toml", "claude",
