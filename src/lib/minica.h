@@ -100,7 +100,7 @@ int lz_minica_leaf(struct lz_minica *ca, const char *host, EVP_PKEY **ret_key, X
 
 /* The CA certificate as PEM text ("-----BEGIN CERTIFICATE-----\n...
  * -----END CERTIFICATE-----\n"), for the sandbox's trust stores; free
- * with free(). 0 or -EIO (no lz_error: only an allocation can fail). */
+ * with free(). 0 or -ENOMEM (no lz_error: only an allocation can fail). */
 int lz_minica_cert_pem(const struct lz_minica *ca, char **ret_pem);
 
 /* The CA certificate, borrowed (valid until lz_minica_free; X509_up_ref
