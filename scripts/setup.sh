@@ -77,7 +77,7 @@ setup_suites() {
 setup_packages() {
     printf '%s\n' \
         build-essential meson ninja-build clang clang-format llvm \
-        libsqlite3-dev libsodium-dev libjansson-dev libarchive-dev libmnl-dev \
+        libsqlite3-dev libsodium-dev libjansson-dev libarchive-dev libmnl-dev libssl-dev \
         libgit2-dev libfuse3-dev libcmocka-dev libedit-dev \
         fuse3 fuse-overlayfs uidmap slirp4netns iproute2 iputils-ping dnsmasq-base nodejs \
         mmdebstrap skopeo busybox-static git zstd lintian \

@@ -50,8 +50,8 @@ SID = 'PRETTY_NAME="Debian GNU/Linux trixie/sid"\nNAME="Debian GNU/Linux"\nID=de
 
 # What every release's list holds: the build, the runtime and the tests.
 COMMON = ["build-essential", "meson", "ninja-build", "clang", "clang-format", "libfuse3-dev", "libcmocka-dev",
-          "libgit2-dev", "libarchive-dev", "libsodium-dev", "fuse3", "fuse-overlayfs", "uidmap", "slirp4netns",
-          "mmdebstrap", "skopeo", "python3-pytest", "python3-pytest-xdist", "python3-pexpect", "spin", "cppcheck"]
+          "libgit2-dev", "libarchive-dev", "libsodium-dev", "libssl-dev", "fuse3", "fuse-overlayfs", "uidmap",
+          "slirp4netns", "mmdebstrap", "skopeo", "python3-pytest", "python3-pytest-xdist", "python3-pexpect", "spin", "cppcheck"]
 
 
 def select(tmp_path, text, env=None):
