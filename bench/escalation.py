@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Host escalation: round trip and streaming throughput (test builds only:
-the rules come from the test hook LAZARET_TEST_AUTO_APPROVE).
+"""Host escalation: round trip and streaming throughput (any build: the two
+auto-approval rules are the configuration's own [[escalation.auto_approve]]).
 
 Run as an unprivileged user (bench/run.sh escalation). Ratios against a
 baseline measured in this one run, into the same Domain:
@@ -38,6 +38,7 @@ Where the time goes (perf of the coordinator; a client built with timers):
 import argparse
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -62,17 +63,25 @@ base = Path(tempfile.mkdtemp(prefix="lzbench-esc"))
 cfgdir = base / "config" / "lazaret"
 cfgdir.mkdir(parents=True)
 storage = base / "storage"
-(cfgdir / "config.toml").write_text(f'[storage]\ndata_root = "{storage}"\nlinger_seconds = 0\n[profiles.bench]\nimage = "{a.image}"\n')
 runtime = Path(tempfile.mkdtemp(prefix="lzrt", dir=a.runtime_parent))
 ws = base / "ws"
 ws.mkdir()
-blob = ws / "blob"
+# The same bytes twice: in the workspace for the baseline (runsc exec cat),
+# and beside it for the host's cat (an auto-approval rule may not name a
+# file the sandbox can write: the configuration refuses it).
+blob = base / "blob"
 with open(blob, "wb") as f:
     for _ in range(a.mib):
         f.write(os.urandom(1 << 20))
-rules = "\x1e".join(["\x1f".join([TRUE]), "\x1f".join([CAT, str(blob)])])
-env = dict(os.environ, XDG_CONFIG_HOME=str(base / "config"), XDG_RUNTIME_DIR=str(runtime), TERM="xterm",
-           LAZARET_TEST_AUTO_APPROVE=rules)
+shutil.copyfile(blob, ws / "blob")
+# The rules, as a user writes them: exact argument vectors, no extra
+# arguments, run in a fresh empty directory (the default cwd).
+(cfgdir / "config.toml").write_text(
+    f'[storage]\ndata_root = "{storage}"\nlinger_seconds = 0\n'
+    f'[escalation]\n[[escalation.auto_approve]]\nargv = ["{TRUE}"]\n'
+    f'[[escalation.auto_approve]]\nargv = ["{CAT}", "{blob}"]\n'
+    f'[profiles.bench]\nimage = "{a.image}"\n')
+env = dict(os.environ, XDG_CONFIG_HOME=str(base / "config"), XDG_RUNTIME_DIR=str(runtime), TERM="xterm")
 
 
 def pgrep(pattern):
