@@ -133,14 +133,18 @@ def conn(c, a):
     except OSError:
         pass
     c.close()
-def tcp(port):
+def tcp_socket(port):
     s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((bind, port)); s.listen(256)
+    return s
+def tcp(s):
     while True:
         c, a = s.accept()
         threading.Thread(target=conn, args=(c, a), daemon=True).start()
-def udp(port):
+def udp_socket(port):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.setsockopt(socket.SOL_IP, 8, 1)  # IP_PKTINFO
     s.bind((bind, port))
+    return s
+def udp(s, port):
     while True:
         d, anc, _, a = s.recvmsg(2048, 256)
         local = socket.inet_ntoa(anc[0][2][8:12]) if anc else bind
@@ -150,10 +154,13 @@ def udp(port):
         # to the reply's source, which must not be another of this host's.
         src = socket.inet_aton(local)
         s.sendmsg([b"\x00\x05\x00\x01NOPE\x00"], [(socket.SOL_IP, 8, bytes(4) + src + bytes(4))], 0, a)
-for p in tcp_ports:
-    threading.Thread(target=tcp, args=(p,), daemon=True).start()
-for p in udp_ports:
-    threading.Thread(target=udp, args=(p,), daemon=True).start()
+# Every socket bound and listening before "ready" (the harness connects at once).
+tcp_socks = [tcp_socket(p) for p in tcp_ports]
+udp_socks = [(udp_socket(p), p) for p in udp_ports]
+for ts in tcp_socks:
+    threading.Thread(target=tcp, args=(ts,), daemon=True).start()
+for us, p in udp_socks:
+    threading.Thread(target=udp, args=(us, p), daemon=True).start()
 print("ready", flush=True)
 threading.Event().wait()
 '''

@@ -39,18 +39,20 @@ def sh(*args, **kw):
 SERVER = r'''
 import socket, sys, threading
 ip = sys.argv[1]; log = open(sys.argv[2], "a", buffering=1)
+ts = socket.socket(); ts.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); ts.bind((ip, 8080)); ts.listen(16)
+us = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); us.bind((ip, 53))
 def tcp():
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((ip, 8080)); s.listen(16)
+    s = ts
     while True:
         c, a = s.accept(); log.write(f"tcp {a[0]}\n"); c.sendall(b"HELLO-FROM-" + ip.encode() + b"\n"); c.close()
 def udp():
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((ip, 53))
+    s = us
     while True:
         d, a = s.recvfrom(2048); log.write(f"udp {a[0]}\n")
         if len(d) >= 12:  # answer like a DNS server: NXDOMAIN for anything
             s.sendto(d[:2] + b"\x81\x83" + d[4:6] + b"\x00" * 6 + d[12:], a)
 threading.Thread(target=udp, daemon=True).start()
-print("ready", flush=True)
+print("ready", flush=True)  # both sockets bound above
 tcp()
 '''
 

@@ -80,13 +80,16 @@ def conn(c):
         pass
     note(f"end {ip}")
     c.close()
-def serve(ip):
+def listener(ip):
     s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((ip, 443)); s.listen(64)
+    return s
+def serve(s):
     while True:
         c, _ = s.accept()
         threading.Thread(target=conn, args=(c,), daemon=True).start()
-for ip in sys.argv[4:]:
-    threading.Thread(target=serve, args=(ip,), daemon=True).start()
+socks = [listener(ip) for ip in sys.argv[4:]]  # bound before "ready"
+for ls in socks:
+    threading.Thread(target=serve, args=(ls,), daemon=True).start()
 print("ready", flush=True)
 threading.Event().wait()
 '''
