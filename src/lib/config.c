@@ -177,39 +177,45 @@ const char *lz_tls_gate_name(enum lz_tls_gate g) {
     return (size_t)g < LZ_ARRAY_SIZE(tls_gate_names) ? tls_gate_names[g] : "?";
 }
 
-static int parse_tls_gate(struct loader *ld, const struct lz_toml_value *v, const char *key, enum lz_tls_gate *ret) {
+/* A string key whose value is one of names[first..n-1] (NULL entries
+ * skipped): its index, or the error `what`. */
+static int parse_name_value(struct loader *ld, const struct lz_toml_value *v, const char *key, const char *const *names,
+                            size_t first, size_t n, const char *what, int *ret) {
     char d[DISP_MAX];
     int r = cfg_check_string(ld, v, key);
     if (r < 0)
         return r;
-    for (size_t g = 0; g < LZ_ARRAY_SIZE(tls_gate_names); g++)
-        if (strcmp(v->u.string.s, tls_gate_names[g]) == 0) {
-            *ret = (enum lz_tls_gate)g;
+    for (size_t i = first; i < n; i++)
+        if (names[i] && strcmp(v->u.string.s, names[i]) == 0) {
+            *ret = (int)i;
             return 0;
         }
-    return cfg_err(ld, v->line, key,
-                   "%s is not a TLS gate mode: write \"strict\" (HTTPS must name an allowed server, the default), "
-                   "\"lenient\" (a hello without a server name passes to learned addresses) or \"off\" (no name "
-                   "check on port 443)",
-                   cfg_disp(v->u.string.s, d, sizeof d));
+    return cfg_err(ld, v->line, key, "%s %s", cfg_disp(v->u.string.s, d, sizeof d), what);
+}
+
+static int parse_tls_gate(struct loader *ld, const struct lz_toml_value *v, const char *key, enum lz_tls_gate *ret) {
+    int g = 0;
+    int r = parse_name_value(ld, v, key, tls_gate_names, 0, LZ_ARRAY_SIZE(tls_gate_names),
+                             "is not a TLS gate mode: write \"strict\" (HTTPS must name an allowed server, the "
+                             "default), \"lenient\" (a hello without a server name passes to learned addresses) or "
+                             "\"off\" (no name check on port 443)",
+                             &g);
+    if (r == 0)
+        *ret = (enum lz_tls_gate)g;
+    return r;
 }
 
 /* `egress = "..."` of a profile or of [network]. */
 static int parse_egress_value(struct loader *ld, const struct lz_toml_value *v, const char *key, enum lz_egress *ret) {
-    char d[DISP_MAX];
-    int r = cfg_check_string(ld, v, key);
-    if (r < 0)
-        return r;
-    for (size_t e = LZ_EGRESS_OPEN; e < LZ_ARRAY_SIZE(egress_names); e++)
-        if (strcmp(v->u.string.s, egress_names[e]) == 0) {
-            *ret = (enum lz_egress)e;
-            return 0;
-        }
-    return cfg_err(ld, v->line, key,
-                   "%s is not an egress preset: write \"open\" (the prefix policy alone, every name resolves), "
-                   "\"balanced\" (the built-in names of the profile plus allow_hosts) or \"locked\" "
-                   "(allow_hosts and allow_egress only)",
-                   cfg_disp(v->u.string.s, d, sizeof d));
+    int e = 0;
+    int r = parse_name_value(ld, v, key, egress_names, LZ_EGRESS_OPEN, LZ_ARRAY_SIZE(egress_names),
+                             "is not an egress preset: write \"open\" (the prefix policy alone, every name "
+                             "resolves), \"balanced\" (the built-in names of the profile plus allow_hosts) or "
+                             "\"locked\" (allow_hosts and allow_egress only)",
+                             &e);
+    if (r == 0)
+        *ret = (enum lz_egress)e;
+    return r;
 }
 
 /* Two rules that name the same host (or suffix), ports aside. */

@@ -263,9 +263,10 @@ static int route(struct nl *nl, int cmd, unsigned flags, uint32_t dst, unsigned 
     return route_in(nl, RT_TABLE_MAIN, cmd, flags, dst, len, type, scope, gw, oif, onlink);
 }
 
-/* pref LZ_NET_HOSTS_RULE_PREF lookup LZ_NET_HOSTS_TABLE (once: an existing
- * rule is EEXIST, which is fine). */
-static int hosts_rule(struct nl *nl) {
+/* `pref PREF lookup TABLE`, and with sport (a published port) `ipproto tcp
+ * sport SPORT to 10.0.2.2/32`. Once: an existing rule is EEXIST, which is
+ * fine. */
+static int table_rule(struct nl *nl, uint32_t pref, uint32_t table, uint16_t sport) {
     char buf[512];
     struct nlmsghdr *h = mnl_nlmsg_put_header(buf);
     h->nlmsg_type = RTM_NEWRULE;
@@ -273,32 +274,26 @@ static int hosts_rule(struct nl *nl) {
     struct fib_rule_hdr *fr = mnl_nlmsg_put_extra_header(h, sizeof *fr);
     fr->family = AF_INET;
     fr->action = FR_ACT_TO_TBL;
-    mnl_attr_put_u32(h, FRA_PRIORITY, LZ_NET_HOSTS_RULE_PREF);
-    mnl_attr_put_u32(h, FRA_TABLE, LZ_NET_HOSTS_TABLE);
+    mnl_attr_put_u32(h, FRA_PRIORITY, pref);
+    mnl_attr_put_u32(h, FRA_TABLE, table);
     mnl_attr_put_u8(h, FRA_PROTOCOL, RTPROT_STATIC);
+    if (sport) {
+        fr->dst_len = 32;
+        mnl_attr_put_u8(h, FRA_IP_PROTO, IPPROTO_TCP);
+        mnl_attr_put_u32(h, FRA_DST, htonl(LZ_NET_GW));
+        struct fib_rule_port_range pr = { sport, sport };
+        mnl_attr_put(h, FRA_SPORT_RANGE, sizeof pr, &pr);
+    }
     int r = nl_talk(nl, h);
     return r == -EEXIST ? 0 : r;
 }
 
+/* pref LZ_NET_HOSTS_RULE_PREF lookup LZ_NET_HOSTS_TABLE. */
+static int hosts_rule(struct nl *nl) { return table_rule(nl, LZ_NET_HOSTS_RULE_PREF, LZ_NET_HOSTS_TABLE, 0); }
+
 /* One published port's rule (netpolicy.h, LZ_NET_PUBLISH_TABLE). */
 static int publish_rule(struct nl *nl, uint16_t port) {
-    char buf[512];
-    struct nlmsghdr *h = mnl_nlmsg_put_header(buf);
-    h->nlmsg_type = RTM_NEWRULE;
-    h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
-    struct fib_rule_hdr *fr = mnl_nlmsg_put_extra_header(h, sizeof *fr);
-    fr->family = AF_INET;
-    fr->action = FR_ACT_TO_TBL;
-    fr->dst_len = 32;
-    mnl_attr_put_u32(h, FRA_PRIORITY, LZ_NET_PUBLISH_RULE_PREF);
-    mnl_attr_put_u32(h, FRA_TABLE, LZ_NET_PUBLISH_TABLE);
-    mnl_attr_put_u8(h, FRA_PROTOCOL, RTPROT_STATIC);
-    mnl_attr_put_u8(h, FRA_IP_PROTO, IPPROTO_TCP);
-    mnl_attr_put_u32(h, FRA_DST, htonl(LZ_NET_GW));
-    struct fib_rule_port_range pr = { port, port };
-    mnl_attr_put(h, FRA_SPORT_RANGE, sizeof pr, &pr);
-    int r = nl_talk(nl, h);
-    return r == -EEXIST ? 0 : r;
+    return table_rule(nl, LZ_NET_PUBLISH_RULE_PREF, LZ_NET_PUBLISH_TABLE, port);
 }
 
 static bool is_dns_rule(uint32_t addr, unsigned len, uint8_t action) {

@@ -1,4 +1,5 @@
 """What the network tests share: a sandbox session fed and read line by line."""
+import os
 import queue
 import subprocess
 import threading
@@ -54,3 +55,28 @@ class Session:
         except subprocess.TimeoutExpired:
             self.p.kill()
             self.p.wait(timeout=10)
+
+
+def user_pids(uid, pattern):
+    """The test user's processes whose command line matches pattern."""
+    r = subprocess.run(["pgrep", "-u", str(uid), "-f", pattern], capture_output=True, text=True)
+    return r.stdout.split()
+
+
+def quiet(user_env):
+    """The body of each module's `quiet` fixture: no Domain of the test user
+    is left from an earlier test (they stop with linger_seconds = 0), so the
+    enforcement namespace a test reads is its own; whatever a test leaves
+    (a coordinator's crash) is ended by pid afterwards."""
+    def settle(t):
+        end = time.monotonic() + t
+        while user_pids(user_env["uid"], "runsc|slirp4netns|lazaret") and time.monotonic() < end:
+            time.sleep(0.1)
+        return user_pids(user_env["uid"], "runsc|slirp4netns|lazaret")
+    assert settle(45) == [], "processes of an earlier test are still running"
+    yield user_env
+    for pid in settle(45):
+        try:
+            os.kill(int(pid), 9)
+        except ProcessLookupError:
+            pass

@@ -64,6 +64,8 @@ from pathlib import Path
 
 import pytest
 
+import netlib
+
 from test_names import SERVER, DnsLog, ServerLog, dns_ask, sh, user_pids
 
 LAZARET = os.environ.get("LAZARET_BIN", "")
@@ -268,18 +270,7 @@ def agent_image(user_env):
 def quiet(user_env):
     """No Domain of the test user runs before or after (linger_seconds = 0);
     whatever a failed test leaves is ended by pid."""
-    def settle(t):
-        end = time.monotonic() + t
-        while user_pids(user_env["uid"], "runsc|slirp4netns|lazaret") and time.monotonic() < end:
-            time.sleep(0.1)
-        return user_pids(user_env["uid"], "runsc|slirp4netns|lazaret")
-    assert settle(45) == [], "processes of an earlier test are still running"
-    yield user_env
-    for pid in settle(45):
-        try:
-            os.kill(int(pid), 9)
-        except ProcessLookupError:
-            pass
+    yield from netlib.quiet(user_env)
 
 
 # Inside the session, after the agent's turn: what an agent's tool could

@@ -423,9 +423,7 @@ class Session(netlib.Session):
                          e["base"] / ws)
 
 
-def user_pids(uid, pattern):
-    r = subprocess.run(["pgrep", "-u", str(uid), "-f", pattern], capture_output=True, text=True)
-    return r.stdout.split()
+user_pids = netlib.user_pids
 
 
 @pytest.fixture
@@ -433,18 +431,7 @@ def quiet(user_env):
     """No Domain of the test user is left from an earlier test (they stop
     with linger_seconds = 0): the enforcement namespace a test reads is its
     own. Whatever a test leaves (the coordinator's crash) is ended by pid."""
-    def settle(t):
-        end = time.monotonic() + t
-        while user_pids(user_env["uid"], "runsc|slirp4netns|lazaret") and time.monotonic() < end:
-            time.sleep(0.1)
-        return user_pids(user_env["uid"], "runsc|slirp4netns|lazaret")
-    assert settle(45) == [], "processes of an earlier test are still running"
-    yield user_env
-    for pid in settle(45):
-        try:
-            os.kill(int(pid), 9)
-        except ProcessLookupError:
-            pass
+    yield from netlib.quiet(user_env)
 
 
 def supervisor_pid(uid):

@@ -262,25 +262,13 @@ def tls_bytes(out, ip, f):
     return int(m[-1])
 
 
-def user_pids(uid, pattern):
-    r = subprocess.run(["pgrep", "-u", str(uid), "-f", pattern], capture_output=True, text=True)
-    return r.stdout.split()
+user_pids = netlib.user_pids
 
 
 @pytest.fixture
 def quiet(user_env):
-    def settle(t):
-        end = time.monotonic() + t
-        while user_pids(user_env["uid"], "runsc|slirp4netns|lazaret") and time.monotonic() < end:
-            time.sleep(0.1)
-        return user_pids(user_env["uid"], "runsc|slirp4netns|lazaret")
-    assert settle(45) == [], "processes of an earlier test are still running"
-    yield user_env
-    for pid in settle(45):
-        try:
-            os.kill(int(pid), 9)
-        except ProcessLookupError:
-            pass
+    """No Domain of the test user runs before or after (netlib.quiet)."""
+    yield from netlib.quiet(user_env)
 
 
 def test_gate_checks_the_server_name(world, quiet):
