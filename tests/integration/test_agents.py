@@ -481,8 +481,20 @@ def test_codex_login_prints_its_url_and_a_flow_without_callback(lazaret, agent_i
     flow that needs none. Nothing is contacted: printing the URL is local,
     and the configuration allows no public address."""
     agent_images("codex")
-    r = lz_run(lazaret, offline_env, workspace, ["bash", "-c", "timeout 20 codex login </dev/null 2>&1"],
-               profile="codex", timeout=600)
+    # codex login then waits for the callback: bounded by the timeout (20 s,
+    # which every run waited out), the session ends once each of the three
+    # texts checked below has been printed (its lines are relayed whole).
+    login = ("coproc L { exec timeout 20 codex login </dev/null 2>&1; }\n"
+             "u= r= d=\n"
+             "while IFS= read -r -u \"${L[0]}\" line; do\n"
+             "  printf '%s\\n' \"$line\"\n"
+             "  case $line in *'https://auth.openai.com/oauth/authorize?'*) u=1 ;; esac\n"
+             "  case $line in *'redirect_uri=http%3A%2F%2F127.0.0.1%3A1455%2Fauth%2Fcallback'*) r=1 ;; esac\n"
+             "  case $line in *'codex login --device-auth'*) d=1 ;; esac\n"
+             "  [ \"$u$r$d\" = 111 ] && break\n"
+             "done\n"
+             "kill \"$L_PID\" 2>/dev/null; wait\n")
+    r = lz_run(lazaret, offline_env, workspace, ["bash", "-c", login], profile="codex", timeout=600)
     out = r.stdout.decode(errors="replace")
     assert "https://auth.openai.com/oauth/authorize?" in out, out
     assert "redirect_uri=http%3A%2F%2F127.0.0.1%3A1455%2Fauth%2Fcallback" in out, out

@@ -17,7 +17,7 @@ import uuid
 
 import pexpect
 
-from conftest import RUN_TIMEOUT, wait_until
+from conftest import RUN_TIMEOUT, of_this_worker, wait_until
 
 PROMPT = r"[#$] "
 # argv[0] basenames of the host processes that belong to a Domain.
@@ -36,7 +36,10 @@ def cmdline(pid):
 
 def lazaret_processes():
     """Our processes that belong to Lazaret, minus the clients (`lazaret run`,
-    which legitimately hold the user's environment): {pid: argv}."""
+    which legitimately hold the user's environment): {pid: argv}. Under
+    pytest-xdist only this worker's (of_this_worker; all of them without
+    it): another worker's test may hold a process whose fds are not ours
+    to read at that moment."""
     found = {}
     for d in os.listdir("/proc"):
         if not d.isdigit() or int(d) == os.getpid():
@@ -54,7 +57,8 @@ def lazaret_processes():
             continue
         if base.startswith("lazaret") and len(argv) > 1 and argv[1] == "run":
             continue
-        found[int(d)] = argv
+        if of_this_worker(int(d)):
+            found[int(d)] = argv
     return found
 
 

@@ -9,6 +9,7 @@ each durable step (LAZARET_TEST_CRASH, a test-only hook) and check what
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -234,9 +235,16 @@ def test_running_domain_is_not_touched(lazaret, senv, tmp_path):
     ws = make_git_repo(tmp_path / "ws")
     did = used_domain(lazaret, senv, ws)
     # A session that lasts until its stdin closes.
-    p = subprocess.Popen([lazaret, "run", "-p", "test", "--", "cat"], cwd=ws, env=senv.environ(),
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen([lazaret, "run", "-p", "test", "--", "sh", "-c", "echo started; exec cat"], cwd=ws,
+                         env=senv.environ(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
+        # Its command runs, so its Domain is published (the last step of a
+        # start). Before that the Domain's lock is held and its socket is
+        # not there yet, which reset takes for a Domain that is stopping: it
+        # waited for that (30 s) and only then refused.
+        ready, _, _ = select.select([p.stdout], [], [], 60)
+        line = p.stdout.readline() if ready else b"(nothing in 60 s)"
+        assert line == b"started\n", line
         assert wait_until(lambda: listed(lazaret, senv)[did]["running"], timeout=60, interval=0.2)
         d = listed(lazaret, senv)[did]
         assert d["profile"] == "test" and d["workspace"] == str(ws)  # from coordinator.log
@@ -447,10 +455,12 @@ def test_verify_during_start_stop_storm_reports_no_error(lazaret, senv, tmp_path
     db = str(Path(senv.storage) / "catalog.db")
     sql = ("insert into leases (artifact_id, domain_id, generation, created_ms) "
            "select artifact_id, '" + "f" * 64 + "', 7, 0 from artifacts limit 1")
-    subprocess.run(["sqlite3", db, sql], check=True, capture_output=True, timeout=30)
+    # A busy timeout (bounded): the storm's last coordinators may still be
+    # writing the catalog (sqlite3 exited 5, SQLITE_BUSY, under load).
+    subprocess.run(["sqlite3", "-cmd", ".timeout 10000", db, sql], check=True, capture_output=True, timeout=30)
     r = state(lazaret, senv, "verify")
     assert r.returncode != 0 and "orphan lease" in r.stdout + r.stderr, r.stdout + r.stderr
-    subprocess.run(["sqlite3", db, "delete from leases where domain_id = '" + "f" * 64 + "'"], check=True,
+    subprocess.run(["sqlite3", "-cmd", ".timeout 10000", db, "delete from leases where domain_id = '" + "f" * 64 + "'"], check=True,
                    capture_output=True, timeout=30)
 
 
