@@ -11,7 +11,7 @@
 #
 # Options: --quick (skip sanitizer and fuzz stages), --fuzz-seconds N
 # (default 10), --jobs N (pytest-xdist workers of the integration tests,
-# default 0: one process), LAZARET_TEST_ARGS="..." extra pytest arguments.
+# default 2; 0: one process), LAZARET_TEST_ARGS="..." extra pytest arguments.
 #
 # Each stage's wall time is printed as a table at the end, also when a
 # stage fails. The integration tests run in parallel (pytest-xdist), then
@@ -24,9 +24,10 @@ SRC=$(pwd)
 
 quick=0
 fuzz_seconds=10
-# One process by default until the parallel pass has passed whole runs
-# (docs/notes/2026-12-03-ci-speed.md); --jobs 3 runs it.
-jobs=${LAZARET_TEST_JOBS:-0}
+# Two pytest-xdist workers for the integration tests (they wait on sandbox
+# starts more than they compute: 63-76% of one process's time on 2 cores,
+# docs/notes/2026-12-04-ci-time.md); --jobs 0 runs them in one process.
+jobs=${LAZARET_TEST_JOBS:-2}
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) quick=1 ;;
