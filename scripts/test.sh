@@ -10,7 +10,7 @@
 #  7. integration tests with the real runsc, as the unprivileged test user
 #
 # Options: --quick (skip sanitizer and fuzz stages), --fuzz-seconds N
-# (default 10), --jobs N (pytest-xdist workers of the integration tests,
+# (default 6), --jobs N (pytest-xdist workers of the integration tests,
 # default 2; 0: one process), LAZARET_TEST_ARGS="..." extra pytest arguments.
 #
 # Each stage's wall time is printed as a table at the end, also when a
@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 SRC=$(pwd)
 
 quick=0
-fuzz_seconds=10
+fuzz_seconds=6 # a smoke run per target in CI; long runs: --fuzz-seconds N (results in docs/notes)
 # Two pytest-xdist workers for the integration tests (they wait on sandbox
 # starts more than they compute: 63-76% of one process's time on 2 cores,
 # docs/notes/2026-12-04-ci-time.md); --jobs 0 runs them in one process.
@@ -187,13 +187,15 @@ meson test -C build --print-errorlogs
 if [ "$quick" -eq 0 ]; then
     step "unit tests under ASan+UBSan"
     with_test_hooks build-asan --werror -Db_sanitize=address,undefined -Db_lundef=false
-    quiet ninja -C build-asan
+    # Only what the unit tests run (test_*, prompt_demo): the programs
+    # themselves are built by the gcc stage and run by the later stages.
+    quiet ninja -C build-asan $(ninja -C build-asan -t targets all | sed -n 's/^\(test_[a-z0-9_]*\|prompt_demo\): .*/\1/p' | sort -u)
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-        meson test -C build-asan --print-errorlogs
+        meson test -C build-asan --no-rebuild --print-errorlogs
 
     step "fuzz targets (clang libFuzzer, ${fuzz_seconds}s each, $(nproc 2>/dev/null || echo 1) at a time)"
     CC=clang with_test_hooks build-fuzz -Dfuzz=true -Dtests=false -Db_sanitize=address,undefined -Db_lundef=false
-    quiet ninja -C build-fuzz
+    quiet ninja -C build-fuzz $(ninja -C build-fuzz -t targets all | sed -n 's/^\(fuzz_[a-z0-9_]*\): .*/\1/p' | sort -u)
     # The targets are single-threaded: as many at a time as there are
     # cores (each still gets its full ${fuzz_seconds}s), results printed in
     # name order; the first failure stops the rest and shows its log.
