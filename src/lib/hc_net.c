@@ -414,8 +414,8 @@ void hc_net_dispatch(struct hc *h) {
      * hence this dispatch): reap it here. */
     int st;
     if (h->net->gate.pidfd >= 0 && lz_child_try_reap(&h->net->gate, &st) == 1) {
+        /* (lz_child_try_reap closed its pidfd) */
         hc_log("lazaret-gate ended (status %d): HTTPS to learned names is refused until the Domain restarts", st);
-        lz_child_close(&h->net->gate);
     }
     struct lz_resolver_event ev[16];
     uint64_t lost = 0;

@@ -1,6 +1,7 @@
 /* publish.c — see publish.h. */
 #include "publish.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,22 +19,18 @@ static long number(const char *s, size_t len, long max) {
     return v <= max ? v : -1;
 }
 
+/* A dotted quad of decimals as inet_pton reads it (four parts, each
+ * 0..255, no leading zero: the resolver's own reading of addresses). */
 static bool ipv4(const char *s, size_t len, uint32_t *ret) {
-    uint32_t a = 0;
-    size_t start = 0;
-    int parts = 0;
-    for (size_t i = 0; i <= len; i++) {
-        if (i < len && s[i] != '.')
-            continue;
-        long o = number(s + start, i - start, 255);
-        if (o < 0 || ++parts > 4)
-            return false;
-        a = a << 8 | (uint32_t)o;
-        start = i + 1;
-    }
-    if (parts != 4)
+    char t[INET_ADDRSTRLEN];
+    struct in_addr a;
+    if (len >= sizeof t)
         return false;
-    *ret = a;
+    memcpy(t, s, len);
+    t[len] = '\0';
+    if (inet_pton(AF_INET, t, &a) != 1)
+        return false;
+    *ret = ntohl(a.s_addr);
     return true;
 }
 

@@ -983,9 +983,7 @@ enum lz_gate_verdict lz_resolver_gate_decide(struct lz_resolver *r, uint32_t add
     enum lz_gate_verdict v = LZ_GATE_REFUSE;
     if (!learned)
         snprintf(why, cap, "%s:%u is not a learned address", ip, (unsigned)port);
-    else if ((!sni || !sni[0]) && !ech)
-        v = lenient ? LZ_GATE_ALLOW : LZ_GATE_REFUSE;
-    else if (ech)
+    else if (!sni || !sni[0] || ech) /* no name to check: lenient lets it pass, strict does not */
         v = lenient ? LZ_GATE_ALLOW : LZ_GATE_REFUSE;
     else {
         /* The name, as the resolver would decide it now (a run-time allow
