@@ -165,7 +165,7 @@ static int start_slirp(struct hc *h, struct lz_error *err) {
     /* Published ports need the helper's API socket, for the time it takes
      * to ask (removed once they are published). */
     _cleanup_free_ char *api = prof->n_publish ? lz_xasprintf("%s/%.32s.slirp", h->rt, h->cfg->domain_id_hex) : NULL;
-    int r = lz_slirp_spawn_api(h->rs.pid, api, &h->slirp, &ready_fd, err);
+    int r = lz_slirp_spawn(h->rs.pid, api, &h->slirp, &ready_fd, err);
     if (r < 0)
         return r;
     /* Staged ownership before the helper may proceed. */

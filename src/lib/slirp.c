@@ -12,12 +12,8 @@
 #include <poll.h>
 #include <signal.h>
 
-int lz_slirp_spawn(pid_t netns_pid, struct lz_child *ret, int *ret_ready_fd, struct lz_error *err) {
-    return lz_slirp_spawn_api(netns_pid, NULL, ret, ret_ready_fd, err);
-}
-
-int lz_slirp_spawn_api(pid_t netns_pid, const char *api_path, struct lz_child *ret, int *ret_ready_fd,
-                       struct lz_error *err) {
+int lz_slirp_spawn(pid_t netns_pid, const char *api_path, struct lz_child *ret, int *ret_ready_fd,
+                   struct lz_error *err) {
     static const char *const cands[] = { "/usr/bin/slirp4netns", "/usr/local/bin/slirp4netns" };
     const char *path = NULL;
     const char *env = secure_getenv("LAZARET_SLIRP4NETNS");

@@ -15,12 +15,11 @@
 
 /* Spawns slirp4netns for the network namespace of netns_pid, held at its
  * barrier (the caller records it, then releases it); *ret_ready_fd is the
- * read end of its readiness pipe (the caller's to close). */
-int lz_slirp_spawn(pid_t netns_pid, struct lz_child *ret, int *ret_ready_fd, struct lz_error *err);
-/* As lz_slirp_spawn, with its API socket at api_path (--api-socket; NULL:
- * none), for published ports (lz_slirp_publish). */
-int lz_slirp_spawn_api(pid_t netns_pid, const char *api_path, struct lz_child *ret, int *ret_ready_fd,
-                       struct lz_error *err);
+ * read end of its readiness pipe (the caller's to close). api_path: its
+ * API socket (--api-socket), for published ports (lz_slirp_publish); NULL:
+ * none. */
+int lz_slirp_spawn(pid_t netns_pid, const char *api_path, struct lz_child *ret, int *ret_ready_fd,
+                   struct lz_error *err);
 /* Waits at most timeout_ms for the readiness byte: 0, or -EIO. */
 int lz_slirp_await_ready(int ready_fd, int timeout_ms);
 
