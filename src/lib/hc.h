@@ -158,6 +158,12 @@ struct hc {
     char *vol_view[LZ_RS_VOLUMES_MAX];
     size_t vol_of[LZ_RS_VOLUMES_MAX], n_vol;
     struct lz_procid vol_id[LZ_RS_VOLUMES_MAX];
+    /* Credentials (hc_creds.c): the Domain CA from the generation's start
+     * until the TLS gate takes it (NULL without a credential the gate
+     * serves), and the directory of its certificate, bound read-only at
+     * /run/lazaret/trust (NULL without). */
+    struct lz_minica *cred_ca;
+    char *trust_dir;
     struct lz_esc *esc;                 /* escalation.c: mailbox, keys, requests (NULL before the Trust Anchor) */
     const struct hc_esc_port *esc_port; /* what escalation.c may call (coordinator.c wires it) */
     /* generation.c, while starting: what goes to the Supervisor. */
