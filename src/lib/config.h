@@ -175,8 +175,10 @@ enum lz_cred_source {
     LZ_CRED_FROM_COMMAND, /* the first line a host command prints, run when the Domain starts */
 };
 #define LZ_CONFIG_MAX_CREDENTIALS 16
-#define LZ_CRED_VALUE_MAX 8192 /* bytes of a credential's value */
-#define LZ_CRED_PUSH_REFS_MAX 32
+/* As credstream.h has them (the same definitions). */
+#define LZ_CRED_VALUE_MIN 8 /* bytes of a credential's value */
+#define LZ_CRED_VALUE_MAX 4096
+#define LZ_CRED_PUSH_REFS_MAX 64
 
 struct lz_credential {
     char *var;                      /* the sandbox's variable, holding the placeholder */

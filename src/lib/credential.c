@@ -25,8 +25,10 @@ void lz_credential_placeholder(const uint8_t domain_id[32], const char *var, cha
 const char *lz_credential_value_problem(const char *value, size_t n) {
     if (n == 0)
         return "is empty";
+    if (n < LZ_CRED_VALUE_MIN)
+        return "is shorter than 8 bytes (no real key or token is)";
     if (n > LZ_CRED_VALUE_MAX)
-        return "is longer than 8192 bytes";
+        return "is longer than 4096 bytes";
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)value[i] <= 0x20 || (unsigned char)value[i] > 0x7e)
             return "has a byte that cannot go into an HTTP header (a space, a control character or a non-ASCII "
