@@ -66,6 +66,11 @@ static const char *const opencode_hosts[] = {
 #define ANTHROPIC_CREDENTIAL                                                                                           \
     "ANTHROPIC_API_KEY = { host = \"api.anthropic.com\", header = \"x-api-key\", format = \"{}\", "                    \
     "from_env = \"ANTHROPIC_API_KEY\" }"
+/* A subscription's long-lived token (`claude setup-token` on the host),
+ * sent as a bearer token to the same host. */
+#define CLAUDE_OAUTH_CREDENTIAL                                                                                        \
+    "CLAUDE_CODE_OAUTH_TOKEN = { host = \"api.anthropic.com\", header = \"authorization\", format = \"Bearer {}\", "   \
+    "from_env = \"CLAUDE_CODE_OAUTH_TOKEN\" }"
 #define OPENAI_CREDENTIAL                                                                                              \
     "OPENAI_API_KEY = { host = \"api.openai.com\", header = \"authorization\", format = \"Bearer {}\", "               \
     "from_env = \"OPENAI_API_KEY\" }"
@@ -81,7 +86,7 @@ const struct lz_agent lz_agents[] = {
                    "  { host = \"{profile_dir}/claude\", container = \"/root/.claude\", mode = \"rw\" },\n"
                    "]\n"
                    "env = { CLAUDE_CONFIG_DIR = \"/root/.claude\", IS_SANDBOX = \"1\" }\n"
-                   "credentials = { " ANTHROPIC_CREDENTIAL " }\n",
+                   "credentials = { " ANTHROPIC_CREDENTIAL ", " CLAUDE_OAUTH_CREDENTIAL " }\n",
         .hosts = claude_hosts,
     },
     {

@@ -2057,7 +2057,9 @@ static void test_builtin_agents(void **state) {
     assert_string_equal(c->profile.env[0].value, "/root/.claude");
     assert_string_equal(c->profile.env[1].name, "IS_SANDBOX");
     assert_string_equal(c->profile.env[1].value, "1");
-    assert_int_equal(c->profile.n_credentials, 1);
+    assert_int_equal(c->profile.n_credentials, 2);
+    assert_string_equal(c->profile.credentials[1].var, "CLAUDE_CODE_OAUTH_TOKEN");
+    assert_string_equal(c->profile.credentials[1].prefix, "Bearer ");
     assert_string_equal(c->profile.credentials[0].var, "ANTHROPIC_API_KEY");
     assert_string_equal(c->profile.credentials[0].host, "api.anthropic.com");
     assert_string_equal(c->profile.credentials[0].header, "x-api-key");
