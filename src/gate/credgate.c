@@ -519,6 +519,7 @@ static enum cg_step relay(struct cg_conn *t) {
 
 enum cg_step cg_conn_step(struct cg_conn *t) {
     char m[200];
+    ERR_clear_error(); /* another connection's leftovers are not this one's reasons */
     if (t->phase == P_UP_HS) {
         int k = SSL_connect(t->us);
         if (k != 1) {

@@ -240,6 +240,15 @@ static int session_spec(struct hc *h, struct session *s, struct lz_hello *hello,
     }
     static const char *const ca_vars[] = { "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
                                            "CURL_CA_BUNDLE", "GIT_SSL_CAINFO" };
+    /* No bundle in the image: Node.js at least adds the Domain CA to its
+     * own list. */
+    if (gated && !bundle && h->trust_dir) {
+        bool own = false;
+        for (size_t k = 0; k < c->profile.n_env; k++)
+            own |= !strcmp(c->profile.env[k].name, ca_vars[0]);
+        if (!own)
+            strv_push(&env, &ne, lz_xstrdup("NODE_EXTRA_CA_CERTS=/run/lazaret/trust/domain-ca.crt"));
+    }
     for (size_t i = 0; bundle && i < LZ_ARRAY_SIZE(ca_vars); i++) {
         if (i > 0 && !gated)
             break; /* host CAs alone: the system bundle is read by all but Node.js */
