@@ -309,7 +309,7 @@ int cg_config_read(int fd, char *msg, size_t cap) {
 
 /* ---- connections ---- */
 
-enum cg_phase { P_UP_HS, P_DOWN_HS, P_RELAY };
+enum cg_phase { P_HANDSHAKES, P_RELAY };
 
 struct cg_conn {
     enum cg_phase phase;
@@ -320,10 +320,12 @@ struct cg_conn {
     struct lz_credscan *sc;
     struct lz_credout to_up, to_down;
     size_t up_off, down_off;
-    bool c_eof, u_eof; /* read side ended */
-    bool refusing;     /* an answer of the gate's own goes out, then the end */
-    bool down_shut;    /* close_notify sent to the sandbox */
-    uint64_t pushes;   /* pushes already reported */
+    bool c_eof, u_eof;       /* read side ended */
+    bool refusing;           /* an answer of the gate's own goes out, then the end */
+    bool down_shut;          /* close_notify sent to the sandbox */
+    bool up_done, down_done; /* the handshakes */
+    bool up_failed;
+    uint64_t pushes; /* pushes already reported */
     uint32_t addr;
     uint16_t port;
     char why[LZ_CRED_WHY_MAX + 64];
@@ -517,23 +519,25 @@ static enum cg_step relay(struct cg_conn *t) {
     return CG_AGAIN;
 }
 
-enum cg_step cg_conn_step(struct cg_conn *t) {
+/* The two handshakes run side by side: the sandbox's does not wait for
+ * the server's (one round trip less before the first request). */
+static enum cg_step handshakes(struct cg_conn *t) {
     char m[200];
-    ERR_clear_error(); /* another connection's leftovers are not this one's reasons */
-    if (t->phase == P_UP_HS) {
+    if (!t->up_done && !t->up_failed) {
         int k = SSL_connect(t->us);
-        if (k != 1) {
-            if (would_block(t->us, k))
-                return CG_WAIT;
-            return reset(t, "the server's TLS: ", ssl_reason(t->us, m, sizeof m));
+        if (k == 1)
+            t->up_done = true;
+        else if (!would_block(t->us, k)) {
+            t->up_failed = true;
+            snprintf(t->why, sizeof t->why, "the server's TLS: %s", ssl_reason(t->us, m, sizeof m));
+            ERR_clear_error();
         }
-        t->phase = P_DOWN_HS;
     }
-    if (t->phase == P_DOWN_HS) {
+    if (!t->down_done) {
         int k = SSL_accept(t->cs);
-        if (k != 1) {
-            if (would_block(t->cs, k))
-                return CG_WAIT;
+        if (k == 1)
+            t->down_done = true;
+        else if (!would_block(t->cs, k)) {
             unsigned long e = ERR_peek_last_error();
             if (ERR_GET_REASON(e) == SSL_R_NO_APPLICATION_PROTOCOL) {
                 tell(t, false, "the client offered no HTTP/1.1 (ALPN): the gate speaks HTTP/1.1 only");
@@ -548,10 +552,32 @@ enum cg_step cg_conn_step(struct cg_conn *t) {
             tell(t, false, w);
             return reset(t, "", w);
         }
-        const struct cg_host *H = &hosts[t->host];
-        if (lz_credreq_new(H->name, H->binds, H->n, &t->rq) < 0 || lz_credscan_new(H->binds, H->n, &t->sc) < 0)
-            return reset(t, "", "cannot read this host's requests (out of memory, or a credential it refuses)");
-        t->phase = P_RELAY;
     }
+    if (t->up_failed) {
+        if (!t->down_done)
+            return CG_WAIT; /* for an answer the client can read (the handshake deadline bounds it) */
+        /* The sandbox's TLS is up: say why in an answer it can read. */
+        char w[LZ_CRED_WHY_MAX];
+        snprintf(w, sizeof w, "%s", t->why);
+        tell(t, false, w);
+        if (lz_cred_forbidden(w, &t->to_down) < 0)
+            return reset(t, "", "out of memory");
+        t->refusing = true;
+        t->phase = P_RELAY;
+        return relay(t);
+    }
+    if (!t->up_done || !t->down_done)
+        return CG_WAIT;
+    const struct cg_host *H = &hosts[t->host];
+    if (lz_credreq_new(H->name, H->binds, H->n, &t->rq) < 0 || lz_credscan_new(H->binds, H->n, &t->sc) < 0)
+        return reset(t, "", "cannot read this host's requests (out of memory, or a credential it refuses)");
+    t->phase = P_RELAY;
+    return relay(t);
+}
+
+enum cg_step cg_conn_step(struct cg_conn *t) {
+    ERR_clear_error(); /* another connection's leftovers are not this one's reasons */
+    if (t->phase != P_RELAY)
+        return handshakes(t);
     return relay(t);
 }
