@@ -1214,6 +1214,7 @@ static int chunked_bytes(struct lz_credreq *s, const uint8_t *in, size_t len, st
 
 int lz_credreq_feed(struct lz_credreq *s, const uint8_t *in, size_t len, struct lz_credout *out, char *why) {
     size_t start = out->len;
+    struct lz_credreq_counts counts = s->counts;
     int r = s->err;
     if (r == 0) {
         s->lists_in_call = 0;
@@ -1239,7 +1240,10 @@ int lz_credreq_feed(struct lz_credreq *s, const uint8_t *in, size_t len, struct 
         len -= used;
     }
     if (r < 0) {
+        /* Nothing of this call goes out: its requests were not passed on. */
         out->len = start;
+        s->counts.requests = counts.requests;
+        s->counts.swaps = counts.swaps;
         if (why)
             snprintf(why, LZ_CRED_WHY_MAX, "%s", s->why);
     }
