@@ -36,6 +36,13 @@ const char *lz_credential_value_problem(const char *value, size_t n) {
     return NULL;
 }
 
+#ifdef LZ_TEST_HOOKS
+int lz_credential_fetch_ms = LZ_CRED_FETCH_MS;
+#define FETCH_MS lz_credential_fetch_ms
+#else
+#define FETCH_MS LZ_CRED_FETCH_MS
+#endif
+
 /* The first line of buf (n bytes): its length without "\n" or "\r\n". */
 static size_t first_line(const char *buf, size_t n) {
     const char *nl = memchr(buf, '\n', n);
@@ -110,15 +117,19 @@ static int fetch_command(struct lz_credential *cr, char *const *envp, struct lz_
                             "credential %s: program %s not found (a bare name is looked up in /usr/local/bin, "
                             "/usr/bin and /bin; give the absolute path of another)",
                             cr->var, cr->from_command[0]);
+    /* Only our ends are non-blocking: the program's must block as a
+     * program's standard output does. */
     int out[2], er[2];
-    if (pipe2(out, O_CLOEXEC | O_NONBLOCK) < 0)
+    if (pipe2(out, O_CLOEXEC) < 0)
         return lz_error_set(err, -errno, "credential %s: pipe: %s", cr->var, strerror(errno));
-    if (pipe2(er, O_CLOEXEC | O_NONBLOCK) < 0) {
+    if (pipe2(er, O_CLOEXEC) < 0) {
         int e = errno;
         close(out[0]);
         close(out[1]);
         return lz_error_set(err, -e, "credential %s: pipe: %s", cr->var, strerror(e));
     }
+    fcntl(out[0], F_SETFL, O_NONBLOCK);
+    fcntl(er[0], F_SETFL, O_NONBLOCK);
     struct lz_spawn_opts o = { .path = path,
                                .argv = cr->from_command,
                                .envp = envp,
@@ -140,7 +151,7 @@ static int fetch_command(struct lz_credential *cr, char *const *envp, struct lz_
     char buf[LZ_CRED_VALUE_MAX + 2], ebuf[512];
     size_t n = 0, en = 0;
     bool oe = false, ee = false;
-    long deadline = lz_now_ms() + LZ_CRED_FETCH_MS;
+    long deadline = lz_now_ms() + FETCH_MS;
     while (!(oe && ee)) {
         long left = deadline - lz_now_ms();
         if (left <= 0)
@@ -186,8 +197,8 @@ static int fetch_command(struct lz_credential *cr, char *const *envp, struct lz_
         lz_child_wait(&ch, -1, &st);
         lz_child_close(&ch);
         explicit_bzero(buf, sizeof buf);
-        return lz_error_set(err, -ETIMEDOUT, "credential %s: %s did not finish within %d s", cr->var,
-                            cr->from_command[0], LZ_CRED_FETCH_MS / 1000);
+        return lz_error_set(err, -ETIMEDOUT, "credential %s: %s did not finish within %d ms", cr->var,
+                            cr->from_command[0], FETCH_MS);
     }
     lz_child_close(&ch);
     if (st != 0) {

@@ -32,3 +32,8 @@ const char *lz_credential_value_problem(const char *value, size_t n);
  * envp, standard input /dev/null). Nothing to do for LZ_CRED_FROM_ENV.
  * Errors say which credential and what to do. */
 int lz_credential_fetch(struct lz_credential *cr, char *const *envp, struct lz_error *err);
+
+#ifdef LZ_TEST_HOOKS
+/* Test builds: the bound of a from_command program, in ms. */
+extern int lz_credential_fetch_ms;
+#endif
