@@ -1199,8 +1199,17 @@ static int chunked_bytes(struct lz_credreq *s, const uint8_t *in, size_t len, st
             continue;
         }
         r = frame_byte(s, in[i++]);
-        if (r < 0)
-            return r;
+        if (r < 0) {
+            /* A placeholder that ends at or before this byte is the
+             * reason, however the reads were cut. */
+            char why[LZ_CRED_WHY_MAX];
+            memcpy(why, s->why, sizeof why);
+            s->err = 0;
+            if (body_raw(s, in + fs, i - fs, out) < 0 && s->err != -ENOMEM)
+                return s->err;
+            memcpy(s->why, why, sizeof why);
+            return s->err = r;
+        }
         if (r == 1) {
             *ret_used = i;
             if ((r = body_raw(s, in + fs, i - fs, out)) < 0)
