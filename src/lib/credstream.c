@@ -35,13 +35,15 @@ static bool tchar(uint8_t c) {
     return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
-/* As eq_ci, a '_' in p read as '-' (the names some servers take for
- * the real ones). */
+/* Field names equal, ASCII case ignored and '_' read as '-' (as servers
+ * that map names to CGI-style variables read them). */
+static uint8_t fold(uint8_t c) { return c == '_' ? '-' : lower(c); }
+
 static bool eq_alias(const uint8_t *p, size_t n, const char *s) {
     if (strlen(s) != n)
         return false;
     for (size_t i = 0; i < n; i++)
-        if ((p[i] == '_' ? '-' : lower(p[i])) != lower((uint8_t)s[i]))
+        if (fold(p[i]) != fold((uint8_t)s[i]))
             return false;
     return true;
 }
@@ -795,7 +797,10 @@ static int head_done(struct lz_credreq *s, struct lz_credout *out) {
             size_t off;
             if (!declared(bd, b + v.off, v.len, &off))
                 continue;
-            if (lz_http_field_count(h, b, bd->header) > 1)
+            unsigned same = 0;
+            for (unsigned j = 0; j < h->n_fields; j++)
+                same += eq_alias(b + h->fields[j].name.off, h->fields[j].name.len, bd->header);
+            if (same > 1)
                 return refuse(s, -EACCES, "more than one %s header, one with the credential placeholder", bd->header);
             for (unsigned j = 0; j < nsw; j++)
                 if (sw[j].field == (unsigned)i)

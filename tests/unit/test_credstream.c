@@ -365,6 +365,14 @@ static void test_duplicate(void **state) {
             "\r\n\r\n",
             -EACCES, "more than one Authorization header");
     same("GET / HTTP/1.1\r\nHost: api.example.com\r\nAuthorization: Bearer one\r\nAuthorization: Bearer other\r\n\r\n");
+    /* A name some servers read as the same. */
+    use(&apikey, 1);
+    refused("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: " PH "\r\nX_Api_Key: mine\r\n\r\n", -EACCES,
+            "more than one x-api-key header");
+    same("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: theirs\r\nX_Api_Key: mine\r\n\r\n");
+    pass("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: " PH "\r\nX-Api-Keys: mine\r\n\r\n",
+         "GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: " VAL "\r\nX-Api-Keys: mine\r\n\r\n");
+    use(&bearer, 1);
     /* Two binds of one host: each swaps in its own header. */
     struct lz_cred_bind two[2] = { bearer, apikey };
     two[1].placeholder = PH2;
