@@ -477,6 +477,11 @@ static void test_chunked(void **state) {
         { "5\r\nhello\r\n0;t=\"" PH "\"\r\n\r\n", "placeholder in the request body", -EACCES },
         { "5\r\nhello\r\n0\r\nX-T: " PH "\r\n\r\n", "placeholder in the request body", -EACCES },
         { "5\r\nhello\r\n0\r\n" PH ": x\r\n\r\n", "placeholder in the request body", -EACCES },
+        /* Also when a framing fault follows in the same framing: the
+         * first fault is the reason, however the reads are cut. */
+        { "5;t=" PH " x\r\nhello\r\n0\r\n\r\n", "placeholder in the request body", -EACCES },
+        { "5;t=x x" PH "\r\nhello\r\n0\r\n\r\n", "malformed chunk extension", -EBADMSG },
+        { "5\r\nhello\r\n0\r\nX-T: " PH "\r\nContent-Length: 1\r\n\r\n", "placeholder in the request body", -EACCES },
         /* Framing. */
         { "00000000000000005\r\nhello\r\n0\r\n\r\n", "longer than 16 hex digits", -EBADMSG },
         { "5 \r\nhello\r\n0\r\n\r\n", "malformed chunk size", -EBADMSG },
