@@ -227,15 +227,6 @@ static int matcher_feed(struct matcher *m, const uint8_t *d, size_t n) {
     return -1;
 }
 
-/* The longest end of the stream that begins a needle. */
-static size_t matcher_hold(const struct matcher *m) {
-    size_t h = 0;
-    for (unsigned i = 0; i < m->n; i++)
-        if (m->q[i] > h)
-            h = m->q[i];
-    return h;
-}
-
 /* ---- binds ---- */
 
 static bool vis(uint8_t c) { return c >= 0x21 && c <= 0x7e; }
@@ -1369,17 +1360,20 @@ int lz_cred_forbidden(const char *why, struct lz_credout *out) {
 /* ---- responses ---- */
 
 struct lz_credscan {
-    struct matcher m;
-    uint8_t *held; /* the end of the stream that begins a needle; longest needle - 1 */
-    size_t held_len, held_cap;
-    int err; /* -EACCES (a needle went by) or -ENOMEM: final */
+    struct matcher m; /* the needles (their KMP tables find the hold) */
+    size_t longest;
+    uint8_t *held; /* the end of the stream that begins a needle: longest - 1 at most */
+    size_t held_len;
+    uint8_t *join; /* held and the start of a feed: 2 * longest */
+    int err;       /* -EACCES (a needle went by) or -ENOMEM: final */
 };
 
 void lz_credscan_free(struct lz_credscan *s) {
     if (!s)
         return;
     matcher_clear(&s->m);
-    wipe_free(s->held, s->held_cap);
+    wipe_free(s->held, s->longest);
+    wipe_free(s->join, 2 * s->longest);
     explicit_bzero(s, sizeof *s);
     free(s);
 }
@@ -1423,29 +1417,63 @@ int lz_credscan_new(const struct lz_cred_bind *binds, size_t n, struct lz_credsc
     for (size_t i = 0; r == 0 && i < n; i++)
         r = scan_needles(&s->m, &binds[i]);
     if (r == 0) {
-        s->held_cap = matcher_longest(&s->m);
-        s->held = malloc(s->held_cap);
-        if (!s->held)
+        s->longest = matcher_longest(&s->m);
+        s->held = malloc(s->longest);
+        s->join = malloc(2 * s->longest);
+        if (!s->held || !s->join)
             r = -ENOMEM;
     }
     if (r < 0) {
         lz_credscan_free(s);
         return r;
     }
-    matcher_reset(&s->m);
     *ret = s;
     return 0;
+}
+
+static bool any_needle(const struct matcher *m, const uint8_t *p, size_t n) {
+    for (unsigned i = 0; i < m->n; i++)
+        if (has(p, n, m->nd[i].p, m->nd[i].len))
+            return true;
+    return false;
+}
+
+/* The longest end of w[0..n) that is a proper prefix of a needle (none is
+ * whole in it): KMP over the last bytes, as many as the needle less one. */
+static size_t tail_prefix(const struct matcher *m, const uint8_t *w, size_t n) {
+    size_t best = 0;
+    for (unsigned k = 0; k < m->n; k++) {
+        const struct needle *nd = &m->nd[k];
+        size_t from = n > nd->len - 1 ? n - (nd->len - 1) : 0, q = 0;
+        for (size_t i = from; i < n; i++) {
+            while (q > 0 && nd->p[q] != w[i])
+                q = nd->pi[q - 1];
+            if (nd->p[q] == w[i])
+                q++;
+        }
+        if (q > best)
+            best = q;
+    }
+    return best;
 }
 
 int lz_credscan_feed(struct lz_credscan *s, const uint8_t *in, size_t len, struct lz_credout *out) {
     if (s->err)
         return s->err;
-    if (matcher_feed(&s->m, in, len) >= 0)
+    /* A needle across the feeds begins in the held bytes (they are the
+     * longest end that begins one): held and the start of in; then in. */
+    size_t k = len < s->longest - 1 ? len : s->longest - 1, jl = s->held_len + k;
+    memcpy(s->join, s->held, s->held_len);
+    memcpy(s->join + s->held_len, in, k);
+    if (any_needle(&s->m, s->join, jl) || any_needle(&s->m, in, len)) {
+        explicit_bzero(s->join, jl);
         return s->err = -EACCES;
-    /* The stream not yet sent is held + in; all but its last `hold`
-     * bytes go out (hold <= held_len + len: a needle's match grows by one
-     * a byte). */
-    size_t hold = matcher_hold(&s->m), total = s->held_len + len, emit = total - hold, start = out->len;
+    }
+    /* The stream not sent yet is held + in: all but the end that could
+     * begin a needle goes out. */
+    size_t hold = k == len ? tail_prefix(&s->m, s->join, jl) : tail_prefix(&s->m, in, len);
+    explicit_bzero(s->join, jl);
+    size_t total = s->held_len + len, emit = total - hold, start = out->len;
     if (emit <= s->held_len) {
         if (put(out, s->held, emit) < 0)
             return s->err = -ENOMEM;
@@ -1469,7 +1497,6 @@ int lz_credscan_end(struct lz_credscan *s, struct lz_credout *out) {
         return s->err = -ENOMEM;
     explicit_bzero(s->held, s->held_len);
     s->held_len = 0;
-    matcher_reset(&s->m);
     return 0;
 }
 
