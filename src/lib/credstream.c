@@ -35,13 +35,15 @@ static bool tchar(uint8_t c) {
     return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
-/* As eq_ci, a '_' in p read as '-' (the names some servers take for
- * the real ones). */
+/* Field names equal, ASCII case ignored and '_' read as '-' (as servers
+ * that map names to CGI-style variables read them). */
+static uint8_t fold(uint8_t c) { return c == '_' ? '-' : lower(c); }
+
 static bool eq_alias(const uint8_t *p, size_t n, const char *s) {
     if (strlen(s) != n)
         return false;
     for (size_t i = 0; i < n; i++)
-        if ((p[i] == '_' ? '-' : lower(p[i])) != lower((uint8_t)s[i]))
+        if (fold(p[i]) != fold((uint8_t)s[i]))
             return false;
     return true;
 }
@@ -223,15 +225,6 @@ static int matcher_feed(struct matcher *m, const uint8_t *d, size_t n) {
         m->idle = idle;
     }
     return -1;
-}
-
-/* The longest end of the stream that begins a needle. */
-static size_t matcher_hold(const struct matcher *m) {
-    size_t h = 0;
-    for (unsigned i = 0; i < m->n; i++)
-        if (m->q[i] > h)
-            h = m->q[i];
-    return h;
 }
 
 /* ---- binds ---- */
@@ -795,7 +788,10 @@ static int head_done(struct lz_credreq *s, struct lz_credout *out) {
             size_t off;
             if (!declared(bd, b + v.off, v.len, &off))
                 continue;
-            if (lz_http_field_count(h, b, bd->header) > 1)
+            unsigned same = 0;
+            for (unsigned j = 0; j < h->n_fields; j++)
+                same += eq_alias(b + h->fields[j].name.off, h->fields[j].name.len, bd->header);
+            if (same > 1)
                 return refuse(s, -EACCES, "more than one %s header, one with the credential placeholder", bd->header);
             for (unsigned j = 0; j < nsw; j++)
                 if (sw[j].field == (unsigned)i)
@@ -1199,8 +1195,17 @@ static int chunked_bytes(struct lz_credreq *s, const uint8_t *in, size_t len, st
             continue;
         }
         r = frame_byte(s, in[i++]);
-        if (r < 0)
-            return r;
+        if (r < 0) {
+            /* A placeholder that ends at or before this byte is the
+             * reason, however the reads were cut. */
+            char why[LZ_CRED_WHY_MAX];
+            memcpy(why, s->why, sizeof why);
+            s->err = 0;
+            if (body_raw(s, in + fs, i - fs, out) < 0 && s->err != -ENOMEM)
+                return s->err;
+            memcpy(s->why, why, sizeof why);
+            return s->err = r;
+        }
         if (r == 1) {
             *ret_used = i;
             if ((r = body_raw(s, in + fs, i - fs, out)) < 0)
@@ -1355,17 +1360,20 @@ int lz_cred_forbidden(const char *why, struct lz_credout *out) {
 /* ---- responses ---- */
 
 struct lz_credscan {
-    struct matcher m;
-    uint8_t *held; /* the end of the stream that begins a needle; longest needle - 1 */
-    size_t held_len, held_cap;
-    int err; /* -EACCES (a needle went by) or -ENOMEM: final */
+    struct matcher m; /* the needles (their KMP tables find the hold) */
+    size_t longest;
+    uint8_t *held; /* the end of the stream that begins a needle: longest - 1 at most */
+    size_t held_len;
+    uint8_t *join; /* held and the start of a feed: 2 * longest */
+    int err;       /* -EACCES (a needle went by) or -ENOMEM: final */
 };
 
 void lz_credscan_free(struct lz_credscan *s) {
     if (!s)
         return;
     matcher_clear(&s->m);
-    wipe_free(s->held, s->held_cap);
+    wipe_free(s->held, s->longest);
+    wipe_free(s->join, 2 * s->longest);
     explicit_bzero(s, sizeof *s);
     free(s);
 }
@@ -1409,29 +1417,63 @@ int lz_credscan_new(const struct lz_cred_bind *binds, size_t n, struct lz_credsc
     for (size_t i = 0; r == 0 && i < n; i++)
         r = scan_needles(&s->m, &binds[i]);
     if (r == 0) {
-        s->held_cap = matcher_longest(&s->m);
-        s->held = malloc(s->held_cap);
-        if (!s->held)
+        s->longest = matcher_longest(&s->m);
+        s->held = malloc(s->longest);
+        s->join = malloc(2 * s->longest);
+        if (!s->held || !s->join)
             r = -ENOMEM;
     }
     if (r < 0) {
         lz_credscan_free(s);
         return r;
     }
-    matcher_reset(&s->m);
     *ret = s;
     return 0;
+}
+
+static bool any_needle(const struct matcher *m, const uint8_t *p, size_t n) {
+    for (unsigned i = 0; i < m->n; i++)
+        if (has(p, n, m->nd[i].p, m->nd[i].len))
+            return true;
+    return false;
+}
+
+/* The longest end of w[0..n) that is a proper prefix of a needle (none is
+ * whole in it): KMP over the last bytes, as many as the needle less one. */
+static size_t tail_prefix(const struct matcher *m, const uint8_t *w, size_t n) {
+    size_t best = 0;
+    for (unsigned k = 0; k < m->n; k++) {
+        const struct needle *nd = &m->nd[k];
+        size_t from = n > nd->len - 1 ? n - (nd->len - 1) : 0, q = 0;
+        for (size_t i = from; i < n; i++) {
+            while (q > 0 && nd->p[q] != w[i])
+                q = nd->pi[q - 1];
+            if (nd->p[q] == w[i])
+                q++;
+        }
+        if (q > best)
+            best = q;
+    }
+    return best;
 }
 
 int lz_credscan_feed(struct lz_credscan *s, const uint8_t *in, size_t len, struct lz_credout *out) {
     if (s->err)
         return s->err;
-    if (matcher_feed(&s->m, in, len) >= 0)
+    /* A needle across the feeds begins in the held bytes (they are the
+     * longest end that begins one): held and the start of in; then in. */
+    size_t k = len < s->longest - 1 ? len : s->longest - 1, jl = s->held_len + k;
+    memcpy(s->join, s->held, s->held_len);
+    memcpy(s->join + s->held_len, in, k);
+    if (any_needle(&s->m, s->join, jl) || any_needle(&s->m, in, len)) {
+        explicit_bzero(s->join, jl);
         return s->err = -EACCES;
-    /* The stream not yet sent is held + in; all but its last `hold`
-     * bytes go out (hold <= held_len + len: a needle's match grows by one
-     * a byte). */
-    size_t hold = matcher_hold(&s->m), total = s->held_len + len, emit = total - hold, start = out->len;
+    }
+    /* The stream not sent yet is held + in: all but the end that could
+     * begin a needle goes out. */
+    size_t hold = k == len ? tail_prefix(&s->m, s->join, jl) : tail_prefix(&s->m, in, len);
+    explicit_bzero(s->join, jl);
+    size_t total = s->held_len + len, emit = total - hold, start = out->len;
     if (emit <= s->held_len) {
         if (put(out, s->held, emit) < 0)
             return s->err = -ENOMEM;
@@ -1455,7 +1497,6 @@ int lz_credscan_end(struct lz_credscan *s, struct lz_credout *out) {
         return s->err = -ENOMEM;
     explicit_bzero(s->held, s->held_len);
     s->held_len = 0;
-    matcher_reset(&s->m);
     return 0;
 }
 

@@ -23,7 +23,8 @@
  *     prefix placeholder suffix (TEMPLATE), or `Basic ` (scheme case
  *     ignored, one SP) and the canonical padded base64 of
  *     `username:placeholder` (BASIC), is rewritten to the same with the
- *     value; such a field must be the only field of that name;
+ *     value; such a field must be the only field of that name (ASCII
+ *     case ignored, '_' read as '-');
  *   - the placeholder anywhere else in the head is refused: in another
  *     field, in the declared field in any other form, in the target or a
  *     field name, percent-encoded, or base64-encoded at any alignment
@@ -60,7 +61,14 @@
  * of the value at each of the three alignments (both alphabets). It
  * holds back only the longest end of the stream that is a proper prefix
  * of a needle: nothing while no needle has begun, so streamed responses
- * (server-sent events) do not stall.
+ * (server-sent events) do not stall. It reads the bytes as they come:
+ * not the response's chunked framing nor its content coding (a value
+ * the server splits with chunk framing, or compresses, goes by).
+ *
+ * Two pushes whose command lists would be read in one lz_credreq_feed
+ * call are refused (the audit reads one list a call): git sends one
+ * receive-pack request and waits for its answer (a probe of `0000`
+ * first, for a large push, is answered before the push is sent).
  *
  * Errors. lz_credreq_feed returns 0, or a refusal: -EBADMSG (bytes that
  * are not HTTP/1.1 as the gate reads it), -EACCES (a policy refusal),
@@ -70,9 +78,11 @@
  * (the bytes of a refused call are not to be sent). Functions that take
  * binds return -EINVAL for a bind this header does not allow.
  *
- * Memory. A lz_credreq holds the head being read (LZ_HTTP_HEAD_MAX), a
- * push's command list and the bytes held with it (LZ_CRED_PUSH_HOLD_MAX)
- * and the trailer line: about 520 KiB at most. out grows by at most the
+ * Memory. A lz_credreq holds the head being read and a scratch copy
+ * (2 x LZ_HTTP_HEAD_MAX) and the state of the binds, about 150 KiB; once
+ * a push or a trailer was read, also its command list (LZ_PKT_LIST_MAX),
+ * the bytes held with it (LZ_CRED_PUSH_HOLD_MAX) and the trailer line
+ * (LZ_CRED_TRAILER_MAX): under 1 MiB in all. out grows by at most the
  * bytes fed, plus what a rewrite adds to the heads completed in the
  * call, plus a released push (LZ_CRED_PUSH_HOLD_MAX); it never grows
  * past LZ_CRED_OUT_MAX (-ENOMEM): the caller drains it (out->len = 0)
@@ -146,8 +156,8 @@ int lz_credreq_feed(struct lz_credreq *s, const uint8_t *in, size_t len, struct 
 int lz_credreq_end(struct lz_credreq *s, char *why);
 
 struct lz_credreq_counts {
-    uint64_t requests; /* request heads passed on */
-    uint64_t swaps;    /* placeholders swapped for a value */
+    uint64_t requests; /* request heads passed on (a refused call's are not) */
+    uint64_t swaps;    /* placeholders swapped for a value, in those heads */
     uint64_t pushes;   /* pushes whose command list was read (allowed or refused) */
 };
 void lz_credreq_counts(const struct lz_credreq *s, struct lz_credreq_counts *ret);

@@ -16,9 +16,16 @@
 #include "httphead.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define PH "lzph_0123456789abcdef0123456789abcdef"
 #define PH2 "lzph_fedcba9876543210fedcba9876543210"
@@ -358,6 +365,14 @@ static void test_duplicate(void **state) {
             "\r\n\r\n",
             -EACCES, "more than one Authorization header");
     same("GET / HTTP/1.1\r\nHost: api.example.com\r\nAuthorization: Bearer one\r\nAuthorization: Bearer other\r\n\r\n");
+    /* A name some servers read as the same. */
+    use(&apikey, 1);
+    refused("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: " PH "\r\nX_Api_Key: mine\r\n\r\n", -EACCES,
+            "more than one x-api-key header");
+    same("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: theirs\r\nX_Api_Key: mine\r\n\r\n");
+    pass("GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: " PH "\r\nX-Api-Keys: mine\r\n\r\n",
+         "GET / HTTP/1.1\r\nHost: api.example.com\r\nX-Api-Key: " VAL "\r\nX-Api-Keys: mine\r\n\r\n");
+    use(&bearer, 1);
     /* Two binds of one host: each swaps in its own header. */
     struct lz_cred_bind two[2] = { bearer, apikey };
     two[1].placeholder = PH2;
@@ -462,6 +477,11 @@ static void test_chunked(void **state) {
         { "5\r\nhello\r\n0;t=\"" PH "\"\r\n\r\n", "placeholder in the request body", -EACCES },
         { "5\r\nhello\r\n0\r\nX-T: " PH "\r\n\r\n", "placeholder in the request body", -EACCES },
         { "5\r\nhello\r\n0\r\n" PH ": x\r\n\r\n", "placeholder in the request body", -EACCES },
+        /* Also when a framing fault follows in the same framing: the
+         * first fault is the reason, however the reads are cut. */
+        { "5;t=" PH " x\r\nhello\r\n0\r\n\r\n", "placeholder in the request body", -EACCES },
+        { "5;t=x x" PH "\r\nhello\r\n0\r\n\r\n", "malformed chunk extension", -EBADMSG },
+        { "5\r\nhello\r\n0\r\nX-T: " PH "\r\nContent-Length: 1\r\n\r\n", "placeholder in the request body", -EACCES },
         /* Framing. */
         { "00000000000000005\r\nhello\r\n0\r\n\r\n", "longer than 16 hex digits", -EBADMSG },
         { "5 \r\nhello\r\n0\r\n\r\n", "malformed chunk size", -EBADMSG },
@@ -1195,41 +1215,49 @@ static void test_scan(void **state) {
  * no more than the longest end that begins one. */
 static void test_scan_model(void **state) {
     (void)state;
-    struct lz_cred_bind b = bearer;
-    b.value = (const uint8_t *)"abaabab1";
-    b.value_len = 8;
-    const char *needle = "abaabab1";
+    struct lz_cred_bind b[2] = { bearer, apikey };
+    static const char *const needles[] = { "abaabab1", "bab1bab1" };
+    for (int i = 0; i < 2; i++) {
+        b[i].value = (const uint8_t *)needles[i];
+        b[i].value_len = 8;
+    }
+    b[1].placeholder = PH2;
     uint64_t seed = 7;
-    for (int t = 0; t < 3000; t++) {
+    for (int t = 0; t < 4000; t++) {
         char in[64];
         size_t n = 1 + rnd(&seed) % 40;
         for (size_t i = 0; i < n; i++)
             in[i] = "ab1x"[rnd(&seed) % 4];
         in[n] = '\0';
-        bool has = strstr(in, needle) != NULL;
+        size_t nb = 1 + (size_t)(t % 2);
+        bool has = strstr(in, needles[0]) || (nb == 2 && strstr(in, needles[1]));
         struct lz_credscan *s;
-        assert_int_equal(lz_credscan_new(&b, 1, &s), 0);
+        assert_int_equal(lz_credscan_new(b, nb, &s), 0);
         struct lz_credout o = { 0 };
         size_t off = 0, seen = 0;
         int r = 0;
         while (off < n && r == 0) {
-            size_t k = 1 + rnd(&seed) % 5;
+            size_t k = 1 + rnd(&seed) % 12;
             if (k > n - off)
                 k = n - off;
+            size_t before = o.len;
             r = lz_credscan_feed(s, (const uint8_t *)in + off, k, &o);
             off += k;
-            if (r == 0) {
-                seen = off;
-                /* The held bytes: the longest end of in[0..seen) that
-                 * begins the needle (a proper prefix). */
-                size_t want = 0;
-                for (size_t l = 1; l < strlen(needle) && l <= seen; l++)
-                    if (memcmp(in + seen - l, needle, l) == 0)
-                        want = l;
-                assert_int_equal(lz_credscan_held(s), want);
-                assert_int_equal(o.len, seen - want);
-                assert_memory_equal(o.p, in, o.len);
+            if (r != 0) {
+                assert_int_equal(o.len, before);
+                break;
             }
+            seen = off;
+            /* The held bytes: the longest end of in[0..seen) that
+             * begins a needle (a proper prefix). */
+            size_t want = 0;
+            for (size_t j = 0; j < nb; j++)
+                for (size_t l = 1; l < 8 && l <= seen; l++)
+                    if (memcmp(in + seen - l, needles[j], l) == 0 && l > want)
+                        want = l;
+            assert_int_equal(lz_credscan_held(s), want);
+            assert_int_equal(o.len, seen - want);
+            assert_memory_equal(o.p, in, o.len);
         }
         assert_int_equal(r != 0, has);
         if (!has) {
@@ -1421,6 +1449,243 @@ static void test_value_only_swapped(void **state) {
     assert_true(accepted > 200 && nrefused > 200);
 }
 
+/* ---- a real git push through the rules ---- */
+
+/* Runs argv (stdin: in, n bytes) in the test's git world: its stdout
+ * and stderr into out; its exit status, 127 when there is no git. */
+static int run_git(char *const argv[], const char *home, const void *in, size_t n, struct buf *out) {
+    int ip[2], op[2];
+    assert_int_equal(pipe2(ip, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(op, O_CLOEXEC), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(ip[0], 0);
+        dup2(op[1], 1);
+        dup2(op[1], 2);
+        setenv("HOME", home, 1);
+        setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+        setenv("GIT_TERMINAL_PROMPT", "0", 1);
+        static const char *const proxies[] = { "http_proxy",  "https_proxy", "HTTP_PROXY",
+                                               "HTTPS_PROXY", "all_proxy",   "ALL_PROXY" };
+        for (size_t i = 0; i < sizeof proxies / sizeof proxies[0]; i++)
+            unsetenv(proxies[i]);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(ip[0]);
+    close(op[1]);
+    if (n)
+        assert_int_equal(write(ip[1], in, n), (ssize_t)n);
+    close(ip[1]);
+    char b[4096];
+    ssize_t k;
+    while ((k = read(op[0], b, sizeof b)) > 0)
+        bput(out, b, (size_t)k);
+    close(op[0]);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* One request from c into r (head by httphead, then its body); false at
+ * the end of the connection. */
+static bool read_request(int c, struct buf *r, struct lz_http_head *h) {
+    r->n = 0;
+    for (;;) {
+        size_t need = 0;
+        if (r->n && lz_http_head_parse(r->p, r->n, h, &need, NULL) == 0) {
+            size_t body = r->n - h->used;
+            if (h->framing == LZ_HTTP_BODY_NONE || (h->framing == LZ_HTTP_BODY_LENGTH && body >= h->content_length) ||
+                (h->framing == LZ_HTTP_BODY_CHUNKED && r->n >= 5 && memcmp(r->p + r->n - 5, "0\r\n\r\n", 5) == 0 &&
+                 (body == 5 || memcmp(r->p + r->n - 7, "\r\n0\r\n\r\n", 7) == 0)))
+                return true;
+        }
+        char b[65536];
+        ssize_t k = read(c, b, sizeof b);
+        if (k <= 0)
+            return false;
+        bput(r, b, (size_t)k);
+    }
+}
+
+static void respond(int c, const char *type, const void *body, size_t n) {
+    char h[256];
+    int hl = snprintf(h, sizeof h, "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\n\r\n", type, n);
+    assert_int_equal(write(c, h, (size_t)hl), hl);
+    if (n)
+        assert_int_equal(write(c, body, n), (ssize_t)n);
+}
+
+/* git push to a server on loopback whose receive-pack requests go
+ * through the rules first: refused, the report is answered; allowed, what
+ * the rules pass on goes to the real receive-pack. The advertisement
+ * without side-band-64k when band is false. git's output in out; its
+ * exit status. */
+static int git_push(const char *dir, bool band, struct buf *out) {
+    int srv = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t al = sizeof a;
+    assert_int_equal(bind(srv, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(srv, 4), 0);
+    assert_int_equal(getsockname(srv, (struct sockaddr *)&a, &al), 0);
+    char url[64], work[4096], remote[4096];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/r.git", ntohs(a.sin_port));
+    snprintf(work, sizeof work, "%s/work", dir);
+    snprintf(remote, sizeof remote, "%s/remote.git", dir);
+    int op[2];
+    assert_int_equal(pipe2(op, O_CLOEXEC), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(op[1], 1);
+        dup2(op[1], 2);
+        setenv("HOME", dir, 1);
+        setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+        setenv("GIT_TERMINAL_PROMPT", "0", 1);
+        unsetenv("http_proxy");
+        unsetenv("HTTP_PROXY");
+        unsetenv("all_proxy");
+        unsetenv("ALL_PROXY");
+        execlp("git", "git", "-C", work, "push", "--porcelain", url, "HEAD:refs/heads/main", "HEAD:refs/heads/agent/x",
+               (char *)NULL);
+        _exit(127);
+    }
+    close(op[1]);
+    struct buf r = { 0 }, adv = { 0 }, body = { 0 };
+    static struct lz_http_head h;
+    bool answered = false;
+    while (!answered) {
+        struct pollfd pf = { .fd = srv, .events = POLLIN };
+        if (poll(&pf, 1, 60000) != 1) {
+            kill(pid, SIGKILL);
+            char b[4096];
+            ssize_t k = read(op[0], b, sizeof b - 1);
+            b[k > 0 ? k : 0] = '\0';
+            fail_msg("git push did not connect: %s", b);
+        }
+        int c = accept4(srv, NULL, NULL, SOCK_CLOEXEC);
+        assert_true(c >= 0);
+        struct timeval tv = { .tv_sec = 60 };
+        setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        while (!answered && read_request(c, &r, &h)) {
+            if (memcmp(r.p, "GET ", 4) == 0) {
+                char *const argv[] = { "git", "receive-pack", "--stateless-rpc", "--advertise-refs", remote, NULL };
+                adv.n = 0;
+                assert_int_equal(run_git(argv, dir, NULL, 0, &adv), 0);
+                /* Its first pkt-line holds the capabilities. */
+                unsigned l0;
+                assert_int_equal(sscanf((const char *)adv.p, "%4x", &l0), 1);
+                struct buf first = { 0 };
+                bput(&first, adv.p + 4, l0 - 4);
+                uint8_t *sb = memmem(first.p, first.n, " side-band-64k", 14);
+                if (!band && sb) {
+                    memmove(sb, sb + 14, first.n - (size_t)(sb + 14 - first.p));
+                    first.n -= 14;
+                }
+                body.n = 0;
+                pkt(&body, "# service=git-receive-pack\n", 27);
+                bputs(&body, "0000");
+                pkt(&body, first.p, first.n);
+                bput(&body, adv.p + l0, adv.n - l0);
+                respond(c, "application/x-git-receive-pack-advertisement", body.p, body.n);
+                bfree(&first);
+                continue;
+            }
+            /* The gate's view: the Host is the credential's. */
+            const uint8_t *hv = memmem(r.p, r.n, "\r\nHost: ", 8), *he = memmem(hv + 2, r.n, "\r\n", 2);
+            struct buf q = { 0 };
+            bput(&q, r.p, (size_t)(hv - r.p));
+            bputs(&q, "\r\nHost: " HOST);
+            bput(&q, he, r.n - (size_t)(he - r.p));
+            struct lz_credreq *s;
+            assert_int_equal(lz_credreq_new(HOST, B, NB, &s), 0);
+            struct lz_credout o = { 0 };
+            char why[LZ_CRED_WHY_MAX];
+            int e = lz_credreq_feed(s, q.p, q.n, &o, why);
+            if (e == 0) {
+                /* Passed on: its body to the real receive-pack. */
+                assert_int_equal(lz_http_head_parse(o.p, o.len, &h, NULL, NULL), 0);
+                assert_int_equal(h.framing, LZ_HTTP_BODY_LENGTH);
+                char *const argv[] = { "git", "receive-pack", "--stateless-rpc", remote, NULL };
+                body.n = 0;
+                assert_int_equal(run_git(argv, dir, o.p + h.used, o.len - h.used, &body), 0);
+                respond(c, "application/x-git-receive-pack-result", body.p, body.n);
+            } else {
+                assert_int_equal(e, -EACCES);
+                o.len = 0;
+                assert_int_equal(lz_credreq_push_report(s, &o), 0);
+                assert_int_equal(write(c, o.p, o.len), (ssize_t)o.len);
+            }
+            answered = true;
+            lz_credreq_free(s);
+            free(o.p);
+            bfree(&q);
+        }
+        close(c);
+    }
+    char b[4096];
+    ssize_t k;
+    while ((k = read(op[0], b, sizeof b)) > 0)
+        bput(out, b, (size_t)k);
+    close(op[0]);
+    close(srv);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    bfree(&r);
+    bfree(&adv);
+    bfree(&body);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void test_push_git(void **state) {
+    (void)state;
+    char dir[] = "/tmp/lz-credstream-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char work[64], remote[64];
+    snprintf(work, sizeof work, "%s/work", dir);
+    snprintf(remote, sizeof remote, "%s/remote.git", dir);
+    struct buf out = { 0 };
+    char *const init_bare[] = { "git", "init", "-q", "--bare", remote, NULL };
+    if (run_git(init_bare, dir, NULL, 0, &out) == 127)
+        skip();
+    char *const init[] = { "git", "init", "-q", work, NULL };
+    char *const commit[] = { "git",           "-C", work,  "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                             "--allow-empty", "-m", "one", NULL };
+    assert_int_equal(run_git(init, dir, NULL, 0, &out), 0);
+    assert_int_equal(run_git(commit, dir, NULL, 0, &out), 0);
+
+    /* main not allowed: both rejected with the reasons, with and
+     * without side-band-64k. */
+    struct lz_cred_bind b = git_bind(agent_refs, 1, false);
+    use(&b, 1);
+    for (int band = 1; band >= 0; band--) {
+        out.n = 0;
+        int st = git_push(dir, band, &out);
+        if (st != 1 ||
+            !strstr((const char *)out.p,
+                    "HEAD:refs/heads/main\t[remote rejected] (lazaret: ref not "
+                    "allowed by push_refs)") ||
+            !strstr((const char *)out.p,
+                    "HEAD:refs/heads/agent/x\t[remote rejected] (lazaret: push refused as a "
+                    "whole)"))
+            fail_msg("git push (side-band-64k %d) exited %d:\n%s", band, st, out.p);
+    }
+    /* Both allowed: the push goes through the rules to receive-pack. */
+    b = git_bind(main_refs, 2, false);
+    use(&b, 1);
+    out.n = 0;
+    int st = git_push(dir, true, &out);
+    if (st != 0 || !strstr((const char *)out.p, "HEAD:refs/heads/main\t[new branch]"))
+        fail_msg("git push exited %d:\n%s", st, out.p);
+    char *const show[] = { "git", "-C", remote, "rev-parse", "--verify", "-q", "refs/heads/agent/x", NULL };
+    out.n = 0;
+    assert_int_equal(run_git(show, dir, NULL, 0, &out), 0);
+    char *const rm[] = { "rm", "-rf", dir, NULL };
+    run_git(rm, "/", NULL, 0, &out);
+    bfree(&out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_swap_template), cmocka_unit_test(test_unchanged),
@@ -1434,6 +1699,7 @@ int main(void) {
         cmocka_unit_test(test_forbidden),     cmocka_unit_test(test_scan),
         cmocka_unit_test(test_scan_model),    cmocka_unit_test(test_ref_match),
         cmocka_unit_test(test_bind_checks),   cmocka_unit_test(test_value_only_swapped),
+        cmocka_unit_test(test_push_git),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
