@@ -14,6 +14,7 @@
  * are resolved for the selected one only, with the env: references. */
 #include "config_int.h"
 #include "credential.h"
+#include "credstream.h"
 
 #include <ctype.h>
 
@@ -37,6 +38,15 @@ static bool format_text_ok(const char *s, size_t n) {
 
 /* A push_refs pattern: refs/..., components of [A-Za-z0-9._/-] and '*',
  * "**" only as a whole component. */
+/* Does the n bytes at s hold pat? */
+static bool has_sub(const char *s, size_t n, const char *pat) {
+    size_t m = strlen(pat);
+    for (size_t i = 0; i + m <= n; i++)
+        if (!memcmp(s + i, pat, m))
+            return true;
+    return false;
+}
+
 static const char *push_ref_problem(const char *s) {
     if (strncmp(s, "refs/", 5) != 0)
         return "must start with refs/ (for example \"refs/heads/agent/*\")";
@@ -57,17 +67,17 @@ static const char *push_ref_problem(const char *s) {
             if (!(isalnum(ch) || ch == '.' || ch == '_' || ch == '-' || ch == '*'))
                 return "has a character other than letters, digits, . _ - * and /";
         }
-        if (memmem(comp, n, "**", 2) && !(n == 2))
+        if (has_sub(comp, n, "**") && n != 2)
             return "has ** inside a component (** stands for whole components only)";
-        if (n >= 3 && memchr(comp, '*', n) && memmem(comp, n, "***", 3))
-            return "has ***";
-        if (memmem(comp, n, "..", 2))
+        if (has_sub(comp, n, ".."))
             return "has ..";
         comp += n;
         if (*comp == '/')
             comp++;
     }
-    return NULL;
+    /* And what the gate's reader takes (credstream.h), so that no
+     * pattern the file accepts is refused when a push comes. */
+    return lz_cred_ref_pattern_ok(s) ? NULL : "is not a pattern of ref names the gate can match";
 }
 
 static int cred_string(struct loader *ld, const struct lz_toml_value *t, const char *name, const char *base,
