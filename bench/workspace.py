@@ -403,12 +403,13 @@ def main():
             print(f"round {n} {m.name}: " + "; ".join(f"{op} {v[-1]:.0f}" for op, v in m.samples.items() if v),
                   flush=True)
     ref = modes[0]
+    w = max(16, len("status/" + ref.name) + 2)
     print(f"\n{'mode':9}" + "".join(f"{op + ' ms':>12}" for op in OPS) + "".join(
-        f"{op + '/' + ref.name:>16}" for op in OPS) + f"   (medians; {a.rounds} rounds)")
+        f"{op + '/' + ref.name:>{w}}" for op in OPS) + f"   (medians; {a.rounds} rounds)")
     for m in modes:
         med = [statistics.median(m.samples[op]) for op in OPS]
         rmed = [statistics.median(ref.samples[op]) for op in OPS]
-        print(f"{m.name:9}" + "".join(f"{x:12.0f}" for x in med) + "".join(f"{x / y:16.2f}" for x, y in zip(med, rmed)))
+        print(f"{m.name:9}" + "".join(f"{x:12.0f}" for x in med) + "".join(f"{x / y:{w}.2f}" for x, y in zip(med, rmed)))
     host = []
     for _ in range(3):
         t = time.monotonic()
