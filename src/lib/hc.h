@@ -42,6 +42,7 @@
 #include "procid.h"
 #include "proto.h"
 #include "spawn.h"
+#include "worktree.h"
 #include "store.h"
 #include "supervisor.h"
 
@@ -158,6 +159,11 @@ struct hc {
     char *vol_view[LZ_RS_VOLUMES_MAX];
     size_t vol_of[LZ_RS_VOLUMES_MAX], n_vol;
     struct lz_procid vol_id[LZ_RS_VOLUMES_MAX];
+    /* A linked worktree (worktree.h; wt.name NULL otherwise): its common
+     * Git directory is the last of the volume routers (vol_of SIZE_MAX),
+     * and wt_gitfile the gitfile the sandbox sees at /workspace/.git. */
+    struct lz_worktree wt;
+    char *wt_gitfile;
     struct lz_esc *esc;                 /* escalation.c: mailbox, keys, requests (NULL before the Trust Anchor) */
     const struct hc_esc_port *esc_port; /* what escalation.c may call (coordinator.c wires it) */
     /* generation.c, while starting: what goes to the Supervisor. */
