@@ -65,32 +65,21 @@ static int print_git(const struct lz_config *cfg) {
     struct lz_worktree wt = { 0 };
     int w = lz_worktree_probe(cfg->workspace, &wt, &err);
     if (w < 0) {
-        printf("
-linked worktree: a Domain would not start: %s
-", err.msg);
+        printf("\nlinked worktree: a Domain would not start: %s\n", err.msg);
         return -1;
     }
     if (w > 0) {
         _cleanup_free_ char *branch = lz_worktree_head(wt.gitdir);
-        printf("
-linked worktree %s of the repository %s (branch %s)
-", wt.name, wt.repo, branch ? branch : "?");
-        printf("  its Git directory %s is served at " LZ_SANDBOX_GIT_COMMON " by a router of its own, and
-"
-               "  " LZ_SANDBOX_WORKSPACE "/.git names " LZ_SANDBOX_GIT_COMMON "/worktrees/%s there
-",
+        printf("\nlinked worktree %s of the repository %s (branch %s)\n", wt.name, wt.repo, branch ? branch : "?");
+        printf("  its Git directory %s is served at " LZ_SANDBOX_GIT_COMMON " by a router of its own, and\n"
+               "  " LZ_SANDBOX_WORKSPACE "/.git names " LZ_SANDBOX_GIT_COMMON "/worktrees/%s there\n",
                wt.common, wt.name);
-        printf("  writable inside: objects/, refs/ (not replace/, notes/), packed-refs (checked), logs/refs/,
-"
-               "  and worktrees/%s/ (HEAD, index (checked), logs/HEAD, rebase state)
-",
+        printf("  writable inside: objects/, refs/ (not replace/, notes/), packed-refs (checked), logs/refs/,\n"
+               "  and worktrees/%s/ (HEAD, index (checked), logs/HEAD, rebase state)\n",
                wt.name);
         printf("  read-only inside: config, hooks/, info/ rules, worktrees/%s/{commondir,gitdir,locked,"
-               "config.worktree},
-  every other worktree, and the main work tree's HEAD, index and logs/HEAD;
-"
-               "  the main work tree's files are not served at all
-",
+               "config.worktree},\n  every other worktree, and the main work tree's HEAD, index and logs/HEAD;\n"
+               "  the main work tree's files are not served at all\n",
                wt.name);
         lz_worktree_clear(&wt);
     }
