@@ -1,0 +1,319 @@
+"""Linked worktrees (`git worktree add`) as workspaces.
+
+A worktree's `.git` names its Git directory inside the main repository's
+(`.git/worktrees/NAME`), outside the workspace. Lazaret serves that common
+Git directory through a router of its own (linked-worktree mode) at
+/run/lazaret/repo/.git and shows the sandbox a `.git` naming it there
+(docs/security-git.md, "Linked worktrees"). Normal work flows both ways;
+the config, hooks, info/ rules, the worktree's own commondir/gitdir, the
+other worktrees and the main work tree's state stay the developer's; the
+main work tree's files are not reachable. Every attack is checked by what
+the host's own git does afterwards, with a positive control: the same
+attack made on the host directly (as if there were no router) makes the
+sentinel fire.
+"""
+import os
+import subprocess
+import textwrap
+import time
+
+import pexpect
+import pytest
+
+from conftest import git_env, lz_run, make_git_repo
+
+pytestmark = pytest.mark.slow
+
+AGENT = ("export GIT_AUTHOR_NAME=Agent GIT_AUTHOR_EMAIL=a@x.invalid GIT_COMMITTER_NAME=Agent "
+         "GIT_COMMITTER_EMAIL=a@x.invalid; git config --global --add safe.directory '*' 2>/dev/null; ")
+COMMON = "/run/lazaret/repo/.git"
+
+
+def host_git(d, *args, **kw):
+    return subprocess.run(["git", "-C", str(d), *args], env=git_env(), capture_output=True, text=True,
+                          timeout=60, **kw)
+
+
+def inside(lazaret, env, ws, script, **kw):
+    return lz_run(lazaret, env, ws, ["bash", "-c", AGENT + textwrap.dedent(script)], **kw)
+
+
+def make_worktrees(base, *names, worktree_config=False):
+    """A repository `main` with an untracked file only its work tree has,
+    and one linked worktree per name (branch of the same name)."""
+    main = make_git_repo(base / "main")
+    (main / "MAIN-ONLY-a8f3").write_text("main work tree secret\n")
+    (main / "app.py").write_text("print('hello')\n")
+    host_git(main, "add", "app.py")
+    host_git(main, "commit", "-qm", "app")
+    if worktree_config:
+        host_git(main, "config", "extensions.worktreeConfig", "true")
+    wts = []
+    for n in names:
+        r = host_git(main, "worktree", "add", "-q", str(base / n), "-b", n)
+        assert r.returncode == 0, r.stderr
+        wts.append(base / n)
+    return main, wts
+
+
+def test_worktree_round_trip(lazaret, debian, tmp_path):
+    main, (wt,) = make_worktrees(tmp_path, "feature")
+    r = inside(lazaret, debian, wt, f"""
+        set -e
+        cd /workspace
+        cat .git
+        git rev-parse --git-dir --git-common-dir
+        git status --short
+        echo change >> README
+        git add README
+        git commit -qm 'from the worktree sandbox'
+        git branch side
+        git log --oneline | head -3
+        echo stashed > s.txt; git add s.txt; git stash -q; git stash pop -q; git commit -qm stash-pop
+        git checkout -q side; echo side > side.txt; git add side.txt; git commit -qm on-side
+        git checkout -q feature; git rebase -q side
+        git log --format=%s | head -5
+        ls -a /run/lazaret/repo
+        git worktree list
+    """)
+    out = r.stdout.decode()
+    assert r.returncode == 0, r.stderr.decode() + out
+    assert f"gitdir: {COMMON}/worktrees/feature" in out
+    assert f"{COMMON}/worktrees/feature\n{COMMON}\n" in out
+    # The host sees the commits at once, on the worktree's branch.
+    log = host_git(wt, "log", "--format=%s").stdout
+    assert "from the worktree sandbox" in log and "on-side" in log and "stash-pop" in log
+    assert host_git(wt, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip() == "feature"
+    assert "on-side" in host_git(main, "log", "side", "--format=%s").stdout
+    # The main work tree is untouched and still on main.
+    assert host_git(main, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip() == "main"
+    assert host_git(main, "status", "--porcelain").stdout.strip() == "?? MAIN-ONLY-a8f3"
+    assert host_git(main, "fsck", "--no-progress").returncode == 0
+    # The host's gitfile is the developer's still.
+    assert (wt / ".git").read_text() == f"gitdir: {main}/.git/worktrees/feature\n"
+
+
+def test_main_work_tree_not_reachable(lazaret, debian, tmp_path):
+    main, (wt,) = make_worktrees(tmp_path, "wt")
+    # Positive control: the search finds the marker where it is reachable.
+    r = subprocess.run(["grep", "-rl", "main work tree secret", str(tmp_path)], capture_output=True, text=True)
+    assert "MAIN-ONLY-a8f3" in r.stdout
+    r = inside(lazaret, debian, wt, """
+        grep -rl 'main work tree secret' / --exclude-dir=proc --exclude-dir=sys 2>/dev/null
+        ls -a /run/lazaret/repo
+        true
+    """)
+    out = r.stdout.decode()
+    assert "MAIN-ONLY" not in out
+    assert out.split() == [".", "..", ".git"]
+
+
+def test_main_state_and_other_worktrees_stay(lazaret, debian, tmp_path):
+    """The main work tree's HEAD, index and logs/HEAD and another worktree's
+    Git directory are read-only inside; the worktree cannot be pruned or
+    added to."""
+    main, (wt, other) = make_worktrees(tmp_path, "wt", "other")
+    g = main / ".git"
+    watched = [g / "HEAD", g / "index", g / "logs" / "HEAD", g / "worktrees" / "other" / "HEAD",
+               g / "worktrees" / "other" / "index", g / "worktrees" / "wt" / "gitdir",
+               g / "worktrees" / "wt" / "commondir"]
+    before = {p: p.read_bytes() for p in watched}
+    r = inside(lazaret, debian, wt, f"""
+        G={COMMON}
+        echo 'ref: refs/heads/evil' > $G/HEAD
+        cp $G/index /tmp/i && mv -f /tmp/i $G/index
+        echo x >> $G/logs/HEAD
+        echo 'ref: refs/heads/evil' > $G/worktrees/other/HEAD
+        rm -f $G/worktrees/other/index
+        echo /tmp/elsewhere > $G/worktrees/wt/gitdir
+        cd /workspace && git worktree prune; git worktree add -q /tmp/w3 2>&1; git worktree lock wt 2>&1
+        git gc -q 2>&1
+        true
+    """)
+    assert r.returncode == 0, r.stderr.decode()
+    for p, b in before.items():
+        assert p.read_bytes() == b, f"{p} changed"
+    assert not (g / "worktrees" / "w3").exists() and not (g / "worktrees" / "wt" / "locked").exists()
+    assert host_git(other, "status", "--porcelain").returncode == 0
+    assert host_git(main, "fsck", "--no-progress").returncode == 0
+    wl = host_git(main, "worktree", "list", "--porcelain").stdout
+    assert str(wt) in wl and str(other) in wl and "prunable" not in wl
+
+
+# Each attack: a bash snippet with $G (the common Git directory), $P (the
+# worktree's own Git directory), $W (the worktree), $O (the other
+# worktree's Git directory), $EVIL (a path relative to $P naming $W/evil)
+# and {cmd} (the sentinel). Inside the sandbox they are the sandbox's
+# paths; in the control, the host's.
+FSMON = "printf '[core]\\n\\tfsmonitor = {cmd}\\n'"
+ATTACKS = {
+    "common-config-append": FSMON + " >> $G/config",
+    "common-config-replace": "cp $G/config /tmp/c && " + FSMON + " >> /tmp/c && mv -f /tmp/c $G/config",
+    "common-config-lock": FSMON + " > $G/config.lock && cat $G/config >> $G/config.lock && mv -f $G/config.lock $G/config",
+    "common-hooks": ("for h in pre-commit post-commit post-checkout reference-transaction post-index-change; "
+                     "do printf '#!/bin/sh\\n{cmd}\\n' > $G/hooks/$h && chmod +x $G/hooks/$h; done"),
+    "commondir-retarget": ("mkdir -p $W/evil/objects $W/evil/refs && " + FSMON + " > $W/evil/config && "
+                           "echo \"$EVIL\" > $P/commondir"),
+    "worktree-config": FSMON + " > $P/config.worktree",
+    "other-worktree-config": FSMON + " > $O/config.worktree",
+    "worktree-hooks": ("mkdir -p $P/hooks && printf '#!/bin/sh\\n{cmd}\\n' > $P/hooks/post-checkout && "
+                       "chmod +x $P/hooks/post-checkout"),
+    "gitfile": ("mkdir -p $W/evil/objects $W/evil/refs && " + FSMON + " > $W/evil/config && "
+                "echo 'ref: refs/heads/main' > $W/evil/HEAD; echo 'gitdir: evil' > $W/.git"),
+    "alternates": "echo $W/altobj > $G/objects/info/alternates",
+}
+# Attacks that change what the host's git displays rather than run: the
+# sentinel is the host's `git log -p` output.
+DISPLAY = {
+    "info-attributes": "mkdir -p $G/info && echo '*.py -diff' > $G/info/attributes",
+}
+
+
+def run_attack_host_side(base, name, script):
+    """The positive control: the attack made on the host's own paths, as
+    if no router were there."""
+    main, (wt, other) = make_worktrees(base, "wt", "other", worktree_config=True)
+    g = main / ".git"
+    p = g / "worktrees" / "wt"
+    env = dict(os.environ, G=str(g), P=str(p), W=str(wt), O=str(g / "worktrees" / "other"),
+               EVIL=os.path.relpath(wt / "evil", p))
+    subprocess.run(["bash", "-c", script + "; true"], env=env, check=True, capture_output=True)
+    return main, wt, other
+
+
+def host_everyday(main, wt, other):
+    """The developer's everyday git in each work tree."""
+    (wt / "README").write_text("developer edit\n")
+    for d in (wt, main, other):
+        host_git(d, "status")
+        host_git(d, "diff")
+        host_git(d, "log", "-1", "-p")
+    host_git(wt, "commit", "-qam", "developer commit")
+    host_git(wt, "checkout", "-qb", "dev-branch")
+    host_git(other, "checkout", "-qb", "dev-other")
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_worktree_attack_control(tmp_path, name):
+    """Without the router the attack works (the sentinel would fire),
+    except where Git itself ignores the file (noted)."""
+    sentinel = tmp_path / "SENTINEL"
+    main, wt, other = run_attack_host_side(tmp_path / "ctl", name, ATTACKS[name].format(cmd=f"touch {sentinel}"))
+    if name == "alternates":
+        # Alternates make git read objects elsewhere: no program; the
+        # control is that the host's git honours the file.
+        (wt / "altobj").mkdir(exist_ok=True)
+        assert host_git(wt, "count-objects", "-v").stdout.count("alternate:") == 1
+        return
+    if name == "worktree-hooks":
+        # Git never reads hooks from a worktree's own Git directory: the
+        # attack is inert even on the host (kept so that a future Git that
+        # did would be caught by the sandbox test).
+        host_everyday(main, wt, other)
+        assert not sentinel.exists()
+        return
+    host_everyday(main, wt, other)
+    assert sentinel.exists(), f"control {name!r}: the host's git did not run the planted command"
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_worktree_attack_defeated(lazaret, debian, tmp_path, name):
+    main, (wt, other) = make_worktrees(tmp_path, "wt", "other", worktree_config=True)
+    sentinel = tmp_path / "SENTINEL"
+    g = main / ".git"
+    watched = [g / "config", wt / ".git", g / "worktrees" / "wt" / "commondir", g / "worktrees" / "wt" / "gitdir"]
+    before = {p: p.read_bytes() for p in watched}
+    evil = os.path.relpath(wt / "evil", g / "worktrees" / "wt")
+    script = (f"G={COMMON}; P=$G/worktrees/wt; W=/workspace; O=$G/worktrees/other; EVIL={evil}; cd /workspace; "
+              + ATTACKS[name].format(cmd=f"touch {sentinel}") + "; true")
+    r = inside(lazaret, debian, wt, script)
+    assert r.returncode == 0, r.stderr.decode()
+    for p, b in before.items():
+        assert p.read_bytes() == b, f"attack {name!r} changed {p}"
+    planted = [p for p in [g / "hooks" / "pre-commit", g / "hooks" / "post-checkout",
+                           g / "worktrees" / "wt" / "config.worktree", g / "worktrees" / "other" / "config.worktree",
+                           g / "objects" / "info" / "alternates"] if p.exists()]
+    assert planted == [], f"attack {name!r} planted {planted}"
+    host_everyday(main, wt, other)
+    assert not sentinel.exists(), f"attack {name!r} made the host's git run an agent-written command"
+    assert host_git(main, "fsck", "--no-progress").returncode == 0
+    assert "developer commit" in host_git(wt, "log", "-1", "--format=%s").stdout
+
+
+def test_worktree_display_attack(lazaret, debian, tmp_path):
+    """info/attributes of the common directory (`*.py -diff`) would make the
+    host's `git log -p` hide a change as "Binary files differ"."""
+    script = DISPLAY["info-attributes"]
+    # Control: on the host, the attack hides the diff.
+    main, wt, other = run_attack_host_side(tmp_path / "ctl", "info-attributes", script)
+    (wt / "app.py").write_text("print('backdoor')\n")
+    host_git(wt, "commit", "-qam", "py change")
+    assert "Binary files" in host_git(wt, "log", "-1", "-p").stdout
+    # Through the sandbox it does not.
+    main, (wt,) = make_worktrees(tmp_path / "real", "wt")
+    r = inside(lazaret, debian, wt, f"G={COMMON}; " + script + "; true")
+    assert r.returncode == 0
+    (wt / "app.py").write_text("print('backdoor')\n")
+    host_git(wt, "commit", "-qam", "py change")
+    out = host_git(wt, "log", "-1", "-p").stdout
+    assert "Binary files" not in out and "backdoor" in out
+
+
+def _agent(lazaret, env, wt, n, marker):
+    c = pexpect.spawn(lazaret, ["run", "-p", "test"], cwd=str(wt), env=env.environ(), encoding="utf-8",
+                      timeout=180, dimensions=(30, 120))
+    c.expect(r"[#$] ")
+    c.sendline(AGENT + "cd /workspace; PS1='agent$ '")
+    c.expect("agent\\$ ")
+    c.sendline(f"for i in $(seq 1 {n}); do echo $i >> {marker}.txt; git add {marker}.txt; "
+               f"git commit -qm \"{marker} $i\" || echo COMMIT-FAILED; done; echo DONE-{marker}")
+    return c
+
+
+def test_two_agents_two_worktrees_commit_at_once(lazaret, debian, tmp_path):
+    """Two sandboxes (two Domains) on two worktrees of one repository, each
+    driven through its own PTY, committing at the same time; the host sees
+    every commit of both, and the repository is sound."""
+    main, (wa, wb) = make_worktrees(tmp_path, "agent-a", "agent-b")
+    n = 15
+    a = _agent(lazaret, debian, wa, n, "a")
+    b = _agent(lazaret, debian, wb, n, "b")
+    for c, m in ((a, "a"), (b, "b")):
+        c.expect(f"DONE-{m}")
+        assert "COMMIT-FAILED" not in c.before
+    # Two Domains side by side, each saying which repository and branch.
+    ps = subprocess.run([lazaret, "ps"], env=debian.environ(), capture_output=True, text=True, timeout=60).stdout
+    assert f"linked worktree agent-a of {main}, branch agent-a" in ps
+    assert f"linked worktree agent-b of {main}, branch agent-b" in ps
+    for c in (a, b):
+        c.sendline("exit")
+        c.expect(pexpect.EOF)
+    la = host_git(main, "log", "agent-a", "--format=%s").stdout
+    lb = host_git(main, "log", "agent-b", "--format=%s").stdout
+    assert all(f"a {i}" in la for i in range(1, n + 1)), la
+    assert all(f"b {i}" in lb for i in range(1, n + 1)), lb
+    assert host_git(main, "fsck", "--no-progress").returncode == 0
+    assert host_git(wa, "status", "--porcelain").stdout == ""
+
+
+def test_config_check_and_removed_worktree(lazaret, debian, tmp_path):
+    main, (wt,) = make_worktrees(tmp_path, "wt")
+    r = subprocess.run([lazaret, "config", "check", "-p", "test"], cwd=wt, env=debian.environ(),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert f"linked worktree wt of the repository {main} (branch wt)" in r.stdout
+    assert "/run/lazaret/repo/.git" in r.stdout
+    # The Domain ran once; then the developer removes the worktree.
+    assert inside(lazaret, debian, wt, "git -C /workspace status --short").returncode == 0
+    assert host_git(main, "worktree", "remove", str(wt)).returncode == 0
+    st = subprocess.run([lazaret, "state", "list"], env=debian.environ(), capture_output=True, text=True,
+                        timeout=120)
+    assert st.returncode == 0, st.stderr
+    assert str(wt) in st.stdout
+    # A worktree whose metadata was removed but whose directory is left
+    # refuses to start, naming the way to mend it.
+    wt.mkdir()
+    (wt / ".git").write_text(f"gitdir: {main}/.git/worktrees/wt\n")
+    r = lz_run(lazaret, debian, wt, ["true"])
+    assert r.returncode != 0
+    assert "git worktree repair" in r.stderr.decode()
