@@ -20,7 +20,7 @@ import time
 import pexpect
 import pytest
 
-from conftest import git_env, lz_run, make_git_repo
+from conftest import git_env, lz_run, make_git_repo, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -265,8 +265,10 @@ def _agent(lazaret, env, wt, n, marker):
     c.expect(r"[#$] ")
     c.sendline(AGENT + "cd /workspace; PS1='agent$ '")
     c.expect("agent\\$ ")
+    # The markers are spelled apart on the command line so that its echo
+    # does not match them.
     c.sendline(f"for i in $(seq 1 {n}); do echo $i >> {marker}.txt; git add {marker}.txt; "
-               f"git commit -qm \"{marker} $i\" || echo COMMIT-FAILED; done; echo DONE-{marker}")
+               f"git commit -qm \"{marker} $i\" || echo COMMIT-\"\"FAILED; done; echo DONE-\"\"{marker}")
     return c
 
 
@@ -279,8 +281,8 @@ def test_two_agents_two_worktrees_commit_at_once(lazaret, debian, tmp_path):
     a = _agent(lazaret, debian, wa, n, "a")
     b = _agent(lazaret, debian, wb, n, "b")
     for c, m in ((a, "a"), (b, "b")):
-        c.expect(f"DONE-{m}")
-        assert "COMMIT-FAILED" not in c.before
+        c.expect(f"DONE-{m}\r\n")
+        assert "COMMIT-FAILED" not in c.before, c.before
     # Two Domains side by side, each saying which repository and branch.
     ps = subprocess.run([lazaret, "ps"], env=debian.environ(), capture_output=True, text=True, timeout=60).stdout
     assert f"linked worktree agent-a of {main}, branch agent-a" in ps
@@ -306,10 +308,16 @@ def test_config_check_and_removed_worktree(lazaret, debian, tmp_path):
     # The Domain ran once; then the developer removes the worktree.
     assert inside(lazaret, debian, wt, "git -C /workspace status --short").returncode == 0
     assert host_git(main, "worktree", "remove", str(wt)).returncode == 0
-    st = subprocess.run([lazaret, "state", "list"], env=debian.environ(), capture_output=True, text=True,
+    # Its Domain's state stays, and `state ls` says the workspace is gone.
+    wait_until(lambda: not any(str(wt) in ln and " yes " in ln for ln in subprocess.run(
+        [lazaret, "state", "ls"], env=debian.environ(), capture_output=True, text=True, timeout=120).stdout.splitlines()))
+    st = subprocess.run([lazaret, "state", "ls"], env=debian.environ(), capture_output=True, text=True,
                         timeout=120)
     assert st.returncode == 0, st.stderr
-    assert str(wt) in st.stdout
+    lines = st.stdout.splitlines()
+    at = [i for i, ln in enumerate(lines) if ln.endswith(str(wt))]
+    assert len(at) == 1, st.stdout
+    assert "the workspace no longer exists (a removed worktree?)" in "\n".join(lines[at[0]:at[0] + 3])
     # A worktree whose metadata was removed but whose directory is left
     # refuses to start, naming the way to mend it.
     wt.mkdir()
