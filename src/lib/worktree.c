@@ -1,8 +1,11 @@
 /* worktree.c — see worktree.h. */
 #include "worktree.h"
+#include "gitscan.h"
+#include "spawn.h"
 
 #include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 /* The first line of a small regular file (no symlink followed at its
@@ -120,4 +123,96 @@ char *lz_worktree_head(const char *gitdir) {
 
 char *lz_worktree_gitfile(const char *name) {
     return lz_xasprintf("gitdir: " LZ_SANDBOX_GIT_COMMON "/worktrees/%s\n", name);
+}
+
+static bool name_ok(const char *n) {
+    size_t l = strlen(n);
+    if (l == 0 || l > 64 || n[0] == '-' || n[0] == '.' || strstr(n, "..") ||
+        (l >= 5 && !strcmp(n + l - 5, ".lock")))
+        return false;
+    return strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == l;
+}
+
+/* Runs git (argv[0], absolute) with this process's environment, output to
+ * stderr; its exit status, or a negative errno. */
+static int run_git(char *const argv[]) {
+    extern char **environ;
+    struct lz_spawn_opts o = {
+        .path = argv[0], .argv = argv, .envp = environ, .stdin_fd = -1, .stdout_fd = 2, .stderr_fd = 2, .setns_pidfd = -1
+    };
+    struct lz_child c;
+    int r = lz_spawn(&o, &c);
+    if (r < 0)
+        return r;
+    int st = 0;
+    r = lz_child_wait(&c, 600 * 1000, &st);
+    if (r < 0) {
+        lz_child_signal(&c, SIGKILL);
+        lz_child_wait(&c, -1, &st);
+    }
+    lz_child_close(&c);
+    return r < 0 ? r : st;
+}
+
+int lz_worktree_create(const char *workspace, const char *name, char **ret_path, struct lz_error *err) {
+    if (!name_ok(name))
+        return lz_error_set(err, -EINVAL,
+                            "--worktree %s: a worktree name is letters, digits, '.', '_' and '-' (not first), at "
+                            "most 64, without \"..\" or a \".lock\" end",
+                            name);
+    struct lz_worktree wt = { 0 };
+    int r = lz_worktree_probe(workspace, &wt, err);
+    if (r < 0)
+        return r;
+    _cleanup_free_ char *main_top = NULL, *common = NULL;
+    if (r > 0) {
+        main_top = TAKE_PTR(wt.repo);
+        common = TAKE_PTR(wt.common);
+        lz_worktree_clear(&wt);
+    } else {
+        _cleanup_free_ char *g = lz_xasprintf("%s/.git", workspace);
+        struct stat st;
+        if (lstat(g, &st) < 0 || !S_ISDIR(st.st_mode))
+            return lz_error_set(err, -EINVAL,
+                                "--worktree: %s is not a Git repository's main work tree or one of its linked "
+                                "worktrees",
+                                workspace);
+        main_top = realpath(workspace, NULL);
+        common = realpath(g, NULL);
+        if (!main_top || !common)
+            return lz_error_set(err, -errno, "cannot resolve %s: %s", workspace, strerror(errno));
+    }
+    _cleanup_free_ char *d1 = lz_xstrdup(main_top), *d2 = lz_xstrdup(main_top);
+    const char *parent = dirname(d1), *base = basename(d2);
+    _cleanup_free_ char *path = lz_xasprintf("%s/%s-%s", strcmp(parent, "/") ? parent : "", base, name);
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        struct lz_error e2 = { 0 };
+        r = lz_worktree_probe(path, &wt, &e2);
+        bool same = r > 0 && !strcmp(wt.common, common) && !strcmp(wt.name, name);
+        lz_worktree_clear(&wt);
+        if (!same)
+            return lz_error_set(err, -EEXIST, "--worktree %s: %s exists and is not the linked worktree %s of %s", name,
+                                path, name, main_top);
+        *ret_path = TAKE_PTR(path);
+        return 0;
+    }
+    _cleanup_free_ char *git = lz_gitscan_git_path();
+    if (!git)
+        return lz_error_set(err, -ENOENT, "--worktree needs the host's git, which is not on PATH");
+    _cleanup_free_ char *ref = lz_xasprintf("refs/heads/%s", name);
+    char *verify[] = { git, (char *)"-C", main_top, (char *)"rev-parse", (char *)"--verify", (char *)"-q",
+                       ref, NULL };
+    char out[128];
+    int st2 = 0;
+    bool exists = lz_spawn_capture(verify, 30000, out, sizeof out, &st2) == 0 && st2 == 0;
+    char *add_new[] = { git, (char *)"-C", main_top, (char *)"worktree", (char *)"add", path, (char *)"-b",
+                        (char *)name, NULL };
+    char *add_old[] = { git, (char *)"-C", main_top, (char *)"worktree", (char *)"add", path, (char *)name, NULL };
+    r = run_git(exists ? add_old : add_new);
+    if (r != 0)
+        return lz_error_set(err, r < 0 ? r : -EIO, "git worktree add %s %s%s failed (%s)", path,
+                            exists ? "" : "-b ", name, r < 0 ? strerror(-r) : "see git's message above");
+    *ret_path = TAKE_PTR(path);
+    return 0;
 }

@@ -52,3 +52,15 @@ char *lz_worktree_head(const char *gitdir);
 /* The content of the gitfile bound at /workspace/.git for worktree name
  * (malloc'd). */
 char *lz_worktree_gitfile(const char *name);
+
+/* `lazaret run --worktree NAME`: the linked worktree NAME of the repository
+ * holding workspace (its main work tree, or one of its linked worktrees),
+ * made by the host's own git when it does not exist yet (`git worktree add
+ * PATH -b NAME`, or `git worktree add PATH NAME` when the branch exists;
+ * its output goes to stderr), at PATH = the main work tree's sibling
+ * `<repo>-NAME`. An existing PATH must be a linked worktree of the same
+ * repository. NAME: letters, digits, '.', '_', '-' (not first), at most 64,
+ * no ".." and no ".lock" end. On success *ret_path is PATH (malloc'd). The
+ * git run gets this process's environment: it is the developer's own
+ * command, hooks included, run as they would run it by hand. */
+int lz_worktree_create(const char *workspace, const char *name, char **ret_path, struct lz_error *err);

@@ -325,3 +325,36 @@ def test_config_check_and_removed_worktree(lazaret, debian, tmp_path):
     r = lz_run(lazaret, debian, wt, ["true"])
     assert r.returncode != 0
     assert "git worktree repair" in r.stderr.decode()
+
+
+def test_run_worktree_option(lazaret, debian, tmp_path):
+    """`lazaret run --worktree NAME`: the host's git makes the worktree
+    (../REPO-NAME, branch NAME) and the session runs in it; again, it
+    joins the same worktree; from inside a worktree it is a sibling of the
+    main work tree too."""
+    main = make_git_repo(tmp_path / "proj")
+    cmd = [lazaret, "run", "-p", "test", "--worktree", "feat", "--", "bash", "-c",
+           "git -C /workspace rev-parse --abbrev-ref HEAD; pwd"]
+    r = subprocess.run(cmd, cwd=main, env=debian.environ(), capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["feat", "/workspace"]
+    wt = tmp_path / "proj-feat"
+    assert (wt / ".git").read_text() == f"gitdir: {main}/.git/worktrees/feat\n"
+    assert host_git(wt, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip() == "feat"
+    # Again: the same worktree.
+    r = subprocess.run(cmd, cwd=main, env=debian.environ(), capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    # From the worktree, an existing branch: checked out, not made.
+    host_git(main, "branch", "existing")
+    r = subprocess.run([lazaret, "run", "-p", "test", "--worktree", "existing", "--", "true"], cwd=wt,
+                       env=debian.environ(), capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    assert host_git(tmp_path / "proj-existing", "rev-parse", "--abbrev-ref", "HEAD").stdout.strip() == "existing"
+    # A name that is no worktree name, and a path that is something else.
+    r = subprocess.run([lazaret, "run", "-p", "test", "--worktree", "../x", "--", "true"], cwd=main,
+                       env=debian.environ(), capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "worktree name" in r.stderr
+    (tmp_path / "proj-taken").mkdir()
+    r = subprocess.run([lazaret, "run", "-p", "test", "--worktree", "taken", "--", "true"], cwd=main,
+                       env=debian.environ(), capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "is not the linked worktree" in r.stderr
