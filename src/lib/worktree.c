@@ -189,11 +189,12 @@ int lz_worktree_create(const char *workspace, const char *name, char **ret_path,
     if (lstat(path, &st) == 0) {
         struct lz_error e2 = { 0 };
         r = lz_worktree_probe(path, &wt, &e2);
-        bool same = r > 0 && !strcmp(wt.common, common) && !strcmp(wt.name, name);
+        /* Git names worktrees/<id> after PATH's last component, not NAME. */
+        bool same = r > 0 && !strcmp(wt.common, common);
         lz_worktree_clear(&wt);
         if (!same)
-            return lz_error_set(err, -EEXIST, "--worktree %s: %s exists and is not the linked worktree %s of %s", name,
-                                path, name, main_top);
+            return lz_error_set(err, -EEXIST, "--worktree %s: %s exists and is not a linked worktree of %s", name, path,
+                                main_top);
         *ret_path = TAKE_PTR(path);
         return 0;
     }

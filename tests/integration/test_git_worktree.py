@@ -339,7 +339,7 @@ def test_run_worktree_option(lazaret, debian, tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["feat", "/workspace"]
     wt = tmp_path / "proj-feat"
-    assert (wt / ".git").read_text() == f"gitdir: {main}/.git/worktrees/feat\n"
+    assert (wt / ".git").read_text() == f"gitdir: {main}/.git/worktrees/proj-feat\n"
     assert host_git(wt, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip() == "feat"
     # Again: the same worktree.
     r = subprocess.run(cmd, cwd=main, env=debian.environ(), capture_output=True, text=True, timeout=180)
@@ -357,4 +357,4 @@ def test_run_worktree_option(lazaret, debian, tmp_path):
     (tmp_path / "proj-taken").mkdir()
     r = subprocess.run([lazaret, "run", "-p", "test", "--worktree", "taken", "--", "true"], cwd=main,
                        env=debian.environ(), capture_output=True, text=True, timeout=60)
-    assert r.returncode != 0 and "is not the linked worktree" in r.stderr
+    assert r.returncode != 0 and "is not a linked worktree of" in r.stderr
