@@ -257,6 +257,7 @@ static void hc_done(struct hc *h) {
         free(h->vol_view[i]);
     lz_worktree_clear(&h->wt);
     free(h->wt_gitfile);
+    free(h->wt_gitdir_file);
     free(h->router);
     free(h->sock_path);
     free(h->runsc);

@@ -332,6 +332,11 @@ static int prepare_generation(struct hc *h, struct lz_error *err) {
             return lz_error_set(err, gd < 0 ? -errno : r, "cannot write the worktree's gitfile in %s", h->gen_dir);
         free(h->wt_gitfile);
         h->wt_gitfile = lz_xasprintf("%s/gitfile", h->gen_dir);
+        static const char wgd[] = LZ_SANDBOX_WORKSPACE "/.git\n";
+        if ((r = lz_write_file_volatile_at(gd, "worktree-gitdir", wgd, strlen(wgd), 0644)) < 0)
+            return lz_error_set(err, r, "cannot write the worktree's gitdir in %s", h->gen_dir);
+        free(h->wt_gitdir_file);
+        h->wt_gitdir_file = lz_xasprintf("%s/worktree-gitdir", h->gen_dir);
         hc_log("linked worktree %s of %s: its Git directory %s is served at " LZ_SANDBOX_GIT_COMMON, h->wt.name,
                h->wt.repo, h->wt.common);
     }

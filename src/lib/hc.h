@@ -163,7 +163,7 @@ struct hc {
      * Git directory is the last of the volume routers (vol_of SIZE_MAX),
      * and wt_gitfile the gitfile the sandbox sees at /workspace/.git. */
     struct lz_worktree wt;
-    char *wt_gitfile;
+    char *wt_gitfile, *wt_gitdir_file;
     struct lz_esc *esc;                 /* escalation.c: mailbox, keys, requests (NULL before the Trust Anchor) */
     const struct hc_esc_port *esc_port; /* what escalation.c may call (coordinator.c wires it) */
     /* generation.c, while starting: what goes to the Supervisor. */

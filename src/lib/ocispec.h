@@ -47,6 +47,12 @@ struct lz_sandbox_spec {
     const char *wt_gitfile;
     const char *wt_common_view;
     const char *wt_common;
+    /* ...and the worktree's id and a file naming /workspace/.git, bound
+     * over its `gitdir` (which names the host path, absent inside: Git's
+     * `worktree prune`, run by `git gc`, would take the worktree for a
+     * stale one and delete what it can of it). */
+    const char *wt_name;
+    const char *wt_gitdir_file;
 };
 
 /* Builds the workspace mount list (the Git protection layout) by looking

@@ -214,10 +214,12 @@ static enum lz_router_class cmax(enum lz_router_class a, enum lz_router_class b)
  *
  * Git's own split (path.c, common_list): of a common Git directory, a
  * linked worktree's git writes the objects, the shared refs and their
- * logs, packed-refs and gc.pid; its HEAD, index, logs/HEAD, rebase state
+ * logs, packed-refs (written as packed-refs.new or .lock, then renamed)
+ * and gc.pid; its HEAD, index, logs/HEAD, rebase state
  * and per-worktree refs live in worktrees/<id>/. What is left at the root
  * is the main work tree's own state or configuration. */
-static const char *const common_free[] = { "objects", "refs", "packed-refs", "logs", "info", "lost-found", "gc.pid" };
+static const char *const common_free[] = { "objects", "refs",       "packed-refs", "packed-refs.new",
+                                            "logs",    "info",       "lost-found",  "gc.pid" };
 static const char *const worktree_refs[] = { "bisect", "worktree", "rewritten" };
 
 /* Components 0 and 1 are `worktrees/NAME` of this Domain (exactly its

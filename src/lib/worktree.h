@@ -10,7 +10,10 @@
  * main work tree's own state and every other worktree read-only; the main
  * work tree's files not served at all) at LZ_SANDBOX_GIT_COMMON, and binds
  * over /workspace/.git a gitfile naming LZ_SANDBOX_GIT_COMMON/worktrees/NAME
- * (its `commondir`, `../..`, then lands on the common directory by itself).
+ * (its `commondir`, `../..`, then lands on the common directory by itself),
+ * and over that worktree's `gitdir` a file naming /workspace/.git (the
+ * host path it holds does not exist inside, and `git gc`'s `worktree
+ * prune` would take the worktree for a stale one).
  * docs/security-git.md, "Linked worktrees".
  *
  * lz_worktree_probe() reads the host's files as they are when the Domain

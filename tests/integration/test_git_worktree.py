@@ -75,11 +75,30 @@ def test_worktree_round_trip(lazaret, debian, tmp_path):
         git log --format=%s | head -5
         ls -a /run/lazaret/repo
         git worktree list
+        git pack-refs --all
+        git repack -adq
+        git prune
+        git commit-graph write 2>/dev/null
+        git worktree prune --expire now
+        git gc -q 2>&1 && echo GC-RAN || echo GC-STOPPED
+        cat $(git rev-parse --git-dir)/gitdir
+        git status --short
     """)
     out = r.stdout.decode()
     assert r.returncode == 0, r.stderr.decode() + out
     assert f"gitdir: {COMMON}/worktrees/feature" in out
     assert f"{COMMON}/worktrees/feature\n{COMMON}\n" in out
+    # Its own gitdir names where it is inside: `worktree prune` (and
+    # `gc`) leave it alone.
+    assert "/workspace/.git\n" in out
+    assert "/workspace " in out  # git worktree list
+    assert (main / ".git" / "worktrees" / "feature" / "HEAD").exists()
+    assert "refs/heads/feature" in (main / ".git" / "packed-refs").read_text()
+    # `git gc` stops at `reflog expire --all`, which would rewrite the main
+    # work tree's reflog under its HEAD.lock (docs/security-git.md, "Linked
+    # worktrees"); repack and prune, above, work.
+    assert "GC-STOPPED" in out and "main-worktree/HEAD" in out
+    assert list((main / ".git" / "objects" / "pack").glob("*.pack"))
     # The host sees the commits at once, on the worktree's branch.
     log = host_git(wt, "log", "--format=%s").stdout
     assert "from the worktree sandbox" in log and "on-side" in log and "stash-pop" in log
@@ -358,3 +377,23 @@ def test_run_worktree_option(lazaret, debian, tmp_path):
     r = subprocess.run([lazaret, "run", "-p", "test", "--worktree", "taken", "--", "true"], cwd=main,
                        env=debian.environ(), capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "is not a linked worktree of" in r.stderr
+
+
+def test_main_repository_domain_with_worktrees(lazaret, debian, tmp_path):
+    """The main work tree's own Domain, while linked worktrees exist: commits
+    work; the worktrees' Git directories stay read-only (as before), so
+    `git gc` stops at `reflog expire --all` there too (it would rewrite each
+    worktree's reflog under its HEAD.lock)."""
+    main, (wt,) = make_worktrees(tmp_path, "wt")
+    r = inside(lazaret, debian, main, """
+        cd /workspace
+        echo x >> README; git commit -qam main-commit && echo COMMITTED
+        git gc -q 2>&1 && echo GC-RAN || echo GC-STOPPED
+        echo 'ref: refs/heads/evil' > .git/worktrees/wt/HEAD
+        true
+    """)
+    out = r.stdout.decode()
+    assert "COMMITTED" in out
+    assert "GC-STOPPED" in out, out
+    assert (main / ".git" / "worktrees" / "wt" / "HEAD").read_text() == "ref: refs/heads/wt\n"
+    assert host_git(wt, "status", "--porcelain").returncode == 0

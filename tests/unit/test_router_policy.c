@@ -744,6 +744,7 @@ static void test_linked_worktree(void **state) {
     static const char *const free_paths[] = {
         "objects/ab/cdef", "objects/pack/pack-1.pack", "objects/info/packs", "objects/info/commit-graph.lock",
         "refs/heads/feature", "refs/heads/feature.lock", "refs/tags/v1", "refs/stash", "packed-refs.lock",
+        "packed-refs.new",
         "logs/refs/heads/feature", "logs/refs/stash", "gc.pid", "gc.pid.lock", "lost-found/commit/x", "info/refs",
         "worktrees/wt/HEAD", "worktrees/wt/HEAD.lock", "worktrees/wt/ORIG_HEAD", "worktrees/wt/index.lock",
         "worktrees/wt/logs/HEAD", "worktrees/wt/COMMIT_EDITMSG", "worktrees/wt/rebase-merge/done",
@@ -789,6 +790,7 @@ static void test_linked_worktree(void **state) {
     assert_ren(0, "worktrees/wt/HEAD.lock", "worktrees/wt/HEAD", false, true, false, 0);
     assert_ren(0, "worktrees/wt/index.lock", "worktrees/wt/index", false, true, false, 0);
     assert_ren(0, "packed-refs.lock", "packed-refs", false, true, false, 0);
+    assert_ren(0, "packed-refs.new", "packed-refs", false, true, false, 0);
     assert_int_equal(lz_router_is_index(&pol, "worktrees/wt/index", NULL), 1);
     assert_int_equal(lz_router_is_packed_refs(&pol, "packed-refs"), 1);
     assert_op(-EPERM, LZ_ROP_WRITE, "worktrees/wt/index", false, NULL);
