@@ -397,3 +397,31 @@ def test_main_repository_domain_with_worktrees(lazaret, debian, tmp_path):
     assert "GC-STOPPED" in out, out
     assert (main / ".git" / "worktrees" / "wt" / "HEAD").read_text() == "ref: refs/heads/wt\n"
     assert host_git(wt, "status", "--porcelain").returncode == 0
+
+
+def test_worktree_start_scans_common_git_dir(lazaret, env, tmp_path):
+    """At Domain start the common Git directory is walked like a
+    workspace's own: a symlink the host's git would write through, or an
+    unsafe index in the worktree's own Git directory, refuses the start;
+    removed, the Domain starts (the positive control of each)."""
+    from test_git_scan import crafted_index
+    main, (wt,) = make_worktrees(tmp_path, "wt")
+    pgd = main / ".git" / "worktrees" / "wt"
+    target = tmp_path / "elsewhere"
+    target.write_text("")
+    (pgd / "ORIG_HEAD").unlink(missing_ok=True)
+    (pgd / "ORIG_HEAD").symlink_to(target)
+    r = lz_run(lazaret, env, wt, ["sh", "-c", "echo started"])
+    err = r.stderr.decode()
+    assert r.returncode != 0 and "started" not in r.stdout.decode()
+    assert "worktrees/wt/ORIG_HEAD (symlink)" in err, err
+    (pgd / "ORIG_HEAD").unlink()
+    blob = host_git(main, "hash-object", "-w", "--stdin", input="x\n").stdout.strip()
+    good_index = (pgd / "index").read_bytes()
+    (pgd / "index").write_bytes(crafted_index([(0o100644, blob, "../outside"), (0o100644, blob, "README")]))
+    r = lz_run(lazaret, env, wt, ["sh", "-c", "echo started"])
+    err = r.stderr.decode()
+    assert r.returncode != 0 and "unsafe for the host's git" in err and "worktrees/wt/index" in err, err
+    (pgd / "index").write_bytes(good_index)
+    r = lz_run(lazaret, env, wt, ["sh", "-c", "echo started"])
+    assert r.returncode == 0 and "started" in r.stdout.decode(), r.stderr.decode()
