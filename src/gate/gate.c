@@ -35,6 +35,7 @@
  * Usage (by the coordinator only):
  *   lazaret-gate --listen-fd N --channel-fd M [--max-conns K]
  */
+#include "credgate.h"
 #include "gateproto.h"
 #include "tlshello.h"
 
@@ -63,7 +64,7 @@
 #define GATE_PUMP_ROUNDS 32          /* moves per direction before other connections get a turn */
 #define GATE_LOG_PER_S 20            /* log lines a second; the rest are counted */
 
-enum cstate { C_FREE = 0, C_PEEK, C_ASK, C_CONNECT, C_SPLICE };
+enum cstate { C_FREE = 0, C_PEEK, C_ASK, C_CONNECT, C_SPLICE, C_TLS };
 
 struct conn {
     enum cstate st;
@@ -75,7 +76,8 @@ struct conn {
     bool eof_c, eof_u;   /* read side ended */
     bool shut_u, shut_c; /* write side shut (after its pipe drained) */
     bool again;          /* on the run list: pump again before sleeping */
-    int64_t deadline;    /* PEEK, ASK, CONNECT; 0 while splicing */
+    int64_t deadline;    /* PEEK, ASK, CONNECT, TLS handshakes; 0 while splicing or relaying */
+    struct cg_conn *tls; /* C_TLS: a credential host's connection (credgate.h) */
     uint32_t addr;       /* original destination, host byte order */
     uint16_t port;
     char sni[LZ_HOSTNAME_MAX + 1];
@@ -240,6 +242,8 @@ static int seccomp_apply(void) {
         ALLOW(SYS_epoll_pwait2),
 #endif
         ALLOW(SYS_clock_gettime),
+        ALLOW(SYS_getrandom), /* OpenSSL's generator reseeds (credential hosts) */
+        ALLOW(SYS_mprotect),
         ALLOW(SYS_brk),
         ALLOW(SYS_mmap),
         ALLOW(SYS_munmap),
@@ -296,6 +300,8 @@ static void conn_end(struct conn *c, bool rst) {
         struct linger l = { .l_onoff = 1, .l_linger = 0 };
         setsockopt(c->cfd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
     }
+    cg_conn_free(c->tls);
+    c->tls = NULL;
     xclose(&c->cfd);
     xclose(&c->ufd);
     xclose(&c->pcu[0]);
@@ -411,6 +417,51 @@ static void splice_start(size_t i) {
     pump(i);
 }
 
+/* A credential host's connection: the gate's own TLS both ways
+ * (credgate.h). */
+static void tls_step(size_t i) {
+    struct conn *c = &conns[i];
+    switch (cg_conn_step(c->tls)) {
+    case CG_WAIT:
+        if (!cg_conn_handshaking(c->tls))
+            c->deadline = 0;
+        return;
+    case CG_AGAIN:
+        if (!cg_conn_handshaking(c->tls))
+            c->deadline = 0;
+        if (!c->again) {
+            c->again = true;
+            runq[n_runq++] = i;
+        }
+        return;
+    case CG_END: conn_end(c, false); return;
+    case CG_RESET: refuse(c, cg_conn_why(c->tls)); return;
+    }
+}
+
+static void tls_start(size_t i, int host) {
+    struct conn *c = &conns[i];
+    c->tls = cg_conn_new(host, c->cfd, c->ufd, c->addr, c->port);
+    if (!c->tls) {
+        refuse(c, "no TLS state for the connection (out of memory)");
+        return;
+    }
+    c->st = C_TLS;
+    c->deadline = now_ms() + GATE_CONNECT_MS;
+    tls_step(i);
+}
+
+/* Connected to the server: a credential host's connection goes through
+ * the gate's TLS, any other is spliced. */
+static void connected(size_t i) {
+    struct conn *c = &conns[i];
+    int host = cg_host(c->sni);
+    if (host >= 0)
+        tls_start(i, host);
+    else
+        splice_start(i);
+}
+
 static void upstream_ready(size_t i, uint32_t events) {
     struct conn *c = &conns[i];
     if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
@@ -432,7 +483,7 @@ static void upstream_ready(size_t i, uint32_t events) {
         refuse(c, why);
         return;
     }
-    splice_start(i);
+    connected(i);
 }
 
 static void connect_up(size_t i) {
@@ -449,7 +500,7 @@ static void connect_up(size_t i) {
     c->deadline = now_ms() + GATE_CONNECT_MS;
     ep_add(c->ufd, tag_of(i, true), EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET);
     if (connect(c->ufd, (struct sockaddr *)&sa, sizeof sa) == 0) {
-        splice_start(i);
+        connected(i);
         return;
     }
     if (errno != EINPROGRESS) {
@@ -569,6 +620,7 @@ static void expire(int64_t now) {
         refuse(c,
                c->st == C_PEEK      ? "no whole ClientHello in time"
                    : c->st == C_ASK ? "the resolver did not answer in time"
+                   : c->st == C_TLS ? "the TLS handshakes did not end in time"
                                     : "the server did not answer in time");
     }
 }
@@ -580,19 +632,32 @@ static int fd_arg(const char *s) {
     return errno || *end || v < 3 || v > 1 << 20 ? -1 : (int)v;
 }
 
+/* A report to the resolver (gateproto.h, LZ_GATE_REPORT): no reply. */
+static void report(uint32_t addr, uint16_t port, const char *host, bool push, const char *why) {
+    struct lz_gate_req q = { .addr = addr, .port = port, .flags = LZ_GATE_REPORT | (push ? LZ_GATE_REPORT_PUSH : 0) };
+    snprintf(q.sni, sizeof q.sni, "%s", host);
+    snprintf(q.why, sizeof q.why, "%s", why);
+    if (send(chan, &q, sizeof q, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof q)
+        logf_("a report to the resolver was lost: %s: %s", host, why);
+    logf_("%s %s: %s", push ? "push to" : "refused a request to", host, why);
+}
+
 int main(int argc, char **argv) {
     long maxc = GATE_CONNS_DEFAULT;
+    int cfg = -1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--listen-fd") && i + 1 < argc)
             lfd = fd_arg(argv[++i]);
         else if (!strcmp(argv[i], "--channel-fd") && i + 1 < argc)
             chan = fd_arg(argv[++i]);
+        else if (!strcmp(argv[i], "--config-fd") && i + 1 < argc)
+            cfg = fd_arg(argv[++i]);
         else if (!strcmp(argv[i], "--max-conns") && i + 1 < argc)
             maxc = strtol(argv[++i], NULL, 10);
         else {
             fprintf(stderr,
                     "lazaret-gate: unknown argument %s\n(started by the Host Coordinator only: "
-                    "lazaret-gate --listen-fd N --channel-fd M [--max-conns K])\n",
+                    "lazaret-gate --listen-fd N --channel-fd M [--config-fd C] [--max-conns K])\n",
                     argv[i]);
             return 2;
         }
@@ -629,6 +694,19 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < n_conns_max; i++)
         conns[i].cfd = conns[i].ufd = conns[i].pcu[0] = conns[i].pcu[1] = conns[i].puc[0] = conns[i].puc[1] = -1;
 
+    /* Credential hosts: their configuration, read (and OpenSSL made
+     * ready: leaves, trust store, random generator) while files may still
+     * be opened. */
+    if (cfg >= 0) {
+        char m[512];
+        if (cg_config_read(cfg, m, sizeof m) < 0) {
+            fprintf(stderr, "lazaret-gate: credentials: %s\n", m);
+            return 1;
+        }
+        close(cfg);
+        cg_set_report(report);
+    }
+
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
         fprintf(stderr, "lazaret-gate: no_new_privs: %s\n", strerror(errno));
         return 1;
@@ -639,7 +717,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "lazaret-gate: cannot install its seccomp filter: %s\n", strerror(-sc));
         return 1;
     }
-    logf_("ready: %zu connections at most; landlock %s; seccomp on", n_conns_max,
+    logf_("ready: %zu connections at most, %zu credential host%s; landlock %s; seccomp on", n_conns_max, cg_hosts(),
+          cg_hosts() == 1 ? "" : "s",
           ll > 0        ? (ll >= 4 ? "(files, TCP port 443 only)" : "(files)")
               : ll == 0 ? "not in this kernel"
                         : "failed");
@@ -681,6 +760,7 @@ int main(int argc, char **argv) {
                     upstream_ready(i, evs[k].events);
                 break;
             case C_SPLICE: pump(i); break;
+            case C_TLS: tls_step(i); break;
             case C_ASK: /* the client waits for the resolver */
             case C_FREE: /* a stale event */ break;
             }
@@ -693,6 +773,8 @@ int main(int argc, char **argv) {
             conns[i].again = false;
             if (conns[i].st == C_SPLICE)
                 pump(i);
+            else if (conns[i].st == C_TLS)
+                tls_step(i);
         }
         int64_t now = now_ms();
         if (now >= next_expire) {

@@ -61,6 +61,20 @@ static const char *const opencode_hosts[] = {
     NULL,
 };
 
+/* The API keys: held on the host, added by the Domain's TLS gate
+ * (docs/credentials.md); the sandbox sees a placeholder. */
+#define ANTHROPIC_CREDENTIAL                                                                                           \
+    "ANTHROPIC_API_KEY = { host = \"api.anthropic.com\", header = \"x-api-key\", format = \"{}\", "                    \
+    "from_env = \"ANTHROPIC_API_KEY\" }"
+/* A subscription's long-lived token (`claude setup-token` on the host),
+ * sent as a bearer token to the same host. */
+#define CLAUDE_OAUTH_CREDENTIAL                                                                                        \
+    "CLAUDE_CODE_OAUTH_TOKEN = { host = \"api.anthropic.com\", header = \"authorization\", format = \"Bearer {}\", "   \
+    "from_env = \"CLAUDE_CODE_OAUTH_TOKEN\" }"
+#define OPENAI_CREDENTIAL                                                                                              \
+    "OPENAI_API_KEY = { host = \"api.openai.com\", header = \"authorization\", format = \"Bearer {}\", "               \
+    "from_env = \"OPENAI_API_KEY\" }"
+
 const struct lz_agent lz_agents[] = {
     {
         .name = "claude",
@@ -71,8 +85,8 @@ const struct lz_agent lz_agents[] = {
                    "volumes = [\n"
                    "  { host = \"{profile_dir}/claude\", container = \"/root/.claude\", mode = \"rw\" },\n"
                    "]\n"
-                   "env = { CLAUDE_CONFIG_DIR = \"/root/.claude\", IS_SANDBOX = \"1\", "
-                   "ANTHROPIC_API_KEY = \"env:ANTHROPIC_API_KEY\" }\n",
+                   "env = { CLAUDE_CONFIG_DIR = \"/root/.claude\", IS_SANDBOX = \"1\" }\n"
+                   "credentials = { " ANTHROPIC_CREDENTIAL ", " CLAUDE_OAUTH_CREDENTIAL " }\n",
         .hosts = claude_hosts,
     },
     {
@@ -84,7 +98,7 @@ const struct lz_agent lz_agents[] = {
                    "volumes = [\n"
                    "  { host = \"{profile_dir}/codex\", container = \"/root/.codex\", mode = \"rw\" },\n"
                    "]\n"
-                   "env = { OPENAI_API_KEY = \"env:OPENAI_API_KEY\" }\n",
+                   "credentials = { " OPENAI_CREDENTIAL " }\n",
         .hosts = codex_hosts,
     },
     {
@@ -97,7 +111,7 @@ const struct lz_agent lz_agents[] = {
                    "  { host = \"{profile_dir}/config\", container = \"/root/.config/opencode\", mode = \"rw\" },\n"
                    "  { host = \"{profile_dir}/share\", container = \"/root/.local/share/opencode\", mode = \"rw\" },\n"
                    "]\n"
-                   "env = { ANTHROPIC_API_KEY = \"env:ANTHROPIC_API_KEY\", OPENAI_API_KEY = \"env:OPENAI_API_KEY\" }\n",
+                   "credentials = { " ANTHROPIC_CREDENTIAL ", " OPENAI_CREDENTIAL " }\n",
         .hosts = opencode_hosts,
     },
     { 0 },

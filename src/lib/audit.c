@@ -20,7 +20,8 @@ static const char *const decision_names[] = {
 static const char *const end_names[] = { "completed", "denied", "timed-out", "cancelled", "failed" };
 /* Indexed by event - 1 (the events start at 1). */
 static const char *const net_event_names[] = {
-    "learned", "refused", "denied", "filtered", "limited", "allowed", "suppressed", "tls-refused",
+    "learned", "refused",    "denied",      "filtered",           "limited",
+    "allowed", "suppressed", "tls-refused", "credential-refused", "git-push",
 };
 
 const char *lz_audit_decider_name(enum lz_audit_decider d) {

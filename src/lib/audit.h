@@ -174,9 +174,10 @@
 #define LZ_AUDIT_NET_PORTS_MAX 256  /* bytes */
 #define LZ_AUDIT_NET_DETAIL_MAX 256 /* bytes */
 /* The store versions that brought each table (store.h, LZ_STORE_VERSION). */
-#define LZ_AUDIT_STORE_VERSION 2     /* table audit */
-#define LZ_AUDIT_NET_STORE_VERSION 3 /* table audit_net */
-#define LZ_AUDIT_TLS_STORE_VERSION 4 /* its event 'tls-refused' */
+#define LZ_AUDIT_STORE_VERSION 2      /* table audit */
+#define LZ_AUDIT_NET_STORE_VERSION 3  /* table audit_net */
+#define LZ_AUDIT_TLS_STORE_VERSION 4  /* its event 'tls-refused' */
+#define LZ_AUDIT_CRED_STORE_VERSION 5 /* its events 'credential-refused', 'git-push' */
 
 enum lz_audit_decider {
     LZ_AUDIT_BY_NONE,
@@ -220,14 +221,16 @@ struct lz_audit_entry {
 };
 
 enum lz_audit_net_event {
-    LZ_AUDIT_NET_LEARNED = 1, /* a name's answer was learned: routes to its addresses on its ports */
-    LZ_AUDIT_NET_REFUSED,     /* a name no rule allows was asked for (never forwarded) */
-    LZ_AUDIT_NET_DENIED,      /* a name a deny rule matches was asked for */
-    LZ_AUDIT_NET_FILTERED,    /* addresses of an answer dropped (rebinding, host address, deny prefix) */
-    LZ_AUDIT_NET_LIMITED,     /* a per-Domain bound was hit */
-    LZ_AUDIT_NET_ALLOWED,     /* the developer allowed a host rule for the session (escalation) */
-    LZ_AUDIT_NET_SUPPRESSED,  /* further rows of this kind in this generation are not recorded (the bound) */
-    LZ_AUDIT_NET_TLS_REFUSED, /* the TLS gate refused a connection (name: its server name; detail: why) */
+    LZ_AUDIT_NET_LEARNED = 1,        /* a name's answer was learned: routes to its addresses on its ports */
+    LZ_AUDIT_NET_REFUSED,            /* a name no rule allows was asked for (never forwarded) */
+    LZ_AUDIT_NET_DENIED,             /* a name a deny rule matches was asked for */
+    LZ_AUDIT_NET_FILTERED,           /* addresses of an answer dropped (rebinding, host address, deny prefix) */
+    LZ_AUDIT_NET_LIMITED,            /* a per-Domain bound was hit */
+    LZ_AUDIT_NET_ALLOWED,            /* the developer allowed a host rule for the session (escalation) */
+    LZ_AUDIT_NET_SUPPRESSED,         /* further rows of this kind in this generation are not recorded (the bound) */
+    LZ_AUDIT_NET_TLS_REFUSED,        /* the TLS gate refused a connection (name: its server name; detail: why) */
+    LZ_AUDIT_NET_CREDENTIAL_REFUSED, /* the gate refused a request to a credential's host (detail: why) */
+    LZ_AUDIT_NET_GIT_PUSH,           /* a ref a push updated through the gate, or one it refused (detail) */
 };
 
 /* What the resolver appends. Pointers are borrowed; NULL name, ports or

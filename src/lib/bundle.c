@@ -71,6 +71,12 @@ int hc_write_bundle(struct hc *h, struct lz_error *err) {
     struct lz_oci_bind *binds = NULL;
     size_t nb = 0;
     add_terminfo_binds(&binds, &nb);
+    /* The Domain CA's certificate (credentials, hc_creds.h): lazaret-init
+     * adds it to the image's trust store. */
+    if (h->trust_dir) {
+        binds = lz_xrealloc(binds, (nb + 1) * sizeof *binds);
+        binds[nb++] = (struct lz_oci_bind){ lz_xstrdup(h->trust_dir), lz_xstrdup("/run/lazaret/trust"), true };
+    }
     if ((r = add_escalation_binds(h, &binds, &nb, err)) < 0) {
         lz_oci_binds_free(binds, nb);
         return r;

@@ -150,6 +150,9 @@ static void profile_done(struct lz_profile *p) {
     free(p->allow_hosts);
     free(p->deny_hosts);
     free(p->publish);
+    for (size_t i = 0; i < p->n_credentials; i++)
+        cfg_credential_free(&p->credentials[i]);
+    free(p->credentials);
     memset(p, 0, sizeof *p);
 }
 
@@ -534,6 +537,7 @@ static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_
                                         "deny_hosts",
                                         "tls_gate",
                                         "publish",
+                                        "credentials",
                                         NULL };
     if ((r = cfg_check_keys(ld, t, key, keys)) < 0)
         return r;
@@ -564,6 +568,8 @@ static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_
 
     if ((v = lz_toml_table_get(t, "env")) && (r = parse_env(ld, pi, v)) < 0)
         return r;
+    if ((v = lz_toml_table_get(t, "credentials")) && (r = cfg_parse_credentials(ld, pi, v)) < 0)
+        return r;
 
     snprintf(key, sizeof key, "profiles.%s.ignored_state", pi->name);
     if ((r = cfg_get_bool(ld, t, "ignored_state", key, true, &pi->p.ignored_state)) < 0)
@@ -577,7 +583,7 @@ static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_
         return r;
     if ((r = cfg_parse_host_tools(ld, pi, t)) < 0)
         return r;
-    if ((r = parse_profile_egress(ld, c, pi)) < 0)
+    if ((r = parse_profile_egress(ld, c, pi)) < 0 || (r = cfg_check_credentials(ld, pi)) < 0)
         return r;
 
     /* Expansion context of this profile (for unselected profiles too, so
@@ -816,7 +822,8 @@ static int finish_selected(struct loader *ld, struct lz_config *c, struct profil
     lz_hex(c->domain_id, sizeof c->domain_id, c->domain_id_hex);
     c->domain_dir = lz_xasprintf("%s/domains/%s", c->data_root, c->domain_id_hex);
 
-    if ((r = cfg_resolve_paths(ld, c)) < 0 || (r = cfg_resolve_auto_approve(ld, c)) < 0)
+    if ((r = cfg_resolve_paths(ld, c)) < 0 || (r = cfg_resolve_auto_approve(ld, c)) < 0 ||
+        (r = cfg_resolve_credentials(ld, c)) < 0)
         return r;
     return resolve_env(ld, c, ptbl);
 }

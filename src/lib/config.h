@@ -164,6 +164,53 @@ enum lz_tls_gate {
 };
 const char *lz_tls_gate_name(enum lz_tls_gate g);
 
+/* Credentials bound to endpoints (issue 24 §2; docs/credentials.md): a
+ * profile's [profiles.NAME.credentials.VAR]. Inside the sandbox VAR holds
+ * a placeholder (credential.h); the Domain's TLS gate ends the sandbox's
+ * TLS for host only and puts the real value in place of the placeholder
+ * in the one declared header. */
+enum lz_cred_source {
+    LZ_CRED_FROM_ENV = 1, /* a host environment variable, resolved with the env: references */
+    LZ_CRED_FROM_FILE,    /* the first line of a file only the developer can read */
+    LZ_CRED_FROM_COMMAND, /* the first line a host command prints, run when the Domain starts */
+};
+#define LZ_CONFIG_MAX_CREDENTIALS 16
+/* As credstream.h has them (the same definitions). */
+#define LZ_CRED_VALUE_MIN 8 /* bytes of a credential's value */
+#define LZ_CRED_VALUE_MAX 4096
+#define LZ_CRED_PUSH_REFS_MAX 64
+
+struct lz_credential {
+    char *var;                      /* the sandbox's variable, holding the placeholder */
+    char host[LZ_HOSTNAME_MAX + 1]; /* canonical; TCP port 443 */
+    char *header;                   /* the request header, lower case */
+    bool basic;                     /* format = "basic": HTTP Basic with username */
+    char *prefix, *suffix;          /* otherwise: the format's text around {} */
+    char *username;                 /* basic only */
+    enum lz_cred_source from;
+    char *from_env;      /* LZ_CRED_FROM_ENV: the host variable */
+    char *from_file;     /* LZ_CRED_FROM_FILE: absolute, ~ expanded */
+    char **from_command; /* LZ_CRED_FROM_COMMAND: NULL-terminated, argv[0] as written */
+    size_t n_from_command;
+    char **push_refs; /* Git pushes may update these refs only (globs); none: pushes not inspected */
+    size_t n_push_refs;
+    bool push_delete;
+    /* A built-in agent profile's: an unset host variable means the
+     * credential is not used (nothing is set inside). */
+    bool optional;
+    /* Where the gate cannot work (egress = "open", tls_gate = "off"), a
+     * built-in agent profile's credential is passed into the sandbox as
+     * its plain value, as an env: reference would be. */
+    bool passed_plain;
+    /* A built-in agent profile's credential for a host the profile does
+     * not allow on 443 (egress = "locked" without it): not used. */
+    bool unreachable;
+    char *value; /* the real value, never printed: LZ_CRED_FROM_ENV at load,
+                  * the others when the Domain starts (lz_credential_fetch);
+                  * NULL when optional and unset */
+    int line;
+};
+
 struct lz_profile {
     char *name;
     char *image;
@@ -215,6 +262,8 @@ struct lz_profile {
     size_t n_allow_hosts_preset;
     struct lz_hostrule *deny_hosts;
     size_t n_deny_hosts;
+    struct lz_credential *credentials; /* sorted by var */
+    size_t n_credentials;
 };
 
 struct lz_config {

@@ -90,6 +90,13 @@ int cfg_host_setting(struct loader *ld, const struct lz_toml_value *v, const cha
 int cfg_parse_host_tools(struct loader *ld, struct profile_in *pi, const struct lz_toml_value *t);
 void cfg_host_tools_default(struct lz_profile *p);
 void cfg_host_tools_free(struct lz_profile *p);
+/* Credentials (config_creds.c): structure; the gate and the host's
+ * reach once the profile's egress is known; the selected profile's
+ * from_env values. */
+int cfg_parse_credentials(struct loader *ld, struct profile_in *pi, const struct lz_toml_value *t);
+int cfg_check_credentials(struct loader *ld, struct profile_in *pi);
+int cfg_resolve_credentials(struct loader *ld, struct lz_config *c);
+void cfg_credential_free(struct lz_credential *cr);
 int cfg_parse_persistent(struct loader *ld, struct profile_in *pi, const struct lz_toml_value *arr);
 int cfg_parse_volumes(struct loader *ld, struct profile_in *pi, const struct lz_toml_value *arr,
                       const struct expand_ctx *x);

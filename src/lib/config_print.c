@@ -152,6 +152,40 @@ void lz_config_print(FILE *out, const struct lz_config *c) {
         else
             fprintf(out, "%s = \"<redacted>\"  # literal\n", p->env[i].name);
     }
+    for (size_t i = 0; i < p->n_credentials; i++) {
+        const struct lz_credential *cr = &p->credentials[i];
+        fprintf(out, "\n[profiles.%s.credentials.%s]", p->name, cr->var);
+        if (cr->passed_plain)
+            fprintf(out, "  # passed into the sandbox as it is: no TLS gate under egress = \"%s\"%s",
+                    lz_egress_name(p->egress), p->tls_gate == LZ_TLS_GATE_OFF ? " with tls_gate = \"off\"" : "");
+        else if (cr->unreachable)
+            fprintf(out, "  # not used: this profile does not allow %s on TCP port 443", cr->host);
+        else if (cr->from == LZ_CRED_FROM_ENV && !cr->value)
+            fprintf(out, "  # not used: %s is not set on the host", cfg_disp(cr->from_env, d, sizeof d));
+        else
+            fprintf(out, "  # the sandbox holds a placeholder; the TLS gate adds the value for this host only");
+        fprintf(out, "\nhost = \"%s\"  # TCP port 443\nheader = \"%s\"\n", cr->host, cr->header);
+        if (cr->basic)
+            fprintf(out, "format = \"basic\"\nusername = %s\n", cfg_disp(cr->username, d, sizeof d));
+        else {
+            _cleanup_free_ char *f = lz_xasprintf("%s{}%s", cr->prefix, cr->suffix);
+            fprintf(out, "format = %s\n", cfg_disp(f, d, sizeof d));
+        }
+        if (cr->from == LZ_CRED_FROM_ENV)
+            fprintf(out, "from_env = %s\n", cfg_disp(cr->from_env, d, sizeof d));
+        else if (cr->from == LZ_CRED_FROM_FILE)
+            fprintf(out, "from_file = %s  # read when the Domain starts\n", cfg_disp(cr->from_file, d, sizeof d));
+        else {
+            fprintf(out, "from_command = [");
+            for (size_t k = 0; k < cr->n_from_command; k++)
+                fprintf(out, "%s%s", k ? ", " : "", cfg_disp(cr->from_command[k], d, sizeof d));
+            fprintf(out, "]  # run when the Domain starts\n");
+        }
+        if (cr->n_push_refs) {
+            print_list(out, "push_refs", cr->push_refs, cr->n_push_refs);
+            fprintf(out, "push_delete = %s\n", cr->push_delete ? "true" : "false");
+        }
+    }
     fprintf(out, "\n# Profile directory: %s\n", cfg_disp(c->profile_dir, d, sizeof d));
     fprintf(out, "# Domain Root: %s\n", cfg_disp(c->domain_dir, d, sizeof d));
     fprintf(out, "# Domain ID: %s\n", c->domain_id_hex);

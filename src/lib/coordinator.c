@@ -6,6 +6,7 @@
 #include "hc.h"
 #include "hc_esc.h"
 #include "hc_gen.h"
+#include "hc_creds.h"
 #include "hc_net.h"
 #include "hc_prompt.h"
 #include "publish.h"
@@ -249,6 +250,7 @@ static void hc_done(struct hc *h) {
     free(h->anchor_target);
     free(h->rt);
     free(h->gen_dir);
+    hc_creds_free(h);
     free(h->state_dir);
     free(h->bundle_dir);
     free(h->overlay_dir);

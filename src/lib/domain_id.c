@@ -199,6 +199,33 @@ int lz_config_fingerprint_v1(const struct lz_config *c, uint8_t ret_fp[static 32
             put_str(&st, t);
         }
     }
+    /* Credentials (never their values): only when there are some. */
+    if (p->n_credentials) {
+        put_str(&st, "credentials");
+        put_u32(&st, (uint32_t)p->n_credentials);
+        for (size_t i = 0; i < p->n_credentials; i++) {
+            const struct lz_credential *cr = &p->credentials[i];
+            put_str(&st, cr->var);
+            put_str(&st, cr->host);
+            put_str(&st, cr->header);
+            put_byte(&st, cr->basic ? 1 : 0);
+            put_str(&st, cr->basic ? cr->username : cr->prefix);
+            put_str(&st, cr->basic ? "" : cr->suffix);
+            put_byte(&st, (uint8_t)cr->from);
+            put_byte(&st, (uint8_t)((cr->passed_plain ? 1 : 0) | (cr->unreachable ? 2 : 0)));
+            if (cr->from == LZ_CRED_FROM_ENV)
+                put_str(&st, cr->from_env);
+            else if (cr->from == LZ_CRED_FROM_FILE)
+                put_str(&st, cr->from_file);
+            put_u32(&st, (uint32_t)cr->n_from_command);
+            for (size_t k = 0; k < cr->n_from_command; k++)
+                put_str(&st, cr->from_command[k]);
+            put_u32(&st, (uint32_t)cr->n_push_refs);
+            for (size_t k = 0; k < cr->n_push_refs; k++)
+                put_str(&st, cr->push_refs[k]);
+            put_byte(&st, cr->push_delete ? 1 : 0);
+        }
+    }
     /* Only when not the default, so earlier fingerprints stand. */
     if (p->tls_gate != LZ_TLS_GATE_STRICT) {
         put_str(&st, "tls_gate");

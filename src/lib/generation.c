@@ -1,5 +1,6 @@
 /* generation.c — a Domain generation's start and teardown (hc.h). */
 #include "hc_gen.h"
+#include "hc_creds.h"
 #include "hc_esc.h"
 #include "hc_session.h"
 #include "anchor.h"
@@ -380,7 +381,9 @@ static int prepare_generation(struct hc *h, struct lz_error *err) {
         fcntl(pfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 ||
         lseek(pfd, 0, SEEK_SET) < 0)
         return lz_error_set(err, -errno, "cannot pass the network policy: %s", strerror(errno));
-    return 0;
+    /* Credentials: values from files and commands, the Domain CA and its
+     * certificate for the sandbox's trust store (hc_creds.h). */
+    return hc_creds_prepare(h, err);
 }
 
 /* The Trust Anchor (the model's CreateTrustAnchor): the generation's

@@ -164,6 +164,12 @@ struct hc {
      * and wt_gitfile the gitfile the sandbox sees at /workspace/.git. */
     struct lz_worktree wt;
     char *wt_gitfile, *wt_gitdir_file;
+    /* Credentials (hc_creds.c): the Domain CA from the generation's start
+     * until the TLS gate takes it (NULL without a credential the gate
+     * serves), and the directory of its certificate, bound read-only at
+     * /run/lazaret/trust (NULL without). */
+    struct lz_minica *cred_ca;
+    char *trust_dir;
     struct lz_esc *esc;                 /* escalation.c: mailbox, keys, requests (NULL before the Trust Anchor) */
     const struct hc_esc_port *esc_port; /* what escalation.c may call (coordinator.c wires it) */
     /* generation.c, while starting: what goes to the Supervisor. */

@@ -2,6 +2,7 @@
 #include "hc_net.h"
 #include "audit.h"
 #include "fqdnroute.h"
+#include "hc_creds.h"
 #include "hc_session.h"
 #include "paths.h"
 #include "procenv.h"
@@ -68,7 +69,7 @@ static void free_net(struct hc_net *n) {
 
 /* Starts lazaret-gate on the listener (taken) with one end of a new
  * channel; *ret_chan: the resolver's end. */
-static int gate_start(struct hc_net *n, int *listener, int *ret_chan, struct lz_error *err) {
+static int gate_start(struct hc *h, struct hc_net *n, int *listener, int *ret_chan, struct lz_error *err) {
     _cleanup_free_ char *path = NULL;
     int r = lz_libexec_path("lazaret-gate", &path, err);
     if (r < 0) {
@@ -81,11 +82,25 @@ static int gate_start(struct hc_net *n, int *listener, int *ret_chan, struct lz_
         lz_closep(listener);
         return lz_error_set(err, r, "cannot make the TLS gate's channel: %s", strerror(-r));
     }
-    char lfd[16], cfd[16];
+    /* Credentials: the gate's configuration through a stream of its own
+     * (gateproto.h), read before it drops its privileges. */
+    int cf[2] = { -1, -1 };
+    if (hc_creds_gated(h) && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cf) < 0) {
+        r = -errno;
+        close(sp[0]);
+        close(sp[1]);
+        lz_closep(listener);
+        return lz_error_set(err, r, "cannot make the TLS gate's configuration socket: %s", strerror(-r));
+    }
+    char lfd[16], cfd[16], gfd[16];
     snprintf(lfd, sizeof lfd, "%d", *listener);
     snprintf(cfd, sizeof cfd, "%d", sp[1]);
-    char *argv[] = { path, (char *)"--listen-fd", lfd, (char *)"--channel-fd", cfd, NULL };
-    int keep[] = { *listener, sp[1] };
+    snprintf(gfd, sizeof gfd, "%d", cf[1]);
+    char *argv[] = { path, (char *)"--listen-fd",
+                     lfd,  (char *)"--channel-fd",
+                     cfd,  cf[1] >= 0 ? (char *)"--config-fd" : NULL,
+                     gfd,  NULL };
+    int keep[] = { *listener, sp[1], cf[1] };
     _cleanup_env_ char **envp = lz_env_build(LZ_ENV_HELPER);
     struct lz_spawn_opts o = { .path = path,
                                .argv = argv,
@@ -94,7 +109,7 @@ static int gate_start(struct hc_net *n, int *listener, int *ret_chan, struct lz_
                                .stdout_fd = 2,
                                .stderr_fd = 2,
                                .keep_fds = keep,
-                               .n_keep_fds = 2,
+                               .n_keep_fds = cf[1] >= 0 ? 3 : 2,
                                .setns_pidfd = -1,
                                .pdeathsig = SIGKILL };
     r = lz_spawn(&o, &n->gate);
@@ -103,10 +118,20 @@ static int gate_start(struct hc_net *n, int *listener, int *ret_chan, struct lz_
      * refused by the kernel (fail closed). */
     lz_closep(listener);
     close(sp[1]);
+    lz_closep(&cf[1]);
     if (r < 0) {
         close(sp[0]);
+        lz_closep(&cf[0]);
         n->gate = LZ_CHILD_NULL;
         return lz_error_set(err, r, "cannot start lazaret-gate: %s", strerror(-r));
+    }
+    if (cf[0] >= 0) {
+        r = hc_creds_send(h, cf[0], err);
+        close(cf[0]);
+        if (r < 0) {
+            close(sp[0]);
+            return r; /* free_net stops the gate */
+        }
     }
     *ret_chan = sp[0];
     return 0;
@@ -129,7 +154,7 @@ int hc_net_start(struct hc *h, struct lz_error *err) {
     if (r == 0 && gate) {
         r = lz_fqdnroute_set_gate(n->fr, LZ_GATE_PORT, err);
         if (r == 0)
-            r = gate_start(n, &fd[LZ_NET_DNS_GATE], &gate_chan, err);
+            r = gate_start(h, n, &fd[LZ_NET_DNS_GATE], &gate_chan, err);
     }
     lz_closep(&fd[LZ_NET_DNS_GATE]); /* no gate: nothing listens on 443 */
     struct sockaddr_in up = { 0 };
@@ -404,6 +429,23 @@ static void handle(struct hc *h, const struct lz_resolver_event *e) {
         notice_all(h, msg);
         break;
     }
+    case LZ_RES_CRED_REFUSED: {
+        hc_log("tls gate: refused a request to %s (%s): %s", e->name, addrs, e->why);
+        char key[LZ_HOSTNAME_MAX + 220];
+        snprintf(key, sizeof key, "%s %s", e->name, e->why);
+        if (!first_seen(n, e->kind, key))
+            break;
+        audit_net(h, LZ_AUDIT_NET_CREDENTIAL_REFUSED, e->name, e->addrs, na, ports, e->why, e->wall_ms);
+        char msg[LZ_HOSTNAME_MAX + 300];
+        snprintf(msg, sizeof msg, "a request to %s was refused: %s (docs/credentials.md)", e->name, e->why);
+        notice_all(h, msg);
+        break;
+    }
+    case LZ_RES_GIT_PUSH:
+        /* Every pushed ref is a row (the bound of the generation applies). */
+        hc_log("tls gate: push to %s: %s", e->name, e->why);
+        audit_net(h, LZ_AUDIT_NET_GIT_PUSH, e->name, e->addrs, na, ports, e->why, e->wall_ms);
+        break;
     }
 }
 

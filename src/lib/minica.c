@@ -348,3 +348,58 @@ int lz_minica_leaf_at(struct lz_minica *ca, const char *host, time_t now, EVP_PK
     return leaf_at(ca, host, now, ret_key, ret_cert, err);
 }
 #endif
+
+int lz_minica_export(const struct lz_minica *ca, uint8_t **ret_key, size_t *ret_key_len, uint8_t **ret_cert,
+                     size_t *ret_cert_len, struct lz_error *err) {
+    unsigned char *k = NULL, *c = NULL;
+    int kl = i2d_PrivateKey(ca->key, &k);
+    if (kl <= 0)
+        return ossl_error(err, "cannot export the Domain CA's key");
+    int cl = i2d_X509(ca->cert, &c);
+    if (cl <= 0) {
+        OPENSSL_clear_free(k, (size_t)kl);
+        return ossl_error(err, "cannot export the Domain CA's certificate");
+    }
+    *ret_key = lz_xmalloc((size_t)kl);
+    memcpy(*ret_key, k, (size_t)kl);
+    *ret_key_len = (size_t)kl;
+    OPENSSL_clear_free(k, (size_t)kl);
+    *ret_cert = lz_xmalloc((size_t)cl);
+    memcpy(*ret_cert, c, (size_t)cl);
+    *ret_cert_len = (size_t)cl;
+    OPENSSL_free(c);
+    return 0;
+}
+
+int lz_minica_import(const char *const *names, size_t n_names, const uint8_t *key, size_t key_len, const uint8_t *cert,
+                     size_t cert_len, struct lz_minica **ret, struct lz_error *err) {
+    if (n_names == 0 || !names || n_names > LZ_MINICA_NAMES_MAX)
+        return lz_error_set(err, -EINVAL, "a Domain's CA is made for 1 to %d host names", LZ_MINICA_NAMES_MAX);
+    int r;
+    for (size_t i = 0; i < n_names; i++)
+        if ((r = check_name(names[i], err)) < 0)
+            return r;
+    if (key_len > LONG_MAX || cert_len > LONG_MAX)
+        return lz_error_set(err, -EINVAL, "the Domain CA's key or certificate is too large");
+    const unsigned char *kp = key, *cp = cert;
+    _cleanup_(pkey_freep) EVP_PKEY *k = d2i_AutoPrivateKey(NULL, &kp, (long)key_len);
+    _cleanup_(x509_freep) X509 *x = d2i_X509(NULL, &cp, (long)cert_len);
+    if (!k || !x || kp != key + key_len || cp != cert + cert_len)
+        return ossl_error(err, "the Domain CA's key or certificate does not parse");
+    if (X509_check_private_key(x, k) != 1)
+        return ossl_error(err, "the Domain CA's key does not match its certificate");
+    struct tm tm;
+    if (!ASN1_TIME_to_tm(X509_get0_notAfter(x), &tm))
+        return ossl_error(err, "the Domain CA's certificate has no end of validity");
+    struct lz_minica *ca = lz_xcalloc(1, sizeof *ca);
+    ca->key = TAKE_PTR(k);
+    ca->cert = TAKE_PTR(x);
+    ca->not_after = timegm(&tm);
+    ca->n = n_names;
+    ca->names = lz_xcalloc(n_names, sizeof *ca->names);
+    for (size_t i = 0; i < n_names; i++)
+        ca->names[i] = lz_xstrdup(names[i]);
+    ca->leaves = lz_xcalloc(n_names, sizeof *ca->leaves);
+    *ret = ca;
+    return 0;
+}

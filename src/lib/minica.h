@@ -107,6 +107,19 @@ int lz_minica_cert_pem(const struct lz_minica *ca, char **ret_pem);
  * to keep it longer). */
 X509 *lz_minica_cert(const struct lz_minica *ca);
 
+/* The CA's private key (DER, PKCS#8 or the key type's own form) and
+ * certificate (DER), new buffers of the caller's: the key's to clear
+ * (explicit_bzero) before it frees it. For the Host Coordinator, which
+ * makes the CA before the sandbox boots (its certificate must be in the
+ * sandbox's trust store by then) and hands it to the TLS gate, which
+ * alone keeps it afterwards. */
+int lz_minica_export(const struct lz_minica *ca, uint8_t **ret_key, size_t *ret_key_len, uint8_t **ret_cert,
+                     size_t *ret_cert_len, struct lz_error *err);
+/* The CA again, for names (checked as lz_minica_new checks them), from
+ * what lz_minica_export wrote: the key must be the certificate's. */
+int lz_minica_import(const char *const *names, size_t n_names, const uint8_t *key, size_t key_len, const uint8_t *cert,
+                     size_t cert_len, struct lz_minica **ret, struct lz_error *err);
+
 /* Frees the CA, its key (cleared, see the top) and its cached leaves.
  * NULL is allowed. */
 void lz_minica_free(struct lz_minica *ca);

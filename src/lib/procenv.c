@@ -164,6 +164,11 @@ int lz_envpass_create(const struct lz_config *c, int *ret_fd, struct lz_error *e
     /* The PATH that resolved bare auto_approve names (config.h), so that
      * the coordinator finds the same executables; unless a reference
      * already carries it. */
+    for (size_t i = 0; i < c->profile.n_credentials; i++) {
+        const struct lz_credential *cr = &c->profile.credentials[i];
+        if (cr->from == LZ_CRED_FROM_ENV && cr->value)
+            len += strlen(cr->from_env) + 1 + strlen(cr->value) + 1;
+    }
     bool path_ref = false;
     for (size_t i = 0; i < c->profile.n_env; i++)
         path_ref |= c->profile.env[i].reference && !strcmp(c->profile.env[i].reference + 4, "PATH");
@@ -189,6 +194,27 @@ int lz_envpass_create(const struct lz_config *c, int *ret_fd, struct lz_error *e
         memcpy(buf + off, var, nl);
         buf[off + nl] = '=';
         memcpy(buf + off + nl + 1, e->value, vl + 1);
+        off += nl + 1 + vl + 1;
+    }
+    /* Credentials' host variables, unless a reference or an earlier
+     * credential already carries the variable. */
+    for (size_t i = 0; i < c->profile.n_credentials; i++) {
+        const struct lz_credential *cr = &c->profile.credentials[i];
+        if (cr->from != LZ_CRED_FROM_ENV || !cr->value)
+            continue;
+        bool dup = false;
+        for (size_t k = 0; k < c->profile.n_env && !dup; k++)
+            dup = c->profile.env[k].reference && c->profile.env[k].value &&
+                !strcmp(c->profile.env[k].reference + 4, cr->from_env);
+        for (size_t k = 0; k < i && !dup; k++)
+            dup = c->profile.credentials[k].from == LZ_CRED_FROM_ENV && c->profile.credentials[k].value &&
+                !strcmp(c->profile.credentials[k].from_env, cr->from_env);
+        if (dup)
+            continue;
+        size_t nl = strlen(cr->from_env), vl = strlen(cr->value);
+        memcpy(buf + off, cr->from_env, nl);
+        buf[off + nl] = '=';
+        memcpy(buf + off + nl + 1, cr->value, vl + 1);
         off += nl + 1 + vl + 1;
     }
     if (aa_path) {

@@ -1040,6 +1040,27 @@ static void gate_ready(struct lz_resolver *r) {
             lz_closep(&r->gate_fd);
             return;
         }
+        q.why[sizeof q.why - 1] = '\0';
+        if (q.flags & LZ_GATE_REPORT) {
+            /* What the gate did on a credential's host: an event for the
+             * coordinator's audit, no reply. */
+            char canon[LZ_HOSTNAME_MAX + 1] = "";
+            if (lz_hostname_canon(q.sni, strlen(q.sni), canon, NULL) < 0)
+                continue;
+            pthread_mutex_lock(&r->mu);
+            struct lz_resolver_event *e =
+                ev_push(r, (q.flags & LZ_GATE_REPORT_PUSH) ? LZ_RES_GIT_PUSH : LZ_RES_CRED_REFUSED, canon);
+            e->n_addrs = 1;
+            e->addrs[0] = q.addr;
+            e->ports.n = 1;
+            e->ports.ports[0] = q.port;
+            for (char *w = q.why; *w; w++)
+                if ((unsigned char)*w < 0x20 || (unsigned char)*w > 0x7e)
+                    *w = '?';
+            snprintf(e->why, sizeof e->why, "%s", q.why);
+            pthread_mutex_unlock(&r->mu);
+            continue;
+        }
         struct lz_gate_rep a = { .id = q.id };
         bool has_sni = (q.flags & LZ_GATE_SNI) != 0;
         char canon[LZ_HOSTNAME_MAX + 1] = "";

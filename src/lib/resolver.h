@@ -121,14 +121,16 @@ struct lz_resolver_config {
 };
 
 enum lz_resolver_event_kind {
-    LZ_RES_LEARNED = 1, /* a name answered, routes in place (also a refresh with new addresses) */
-    LZ_RES_REFUSED,     /* no rule allows the name (never forwarded) */
-    LZ_RES_DENIED,      /* a deny rule matches the name (never forwarded) */
-    LZ_RES_FILTERED,    /* addresses of an answer dropped (rebinding, host, deny prefixes) */
-    LZ_RES_LIMITED,     /* a bound was hit (why says which) */
-    LZ_RES_EXPIRED,     /* an address's routes were deleted */
-    LZ_RES_FAILED,      /* a route could not be added or deleted (why) */
-    LZ_RES_TLS_REFUSED, /* the TLS gate refused a connection (name: the SNI or ""; addrs[0]: its address; why) */
+    LZ_RES_LEARNED = 1,  /* a name answered, routes in place (also a refresh with new addresses) */
+    LZ_RES_REFUSED,      /* no rule allows the name (never forwarded) */
+    LZ_RES_DENIED,       /* a deny rule matches the name (never forwarded) */
+    LZ_RES_FILTERED,     /* addresses of an answer dropped (rebinding, host, deny prefixes) */
+    LZ_RES_LIMITED,      /* a bound was hit (why says which) */
+    LZ_RES_EXPIRED,      /* an address's routes were deleted */
+    LZ_RES_FAILED,       /* a route could not be added or deleted (why) */
+    LZ_RES_TLS_REFUSED,  /* the TLS gate refused a connection (name: the SNI or ""; addrs[0]: its address; why) */
+    LZ_RES_CRED_REFUSED, /* the gate refused a request to a credential's host (name; addrs[0]; why) */
+    LZ_RES_GIT_PUSH,     /* a ref of a push through the gate, let through or refused (name; addrs[0]; why) */
 };
 
 struct lz_resolver_event {
@@ -140,7 +142,7 @@ struct lz_resolver_event {
     uint32_t addrs[LZ_RESOLVER_EVENT_ADDRS];
     uint32_t lifetime; /* LEARNED: seconds */
     struct lz_hostports ports;
-    char why[128];
+    char why[200];
 };
 
 struct lz_resolver;

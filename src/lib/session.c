@@ -4,6 +4,7 @@
  * relay between the client's socket and the exec's PTY master or pipes,
  * with backpressure. */
 #include "hc_session.h"
+#include "credential.h"
 #include "hc_esc.h"
 #include "trust.h"
 #include "ocispec.h"
@@ -210,27 +211,85 @@ static int session_spec(struct hc *h, struct session *s, struct lz_hello *hello,
         }
     if (!have_term && s->tty)
         strv_push(&env, &ne, lz_xstrdup("TERM=xterm-256color"));
-    /* Node.js reads its own CA list, not the system's: point it at the
-     * bundle that holds the host's CAs too (host_ca_certificates). */
-    if (c->profile.host_ca_certificates && h->rootfs) {
+    /* Credentials (docs/credentials.md): the sandbox holds placeholders;
+     * for their hosts the Domain's TLS gate answers with certificates of
+     * the Domain's CA, which lazaret-init put into the image's bundle. */
+    bool gated = false, basic = false;
+    for (size_t i = 0; i < c->profile.n_credentials; i++) {
+        const struct lz_credential *cr = &c->profile.credentials[i];
+        if (!cr->value || cr->unreachable)
+            continue;
+        if (cr->passed_plain) {
+            strv_push(&env, &ne, lz_xasprintf("%s=%s", cr->var, cr->value));
+            continue;
+        }
+        char ph[LZ_CRED_PLACEHOLDER_LEN + 1];
+        lz_credential_placeholder(c->domain_id, cr->var, ph);
+        strv_push(&env, &ne, lz_xasprintf("%s=%s", cr->var, ph));
+        gated = true;
+        basic |= cr->basic;
+    }
+    /* Tools that read their own CA list rather than the system's: point
+     * them at the bundle, which also holds the host's CAs
+     * (host_ca_certificates) and the Domain's CA (credentials). A
+     * variable the profile sets itself wins. */
+    bool bundle = false;
+    if ((c->profile.host_ca_certificates || gated) && h->rootfs) {
         _cleanup_free_ char *b = lz_xasprintf("%s/etc/ssl/certs/ca-certificates.crt", h->rootfs);
-        if (access(b, R_OK) == 0)
-            strv_push(&env, &ne, lz_xstrdup("NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt"));
+        bundle = access(b, R_OK) == 0;
+    }
+    static const char *const ca_vars[] = { "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
+                                           "CURL_CA_BUNDLE", "GIT_SSL_CAINFO" };
+    /* No bundle in the image: Node.js at least adds the Domain CA to its
+     * own list. */
+    if (gated && !bundle && h->trust_dir) {
+        bool own = false;
+        for (size_t k = 0; k < c->profile.n_env; k++)
+            own |= !strcmp(c->profile.env[k].name, ca_vars[0]);
+        if (!own)
+            strv_push(&env, &ne, lz_xstrdup("NODE_EXTRA_CA_CERTS=/run/lazaret/trust/domain-ca.crt"));
+    }
+    for (size_t i = 0; bundle && i < LZ_ARRAY_SIZE(ca_vars); i++) {
+        if (i > 0 && !gated)
+            break; /* host CAs alone: the system bundle is read by all but Node.js */
+        bool own = false;
+        for (size_t k = 0; k < c->profile.n_env; k++)
+            own |= !strcmp(c->profile.env[k].name, ca_vars[i]);
+        if (!own)
+            strv_push(&env, &ne, lz_xasprintf("%s=/etc/ssl/certs/ca-certificates.crt", ca_vars[i]));
     }
     /* Git inside compares a file's stat data with the index by size and
      * whole-second mtime and ctime only (core.checkStat=minimal): gVisor's
      * inode numbers and the namespace's owners never match what the host's
      * git recorded, so with the default check the first `git status` of
-     * every session would re-read every tracked file (docs/lazaret.1). A
-     * profile that sets GIT_CONFIG_COUNT itself keeps its own. */
+     * every session would re-read every tracked file (docs/lazaret.1).
+     * For a credential in HTTP Basic form, a credential helper for its
+     * host answers with the placeholder (after an empty value, which
+     * empties the list of helpers configured before it), so `git push
+     * https://HOST/...` needs no token inside. A profile that sets
+     * GIT_CONFIG_COUNT itself keeps its own. */
     bool own_git_config = false;
     for (size_t i = 0; i < c->profile.n_env; i++)
         if (!strcmp(c->profile.env[i].name, "GIT_CONFIG_COUNT"))
             own_git_config = true;
     if (!own_git_config) {
-        strv_push(&env, &ne, lz_xstrdup("GIT_CONFIG_COUNT=1"));
-        strv_push(&env, &ne, lz_xstrdup("GIT_CONFIG_KEY_0=core.checkStat"));
-        strv_push(&env, &ne, lz_xstrdup("GIT_CONFIG_VALUE_0=minimal"));
+        unsigned n = 0;
+        strv_push(&env, &ne, lz_xasprintf("GIT_CONFIG_KEY_%u=core.checkStat", n));
+        strv_push(&env, &ne, lz_xasprintf("GIT_CONFIG_VALUE_%u=minimal", n++));
+        for (size_t i = 0; basic && i < c->profile.n_credentials; i++) {
+            const struct lz_credential *cr = &c->profile.credentials[i];
+            if (!cr->basic || !cr->value || cr->unreachable || cr->passed_plain)
+                continue;
+            strv_push(&env, &ne, lz_xasprintf("GIT_CONFIG_KEY_%u=credential.https://%s.helper", n, cr->host));
+            strv_push(&env, &ne, lz_xasprintf("GIT_CONFIG_VALUE_%u=", n++));
+            strv_push(&env, &ne, lz_xasprintf("GIT_CONFIG_KEY_%u=credential.https://%s.helper", n, cr->host));
+            strv_push(
+                &env, &ne,
+                lz_xasprintf("GIT_CONFIG_VALUE_%u=!f() { test \"$1\" = get && printf 'username=%%s\\npassword=%%s\\n' "
+                             "'%s' \"$%s\"; }; f",
+                             n++, cr->username, cr->var));
+        }
+        strv_push(&env, &ne, lz_xasprintf("GIT_CONFIG_COUNT=%u", n));
     }
     /* Profile environment: resolved values go to the process spec only,
      * never to a log. */

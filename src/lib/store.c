@@ -91,7 +91,7 @@ int lz_pstate_parse(const char *s) {
     "  gen INTEGER NOT NULL,"                                                                                          \
     "  at_ms INTEGER NOT NULL,"                                                                                        \
     "  event TEXT NOT NULL CHECK(event IN ('learned','refused','denied','filtered','limited','allowed',"               \
-    "                                      'suppressed','tls-refused')),"                                              \
+    "                                      'suppressed','tls-refused','credential-refused','git-push')),"              \
     "  name TEXT NOT NULL,"                                                                                            \
     "  addrs TEXT NOT NULL,"                                                                                           \
     "  ports TEXT NOT NULL,"                                                                                           \
@@ -149,16 +149,18 @@ static const char schema[] =
  * says and the rows copied as they are (their hashes do not change), its
  * triggers (and the audit's trigger that names it) dropped first and made
  * again with it. */
-#define AUDIT_NET_V4_SQL                                                                                               \
+#define AUDIT_NET_REMAKE_SQL(old)                                                                                      \
     "DROP TRIGGER audit_one_seq; DROP TRIGGER audit_net_no_update; DROP TRIGGER audit_net_no_delete;"                  \
     "DROP TRIGGER audit_net_one_seq;"                                                                                  \
-    "ALTER TABLE audit_net RENAME TO audit_net_v3;" AUDIT_NET_SQL "INSERT INTO audit_net SELECT * FROM audit_net_v3;"  \
-    "DROP TABLE audit_net_v3;"
+    "ALTER TABLE audit_net RENAME TO " old ";" AUDIT_NET_SQL "INSERT INTO audit_net SELECT * FROM " old ";"            \
+    "DROP TABLE " old ";"
 
 /* Version 1 -> 2: the audit table; 2 -> 3: the audit's network rows; 3 ->
- * 4: their TLS gate event. Each in the upgrade's one transaction (a
- * version-1 store takes them all). */
-static const char *const upgrade[] = { AUDIT_SQL, AUDIT_NET_SQL, AUDIT_NET_V4_SQL };
+ * 4: their TLS gate event; 4 -> 5: the credential events of the gate
+ * ('credential-refused', 'git-push'), made again the same way. Each in
+ * the upgrade's one transaction (a version-1 store takes them all). */
+static const char *const upgrade[] = { AUDIT_SQL, AUDIT_NET_SQL, AUDIT_NET_REMAKE_SQL("audit_net_v3"),
+                                       AUDIT_NET_REMAKE_SQL("audit_net_v4") };
 
 static int store_refuse(const char *path, int code, const struct lz_db_found *f, struct lz_error *err) {
     if (code == -EPROTONOSUPPORT)

@@ -82,10 +82,10 @@ struct lz_store_identity {
     const char *workspace;
 };
 
-/* The current store version (PRAGMA user_version); versions 1 to 3 are
+/* The current store version (PRAGMA user_version); versions 1 to 4 are
  * upgraded when opened for writing (2: the audit, 3: its network rows, 4:
- * their TLS gate event; audit.h). */
-#define LZ_STORE_VERSION 4
+ * their TLS gate event, 5: the gate's credential events; audit.h). */
+#define LZ_STORE_VERSION 5
 
 /* Opens (creating when absent and `create`) the store of domain_dir.
  * -ENOENT when absent and !create. A store of an older version is

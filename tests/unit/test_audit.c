@@ -566,11 +566,11 @@ static void test_upgrade_from_v1(void **state) {
     lz_store_close(st);
 
     /* A newer store is still refused, and left as it is. */
-    plain_sql(f->db, "PRAGMA user_version = 5");
+    plain_sql(f->db, "PRAGMA user_version = 6");
     free(before);
     before = slurp(f->db, &len0);
     assert_int_equal(lz_store_open(f->dir, &id, false, &st, &err), -EPROTONOSUPPORT);
-    assert_non_null(strstr(err.msg, "has version 5"));
+    assert_non_null(strstr(err.msg, "has version 6"));
     assert_int_equal(lz_store_open_readonly(f->dir, &id, &st, &err), -EPROTONOSUPPORT);
     after = slurp(f->db, &len1);
     assert_int_equal(len0, len1);
@@ -703,14 +703,15 @@ static void tamper_net(struct fixture *f, const char *sql) {
 
 static void test_net_event_names(void **state) {
     (void)state;
-    static const char *const want[] = { "learned", "refused", "denied",     "filtered",
-                                        "limited", "allowed", "suppressed", "tls-refused" };
-    for (int i = 0; i < 8; i++)
+    static const char *const want[] = { "learned", "refused",    "denied",      "filtered",           "limited",
+                                        "allowed", "suppressed", "tls-refused", "credential-refused", "git-push" };
+    for (int i = 0; i < 10; i++)
         assert_string_equal(lz_audit_net_event_name((enum lz_audit_net_event)(i + 1)), want[i]);
     assert_int_equal(LZ_AUDIT_NET_SUPPRESSED, 7);
     assert_int_equal(LZ_AUDIT_NET_TLS_REFUSED, 8);
     assert_null(lz_audit_net_event_name((enum lz_audit_net_event)0));
-    assert_null(lz_audit_net_event_name((enum lz_audit_net_event)9));
+    assert_int_equal(LZ_AUDIT_NET_GIT_PUSH, 10);
+    assert_null(lz_audit_net_event_name((enum lz_audit_net_event)11));
     assert_null(lz_audit_net_event_name((enum lz_audit_net_event) - 1));
 }
 
@@ -785,7 +786,7 @@ static void test_mixed_roundtrip(void **state) {
     assert_int_equal(lz_audit_read(st, &log, &err), 0);
     lz_store_close(st);
     assert_int_equal(log.store_version, LZ_STORE_VERSION);
-    assert_int_equal(LZ_STORE_VERSION, LZ_AUDIT_TLS_STORE_VERSION);
+    assert_int_equal(LZ_STORE_VERSION, LZ_AUDIT_CRED_STORE_VERSION);
     assert_int_equal(log.n, NMIXED);
     assert_true(log.has_head);
     assert_int_equal(log.head_seq, NMIXED);
@@ -1034,7 +1035,7 @@ static void test_net_append_checks_entry(void **state) {
         { net_entry(0), "detail" }, { net_entry(0), "detail" }, { net_entry(0), "detail" },
     };
     bad[0].e.event = (enum lz_audit_net_event)0;
-    bad[1].e.event = (enum lz_audit_net_event)9;
+    bad[1].e.event = (enum lz_audit_net_event)11;
     bad[2].e.gen = -1;
     bad[3].e.at_ms = -1;
     bad[4].e.addrs = many;

@@ -371,7 +371,7 @@ static const struct bad bad_cases[] = {
     { "bad-profile-key.toml", "claude",
       "bad-profile-key.toml:3: profiles.claude.ignored-state: unknown key (expected one of: image, persistent_dirs, "
       "allow_egress, deny_egress, env, volumes, ignored_state, host_ca_certificates, command, host_tool_paths_add, "
-      "host_tool_paths_remove, egress, allow_hosts, deny_hosts, tls_gate, publish)" },
+      "host_tool_paths_remove, egress, allow_hosts, deny_hosts, tls_gate, publish, credentials)" },
     { "bad-profile-name-dot.toml", "claude",
       "bad-profile-name-dot.toml:1: profiles.\"a.b\": invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
     { "bad-profile-name-short.toml", "claude",
@@ -1888,6 +1888,137 @@ static void test_command(void **state) {
     }
 }
 
+/* Credentials (config_creds.c): the declaration, its checks, what the
+ * fingerprint sees, and that no value is ever printed. */
+static void test_credentials(void **state) {
+    (void)state;
+    struct lz_config *a = NULL, *b = NULL;
+    struct lz_error err;
+    static const char base[] = "[profiles.dev]\nimage = \"x\"\nallow_hosts = [\"api.example.com:443\", "
+                               "\"git.example.com\"]\n";
+    char t[4096];
+    setenv("LZ_TEST_CRED", "sk-real-123", 1);
+    snprintf(t, sizeof t,
+             "%s[profiles.dev.credentials.API_KEY]\nhost = \"API.Example.com.\"\nheader = \"X-Api-Key\"\n"
+             "format = \"{}\"\nfrom_env = \"LZ_TEST_CRED\"\n"
+             "[profiles.dev.credentials.GH]\nhost = \"git.example.com\"\nformat = \"basic\"\n"
+             "from_command = [\"gh\", \"auth\", \"token\"]\npush_refs = [\"refs/heads/agent/*\"]\n",
+             base);
+    assert_int_equal(text_load(t, "dev", &a, &err), 0);
+    assert_int_equal(a->profile.n_credentials, 2);
+    const struct lz_credential *k = &a->profile.credentials[0], *g = &a->profile.credentials[1];
+    assert_string_equal(k->var, "API_KEY");
+    assert_string_equal(k->host, "api.example.com");
+    assert_string_equal(k->header, "x-api-key");
+    assert_false(k->basic);
+    assert_string_equal(k->value, "sk-real-123");
+    assert_int_equal(k->from, LZ_CRED_FROM_ENV);
+    assert_string_equal(g->var, "GH");
+    assert_true(g->basic);
+    assert_string_equal(g->header, "authorization");
+    assert_string_equal(g->username, "x-access-token");
+    assert_int_equal(g->from, LZ_CRED_FROM_COMMAND);
+    assert_null(g->value); /* fetched when the Domain starts */
+    assert_int_equal(g->n_push_refs, 1);
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    lz_config_print(f, a);
+    fclose(f);
+    assert_null(strstr(out, "sk-real-123"));
+    assert_non_null(strstr(out, "[profiles.dev.credentials.API_KEY]  # the sandbox holds a placeholder"));
+    assert_non_null(strstr(out, "from_command = [\"gh\", \"auth\", \"token\"]  # run when the Domain starts\n"));
+    free(out);
+
+    /* Another value: the same configuration; another header: not. */
+    setenv("LZ_TEST_CRED", "sk-other", 1);
+    assert_int_equal(text_load(t, "dev", &b, &err), 0);
+    assert_string_equal(a->fingerprint_hex, b->fingerprint_hex);
+    lz_config_free(b);
+    char t2[4096];
+    snprintf(t2, sizeof t2, "%s", t);
+    char *h = strstr(t2, "X-Api-Key");
+    memcpy(h, "X-Api-Kez", 9);
+    assert_int_equal(text_load(t2, "dev", &b, &err), 0);
+    assert_string_not_equal(a->fingerprint_hex, b->fingerprint_hex);
+    lz_config_free(b);
+    lz_config_free(a);
+
+    static const struct {
+        const char *decl, *want;
+    } bad[] = {
+        { "host = \"api.example.com\"\nfrom_env = \"LZ_TEST_CRED\"\nfrom_file = \"/x\"\n",
+          "more than one of from_env" },
+        { "host = \"api.example.com\"\n", "says where the value comes from" },
+        { "from_env = \"LZ_TEST_CRED\"\n", "missing required key host" },
+        { "host = \"*.example.com\"\nfrom_env = \"LZ_TEST_CRED\"\n", "without a wildcard or a port" },
+        { "host = \"10.0.0.1\"\nfrom_env = \"LZ_TEST_CRED\"\n", "is not a host name" },
+        { "host = \"other.example.com\"\nfrom_env = \"LZ_TEST_CRED\"\n", "is not allowed on TCP port 443" },
+        { "host = \"api.example.com\"\nheader = \"Host\"\nfrom_env = \"LZ_TEST_CRED\"\n", "frames or routes" },
+        { "host = \"api.example.com\"\nheader = \"x y\"\nfrom_env = \"LZ_TEST_CRED\"\n", "is not a header name" },
+        { "host = \"api.example.com\"\nformat = \"Bearer\"\nfrom_env = \"LZ_TEST_CRED\"\n", "exactly once" },
+        { "host = \"api.example.com\"\nformat = \"{}{}\"\nfrom_env = \"LZ_TEST_CRED\"\n", "exactly once" },
+        { "host = \"api.example.com\"\nformat = \"basic\"\nheader = \"x-k\"\nfrom_env = \"LZ_TEST_CRED\"\n",
+          "carried in the authorization header" },
+        { "host = \"api.example.com\"\nusername = \"u\"\nfrom_env = \"LZ_TEST_CRED\"\n", "format = \"basic\" only" },
+        { "host = \"api.example.com\"\nfrom_file = \"relative\"\n", "an absolute path or one starting with ~/" },
+        { "host = \"api.example.com\"\nfrom_command = []\n", "a program and up to 63 arguments" },
+        { "host = \"api.example.com\"\nfrom_command = [\"bin/gh\"]\n", "a bare name" },
+        { "host = \"api.example.com\"\nfrom_env = \"LZ_TEST_CRED\"\npush_refs = [\"heads/x\"]\n",
+          "must start with refs/" },
+        { "host = \"api.example.com\"\nfrom_env = \"LZ_TEST_CRED\"\npush_refs = [\"refs/heads/a**\"]\n",
+          "** inside a component" },
+        { "host = \"api.example.com\"\nfrom_env = \"LZ_TEST_CRED\"\npush_delete = true\n", "with push_refs only" },
+        { "host = \"api.example.com\"\nfrom_env = \"LZ_TEST_UNSET_CRED\"\n",
+          "host environment variable \"LZ_TEST_UNSET_CRED\" is not set" },
+        { "host = \"api.example.com\"\nfrom_env = \"LZ_TEST_BAD_CRED\"\n", "cannot go into an HTTP header" },
+        { "host = \"api.example.com\"\nnope = 1\nfrom_env = \"LZ_TEST_CRED\"\n", "unknown key" },
+    };
+    unsetenv("LZ_TEST_UNSET_CRED");
+    setenv("LZ_TEST_BAD_CRED", "sk\r\nX-Evil: 1", 1);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(t, sizeof t, "%s[profiles.dev.credentials.K]\n%s", base, bad[i].decl);
+        a = NULL;
+        int r = text_load(t, "dev", &a, &err);
+        if (r != -EINVAL || !strstr(err.msg, bad[i].want))
+            fail_msg("case %zu: r=%d msg=%s (want %s)", i, r, err.msg, bad[i].want);
+    }
+    /* The variable cannot also be passed by env; the gate must be there. */
+    snprintf(t, sizeof t,
+             "%senv = { K = \"v\" }\n[profiles.dev.credentials.K]\nhost = \"api.example.com\"\n"
+             "from_env = \"LZ_TEST_CRED\"\n",
+             base);
+    assert_int_equal(text_load(t, "dev", &a, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "is also in profiles.dev.env"));
+    snprintf(t, sizeof t,
+             "%stls_gate = \"off\"\n[profiles.dev.credentials.K]\nhost = \"api.example.com\"\n"
+             "from_env = \"LZ_TEST_CRED\"\n",
+             base);
+    assert_int_equal(text_load(t, "dev", &a, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "needs the TLS gate"));
+    snprintf(t, sizeof t,
+             "%segress = \"open\"\n[profiles.dev.credentials.K]\nhost = \"api.example.com\"\n"
+             "from_env = \"LZ_TEST_CRED\"\n",
+             base);
+    assert_int_equal(text_load(t, "dev", &a, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "does not run under egress = \"open\""));
+
+    /* A built-in agent profile under egress = "open": its key goes in as
+     * it is (no gate); under "locked" without the host: not used. */
+    setenv("ANTHROPIC_API_KEY", "sk-host-key", 1);
+    assert_int_equal(text_load("[network]\negress = \"open\"\n", "claude", &a, &err), 0);
+    assert_true(a->profile.credentials[0].passed_plain);
+    assert_string_equal(a->profile.credentials[0].value, "sk-host-key");
+    lz_config_free(a);
+    assert_int_equal(text_load("[network]\negress = \"locked\"\n", "claude", &a, &err), 0);
+    assert_true(a->profile.credentials[0].unreachable);
+    assert_null(a->profile.credentials[0].value);
+    lz_config_free(a);
+    unsetenv("ANTHROPIC_API_KEY");
+    unsetenv("LZ_TEST_CRED");
+    unsetenv("LZ_TEST_BAD_CRED");
+}
+
 static void test_builtin_agents(void **state) {
     (void)state;
     char xdg[2048], exp[8192];
@@ -1919,16 +2050,24 @@ static void test_builtin_agents(void **state) {
     /* the agent's state is under {profile_dir}, never in the workspace */
     assert_true(strncmp(c->profile.volumes[0].host, c->profile_dir, strlen(c->profile_dir)) == 0);
     assert_true(strncmp(c->profile.volumes[0].host, ws, strlen(ws)) != 0);
-    /* env sorted: ANTHROPIC_API_KEY (optional, unset: not passed), then
-     * CLAUDE_CONFIG_DIR and IS_SANDBOX (literals) */
-    assert_int_equal(c->profile.n_env, 3);
-    assert_string_equal(c->profile.env[0].name, "ANTHROPIC_API_KEY");
-    assert_true(c->profile.env[0].optional);
-    assert_null(c->profile.env[0].value);
-    assert_string_equal(c->profile.env[1].name, "CLAUDE_CONFIG_DIR");
-    assert_string_equal(c->profile.env[1].value, "/root/.claude");
-    assert_string_equal(c->profile.env[2].name, "IS_SANDBOX");
-    assert_string_equal(c->profile.env[2].value, "1");
+    /* env: CLAUDE_CONFIG_DIR and IS_SANDBOX (literals); the API key is a
+     * credential (optional, unset: not used) bound to api.anthropic.com */
+    assert_int_equal(c->profile.n_env, 2);
+    assert_string_equal(c->profile.env[0].name, "CLAUDE_CONFIG_DIR");
+    assert_string_equal(c->profile.env[0].value, "/root/.claude");
+    assert_string_equal(c->profile.env[1].name, "IS_SANDBOX");
+    assert_string_equal(c->profile.env[1].value, "1");
+    assert_int_equal(c->profile.n_credentials, 2);
+    assert_string_equal(c->profile.credentials[1].var, "CLAUDE_CODE_OAUTH_TOKEN");
+    assert_string_equal(c->profile.credentials[1].prefix, "Bearer ");
+    assert_string_equal(c->profile.credentials[0].var, "ANTHROPIC_API_KEY");
+    assert_string_equal(c->profile.credentials[0].host, "api.anthropic.com");
+    assert_string_equal(c->profile.credentials[0].header, "x-api-key");
+    assert_string_equal(c->profile.credentials[0].prefix, "");
+    assert_string_equal(c->profile.credentials[0].suffix, "");
+    assert_true(c->profile.credentials[0].optional);
+    assert_false(c->profile.credentials[0].passed_plain);
+    assert_null(c->profile.credentials[0].value);
     char *out = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&out, &len);
@@ -1938,14 +2077,17 @@ static void test_builtin_agents(void **state) {
     assert_non_null(strstr(out,
                            "# built-in agent profile (the configuration does not define \"claude\")\n"
                            "[profiles.claude]\nimage = \"builtin:agent-claude\"\ncommand = [\"claude\"]\n"));
-    assert_non_null(strstr(out, "# ANTHROPIC_API_KEY: not passed (\"ANTHROPIC_API_KEY\" is not set on the host)\n"));
+    assert_non_null(strstr(out,
+                           "[profiles.claude.credentials.ANTHROPIC_API_KEY]  # not used: \"ANTHROPIC_API_KEY\" is "
+                           "not set on the host\nhost = \"api.anthropic.com\"  # TCP port 443\n"
+                           "header = \"x-api-key\"\nformat = \"{}\"\nfrom_env = \"ANTHROPIC_API_KEY\"\n"));
     free(out);
 
     /* Set on the host: passed, and the fingerprint does not change (only
      * the reference text is configuration). */
     setenv("ANTHROPIC_API_KEY", "sk-host-key", 1);
     assert_int_equal(load_path(NULL, "claude", NULL, &d, &err), 0);
-    assert_string_equal(d->profile.env[0].value, "sk-host-key");
+    assert_string_equal(d->profile.credentials[0].value, "sk-host-key");
     assert_string_equal(c->fingerprint_hex, d->fingerprint_hex);
     out = NULL;
     f = open_memstream(&out, &len);
@@ -1961,8 +2103,10 @@ static void test_builtin_agents(void **state) {
     assert_string_equal(c->profile.image, "builtin:agent-codex");
     assert_string_equal(c->profile.command[0], "codex");
     assert_string_equal(c->profile.volumes[0].container, "/root/.codex");
-    assert_string_equal(c->profile.env[0].name, "OPENAI_API_KEY");
-    assert_null(c->profile.env[0].value);
+    assert_string_equal(c->profile.credentials[0].var, "OPENAI_API_KEY");
+    assert_string_equal(c->profile.credentials[0].header, "authorization");
+    assert_string_equal(c->profile.credentials[0].prefix, "Bearer ");
+    assert_null(c->profile.credentials[0].value);
     lz_config_free(c);
     assert_int_equal(load_path(NULL, "opencode", NULL, &c, &err), 0);
     assert_string_equal(c->profile.image, "builtin:agent-opencode");
@@ -2044,6 +2188,7 @@ int main(void) {
         T(test_aa_fingerprint),
         T(test_command),
         T(test_builtin_agents),
+        T(test_credentials),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

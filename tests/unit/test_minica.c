@@ -329,6 +329,47 @@ static void test_two_cas_differ(void **state) {
     lz_minica_free(b);
 }
 
+/* The coordinator makes the CA and hands it to the gate: what the gate
+ * imports signs leaves the original's certificate verifies, and a key
+ * that is not the certificate's, or bytes cut short, are refused. */
+static void test_export_import(void **state) {
+    (void)state;
+    struct lz_minica *a = new_ca(), *b = new_ca(), *imp = NULL;
+    uint8_t *key = NULL, *cert = NULL, *key2 = NULL, *cert2 = NULL;
+    size_t kl = 0, cl = 0, kl2 = 0, cl2 = 0;
+    struct lz_error err = { 0 };
+    assert_int_equal(lz_minica_export(a, &key, &kl, &cert, &cl, &err), 0);
+    assert_int_equal(lz_minica_export(b, &key2, &kl2, &cert2, &cl2, &err), 0);
+    const char *names[] = { HOST, HOST2 };
+    assert_int_equal(lz_minica_import(names, 2, key, kl, cert, cl, &imp, &err), 0);
+    EVP_PKEY *lk = NULL;
+    X509 *leaf = NULL;
+    assert_int_equal(lz_minica_leaf(imp, HOST, &lk, &leaf, &err), 0);
+    assert_int_equal(verify(lz_minica_cert(a), leaf, HOST), X509_V_OK);
+    assert_int_equal(lz_minica_leaf(imp, "other.example", &lk, &leaf, &err), -EPERM);
+    EVP_PKEY_free(lk);
+    X509_free(leaf);
+    lz_minica_free(imp);
+    imp = NULL;
+    /* b's key with a's certificate */
+    assert_int_equal(lz_minica_import(names, 2, key2, kl2, cert, cl, &imp, &err), -EIO);
+    assert_non_null(strstr(err.msg, "does not match"));
+    assert_int_equal(lz_minica_import(names, 2, key, kl - 1, cert, cl, &imp, &err), -EIO);
+    assert_int_equal(lz_minica_import(names, 2, key, kl, cert, cl - 3, &imp, &err), -EIO);
+    const char *bad[] = { "Bad.Example" };
+    assert_int_equal(lz_minica_import(bad, 1, key, kl, cert, cl, &imp, &err), -EINVAL);
+    assert_null(imp);
+    assert_int_equal(ERR_peek_error(), 0);
+    explicit_bzero(key, kl);
+    explicit_bzero(key2, kl2);
+    free(key);
+    free(key2);
+    free(cert);
+    free(cert2);
+    lz_minica_free(a);
+    lz_minica_free(b);
+}
+
 static void test_leaf_cached(void **state) {
     struct lz_minica *ca = new_ca();
     struct lz_error err = { 0 };
@@ -606,6 +647,7 @@ int main(void) {
         cmocka_unit_test(test_leaf_cached),
         cmocka_unit_test(test_ca_extensions),
         cmocka_unit_test(test_tls_handshake),
+        cmocka_unit_test(test_export_import),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
