@@ -180,6 +180,17 @@ ATTACKS = {
     "gitfile": ("mkdir -p $W/evil/objects $W/evil/refs && " + FSMON + " > $W/evil/config && "
                 "echo 'ref: refs/heads/main' > $W/evil/HEAD; echo 'gitdir: evil' > $W/.git"),
     "alternates": "echo $W/altobj > $G/objects/info/alternates",
+    # The same ends by other routes: a rename over, a lock renamed in, the
+    # worktree's Git directory swapped, a hard link, a symlink.
+    "commondir-rename": ("mkdir -p $W/evil/objects $W/evil/refs && " + FSMON + " > $W/evil/config && "
+                         "mv -f $P/commondir $P/commondir.old; echo \"$EVIL\" > $P/commondir"),
+    "commondir-lock": ("mkdir -p $W/evil/objects $W/evil/refs && " + FSMON + " > $W/evil/config && "
+                       "echo \"$EVIL\" > $P/commondir.lock && mv -f $P/commondir.lock $P/commondir"),
+    "worktree-dir-swap": ("mkdir -p $W/evil/objects $W/evil/refs && " + FSMON + " > $W/evil/config && "
+                          "cp -r $P /tmp/p2 && echo \"$EVIL\" > /tmp/p2/commondir && "
+                          "mv $P $P.old && cp -r /tmp/p2 $P"),
+    "config-hardlink": "ln $G/config $W/cfg && " + FSMON + " >> $W/cfg",
+    "worktree-config-symlink": FSMON + " > $W/wtcfg && ln -s $W/wtcfg $P/config.worktree",
 }
 # Attacks that change what the host's git displays rather than run: the
 # sentinel is the host's `git log -p` output.
@@ -251,7 +262,8 @@ def test_worktree_attack_defeated(lazaret, debian, tmp_path, name):
         assert p.read_bytes() == b, f"attack {name!r} changed {p}"
     planted = [p for p in [g / "hooks" / "pre-commit", g / "hooks" / "post-checkout",
                            g / "worktrees" / "wt" / "config.worktree", g / "worktrees" / "other" / "config.worktree",
-                           g / "objects" / "info" / "alternates"] if p.exists()]
+                           g / "objects" / "info" / "alternates", g / "worktrees" / "wt.old",
+                           g / "worktrees" / "wt" / "commondir.old"] if p.exists() or p.is_symlink()]
     assert planted == [], f"attack {name!r} planted {planted}"
     host_everyday(main, wt, other)
     assert not sentinel.exists(), f"attack {name!r} made the host's git run an agent-written command"
@@ -425,3 +437,20 @@ def test_worktree_start_scans_common_git_dir(lazaret, env, tmp_path):
     (pgd / "index").write_bytes(good_index)
     r = lz_run(lazaret, env, wt, ["sh", "-c", "echo started"])
     assert r.returncode == 0 and "started" in r.stdout.decode(), r.stderr.decode()
+
+
+def test_worktree_git_as_is(lazaret, debian, tmp_path):
+    """Git inside as an agent runs it: no safe.directory of its own (the
+    router shows the Git directories as the sandbox user's), in a
+    subdirectory of the worktree (the session starts there)."""
+    main, (wt,) = make_worktrees(tmp_path, "wt")
+    (wt / "pkg").mkdir()
+    (wt / "pkg" / "mod.txt").write_text("m\n")
+    r = subprocess.run([lazaret, "run", "-p", "test", "--", "bash", "-c",
+                        "pwd; git status --short && git add . && git -c user.name=A -c user.email=a@x.invalid "
+                        "commit -qm from-pkg && git log -1 --format=%s"],
+                       cwd=wt / "pkg", env=debian.environ(), capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert r.stdout.splitlines()[0] == "/workspace/pkg"
+    assert r.stdout.splitlines()[-1] == "from-pkg"
+    assert host_git(wt, "log", "-1", "--format=%s").stdout.strip() == "from-pkg"
