@@ -320,8 +320,10 @@ static int prepare_generation(struct hc *h, struct lz_error *err) {
         return r;
     if (r > 0) {
         if (h->n_vol >= LZ_RS_VOLUMES_MAX)
-            return lz_error_set(err, -E2BIG, "more than %d writable volumes with the worktree's Git directory: make "
-                                "some read-only", LZ_RS_VOLUMES_MAX - 1);
+            return lz_error_set(err, -E2BIG,
+                                "more than %d writable volumes with the worktree's Git directory: make "
+                                "some read-only",
+                                LZ_RS_VOLUMES_MAX - 1);
         h->vol_view[h->n_vol] = lz_xasprintf("%s/git-common", h->gen_dir);
         h->vol_of[h->n_vol] = SIZE_MAX;
         if ((r = lz_mkdir_p(h->vol_view[h->n_vol], 0700)) < 0)

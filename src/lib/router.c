@@ -218,8 +218,8 @@ static enum lz_router_class cmax(enum lz_router_class a, enum lz_router_class b)
  * and gc.pid; its HEAD, index, logs/HEAD, rebase state
  * and per-worktree refs live in worktrees/<id>/. What is left at the root
  * is the main work tree's own state or configuration. */
-static const char *const common_free[] = { "objects", "refs",       "packed-refs", "packed-refs.new",
-                                            "logs",    "info",       "lost-found",  "gc.pid" };
+static const char *const common_free[] = { "objects", "refs", "packed-refs", "packed-refs.new",
+                                           "logs",    "info", "lost-found",  "gc.pid" };
 static const char *const worktree_refs[] = { "bisect", "worktree", "rewritten" };
 
 /* Components 0 and 1 are `worktrees/NAME` of this Domain (exactly its

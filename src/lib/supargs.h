@@ -43,7 +43,7 @@ struct lz_supervisor_args {
      * as slot "vol<i>". */
     char **vol_source, **vol_view;
     size_t n_volumes;
-    size_t n_vol_view;         /* the codec's count of vol_view: n_volumes once decoded */
+    size_t n_vol_view; /* the codec's count of vol_view: n_volumes once decoded */
     /* A linked worktree's id (worktree.h), or NULL: then the last volume
      * is its common Git directory, served with the Git policy in
      * linked-worktree mode (lazaret-router --linked-worktree), not

@@ -383,7 +383,9 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
     if (r == 0 && rd.status == LZ_READY_OK)
         return 0;
     snprintf(msg, msglen, "lazaret-router did not mount the %s view (see the coordinator log)",
-             worktree ? "common Git directory" : plain ? "volume" : "workspace");
+             worktree    ? "common Git directory"
+                 : plain ? "volume"
+                         : "workspace");
     int st;
     lz_child_signal(ret, SIGKILL);
     lz_child_wait(ret, -1, &st);
@@ -417,8 +419,8 @@ static int start_routers(const struct lz_supervisor_args *a, struct lz_child *ro
         vol_routers[i] = LZ_CHILD_NULL;
         owned[2 + i] = &vol_routers[i];
     }
-    int r = start_router(a, a->workspace, a->view, false, NULL, &(struct lz_rs_slot){ LZ_SLOT_ROUTER, 0 }, router,
-                         msg, msglen);
+    int r = start_router(a, a->workspace, a->view, false, NULL, &(struct lz_rs_slot){ LZ_SLOT_ROUTER, 0 }, router, msg,
+                         msglen);
     for (size_t i = 0; r == 0 && i < a->n_volumes && i < LZ_RS_VOLUMES_MAX; i++) {
         struct lz_rs_slot slot = { LZ_SLOT_VOLUME, (unsigned)i };
         /* A linked worktree's common Git directory is the last "volume",

@@ -98,10 +98,9 @@ int lz_worktree_probe(const char *workspace, struct lz_worktree *ret, struct lz_
                             ws, common);
     size_t cl = strlen(common);
     char *repo = cl > 5 && !strcmp(common + cl - 5, "/.git") ? lz_xstrndup(common, cl - 5) : lz_xstrdup(common);
-    *ret = (struct lz_worktree){ .gitdir = TAKE_PTR(gitdir),
-                                 .common = TAKE_PTR(common),
-                                 .name = lz_xstrdup(name),
-                                 .repo = repo };
+    *ret = (struct lz_worktree){
+        .gitdir = TAKE_PTR(gitdir), .common = TAKE_PTR(common), .name = lz_xstrdup(name), .repo = repo
+    };
     return 1;
 }
 
@@ -127,8 +126,7 @@ char *lz_worktree_gitfile(const char *name) {
 
 static bool name_ok(const char *n) {
     size_t l = strlen(n);
-    if (l == 0 || l > 64 || n[0] == '-' || n[0] == '.' || strstr(n, "..") ||
-        (l >= 5 && !strcmp(n + l - 5, ".lock")))
+    if (l == 0 || l > 64 || n[0] == '-' || n[0] == '.' || strstr(n, "..") || (l >= 5 && !strcmp(n + l - 5, ".lock")))
         return false;
     return strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == l;
 }
@@ -137,9 +135,13 @@ static bool name_ok(const char *n) {
  * stderr; its exit status, or a negative errno. */
 static int run_git(char *const argv[]) {
     extern char **environ;
-    struct lz_spawn_opts o = {
-        .path = argv[0], .argv = argv, .envp = environ, .stdin_fd = -1, .stdout_fd = 2, .stderr_fd = 2, .setns_pidfd = -1
-    };
+    struct lz_spawn_opts o = { .path = argv[0],
+                               .argv = argv,
+                               .envp = environ,
+                               .stdin_fd = -1,
+                               .stdout_fd = 2,
+                               .stderr_fd = 2,
+                               .setns_pidfd = -1 };
     struct lz_child c;
     int r = lz_spawn(&o, &c);
     if (r < 0)
@@ -202,18 +204,17 @@ int lz_worktree_create(const char *workspace, const char *name, char **ret_path,
     if (!git)
         return lz_error_set(err, -ENOENT, "--worktree needs the host's git, which is not on PATH");
     _cleanup_free_ char *ref = lz_xasprintf("refs/heads/%s", name);
-    char *verify[] = { git, (char *)"-C", main_top, (char *)"rev-parse", (char *)"--verify", (char *)"-q",
-                       ref, NULL };
+    char *verify[] = { git, (char *)"-C", main_top, (char *)"rev-parse", (char *)"--verify", (char *)"-q", ref, NULL };
     char out[128];
     int st2 = 0;
     bool exists = lz_spawn_capture(verify, 30000, out, sizeof out, &st2) == 0 && st2 == 0;
-    char *add_new[] = { git, (char *)"-C", main_top, (char *)"worktree", (char *)"add", path, (char *)"-b",
-                        (char *)name, NULL };
+    char *add_new[] = { git,          (char *)"-C", main_top, (char *)"worktree", (char *)"add", path,
+                        (char *)"-b", (char *)name, NULL };
     char *add_old[] = { git, (char *)"-C", main_top, (char *)"worktree", (char *)"add", path, (char *)name, NULL };
     r = run_git(exists ? add_old : add_new);
     if (r != 0)
-        return lz_error_set(err, r < 0 ? r : -EIO, "git worktree add %s %s%s failed (%s)", path,
-                            exists ? "" : "-b ", name, r < 0 ? strerror(-r) : "see git's message above");
+        return lz_error_set(err, r < 0 ? r : -EIO, "git worktree add %s %s%s failed (%s)", path, exists ? "" : "-b ",
+                            name, r < 0 ? strerror(-r) : "see git's message above");
     *ret_path = TAKE_PTR(path);
     return 0;
 }

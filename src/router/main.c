@@ -245,8 +245,9 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (r.worktree && (r.plain || ign.state)) {
-        fprintf(stderr, "lazaret-router: --linked-worktree serves a Git directory: not with --plain or "
-                        "--ignored-state\n");
+        fprintf(stderr,
+                "lazaret-router: --linked-worktree serves a Git directory: not with --plain or "
+                "--ignored-state\n");
         return 2;
     }
     if (ready_fd >= 0)
