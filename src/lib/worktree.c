@@ -68,6 +68,12 @@ int lz_worktree_probe(const char *workspace, struct lz_worktree *ret, struct lz_
     _cleanup_free_ char *p2 = lz_xstrdup(parent);
     if (strcmp(basename(p2), "worktrees") != 0)
         return 0; /* a submodule's gitfile, or a separate Git directory */
+    /* The id goes into a gitfile line and a mount destination. */
+    for (const char *q = name; *q; q++)
+        if ((unsigned char)*q < 0x20 || *q == 0x7f)
+            return lz_error_set(err, -EINVAL, "%s: a worktree id with a control character is not served", gitdir);
+    if (strlen(name) > 255)
+        return lz_error_set(err, -ENAMETOOLONG, "%s: the worktree id is too long", gitdir);
     _cleanup_free_ char *common0 = lz_xstrdup(dirname(parent));
     _cleanup_close_ int gfd = open(gitdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (gfd < 0)
