@@ -454,3 +454,41 @@ def test_worktree_git_as_is(lazaret, debian, tmp_path):
     assert r.stdout.splitlines()[0] == "/workspace/pkg"
     assert r.stdout.splitlines()[-1] == "from-pkg"
     assert host_git(wt, "log", "-1", "--format=%s").stdout.strip() == "from-pkg"
+
+
+def test_git_locks_exclude_across_two_domains(lazaret, debian, tmp_path):
+    """Git's locks (`X.lock` made with O_CREAT|O_EXCL) exclude each other
+    across two sandboxes whose routers serve the same common Git
+    directory: two agents take the same lock in a loop and check, while
+    holding it, that nobody else wrote the file it guards. Positive
+    control: the same loop taking the "lock" without O_EXCL sees the other
+    agent's writes."""
+    main, (wa, wb) = make_worktrees(tmp_path, "la", "lb")
+
+    def pair(take):
+        loop = f"""
+            G={COMMON}; me=$1; got=0; bad=0
+            for i in $(seq 1 80); do
+                if ({take} $me > $G/refs/heads/shared.lock) 2>/dev/null; then
+                    got=$((got+1))
+                    echo $me > $G/refs/guarded
+                    for k in 1 2 3; do :; done
+                    [ "$(cat $G/refs/guarded 2>/dev/null)" = "$me" ] || bad=$((bad+1))
+                    rm -f $G/refs/heads/shared.lock
+                fi
+            done
+            echo "got=$got bad=$bad"
+        """
+        procs = [subprocess.Popen([lazaret, "run", "-p", "test", "--", "bash", "-c", AGENT + loop, "x", me],
+                                  cwd=w, env=debian.environ(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) for w, me in ((wa, "A"), (wb, "B"))]
+        outs = [p.communicate(timeout=300) for p in procs]
+        for p, (o, e) in zip(procs, outs):
+            assert p.returncode == 0 and "got=" in o, e
+        return [(int(o.split("got=")[1].split()[0]), int(o.split("bad=")[1].split()[0])) for o, _ in outs]
+
+    control = pair("echo")
+    assert sum(b for _, b in control) > 0, f"control: no overlap seen without O_EXCL {control}"
+    real = pair("set -C; echo")
+    assert sum(g for g, _ in real) > 0 and sum(b for _, b in real) == 0, real
+    assert not (main / ".git" / "refs" / "heads" / "shared.lock").exists()
