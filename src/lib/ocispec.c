@@ -159,11 +159,14 @@ int lz_oci_sandbox_config(const struct lz_sandbox_spec *s, char **ret_json, stru
                 wb[i].read_only = true;
             }
         add_bind(&wb, &nwb, s->wt_common_view, LZ_SANDBOX_GIT_COMMON, false);
-        if (s->wt_name && s->wt_gitdir_file) {
-            _cleanup_free_ char *dst = lz_xasprintf(LZ_SANDBOX_GIT_COMMON "/worktrees/%s/gitdir", s->wt_name);
+        _cleanup_close_ int cfd = open(s->wt_common, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        /* Only over a gitdir that is there: the mount point cannot be made
+         * through the router (gitdir is read-only inside). */
+        _cleanup_free_ char *gd_rel = s->wt_name ? lz_xasprintf("worktrees/%s/gitdir", s->wt_name) : NULL;
+        if (cfd >= 0 && gd_rel && s->wt_gitdir_file && type_at(cfd, gd_rel) == S_IFREG) {
+            _cleanup_free_ char *dst = lz_xasprintf(LZ_SANDBOX_GIT_COMMON "/%s", gd_rel);
             add_bind(&wb, &nwb, s->wt_gitdir_file, dst, true);
         }
-        _cleanup_close_ int cfd = open(s->wt_common, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (cfd >= 0 && type_at(cfd, "config") == S_IFREG) {
             _cleanup_free_ char *cfg = lz_xasprintf("%s/config", s->wt_common);
             add_bind(&wb, &nwb, cfg, LZ_SANDBOX_GIT_COMMON "/config", true);
