@@ -911,6 +911,27 @@ static void test_linked_worktree(void **state) {
     assert_int_equal(ren_typed("objects/ab/x", "refs/heads/y", S_IFREG, 2, false, 0, 0, 0), -EXDEV);
     /* The root is never removed or replaced. */
     assert_op(-EPERM, LZ_ROP_SETATTR, "", false, NULL);
+    /* The mode relaxes nothing but worktrees/wt/ below its own protected
+     * names: every other path is at least as protected as when the same
+     * tree is seen as a directory shaped like a Git directory. */
+    static const char *const names[] = { "HEAD",  "config",      "index", "objects",   "refs",    "logs",    "info",
+                                         "hooks", "packed-refs", "x",     "worktrees", "modules", "shallow", "gc.pid" };
+    static const char *const subs[] = { "",           "/HEAD",    "/config", "/info/attributes", "/info/alternates",
+                                        "/replace/x", "/heads/x", "/x.lock", "/commondir",       "/refs/notes/y" };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(names); i++)
+        for (size_t j = 0; j < LZ_ARRAY_SIZE(subs); j++) {
+            char path[128];
+            snprintf(path, sizeof path, "%s%s", names[i], subs[j]);
+            enum lz_router_class in_mode = cls(path);
+            pol.worktree = NULL;
+            enum lz_router_class plain = cls(path);
+            pol.worktree = "wt";
+            /* `worktrees` itself: an ANCESTOR of the Domain's own (only a
+             * mkdir of it differs, and it exists). */
+            if (in_mode < plain && strcmp(path, "worktrees") != 0)
+                fail_msg("%s: %s in linked-worktree mode, %s without", path, lz_router_class_name(in_mode),
+                         lz_router_class_name(plain));
+        }
     /* Without the mode (the positive control), the same tree is a
      * directory shaped like a Git directory: worktrees/ is read-only as a
      * whole and the main work tree's HEAD is free. */
