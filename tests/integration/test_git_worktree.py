@@ -492,3 +492,28 @@ def test_git_locks_exclude_across_two_domains(lazaret, debian, tmp_path):
     real = pair("set -C; echo")
     assert sum(g for g, _ in real) > 0 and sum(b for _, b in real) == 0, real
     assert not (main / ".git" / "refs" / "heads" / "shared.lock").exists()
+
+
+def test_worktree_of_a_bare_repository(lazaret, debian, tmp_path):
+    """The bare-repository-plus-worktrees layout (`git clone --bare`, then
+    one worktree per branch): the bare repository is the common Git
+    directory; commits flow, its config stays read-only."""
+    src = make_git_repo(tmp_path / "src")
+    bare = tmp_path / "proj.git"
+    assert host_git(tmp_path, "clone", "-q", "--bare", str(src), str(bare)).returncode == 0
+    wt = tmp_path / "feature"
+    assert host_git(bare, "worktree", "add", "-q", str(wt), "-b", "feature").returncode == 0
+    cfg = (bare / "config").read_bytes()
+    r = inside(lazaret, debian, wt, f"""
+        set -e
+        cd /workspace
+        echo more >> README; git commit -qam from-bare-worktree
+        {FSMON.format(cmd="true")} >> {COMMON}/config 2>/dev/null || echo CONFIG-REFUSED
+    """)
+    assert r.returncode == 0, r.stderr.decode()
+    assert "CONFIG-REFUSED" in r.stdout.decode()
+    assert (bare / "config").read_bytes() == cfg
+    assert "from-bare-worktree" in host_git(bare, "log", "feature", "--format=%s").stdout
+    r = subprocess.run([lazaret, "config", "check", "-p", "test"], cwd=wt, env=debian.environ(),
+                       capture_output=True, text=True, timeout=120)
+    assert f"linked worktree feature of the repository {bare} (branch feature)" in r.stdout, r.stdout
