@@ -5,6 +5,7 @@
 #include "config.h"
 #include "gitscan.h"
 #include "netpolicy.h"
+#include "worktree.h"
 
 static void usage(FILE *out) {
     fputs("Usage: lazaret config check [--config FILE] [-p|--profile NAME]\n"
@@ -59,6 +60,29 @@ static void print_policy(const struct lz_config *cfg) {
 static int print_git(const struct lz_config *cfg) {
     struct lz_gitscan g;
     struct lz_error err = { 0 };
+    /* A linked worktree: where its Git directories appear inside, and
+     * what of them stays the developer's (worktree.h). */
+    struct lz_worktree wt = { 0 };
+    int w = lz_worktree_probe(cfg->workspace, &wt, &err);
+    if (w < 0) {
+        printf("\nlinked worktree: a Domain would not start: %s\n", err.msg);
+        return -1;
+    }
+    if (w > 0) {
+        _cleanup_free_ char *branch = lz_worktree_head(wt.gitdir);
+        printf("\nlinked worktree %s of the repository %s (branch %s)\n", wt.name, wt.repo, branch ? branch : "?");
+        printf("  its Git directory %s is served at " LZ_SANDBOX_GIT_COMMON " by a router of its own, and\n"
+               "  " LZ_SANDBOX_WORKSPACE "/.git names " LZ_SANDBOX_GIT_COMMON "/worktrees/%s there\n",
+               wt.common, wt.name);
+        printf("  writable inside: objects/, refs/ (not replace/, notes/), packed-refs (checked), logs/refs/,\n"
+               "  and worktrees/%s/ (HEAD, index (checked), logs/HEAD, rebase state)\n",
+               wt.name);
+        printf("  read-only inside: config, hooks/, info/ rules, worktrees/%s/{commondir,gitdir,locked,"
+               "config.worktree},\n  every other worktree, and the main work tree's HEAD, index and logs/HEAD;\n"
+               "  the main work tree's files are not served at all\n",
+               wt.name);
+        lz_worktree_clear(&wt);
+    }
     long t0 = lz_now_ms();
     if (lz_gitscan_run(cfg->workspace, NULL, &g, &err) < 0) {
         printf("\nhost Git: a Domain would not start: %s\n", err.msg);

@@ -3,12 +3,13 @@
 #include "client.h"
 #include "config.h"
 #include "escape.h"
+#include "worktree.h"
 
 #include <sodium.h>
 
 static void usage(FILE *f) {
     fputs("Usage: lazaret run [-p|--profile NAME] [--config FILE] [--publish [ADDR:]PORT[:SANDBOXPORT]]...\n"
-          "                   [-- CMD ARGS...]\n"
+          "                   [--worktree NAME] [-- CMD ARGS...]\n"
           "\n"
           "Starts (or joins) the sandbox of the current directory and the profile,\n"
           "and attaches this terminal to it. In a subdirectory of a Git repository\n"
@@ -25,6 +26,9 @@ static void usage(FILE *f) {
           "                       make the sandbox's TCP port SANDBOXPORT (default PORT) reachable\n"
           "                       on this host at ADDR:PORT (ADDR default 127.0.0.1); repeatable;\n"
           "                       with the profile's `publish`, part of the Domain's configuration\n"
+          "      --worktree NAME  run in the linked worktree NAME of this repository (its branch NAME),\n"
+          "                       made first with the host's `git worktree add ../REPO-NAME -b NAME`\n"
+          "                       when it does not exist; one Domain per worktree\n"
           "  -h, --help           show this help\n"
           "\n"
           "Exit status: the command's, or 125 when the sandbox could not be started.\n",
@@ -67,10 +71,11 @@ static int prepare_lower(void *ud, const char **ret, struct lz_error *err) {
 }
 
 int lz_cmd_run(int argc, char **argv, const struct lz_run_starter *starter) {
-    const char *config_path = NULL, *profile = NULL;
+    const char *config_path = NULL, *profile = NULL, *worktree = NULL;
     struct lz_cli_list publish = { .n = 0 };
     const struct lz_cli_option opts[] = {
         { "profile", 'p', &profile, NULL, NULL },
+        { "worktree", 0, &worktree, NULL, NULL },
         { "config", 0, &config_path, NULL, NULL },
         { "publish", 0, NULL, NULL, &publish },
         { NULL, 0, NULL, NULL, NULL },
@@ -91,6 +96,24 @@ int lz_cmd_run(int argc, char **argv, const struct lz_run_starter *starter) {
     if (lz_config_load(&co, &cfg, &err) < 0) {
         lz_cli_error("%s", err.msg);
         return LZ_EXIT_LAUNCH;
+    }
+    /* --worktree NAME: the repository's linked worktree NAME (made when it
+     * is missing) is the workspace instead (worktree.h). */
+    _cleanup_free_ char *wt_path = NULL;
+    if (worktree) {
+        if (lz_worktree_create(cfg->workspace, worktree, &wt_path, &err) < 0) {
+            lz_cli_error("%s", err.msg);
+            lz_config_free(cfg);
+            return LZ_EXIT_LAUNCH;
+        }
+        lz_config_free(cfg);
+        cfg = NULL;
+        co.workspace = wt_path;
+        co.workspace_exact = true;
+        if (lz_config_load(&co, &cfg, &err) < 0) {
+            lz_cli_error("%s", err.msg);
+            return LZ_EXIT_LAUNCH;
+        }
     }
     if (starter->builtin_notice && cfg->builtin_default)
         lz_cli_error("no configuration file found; using the built-in profile \"%s\"", cfg->profile.name);

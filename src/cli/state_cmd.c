@@ -114,6 +114,13 @@ static int cmd_ls(const struct lz_config *cfg, bool json) {
             _cleanup_free_ char *p = esc(s->problem);
             printf("%-12s  (%s)\n", "", p);
         }
+        /* A removed worktree (or a deleted or moved directory) leaves its
+         * Domain's state behind: nothing here removes it unasked. */
+        struct stat wst;
+        if (s->workspace && !s->running && lstat(s->workspace, &wst) < 0 && errno == ENOENT)
+            printf("%-12s  (the workspace no longer exists (a removed worktree?): `lazaret state reset %.12s` "
+                   "deletes this Domain's state)\n",
+                   "", s->id);
     }
     return LZ_EXIT_OK;
 }

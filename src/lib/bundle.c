@@ -130,6 +130,11 @@ int hc_write_bundle(struct hc *h, struct lz_error *err) {
         .n_binds = nb,
         .anchors = anchors,
         .n_anchors = c->profile.n_persistent_dirs,
+        .wt_gitfile = h->wt.name && !plain_bind ? h->wt_gitfile : NULL,
+        .wt_common_view = h->wt.name && !plain_bind ? h->vol_view[h->n_vol - 1] : NULL,
+        .wt_common = h->wt.common,
+        .wt_name = h->wt.name,
+        .wt_gitdir_file = h->wt_gitdir_file,
     };
     _cleanup_free_ char *json = NULL;
     r = lz_oci_sandbox_config(&spec, &json, err);

@@ -74,6 +74,22 @@ static void control_request(struct hc *h, struct session *s, const uint8_t *buf,
         json_object_set_new(o, "linger_left_ms", json_integer(left > 0 ? left : 0));
     }
     json_object_set_new(o, "domain_dir", json_string(h->cfg->domain_dir));
+    /* Which repository and branch the Domain works on, read now (the
+     * agent switches branches): a linked worktree's own HEAD, or the
+     * workspace's `.git`. */
+    {
+        _cleanup_free_ char *wsgit = lz_xasprintf("%s/.git", h->cfg->workspace);
+        const char *gd = h->wt.name ? h->wt.gitdir : wsgit;
+        _cleanup_free_ char *branch = lz_worktree_head(gd);
+        if (h->wt.name) {
+            json_object_set_new(o, "repository", json_string(h->wt.repo));
+            json_object_set_new(o, "worktree", json_string(h->wt.name));
+        } else if (branch) {
+            json_object_set_new(o, "repository", json_string(h->cfg->workspace));
+        }
+        if (branch)
+            json_object_set_new(o, "branch", json_string(branch));
+    }
     json_t *pub = json_array();
     for (size_t i = 0; i < h->cfg->profile.n_publish; i++) {
         char t[LZ_PUBLISH_TEXT_MAX];
@@ -241,6 +257,9 @@ static void hc_done(struct hc *h) {
     free(h->view);
     for (size_t i = 0; i < h->n_vol; i++)
         free(h->vol_view[i]);
+    lz_worktree_clear(&h->wt);
+    free(h->wt_gitfile);
+    free(h->wt_gitdir_file);
     free(h->router);
     free(h->sock_path);
     free(h->runsc);

@@ -311,6 +311,38 @@ static int prepare_generation(struct hc *h, struct lz_error *err) {
             return lz_error_set(err, r, "cannot create %s or its view: %s", v->host, strerror(-r));
         h->n_vol++;
     }
+    /* A linked worktree: its common Git directory, served by one more
+     * router in linked-worktree mode, staged as the last volume slot
+     * (supargs.h); the sandbox's /workspace/.git names it there
+     * (worktree.h). */
+    lz_worktree_clear(&h->wt);
+    if ((r = lz_worktree_probe(c->workspace, &h->wt, err)) < 0)
+        return r;
+    if (r > 0) {
+        if (h->n_vol >= LZ_RS_VOLUMES_MAX)
+            return lz_error_set(err, -E2BIG,
+                                "more than %d writable volumes with the worktree's Git directory: make "
+                                "some read-only",
+                                LZ_RS_VOLUMES_MAX - 1);
+        h->vol_view[h->n_vol] = lz_xasprintf("%s/git-common", h->gen_dir);
+        h->vol_of[h->n_vol] = SIZE_MAX;
+        if ((r = lz_mkdir_p(h->vol_view[h->n_vol], 0700)) < 0)
+            return lz_error_set(err, r, "cannot create %s: %s", h->vol_view[h->n_vol], strerror(-r));
+        h->n_vol++;
+        _cleanup_free_ char *gf = lz_worktree_gitfile(h->wt.name);
+        _cleanup_close_ int gd = open(h->gen_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (gd < 0 || (r = lz_write_file_volatile_at(gd, "gitfile", gf, strlen(gf), 0644)) < 0)
+            return lz_error_set(err, gd < 0 ? -errno : r, "cannot write the worktree's gitfile in %s", h->gen_dir);
+        free(h->wt_gitfile);
+        h->wt_gitfile = lz_xasprintf("%s/gitfile", h->gen_dir);
+        static const char wgd[] = LZ_SANDBOX_WORKSPACE "/.git\n";
+        if ((r = lz_write_file_volatile_at(gd, "worktree-gitdir", wgd, strlen(wgd), 0644)) < 0)
+            return lz_error_set(err, r, "cannot write the worktree's gitdir in %s", h->gen_dir);
+        free(h->wt_gitdir_file);
+        h->wt_gitdir_file = lz_xasprintf("%s/worktree-gitdir", h->gen_dir);
+        hc_log("linked worktree %s of %s: its Git directory %s is served at " LZ_SANDBOX_GIT_COMMON, h->wt.name,
+               h->wt.repo, h->wt.common);
+    }
 
     if ((r = lz_find_runsc(&h->runsc, err)) < 0)
         return r;
@@ -426,7 +458,7 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
         hc_log("NOTICE: %s", h->git.notices[i]);
     char *vol_source[LZ_RS_VOLUMES_MAX];
     for (size_t i = 0; i < h->n_vol; i++)
-        vol_source[i] = c->profile.volumes[h->vol_of[i]].host;
+        vol_source[i] = h->vol_of[i] == SIZE_MAX ? h->wt.common : c->profile.volumes[h->vol_of[i]].host;
     /* Symlinks the host would follow into Lazaret's own storage are refused
      * by every router (docs/security-git.md, "Symlinks to host paths"). */
     char *deny[] = { c->data_root, h->rt, c->domain_dir };
@@ -448,6 +480,7 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
         .vol_source = vol_source,
         .vol_view = h->vol_view,
         .n_volumes = h->n_vol,
+        .worktree = h->wt.name,
         .deny_link = deny,
         .n_deny_link = LZ_ARRAY_SIZE(deny),
     };

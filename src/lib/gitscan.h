@@ -67,6 +67,10 @@ int lz_gitscan_run(const char *workspace, const struct lz_gitscan_opts *o, struc
                    struct lz_error *err);
 void lz_gitscan_clear(struct lz_gitscan *s);
 
+/* The host's git as the scan finds it: the first `git` of PATH's absolute
+ * entries (malloc'd), or NULL. */
+char *lz_gitscan_git_path(void);
+
 /* ---- pure parts, exposed for the unit tests ---------------------------- */
 
 /* A path as Git reads it from a config value: absolute, `~/` (home), or

@@ -30,6 +30,8 @@ char *lz_gs_find_git(void) {
     return NULL;
 }
 
+char *lz_gitscan_git_path(void) { return lz_gs_find_git(); }
+
 /* The environment for git: the variables that select the developer's
  * configuration, nothing that could redirect the repository. */
 char **lz_gs_clean_env(void) {

@@ -11,6 +11,7 @@
 
 #include "gitindex.h"
 #include "gitrefs.h"
+#include "worktree.h"
 
 /* ---- the walk ----------------------------------------------------------- */
 
@@ -374,6 +375,21 @@ int lz_gitscan_run(const char *workspace, const struct lz_gitscan_opts *o, struc
             goto done;
         }
         r = lz_gs_walk_tree(&s, fd, s.ws, 0);
+    }
+    /* A linked worktree: its common Git directory is served to the
+     * sandbox too (worktree.h), so it is walked like the workspace's own:
+     * links, indexes (its own and every worktree's), what changes the
+     * display. Named by its host path in what is reported. */
+    if (r >= 0) {
+        struct lz_worktree wt = { 0 };
+        struct lz_error we = { 0 };
+        if (lz_worktree_probe(s.ws, &wt, &we) > 0 && !strv_has(&s.gitdirs, wt.common)) {
+            strv_add(&s.gitdirs, wt.common);
+            _cleanup_close_ int cfd = open(wt.common, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (cfd >= 0)
+                r = walk_gitdir_at(&s, cfd, wt.common, wt.common, false, 0);
+        }
+        lz_worktree_clear(&wt);
     }
     if (s.bound) {
         if (!strcmp(s.bound, "entries"))

@@ -42,6 +42,7 @@
 #include "procid.h"
 #include "proto.h"
 #include "spawn.h"
+#include "worktree.h"
 #include "store.h"
 #include "supervisor.h"
 
@@ -158,6 +159,11 @@ struct hc {
     char *vol_view[LZ_RS_VOLUMES_MAX];
     size_t vol_of[LZ_RS_VOLUMES_MAX], n_vol;
     struct lz_procid vol_id[LZ_RS_VOLUMES_MAX];
+    /* A linked worktree (worktree.h; wt.name NULL otherwise): its common
+     * Git directory is the last of the volume routers (vol_of SIZE_MAX),
+     * and wt_gitfile the gitfile the sandbox sees at /workspace/.git. */
+    struct lz_worktree wt;
+    char *wt_gitfile, *wt_gitdir_file;
     /* Credentials (hc_creds.c): the Domain CA from the generation's start
      * until the TLS gate takes it (NULL without a credential the gate
      * serves), and the directory of its certificate, bound read-only at

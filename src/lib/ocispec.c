@@ -147,6 +147,33 @@ int lz_oci_sandbox_config(const struct lz_sandbox_spec *s, char **ret_json, stru
         json_decref(mounts);
         return r;
     }
+    /* A linked worktree: its `.git` names the common Git directory where
+     * the sandbox sees it, and that directory is served by its own router
+     * (worktree.h). The gitfile bound here replaces the host's, which
+     * names a host path. */
+    if (s->wt_gitfile && s->wt_common_view && s->wt_common) {
+        for (size_t i = 0; i < nwb; i++)
+            if (!strcmp(wb[i].destination, "/workspace/.git")) {
+                free(wb[i].source);
+                wb[i].source = lz_xstrdup(s->wt_gitfile);
+                wb[i].read_only = true;
+            }
+        add_bind(&wb, &nwb, s->wt_common_view, LZ_SANDBOX_GIT_COMMON, false);
+        _cleanup_close_ int cfd = open(s->wt_common, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        /* Only over a gitdir that is there: the mount point cannot be made
+         * through the router (gitdir is read-only inside). */
+        _cleanup_free_ char *gd_rel = s->wt_name ? lz_xasprintf("worktrees/%s/gitdir", s->wt_name) : NULL;
+        if (cfd >= 0 && gd_rel && s->wt_gitdir_file && type_at(cfd, gd_rel) == S_IFREG) {
+            _cleanup_free_ char *dst = lz_xasprintf(LZ_SANDBOX_GIT_COMMON "/%s", gd_rel);
+            add_bind(&wb, &nwb, s->wt_gitdir_file, dst, true);
+        }
+        if (cfd >= 0 && type_at(cfd, "config") == S_IFREG) {
+            _cleanup_free_ char *cfg = lz_xasprintf("%s/config", s->wt_common);
+            add_bind(&wb, &nwb, cfg, LZ_SANDBOX_GIT_COMMON "/config", true);
+        }
+        if (cfd >= 0 && type_at(cfd, "hooks") == S_IFDIR)
+            add_str(&tmpd, &ntmp, LZ_SANDBOX_GIT_COMMON "/hooks");
+    }
     for (size_t i = 0; i < nwb; i++)
         json_array_append_new(mounts,
                               mount_json(wb[i].destination, "bind", wb[i].source, wb[i].read_only ? ro_o : rw_o));

@@ -18,6 +18,7 @@
 #pragma once
 
 #include "util.h"
+#include "worktree.h"
 
 struct lz_oci_bind {
     char *source;      /* host path (absolute) */
@@ -37,6 +38,21 @@ struct lz_sandbox_spec {
     size_t n_anchors;
     const struct lz_oci_bind *binds; /* volumes, terminfo, ... */
     size_t n_binds;
+    /* A linked worktree (worktree.h), or all NULL: the gitfile shown at
+     * /workspace/.git (host path of a file naming
+     * LZ_SANDBOX_GIT_COMMON/worktrees/NAME), the common Git directory's
+     * router view (mounted at LZ_SANDBOX_GIT_COMMON) and the common Git
+     * directory itself (its config bound read-only from there, its hooks
+     * hidden: the same defence in depth as a workspace's `.git`). */
+    const char *wt_gitfile;
+    const char *wt_common_view;
+    const char *wt_common;
+    /* ...and the worktree's id and a file naming /workspace/.git, bound
+     * over its `gitdir` (which names the host path, absent inside: Git's
+     * `worktree prune`, run by `git gc`, would take the worktree for a
+     * stale one and delete what it can of it). */
+    const char *wt_name;
+    const char *wt_gitdir_file;
 };
 
 /* Builds the workspace mount list (the Git protection layout) by looking

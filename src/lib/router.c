@@ -210,6 +210,76 @@ static enum lz_router_class classify_rel(const char *const *c, size_t n) {
 
 static enum lz_router_class cmax(enum lz_router_class a, enum lz_router_class b) { return a > b ? a : b; }
 
+/* ---- linked-worktree mode (lz_router_policy.worktree) ----
+ *
+ * Git's own split (path.c, common_list): of a common Git directory, a
+ * linked worktree's git writes the objects, the shared refs and their
+ * logs, packed-refs (written as packed-refs.new or .lock, then renamed)
+ * and gc.pid; its HEAD, index, logs/HEAD, rebase state
+ * and per-worktree refs live in worktrees/<id>/. What is left at the root
+ * is the main work tree's own state or configuration. */
+static const char *const common_free[] = { "objects", "refs", "packed-refs", "packed-refs.new",
+                                           "logs",    "info", "lost-found",  "gc.pid" };
+static const char *const worktree_refs[] = { "bisect", "worktree", "rewritten" };
+
+/* Components 0 and 1 are `worktrees/NAME` of this Domain (exactly its
+ * name: a case variant is another directory to a case-sensitive host). */
+static bool own_worktree(const struct lz_router_policy *pol, const char *const *c, size_t n) {
+    return pol->worktree && n >= 2 && ieq(c[0], "worktrees") && strcmp(c[1], pol->worktree) == 0;
+}
+
+/* Classification of a path of the common Git directory (the root). */
+static enum lz_router_class classify_common(const struct lz_router_policy *pol, const char *const *c, size_t n) {
+    if (n == 0)
+        return LZ_RCLASS_ANCESTOR;
+    if (ieq(c[0], "worktrees")) {
+        if (n == 1)
+            return LZ_RCLASS_ANCESTOR;
+        if (!own_worktree(pol, c, n))
+            return LZ_RCLASS_PROTECTED; /* another work tree's */
+        if (n == 2)
+            return LZ_RCLASS_ANCESTOR;
+        /* `locked` keeps `git worktree prune` away: the developer's. */
+        if (ieq(c[2], "locked"))
+            return LZ_RCLASS_PROTECTED;
+        return classify_rel(c + 2, n - 2);
+    }
+    enum lz_router_class cls = classify_rel(c, n);
+    /* The stem of a lock at the root: `packed-refs.lock` is git's way to
+     * write packed-refs, `HEAD.lock` the main work tree's. */
+    const char *c0 = c[0];
+    char stem[256];
+    size_t sl;
+    if (n == 1 && (sl = lock_stem_len(c0)) > 0 && sl < sizeof stem) {
+        memcpy(stem, c0, sl);
+        stem[sl] = '\0';
+        c0 = stem;
+    }
+    if (!ieq_any(c0, common_free, LZ_ARRAY_SIZE(common_free)))
+        return LZ_RCLASS_PROTECTED;
+    if (ieq(c0, "refs") && n >= 2 && ieq_any(c[1], worktree_refs, LZ_ARRAY_SIZE(worktree_refs)))
+        return LZ_RCLASS_PROTECTED;
+    if (ieq(c0, "logs")) {
+        if (n == 1)
+            return cmax(cls, LZ_RCLASS_ANCESTOR);
+        if (!ieq(c[1], "refs")) /* logs/HEAD: the main work tree's */
+            return LZ_RCLASS_PROTECTED;
+        if (n == 2)
+            return cmax(cls, LZ_RCLASS_ANCESTOR);
+        if (ieq_any(c[2], worktree_refs, LZ_ARRAY_SIZE(worktree_refs)))
+            return LZ_RCLASS_PROTECTED;
+    }
+    return cls;
+}
+
+/* Is the directory made of the first g components a Git directory by
+ * name: `.git`, or in linked-worktree mode the root or worktrees/NAME? */
+static bool gitdir_by_name(const struct lz_router_policy *pol, const char *const *c, size_t g) {
+    if (g > 0 && is_gitname(c[g - 1]))
+        return true;
+    return pol->worktree && (g == 0 || (g == 2 && own_worktree(pol, c, 2)));
+}
+
 /* Component-wise: 0 if p equals q, 1 if p is below q, -1 if p is a strict
  * ancestor of q, 2 if unrelated. */
 static int relation(const char *p, const char *q) {
@@ -243,9 +313,15 @@ static int classify_split(const struct lz_router_policy *pol, struct split *s, e
     /* Every Git directory on the path applies its rules, not only the
      * innermost: `.git/modules/x` is a Git directory too, and its
      * `objects/` must stay read-only because of the outer `modules/`. */
+    /* Linked-worktree mode: the root and worktrees/NAME by their own
+     * rules (classify_common covers both). */
+    if (pol->worktree)
+        cls = cmax(cls, classify_common(pol, s->c, n));
     for (size_t g = 0; g < n; g++) {
         bool gitdir;
-        if (g > 0 && is_gitname(s->c[g - 1])) {
+        if (pol->worktree && (g == 0 || (g == 2 && own_worktree(pol, s->c, n)))) {
+            continue; /* done above */
+        } else if (gitdir_by_name(pol, s->c, g)) {
             gitdir = true;
         } else if (is_sensitive_top(s->c[g])) {
             join_prefix(s, g, prefix);
@@ -331,6 +407,14 @@ static int would_shape(const struct lz_router_policy *pol, const char *dir, cons
     last = last ? last + 1 : dir;
     if (is_gitname(last))
         return 0;
+    if (pol->worktree) {
+        struct split ds;
+        int r0 = split_path(dir, &ds);
+        if (r0 < 0)
+            return r0;
+        if (ds.n == 0 || (ds.n == 2 && own_worktree(pol, ds.c, 2)))
+            return 0; /* Git directories by name, like `.git` */
+    }
     int r = shaped(pol, dir);
     if (r != 0)
         return r < 0 ? r : 0;
@@ -354,15 +438,17 @@ static int would_shape(const struct lz_router_policy *pol, const char *dir, cons
 }
 
 /* The innermost Git directory that strictly contains the path of `s`:
- * *ret_g is the number of its components (0: none). A directory named
- * `.git` is one by name; any other must be shaped like one (asked for
- * every ancestor: only links, renames and special files pay for this). */
+ * 1 with *ret_g the number of its components (0: the root, which only a
+ * common Git directory in linked-worktree mode is), or 0 if none. A
+ * directory named `.git` is one by name; any other must be shaped like one
+ * (asked for every ancestor: only links, renames and special files pay for
+ * this). */
 static int git_root(const struct lz_router_policy *pol, const struct split *s, size_t *ret_g) {
     char prefix[LZ_ROUTER_PATH_MAX + 1];
     for (size_t g = s->n; g-- > 1;) {
-        if (is_gitname(s->c[g - 1])) {
+        if (gitdir_by_name(pol, s->c, g)) {
             *ret_g = g;
-            return 0;
+            return 1;
         }
         join_prefix(s, g, prefix);
         int r = shaped(pol, prefix);
@@ -370,11 +456,11 @@ static int git_root(const struct lz_router_policy *pol, const struct split *s, s
             return r;
         if (r > 0) {
             *ret_g = g;
-            return 0;
+            return 1;
         }
     }
     *ret_g = 0;
-    return 0;
+    return pol->worktree && s->n > 0 ? 1 : 0;
 }
 
 static bool is_index_name(const char *c) {
@@ -391,12 +477,12 @@ int lz_router_is_packed_refs(const struct lz_router_policy *pol, const char *pat
     int r = split_path(path, &s);
     if (r < 0)
         return r;
-    if (s.n < 2 || !ieq(s.c[s.n - 1], "packed-refs"))
+    if (s.n < 1 || !ieq(s.c[s.n - 1], "packed-refs"))
         return 0;
     size_t g;
-    if ((r = git_root(pol, &s, &g)) < 0)
+    if ((r = git_root(pol, &s, &g)) <= 0)
         return r;
-    return g != 0 && g == s.n - 1;
+    return g == s.n - 1;
 }
 
 int lz_router_is_index(const struct lz_router_policy *pol, const char *path, size_t *ret_gitdir_len) {
@@ -404,27 +490,28 @@ int lz_router_is_index(const struct lz_router_policy *pol, const char *path, siz
     int r = split_path(path, &s);
     if (r < 0)
         return r;
-    if (s.n < 2 || !is_index_name(s.c[s.n - 1]))
+    if (s.n < 1 || !is_index_name(s.c[s.n - 1]))
         return 0; /* the cheap answer for every other name */
     size_t g;
-    if ((r = git_root(pol, &s, &g)) < 0)
+    if ((r = git_root(pol, &s, &g)) <= 0)
         return r;
-    if (g == 0 || g != s.n - 1)
+    if (g != s.n - 1)
         return 0;
     if (ret_gitdir_len)
-        *ret_gitdir_len = (size_t)(s.c[s.n - 1] - s.buf) - 1;
+        *ret_gitdir_len = g == 0 ? 0 : (size_t)(s.c[s.n - 1] - s.buf) - 1;
     return 1;
 }
 
 static unsigned req_type(unsigned type, bool is_dir) { return type ? type : is_dir ? S_IFDIR : S_IFREG; }
 
 /* May the object (type, nlink) that now lives at `from` (inside Git
- * directory prefix from_g of `fs`, 0 = none) move to `to` (inside to_g of
- * `ts`)? Only the contents of Git directories are restricted: nothing the
- * host's git could later write or append through may enter one. */
-static int check_entering(const struct split *fs, size_t from_g, const struct split *ts, size_t to_g, unsigned type,
-                          unsigned long nlink) {
-    if (to_g == 0)
+ * directory prefix from_g of `fs` when from_in) move to `to` (inside to_g
+ * of `ts` when to_in)? Only the contents of Git directories are
+ * restricted: nothing the host's git could later write or append through
+ * may enter one. */
+static int check_entering(const struct split *fs, bool from_in, size_t from_g, const struct split *ts, bool to_in,
+                          size_t to_g, unsigned type, unsigned long nlink) {
+    if (!to_in)
         return 0;
     if (S_ISLNK(type))
         return -EPERM;
@@ -436,7 +523,7 @@ static int check_entering(const struct split *fs, size_t from_g, const struct sp
      * obey these rules already); one from elsewhere may hold links: a
      * copy (mv's answer to EXDEV) brings it in entry by entry, each
      * checked. */
-    bool same = from_g == to_g;
+    bool same = from_in && from_g == to_g;
     for (size_t i = 0; same && i < to_g; i++)
         same = strcmp(fs->c[i], ts->c[i]) == 0;
     return same ? 0 : -EXDEV;
@@ -455,10 +542,8 @@ static int check_create_gitdir(const struct lz_router_policy *pol, const struct 
     if (!special && !is_checked_name(s.c[s.n - 1]))
         return 0;
     size_t g;
-    if ((r = git_root(pol, &s, &g)) < 0)
+    if ((r = git_root(pol, &s, &g)) <= 0)
         return r;
-    if (g == 0)
-        return 0;
     if (special)
         return -EPERM; /* links and FIFOs never enter a Git directory */
     /* An index or packed-refs only by a checked rename
@@ -487,7 +572,7 @@ static int check_create(const struct lz_router_policy *pol, const struct lz_rout
         size_t sg;
         if ((r = split_path(req->path2, &ss)) < 0 || (r = git_root(pol, &ss, &sg)) < 0)
             return r;
-        if (sg > 0)
+        if (r > 0)
             return -EPERM;
     }
     bool ok = cls == LZ_RCLASS_FREE || (cls == LZ_RCLASS_ANCESTOR && req->op == LZ_ROP_MKDIR);
@@ -548,12 +633,13 @@ static int check_rename(const struct lz_router_policy *pol, const struct lz_rout
     /* What enters a Git directory (either way, for an exchange). */
     struct split fs, ts;
     size_t fg, tg;
+    int fin, tin;
     if ((r = split_path(req->path, &fs)) < 0 || (r = split_path(req->path2, &ts)) < 0 ||
-        (r = git_root(pol, &fs, &fg)) < 0 || (r = git_root(pol, &ts, &tg)) < 0)
+        (r = fin = git_root(pol, &fs, &fg)) < 0 || (r = tin = git_root(pol, &ts, &tg)) < 0)
         return r;
-    r = check_entering(&fs, fg, &ts, tg, req_type(req->type, req->is_dir), req->nlink);
+    r = check_entering(&fs, fin, fg, &ts, tin, tg, req_type(req->type, req->is_dir), req->nlink);
     if (r == 0 && (req->flags & RENAME_EXCHANGE))
-        r = check_entering(&ts, tg, &fs, fg, req_type(req->type2, req->is_dir2), req->nlink2);
+        r = check_entering(&ts, tin, tg, &fs, fin, fg, req_type(req->type2, req->is_dir2), req->nlink2);
     if (r < 0)
         return r;
 

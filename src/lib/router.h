@@ -86,6 +86,27 @@ struct lz_router_policy {
      * everything below it is PROTECTED, its parents are ANCESTOR. */
     const char *const *protect;
     size_t n_protect;
+    /* Linked-worktree mode (lazaret-router --linked-worktree NAME): the
+     * tree is not a workspace but the common Git directory of a linked
+     * worktree (`git worktree add`), served on its own to that worktree's
+     * Domain. Then:
+     *  - the root is a Git directory whatever its shape, and
+     *    `worktrees/NAME` (this name exactly) is one too: the Domain's own
+     *    per-worktree Git directory (HEAD, index, logs/HEAD, rebase state),
+     *    under the rules of any Git directory, plus `locked`;
+     *  - of the root, only what Git shares between its work trees and
+     *    writes from a linked one stays writable: `objects/`, `refs/`
+     *    (not `refs/bisect|worktree|rewritten`), `packed-refs` (checked),
+     *    `logs/refs/` (not those three), `info/` (as in any Git
+     *    directory), `lost-found/`, `gc.pid`; the rest of the root (HEAD,
+     *    index, logs/HEAD, ... of the main work tree, description, and
+     *    whatever else lies there) is PROTECTED;
+     *  - every other `worktrees/<id>` (another agent's, the developer's) is
+     *    PROTECTED, and `worktrees`, `worktrees/NAME` and `logs` are
+     *    ANCESTORs.
+     * NULL: an ordinary workspace. (docs/security-git.md, "Linked
+     * worktrees".) */
+    const char *worktree;
 };
 
 struct lz_router_req {
@@ -118,12 +139,14 @@ int lz_router_normalize(const char *in, char **ret_path);
 int lz_router_classify(const struct lz_router_policy *pol, const char *path, enum lz_router_class *ret_class);
 
 /* 1 if `path` names a Git index inside a Git directory (`index`,
- * `sharedindex.*`), 0 if not, or a negative errno. Such a file may only
+ * `sharedindex.*`; in linked-worktree mode also directly in the root), 0
+ * if not, or a negative errno. Such a file may only
  * appear by a rename whose source the caller has checked with
  * lz_gitindex_verify() (the host's git trusts every entry of an index it
  * reads); lz_router_check() refuses every other way to create or write it.
  * On success *ret_gitdir_len (may be NULL) is the length of the Git
- * directory's own path within `path` (its config tells the hash length). */
+ * directory's own path within `path` (its config tells the hash length;
+ * 0: the root). */
 int lz_router_is_index(const struct lz_router_policy *pol, const char *path, size_t *ret_gitdir_len);
 
 /* 1 if `path` names `packed-refs` directly inside a Git directory, 0 if

@@ -31,6 +31,7 @@ static const struct lz_arg_spec spec[] = {
     LIST("protect", protect, n_protect, LZ_GITSCAN_MAX_PROTECT),
     LIST("volume", vol_source, n_volumes, LZ_RS_VOLUMES_MAX),
     LIST("volume-view", vol_view, n_vol_view, LZ_RS_VOLUMES_MAX),
+    STR("worktree", worktree, false),
     LIST("deny-link-target", deny_link, n_deny_link, LZ_RS_DENY_MAX),
     STR("ignored-state", ignored_state, false),
     STR("git-home", git_home, false),
@@ -54,6 +55,8 @@ static int check(const struct lz_supervisor_args *a, struct lz_error *err) {
         return lz_error_set(err, -EINVAL, "--rootfs, --anchor-root and --anchor-target need --persist");
     if (a->n_volumes != a->n_vol_view)
         return lz_error_set(err, -EINVAL, "%zu --volume but %zu --volume-view", a->n_volumes, a->n_vol_view);
+    if (a->worktree && !a->n_volumes)
+        return lz_error_set(err, -EINVAL, "--worktree needs its common Git directory as the last --volume");
     return 0;
 }
 

@@ -43,7 +43,12 @@ struct lz_supervisor_args {
      * as slot "vol<i>". */
     char **vol_source, **vol_view;
     size_t n_volumes;
-    size_t n_vol_view;         /* the codec's count of vol_view: n_volumes once decoded */
+    size_t n_vol_view; /* the codec's count of vol_view: n_volumes once decoded */
+    /* A linked worktree's id (worktree.h), or NULL: then the last volume
+     * is its common Git directory, served with the Git policy in
+     * linked-worktree mode (lazaret-router --linked-worktree), not
+     * --plain. */
+    const char *worktree;
     char **deny_link;          /* --deny-link-target for every router */
     const char *ignored_state; /* the Domain's Ignored Workspace State, or NULL (routing off) */
     const char *git_home;      /* the host user's HOME and XDG_CONFIG_HOME, for its Git ignore rules */

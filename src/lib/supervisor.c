@@ -282,10 +282,12 @@ static int stage_child(int ctl, const struct lz_rs_slot *t, struct lz_child *c, 
  * "watching the host" in src/router/main.c). */
 #define LZ_ROUTER_WATCH_TIMEOUT "10"
 
-/* Starts lazaret-router on `source` (the workspace, or a writable volume
- * with `plain`) at `view`, staged as `slot`, and waits until it mounted. */
+/* Starts lazaret-router on `source` (the workspace, a writable volume
+ * with `plain`, or with `worktree` a linked worktree's common Git
+ * directory) at `view`, staged as `slot`, and waits until it mounted. */
 static int start_router(const struct lz_supervisor_args *a, const char *source, const char *view, bool plain,
-                        const struct lz_rs_slot *slot, struct lz_child *ret, char *msg, size_t msglen) {
+                        const char *worktree, const struct lz_rs_slot *slot, struct lz_child *ret, char *msg,
+                        size_t msglen) {
     int rp[2];
     if (pipe2(rp, O_CLOEXEC) < 0)
         return -errno;
@@ -322,11 +324,15 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
         argv[n++] = (char *)"--deny-link-target";
         argv[n++] = a->deny_link[i];
     }
-    for (size_t i = 0; i < a->n_protect && !plain; i++) {
+    if (worktree) {
+        argv[n++] = (char *)"--linked-worktree";
+        argv[n++] = (char *)worktree;
+    }
+    for (size_t i = 0; i < a->n_protect && !plain && !worktree; i++) {
         argv[n++] = (char *)"--protect";
         argv[n++] = a->protect[i];
     }
-    if (!plain && a->ignored_state) {
+    if (!plain && !worktree && a->ignored_state) {
         argv[n++] = (char *)"--ignored-state";
         argv[n++] = (char *)a->ignored_state;
         if (a->git_home) {
@@ -377,7 +383,9 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
     if (r == 0 && rd.status == LZ_READY_OK)
         return 0;
     snprintf(msg, msglen, "lazaret-router did not mount the %s view (see the coordinator log)",
-             plain ? "volume" : "workspace");
+             worktree    ? "common Git directory"
+                 : plain ? "volume"
+                         : "workspace");
     int st;
     lz_child_signal(ret, SIGKILL);
     lz_child_wait(ret, -1, &st);
@@ -411,11 +419,14 @@ static int start_routers(const struct lz_supervisor_args *a, struct lz_child *ro
         vol_routers[i] = LZ_CHILD_NULL;
         owned[2 + i] = &vol_routers[i];
     }
-    int r =
-        start_router(a, a->workspace, a->view, false, &(struct lz_rs_slot){ LZ_SLOT_ROUTER, 0 }, router, msg, msglen);
+    int r = start_router(a, a->workspace, a->view, false, NULL, &(struct lz_rs_slot){ LZ_SLOT_ROUTER, 0 }, router, msg,
+                         msglen);
     for (size_t i = 0; r == 0 && i < a->n_volumes && i < LZ_RS_VOLUMES_MAX; i++) {
         struct lz_rs_slot slot = { LZ_SLOT_VOLUME, (unsigned)i };
-        r = start_router(a, a->vol_source[i], a->vol_view[i], true, &slot, &vol_routers[i], msg, msglen);
+        /* A linked worktree's common Git directory is the last "volume",
+         * under the Git policy (supargs.h). */
+        const char *wt = a->worktree && i + 1 == a->n_volumes ? a->worktree : NULL;
+        r = start_router(a, a->vol_source[i], a->vol_view[i], !wt, wt, &slot, &vol_routers[i], msg, msglen);
     }
     if (r < 0)
         stop_router(a, router);

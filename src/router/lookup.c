@@ -207,6 +207,21 @@ void rt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid, st
     const int meta = FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_ATIME |
         FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW;
 
+    /* A mode or owner that is already the inode's changes nothing, and is
+     * not asked of the policy: gVisor sets the owner and mode of every
+     * directory it has just made, and a directory on the way to protected
+     * names (an ANCESTOR: `logs/` of a linked worktree's common Git
+     * directory, `objects/info/`) may be made but not changed. Times are
+     * a change. */
+    if ((valid & meta) && !(valid & ~(FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) & meta)) {
+        struct stat cur;
+        if (stat_inode(r, in, fi, &cur) == 0 &&
+            (!(valid & FUSE_SET_ATTR_MODE) ||
+             (lz_router_chmod_mode(in->type, attr->st_mode) & 07777) == (cur.st_mode & 07777)) &&
+            (!(valid & FUSE_SET_ATTR_UID) || attr->st_uid == cur.st_uid) &&
+            (!(valid & FUSE_SET_ATTR_GID) || attr->st_gid == cur.st_gid))
+            valid &= ~meta;
+    }
     if (valid & meta) {
         rc = policy_inode(r, in, fhfd, LZ_ROP_SETATTR);
         if (rc < 0)

@@ -4,6 +4,7 @@
  *                  [--protect REL]... [--cache-timeout SECONDS]
  *                  [--watch SECONDS] [--max-held-fds N] [--allow-other] [--quiet]
  *                  [--plain] [--deny-link-target ABS]...
+ *                  [--linked-worktree NAME]
  *
  * A libfuse3 low-level passthrough of the real workspace directory that asks
  * the Git-protection policy (src/lib/router.h, docs/security-git.md) before
@@ -22,6 +23,7 @@ static void usage(FILE *f) {
           "                      [--watch SECONDS] [--max-held-fds N] [--allow-other] [--quiet]\n"
           "                      [--eager-open]\n"
           "                      [--plain] [--deny-link-target ABS]...\n"
+          "                      [--linked-worktree NAME]\n"
           "                      [--ignored-state DIR [--git-home DIR] [--git-xdg-config DIR]\n"
           "                       [--no-ignore-rules] [--host-tool NAME]...]\n",
           f);
@@ -112,6 +114,7 @@ int main(int argc, char **argv) {
         { "git-xdg-config", required_argument, NULL, 'X' },
         { "host-tool", required_argument, NULL, 'T' },
         { "no-ignore-rules", no_argument, NULL, 'R' },
+        { "linked-worktree", required_argument, NULL, 'W' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -211,6 +214,15 @@ int main(int argc, char **argv) {
             break;
         }
         case 'q': r.quiet = true; break;
+        case 'W':
+            /* One name under worktrees/, as git makes it. */
+            if (!optarg[0] || strchr(optarg, '/') || !strcmp(optarg, ".") || !strcmp(optarg, "..") ||
+                strlen(optarg) > 255) {
+                fprintf(stderr, "lazaret-router: --linked-worktree %s: want a worktree's name\n", optarg);
+                return 2;
+            }
+            r.worktree = optarg;
+            break;
         case 'I': ign.state = optarg; break;
         case 'H': ign.home = optarg; break;
         case 'X': ign.xdg = optarg; break;
@@ -230,6 +242,12 @@ int main(int argc, char **argv) {
     }
     if (!source || !mountpoint || optind != argc) {
         usage(stderr);
+        return 2;
+    }
+    if (r.worktree && (r.plain || ign.state)) {
+        fprintf(stderr,
+                "lazaret-router: --linked-worktree serves a Git directory: not with --plain or "
+                "--ignored-state\n");
         return 2;
     }
     if (ready_fd >= 0)

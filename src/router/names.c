@@ -205,6 +205,10 @@ static int check_index(struct router *r, int dfd, const char *name, const struct
         return -ENAMETOOLONG;
     memcpy(gitdir, dpath, gitdir_len);
     gitdir[gitdir_len] = '\0';
+    /* A common Git directory (--linked-worktree): its config is at the
+     * root, for its own index and for worktrees/NAME's alike. */
+    if (r->worktree || !gitdir[0])
+        snprintf(gitdir, sizeof gitdir, ".");
     /* Its config is the developer's (read-only to the agent): it says how
      * the host's git will read the index. */
     _cleanup_close_ int gfd = lz_openat_beneath(r->root.fd, gitdir, O_PATH | O_DIRECTORY, 0, false);
@@ -231,11 +235,13 @@ static int check_packed_refs(struct router *r, int dfd, const char *name, const 
         return fd;
     _cleanup_close_ int gfd = -EBADF;
     const char *slash = strrchr(dpath, '/');
-    if (replace && slash) {
+    if (replace && (slash || r->worktree)) {
         char gitdir[LZ_ROUTER_PATH_MAX + 1];
-        size_t gl = (size_t)(slash - dpath);
+        size_t gl = slash ? (size_t)(slash - dpath) : 0;
         memcpy(gitdir, dpath, gl);
         gitdir[gl] = '\0';
+        if (!gl) /* the root: a common Git directory */
+            snprintf(gitdir, sizeof gitdir, ".");
         gfd = lz_openat_beneath(r->root.fd, gitdir, O_PATH | O_DIRECTORY, 0, false);
         if (gfd < 0)
             return gfd;

@@ -41,6 +41,10 @@
  * protected), every other rule kept (set-id bits stripped, no device nodes
  * or sockets, no chown to other ids, no symlink followed).
  * --deny-link-target: see "symlinks the host would follow" below.
+ * --linked-worktree NAME serves the common Git directory of a linked
+ * worktree (the source is that directory, NAME the worktree's id under
+ * worktrees/) to that worktree's Domain, with the Git policy in its
+ * linked-worktree mode (router.h, lz_router_policy.worktree).
  *
  * Single-threaded on purpose: a policy decision and the operation it allows
  * cannot be interleaved with another request of the agent.
@@ -187,6 +191,7 @@ struct router {
     size_t n_deny;
     char *mountpoint; /* canonical; never looked at by lt_resolve() */
     bool plain;       /* --plain: no Git policy (a volume, not a workspace) */
+    char *worktree;   /* --linked-worktree NAME, or NULL */
     /* --ignored-state: the routing of git-ignored untracked paths to the
      * Domain's Ignored Workspace State (ignore.h); NULL when off or when
      * the workspace is not in a Git work tree. */

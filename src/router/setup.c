@@ -105,6 +105,7 @@ int setup_router(struct router *r, const char *source, const char *mountpoint, s
     r->pol.fs = &r->fs;
     r->pol.protect = (const char *const *)r->protect;
     r->pol.n_protect = r->n_protect;
+    r->pol.worktree = r->worktree;
     return 0;
 }
 

@@ -135,7 +135,11 @@ phase_attacks() {
     refuse "create .git/hooks/pre-commit" sh -c "cp evilhook .git/hooks/pre-commit"
     refuse "symlink .git/hooks/pre-commit" ln -s ../../evilhook .git/hooks/pre-commit
     refuse "hard link agent file as .git/hooks/post-checkout" ln evilhook .git/hooks/post-checkout
-    refuse "chmod +x a sample hook" chmod +x .git/hooks/pre-commit.sample
+    refuse "chmod a sample hook (a-x, then +x)" sh -c 'chmod a-x .git/hooks/pre-commit.sample && chmod +x .git/hooks/pre-commit.sample'
+    # A chmod to the mode a file has changes nothing: gVisor sends one for
+    # every directory it makes (an ANCESTOR may be made).
+    allow "chmod .git/config to the mode it has (no change)" sh -c 'chmod "$(stat -c %a .git/config)" .git/config'
+    refuse "chmod .git/config to another mode" sh -c 'chmod "$(printf %o $(( 0$(stat -c %a .git/config) ^ 4 )))" .git/config'
     refuse "edit a sample hook" sh -c 'echo "touch x" >> .git/hooks/pre-commit.sample'
     refuse "mv .git/hooks away" mv .git/hooks .git/hooks.old
     refuse "rm -r .git/hooks" rm -rf .git/hooks

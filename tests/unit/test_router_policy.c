@@ -725,6 +725,222 @@ static void test_paths(void **state) {
     assert_int_equal(lz_router_normalize("", &p), -EINVAL);
 }
 
+/* Linked-worktree mode: the tree is a common Git directory; the Domain's
+ * own worktrees/wt is a Git directory with its HEAD, index and logs
+ * writable; the main work tree's state and every other worktree are
+ * read-only (docs/security-git.md, "Linked worktrees"). */
+static const char *const common_tree[] = {
+    "HEAD",
+    "config",
+    "index",
+    "objects",
+    "objects/info",
+    "objects/pack",
+    "refs",
+    "refs/heads",
+    "packed-refs",
+    "logs",
+    "logs/HEAD",
+    "logs/refs",
+    "hooks",
+    "info",
+    "worktrees",
+    "worktrees/wt",
+    "worktrees/wt/HEAD",
+    "worktrees/wt/commondir",
+    "worktrees/wt/gitdir",
+    "worktrees/wt/index",
+    "worktrees/other",
+    "worktrees/other/HEAD",
+    "worktrees/other/commondir",
+    "worktrees/other/index",
+};
+
+static void test_linked_worktree(void **state) {
+    (void)state;
+    fake_paths = common_tree;
+    fake_n = LZ_ARRAY_SIZE(common_tree);
+    pol.worktree = "wt";
+    static const char *const free_paths[] = {
+        "objects/ab/cdef",
+        "objects/pack/pack-1.pack",
+        "objects/info/packs",
+        "objects/info/commit-graph.lock",
+        "refs/heads/feature",
+        "refs/heads/feature.lock",
+        "refs/tags/v1",
+        "refs/stash",
+        "packed-refs.lock",
+        "packed-refs.new",
+        "logs/refs/heads/feature",
+        "logs/refs/stash",
+        "gc.pid",
+        "gc.pid.lock",
+        "lost-found/commit/x",
+        "info/refs",
+        "worktrees/wt/HEAD",
+        "worktrees/wt/HEAD.lock",
+        "worktrees/wt/ORIG_HEAD",
+        "worktrees/wt/index.lock",
+        "worktrees/wt/logs/HEAD",
+        "worktrees/wt/COMMIT_EDITMSG",
+        "worktrees/wt/rebase-merge/done",
+        "worktrees/wt/refs/bisect/bad",
+        "worktrees/wt/AUTO_MERGE",
+        "worktrees/wt/FETCH_HEAD",
+    };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(free_paths); i++)
+        assert_class(free_paths[i], LZ_RCLASS_FREE);
+    static const char *const prot[] = {
+        /* configuration and code, as in any Git directory */
+        "config",
+        "config.lock",
+        "hooks/pre-commit",
+        "info/attributes",
+        "info/exclude",
+        "info/grafts",
+        "shallow",
+        "objects/info/alternates",
+        "objects/info/commit-graph",
+        "refs/replace/x",
+        "refs/notes/commits",
+        "rr-cache/x",
+        "modules/sub/config",
+        "remotes/origin",
+        "branches/x",
+        "commondir",
+        "gitdir",
+        /* the main work tree's own state */
+        "HEAD",
+        "HEAD.lock",
+        "index",
+        "index.lock",
+        "ORIG_HEAD",
+        "MERGE_HEAD",
+        "COMMIT_EDITMSG",
+        "FETCH_HEAD",
+        "logs/HEAD",
+        "logs/x",
+        "rebase-merge/git-rebase-todo",
+        "sequencer/opts",
+        "description",
+        "sharedindex.1",
+        "refs/bisect/bad",
+        "refs/worktree/x",
+        "refs/rewritten/x",
+        "logs/refs/bisect/bad",
+        "anything-else",
+        /* the worktree's own metadata */
+        "worktrees/wt/commondir",
+        "worktrees/wt/gitdir",
+        "worktrees/wt/locked",
+        "worktrees/wt/config.worktree",
+        "worktrees/wt/commondir.lock",
+        "worktrees/wt/hooks/pre-commit",
+        "worktrees/wt/info/sparse-checkout",
+        "worktrees/wt/objects/info/alternates",
+        /* another work tree's, a new one, a case variant */
+        "worktrees/other",
+        "worktrees/other/HEAD",
+        "worktrees/other/index",
+        "worktrees/new",
+        "worktrees/new/commondir",
+        "worktrees/WT",
+        "worktrees/WT/HEAD",
+        "worktrees/wt.lock",
+    };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(prot); i++)
+        assert_class(prot[i], LZ_RCLASS_PROTECTED);
+    assert_class("", LZ_RCLASS_ANCESTOR);
+    assert_class("worktrees", LZ_RCLASS_ANCESTOR);
+    assert_class("worktrees/wt", LZ_RCLASS_ANCESTOR);
+    assert_class("logs", LZ_RCLASS_ANCESTOR);
+    assert_class("logs/refs", LZ_RCLASS_ANCESTOR);
+    assert_class("objects", LZ_RCLASS_ANCESTOR);
+    assert_class("refs", LZ_RCLASS_ANCESTOR);
+
+    /* A commit from the linked worktree: objects, the branch, its log, the
+     * worktree's HEAD and index (index by a checked rename only). */
+    assert_op(0, LZ_ROP_CREATE, "objects/ab/tmp_obj_x", false, NULL);
+    assert_ren(0, "objects/ab/tmp_obj_x", "objects/ab/cdef", false, false, false, 0);
+    assert_op(0, LZ_ROP_CREATE, "refs/heads/feature.lock", false, NULL);
+    assert_ren(0, "refs/heads/feature.lock", "refs/heads/feature", false, true, false, 0);
+    assert_op(0, LZ_ROP_WRITE, "logs/refs/heads/feature", false, NULL);
+    assert_op(0, LZ_ROP_WRITE, "worktrees/wt/logs/HEAD", false, NULL);
+    assert_ren(0, "worktrees/wt/HEAD.lock", "worktrees/wt/HEAD", false, true, false, 0);
+    assert_ren(0, "worktrees/wt/index.lock", "worktrees/wt/index", false, true, false, 0);
+    assert_ren(0, "packed-refs.lock", "packed-refs", false, true, false, 0);
+    assert_ren(0, "packed-refs.new", "packed-refs", false, true, false, 0);
+    assert_int_equal(lz_router_is_index(&pol, "worktrees/wt/index", NULL), 1);
+    assert_int_equal(lz_router_is_packed_refs(&pol, "packed-refs"), 1);
+    assert_op(-EPERM, LZ_ROP_WRITE, "worktrees/wt/index", false, NULL);
+    assert_op(-EPERM, LZ_ROP_WRITE, "packed-refs", false, NULL);
+    assert_op(-EPERM, LZ_ROP_CREATE, "worktrees/wt/index", false, NULL);
+    /* ...even when the agent took the worktree's HEAD away first: its
+     * directory is a Git directory by name, not by shape. */
+    static const char *const headless[] = { "worktrees", "worktrees/wt", "worktrees/wt/commondir" };
+    fake_paths = headless;
+    fake_n = LZ_ARRAY_SIZE(headless);
+    assert_int_equal(lz_router_is_index(&pol, "worktrees/wt/index", NULL), 1);
+    assert_op(-EPERM, LZ_ROP_WRITE, "worktrees/wt/index", false, NULL);
+    assert_op(0, LZ_ROP_CREATE, "worktrees/wt/HEAD", false, NULL);
+    assert_op(-EPERM, LZ_ROP_WRITE, "worktrees/wt/commondir", false, NULL);
+    fake_paths = common_tree;
+    fake_n = LZ_ARRAY_SIZE(common_tree);
+
+    /* Retargeting the worktree or the repository. */
+    assert_op(-EPERM, LZ_ROP_WRITE, "worktrees/wt/commondir", false, NULL);
+    assert_op(-EPERM, LZ_ROP_UNLINK, "worktrees/wt/gitdir", false, NULL);
+    assert_op(-EEXIST, LZ_ROP_CREATE, "worktrees/wt/commondir", true, NULL);
+    assert_op(-EPERM, LZ_ROP_CREATE, "worktrees/wt/config.worktree", false, NULL);
+    assert_ren(-EPERM, "x", "worktrees/wt/commondir", false, true, false, 0);
+    assert_ren(-EPERM, "worktrees/wt", "worktrees/wt2", true, false, false, 0);
+    assert_ren(-EPERM, "worktrees", "w2", true, false, false, 0);
+    assert_ren(-EPERM, "logs", "l2", true, false, false, 0);
+    assert_op(-EPERM, LZ_ROP_RMDIR, "logs/refs", false, NULL);
+    assert_op(-EPERM, LZ_ROP_RMDIR, "worktrees/wt", false, NULL);
+    assert_op(-EPERM, LZ_ROP_MKDIR, "worktrees/new", false, NULL);
+    assert_op(-EPERM, LZ_ROP_WRITE, "worktrees/other/HEAD", false, NULL);
+    assert_op(-EPERM, LZ_ROP_UNLINK, "worktrees/other/index", false, NULL);
+    /* Links and special files never enter, at the root either. */
+    assert_op(-EPERM, LZ_ROP_SYMLINK, "refs/heads/x", false, NULL);
+    assert_op(-EPERM, LZ_ROP_SYMLINK, "worktrees/wt/COMMIT_EDITMSG", false, NULL);
+    assert_op(-EPERM, LZ_ROP_LINK, "objects/ab/x", false, "objects/ab/cdef");
+    assert_int_equal(create_typed("gc.pid", S_IFIFO), -EPERM);
+    assert_int_equal(ren_typed("objects/ab/x", "refs/heads/y", S_IFLNK, 1, false, 0, 0, 0), -EPERM);
+    assert_int_equal(ren_typed("objects/ab/x", "refs/heads/y", S_IFREG, 2, false, 0, 0, 0), -EXDEV);
+    /* The root is never removed or replaced. */
+    assert_op(-EPERM, LZ_ROP_SETATTR, "", false, NULL);
+    /* The mode relaxes nothing but worktrees/wt/ below its own protected
+     * names: every other path is at least as protected as when the same
+     * tree is seen as a directory shaped like a Git directory. */
+    static const char *const names[] = { "HEAD",  "config",      "index", "objects",   "refs",    "logs",    "info",
+                                         "hooks", "packed-refs", "x",     "worktrees", "modules", "shallow", "gc.pid" };
+    static const char *const subs[] = { "",           "/HEAD",    "/config", "/info/attributes", "/info/alternates",
+                                        "/replace/x", "/heads/x", "/x.lock", "/commondir",       "/refs/notes/y" };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(names); i++)
+        for (size_t j = 0; j < LZ_ARRAY_SIZE(subs); j++) {
+            char path[128];
+            snprintf(path, sizeof path, "%s%s", names[i], subs[j]);
+            enum lz_router_class in_mode = cls(path);
+            pol.worktree = NULL;
+            enum lz_router_class plain = cls(path);
+            pol.worktree = "wt";
+            /* `worktrees` itself: an ANCESTOR of the Domain's own (only a
+             * mkdir of it differs, and it exists). */
+            if (in_mode < plain && strcmp(path, "worktrees") != 0)
+                fail_msg("%s: %s in linked-worktree mode, %s without", path, lz_router_class_name(in_mode),
+                         lz_router_class_name(plain));
+        }
+    /* Without the mode (the positive control), the same tree is a
+     * directory shaped like a Git directory: worktrees/ is read-only as a
+     * whole and the main work tree's HEAD is free. */
+    pol.worktree = NULL;
+    assert_class("worktrees/wt/HEAD", LZ_RCLASS_PROTECTED);
+    assert_class("HEAD", LZ_RCLASS_FREE);
+    assert_class("logs/HEAD", LZ_RCLASS_FREE);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_classify_gitdir, setup),
@@ -744,6 +960,7 @@ int main(void) {
         cmocka_unit_test_setup(test_gitdir_contents, setup),
         cmocka_unit_test_setup(test_index_only_by_rename, setup),
         cmocka_unit_test_setup(test_display_files, setup),
+        cmocka_unit_test_setup(test_linked_worktree, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
