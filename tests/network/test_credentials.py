@@ -488,7 +488,7 @@ PROBES = {
     # A held connection (the gate killed under it), and one after.
     "hold": probe("hold", [req("GET", "/p/hold", [("x-probe", "hold"), ("x-api-key", "@PH@")])], hold=True),
     "after-kill": probe("after-kill", [req("GET", "/p/after-kill", [("x-probe", "after-kill"), ("x-api-key", "@PH@"),
-                                                                    *CLOSE])]),
+                                                                    *CLOSE])], timeout_ms=3000),
 }
 
 
