@@ -404,7 +404,8 @@ def req(method, target, headers, body="", host=API):
 def plen(s):
     """The length of s once probe.js has put the placeholder (37
     characters: lzph_ and 32 hex digits) in."""
-    return len(s.replace("@PH1@", "x" * 12).replace("@PH2@", "x" * 25).replace("@PH@", "x" * 37))
+    return len(s.replace("@PH1@", "x" * 12).replace("@PH2@", "x" * 25).replace("@PHB64@", "x" * 52)
+               .replace("@PCT@", "x" * 39).replace("@PH@", "x" * 37))
 
 
 def chunk(p):
@@ -448,6 +449,14 @@ PROBES = {
                                                                [("x-probe", "in-header-other-form"),
                                                                 ("x-api-key", "Bearer @PH@"), *CLOSE])]),
     "in-url": probe("in-url", [req("GET", "/p/in-url?k=@PH@", [("x-probe", "in-url"), *CLOSE])]),
+    "in-url-percent": probe("in-url-percent", [req("GET", "/p/in-url-percent?k=@PCT@", [("x-probe", "in-url-percent"),
+                                                                                      *CLOSE])]),
+    "in-header-base64": probe("in-header-base64", [req("GET", "/p/in-header-base64",
+                                                       [("x-probe", "in-header-base64"), ("x-leak", "@PHB64@"),
+                                                        *CLOSE])]),
+    "in-body-base64": probe("in-body-base64", [req("POST", "/p/in-body-base64",
+                                                   [("x-probe", "in-body-base64"), ("Content-Length", "54"),
+                                                    *CLOSE]), "k=@PHB64@"]),
     "in-body": probe("in-body", [req("POST", "/p/in-body", [("x-probe", "in-body"), ("Content-Length", "39"),
                                                             *CLOSE]), "k=@PH@"]),
     "in-body-late": probe("in-body-late", [req("POST", "/p/in-body-late",
@@ -750,14 +759,15 @@ def test_declared_header_is_rewritten(world, inside):
     no_secret_leaked(world, m)
 
 
-REFUSED = ["in-other-header", "in-header-other-form", "in-url", "in-body", "in-body-late", "in-chunked",
-           "in-trailer", "host-not-sni", "absolute-other"]
+REFUSED = ["in-other-header", "in-header-other-form", "in-header-base64", "in-url", "in-url-percent", "in-body",
+           "in-body-late", "in-chunked", "in-trailer", "host-not-sni", "absolute-other"]
 
 
 def test_placeholder_elsewhere_is_refused(world, inside):
-    """The placeholder in another header, in the declared header in
-    another form, in the URL, in the body (Content-Length; chunked, split
-    over two chunks; a chunked trailer), or a Host (or absolute-form
+    """The placeholder in another header (also Base64-encoded), in the
+    declared header in another form, in the URL (also percent-encoded), in
+    the body (Content-Length; chunked, split over two chunks; a chunked
+    trailer), or a Host (or absolute-form
     authority) that is not the TLS server name: the client gets 403
     `lazaret: refused: ...`, the server never gets the request (nor the
     placeholder), and its reason is a credential-refused row of the audit
@@ -774,7 +784,8 @@ def test_placeholder_elsewhere_is_refused(world, inside):
         assert r["status"] == "HTTP/1.1 403 Forbidden", f"{n}: {r}\n{out}"
         assert r["body"].startswith("lazaret: refused: "), f"{n}: {r}"
         assert not by_probe(reqs, n), f"{n}: the server got the request: {by_probe(reqs, n)}"
-    leaked = [(c, raw) for c, raw in got if ph.encode() in raw or ph[12:].encode() in raw]
+    forms = [ph.encode(), ph[12:].encode(), base64.b64encode(ph.encode()), ph.replace("_", "%5F").encode()]
+    leaked = [(c, raw) for c, raw in got if any(f in raw for f in forms)]
     assert not leaked, f"the placeholder reached api.cred.test: {leaked}"
     # Audited: one row per host and reason in a run (docs/credentials.md),
     # so every reason a client was given is there.
@@ -783,6 +794,19 @@ def test_placeholder_elsewhere_is_refused(world, inside):
         why = res[n]["body"][len("lazaret: refused: "):].strip()
         assert [ln for ln in rows if why in ln], f"{n}: {why!r} is not in the audit:\n" + "\n".join(rows)
     no_secret_leaked(world, m)
+
+
+@pytest.mark.xfail(strict=True, reason="docs/credentials.md: the placeholder Base64-encoded anywhere is refused; "
+                   "the gate looks for its Base64 forms in the head only, and the body passes")
+def test_placeholder_in_base64_in_the_body_is_refused(world, inside):
+    """The placeholder Base64-encoded in a request body is refused, as
+    docs/credentials.md says (control: `good`, in the same run)."""
+    log = world["log"]
+    m = log.mark()
+    res, out = inside.probes("good", "in-body-base64")
+    assert res["good"]["status"] == "HTTP/1.1 200 X", out
+    assert res["in-body-base64"]["status"] == "HTTP/1.1 403 Forbidden", out
+    assert not by_probe(log.requests(m), "in-body-base64")
 
 
 def test_other_hosts_get_only_the_placeholder(world, inside):
@@ -806,6 +830,8 @@ def test_other_hosts_get_only_the_placeholder(world, inside):
         assert all((c["ip"], c["kind"], c["sni"]) == (ip, kind, sni) for c, _ in seen), seen
     assert res["front-to-other"]["status"] is None and not res["front-to-other"]["secure"], res["front-to-other"]
     assert not [c for c in log.conns().values() if c["ip"] == OTHER_IP and c.get("sni") == API]
+    assert [ln for ln in audit(inside.e).splitlines() if "tls-refused" in ln and f"  {API}  " in ln
+            and "was not learned for the server name" in ln], "the fronting attempt is audited as in §1"
     assert by_probe(reqs, "good"), "positive control"
     no_secret_leaked(world, m)
 
@@ -877,9 +903,13 @@ def test_git_push_gate(world, inside):
     cmds = [c for g in log.git(m) for c in g["commands"]]
     assert [c.split()[2] for c in cmds] == ["refs/heads/agent/x"], log.git(m)
     assert {g["auth"] for g in log.git(m)} <= {"none", "ok"} and "ok" in {g["auth"] for g in log.git(m)}
-    a = audit(inside.e)
-    for ref in ("refs/heads/agent/x", "refs/heads/main"):
-        assert ref in a, f"{ref} is not in the audit:\n{a}"
+    rows = [ln for ln in audit(inside.e).splitlines() if "git-push" in ln and f"  {GIT}  " in ln]
+    short = head[:12]
+    for ref, old, new, verdict in (("refs/heads/agent/x", "0" * 12, short, "let through"),
+                                   ("refs/heads/main", None, short, "refused"),
+                                   ("refs/heads/agent/x", short, "0" * 12, "refused")):
+        assert [ln for ln in rows if f" {ref} " in ln and f"..{new}" in ln and (old is None or f"{old}.." in ln)
+                and verdict in ln], f"no git-push row for {ref} -> {new} {verdict}:\n" + "\n".join(rows)
     no_secret_leaked(world, m)
 
 
