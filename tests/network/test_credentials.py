@@ -518,15 +518,16 @@ assert declared_lengths_fit()
 LOOP = 'cd /workspace; echo "@@READY"; while IFS= read -r line; do eval "$line"; echo "@@END $?"; done'
 
 
-LIVE = []  # the shared session, once started (closed before the agents' tests)
+LIVE = []  # the shared session, once started (closed by the agents' tests run alone)
 
 
 class Inside:
     """One `lazaret run -p cred` for the module: a shell that runs each
     line the test sends, its output read up to its end marker."""
 
-    def __init__(self, e):
+    def __init__(self, e, domain):
         self.e = e
+        self.domain = domain
         self.s = netlib.Session(as_user(e, [LAZARET, "run", "-p", "cred", "--", "bash", "-c", LOOP]),
                                 e["base"] / "ws-cred")
         assert self.s.until("@@READY", 120), f"the sandbox did not start:\n{self.s.out()}"
@@ -557,13 +558,17 @@ class Inside:
 
 
 @pytest.fixture(scope="module")
-def inside(world, user_env, agent_image):
+def inside(request, world, user_env, agent_image, agents):
     agent_image("claude")
     with quietly(user_env):
         chk = lz(user_env, ["config", "check", "-p", "cred"])
         assert chk.returncode == 0, chk.stdout + chk.stderr
-        i = Inside(user_env)
+        i = Inside(user_env, re.search(r"^# Domain ID: ([0-9a-f]{64})$", chk.stdout, re.M).group(1))
         LIVE.append(i)
+        # The agents' turns (when selected) run meanwhile, each in a
+        # Domain of its own: they mostly compute, these tests mostly wait.
+        if any("agent_turn" in it.name for it in request.session.items):
+            agents.start()
         try:
             yield i
         finally:
@@ -915,6 +920,24 @@ def test_git_push_gate(world, inside):
 
 # ---- last of the shared session: the gate killed under it ----
 
+def cred_gates(inside):
+    """The lazaret-gate processes of the shared session's Domain (the
+    agents' Domains have their own): children of its coordinator, whose
+    pid its log names."""
+    log = Path(STORAGE) / "domains" / inside.domain / "coordinator.log"
+    hc = re.findall(r"hc\[(\d+)\]: coordinator for Domain ", log.read_text())
+    assert hc, f"no coordinator in {log}"
+    out = []
+    for pid in netlib.user_pids(inside.e["uid"], "lazaret-gate"):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[1].split()[1] == hc[-1]:
+            out.append(int(pid))
+    return out
+
+
 def test_gate_killed_fails_closed(world, inside):
     """A connection to api.cred.test through the gate is held open (its
     first request answered); the gate is killed from the host: the held
@@ -928,9 +951,9 @@ def test_gate_killed_fails_closed(world, inside):
         time.sleep(0.1)
     assert by_probe(log.requests(m), "hold"), "positive control: the held connection's request reached the server"
     ends = len([e for e in log.entries(m) if e["ev"] == "end"])
-    gates = netlib.user_pids(inside.e["uid"], "lazaret-gate")
+    gates = cred_gates(inside)
     assert len(gates) == 1, gates
-    os.kill(int(gates[0]), 9)
+    os.kill(gates[0], 9)
     out = inside.run("wait; cat /var/tmp/hold.out; node /workspace/probe.js after-kill", timeout=90)
     assert "HELD hold" in out, out
     hold = json.loads(re.search(r"^RESULT (\{.*\"name\": ?\"hold\".*\})$", out, re.M).group(1))
@@ -966,39 +989,84 @@ OPENCODE = f"opencode run -m lzfake/lz-fake-model 'create the file {MADE}'"
 COMMANDS = {"claude": ("", CLAUDE), "codex": ("", CODEX), "opencode": (OPENCODE_PRELUDE, OPENCODE)}
 
 
+class Agents:
+    """The three agents' turns, all started at once (each `lazaret run` of
+    its profile, in a Domain of its own), while the shared session's tests
+    run (the `inside` fixture starts them), or when the first agent test
+    asks (run alone). Output to files; every wait bounded."""
+
+    def __init__(self, world, e, agent_image):
+        self.world, self.e, self.agent_image = world, e, agent_image
+        self.procs, self.results = {}, {}
+        self.fm = 0
+
+    def start(self):
+        if self.procs:
+            return
+        for agent in AGENTS:
+            self.agent_image(agent)
+        self.fm = self.world["fake"].mark()
+        for agent, (_, _, _, var, _, _) in AGENTS.items():
+            prelude, cmd = COMMANDS[agent]
+            script = (f'cd /workspace\necho "KEYVAR=${{{var}}}"\n{prelude}\n'
+                      f'timeout 300 {cmd} </dev/null 2>&1\necho "agent-rc=$?"\n')
+            out = open(self.e["base"] / f"agent-{agent}.out", "w")
+            self.procs[agent] = subprocess.Popen(
+                as_user(self.e, [LAZARET, "run", "-p", agent, "--", "bash", "-c", script]),
+                cwd=self.e["base"] / f"ws-{agent}", stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                text=True)
+            out.close()
+
+    def result(self, agent):
+        """(exit status, output) of the agent's session, 600 s at most."""
+        if agent not in self.results:
+            p = self.procs[agent]
+            try:
+                p.wait(timeout=600)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=30)
+            self.results[agent] = (p.returncode, (self.e["base"] / f"agent-{agent}.out").read_text())
+        return self.results[agent]
+
+    def stop(self):
+        for agent in self.procs:
+            self.result(agent)
+        for agent in self.procs:
+            reset_domain(self.e, agent, f"ws-{agent}")
+
+
+@pytest.fixture(scope="module")
+def agents(world, user_env, agent_image):
+    a = Agents(world, user_env, agent_image)
+    yield a
+    a.stop()
+
+
 @pytest.mark.parametrize("agent", list(AGENTS))
-def test_agent_turn_with_the_key_on_the_host(world, user_env, agent_image, agent):
+def test_agent_turn_with_the_key_on_the_host(world, user_env, agents, agent):
     """The agent's API key is a credential of its profile (from_env on the
     host): inside, the variable holds a placeholder; the agent completes a
     turn against its fake over HTTPS (trusting the Domain's CA inside, with
     nothing set for it) and the fake logs the real key in the header the
     agent sent."""
     _, name, _, var, header, fmt = AGENTS[agent]
-    agent_image(agent)
     e = user_env
     fake = world["fake"]
-    ws = f"ws-{agent}"
-    for i in LIVE:
-        i.close()
-    with quietly(e):
-        chk = lz(e, ["config", "check", "-p", agent], cwd=ws)
-        assert chk.returncode == 0, chk.stdout + chk.stderr
-        fm = fake.mark()
-        prelude, cmd = COMMANDS[agent]
-        script = (f'cd /workspace\necho "KEYVAR=${{{var}}}"\n{prelude}\n'
-                  f'timeout 240 {cmd} </dev/null 2>&1\necho "agent-rc=$?"\n')
-        r = subprocess.run(as_user(e, [LAZARET, "run", "-p", agent, "--", "bash", "-c", script]),
-                           cwd=e["base"] / ws, capture_output=True, text=True, timeout=600)
-    try:
-        out = r.stdout + r.stderr
-        reqs = [q for q in fake.requests(fm) if (q.get("host") or "").split(":")[0] == name]
-        diag = f"\n--- session:\n{out[-4000:]}\n--- fake:\n{fake.requests(fm)}"
-        ph = re.search(r"^KEYVAR=(.*)$", r.stdout, re.M)
-        assert ph and PH_RE.match(ph.group(1)), diag
-        assert AGENT_KEYS[agent] not in out, diag
-        assert r.returncode == 0 and "agent-rc=0" in out, diag
-        assert reqs and all(q["headers"][header] == fmt.format(AGENT_KEYS[agent]) for q in reqs), diag
-        assert [q for q in reqs if q.get("call")] and [q for q in reqs if q.get("tool_result") is not None], diag
-        assert (e["base"] / ws / MADE).exists(), diag
-    finally:
-        reset_domain(e, agent, ws)
+    if not agents.procs:  # run without the shared session's tests
+        for i in LIVE:
+            i.close()
+        with quietly(e):
+            agents.start()
+            for a in AGENTS:
+                agents.result(a)
+    rc, out = agents.result(agent)
+    reqs = [q for q in fake.requests(agents.fm) if (q.get("host") or "").split(":")[0] == name]
+    diag = f"\n--- session:\n{out[-4000:]}\n--- fake:\n{reqs}"
+    ph = re.search(r"^KEYVAR=(.*)$", out, re.M)
+    assert ph and PH_RE.match(ph.group(1)), diag
+    assert AGENT_KEYS[agent] not in out, diag
+    assert rc == 0 and "agent-rc=0" in out, diag
+    assert reqs and all(q["headers"][header] == fmt.format(AGENT_KEYS[agent]) for q in reqs), diag
+    assert [q for q in reqs if q.get("call")] and [q for q in reqs if q.get("tool_result") is not None], diag
+    assert (e["base"] / f"ws-{agent}" / MADE).exists(), diag
