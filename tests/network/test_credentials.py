@@ -34,7 +34,9 @@ tests; the attacks are node scripts (tests/fixtures/cred-world/probe.js)
 writing requests byte by byte, each with a positive control in the same
 session (the same request, placeholder where it belongs, reaches the
 server with the real value). The agents (Claude Code, Codex, opencode)
-run with their API key held only on the host.
+run with their API key held only on the host, each in a Domain of its
+own, all three in the background while the shared session's tests run
+(they mostly compute, those mostly wait).
 
 The image is builtin:agent-claude (node, git, bash) for the attacks, and
 each agent's own; they come from LAZARET_TEST_STORAGE as in
@@ -429,6 +431,9 @@ PROBES = {
     "good": probe("good", [req("GET", "/p/good", [("x-probe", "good"), ("x-api-key", "@PH@"), *UA, *CLOSE])]),
     "good-case": probe("good-case", [req("GET", "/p/good-case",
                                          [("x-probe", "good-case"), ("X-Api-Key", "@PH@"), *CLOSE])]),
+    "good-host-form": probe("good-host-form", [req("GET", "/p/good-host-form",
+                                                   [("x-probe", "good-host-form"), ("x-api-key", "@PH@"), *CLOSE],
+                                                   host="API.Cred.Test:443")]),
     "good-post": probe("good-post", [req("POST", "/p/good-post", [("x-probe", "good-post"), ("x-api-key", "@PH@"),
                                                                   ("Content-Length", "11"), *CLOSE]), "hello=world"]),
     "good-chunked": probe("good-chunked", [req("POST", "/p/good-chunked",
@@ -742,13 +747,15 @@ def test_declared_header_is_rewritten(world, inside):
     """x-api-key: PLACEHOLDER to api.cred.test reaches the server as
     x-api-key: REAL, the rest of the request byte for byte (GET, POST with
     Content-Length and chunked, two requests on one connection, the
-    header's name in another case); the developer's own value in the
+    header's name in another case, Host in capitals with :443); the
+    developer's own value in the
     header passes unchanged; a client offering h2 and http/1.1 gets
     http/1.1."""
     ph = placeholder(inside)
     log = world["log"]
     m = log.mark()
-    names = ["good", "good-case", "good-post", "good-chunked", "good-keepalive", "own-key", "alpn-both"]
+    names = ["good", "good-case", "good-host-form", "good-post", "good-chunked", "good-keepalive", "own-key",
+             "alpn-both"]
     res, out = inside.probes(*names)
     reqs = log.requests(m)
     for n in names:
