@@ -572,7 +572,7 @@ def inside(request, world, user_env, agent_image, agents):
         LIVE.append(i)
         # The agents' turns (when selected) run meanwhile, each in a
         # Domain of its own: they mostly compute, these tests mostly wait.
-        if any("agent_turn" in it.name for it in request.session.items):
+        if any(it.name.startswith("test_agent_turn_with_the_key_on_the_host") for it in request.session.items):
             agents.start()
         try:
             yield i
