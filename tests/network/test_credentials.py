@@ -808,17 +808,20 @@ def test_placeholder_elsewhere_is_refused(world, inside):
     no_secret_leaked(world, m)
 
 
-@pytest.mark.xfail(strict=True, reason="docs/credentials.md: the placeholder Base64-encoded anywhere is refused; "
-                   "the gate looks for its Base64 forms in the head only, and the body passes")
-def test_placeholder_in_base64_in_the_body_is_refused(world, inside):
-    """The placeholder Base64-encoded in a request body is refused, as
-    docs/credentials.md says (control: `good`, in the same run)."""
+def test_placeholder_in_base64_in_the_body_goes_as_sent(world, inside):
+    """The body is scanned for the placeholder as sent, not decoded
+    (docs/credentials.md): its Base64 form in a body reaches the server
+    unchanged, and it is the placeholder's, never the value's."""
+    ph = placeholder(inside)
     log = world["log"]
     m = log.mark()
-    res, out = inside.probes("good", "in-body-base64")
-    assert res["good"]["status"] == "HTTP/1.1 200 X", out
-    assert res["in-body-base64"]["status"] == "HTTP/1.1 403 Forbidden", out
-    assert not by_probe(log.requests(m), "in-body-base64")
+    res, out = inside.probes("in-body-base64")
+    assert res["in-body-base64"]["status"] == "HTTP/1.1 200 X", out
+    sent = "".join(PROBES["in-body-base64"]["segments"]).replace(
+        "@PHB64@", base64.b64encode(ph.encode()).decode()).encode()
+    assert [raw for _, raw in by_probe(log.requests(m), "in-body-base64")] == [sent]
+    no_secret_leaked(world, m)
+    assert not [raw for _, raw in log.received(m) if base64.b64encode(REAL_KEY.encode()) in raw]
 
 
 def test_other_hosts_get_only_the_placeholder(world, inside):
