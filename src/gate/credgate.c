@@ -545,9 +545,7 @@ static enum cg_step handshakes(struct cg_conn *t) {
             }
             ERR_error_string_n(e, m, sizeof m);
             char w[300];
-            snprintf(w, sizeof w,
-                     "the sandbox's TLS handshake failed (%s): does the client trust the Domain CA? "
-                     "(docs/credentials.md)",
+            snprintf(w, sizeof w, "the sandbox's TLS handshake failed (%s): does the client trust the Domain CA?",
                      e ? m : "the connection ended");
             tell(t, false, w);
             return reset(t, "", w);

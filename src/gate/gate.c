@@ -29,7 +29,7 @@
  * every file access and allows TCP connections to port 443 only), one
  * socket family (AF_INET), and a syscall allow-list. When it ends (killed,
  * crashed), its listener closes with it: new connections to learned
- * addresses on 443 are refused by the kernel, open ones are cut. When its
+ * addresses on 443 reach nothing, open ones are cut. When its
  * channel to the resolver closes, it ends. Fail closed both ways.
  *
  * Usage (by the coordinator only):

@@ -117,15 +117,18 @@ int hc_creds_send(struct hc *h, int fd, struct lz_error *err) {
     free(cert);
     lz_minica_free(h->cred_ca);
     h->cred_ca = NULL;
-    /* The host's trust store, and its own CAs when the profile trusts
-     * them inside too (host_ca_certificates; hostca.h). */
+    /* The host's trust store, and the CAs installed on the host
+     * (/usr/local/share/ca-certificates, hostca.h: a TLS-intercepting
+     * proxy's) even if update-ca-certificates has not put them in the
+     * bundle yet. The host trusts them whatever the profile's
+     * host_ca_certificates says (which is about trust inside). */
     _cleanup_free_ char *bundle = NULL;
     size_t bl = 0;
     if (r == 0 && lz_read_file_at(AT_FDCWD, HOST_BUNDLE, HOST_BUNDLE_MAX, &bundle, &bl) == 0)
         r = put(fd, LZ_GCFG_TRUST_PEM, bundle, bl);
     else if (r == 0)
         hc_log("WARNING: cannot read %s: credential hosts are verified against the host's own CAs only", HOST_BUNDLE);
-    if (r == 0 && p->host_ca_certificates) {
+    if (r == 0) {
         struct lz_hostca ca = { 0 };
         struct lz_error e = { 0 };
         if (lz_hostca_load(lz_hostca_dir(), &ca, &e) == 0)

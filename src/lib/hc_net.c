@@ -430,12 +430,14 @@ static void handle(struct hc *h, const struct lz_resolver_event *e) {
         break;
     }
     case LZ_RES_CRED_REFUSED: {
+        /* Every refused request is a row (the generation's bound applies);
+         * the terminal hears of each host and reason once. */
         hc_log("tls gate: refused a request to %s (%s): %s", e->name, addrs, e->why);
+        audit_net(h, LZ_AUDIT_NET_CREDENTIAL_REFUSED, e->name, e->addrs, na, ports, e->why, e->wall_ms);
         char key[LZ_HOSTNAME_MAX + 220];
         snprintf(key, sizeof key, "%s %s", e->name, e->why);
         if (!first_seen(n, e->kind, key))
             break;
-        audit_net(h, LZ_AUDIT_NET_CREDENTIAL_REFUSED, e->name, e->addrs, na, ports, e->why, e->wall_ms);
         char msg[LZ_HOSTNAME_MAX + 300];
         snprintf(msg, sizeof msg, "a request to %s was refused: %s (docs/credentials.md)", e->name, e->why);
         notice_all(h, msg);
