@@ -180,7 +180,8 @@ clang-format --dry-run --Werror $(git ls-files 'src/*.c' 'src/*.h' 'tests/unit/*
 
 step "static analysis (cppcheck)"
 cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr -D_GNU_SOURCE \
-    -Isrc/lib --suppress=missingIncludeSystem src/ && echo "cppcheck: clean"
+    -Isrc/lib --suppress=missingIncludeSystem src/ || { echo "cppcheck: findings above"; exit 1; }
+echo "cppcheck: clean"
 
 step "unit tests"
 meson test -C build --print-errorlogs

@@ -148,7 +148,7 @@ static int fetch_command(struct lz_credential *cr, char *const *envp, struct lz_
         close(er[0]);
         return lz_error_set(err, r, "credential %s: cannot run %s: %s", cr->var, path, strerror(-r));
     }
-    char buf[LZ_CRED_VALUE_MAX + 2], ebuf[512];
+    char buf[LZ_CRED_VALUE_MAX + 2] = { 0 }, ebuf[512];
     size_t n = 0, en = 0;
     bool oe = false, ee = false;
     long deadline = lz_now_ms() + FETCH_MS;
