@@ -176,7 +176,8 @@ fi
 step "formatting (clang-format --dry-run against .clang-format)"
 # shellcheck disable=SC2046 # file names from git, no spaces
 clang-format --dry-run --Werror $(git ls-files 'src/*.c' 'src/*.h' 'tests/unit/*.c' 'tests/fuzz/*.c' 'bench/*.c' \
-    2>/dev/null || find src tests/unit tests/fuzz bench -name '*.[ch]') && echo "clang-format: clean"
+    2>/dev/null || find src tests/unit tests/fuzz bench -name '*.[ch]') || { echo "clang-format: findings above"; exit 1; }
+echo "clang-format: clean"
 
 step "static analysis (cppcheck)"
 cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr -D_GNU_SOURCE \
