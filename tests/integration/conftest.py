@@ -281,6 +281,10 @@ def domain_dirs_for(env, workspace):
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         try:
             row = con.execute("SELECT value FROM meta WHERE key = 'workspace'").fetchone()
+        except sqlite3.Error:
+            # Another worker's store being made (no schema yet): not this
+            # workspace's, whose Domain has already run.
+            row = None
         finally:
             con.close()
         if row and row[0] == str(workspace):

@@ -7,6 +7,7 @@ neither.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -80,12 +81,17 @@ def test_builtin_agent_without_a_configuration_file(lazaret, agent_env, workspac
 
 
 def test_builtin_env_passes_only_what_is_set(lazaret, agent_env, workspace):
+    """The built-in claude profile's API key is a credential (docs/credentials.md):
+    not used when unset on the host; when set, kept on the host (the sandbox
+    gets a placeholder), never printed."""
     r = config_check(lazaret, agent_env, workspace, "-p", "claude")
     assert r.returncode == 0, r.stderr
-    assert '# ANTHROPIC_API_KEY: not passed ("ANTHROPIC_API_KEY" is not set on the host)' in r.stdout
-    r2 = config_check(lazaret, agent_env, workspace, "-p", "claude", ANTHROPIC_API_KEY="sk-lz-secret")
+    assert ('[profiles.claude.credentials.ANTHROPIC_API_KEY]  # not used: "ANTHROPIC_API_KEY" is not set on the host'
+            in r.stdout)
+    r2 = config_check(lazaret, agent_env, workspace, "-p", "claude", ANTHROPIC_API_KEY="sk-lz-secret-0123")
     assert r2.returncode == 0, r2.stderr
-    assert 'ANTHROPIC_API_KEY = "<redacted>"  # from "env:ANTHROPIC_API_KEY"' in r2.stdout
+    assert ("[profiles.claude.credentials.ANTHROPIC_API_KEY]  # the sandbox holds a placeholder; the TLS gate adds "
+            "the value for this host only") in r2.stdout
     assert "sk-lz-secret" not in r2.stdout
     # whether the key is set is not configuration: same Domain, same fingerprint
     fp = [line for line in r.stdout.splitlines() if "Configuration Fingerprint" in line]
@@ -209,14 +215,21 @@ def test_user_profile_named_claude_runs_instead_of_the_builtin(lazaret, agent_en
 @pytest.mark.slow
 @pytest.mark.network
 def test_api_keys_reach_their_profile_only_when_set(lazaret, agent_images, agent_env, workspace):
+    """Under "balanced" (the agent's API host allowed) the claude profile's
+    key is a credential: the sandbox holds a placeholder, never the key,
+    and never another profile's key (docs/credentials.md). Nothing is
+    contacted: the command only prints its environment."""
     agent_images("claude")
+    agent_env.write_config(extra='[network]\ndefault_allow = []\negress = "balanced"\n')
     show = ["sh", "-c", 'echo "A=${ANTHROPIC_API_KEY-unset} O=${OPENAI_API_KEY-unset}"']
     cmd = [lazaret, "run", "-p", "claude", "--"] + show
     r = subprocess.run(cmd, cwd=workspace, capture_output=True, timeout=600,
-                       env=agent_env.environ(ANTHROPIC_API_KEY="sk-lz-a", OPENAI_API_KEY="sk-lz-o"))
+                       env=agent_env.environ(ANTHROPIC_API_KEY="sk-lz-a-0123456789",
+                                             OPENAI_API_KEY="sk-lz-o-0123456789"))
     assert r.returncode == 0, r.stderr.decode(errors="replace")[-2000:]
-    # the claude profile passes its own key, never another profile's
-    assert r.stdout.decode() == "A=sk-lz-a O=unset\n"
+    out = r.stdout.decode()
+    assert re.fullmatch(r"A=lzph_[0-9a-f]{32} O=unset\n", out), out
+    assert "sk-lz" not in out
     assert wait_until(lambda: not sandbox_processes(), timeout=45)
     r = subprocess.run(cmd, cwd=workspace, capture_output=True, timeout=600, env=agent_env.environ())
     assert r.returncode == 0, r.stderr.decode(errors="replace")[-2000:]

@@ -193,7 +193,7 @@ def test_lists_verifies_and_finds_the_edited_row(lazaret, aenv, tmp_path):
     doc, r = audit_json(lazaret, aenv, cwd=ws)
     assert r.returncode == 0
     assert doc["domain"] == did and doc["intact"] is True and doc["broken_at"] is None
-    assert doc["store_version"] == 4
+    assert doc["store_version"] == 5
     rows = doc["rows"]
     assert [x["seq"] for x in rows] == [1, 2, 3]
     assert rows[1]["argv"] == HOSTILE and rows[1]["edited_argv"] == ["/usr/bin/printf", "plain"]
@@ -276,7 +276,7 @@ def test_reads_a_running_domain_and_upgrades_a_version_1_store(lazaret, aenv, tm
         assert wait_until(lambda: running(lazaret, aenv, did), timeout=60, interval=0.2)
         doc, r = audit_json(lazaret, aenv, cwd=ws)
         assert r.returncode == 0, r.stderr
-        assert doc["store_version"] == 4 and doc["rows"] == [] and doc["intact"] is True
+        assert doc["store_version"] == 5 and doc["rows"] == [] and doc["intact"] is True
     finally:
         p.stdin.close()
         p.wait(timeout=60)
@@ -360,7 +360,7 @@ def test_network_rows_interleaved_filtered_and_verified(lazaret, aenv, tmp_path)
     assert r.returncode == 2 and "exclude each other" in r.stderr
 
     doc, r = audit_json(lazaret, aenv, cwd=ws)
-    assert r.returncode == 0 and doc["intact"] is True and doc["store_version"] == 4
+    assert r.returncode == 0 and doc["intact"] is True and doc["store_version"] == 5
     rows = doc["rows"]
     assert [x["kind"] for x in rows] == ["escalation", "net", "net", "escalation", "net"]
     assert rows[1]["event"] == "learned" and rows[1]["addrs"] == ["198.51.100.7", "198.51.100.8"]
@@ -453,6 +453,6 @@ def test_version_2_store_is_upgraded_and_its_rows_still_verify(lazaret, aenv, tm
                                             detail="for the session")]) == [3]
     doc, r = audit_json(lazaret, aenv, cwd=ws)
     assert r.returncode == 0, r.stderr
-    assert doc["store_version"] == 4 and doc["intact"] is True
+    assert doc["store_version"] == 5 and doc["intact"] is True
     assert [x["kind"] for x in doc["rows"]] == ["escalation", "escalation", "net"]
     assert doc["rows"][2]["prev_hash"] == doc["rows"][1]["row_hash"]

@@ -167,7 +167,7 @@ def test_main_state_and_other_worktrees_stay(lazaret, debian, tmp_path):
 FSMON = "printf '[core]\\n\\tfsmonitor = {cmd}\\n'"
 ATTACKS = {
     "common-config-append": FSMON + " >> $G/config",
-    "common-config-replace": "cp $G/config /tmp/c && " + FSMON + " >> /tmp/c && mv -f /tmp/c $G/config",
+    "common-config-replace": "cp $G/config /tmp/c.$$ && " + FSMON + " >> /tmp/c.$$ && mv -f /tmp/c.$$ $G/config",
     "common-config-lock": FSMON + " > $G/config.lock && cat $G/config >> $G/config.lock && mv -f $G/config.lock $G/config",
     "common-hooks": ("for h in pre-commit post-commit post-checkout reference-transaction post-index-change; "
                      "do printf '#!/bin/sh\\n{cmd}\\n' > $G/hooks/$h && chmod +x $G/hooks/$h; done"),
@@ -187,8 +187,8 @@ ATTACKS = {
     "commondir-lock": ("mkdir -p $W/evil/objects $W/evil/refs && " + FSMON + " > $W/evil/config && "
                        "echo \"$EVIL\" > $P/commondir.lock && mv -f $P/commondir.lock $P/commondir"),
     "worktree-dir-swap": ("mkdir -p $W/evil/objects $W/evil/refs && " + FSMON + " > $W/evil/config && "
-                          "cp -r $P /tmp/p2 && echo \"$EVIL\" > /tmp/p2/commondir && "
-                          "mv $P $P.old && cp -r /tmp/p2 $P"),
+                          "cp -r $P /tmp/p2.$$ && echo \"$EVIL\" > /tmp/p2.$$/commondir && "
+                          "mv $P $P.old && cp -r /tmp/p2.$$ $P"),
     "config-hardlink": "ln $G/config $W/cfg && " + FSMON + " >> $W/cfg",
     "worktree-config-symlink": FSMON + " > $W/wtcfg && ln -s $W/wtcfg $P/config.worktree",
 }
