@@ -94,25 +94,11 @@ static int fetch_file(struct lz_credential *cr, struct lz_error *err) {
     return r;
 }
 
-/* argv[0] as written: absolute, or a bare name looked up in the helper
- * PATH's directories. */
-static char *find_program(const char *name) {
-    if (name[0] == '/')
-        return access(name, X_OK) == 0 ? lz_xstrdup(name) : NULL;
-    static const char *const dirs[] = { "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin" };
-    for (size_t i = 0; i < LZ_ARRAY_SIZE(dirs); i++) {
-        char *p = lz_xasprintf("%s/%s", dirs[i], name);
-        struct stat st;
-        if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0)
-            return p;
-        free(p);
-    }
-    return NULL;
-}
-
 static int fetch_command(struct lz_credential *cr, char *const *envp, struct lz_error *err) {
-    _cleanup_free_ char *path = find_program(cr->from_command[0]);
-    if (!path)
+    /* A bare name through the PATH of envp (the coordinator's: the
+     * system's bin directories). */
+    _cleanup_free_ char *path = NULL;
+    if (lz_find_program(cr->from_command[0], envp, &path) < 0 || access(path, X_OK) < 0)
         return lz_error_set(err, -ENOENT,
                             "credential %s: program %s not found (a bare name is looked up in /usr/local/bin, "
                             "/usr/bin and /bin; give the absolute path of another)",

@@ -43,44 +43,6 @@ void lz_tool_tail(const struct lz_tool_out *o, char *out, size_t size) {
     }
 }
 
-/* The value of PATH in envp, else LZ_HELPER_PATH's. */
-static const char *env_path(char *const *envp) {
-    for (size_t i = 0; envp && envp[i]; i++)
-        if (strncmp(envp[i], "PATH=", 5) == 0)
-            return envp[i] + 5;
-    return LZ_HELPER_PATH + 5;
-}
-
-/* The broker execs an absolute path: resolve name in the tool's PATH the
- * way execvp does, except that relative entries (which would depend on the
- * working directory) are skipped. -ENOENT when not found, -EACCES when
- * found but not executable. */
-static int find_program(const char *name, char *const *envp, char **ret) {
-    if (strchr(name, '/')) {
-        *ret = lz_xstrdup(name);
-        return 0;
-    }
-    int r = -ENOENT;
-    for (const char *d = env_path(envp);;) {
-        const char *end = strchrnul(d, ':');
-        if (end > d && d[0] == '/') {
-            char *cand = lz_xasprintf("%.*s/%s", (int)(end - d), d, name);
-            struct stat st;
-            if (stat(cand, &st) == 0 && S_ISREG(st.st_mode)) {
-                if (access(cand, X_OK) == 0) {
-                    *ret = cand;
-                    return 0;
-                }
-                r = -EACCES;
-            }
-            free(cand);
-        }
-        if (!*end)
-            return r;
-        d = end + 1;
-    }
-}
-
 static void feed(struct lz_tool_out *o, const char *buf, size_t n) {
     for (size_t i = 0; i < n; i++) {
         if (buf[i] == '\n' || buf[i] == '\r') {
@@ -98,7 +60,7 @@ int lz_tool_run(char *const argv[], const char *cwd, int timeout_ms, struct lz_t
      * references): what registry and Debian-mirror tools need (procenv.h). */
     _cleanup_env_ char **envp = lz_tool_env();
     _cleanup_free_ char *path = NULL;
-    int r = find_program(argv[0], envp, &path);
+    int r = lz_find_program(argv[0], envp, &path);
     if (r < 0)
         return r;
     int out[2];

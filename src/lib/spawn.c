@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -277,4 +278,42 @@ int lz_spawn_capture(char *const argv[], int timeout_ms, char *out, size_t cap, 
     }
     *ret_status = st;
     return 0;
+}
+
+/* The value of PATH in envp, else LZ_HELPER_PATH's. */
+static const char *env_path(char *const *envp) {
+    for (size_t i = 0; envp && envp[i]; i++)
+        if (strncmp(envp[i], "PATH=", 5) == 0)
+            return envp[i] + 5;
+    return LZ_HELPER_PATH + 5;
+}
+
+/* The broker execs an absolute path: resolve name in the tool's PATH the
+ * way execvp does, except that relative entries (which would depend on the
+ * working directory) are skipped. -ENOENT when not found, -EACCES when
+ * found but not executable. */
+int lz_find_program(const char *name, char *const *envp, char **ret) {
+    if (strchr(name, '/')) {
+        *ret = lz_xstrdup(name);
+        return 0;
+    }
+    int r = -ENOENT;
+    for (const char *d = env_path(envp);;) {
+        const char *end = strchrnul(d, ':');
+        if (end > d && d[0] == '/') {
+            char *cand = lz_xasprintf("%.*s/%s", (int)(end - d), d, name);
+            struct stat st;
+            if (stat(cand, &st) == 0 && S_ISREG(st.st_mode)) {
+                if (access(cand, X_OK) == 0) {
+                    *ret = cand;
+                    return 0;
+                }
+                r = -EACCES;
+            }
+            free(cand);
+        }
+        if (!*end)
+            return r;
+        d = end + 1;
+    }
 }

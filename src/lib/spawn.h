@@ -69,5 +69,11 @@ void lz_child_close(struct lz_child *c);
  * error. */
 int lz_spawn_capture(char *const argv[], int timeout_ms, char *out, size_t cap, int *ret_status);
 
+/* The broker execs an absolute path: name (a bare name) resolved in the
+ * PATH of envp (LZ_HELPER_PATH's when envp has none) the way execvp
+ * does, relative entries skipped; a name with a '/' as it is. 0, -ENOENT
+ * (not found) or -EACCES (found, not executable). */
+int lz_find_program(const char *name, char *const *envp, char **ret);
+
 /* Helper: status from a siginfo_t of waitid: code or 128+signal. */
 int lz_status_from_siginfo(int code, int status);
