@@ -18,6 +18,12 @@
 #define LZ_CRED_PLACEHOLDER_LEN 37 /* "lzph_" + 32 hex */
 #define LZ_CRED_FETCH_MS 10000     /* a from_command program's time */
 
+/* Does the TLS gate serve this credential (a value, its host allowed, the
+ * gate running)? The sandbox then holds its placeholder. */
+static inline bool lz_credential_gated(const struct lz_credential *cr) {
+    return cr->value && !cr->unreachable && !cr->passed_plain;
+}
+
 void lz_credential_placeholder(const uint8_t domain_id[32], const char *var, char ret[LZ_CRED_PLACEHOLDER_LEN + 1]);
 
 /* NULL when value (n bytes) can be a credential's value: 1 to

@@ -13,8 +13,6 @@
 #define HOST_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 #define HOST_BUNDLE_MAX (4u << 20)
 
-static bool gated(const struct lz_credential *cr) { return cr->value && !cr->unreachable && !cr->passed_plain; }
-
 bool hc_creds_gated(const struct hc *h) { return h->cred_ca != NULL; }
 
 int hc_creds_prepare(struct hc *h, struct lz_error *err) {
@@ -37,7 +35,7 @@ int hc_creds_prepare(struct hc *h, struct lz_error *err) {
     size_t n = 0;
     for (size_t i = 0; i < p->n_credentials; i++) {
         const struct lz_credential *cr = &p->credentials[i];
-        if (!gated(cr))
+        if (!lz_credential_gated(cr))
             continue;
         bool dup = false;
         for (size_t k = 0; k < n; k++)
@@ -139,7 +137,7 @@ int hc_creds_send(struct hc *h, int fd, struct lz_error *err) {
         lz_hostca_clear(&ca);
     }
     for (size_t i = 0; r == 0 && i < p->n_credentials; i++)
-        if (gated(&p->credentials[i]))
+        if (lz_credential_gated(&p->credentials[i]))
             r = put_cred(fd, h, &p->credentials[i]);
     if (r == 0)
         r = put(fd, LZ_GCFG_END, NULL, 0);

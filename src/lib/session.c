@@ -174,6 +174,15 @@ static int add_escalation_env(struct hc *h, struct session *s, char ***env, size
     return 0;
 }
 
+/* Does the profile's env set name itself (which then wins over a value
+ * Lazaret would give it)? */
+static bool profile_sets(const struct lz_config *c, const char *name) {
+    for (size_t i = 0; i < c->profile.n_env; i++)
+        if (!strcmp(c->profile.env[i].name, name))
+            return true;
+    return false;
+}
+
 /* The session's OCI process spec (resolved profile values included). */
 static int session_spec(struct hc *h, struct session *s, struct lz_hello *hello, char **ret_json,
                         struct lz_error *err) {
@@ -217,12 +226,10 @@ static int session_spec(struct hc *h, struct session *s, struct lz_hello *hello,
     bool gated = false, basic = false;
     for (size_t i = 0; i < c->profile.n_credentials; i++) {
         const struct lz_credential *cr = &c->profile.credentials[i];
-        if (!cr->value || cr->unreachable)
-            continue;
-        if (cr->passed_plain) {
+        if (cr->value && cr->passed_plain)
             strv_push(&env, &ne, lz_xasprintf("%s=%s", cr->var, cr->value));
+        if (!lz_credential_gated(cr))
             continue;
-        }
         char ph[LZ_CRED_PLACEHOLDER_LEN + 1];
         lz_credential_placeholder(c->domain_id, cr->var, ph);
         strv_push(&env, &ne, lz_xasprintf("%s=%s", cr->var, ph));
@@ -242,20 +249,12 @@ static int session_spec(struct hc *h, struct session *s, struct lz_hello *hello,
                                            "CURL_CA_BUNDLE", "GIT_SSL_CAINFO" };
     /* No bundle in the image: Node.js at least adds the Domain CA to its
      * own list. */
-    if (gated && !bundle && h->trust_dir) {
-        bool own = false;
-        for (size_t k = 0; k < c->profile.n_env; k++)
-            own |= !strcmp(c->profile.env[k].name, ca_vars[0]);
-        if (!own)
-            strv_push(&env, &ne, lz_xstrdup("NODE_EXTRA_CA_CERTS=/run/lazaret/trust/domain-ca.crt"));
-    }
+    if (gated && !bundle && h->trust_dir && !profile_sets(c, ca_vars[0]))
+        strv_push(&env, &ne, lz_xstrdup("NODE_EXTRA_CA_CERTS=/run/lazaret/trust/domain-ca.crt"));
     for (size_t i = 0; bundle && i < LZ_ARRAY_SIZE(ca_vars); i++) {
         if (i > 0 && !gated)
             break; /* host CAs alone: the system bundle is read by all but Node.js */
-        bool own = false;
-        for (size_t k = 0; k < c->profile.n_env; k++)
-            own |= !strcmp(c->profile.env[k].name, ca_vars[i]);
-        if (!own)
+        if (!profile_sets(c, ca_vars[i]))
             strv_push(&env, &ne, lz_xasprintf("%s=/etc/ssl/certs/ca-certificates.crt", ca_vars[i]));
     }
     /* Git inside compares a file's stat data with the index by size and
@@ -268,17 +267,13 @@ static int session_spec(struct hc *h, struct session *s, struct lz_hello *hello,
      * empties the list of helpers configured before it), so `git push
      * https://HOST/...` needs no token inside. A profile that sets
      * GIT_CONFIG_COUNT itself keeps its own. */
-    bool own_git_config = false;
-    for (size_t i = 0; i < c->profile.n_env; i++)
-        if (!strcmp(c->profile.env[i].name, "GIT_CONFIG_COUNT"))
-            own_git_config = true;
-    if (!own_git_config) {
+    if (!profile_sets(c, "GIT_CONFIG_COUNT")) {
         unsigned n = 0;
         strv_push(&env, &ne, lz_xasprintf("GIT_CONFIG_KEY_%u=core.checkStat", n));
         strv_push(&env, &ne, lz_xasprintf("GIT_CONFIG_VALUE_%u=minimal", n++));
         for (size_t i = 0; basic && i < c->profile.n_credentials; i++) {
             const struct lz_credential *cr = &c->profile.credentials[i];
-            if (!cr->basic || !cr->value || cr->unreachable || cr->passed_plain)
+            if (!cr->basic || !lz_credential_gated(cr))
                 continue;
             strv_push(&env, &ne, lz_xasprintf("GIT_CONFIG_KEY_%u=credential.https://%s.helper", n, cr->host));
             strv_push(&env, &ne, lz_xasprintf("GIT_CONFIG_VALUE_%u=", n++));
