@@ -1,6 +1,8 @@
 """What the network tests share: a sandbox session fed and read line by line."""
 import os
 import queue
+import socket
+import struct
 import subprocess
 import threading
 import time
@@ -80,3 +82,17 @@ def quiet(user_env):
             os.kill(int(pid), 9)
         except ProcessLookupError:
             pass
+
+
+def dns_answers(server, name, addr):
+    """Does server answer an A query for name with addr (and nothing else)?"""
+    q = struct.pack(">HHHHHH", 0x4C5A, 0x0100, 1, 0, 0, 0)
+    q += b"".join(bytes([len(x)]) + x.encode() for x in name.split(".")) + b"\0" + struct.pack(">HH", 1, 1)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(0.5)
+        try:
+            s.sendto(q, (server, 53))
+            msg = s.recv(4096)
+        except OSError:
+            return False
+    return msg[:2] == q[:2] and msg[6:8] == b"\0\1" and msg.endswith(socket.inet_aton(addr))

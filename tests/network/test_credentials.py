@@ -52,7 +52,6 @@ import secrets
 import shutil
 import socket
 import ssl
-import struct
 import subprocess
 import tempfile
 import time
@@ -131,20 +130,6 @@ def make_pki(d):
          "-out", "leaf.crt", "-days", "2", "-extfile", "leaf.ext")
     for f in ("ca.crt", "leaf.crt", "leaf.key"):
         os.chmod(d / f, 0o644)
-
-
-def dns_answers(server, name, addr):
-    """Does server answer an A query for name with addr?"""
-    q = struct.pack(">HHHHHH", 0x4C5A, 0x0100, 1, 0, 0, 0)
-    q += b"".join(bytes([len(x)]) + x.encode() for x in name.split(".")) + b"\0" + struct.pack(">HH", 1, 1)
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.settimeout(0.5)
-        try:
-            s.sendto(q, (server, 53))
-            msg = s.recv(4096)
-        except OSError:
-            return False
-    return msg[:2] == q[:2] and msg[6:8] == b"\0\1" and msg.endswith(socket.inet_aton(addr))
 
 
 class WorldLog:
@@ -265,7 +250,7 @@ def world(tmp_path_factory):
                      "--user=root", "--group=root", "--pid-file=", "--local-ttl=300"]
                     + [f"--host-record={n},{ip}" for n, ip in NAMES.items()], None)
         end = time.monotonic() + 10
-        while not dns_answers(DNS_IP, API, API_IP):
+        while not netlib.dns_answers(DNS_IP, API, API_IP):
             assert dns.poll() is None, dns.stdout.read()
             assert time.monotonic() < end, "dnsmasq did not answer in 10 s"
             time.sleep(0.1)
@@ -643,7 +628,7 @@ def test_world_harness(world):
     one; each fake model server answers over TLS and logs the key."""
     log = world["log"]
     for n, ip in NAMES.items():
-        assert dns_answers(DNS_IP, n, ip), n
+        assert netlib.dns_answers(DNS_IP, n, ip), n
     m = log.mark()
     raw = req("GET", "/p/harness", [("x-probe", "harness"), ("x-api-key", REAL_KEY), *CLOSE]).encode()
     _, got = tls_exchange(world, API_IP, API, raw)

@@ -129,20 +129,6 @@ def with_ech(hello):
     return bytes([22, 3, 1]) + struct.pack(">H", len(hs)) + hs
 
 
-def dns_answers(server, name, addr):
-    """Does server answer an A query for name with addr (and nothing else)?"""
-    q = struct.pack(">HHHHHH", 0x4C5A, 0x0100, 1, 0, 0, 0)
-    q += b"".join(bytes([len(x)]) + x.encode() for x in name.split(".")) + b"\0" + struct.pack(">HH", 1, 1)
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.settimeout(0.5)
-        try:
-            s.sendto(q, (server, 53))
-            msg = s.recv(4096)
-        except OSError:
-            return False
-    return msg[:2] == q[:2] and msg[6:8] == b"\0\1" and msg.endswith(socket.inet_aton(addr))
-
-
 class ServerLog:
     def __init__(self, path):
         self.path = path
@@ -198,7 +184,7 @@ def world(tmp_path_factory):
         procs.append(dns)
         # The harness itself: dnsmasq answers tls.test with its address.
         end = time.monotonic() + 10
-        while not dns_answers(DNS_IP, "tls.test", WEB):
+        while not netlib.dns_answers(DNS_IP, "tls.test", WEB):
             assert dns.poll() is None, dns.stdout.read()
             assert time.monotonic() < end, "dnsmasq did not answer in 10 s"
             time.sleep(0.1)
