@@ -13,6 +13,7 @@ from the encoding as audit.h writes it down, independently of the C code.
 """
 import hashlib
 import json
+import select
 import sqlite3
 import struct
 import subprocess
@@ -56,6 +57,16 @@ def state_json(lazaret, env, *args):
 
 def running(lazaret, env, did):
     return any(d["id"] == did and d["running"] for d in state_json(lazaret, env, "ls"))
+
+
+def session_echoes(p, timeout=60):
+    """Wait until the `cat` session of Popen p echoes a line: the Domain
+    has started (its store opened) and the session runs."""
+    p.stdin.write(b"up\n")
+    p.stdin.flush()
+    ready, _, _ = select.select([p.stdout], [], [], timeout)
+    assert ready, "the session did not start"
+    assert p.stdout.readline() == b"up\n"
 
 
 def made_domain(lazaret, env, ws):
@@ -273,7 +284,9 @@ def test_reads_a_running_domain_and_upgrades_a_version_1_store(lazaret, aenv, tm
     p = subprocess.Popen([lazaret, "run", "-p", "test", "--", "cat"], cwd=ws, env=aenv.environ(),
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        assert wait_until(lambda: running(lazaret, aenv, did), timeout=60, interval=0.2)
+        # The Domain lock (what `state ls` calls running) comes before the
+        # store's upgrade: wait for the session itself, which follows it.
+        session_echoes(p)
         doc, r = audit_json(lazaret, aenv, cwd=ws)
         assert r.returncode == 0, r.stderr
         assert doc["store_version"] == 5 and doc["rows"] == [] and doc["intact"] is True
