@@ -67,10 +67,10 @@ static void print_text(json_t *o) {
         if (json_object_get(e, "path2"))
             printf(" -> %s", str(e, "path2"));
         printf(": %s\n", str(e, "error"));
-        printf("          why: %s", str(e, "reason"));
+        printf("          why: %s", str(json_object_get(o, "reasons"), str(e, "why")));
         if (json_object_get(e, "detail"))
             printf(" (%s)", str(e, "detail"));
-        printf("\n          instead: %s\n", str(e, "hint"));
+        printf("\n          instead: %s\n", str(json_object_get(o, "hints"), str(e, "kind")));
     }
 }
 

@@ -175,11 +175,11 @@ void hc_ref_dispatch(struct hc *h) {
 }
 
 static json_t *entry_json(const struct lz_refusal_entry *e) {
-    json_t *o =
-        json_pack("{s:I,s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "seq", (json_int_t)e->seq, "at_ms", (json_int_t)e->at_ms,
-                  "kind", lz_refusal_kind_name(e->kind), "why", lz_refusal_why_name(e->why), "op",
-                  lz_refusal_op_name(e->op), "error", strerror(e->err), "path", e->path, "reason",
-                  lz_refusal_why_text(e->why), "hint", lz_refusal_kind_hint(e->kind));
+    /* The texts of `why` and `kind` are given once, in "reasons" and
+     * "hints": the reply holds more entries. */
+    json_t *o = json_pack("{s:I,s:I,s:s,s:s,s:s,s:s,s:s}", "seq", (json_int_t)e->seq, "at_ms", (json_int_t)e->at_ms,
+                          "kind", lz_refusal_kind_name(e->kind), "why", lz_refusal_why_name(e->why), "op",
+                          lz_refusal_op_name(e->op), "error", strerror(e->err), "path", e->path);
     if (o && e->path2)
         json_object_set_new(o, "path2", json_string(e->path2));
     if (o && e->detail)
@@ -199,8 +199,20 @@ char *hc_ref_report(struct hc *h, size_t cap) {
             json_object_set_new(bk, lz_refusal_kind_name((enum lz_refusal_kind)k),
                                 json_integer((json_int_t)hs->by_kind[k]));
     json_object_set_new(o, "by_kind", bk);
+    json_t *reasons = json_object(), *hints = json_object();
+    for (unsigned w = 1; w < LZ_REFW_END; w++)
+        if (strcmp(lz_refusal_why_name((uint8_t)w), "other") != 0)
+            json_object_set_new(reasons, lz_refusal_why_name((uint8_t)w), json_string(lz_refusal_why_text((uint8_t)w)));
+    for (unsigned k = 0; k < LZ_REFK_COUNT; k++)
+        json_object_set_new(hints, lz_refusal_kind_name((enum lz_refusal_kind)k),
+                            json_string(lz_refusal_kind_hint((enum lz_refusal_kind)k)));
+    json_object_set_new(o, "reasons", reasons);
+    json_object_set_new(o, "hints", hints);
     /* The newest entries that fit, oldest first. */
-    size_t budget = cap > 1024 ? cap - 1024 : 0, first = hs->n;
+    char *fixed = json_dumps(o, JSON_COMPACT);
+    size_t used = fixed ? strlen(fixed) + 64 : cap;
+    free(fixed);
+    size_t budget = cap > used ? cap - used : 0, first = hs->n;
     json_t *items[LZ_REFUSAL_HISTORY];
     while (first > 0) {
         json_t *it = entry_json(lz_refusal_history_at(hs, first - 1));
