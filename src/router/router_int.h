@@ -4,6 +4,7 @@
  *                  [--protect REL]... [--cache-timeout SECONDS]
  *                  [--watch SECONDS] [--max-held-fds N] [--allow-other] [--quiet]
  *                  [--plain] [--deny-link-target ABS]...
+ *                  [--refusal-fd N [--refusal-tag T]]
  *
  * A libfuse3 low-level passthrough of the real workspace directory that asks
  * the Git-protection policy (src/lib/router.h, docs/security-git.md) before
