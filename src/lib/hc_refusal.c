@@ -98,9 +98,11 @@ bool hc_ref_plain_shell(bool tty, char *const *argv, size_t argc) {
 }
 
 /* Can this session's terminal take a line now? Not inside a full-screen
- * program's screen, not while the escalation prompt holds it. */
+ * program's screen, not while the escalation prompt holds it, and not
+ * ahead of output still waiting for the client (it may be the very
+ * bytes that leave the alternate screen). */
 static bool can_show(const struct session *s) {
-    return s->recorded && s->state == S_RUNNING && s->plain_shell && !s->alt.on &&
+    return s->recorded && s->state == S_RUNNING && s->plain_shell && !s->alt.on && !s->pend.len &&
         !(s->filter && s->filter->output_blocked(s)) && s->sock >= 0;
 }
 

@@ -36,7 +36,9 @@ def quiet_for(c, seconds):
     """What the terminal shows in `seconds` with nothing typed (consumed:
     an expect that times out would leave it for the next one)."""
     out = c.buffer
+    # What followed the last match is in both of pexpect's buffers.
     c.buffer = c.string_type()
+    c._before = c.buffer_type()
     end = time.monotonic() + seconds
     while (left := end - time.monotonic()) > 0:
         try:
