@@ -42,11 +42,12 @@ int lz_cmd_run(int argc, char **argv, const struct lz_run_starter *starter);
 int lz_cmd_config(int argc, char **argv); /* lazaret config check ... */
 int lz_cmd_image(int argc, char **argv);  /* lazaret image bootstrap|ls ... */
 int lz_cmd_doctor(int argc, char **argv);
-int lz_cmd_state(int argc, char **argv); /* lazaret state ls|inspect|verify|reset ... */
-int lz_cmd_audit(int argc, char **argv); /* lazaret audit */
-int lz_cmd_ps(int argc, char **argv);    /* lazaret ps */
-int lz_cmd_stop(int argc, char **argv);  /* lazaret stop */
-int lz_cmd_net(int argc, char **argv);   /* lazaret net */
+int lz_cmd_state(int argc, char **argv);  /* lazaret state ls|inspect|verify|reset ... */
+int lz_cmd_audit(int argc, char **argv);  /* lazaret audit */
+int lz_cmd_ps(int argc, char **argv);     /* lazaret ps */
+int lz_cmd_stop(int argc, char **argv);   /* lazaret stop */
+int lz_cmd_net(int argc, char **argv);    /* lazaret net */
+int lz_cmd_events(int argc, char **argv); /* lazaret events */
 /* The running Domain `want` names (an ID or a unique prefix), or, when
  * want is NULL, the one of the current directory and profile: 0 with the
  * control list (json_decref it) and the entry in it; < 0 after printing

@@ -26,6 +26,9 @@ static void usage(FILE *f) {
           "                     stop a running Domain (default: this directory's)\n"
           "  net [DOMAIN]       what a running Domain's sandbox may reach by name: learned\n"
           "                     and refused names\n"
+          "  events [DOMAIN] [--json]\n"
+          "                     what a running Domain's sandbox was refused in the\n"
+          "                     workspace, why, and what to do instead\n"
           "  doctor             check the host prerequisites\n"
           "\n"
           "Options:\n"
@@ -39,11 +42,17 @@ static void usage(FILE *f) {
 static int cmd_run(int argc, char **argv) { return lz_cmd_run(argc, argv, &lz_run_core); }
 
 static const struct lz_cli_command commands[] = {
-    { "run", cmd_run },        { "config", lz_cmd_config },
-    { "image", lz_cmd_image }, { "doctor", lz_cmd_doctor },
-    { "state", lz_cmd_state }, { "audit", lz_cmd_audit },
-    { "ps", lz_cmd_ps },       { "stop", lz_cmd_stop },
-    { "net", lz_cmd_net },     { NULL, NULL },
+    { "run", cmd_run },
+    { "config", lz_cmd_config },
+    { "image", lz_cmd_image },
+    { "doctor", lz_cmd_doctor },
+    { "state", lz_cmd_state },
+    { "audit", lz_cmd_audit },
+    { "ps", lz_cmd_ps },
+    { "stop", lz_cmd_stop },
+    { "net", lz_cmd_net },
+    { "events", lz_cmd_events },
+    { NULL, NULL },
 };
 
 int main(int argc, char **argv) {

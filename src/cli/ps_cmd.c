@@ -80,6 +80,10 @@ int lz_cmd_ps(int argc, char **argv) {
             if (last)
                 printf("    published %.*s -> sandbox port %s\n", (int)(last - t), t, last + 1);
         }
+        json_int_t nref = json_integer_value(json_object_get(d, "refusals"));
+        if (nref > 0)
+            printf("    %" JSON_INTEGER_FORMAT " refused operation%s in the workspace (lazaret events %.12s)\n", nref,
+                   nref == 1 ? "" : "s", json_string_value(json_object_get(d, "domain_id")));
         json_array_foreach(ss, k, s) {
             char t[32];
             since(json_integer_value(json_object_get(s, "started_ms")), t, sizeof t);

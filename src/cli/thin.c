@@ -39,7 +39,8 @@ static const struct lz_run_starter exec_core = { .prepare = start_in_core };
 static int cmd_run(int argc, char **argv) { return lz_cmd_run(argc, argv, &exec_core); }
 
 static const struct lz_cli_command commands[] = {
-    { "run", cmd_run }, { "ps", lz_cmd_ps }, { "stop", lz_cmd_stop }, { "net", lz_cmd_net }, { NULL, NULL },
+    { "run", cmd_run },    { "ps", lz_cmd_ps },         { "stop", lz_cmd_stop },
+    { "net", lz_cmd_net }, { "events", lz_cmd_events }, { NULL, NULL },
 };
 
 int main(int argc, char **argv) {

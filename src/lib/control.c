@@ -74,6 +74,24 @@ int lz_control_net(const char *sock_path, char **ret_text, struct lz_error *err)
     return 0;
 }
 
+int lz_control_events(const char *sock_path, json_t **ret, struct lz_error *err) {
+    static uint8_t buf[LZ_PROTO_MAX];
+    ssize_t n = request(sock_path, LZ_MSG_EVENTS, NULL, 0, buf, sizeof buf, err);
+    if (n < 0)
+        return (int)n;
+    if (buf[0] != LZ_MSG_EVENTS_REPLY)
+        return lz_error_set(err, -EPROTO, "unexpected reply from %s (a coordinator older than this lazaret?)",
+                            sock_path);
+    json_error_t je;
+    json_t *o = json_loadb((const char *)buf + LZ_PROTO_HDR, (size_t)n - LZ_PROTO_HDR, 0, &je);
+    if (!json_is_object(o) || !json_is_array(json_object_get(o, "events"))) {
+        json_decref(o);
+        return lz_error_set(err, -EBADMSG, "unreadable refusals from %s", sock_path);
+    }
+    *ret = o;
+    return 0;
+}
+
 /* One STOP with `flags`; the reply's status into *ret_status when asked
  * (the EXIT must then carry one). */
 static int stop_request(const char *sock_path, uint32_t flags, uint32_t *ret_status, struct lz_error *err) {

@@ -1,10 +1,10 @@
 /* control.h — control connections to running Host Coordinators
- * (`lazaret ps`, `lazaret stop`, `lazaret net`).
+ * (`lazaret ps`, `lazaret stop`, `lazaret net`, `lazaret events`).
  *
  * A running Domain is a coordinator listening on <runtime dir>/<id>.sock
  * (coordinator.h). A control connection sends one message instead of
  * HELLO (proto.h): STATUS, answered by a JSON object, NET, answered by
- * text, or STOP, answered by
+ * text, EVENTS, answered by a JSON object, or STOP, answered by
  * EXIT 0 once the coordinator has begun stopping. The coordinator checks
  * the peer's uid like for any session. Every wait here is bounded.
  */
@@ -21,6 +21,10 @@ int lz_control_status(const char *sock_path, json_t **ret, struct lz_error *err)
 /* The Domain's names (`lazaret net`: resolver.h's report) as text the
  * caller frees. */
 int lz_control_net(const char *sock_path, char **ret_text, struct lz_error *err);
+
+/* The routers' refusals (`lazaret events`: hc_refusal.h's report), a
+ * JSON object the caller frees with json_decref. */
+int lz_control_events(const char *sock_path, json_t **ret, struct lz_error *err);
 
 /* Asks it to stop; returns once it accepted. */
 int lz_control_stop(const char *sock_path, bool force, struct lz_error *err);

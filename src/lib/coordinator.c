@@ -8,6 +8,7 @@
 #include "hc_gen.h"
 #include "hc_creds.h"
 #include "hc_net.h"
+#include "hc_refusal.h"
 #include "hc_prompt.h"
 #include "publish.h"
 #include "hc_session.h"
@@ -30,13 +31,23 @@
 #include <sys/un.h>
 #include <time.h>
 
-/* `lazaret ps` / `lazaret stop` / `lazaret net` on a control connection. */
+/* `lazaret ps` / `lazaret stop` / `lazaret net` / `lazaret events` on a
+ * control connection. */
 static void control_request(struct hc *h, struct session *s, const uint8_t *buf, size_t n) {
     s->state = S_DONE;
     uint8_t type;
     uint32_t flags;
     if (lz_control_decode(buf, n, &type, &flags) < 0) {
         hc_session_refuse(s, LZ_REFUSE_PROTOCOL, "malformed control request");
+        return;
+    }
+    if (type == LZ_MSG_EVENTS) {
+        char *t = hc_ref_report(h, LZ_PROTO_DATA_MAX);
+        if (!t || strlen(t) > LZ_PROTO_DATA_MAX)
+            hc_session_refuse(s, LZ_REFUSE_PROTOCOL, "the refusals could not be listed");
+        else
+            hc_session_send(s, LZ_MSG_EVENTS_REPLY, 0, t, strlen(t));
+        free(t);
         return;
     }
     if (type == LZ_MSG_NET) {
@@ -74,6 +85,7 @@ static void control_request(struct hc *h, struct session *s, const uint8_t *buf,
         json_object_set_new(o, "linger_left_ms", json_integer(left > 0 ? left : 0));
     }
     json_object_set_new(o, "domain_dir", json_string(h->cfg->domain_dir));
+    json_object_set_new(o, "refusals", json_integer((json_int_t)hc_ref_total(h)));
     /* Which repository and branch the Domain works on, read now (the
      * agent switches branches): a linked worktree's own HEAD, or the
      * workspace's `.git`. */
@@ -120,7 +132,7 @@ static void control_request(struct hc *h, struct session *s, const uint8_t *buf,
 }
 
 /* The event loop's fixed descriptors, before the sessions' (below). */
-#define NFIXED 6
+#define NFIXED 7
 
 static void accept_clients(struct hc *h) {
     for (int k = 0; k < 16; k++) {
@@ -237,6 +249,7 @@ static void hc_done(struct hc *h) {
     hc_scan_wait(h); /* a start that failed before the Supervisor's spawn */
     hc_esc_free(h);
     hc_net_stop(h);
+    hc_ref_free(h);
     lz_closep(&h->listen_fd);
     lz_closep(&h->boot.addr_fd);
     lz_closep(&h->boot.policy_fd);
@@ -437,6 +450,9 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
         /* The resolver's reports (hc_net.c). */
         p[np] = (struct pollfd){ .fd = hc_net_fd(&h), .events = POLLIN };
         map[np++].s = NULL;
+        /* The routers' refusals (hc_refusal.c). */
+        p[np] = (struct pollfd){ .fd = hc_ref_fd(&h), .events = POLLIN };
+        map[np++].s = NULL;
         int timeout = 1000;
         for (int i = 0; i < MAX_SESSIONS; i++) {
             struct session *s = h.s[i];
@@ -528,6 +544,8 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
         hc_esc_tick(&h);
         if (p[5].revents & POLLIN)
             hc_net_dispatch(&h);
+        if (p[6].revents & (POLLIN | POLLHUP))
+            hc_ref_dispatch(&h);
         for (size_t i = NFIXED; i < np; i++) {
             struct session *s = map[i].s;
             if (!p[i].revents || !s)
@@ -556,6 +574,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
             }
         }
         hc_prompt_tick(&h); /* escalation prompts: timers, screens, held output */
+        hc_ref_tick(&h);    /* refusal notices held back */
         for (int i = 0; i < MAX_SESSIONS; i++) {
             struct session *s = h.s[i];
             if (!s)

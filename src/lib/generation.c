@@ -3,6 +3,7 @@
 #include "hc_creds.h"
 #include "hc_esc.h"
 #include "hc_session.h"
+#include "hc_refusal.h"
 #include "anchor.h"
 #include "mailbox.h"
 #include "catalog.h"
@@ -462,6 +463,11 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
     /* Symlinks the host would follow into Lazaret's own storage are refused
      * by every router (docs/security-git.md, "Symlinks to host paths"). */
     char *deny[] = { c->data_root, h->rt, c->domain_dir };
+    /* The routers' refusal records (hc_refusal.h) come back on a channel
+     * of their own. */
+    _cleanup_close_ int ref_end = -EBADF;
+    if ((r = hc_ref_open(h, &ref_end, err)) < 0)
+        return r;
     struct lz_supervisor_args sa = {
         .ctl_fd = rs_end,
         .runsc = h->runsc,
@@ -475,6 +481,7 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
         .policy_fd = pfd,
         .policy_digest = h->boot.policy_hex,
         .addr_fd = afd,
+        .refusal_fd = ref_end,
         .protect = h->git.protect,
         .n_protect = h->git.n_protect,
         .vol_source = vol_source,
@@ -523,7 +530,7 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
     char **argv = NULL;
     if ((r = lz_supargs_encode(&sa, self, &argv, err)) < 0)
         return lz_error_prefix(err, r, "cannot start the Runtime Supervisor");
-    int keep[] = { rs_end, pfd, afd };
+    int keep[] = { rs_end, pfd, ref_end, afd };
     /* Our hooks only (procenv.h); it passes the bare helper set on. */
     _cleanup_env_ char **rs_env = lz_env_build(LZ_ENV_SUPERVISOR);
     struct lz_spawn_opts o = {
@@ -534,7 +541,7 @@ static int supervisor_spawn(struct hc *h, struct lz_error *err) {
         .stdout_fd = 2,
         .stderr_fd = 2,
         .keep_fds = keep,
-        .n_keep_fds = afd >= 0 ? 3 : 2,
+        .n_keep_fds = afd >= 0 ? 4 : 3,
         .clone_flags = CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS,
         .setns_pidfd = -1,
         .barrier = true,

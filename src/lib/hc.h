@@ -16,6 +16,8 @@
  *   hc_prompt.h    escprompt.c: the prompt on the session's terminal
  *   hc_net.h       hc_net.c: the Domain's resolver, learned routes,
  *                  network audit rows and notices, `lazaret net`
+ *   hc_refusal.h   hc_refusal.c: the routers' refusals, `lazaret events`
+ *                  and their notices on plain shells
  *
  * Who calls whom (no circle): coordinator.c calls every room; generation
  * calls bundle, session (the first exec client) and escalation (the Trust
@@ -23,7 +25,7 @@
  * (installed by the prompt); the prompt calls escalation (its answer) and
  * session (lookup, sends); escalation calls no other room, only its port
  * (struct hc_esc_port, wired by coordinator.c; its allow_host goes to
- * hc_net); hc_net calls session (sends). All log through hclog.h.
+ * hc_net); hc_net and hc_refusal call session (sends). All log through hclog.h.
  *
  * Internal to the coordinator: nothing outside those rooms (and their unit
  * test, tests/unit/test_escalation.c) includes it.
@@ -41,6 +43,7 @@
 #include "netpolicy.h"
 #include "procid.h"
 #include "proto.h"
+#include "refusal.h"
 #include "spawn.h"
 #include "worktree.h"
 #include "store.h"
@@ -89,6 +92,12 @@ struct session {
     /* The terminal filter the relay asks (installed by the prompt on its
      * first request of this session), or NULL. */
     const struct hc_term_filter *filter;
+    /* hc_refusal.c: a plain shell (notices of refusals are shown there
+     * only), whether a full-screen program holds its screen, and the kinds
+     * of refusal shown and waiting (bits of enum lz_refusal_kind). */
+    bool plain_shell;
+    struct lz_altscreen alt;
+    unsigned ref_shown, ref_pending;
 };
 
 struct hc;
@@ -186,6 +195,7 @@ struct hc {
         int dns_fd[LZ_NET_DNS_FDS];
     } boot;
     struct hc_net *net; /* hc_net.c: the resolver and what it reported (NULL before hc_net_start) */
+    struct hc_ref *ref; /* hc_refusal.c: the routers' refusals (NULL before the Supervisor's spawn) */
     /* generation.c, while releasing. */
     struct {
         bool rec;    /* a durable generation to record into */

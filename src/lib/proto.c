@@ -224,7 +224,7 @@ ssize_t lz_msg_recv(int fd, uint8_t *buf, size_t cap) {
 int lz_control_decode(const uint8_t *buf, size_t len, uint8_t *ret_type, uint32_t *ret_flags) {
     if (len < LZ_PROTO_HDR || buf[1] != 0 || buf[2] != 0 || buf[3] != 0)
         return -EBADMSG;
-    if ((buf[0] == LZ_MSG_STATUS || buf[0] == LZ_MSG_NET) && len == LZ_PROTO_HDR) {
+    if ((buf[0] == LZ_MSG_STATUS || buf[0] == LZ_MSG_NET || buf[0] == LZ_MSG_EVENTS) && len == LZ_PROTO_HDR) {
         *ret_type = buf[0];
         *ret_flags = 0;
         return 0;

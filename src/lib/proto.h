@@ -48,6 +48,8 @@ enum lz_msg_type {
     LZ_MSG_STOP = 12,         /* c->hc: u32 flags (LZ_STOP_FORCE); reply EXIT 0 once accepted */
     LZ_MSG_NET = 13,          /* c->hc: no payload; reply NET_REPLY */
     LZ_MSG_NET_REPLY = 14,    /* hc->c: the Domain's names as text (`lazaret net`, resolver.h) */
+    LZ_MSG_EVENTS = 15,       /* c->hc: no payload; reply EVENTS_REPLY */
+    LZ_MSG_EVENTS_REPLY = 16, /* hc->c: JSON object, the routers' refusals (`lazaret events`, refusal.h) */
 };
 
 #define LZ_STOP_FORCE 0x1u
@@ -83,7 +85,7 @@ int lz_hello_encode(const struct lz_hello *h, uint8_t *buf, size_t cap, size_t *
 int lz_hello_decode(const uint8_t *buf, size_t len, struct lz_hello *ret, struct lz_error *err);
 void lz_hello_clear(struct lz_hello *h);
 
-/* Decodes an untrusted control request (STATUS, NET or STOP, header
+/* Decodes an untrusted control request (STATUS, NET, EVENTS or STOP, header
  * included): 0 and its type and flags, or -EBADMSG. */
 int lz_control_decode(const uint8_t *buf, size_t len, uint8_t *ret_type, uint32_t *ret_flags);
 

@@ -510,9 +510,10 @@ static unsigned req_type(unsigned type, bool is_dir) { return type ? type : is_d
  * restricted: nothing the host's git could later write or append through
  * may enter one. */
 static int check_entering(const struct split *fs, bool from_in, size_t from_g, const struct split *ts, bool to_in,
-                          size_t to_g, unsigned type, unsigned long nlink) {
+                          size_t to_g, unsigned type, unsigned long nlink, enum lz_router_why *why) {
     if (!to_in)
         return 0;
+    *why = LZ_RWHY_GITDIR_ENTRY;
     if (S_ISLNK(type))
         return -EPERM;
     if (S_ISREG(type))
@@ -529,8 +530,20 @@ static int check_entering(const struct split *fs, bool from_in, size_t from_g, c
     return same ? 0 : -EXDEV;
 }
 
+/* The reason of a refusal by class (the worse end of a rename). */
+static enum lz_router_why class_why(enum lz_router_class c) {
+    switch (c) {
+    case LZ_RCLASS_GITNAME: return LZ_RWHY_GITNAME;
+    case LZ_RCLASS_PROTECTED: return LZ_RWHY_PROTECTED;
+    case LZ_RCLASS_ANCESTOR: return LZ_RWHY_ANCESTOR;
+    case LZ_RCLASS_FREE: break;
+    }
+    return LZ_RWHY_NONE;
+}
+
 /* The Git-directory content rules for creations (see lz_router_check). */
-static int check_create_gitdir(const struct lz_router_policy *pol, const struct lz_router_req *req) {
+static int check_create_gitdir(const struct lz_router_policy *pol, const struct lz_router_req *req,
+                               enum lz_router_why *why) {
     struct split s;
     int r = split_path(req->path, &s);
     if (r < 0)
@@ -544,6 +557,7 @@ static int check_create_gitdir(const struct lz_router_policy *pol, const struct 
     size_t g;
     if ((r = git_root(pol, &s, &g)) <= 0)
         return r;
+    *why = special ? LZ_RWHY_GITDIR_ENTRY : LZ_RWHY_CHECKED;
     if (special)
         return -EPERM; /* links and FIFOs never enter a Git directory */
     /* An index or packed-refs only by a checked rename
@@ -551,7 +565,7 @@ static int check_create_gitdir(const struct lz_router_policy *pol, const struct 
     return g == s.n - 1 ? -EPERM : 0;
 }
 
-static int check_create(const struct lz_router_policy *pol, const struct lz_router_req *req) {
+static int check_create(const struct lz_router_policy *pol, const struct lz_router_req *req, enum lz_router_why *why) {
     enum lz_router_class cls;
     int r = lz_router_classify(pol, req->path, &cls);
     if (r < 0)
@@ -564,6 +578,7 @@ static int check_create(const struct lz_router_policy *pol, const struct lz_rout
         if (r < 0)
             return r;
         /* A second name for a protected file would be a way to write it. */
+        *why = LZ_RWHY_LINK_SOURCE;
         if (src != LZ_RCLASS_FREE)
             return -EPERM;
         /* Nor may a file inside a Git directory get a second name: the
@@ -576,11 +591,12 @@ static int check_create(const struct lz_router_policy *pol, const struct lz_rout
             return -EPERM;
     }
     bool ok = cls == LZ_RCLASS_FREE || (cls == LZ_RCLASS_ANCESTOR && req->op == LZ_ROP_MKDIR);
+    *why = class_why(cls);
     if (!ok)
         return req->exists ? -EEXIST : -EPERM;
     if (req->exists)
         return 0; /* the operation itself fails with EEXIST */
-    if ((r = check_create_gitdir(pol, req)) < 0)
+    if ((r = check_create_gitdir(pol, req, why)) < 0)
         return r;
     char dir[LZ_ROUTER_PATH_MAX + 1];
     const char *name;
@@ -588,10 +604,11 @@ static int check_create(const struct lz_router_policy *pol, const struct lz_rout
     r = would_shape(pol, dir, name, NULL);
     if (r < 0)
         return r;
+    *why = LZ_RWHY_GIT_SHAPE;
     return r ? -EPERM : 0;
 }
 
-static int check_rename(const struct lz_router_policy *pol, const struct lz_router_req *req) {
+static int check_rename(const struct lz_router_policy *pol, const struct lz_router_req *req, enum lz_router_why *why) {
     if (req->flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
         return -EINVAL; /* RENAME_WHITEOUT and future flags: not served */
     if ((req->flags & RENAME_NOREPLACE) && (req->flags & RENAME_EXCHANGE))
@@ -614,11 +631,13 @@ static int check_rename(const struct lz_router_policy *pol, const struct lz_rout
     /* Neither end may be anything but FREE: moving a protected path (or a
      * directory on the way to one) away lets a new one be planted, and
      * moving onto one replaces it. With RENAME_EXCHANGE both ends move. */
+    *why = class_why(cmax(src, dst));
     if (src != LZ_RCLASS_FREE || dst != LZ_RCLASS_FREE)
         return -EPERM;
 
     /* Moving a directory that holds a repository would move the repository
      * under a name the agent chose (docs/security-git.md, "Renames"). */
+    *why = LZ_RWHY_MOVE_REPO;
     if (req->is_dir) {
         r = has_entry(pol, req->path, ".git");
         if (r != 0)
@@ -637,9 +656,9 @@ static int check_rename(const struct lz_router_policy *pol, const struct lz_rout
     if ((r = split_path(req->path, &fs)) < 0 || (r = split_path(req->path2, &ts)) < 0 ||
         (r = fin = git_root(pol, &fs, &fg)) < 0 || (r = tin = git_root(pol, &ts, &tg)) < 0)
         return r;
-    r = check_entering(&fs, fin, fg, &ts, tin, tg, req_type(req->type, req->is_dir), req->nlink);
+    r = check_entering(&fs, fin, fg, &ts, tin, tg, req_type(req->type, req->is_dir), req->nlink, why);
     if (r == 0 && (req->flags & RENAME_EXCHANGE))
-        r = check_entering(&ts, tin, tg, &fs, fin, fg, req_type(req->type2, req->is_dir2), req->nlink2);
+        r = check_entering(&ts, tin, tg, &fs, fin, fg, req_type(req->type2, req->is_dir2), req->nlink2, why);
     if (r < 0)
         return r;
 
@@ -653,13 +672,29 @@ static int check_rename(const struct lz_router_policy *pol, const struct lz_rout
         r = would_shape(pol, ddir, dname, strcmp(sdir, ddir) == 0 ? sname : NULL);
         if (r < 0)
             return r;
+        *why = LZ_RWHY_GIT_SHAPE;
         if (r)
             return -EPERM;
     }
     return 0;
 }
 
+static int check_why(const struct lz_router_policy *pol, const struct lz_router_req *req, enum lz_router_why *why);
+
 int lz_router_check(const struct lz_router_policy *pol, const struct lz_router_req *req) {
+    return lz_router_check_why(pol, req, NULL);
+}
+
+int lz_router_check_why(const struct lz_router_policy *pol, const struct lz_router_req *req,
+                        enum lz_router_why *ret_why) {
+    enum lz_router_why why = LZ_RWHY_NONE;
+    int r = check_why(pol, req, &why);
+    if (ret_why)
+        *ret_why = r == -EPERM || r == -EXDEV ? why : LZ_RWHY_NONE;
+    return r;
+}
+
+static int check_why(const struct lz_router_policy *pol, const struct lz_router_req *req, enum lz_router_why *why) {
     if (!pol || !req)
         return -EINVAL;
     int r = lz_router_path_valid(req->path);
@@ -676,8 +711,8 @@ int lz_router_check(const struct lz_router_policy *pol, const struct lz_router_r
     case LZ_ROP_CREATE:
     case LZ_ROP_MKDIR:
     case LZ_ROP_SYMLINK:
-    case LZ_ROP_LINK: return check_create(pol, req);
-    case LZ_ROP_RENAME: return check_rename(pol, req);
+    case LZ_ROP_LINK: return check_create(pol, req, why);
+    case LZ_ROP_RENAME: return check_rename(pol, req, why);
     case LZ_ROP_WRITE:
     case LZ_ROP_SETATTR:
     case LZ_ROP_UNLINK:
@@ -687,8 +722,10 @@ int lz_router_check(const struct lz_router_policy *pol, const struct lz_router_r
             return r;
         if ((req->op == LZ_ROP_UNLINK || req->op == LZ_ROP_RMDIR) && req->path[0] == '\0')
             return -EBUSY;
+        *why = class_why(cls);
         if (cls != LZ_RCLASS_FREE)
             return -EPERM;
+        *why = LZ_RWHY_CHECKED;
         if (req->op == LZ_ROP_WRITE) {
             /* An index or packed-refs changes only by a checked rename
              * over it. */

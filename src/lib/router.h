@@ -164,5 +164,25 @@ int lz_router_is_packed_refs(const struct lz_router_policy *pol, const char *pat
  * would satisfy are -EXDEV, so `mv` falls back to copying. */
 int lz_router_check(const struct lz_router_policy *pol, const struct lz_router_req *req);
 
+/* Why lz_router_check refused (for the developer: refusal.h, `lazaret
+ * events`, docs/security-git.md "When something is refused"). The rule
+ * that refused, not a second decision. */
+enum lz_router_why {
+    LZ_RWHY_NONE = 0,
+    LZ_RWHY_GITNAME,      /* an entry named `.git`: a new repository or gitfile (git init, clone, submodule) */
+    LZ_RWHY_GIT_SHAPE,    /* would make a directory shaped like a Git directory (git init --bare) */
+    LZ_RWHY_PROTECTED,    /* a protected name (config, hooks/, modules/, info/exclude, refs/replace/, ...) */
+    LZ_RWHY_ANCESTOR,     /* objects/, refs/, info/ ...: made by mkdir only, never moved or removed */
+    LZ_RWHY_CHECKED,      /* index, sharedindex.*, packed-refs: only by a checked rename */
+    LZ_RWHY_GITDIR_ENTRY, /* a symlink, hard link, FIFO or foreign directory entering a Git directory */
+    LZ_RWHY_MOVE_REPO,    /* renaming a directory whose direct child is `.git` */
+    LZ_RWHY_LINK_SOURCE,  /* a second name (hard link) for a protected file or one inside a Git directory */
+};
+
+/* lz_router_check, and when it returns -EPERM or -EXDEV the rule that
+ * refused in *ret_why (LZ_RWHY_NONE otherwise). ret_why may be NULL. */
+int lz_router_check_why(const struct lz_router_policy *pol, const struct lz_router_req *req,
+                        enum lz_router_why *ret_why);
+
 const char *lz_router_op_name(enum lz_router_op op);
 const char *lz_router_class_name(enum lz_router_class c);

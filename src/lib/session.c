@@ -6,6 +6,7 @@
 #include "hc_session.h"
 #include "credential.h"
 #include "hc_esc.h"
+#include "hc_refusal.h"
 #include "trust.h"
 #include "ocispec.h"
 #include "procenv.h"
@@ -502,6 +503,7 @@ static bool take_pre(struct hc *h, struct session *s) {
 
 static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *hello, struct lz_error *err) {
     s->command = hello_command(h, hello);
+    s->plain_shell = hc_ref_plain_shell(s->tty, hello->argv, hello->argc);
     int r = 0;
     bool ahead = take_pre(h, s);
     if (!ahead)
@@ -682,7 +684,7 @@ int hc_session_client_msg(struct hc *h, struct session *s, short revents, const 
         return 0;
     }
     if (s->state == S_HELLO) {
-        if (buf[0] == LZ_MSG_STATUS || buf[0] == LZ_MSG_STOP || buf[0] == LZ_MSG_NET) {
+        if (buf[0] == LZ_MSG_STATUS || buf[0] == LZ_MSG_STOP || buf[0] == LZ_MSG_NET || buf[0] == LZ_MSG_EVENTS) {
             /* Not a session's: the caller answers it (coordinator.c). */
             *ret_msg = buf;
             *ret_len = (size_t)n;
@@ -742,6 +744,8 @@ int hc_session_client_msg(struct hc *h, struct session *s, short revents, const 
     case LZ_MSG_STATUS_REPLY:
     case LZ_MSG_STOP:
     case LZ_MSG_NET:
+    case LZ_MSG_EVENTS:
+    case LZ_MSG_EVENTS_REPLY:
     case LZ_MSG_NET_REPLY:
     default:
         hc_log("session %d: unexpected message type %u; closing", s->id, type);
@@ -796,6 +800,10 @@ void hc_pump_output(struct session *s, int *fdp, uint8_t ch) {
         return;
     }
     s->pend.len = (size_t)n + LZ_PROTO_HDR;
+    /* Where notices may go (hc_refusal.c): not into a full-screen
+     * program's screen. */
+    if (s->plain_shell)
+        lz_altscreen_feed(&s->alt, s->pend.buf + LZ_PROTO_HDR, (size_t)n);
     hc_flush_pending(s);
 }
 

@@ -28,6 +28,7 @@ static const struct lz_arg_spec spec[] = {
     FD("policy-fd", policy_fd, true),
     STR("policy-digest", policy_digest, true),
     FD("addr-fd", addr_fd, false),
+    FD("refusal-fd", refusal_fd, false),
     LIST("protect", protect, n_protect, LZ_GITSCAN_MAX_PROTECT),
     LIST("volume", vol_source, n_volumes, LZ_RS_VOLUMES_MAX),
     LIST("volume-view", vol_view, n_vol_view, LZ_RS_VOLUMES_MAX),
@@ -76,7 +77,7 @@ int lz_supargs_decode(int argc, char *const *argv, struct lz_supervisor_args *re
     if (r == 0 && (r = check(&a, err)) < 0)
         lz_supargs_clear(&a);
     if (r < 0) {
-        *ret = (struct lz_supervisor_args){ .ctl_fd = -1, .policy_fd = -1, .addr_fd = -1 };
+        *ret = (struct lz_supervisor_args){ .ctl_fd = -1, .policy_fd = -1, .addr_fd = -1, .refusal_fd = -1 };
         return r;
     }
     a.start_timeout_ms = LZ_RS_T_START_MS;

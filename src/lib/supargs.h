@@ -32,6 +32,7 @@ struct lz_supervisor_args {
     int policy_fd;             /* sealed memfd: canonical network policy bytes */
     const char *policy_digest; /* hex SHA-256 the bytes must have */
     int addr_fd;               /* host-namespace address watch (netfollow.h), or -1 */
+    int refusal_fd;            /* the routers' refusal records to the coordinator (refusal.h), or -1 */
     size_t n_protect;
     const char *rootfs;        /* prepared lower (State Anchor lower) */
     const char *anchor_root;   /* <domain_dir>/anchor-<N> */

@@ -294,7 +294,7 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
     char fdstr[16];
     snprintf(fdstr, sizeof fdstr, "%d", rp[1]);
     _cleanup_free_ char **argv =
-        lz_xcalloc(27 + 2 * a->n_protect + 2 * LZ_RS_DENY_MAX + 2 * a->n_host_tools, sizeof *argv);
+        lz_xcalloc(31 + 2 * a->n_protect + 2 * LZ_RS_DENY_MAX + 2 * a->n_host_tools, sizeof *argv);
     size_t n = 0;
     argv[n++] = (char *)a->router;
     argv[n++] = (char *)"--source";
@@ -328,6 +328,17 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
         argv[n++] = (char *)"--linked-worktree";
         argv[n++] = (char *)worktree;
     }
+    /* Refusals to the coordinator (refusal.h), tagged with the router's
+     * slot: 0 the workspace, 1 + i volume i. */
+    char reffd[16], reftag[16];
+    if (a->refusal_fd >= 0) {
+        snprintf(reffd, sizeof reffd, "%d", a->refusal_fd);
+        snprintf(reftag, sizeof reftag, "%u", slot->kind == LZ_SLOT_VOLUME ? 1u + (unsigned)slot->vol : 0u);
+        argv[n++] = (char *)"--refusal-fd";
+        argv[n++] = reffd;
+        argv[n++] = (char *)"--refusal-tag";
+        argv[n++] = reftag;
+    }
     for (size_t i = 0; i < a->n_protect && !plain && !worktree; i++) {
         argv[n++] = (char *)"--protect";
         argv[n++] = a->protect[i];
@@ -351,7 +362,7 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
         }
     }
     argv[n] = NULL;
-    int keep[] = { rp[1] };
+    int keep[] = { rp[1], a->refusal_fd };
     struct lz_spawn_opts o = { .path = a->router,
                                .argv = argv,
                                .envp = lz_helper_envp,
@@ -359,7 +370,7 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
                                .stdout_fd = 2,
                                .stderr_fd = 2,
                                .keep_fds = keep,
-                               .n_keep_fds = 1,
+                               .n_keep_fds = a->refusal_fd >= 0 ? 2 : 1,
                                .setns_pidfd = -1,
                                .pdeathsig = SIGTERM,
                                .barrier = true };

@@ -220,8 +220,12 @@ int fs_has_entry(void *ctx, const char *dir, const char *name) {
 }
 
 int policy(struct router *r, const struct lz_router_req *q) {
-    int rc = r->plain ? lz_router_plain_check(q) : lz_router_check(&r->pol, q);
-    if (rc < 0 && rc != -EEXIST)
+    enum lz_router_why why = LZ_RWHY_NONE;
+    int rc = r->plain ? lz_router_plain_check(q) : lz_router_check_why(&r->pol, q, &why);
+    if (rc == -EPERM || rc == -EXDEV || rc == -EBUSY)
+        refused(r, why != LZ_RWHY_NONE ? (uint8_t)why : LZ_REFW_SHAPE, (uint8_t)q->op, q->path,
+                q->op == LZ_ROP_RENAME || q->op == LZ_ROP_LINK ? q->path2 : NULL, rc, NULL);
+    else if (rc < 0 && rc != -EEXIST)
         log_refusal(r, lz_router_op_name(q->op), q->path, q->op == LZ_ROP_RENAME ? q->path2 : NULL, rc);
     return rc;
 }
@@ -232,7 +236,7 @@ int policy_inode(struct router *r, struct rt_inode *in, int fhfd, enum lz_router
     bool noname;
     int rc = lz_router_held_check(op, in->type, in->sticky, false);
     if (rc < 0) {
-        log_refusal(r, lz_router_op_name(op), in->name, NULL, rc);
+        refused(r, LZ_REFW_STICKY, (uint8_t)op, in->name, NULL, rc, NULL);
         return rc;
     }
     if (in->store)

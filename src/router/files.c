@@ -72,7 +72,7 @@ static int data_write_check(struct router *r, struct rt_inode *in, struct fuse_f
     if (rc == LZ_ASK_PATH_POLICY)
         return policy_inode(r, in, -1, LZ_ROP_WRITE);
     if (rc < 0)
-        log_refusal(r, "write", in->name, NULL, rc);
+        refused(r, LZ_REFW_STICKY, LZ_ROP_WRITE, in->name, NULL, rc, NULL);
     return rc;
 }
 

@@ -26,7 +26,7 @@ static int lt_readlink(void *ctx, const char *path, char *buf, size_t size) {
 
 /* 0 if a symlink to `target` may live in directory `base`, else -EPERM
  * (logged as `op` on `name`) or another negative errno. */
-static int lt_check(struct router *r, const char *op, const char *base, const char *name, const char *target) {
+static int lt_check(struct router *r, enum lz_router_op op, const char *base, const char *name, const char *target) {
     if (r->n_deny == 0)
         return 0;
     const struct lz_router_link_policy pol = {
@@ -37,8 +37,10 @@ static int lt_check(struct router *r, const char *op, const char *base, const ch
         .readlink = lt_readlink,
     };
     int rc = lz_router_link_check(&pol, base, target);
-    if (rc < 0)
-        log_refusal(r, op, name, target, rc);
+    if (rc == -EPERM)
+        refused(r, LZ_REFW_LINK_TARGET, (uint8_t)op, name, target, rc, NULL);
+    else if (rc < 0)
+        log_refusal(r, lz_router_op_name(op), name, target, rc);
     return rc;
 }
 
@@ -68,7 +70,7 @@ int lt_check_new(struct router *r, struct rt_inode *dir, const char *name, const
     }
     char base[PATH_MAX + 1];
     int rc = lt_dir_path(r, dir, base, sizeof base);
-    return rc < 0 ? rc : lt_check(r, "symlink", base, name, target);
+    return rc < 0 ? rc : lt_check(r, LZ_ROP_SYMLINK, base, name, target);
 }
 
 /* Every symlink below open directory `fd`, as if it were at `base`. */
@@ -102,7 +104,7 @@ static int lt_walk(struct router *r, int fd, char *base, unsigned depth, size_t 
             if (n < 0)
                 continue; /* gone meanwhile */
             target[n] = '\0';
-            rc = lt_check(r, "rename", base, de->d_name, target);
+            rc = lt_check(r, LZ_ROP_RENAME, base, de->d_name, target);
         } else if (t == DT_DIR) {
             if (lz_snprintf(base + blen, PATH_MAX + 1 - blen, "/%s", de->d_name) < 0) {
                 rc = -ENAMETOOLONG;
@@ -135,7 +137,7 @@ int lt_check_move(struct router *r, int sfd, const char *name, mode_t type, stru
         if (n < 0)
             return -errno;
         target[n] = '\0';
-        return lt_check(r, "rename", base, name, target);
+        return lt_check(r, LZ_ROP_RENAME, base, name, target);
     }
     size_t blen = strlen(base);
     if (lz_snprintf(base + blen, sizeof base - blen, "/%s", toname) < 0)
@@ -146,6 +148,6 @@ int lt_check_move(struct router *r, int sfd, const char *name, mode_t type, stru
     size_t budget = LT_WALK_MAX;
     rc = lt_walk(r, fd, base, 0, &budget);
     if (rc == -EXDEV)
-        log_refusal(r, "rename (too big to check, copy instead)", name, toname, rc);
+        refused(r, LZ_REFW_TOO_BIG, LZ_ROP_RENAME, name, toname, rc, "too big to check for symlinks");
     return rc;
 }

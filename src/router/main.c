@@ -4,7 +4,7 @@
  *                  [--protect REL]... [--cache-timeout SECONDS]
  *                  [--watch SECONDS] [--max-held-fds N] [--allow-other] [--quiet]
  *                  [--plain] [--deny-link-target ABS]...
- *                  [--linked-worktree NAME]
+ *                  [--linked-worktree NAME] [--refusal-fd N [--refusal-tag T]]
  *
  * A libfuse3 low-level passthrough of the real workspace directory that asks
  * the Git-protection policy (src/lib/router.h, docs/security-git.md) before
@@ -23,7 +23,7 @@ static void usage(FILE *f) {
           "                      [--watch SECONDS] [--max-held-fds N] [--allow-other] [--quiet]\n"
           "                      [--eager-open]\n"
           "                      [--plain] [--deny-link-target ABS]...\n"
-          "                      [--linked-worktree NAME]\n"
+          "                      [--linked-worktree NAME] [--refusal-fd N [--refusal-tag T]]\n"
           "                      [--ignored-state DIR [--git-home DIR] [--git-xdg-config DIR]\n"
           "                       [--no-ignore-rules] [--host-tool NAME]...]\n",
           f);
@@ -115,6 +115,8 @@ int main(int argc, char **argv) {
         { "host-tool", required_argument, NULL, 'T' },
         { "no-ignore-rules", no_argument, NULL, 'R' },
         { "linked-worktree", required_argument, NULL, 'W' },
+        { "refusal-fd", required_argument, NULL, 'F' },
+        { "refusal-tag", required_argument, NULL, 'G' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -125,6 +127,7 @@ int main(int argc, char **argv) {
         .proc_fd = -EBADF,
         .ino_fd = -EBADF,
         .stop_fd = -EBADF,
+        .ref_fd = -1,
         .lock = PTHREAD_MUTEX_INITIALIZER,
     };
     pthread_t watcher;
@@ -223,6 +226,23 @@ int main(int argc, char **argv) {
             }
             r.worktree = optarg;
             break;
+        case 'F':
+            if (parse_fd(optarg, &r.ref_fd) < 0 || fcntl(r.ref_fd, F_GETFD) < 0) {
+                fprintf(stderr, "lazaret-router: --refusal-fd %s is not an open file descriptor\n", optarg);
+                return 2;
+            }
+            break;
+        case 'G': {
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (errno || end == optarg || *end || v >= LZ_REFUSAL_TAGS) {
+                fprintf(stderr, "lazaret-router: --refusal-tag %s: want a number below %d\n", optarg, LZ_REFUSAL_TAGS);
+                return 2;
+            }
+            r.ref_tag = (uint8_t)v;
+            break;
+        }
         case 'I': ign.state = optarg; break;
         case 'H': ign.home = optarg; break;
         case 'X': ign.xdg = optarg; break;
@@ -252,6 +272,8 @@ int main(int argc, char **argv) {
     }
     if (ready_fd >= 0)
         (void)fcntl(ready_fd, F_SETFD, FD_CLOEXEC);
+    if (r.ref_fd >= 0)
+        (void)fcntl(r.ref_fd, F_SETFD, FD_CLOEXEC);
 
     /* Modes come from the kernel with the caller's umask applied already. */
     umask(0);

@@ -20,8 +20,10 @@ static void reply_made(fuse_req_t req, struct router *r, struct rt_inode *dir, c
 static int make_entry_at(struct router *r, struct rt_inode *dir, const char *name, mode_t mode, const char *target,
                          enum lz_router_op op) {
     int rc = lz_router_create_type_check(op, mode & S_IFMT);
-    if (rc < 0)
+    if (rc < 0) {
+        refused(r, LZ_REFW_SHAPE, (uint8_t)op, name, NULL, rc, NULL);
         return rc;
+    }
     struct rt_at at;
     neg_forget(r, dir, name);
     rc = route_at(r, dir, name, mode & S_IFMT, true, &at);
@@ -90,7 +92,7 @@ static int link_at(struct router *r, struct rt_inode *in, struct rt_inode *dir, 
     int rc = lz_router_held_check(LZ_ROP_LINK, in->type, in->sticky, in->sealed);
     if (rc < 0) {
         if (!S_ISDIR(in->type))
-            log_refusal(r, "link", in->name, newname, rc);
+            refused(r, LZ_REFW_STICKY, LZ_ROP_LINK, in->name, newname, rc, NULL);
         return rc;
     }
     rc = inode_relpath(r, in, -1, src, sizeof src, &noname);
@@ -104,6 +106,7 @@ static int link_at(struct router *r, struct rt_inode *in, struct rt_inode *dir, 
     if (rc < 0)
         return rc;
     if ((rc = lz_router_backings_check(in->store, at.store)) < 0) {
+        refused(r, LZ_REFW_IGNORED_XDEV, LZ_ROP_LINK, in->name, newname, rc, NULL);
         at_done(&at);
         return rc;
     }
@@ -217,7 +220,7 @@ static int check_index(struct router *r, int dfd, const char *name, const struct
     struct lz_error err = { 0 };
     int rc = lz_gitindex_verify_fd(fd, gfd, &err);
     if (rc == -EFBIG || rc == -EPERM || rc == -EINVAL) {
-        log_refusal_why(r, "index", dpath, err.msg);
+        refused(r, LZ_REFW_INDEX, LZ_ROP_RENAME, dpath, NULL, -EPERM, err.msg);
         return -EPERM;
     }
     return rc;
@@ -249,7 +252,7 @@ static int check_packed_refs(struct router *r, int dfd, const char *name, const 
     struct lz_error err = { 0 };
     int rc = lz_packedrefs_verify_fd(fd, gfd >= 0 ? gfd : -1, &err);
     if (rc == -EFBIG || rc == -EPERM || rc == -EINVAL) {
-        log_refusal_why(r, "packed-refs", dpath, err.msg);
+        refused(r, LZ_REFW_PACKED_REFS, LZ_ROP_RENAME, dpath, NULL, -EPERM, err.msg);
         return -EPERM;
     }
     return rc;
@@ -301,17 +304,19 @@ static int hidden_check(struct router *r, int dfd, const char *name, const struc
         return -ESTALE;
     char bad[LZ_ROUTER_PATH_MAX + 1] = "";
     int rc = rt_hidden_check_move(r->ig, fd, from, to, bad, sizeof bad);
-    if (rc == -EXDEV && log_allowed(r)) {
-        fputs("lazaret-router: refused rename ", stderr);
-        log_escaped(stderr, from);
-        fputs(" -> ", stderr);
-        log_escaped(stderr, to);
-        fputs(": the hidden host entry ", stderr);
-        log_escaped(stderr, bad);
-        fputs(" would not be hidden at its new path (EXDEV: mv copies instead)\n", stderr);
+    if (rc == -EXDEV) {
+        /* The hidden entry's name is the host's, not the agent's: it is
+         * not shown to the developer as more than "a hidden entry" (it may
+         * name a secret); the coordinator's log has it, escaped. */
+        if (log_allowed(r)) {
+            fputs("lazaret-router: the hidden host entry ", stderr);
+            log_escaped(stderr, bad);
+            fputs(" would not be hidden at its new path\n", stderr);
+        }
+        refused(r, LZ_REFW_HIDDEN_XDEV, LZ_ROP_RENAME, from, to, rc, NULL);
     } else if (rc == -E2BIG || rc == -ENAMETOOLONG) {
-        log_refusal(r, "rename (too big to check for hidden host files, copy instead)", from, to, rc);
         rc = -EXDEV;
+        refused(r, LZ_REFW_TOO_BIG, LZ_ROP_RENAME, from, to, rc, "too big to check for hidden host files");
     }
     return rc;
 }
@@ -336,8 +341,10 @@ void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
     if ((rc = route_at(r, ddir, newname, sst.st_mode & S_IFMT, sa.store, &da)) < 0)
         goto fail;
     /* Across the two backings, as across file systems: mv copies. */
-    if ((rc = lz_router_backings_check(sa.store, da.store)) < 0)
+    if ((rc = lz_router_backings_check(sa.store, da.store)) < 0) {
+        refused(r, LZ_REFW_IGNORED_XDEV, LZ_ROP_RENAME, name, newname, rc, NULL);
         goto fail;
+    }
     int sfd = sa.fd, dfd = da.fd;
     bool dexists = fstatat(dfd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
     if (!dexists && errno != ENOENT) {
@@ -348,8 +355,8 @@ void rt_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
         /* The other entry must land in its own backing too. */
         struct rt_at back = { .owned = -EBADF };
         rc = route_at(r, sdir, name, dst.st_mode & S_IFMT, sa.store, &back);
-        if (rc == 0)
-            rc = lz_router_backings_check(sa.store, back.store);
+        if (rc == 0 && (rc = lz_router_backings_check(sa.store, back.store)) < 0)
+            refused(r, LZ_REFW_IGNORED_XDEV, LZ_ROP_RENAME, name, newname, rc, NULL);
         at_done(&back);
         if (rc < 0)
             goto fail;

@@ -4,6 +4,7 @@
  *                  [--protect REL]... [--cache-timeout SECONDS]
  *                  [--watch SECONDS] [--max-held-fds N] [--allow-other] [--quiet]
  *                  [--plain] [--deny-link-target ABS]...
+ *                  [--refusal-fd N [--refusal-tag T]]
  *
  * A libfuse3 low-level passthrough of the real workspace directory that asks
  * the Git-protection policy (src/lib/router.h, docs/security-git.md) before
@@ -59,10 +60,12 @@
  *
  * Nothing here reads, logs or hides file contents; refusals are logged
  * (path and operation, control characters escaped, rate-limited) unless
- * --quiet.
+ * --quiet, and with --refusal-fd N [--refusal-tag T] each is also sent as
+ * one record to the Host Coordinator (refusal.h: `lazaret events`, the
+ * sessions' notices), without ever waiting for it.
  *
  * The files, each using only those above it (no file calls one below it):
- *   log.c      the refusal log (escaped, rate-limited)
+ *   log.c      the refusal log (escaped, rate-limited) and records (--refusal-fd)
  *   paths.c    a name from the kernel checked; a directory's relative path
  *   table.c    the inode table, held fds (LRU), negative entries, data fds
  *   backing.c  which backing serves a name; asking the policy
@@ -90,6 +93,7 @@
 #include "htseed.h"
 #include "gitrefs.h"
 #include "ignore.h"
+#include "refusal.h"
 #include "router.h"
 #include "util.h"
 
@@ -109,6 +113,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
@@ -244,6 +249,11 @@ struct router {
     size_t created_next;
     time_t log_window;
     unsigned log_count, log_dropped;
+    /* --refusal-fd: one record per refusal to the Host Coordinator
+     * (refusal.h), never waited for; -1 without. */
+    int ref_fd;
+    uint8_t ref_tag;
+    uint32_t ref_dropped; /* records not sent since the last one that was */
 };
 
 /* --ignored-state and its companions, as given (setup.c). */
@@ -279,8 +289,9 @@ enum { DATA_READ, DATA_WRITE, DATA_APPEND }; /* the data fds of an inode (files.
 /* log.c */
 void log_escaped(FILE *f, const char *s);
 bool log_allowed(struct router *r);
-void log_refusal_why(struct router *r, const char *op, const char *path, const char *why);
 void log_refusal(struct router *r, const char *op, const char *path, const char *path2, int err);
+void refused(struct router *r, uint8_t why, uint8_t op, const char *path, const char *path2, int err,
+             const char *detail);
 
 /* paths.c */
 int name_valid(const char *name);

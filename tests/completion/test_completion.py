@@ -82,7 +82,7 @@ esac
 
 def test_commands(home):
     assert complete("lazaret ", home) == sorted(
-        ["run", "config", "image", "state", "audit", "ps", "stop", "doctor", "-h", "--help", "-V", "--version"])
+        ["run", "config", "image", "state", "audit", "ps", "stop", "events", "doctor", "-h", "--help", "-V", "--version"])
     assert complete("lazaret st", home) == ["state", "stop"]
     assert complete("lazaret im", home) == ["image"]
     assert complete("lazaret image ", home) == sorted(["bootstrap", "ls", "prepare", "gc", "-h", "--help"])

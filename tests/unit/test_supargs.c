@@ -30,6 +30,7 @@ static struct lz_supervisor_args full(void) {
         .policy_fd = 7,
         .policy_digest = "ab12",
         .addr_fd = 9,
+        .refusal_fd = 11,
         .protect = protect,
         .n_protect = 3,
         .rootfs = "/s/prepared/x/rootfs",
@@ -76,6 +77,7 @@ static void assert_same(const struct lz_supervisor_args *a, const struct lz_supe
     assert_int_equal(a->ctl_fd, d->ctl_fd);
     assert_int_equal(a->policy_fd, d->policy_fd);
     assert_int_equal(a->addr_fd, d->addr_fd);
+    assert_int_equal(a->refusal_fd, d->refusal_fd);
     same_str(a->runsc, d->runsc);
     same_str(a->state_dir, d->state_dir);
     same_str(a->bundle_dir, d->bundle_dir);
@@ -124,7 +126,7 @@ static void test_roundtrip(void **state) {
     roundtrip(&a);
     /* The smallest: no address watch, anchor, volumes, lists or flags. */
     struct lz_supervisor_args m = full();
-    m.addr_fd = -1;
+    m.addr_fd = m.refusal_fd = -1;
     m.rootfs = m.anchor_root = m.anchor_target = NULL;
     m.n_persist = m.n_volumes = m.n_protect = m.n_deny_link = m.n_host_tools = 0;
     m.ignored_state = m.git_home = m.git_xdg = m.mailbox = NULL;
