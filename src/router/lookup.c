@@ -207,6 +207,20 @@ void rt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid, st
     const int meta = FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_ATIME |
         FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW;
 
+    /* A hot-reload poke (hotnotify.h): the mtime alone, set to the poke
+     * value. lazaret-init makes one so that gVisor raises an inotify event
+     * for a change the host made; the host file is not touched, and the
+     * real attributes are answered (the kernel and gVisor cache those). */
+    if ((valid & FUSE_SET_ATTR_MTIME) && !(valid & (meta & ~FUSE_SET_ATTR_MTIME)) && !(valid & FUSE_SET_ATTR_SIZE) &&
+        lz_hot_is_poke(&attr->st_mtim)) {
+        struct stat st;
+        rc = stat_inode(r, in, fi, &st);
+        if (rc < 0)
+            goto fail;
+        fuse_reply_attr(req, &st, attr_timeout_of(r, in));
+        return;
+    }
+
     /* A mode or owner that is already the inode's changes nothing, and is
      * not asked of the policy: gVisor sets the owner and mode of every
      * directory it has just made, and a directory on the way to protected

@@ -2,7 +2,7 @@
  *
  *   lazaret-router --source DIR --mountpoint MP [--ready-fd N]
  *                  [--protect REL]... [--cache-timeout SECONDS]
- *                  [--watch SECONDS] [--max-held-fds N] [--allow-other] [--quiet]
+ *                  [--watch SECONDS [--notify-fd N]] [--max-held-fds N] [--allow-other] [--quiet]
  *                  [--plain] [--deny-link-target ABS]...
  *
  * A libfuse3 low-level passthrough of the real workspace directory that asks
@@ -72,7 +72,8 @@
  *   names.c    mknod, mkdir, symlink, link, unlink, rmdir, rename
  *   files.c    open, create, read, write and the other file operations
  *   dirs.c     opendir, readdir(plus), releasedir, fsyncdir
- *   watch.c    --watch: the inotify thread and its invalidations
+ *   watch.c    --watch: the inotify thread and its invalidations; with
+ *              --notify-fd, the changed paths told to the sandbox's init
  *   setup.c    the router's state set up and torn down
  *   main.c     options, the FUSE session, the operations table
  *
@@ -87,6 +88,7 @@
 #include "gitindex.h"
 #include "hidden.h"
 #include "hosttools.h"
+#include "hotnotify.h"
 #include "htseed.h"
 #include "gitrefs.h"
 #include "ignore.h"
@@ -214,6 +216,12 @@ struct router {
     double watch_timeout;
     bool watch;
     bool no_inval; /* --test-no-invalidate: events read, nothing invalidated */
+    /* --notify-fd: the hot-reload channel's write end (hotnotify.h),
+     * non-blocking, and the paths not yet written to it: the watcher
+     * thread's alone. -EBADF without it or once its reader is gone. */
+    int hot_fd;
+    struct lz_hot_queue *hotq;
+    unsigned long n_hot; /* records written (watcher thread only) */
     int ino_fd;
     int stop_fd;
     struct fuse_session *se;

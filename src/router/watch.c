@@ -29,6 +29,16 @@
  * invalidates everything the router knows. Directories without a watch
  * (the user's inotify limit reached) get --cache-timeout (default 0).
  *
+ * Hot reload (--notify-fd, hotnotify.h, docs/hot-reload.md): the same
+ * events tell the sandbox's init which paths changed, so that it makes
+ * gVisor raise inotify events for them (gVisor raises none for a change it
+ * did not make). The path is built from the names the records were last
+ * seen under; each is queued once (a bounded queue that coalesces to the
+ * parent directory when full), after this batch's invalidations so that
+ * the poke sees the new state, and written without blocking: a full pipe
+ * leaves the paths queued until it drains (poll for POLLOUT), a closed one
+ * ends the channel. The FUSE session never waits on any of it.
+ *
  * The thread never touches the session's request path: the notifications
  * are written to /dev/fuse from the thread, holding no lock the main loop
  * needs (the kernel may wait for a request in flight before it can
@@ -69,19 +79,87 @@ static void inval_everything(struct router *r) {
     free(v);
 }
 
+/* The workspace-relative path of `name` in `dir` (of `dir` itself without
+ * a name; "." for the root) from the names the records were last seen
+ * under, built backwards into out[0..size). Under r->lock. NULL when a
+ * record on the way is no longer linked to the root or the path is too
+ * long for a record. */
+static const char *event_path_locked(const struct rt_inode *dir, const char *name, char *out, size_t size) {
+    size_t at = size;
+    out[--at] = '\0';
+    const char *comp = name;
+    const struct rt_inode *d = dir;
+    for (;;) {
+        if (!comp) {
+            if (d->is_root)
+                break;
+            if (!d->hashed || !d->parent || !d->name)
+                return NULL;
+            comp = d->name;
+            d = d->parent;
+            continue;
+        }
+        size_t n = strlen(comp);
+        if (n + (at < size - 1 ? 1 : 0) > at)
+            return NULL;
+        if (at < size - 1)
+            out[--at] = '/';
+        at -= n;
+        memcpy(out + at, comp, n);
+        comp = NULL;
+    }
+    if (at == size - 1)
+        return ".";
+    return out + at;
+}
+
+static void hot_queue(struct router *r, const char *path) {
+    if (r->hot_fd >= 0 && path)
+        (void)lz_hot_queue_add(r->hotq, path);
+}
+
+/* Writes what is queued until the pipe is full (whole records, at most
+ * PIPE_BUF bytes a write: never interleaved, never partial). */
+static void hot_flush(struct router *r) {
+    char buf[PIPE_BUF];
+    while (r->hot_fd >= 0 && !lz_hot_queue_empty(r->hotq)) {
+        size_t count = 0;
+        size_t len = lz_hot_queue_peek(r->hotq, buf, sizeof buf, &count);
+        ssize_t n = write(r->hot_fd, buf, len);
+        if (n == (ssize_t)len) {
+            lz_hot_queue_consume(r->hotq, count);
+            r->n_hot += count;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        /* The reader is gone (EPIPE): no more hot reload. */
+        close(r->hot_fd);
+        r->hot_fd = -EBADF;
+        lz_hot_queue_init(r->hotq);
+    }
+}
+
 /* `*last_dir`: the directory whose attributes this batch of events last
  * dropped (a storm of creates in one directory needs it once). */
 static void handle_event(struct router *r, const struct inotify_event *ev, fuse_ino_t *last_dir) {
     if (ev->mask & IN_Q_OVERFLOW) {
         inval_everything(r);
+        hot_queue(r, ".");
         *last_dir = 0;
         return;
     }
     struct rt_inval v = { 0 };
     const char *name = ev->len ? ev->name : NULL;
+    char pbuf[LZ_HOT_RECORD_MAX];
+    const char *hot_path = NULL;
     pthread_mutex_lock(&r->lock);
     struct rt_inode *dir = windex_find(r, ev->wd);
     if (dir) {
+        if (r->hot_fd >= 0 && !(ev->mask & IN_IGNORED))
+            hot_path = event_path_locked(dir, name, pbuf, sizeof pbuf);
         struct rt_inode *child = name ? cindex_find(r, dir, name) : NULL;
         if (!name) {
             v.node = node_id(dir); /* the directory's own attributes */
@@ -105,6 +183,7 @@ static void handle_event(struct router *r, const struct inotify_event *ev, fuse_
             windex_remove(r, dir);
     }
     pthread_mutex_unlock(&r->lock);
+    hot_queue(r, hot_path);
     if (!dir || (ev->mask & IN_IGNORED))
         return;
     if (v.attr_only && !v.parent && v.node == *last_dir)
@@ -118,14 +197,21 @@ void *watch_main(void *arg) {
     struct router *r = arg;
     _Alignas(struct inotify_event) char buf[65536];
     for (;;) {
-        struct pollfd p[2] = { { .fd = r->ino_fd, .events = POLLIN }, { .fd = r->stop_fd, .events = POLLIN } };
-        if (poll(p, 2, -1) < 0) {
+        bool hot_wait = r->hot_fd >= 0 && !lz_hot_queue_empty(r->hotq);
+        struct pollfd p[3] = { { .fd = r->ino_fd, .events = POLLIN },
+                               { .fd = r->stop_fd, .events = POLLIN },
+                               { .fd = hot_wait ? r->hot_fd : -1, .events = POLLOUT } };
+        if (poll(p, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;
             break;
         }
         if (p[1].revents)
             break;
+        if (p[2].revents)
+            hot_flush(r);
+        if (!(p[0].revents & POLLIN))
+            continue;
         ssize_t n = read(r->ino_fd, buf, sizeof buf);
         if (n < 0) {
             if (errno == EAGAIN || errno == EINTR)
@@ -138,6 +224,7 @@ void *watch_main(void *arg) {
             handle_event(r, ev, &last_dir);
             off += (ssize_t)(sizeof *ev + ev->len);
         }
+        hot_flush(r);
     }
     return NULL;
 }
