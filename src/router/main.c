@@ -325,7 +325,13 @@ int main(int argc, char **argv) {
                                   : (char *)"fsname=lazaret-router,subtype=lazaret",
                       NULL };
     struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
-    struct fuse_session *se = fuse_session_new(&args, &rt_ops, sizeof rt_ops, &r);
+    /* With the hot-reload channel, the operations that change the host
+     * mark what they change first (watch.c, "the sandbox's own changes"). */
+    struct fuse_lowlevel_ops ops = rt_ops;
+    r.hot = r.hot_fd >= 0;
+    if (r.hot)
+        hot_wrap_ops(&ops);
+    struct fuse_session *se = fuse_session_new(&args, &ops, sizeof ops, &r);
     if (!se) {
         fprintf(stderr, "lazaret-router: cannot create the FUSE session\n");
         goto out;

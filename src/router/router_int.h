@@ -174,6 +174,7 @@ struct rt_dir {
 #define RT_CREATED_MAX 1024
 #define RT_NEG_BUCKETS 4096
 #define RT_NEG_MAX 65536
+#define RT_SELF_SLOTS 1024
 
 struct router {
     struct rt_inode root;
@@ -222,6 +223,15 @@ struct router {
     int hot_fd;
     struct lz_hot_queue *hotq;
     unsigned long n_hot; /* records written (watcher thread only) */
+    /* The sandbox's own changes (watch.c, "the sandbox's own changes"):
+     * (directory, name hash, when) of the names the router itself is
+     * changing, under `lock`; `hot` is set once before the session. */
+    bool hot;
+    struct rt_self {
+        const struct rt_inode *dir; /* compared, never followed */
+        uint64_t hash;
+        long ms;
+    } self[RT_SELF_SLOTS];
     int ino_fd;
     int stop_fd;
     struct fuse_session *se;
@@ -406,6 +416,7 @@ void rt_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 
 /* watch.c */
 void *watch_main(void *arg);
+void hot_wrap_ops(struct fuse_lowlevel_ops *ops);
 
 /* setup.c */
 int setup_ignored_check(struct router *r, const struct rt_ignored_opts *o, int *ret_sfd, struct lz_error *err);
