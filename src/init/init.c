@@ -29,8 +29,9 @@
  * away) pokes its directory instead: its watchers rescan. Only what lies
  * on /workspace's own file system (same st_dev) is poked: a volume mounted
  * below it, or a symlink out of it, is left alone. Without a pipe on stdin
- * (no router told it, /dev/null) no child is started: no channel, no
- * pokes. Whatever reaches the pipe from inside can make the child poke
+ * (no router told it, /dev/null) no child is started, and a pipe that does
+ * not start with the router's greeting (LZ_HOT_HELLO) ends it: no channel,
+ * no pokes. Whatever reaches the pipe from inside can make the child poke
  * only paths below /workspace, which changes nothing anywhere.
  */
 #include "hotnotify.h"
@@ -197,6 +198,19 @@ static _Noreturn void hot_main(void) {
         _exit(0);
     static char buf[4 * LZ_HOT_RECORD_MAX + 16384];
     size_t have = 0;
+    /* The router's greeting first, else this pipe is not the channel. */
+    const size_t hello = strlen(LZ_HOT_HELLO);
+    while (have < hello) {
+        ssize_t n = read(0, buf + have, hello - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            _exit(0);
+        have += (size_t)n;
+    }
+    if (memcmp(buf, LZ_HOT_HELLO, hello) != 0)
+        _exit(0);
+    have = 0;
     for (;;) {
         ssize_t n = read(0, buf + have, sizeof buf - have);
         if (n == 0 || (n < 0 && errno != EINTR))

@@ -17,6 +17,11 @@
  * - The channel is a pipe: the router holds its write end, the sandbox's
  *   init reads it as its stdin. Nothing flows back: the sandbox cannot make
  *   the router or the host do anything through it.
+ * - The router writes LZ_HOT_HELLO first; init pokes nothing unless the
+ *   channel starts with it, so a pipe on init's stdin that is not this
+ *   channel (a bare `runsc run` of Lazaret's spec in a pipeline, a
+ *   workspace bound without the router, which would take the poke's mtime
+ *   for real) makes it do nothing.
  * - A record is a path relative to the workspace followed by one NUL byte:
  *   "dir/name\0". "." names the workspace itself (a lost or collapsed batch:
  *   watchers rescan). A path is 1..LZ_HOT_PATH_MAX bytes, has no leading or
@@ -34,6 +39,7 @@
 #include <stddef.h>
 #include <time.h>
 
+#define LZ_HOT_HELLO "lazaret-hot 1\n"
 #define LZ_HOT_PATH_MAX 1024
 /* The largest record: a path and its NUL. A writer writes whole batches of
  * at most PIPE_BUF bytes, so records never interleave. */

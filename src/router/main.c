@@ -152,6 +152,11 @@ int main(int argc, char **argv) {
                 return 2;
             }
             (void)fcntl(r.hot_fd, F_SETPIPE_SZ, 16384);
+            /* The empty pipe takes it whole; else no channel. */
+            if (write(r.hot_fd, LZ_HOT_HELLO, strlen(LZ_HOT_HELLO)) != (ssize_t)strlen(LZ_HOT_HELLO)) {
+                close(r.hot_fd);
+                r.hot_fd = -EBADF;
+            }
             break;
         case 'r':
             if (parse_fd(optarg, &ready_fd) < 0 || fcntl(ready_fd, F_GETFD) < 0) {
