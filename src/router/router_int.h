@@ -380,6 +380,7 @@ void rt_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
 void rt_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
 void rt_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 int reopen(struct router *r, struct rt_inode *in, int flags);
+bool setattr_is_poke(const struct stat *attr, int valid);
 void rt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid, struct fuse_file_info *fi);
 void rt_readlink(fuse_req_t req, fuse_ino_t ino);
 void rt_statfs(fuse_req_t req, fuse_ino_t ino);

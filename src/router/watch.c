@@ -149,13 +149,20 @@ static void hot_flush(struct router *r) {
  * for a change the sandbox made (and raised its events for) itself, and
  * cost a poke (measured: 2000 creates inside took 43% longer). So with
  * --notify-fd every operation that changes the host marks (directory,
- * name) before it runs (hot_wrap_ops), and an event for a name marked less
- * than RT_SELF_MS ago is not told. What this costs: a host change to a
- * name within RT_SELF_MS after the sandbox changed the same name is not
- * told either (its content is seen at the next look, as always); an
- * overwritten mark, or an event read later than RT_SELF_MS, gives one
- * duplicate event, which watchers take as a second write. */
-#define RT_SELF_MS 100
+ * name) as in flight before it runs and with its end time after
+ * (hot_wrap_ops), and an event for a name in flight or ended less than
+ * RT_SELF_MS ago is not told. What this costs: a host change to a name
+ * less than RT_SELF_MS after the sandbox changed the same name is not told
+ * either (its content is seen at the next look, as always); an
+ * overwritten mark, or an event read later than RT_SELF_MS (a loaded
+ * machine), gives one duplicate event, which watchers take as a second
+ * write. A poke changes nothing and marks nothing: a host write right
+ * after one is told.
+ *
+ * The marks are taken with the router and the inode looked up before the
+ * operation: it answers the request, and the request is freed then. */
+#define RT_SELF_MS 25
+#define RT_SELF_IN_FLIGHT LONG_MAX
 
 static long coarse_ms(void) {
     struct timespec t;
@@ -172,93 +179,183 @@ static uint64_t self_hash(const struct rt_inode *dir, const char *name) {
 
 static struct rt_self *self_slot(struct router *r, uint64_t h) { return &r->self[h & (RT_SELF_SLOTS - 1)]; }
 
-static void self_mark(struct router *r, const struct rt_inode *dir, const char *name) {
-    if (!r->hot || !dir)
+/* `ms`: RT_SELF_IN_FLIGHT before the operation, its end time after. */
+static void self_mark(struct router *r, const struct rt_inode *dir, const char *name, long ms) {
+    if (!dir)
         return;
     uint64_t h = self_hash(dir, name);
-    long now = coarse_ms();
     pthread_mutex_lock(&r->lock);
-    *self_slot(r, h) = (struct rt_self){ .dir = dir, .hash = h, .ms = now };
+    *self_slot(r, h) = (struct rt_self){ .dir = dir, .hash = h, .ms = ms };
     pthread_mutex_unlock(&r->lock);
 }
 
-/* The inode's own name, and the inode itself as a directory (an event
- * about a watched directory's own attributes has no name). */
-static void self_mark_ino(fuse_req_t req, fuse_ino_t ino) {
-    struct router *r = fuse_req_userdata(req);
-    if (!r->hot)
-        return;
+/* What an operation on an existing inode changes: its name in its
+ * directory, and the inode itself as a directory (an event about a watched
+ * directory's own attributes has no name). The name is copied: the
+ * operation may rename or drop the record. */
+struct self_ino {
+    const struct rt_inode *in, *parent;
+    char name[NAME_MAX + 1];
+};
+
+static void self_ino_take(struct router *r, fuse_ino_t ino, struct self_ino *si) {
     struct rt_inode *in = inode_of(r, ino);
-    self_mark(r, in, NULL);
+    si->in = in;
+    si->parent = in->parent;
+    si->name[0] = '\0';
     if (in->parent && in->name)
-        self_mark(r, in->parent, in->name);
+        snprintf(si->name, sizeof si->name, "%s", in->name);
+}
+
+static void self_ino_mark(struct router *r, const struct self_ino *si, long ms) {
+    self_mark(r, si->in, NULL, ms);
+    if (si->parent && si->name[0])
+        self_mark(r, si->parent, si->name, ms);
 }
 
 static bool self_recent_locked(struct router *r, const struct rt_inode *dir, const char *name) {
     uint64_t h = self_hash(dir, name);
     const struct rt_self *s = self_slot(r, h);
-    return s->dir == dir && s->hash == h && coarse_ms() - s->ms < RT_SELF_MS;
+    return s->dir == dir && s->hash == h && (s->ms == RT_SELF_IN_FLIGHT || coarse_ms() - s->ms < RT_SELF_MS);
+}
+
+/* An entry an operation changes: `name` of `parent`, copied (the kernel's
+ * buffer goes with the request). */
+struct self_entry {
+    const struct rt_inode *dir;
+    char name[NAME_MAX + 1];
+};
+
+static void self_entry_take(struct router *r, fuse_ino_t parent, const char *name, struct self_entry *se) {
+    se->dir = inode_of(r, parent);
+    snprintf(se->name, sizeof se->name, "%s", name);
+}
+
+static void self_entry_mark(struct router *r, const struct self_entry *se, long ms) {
+    self_mark(r, se->dir, se->name, ms);
 }
 
 static void hw_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid, struct fuse_file_info *fi) {
-    self_mark_ino(req, ino);
+    struct router *r = fuse_req_userdata(req);
+    if (setattr_is_poke(attr, valid)) {
+        rt_setattr(req, ino, attr, valid, fi);
+        return;
+    }
+    struct self_ino si;
+    self_ino_take(r, ino, &si);
+    self_ino_mark(r, &si, RT_SELF_IN_FLIGHT);
     rt_setattr(req, ino, attr, valid, fi);
+    self_ino_mark(r, &si, coarse_ms());
 }
 static void hw_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev) {
-    self_mark(fuse_req_userdata(req), inode_of(fuse_req_userdata(req), parent), name);
+    struct router *r = fuse_req_userdata(req);
+    struct self_entry se;
+    self_entry_take(r, parent, name, &se);
+    self_entry_mark(r, &se, RT_SELF_IN_FLIGHT);
     rt_mknod(req, parent, name, mode, rdev);
+    self_entry_mark(r, &se, coarse_ms());
 }
 static void hw_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode) {
-    self_mark(fuse_req_userdata(req), inode_of(fuse_req_userdata(req), parent), name);
+    struct router *r = fuse_req_userdata(req);
+    struct self_entry se;
+    self_entry_take(r, parent, name, &se);
+    self_entry_mark(r, &se, RT_SELF_IN_FLIGHT);
     rt_mkdir(req, parent, name, mode);
+    self_entry_mark(r, &se, coarse_ms());
 }
 static void hw_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name) {
-    self_mark(fuse_req_userdata(req), inode_of(fuse_req_userdata(req), parent), name);
+    struct router *r = fuse_req_userdata(req);
+    struct self_entry se;
+    self_entry_take(r, parent, name, &se);
+    self_entry_mark(r, &se, RT_SELF_IN_FLIGHT);
     rt_symlink(req, link, parent, name);
+    self_entry_mark(r, &se, coarse_ms());
 }
 static void hw_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname) {
-    self_mark_ino(req, ino); /* its link count */
-    self_mark(fuse_req_userdata(req), inode_of(fuse_req_userdata(req), newparent), newname);
+    struct router *r = fuse_req_userdata(req);
+    struct self_ino si; /* its link count changes too */
+    struct self_entry se;
+    self_ino_take(r, ino, &si);
+    self_entry_take(r, newparent, newname, &se);
+    self_ino_mark(r, &si, RT_SELF_IN_FLIGHT);
+    self_entry_mark(r, &se, RT_SELF_IN_FLIGHT);
     rt_link(req, ino, newparent, newname);
+    long now = coarse_ms();
+    self_ino_mark(r, &si, now);
+    self_entry_mark(r, &se, now);
 }
-static void hw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
-    self_mark(fuse_req_userdata(req), inode_of(fuse_req_userdata(req), parent), name);
-    rt_unlink(req, parent, name);
+static void hw_remove(fuse_req_t req, fuse_ino_t parent, const char *name, bool dir) {
+    struct router *r = fuse_req_userdata(req);
+    struct self_entry se;
+    self_entry_take(r, parent, name, &se);
+    self_entry_mark(r, &se, RT_SELF_IN_FLIGHT);
+    if (dir)
+        rt_rmdir(req, parent, name);
+    else
+        rt_unlink(req, parent, name);
+    self_entry_mark(r, &se, coarse_ms());
 }
-static void hw_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
-    self_mark(fuse_req_userdata(req), inode_of(fuse_req_userdata(req), parent), name);
-    rt_rmdir(req, parent, name);
-}
+static void hw_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) { hw_remove(req, parent, name, false); }
+static void hw_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) { hw_remove(req, parent, name, true); }
 static void hw_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
                       unsigned int flags) {
     struct router *r = fuse_req_userdata(req);
-    self_mark(r, inode_of(r, parent), name);
-    self_mark(r, inode_of(r, newparent), newname);
+    struct self_entry from, to;
+    self_entry_take(r, parent, name, &from);
+    self_entry_take(r, newparent, newname, &to);
+    self_entry_mark(r, &from, RT_SELF_IN_FLIGHT);
+    self_entry_mark(r, &to, RT_SELF_IN_FLIGHT);
     rt_rename(req, parent, name, newparent, newname, flags);
-}
-static void hw_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-    if (fi->flags & O_TRUNC)
-        self_mark_ino(req, ino);
-    rt_open(req, ino, fi);
+    long now = coarse_ms();
+    self_entry_mark(r, &from, now);
+    self_entry_mark(r, &to, now);
 }
 static void hw_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi) {
-    self_mark(fuse_req_userdata(req), inode_of(fuse_req_userdata(req), parent), name);
+    struct router *r = fuse_req_userdata(req);
+    struct self_entry se;
+    self_entry_take(r, parent, name, &se);
+    self_entry_mark(r, &se, RT_SELF_IN_FLIGHT);
     rt_create(req, parent, name, mode, fi);
+    self_entry_mark(r, &se, coarse_ms());
+}
+static void hw_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+    struct router *r = fuse_req_userdata(req);
+    if (!(fi->flags & O_TRUNC)) {
+        rt_open(req, ino, fi);
+        return;
+    }
+    struct self_ino si;
+    self_ino_take(r, ino, &si);
+    self_ino_mark(r, &si, RT_SELF_IN_FLIGHT);
+    rt_open(req, ino, fi);
+    self_ino_mark(r, &si, coarse_ms());
 }
 static void hw_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf, off_t off,
                          struct fuse_file_info *fi) {
-    self_mark_ino(req, ino);
+    struct router *r = fuse_req_userdata(req);
+    struct self_ino si;
+    self_ino_take(r, ino, &si);
+    self_ino_mark(r, &si, RT_SELF_IN_FLIGHT);
     rt_write_buf(req, ino, in_buf, off, fi);
+    self_ino_mark(r, &si, coarse_ms());
 }
 static void hw_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi) {
-    self_mark_ino(req, ino);
+    struct router *r = fuse_req_userdata(req);
+    struct self_ino si;
+    self_ino_take(r, ino, &si);
+    self_ino_mark(r, &si, RT_SELF_IN_FLIGHT);
     rt_fallocate(req, ino, mode, off, len, fi);
+    self_ino_mark(r, &si, coarse_ms());
 }
 static void hw_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
                                fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len,
                                int flags) {
-    self_mark_ino(req, ino_out);
+    struct router *r = fuse_req_userdata(req);
+    struct self_ino si;
+    self_ino_take(r, ino_out, &si);
+    self_ino_mark(r, &si, RT_SELF_IN_FLIGHT);
     rt_copy_file_range(req, ino_in, off_in, fi_in, ino_out, off_out, fi_out, len, flags);
+    self_ino_mark(r, &si, coarse_ms());
 }
 
 void hot_wrap_ops(struct fuse_lowlevel_ops *ops) {
