@@ -150,7 +150,8 @@ static void trust_domain_ca(void) {
 }
 
 /* Pokes `path` (relative to /workspace, wsfd) or, when it is gone or not
- * a file or directory, the nearest directory above it that is there.
+ * a file, directory or symlink, the nearest directory above it that is
+ * there.
  * Returns 0 when something was poked. */
 static int poke(int wsfd, dev_t wsdev, char *path) {
     static const struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT },
@@ -160,6 +161,12 @@ static int poke(int wsfd, dev_t wsdev, char *path) {
         struct stat st;
         int fd = -1;
         if (fstatat(wsfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == wsdev) {
+            /* A symlink, by its name (never followed): it has no
+             * descriptor to check again. Only the agent could swap
+             * something else in between, and only something it could set
+             * the mtime of itself. */
+            if (S_ISLNK(st.st_mode) && utimensat(wsfd, path, ts, AT_SYMLINK_NOFOLLOW) == 0)
+                return 0;
             if (S_ISREG(st.st_mode))
                 fd = openat(wsfd, path, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
             /* Not writable (mode, a running executable): read-only, which

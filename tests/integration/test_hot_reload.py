@@ -17,6 +17,7 @@ the positive control is a touch from inside, which the same check sees.
 """
 import os
 import queue
+import re
 import shutil
 import subprocess
 import threading
@@ -25,6 +26,10 @@ import time
 import pytest
 
 from conftest import FIXTURES, Env, make_git_repo, user_processes
+
+# The Debian image; the module's tests share one sandbox (the fixture `hot`),
+# so they run on one worker under pytest-xdist.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hot-reload")]
 
 WATCHER_SRC = FIXTURES / "inowatch.c"
 # LZ_HOT_POKE_SEC, LZ_HOT_POKE_NSEC (src/lib/hotnotify.h)
@@ -164,7 +169,7 @@ KINDS = {
     "rename": (lambda d: os.rename(d / "old", d / "renamed"), [("D", "renamed"), ("D", "-")], ["renamed"]),
     "delete": (lambda d: os.unlink(d / "del"), [("D", "-")], []),
     "mkdir": (lambda d: os.mkdir(d / "sub"), [("D", "sub")], []),
-    "symlink": (lambda d: os.symlink("f", d / "ln"), [("D", "-")], []),
+    "symlink": (lambda d: os.symlink("f", d / "ln"), [("D", "ln")], []),
 }
 
 
@@ -308,7 +313,6 @@ def hot(lazaret, debian, tmp_path_factory, inowatch):
     return res
 
 
-@pytest.mark.slow
 def test_watchers_see_host_changes(hot):
     """inowatch sees each host create, append, rename and delete within
     EVENT_TIMEOUT (the latencies are printed; docs/hot-reload.md)."""
@@ -317,7 +321,6 @@ def test_watchers_see_host_changes(hot):
     assert max(hot["latency"].values()) < EVENT_TIMEOUT
 
 
-@pytest.mark.slow
 def test_node_fs_watch_sees_host_changes(hot):
     if not hot["node"]:
         pytest.skip("no host Node binary the Debian image can run (and no agent image with Node here)")
@@ -325,7 +328,6 @@ def test_node_fs_watch_sees_host_changes(hot):
     assert not missing, (missing, hot["events"])
 
 
-@pytest.mark.slow
 def test_host_files_left_as_the_host_made_them(hot):
     """The mechanism changes no host file: mtime, ctime and content as the
     host's own action left them; inside, stat shows the host's mtime."""
@@ -337,7 +339,6 @@ def test_host_files_left_as_the_host_made_them(hot):
     assert hot["touch_rc"] == "0" and hot["touch_seen"]
 
 
-@pytest.mark.slow
 def test_sandbox_changes_not_told_back(hot):
     """A change made inside raises gVisor's own event once; the router does
     not tell it back. inowatch's touch sets the mtime alone: gVisor's
@@ -348,12 +349,10 @@ def test_sandbox_changes_not_told_back(hot):
                                                                "/workspace/d/f - MODIFY"], ev
 
 
-@pytest.mark.slow
 def test_last_of_a_burst_is_told(hot):
     assert hot["burst_last_s"] is not None and hot["burst_last_s"] < EVENT_TIMEOUT, hot["burst_last_s"]
 
 
-@pytest.mark.slow
 def test_flood_coalesces_and_recovers(hot):
     assert hot["flood_last_s"] is not None and hot["flood_last_s"] < 30, hot["flood_last_s"]
     assert hot["after_flood_s"] is not None and hot["after_flood_s"] < EVENT_TIMEOUT, hot["after_flood_events"]
@@ -361,18 +360,24 @@ def test_flood_coalesces_and_recovers(hot):
 
 # ---- measurement (not a test): what gVisor raises by itself ----
 
+
+def skip_unless_measuring(request):
+    """Measurements run only when selected (-m measure), never by default."""
+    if not re.search(r"(?<!not )\bmeasure\b", request.config.getoption("markexpr") or ""):
+        pytest.skip("a measurement: select it with -m measure")
+
+
 PROBES = ["stat", "open", "read", "ls", "statdir", "omit", "chmod", "wopen", "poke"]
 
 
-@pytest.mark.slow
 @pytest.mark.measure
+@pytest.mark.serial
 def test_measure_revalidation(request, lazaret, debian, tmp_path, inowatch):
     """Which access from inside makes gVisor raise which event for a path the
     host changed, with the router's channel off (LAZARET_TEST_WORKSPACE=nohot):
     one directory per (change, probe) in one sandbox. Prints a table
     (docs/hot-reload.md). Run with -m measure -s."""
-    if "measure" not in (request.config.getoption("markexpr") or ""):
-        pytest.skip("a measurement: select it with -m measure")
+    skip_unless_measuring(request)
     env = Env(tmp_path / "env", debian.storage, "builtin:debian-bookworm")
     ws = make_git_repo(tmp_path / "ws")
     pairs = [(k, p) for k in KINDS for p in PROBES]
@@ -427,16 +432,15 @@ def domain_cpu():
     return total / tick
 
 
-@pytest.mark.slow
 @pytest.mark.measure
+@pytest.mark.serial
 @pytest.mark.parametrize("mode", ["hot", "nohot"])
 def test_measure_cost(request, lazaret, debian, tmp_path, inowatch, mode):
     """What the channel costs: the sandbox's CPU while the host makes FLOOD
     creates and FLOOD appends in a watched directory, and the wall time of
     FLOOD creates made inside (their own host events come back as pokes).
     Prints one COST line; run with -m measure -s."""
-    if "measure" not in (request.config.getoption("markexpr") or ""):
-        pytest.skip("a measurement: select it with -m measure")
+    skip_unless_measuring(request)
     env = Env(tmp_path / "env", debian.storage, "builtin:debian-bookworm")
     ws = make_git_repo(tmp_path / "ws")
     (ws / "h").mkdir()
@@ -481,8 +485,8 @@ def test_measure_cost(request, lazaret, debian, tmp_path, inowatch, mode):
           f"{m} events, CPU {cpu_inside:.2f} s")
 
 
-@pytest.mark.slow
 @pytest.mark.measure
+@pytest.mark.serial
 @pytest.mark.parametrize("mode", ["hot", "nohot"])
 def test_measure_tail(request, lazaret, debian, tmp_path, mode):
     """GNU tail -F through the sandbox: the host creates, appends, replaces.
@@ -490,8 +494,7 @@ def test_measure_tail(request, lazaret, debian, tmp_path, mode):
     polls either way (measured: ~1 s a line with the channel and without):
     coreutils takes gVisor's file system for a remote one and does not use
     inotify on it."""
-    if "measure" not in (request.config.getoption("markexpr") or ""):
-        pytest.skip("a measurement: select it with -m measure")
+    skip_unless_measuring(request)
     env = Env(tmp_path / "env", debian.storage, "builtin:debian-bookworm")
     ws = make_git_repo(tmp_path / "ws")
     t = ws / "t"
