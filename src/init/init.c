@@ -15,7 +15,27 @@
  * that an update-ca-certificates inside (a package's trigger) keeps it.
  * Whatever fails here is said on stderr and the sandbox boots anyway:
  * tools then fail to verify the credential hosts, which says why.
+ *
+ * Hot reload (docs/hot-reload.md, hotnotify.h): when its stdin is a pipe,
+ * the write end is the workspace router's, which writes the workspace
+ * paths the host changed. gVisor raises no inotify event for a change it
+ * did not make (gVisor issue 8089), so a child of init (never PID 1
+ * itself, which must stay free to reap and to stop) pokes each path
+ * through the sandbox's own file system: it sets the mtime to the poke
+ * value, which the router recognises and does not apply to the host, and
+ * gVisor raises IN_MODIFY for the path and its directory; a regular file
+ * is poked through a descriptor opened for writing (never written), which
+ * adds IN_OPEN and IN_CLOSE_WRITE. A path that is gone (deleted, renamed
+ * away) pokes its directory instead: its watchers rescan. Only what lies
+ * on /workspace's own file system (same st_dev) is poked: a volume mounted
+ * below it, or a symlink out of it, is left alone. Without a pipe on stdin
+ * (no router told it, /dev/null) no child is started, and a pipe that does
+ * not start with the router's greeting (LZ_HOT_HELLO) ends it: no channel,
+ * no pokes. Whatever reaches the pipe from inside can make the child poke
+ * only paths below /workspace, which changes nothing anywhere.
  */
+#include "hotnotify.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -129,6 +149,99 @@ static void trust_domain_ca(void) {
     free(b);
 }
 
+/* Pokes `path` (relative to /workspace, wsfd) or, when it is gone or not
+ * a file, directory or symlink, the nearest directory above it that is
+ * there.
+ * Returns 0 when something was poked. */
+static int poke(int wsfd, dev_t wsdev, char *path) {
+    static const struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT },
+                                           { .tv_sec = LZ_HOT_POKE_SEC, .tv_nsec = LZ_HOT_POKE_NSEC } };
+    for (;;) {
+        bool root = strcmp(path, ".") == 0;
+        struct stat st;
+        int fd = -1;
+        if (fstatat(wsfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == wsdev) {
+            /* A symlink, by its name (never followed): it has no
+             * descriptor to check again. Only the agent could swap
+             * something else in between, and only something it could set
+             * the mtime of itself. */
+            if (S_ISLNK(st.st_mode) && utimensat(wsfd, path, ts, AT_SYMLINK_NOFOLLOW) == 0)
+                return 0;
+            if (S_ISREG(st.st_mode))
+                fd = openat(wsfd, path, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+            /* Not writable (mode, a running executable): read-only, which
+             * still takes a poke. Directories too. */
+            if (fd < 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+                fd = openat(wsfd, path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+        }
+        if (fd >= 0) {
+            /* The descriptor's file, checked again: what was stat'ed may
+             * have been replaced by something else in between. */
+            struct stat fst;
+            int rc = -1;
+            if (fstat(fd, &fst) == 0 && fst.st_dev == wsdev && (S_ISREG(fst.st_mode) || S_ISDIR(fst.st_mode)))
+                rc = futimens(fd, ts);
+            close(fd);
+            if (rc == 0)
+                return 0;
+        }
+        if (root)
+            return -1;
+        char *slash = strrchr(path, '/');
+        if (slash)
+            *slash = '\0';
+        else
+            path[0] = '.', path[1] = '\0';
+    }
+}
+
+/* The child's loop: records until the pipe is closed. `buf` keeps a
+ * partial record between reads. The router coalesces: a path is queued
+ * once until it is written here. */
+static _Noreturn void hot_main(void) {
+    int wsfd = open("/workspace", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat wst;
+    if (wsfd < 0 || fstat(wsfd, &wst) < 0)
+        _exit(0);
+    static char buf[4 * LZ_HOT_RECORD_MAX + 16384];
+    size_t have = 0;
+    /* The router's greeting first, else this pipe is not the channel. */
+    const size_t hello = strlen(LZ_HOT_HELLO);
+    while (have < hello) {
+        ssize_t n = read(0, buf + have, hello - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            _exit(0);
+        have += (size_t)n;
+    }
+    if (memcmp(buf, LZ_HOT_HELLO, hello) != 0)
+        _exit(0);
+    have = 0;
+    for (;;) {
+        ssize_t n = read(0, buf + have, sizeof buf - have);
+        if (n == 0 || (n < 0 && errno != EINTR))
+            _exit(0);
+        if (n < 0)
+            continue;
+        have += (size_t)n;
+        size_t off = 0;
+        for (;;) {
+            size_t used = 0;
+            const char *path = NULL;
+            int r = lz_hot_next(buf + off, have - off, &used, &path);
+            if (r == 0)
+                break;
+            off += used;
+            if (r != 1)
+                continue;
+            (void)poke(wsfd, wst.st_dev, (char *)path);
+        }
+        memmove(buf, buf + off, have - off);
+        have -= off;
+    }
+}
+
 int main(void) {
     sigset_t set;
     sigemptyset(&set);
@@ -141,6 +254,17 @@ int main(void) {
     static const char ready[] = "lazaret-init: ready\n";
     if (write(1, ready, sizeof ready - 1) < 0)
         return 1;
+    struct stat st;
+    if (fstat(0, &st) == 0 && S_ISFIFO(st.st_mode)) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            sigprocmask(SIG_UNBLOCK, &set, NULL);
+            hot_main();
+        }
+        /* fork failed: no hot reload, the sandbox runs as before. */
+    }
+    /* The child's alone: the router sees EPIPE once it is gone. */
+    (void)close(0);
     for (;;) {
         int sig = 0;
         if (sigwait(&set, &sig) != 0)

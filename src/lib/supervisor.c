@@ -282,6 +282,14 @@ static int stage_child(int ctl, const struct lz_rs_slot *t, struct lz_child *c, 
  * "watching the host" in src/router/main.c). */
 #define LZ_ROUTER_WATCH_TIMEOUT "10"
 
+/* The hot-reload channel (docs/hot-reload.md, hotnotify.h): a pipe whose
+ * write end the workspace router holds (--notify-fd) and whose read end is
+ * runsc's stdin, so lazaret-init's. One way only: router -> sandbox.
+ * Only the workspace's own router gets it, and only with --watch (its
+ * events are the source). LAZARET_TEST_WORKSPACE=nohot leaves it out (the
+ * tests' control): no pipe, init pokes nothing. */
+static int hot_pipe[2] = { -EBADF, -EBADF };
+
 /* Starts lazaret-router on `source` (the workspace, a writable volume
  * with `plain`, or with `worktree` a linked worktree's common Git
  * directory) at `view`, staged as `slot`, and waits until it mounted. */
@@ -294,7 +302,7 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
     char fdstr[16];
     snprintf(fdstr, sizeof fdstr, "%d", rp[1]);
     _cleanup_free_ char **argv =
-        lz_xcalloc(31 + 2 * a->n_protect + 2 * LZ_RS_DENY_MAX + 2 * a->n_host_tools, sizeof *argv);
+        lz_xcalloc(33 + 2 * a->n_protect + 2 * LZ_RS_DENY_MAX + 2 * a->n_host_tools, sizeof *argv);
     size_t n = 0;
     argv[n++] = (char *)a->router;
     argv[n++] = (char *)"--source";
@@ -310,9 +318,17 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
      * revalidations itself. LAZARET_TEST_WORKSPACE=nowatch (timeouts of 0)
      * or noinval (watching without invalidating) are for tests and bench. */
     const char *wmode = lz_test_hook("LAZARET_TEST_WORKSPACE");
-    if (!wmode || strcmp(wmode, "nowatch") != 0) {
+    bool watch = !wmode || strcmp(wmode, "nowatch") != 0;
+    if (watch) {
         argv[n++] = (char *)"--watch";
         argv[n++] = (char *)LZ_ROUTER_WATCH_TIMEOUT;
+    }
+    char hotstr[16];
+    bool hot = !plain && !worktree && watch && hot_pipe[1] >= 0 && !(wmode && strcmp(wmode, "noinval") == 0);
+    if (hot) {
+        snprintf(hotstr, sizeof hotstr, "%d", hot_pipe[1]);
+        argv[n++] = (char *)"--notify-fd";
+        argv[n++] = hotstr;
     }
     if (wmode && strcmp(wmode, "noinval") == 0)
         argv[n++] = (char *)"--test-no-invalidate";
@@ -362,7 +378,12 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
         }
     }
     argv[n] = NULL;
-    int keep[] = { rp[1], a->refusal_fd };
+    int keep[3] = { rp[1], -EBADF, -EBADF };
+    size_t n_keep = 1;
+    if (a->refusal_fd >= 0)
+        keep[n_keep++] = a->refusal_fd;
+    if (hot)
+        keep[n_keep++] = hot_pipe[1];
     struct lz_spawn_opts o = { .path = a->router,
                                .argv = argv,
                                .envp = lz_helper_envp,
@@ -370,7 +391,7 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
                                .stdout_fd = 2,
                                .stderr_fd = 2,
                                .keep_fds = keep,
-                               .n_keep_fds = a->refusal_fd >= 0 ? 2 : 1,
+                               .n_keep_fds = n_keep,
                                .setns_pidfd = -1,
                                .pdeathsig = SIGTERM,
                                .barrier = true };
@@ -713,8 +734,16 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
         return rs_fail(&x, "%s", msg);
     fprintf(stderr, "rs[%d]: network policy installed, read back and probed in %ld ms (%s)\n", (int)getpid(),
             lz_now_ms() - t_net, observed);
-    if ((r = start_routers(a, &x.router, msg, sizeof msg)) < 0)
+    const char *wmode = lz_test_hook("LAZARET_TEST_WORKSPACE");
+    if ((!wmode || strcmp(wmode, "nohot") != 0) && pipe2(hot_pipe, O_CLOEXEC) < 0)
+        return rs_fail(&x, "pipe: %s", strerror(errno));
+    r = start_routers(a, &x.router, msg, sizeof msg);
+    /* The write end is the router's alone: init sees EOF when it ends. */
+    lz_closep(&hot_pipe[1]);
+    if (r < 0) {
+        lz_closep(&hot_pipe[0]);
         return rs_fail(&x, "%s", msg);
+    }
 
     if (pipe2(x.outp, O_CLOEXEC) < 0 || pipe2(x.errp, O_CLOEXEC) < 0)
         return rs_fail(&x, "pipe: %s", strerror(errno));
@@ -735,7 +764,7 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
     struct lz_spawn_opts o = { .path = a->runsc,
                                .argv = argv,
                                .envp = lz_helper_envp,
-                               .stdin_fd = -1,
+                               .stdin_fd = hot_pipe[0],
                                .stdout_fd = x.outp[1],
                                .stderr_fd = x.errp[1],
                                .setns_pidfd = -1,
@@ -743,6 +772,7 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
                                .barrier = true };
     owned[0] = &x.runsc;
     r = lz_spawn(&o, &x.runsc);
+    lz_closep(&hot_pipe[0]);
     lz_closep(&x.outp[1]);
     lz_closep(&x.errp[1]);
     if (r < 0)

@@ -195,6 +195,15 @@ int reopen(struct router *r, struct rt_inode *in, int flags) {
     return fd < 0 ? -errno : fd;
 }
 
+/* A hot-reload poke (hotnotify.h): the mtime alone, set to the poke value.
+ * lazaret-init makes them so that gVisor raises an inotify event for a
+ * change the host made. */
+bool setattr_is_poke(const struct stat *attr, int valid) {
+    const int other = FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_SIZE |
+        FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW;
+    return (valid & FUSE_SET_ATTR_MTIME) && !(valid & other) && lz_hot_is_poke(&attr->st_mtim);
+}
+
 void rt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid, struct fuse_file_info *fi) {
     struct router *r = begin(req);
     struct rt_inode *in = inode_of(r, ino);
@@ -206,6 +215,17 @@ void rt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid, st
         fhfd = in->cfd;
     const int meta = FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_ATIME |
         FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW;
+
+    /* A hot-reload poke: the host file is not touched, and the real
+     * attributes are answered (the kernel and gVisor cache those). */
+    if (setattr_is_poke(attr, valid)) {
+        struct stat st;
+        rc = stat_inode(r, in, fi, &st);
+        if (rc < 0)
+            goto fail;
+        fuse_reply_attr(req, &st, attr_timeout_of(r, in));
+        return;
+    }
 
     /* A mode or owner that is already the inode's changes nothing, and is
      * not asked of the policy: gVisor sets the owner and mode of every

@@ -2,7 +2,7 @@
  *
  *   lazaret-router --source DIR --mountpoint MP [--ready-fd N]
  *                  [--protect REL]... [--cache-timeout SECONDS]
- *                  [--watch SECONDS] [--max-held-fds N] [--allow-other] [--quiet]
+ *                  [--watch SECONDS [--notify-fd N]] [--max-held-fds N] [--allow-other] [--quiet]
  *                  [--plain] [--deny-link-target ABS]...
  *                  [--linked-worktree NAME] [--refusal-fd N [--refusal-tag T]]
  *
@@ -20,7 +20,7 @@
 static void usage(FILE *f) {
     fputs("usage: lazaret-router --source DIR --mountpoint MP [--ready-fd N]\n"
           "                      [--protect REL]... [--cache-timeout SECONDS]\n"
-          "                      [--watch SECONDS] [--max-held-fds N] [--allow-other] [--quiet]\n"
+          "                      [--watch SECONDS [--notify-fd N]] [--max-held-fds N] [--allow-other] [--quiet]\n"
           "                      [--eager-open]\n"
           "                      [--plain] [--deny-link-target ABS]...\n"
           "                      [--linked-worktree NAME] [--refusal-fd N [--refusal-tag T]]\n"
@@ -117,6 +117,7 @@ int main(int argc, char **argv) {
         { "linked-worktree", required_argument, NULL, 'W' },
         { "refusal-fd", required_argument, NULL, 'F' },
         { "refusal-tag", required_argument, NULL, 'G' },
+        { "notify-fd", required_argument, NULL, 'n' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -128,6 +129,7 @@ int main(int argc, char **argv) {
         .ino_fd = -EBADF,
         .stop_fd = -EBADF,
         .ref_fd = -1,
+        .hot_fd = -EBADF,
         .lock = PTHREAD_MUTEX_INITIALIZER,
     };
     pthread_t watcher;
@@ -137,11 +139,28 @@ int main(int argc, char **argv) {
     bool allow_other = false;
     struct lz_error err = { 0 };
     struct rt_ignored_opts ign = { 0 };
+    struct lz_hot_queue *hotq = NULL;
 
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case 's': source = optarg; break;
         case 'm': mountpoint = optarg; break;
+        case 'n':
+            /* The hot-reload channel (watch.c): written without blocking,
+             * never read. A small pipe: what the sandbox has yet to poke
+             * stays bounded, the rest coalesces in the router's queue. */
+            if (parse_fd(optarg, &r.hot_fd) < 0 || fcntl(r.hot_fd, F_SETFL, O_NONBLOCK) < 0 ||
+                fcntl(r.hot_fd, F_SETFD, FD_CLOEXEC) < 0) {
+                fprintf(stderr, "lazaret-router: --notify-fd %s is not an open file descriptor\n", optarg);
+                return 2;
+            }
+            (void)fcntl(r.hot_fd, F_SETPIPE_SZ, 16384);
+            /* The empty pipe takes it whole; else no channel. */
+            if (write(r.hot_fd, LZ_HOT_HELLO, strlen(LZ_HOT_HELLO)) != (ssize_t)strlen(LZ_HOT_HELLO)) {
+                close(r.hot_fd);
+                r.hot_fd = -EBADF;
+            }
+            break;
         case 'r':
             if (parse_fd(optarg, &ready_fd) < 0 || fcntl(ready_fd, F_GETFD) < 0) {
                 fprintf(stderr, "lazaret-router: --ready-fd %s is not an open file descriptor\n", optarg);
@@ -264,6 +283,15 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
+    if (r.hot_fd >= 0 && (!r.watch || r.no_inval)) {
+        fprintf(stderr, "lazaret-router: --notify-fd wants --watch (the host's changes come from its events)\n");
+        return 2;
+    }
+    if (r.hot_fd >= 0) {
+        hotq = lz_xcalloc(1, sizeof *hotq);
+        lz_hot_queue_init(hotq);
+        r.hotq = hotq;
+    }
     if (r.worktree && (r.plain || ign.state)) {
         fprintf(stderr,
                 "lazaret-router: --linked-worktree serves a Git directory: not with --plain or "
@@ -324,7 +352,13 @@ int main(int argc, char **argv) {
                                   : (char *)"fsname=lazaret-router,subtype=lazaret",
                       NULL };
     struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
-    struct fuse_session *se = fuse_session_new(&args, &rt_ops, sizeof rt_ops, &r);
+    /* With the hot-reload channel, the operations that change the host
+     * mark what they change first (watch.c, "the sandbox's own changes"). */
+    struct fuse_lowlevel_ops ops = rt_ops;
+    r.hot = r.hot_fd >= 0;
+    if (r.hot)
+        hot_wrap_ops(&ops);
+    struct fuse_session *se = fuse_session_new(&args, &ops, sizeof ops, &r);
     if (!se) {
         fprintf(stderr, "lazaret-router: cannot create the FUSE session\n");
         goto out;
@@ -396,5 +430,8 @@ out:
         close(ready_fd);
     teardown_router(&r);
     free(ign.host_tools);
+    free(hotq);
+    if (r.hot_fd >= 0)
+        close(r.hot_fd);
     return ret;
 }

@@ -2,7 +2,7 @@
  *
  *   lazaret-router --source DIR --mountpoint MP [--ready-fd N]
  *                  [--protect REL]... [--cache-timeout SECONDS]
- *                  [--watch SECONDS] [--max-held-fds N] [--allow-other] [--quiet]
+ *                  [--watch SECONDS [--notify-fd N]] [--max-held-fds N] [--allow-other] [--quiet]
  *                  [--plain] [--deny-link-target ABS]...
  *                  [--refusal-fd N [--refusal-tag T]]
  *
@@ -75,7 +75,8 @@
  *   names.c    mknod, mkdir, symlink, link, unlink, rmdir, rename
  *   files.c    open, create, read, write and the other file operations
  *   dirs.c     opendir, readdir(plus), releasedir, fsyncdir
- *   watch.c    --watch: the inotify thread and its invalidations
+ *   watch.c    --watch: the inotify thread and its invalidations; with
+ *              --notify-fd, the changed paths told to the sandbox's init
  *   setup.c    the router's state set up and torn down
  *   main.c     options, the FUSE session, the operations table
  *
@@ -90,6 +91,7 @@
 #include "gitindex.h"
 #include "hidden.h"
 #include "hosttools.h"
+#include "hotnotify.h"
 #include "htseed.h"
 #include "gitrefs.h"
 #include "ignore.h"
@@ -177,6 +179,7 @@ struct rt_dir {
 #define RT_CREATED_MAX 1024
 #define RT_NEG_BUCKETS 4096
 #define RT_NEG_MAX 65536
+#define RT_SELF_SLOTS 1024
 
 struct router {
     struct rt_inode root;
@@ -219,6 +222,21 @@ struct router {
     double watch_timeout;
     bool watch;
     bool no_inval; /* --test-no-invalidate: events read, nothing invalidated */
+    /* --notify-fd: the hot-reload channel's write end (hotnotify.h),
+     * non-blocking, and the paths not yet written to it: the watcher
+     * thread's alone. -EBADF without it or once its reader is gone. */
+    int hot_fd;
+    struct lz_hot_queue *hotq;
+    unsigned long n_hot; /* records written (watcher thread only) */
+    /* The sandbox's own changes (watch.c, "the sandbox's own changes"):
+     * (directory, name hash, when) of the names the router itself is
+     * changing, under `lock`; `hot` is set once before the session. */
+    bool hot;
+    struct rt_self {
+        const struct rt_inode *dir; /* compared, never followed */
+        uint64_t hash;
+        long ms;
+    } self[RT_SELF_SLOTS];
     int ino_fd;
     int stop_fd;
     struct fuse_session *se;
@@ -373,6 +391,7 @@ void rt_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
 void rt_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
 void rt_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 int reopen(struct router *r, struct rt_inode *in, int flags);
+bool setattr_is_poke(const struct stat *attr, int valid);
 void rt_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid, struct fuse_file_info *fi);
 void rt_readlink(fuse_req_t req, fuse_ino_t ino);
 void rt_statfs(fuse_req_t req, fuse_ino_t ino);
@@ -409,6 +428,7 @@ void rt_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 
 /* watch.c */
 void *watch_main(void *arg);
+void hot_wrap_ops(struct fuse_lowlevel_ops *ops);
 
 /* setup.c */
 int setup_ignored_check(struct router *r, const struct rt_ignored_opts *o, int *ret_sfd, struct lz_error *err);

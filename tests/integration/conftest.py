@@ -43,6 +43,8 @@ def runtime_dir() -> Path:
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: needs the real default image (mmdebstrap bootstrap)")
     config.addinivalue_line("markers", "network: needs the Debian mirror and the npm registry (agent images)")
+    config.addinivalue_line("markers", "measure: a measurement that prints figures, not a test: skipped unless "
+                            "selected with -m measure")
     config.addinivalue_line("markers", "serial: must run alone, not beside other tests (under pytest-xdist it "
                             "is left out; scripts/test.sh runs it in a second pass, -m serial, without -n)")
     if os.geteuid() == 0:
