@@ -53,7 +53,9 @@ if [ -n "$storage" ]; then
     mkdir -p "$storage"; chown "$user:" "$storage"
 fi
 home=$(getent passwd "$user" | cut -d: -f6)
-cd "$stage"   # the checkout may be private to root
+# The checkout may be private to root; the workspace of commands run
+# without one is this directory, which holds no configuration (SR-2).
+cd "$stage/tests"
 run_pytest() {
     runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" USER="$user" LANG=C.UTF-8 \
         LAZARET_BIN="$stage/bin/lazaret" LAZARET_FIXTURES="$stage/tests/fixtures" \

@@ -20,7 +20,7 @@ int lz_cmd_doctor(int argc, char **argv) {
         return LZ_EXIT_USAGE;
     }
     struct lz_error err = { 0 };
-    struct lz_config_opts co = { .config_path = config_path };
+    struct lz_config_opts co = { .config_path = config_path, .no_workspace = true };
     struct lz_config *cfg = NULL;
     const char *data_root = NULL;
     if (lz_config_load(&co, &cfg, &err) == 0)

@@ -43,7 +43,7 @@ static void usage(FILE *out) {
 /* profile: NULL for "default"; an agent's bootstrap loads the agent's own
  * profile, which every configuration has (built in, or the file's). */
 static int load_data_root(const char *config_path, const char *profile, struct lz_config **ret) {
-    struct lz_config_opts o = { .config_path = config_path, .profile = profile, .workspace = NULL };
+    struct lz_config_opts o = { .config_path = config_path, .profile = profile, .no_workspace = true };
     struct lz_error err = { 0 };
     int r = lz_config_load(&o, ret, &err);
     if (r < 0) {

@@ -822,7 +822,8 @@ static int finish_selected(struct loader *ld, struct lz_config *c, struct profil
     lz_hex(c->domain_id, sizeof c->domain_id, c->domain_id_hex);
     c->domain_dir = lz_xasprintf("%s/domains/%s", c->data_root, c->domain_id_hex);
 
-    if ((r = cfg_resolve_paths(ld, c)) < 0 || (r = cfg_resolve_auto_approve(ld, c)) < 0 ||
+    /* The rules' executables are checked against the workspace too (sbwrite.h). */
+    if ((r = cfg_resolve_paths(ld, c)) < 0 || (!ld->no_workspace && (r = cfg_resolve_auto_approve(ld, c)) < 0) ||
         (r = cfg_resolve_credentials(ld, c)) < 0)
         return r;
     return resolve_env(ld, c, ptbl);
@@ -1062,7 +1063,8 @@ int lz_config_load(const struct lz_config_opts *opts, struct lz_config **ret, st
     struct loader ld = { .err = err,
                          .home = lz_home_dir(),
                          .lookup_env = opts ? opts->lookup_env : NULL,
-                         .lookup_env_ud = opts ? opts->lookup_env_ud : NULL };
+                         .lookup_env_ud = opts ? opts->lookup_env_ud : NULL,
+                         .no_workspace = opts && opts->no_workspace };
     int r = load_config(opts, &ld, c, profile, err);
     for (size_t i = 0; i < ld.n_vol_hosts; i++) {
         free(ld.vol_hosts[i]);

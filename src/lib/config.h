@@ -330,6 +330,12 @@ struct lz_config_opts {
     /* workspace names the workspace itself (the Host Coordinator's own
      * load, a stored Domain's): no repository lookup. */
     bool workspace_exact;
+    /* For commands that start no sandbox (image, doctor): the checks of
+     * the workspace against the Storage Root, the configuration file and
+     * volumes are left out, so that they work in any directory, $HOME
+     * included. The Domain ID and directories are still computed (of the
+     * current directory) but mean nothing. */
+    bool no_workspace;
     /* Where env:VAR references are resolved; NULL: this process's own
      * environment (secure_getenv). The coordinator, which runs with a
      * minimal environment, resolves from the values its client handed over

@@ -23,6 +23,7 @@ struct loader {
     char **vol_hosts, **vol_keys;
     size_t n_vol_hosts;
     bool builtin_profile; /* parsing a built-in agent profile: its env: references are optional */
+    bool no_workspace;    /* lz_config_opts.no_workspace: the workspace's own checks are left out */
 };
 
 /* One prefix list with the line of every element, for conflict messages. */

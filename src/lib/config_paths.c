@@ -324,19 +324,20 @@ int cfg_parse_volumes(struct loader *ld, struct profile_in *pi, const struct lz_
 int cfg_resolve_paths(struct loader *ld, struct lz_config *c) {
     char d[DISP_MAX], d2[DISP_MAX], key[160];
     int r;
-    if (cfg_paths_overlap(c->data_root, c->workspace))
+    const bool ws = !ld->no_workspace;
+    if (ws && cfg_paths_overlap(c->data_root, c->workspace))
         return cfg_err(ld, ld->data_root_line, ld->data_root_line ? "storage.data_root" : NULL,
                        "the Storage Root %s and the workspace %s overlap; the sandbox could reach Lazaret's own "
                        "state; run lazaret in a project directory, or set [storage] data_root outside the workspace",
                        cfg_disp(c->data_root, d, sizeof d), cfg_disp(c->workspace, d2, sizeof d2));
     /* SR-2: host configuration never lies beneath a path the sandbox sees. */
-    if (c->source_path && cfg_path_within(c->source_path, c->workspace))
+    if (ws && c->source_path && cfg_path_within(c->source_path, c->workspace))
         return lz_error_set(ld->err, -EINVAL,
                             "%s: the configuration file is inside the workspace %s; host configuration must not be "
                             "reachable from the sandbox (SR-2)",
                             ld->file, cfg_disp(c->workspace, d, sizeof d));
 
-    if (c->escalation_socket_dir && cfg_paths_overlap(c->escalation_socket_dir, c->workspace))
+    if (ws && c->escalation_socket_dir && cfg_paths_overlap(c->escalation_socket_dir, c->workspace))
         return cfg_err(ld, ld->socket_dir_line, "escalation.socket_dir", "%s and the workspace %s overlap",
                        cfg_disp(c->escalation_socket_dir, d, sizeof d), cfg_disp(c->workspace, d2, sizeof d2));
     _cleanup_free_ char *gitdir = lz_xasprintf("%s/.git", c->workspace);
@@ -361,12 +362,12 @@ int cfg_resolve_paths(struct loader *ld, struct lz_config *c) {
                            "%s contains the configuration file; host configuration must not be "
                            "mounted into the sandbox (SR-2)",
                            cfg_disp(v->host, d, sizeof d));
-        if (cfg_path_within(c->workspace, v->host))
+        if (ws && cfg_path_within(c->workspace, v->host))
             return cfg_err(ld, v->line, key,
                            "%s contains the workspace; it is mounted only at /workspace, with "
                            "its .git protections",
                            cfg_disp(v->host, d, sizeof d));
-        if (cfg_path_within(v->host, gitdir))
+        if (ws && cfg_path_within(v->host, gitdir))
             return cfg_err(ld, v->line, key, "%s is inside the workspace's .git directory (SR-4)",
                            cfg_disp(v->host, d, sizeof d));
         if (cfg_path_within(v->host, c->data_root) && !cfg_path_strictly_within(v->host, c->profile_dir) &&

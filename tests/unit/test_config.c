@@ -568,6 +568,50 @@ static void test_sr2_config_in_workspace(void **state) {
     unlink(path);
 }
 
+/* Commands that start no sandbox (image, doctor) load the configuration
+ * with no_workspace: in a directory that holds the configuration file, the
+ * Storage Root and an auto-approval rule's executable ($HOME, typically),
+ * they work, while a run there is refused as before. */
+static void test_no_workspace_in_any_directory(void **state) {
+    (void)state;
+    char path[8192], content[16384], tool[8192];
+    snprintf(path, sizeof path, "%s/home/.config/lazaret/config.toml", ws);
+    snprintf(tool, sizeof tool, "%s/home/bin/tool", ws);
+    snprintf(content, sizeof content, "%s/home/.config/lazaret", ws);
+    assert_int_equal(lz_mkdir_p(content, 0700), 0);
+    snprintf(content, sizeof content, "%s/home/bin", ws);
+    assert_int_equal(lz_mkdir_p(content, 0700), 0);
+    write_file(tool, "#!/bin/sh\n");
+    assert_int_equal(chmod(tool, 0755), 0);
+    snprintf(content, sizeof content,
+             "[storage]\ndata_root = \"%s/home/.local/share/lazaret\"\n"
+             "[[escalation.auto_approve]]\nargv = [\"%s\"]\n"
+             "[profiles.claude]\nimage = \"img\"\n",
+             ws, tool);
+    write_file(path, content);
+    char hd[8192];
+    snprintf(hd, sizeof hd, "%s/home", ws);
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    assert_int_equal(load_path(path, "claude", hd, &c, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "overlap"));
+
+    struct lz_config_opts o = { .config_path = path, .profile = "claude", .workspace = hd, .no_workspace = true };
+    memset(&err, 0, sizeof err);
+    assert_int_equal(lz_config_load(&o, &c, &err), 0);
+    char want[8192];
+    snprintf(want, sizeof want, "%s/home/.local/share/lazaret", ws);
+    assert_string_equal(c->data_root, want);
+    lz_config_free(c);
+    /* What the file gets wrong is still refused. */
+    write_file(path, "[profiles.claude]\n");
+    memset(&err, 0, sizeof err);
+    assert_int_equal(lz_config_load(&o, &c, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "missing required key image"));
+    unlink(path);
+    unlink(tool);
+}
+
 static void test_data_root_in_workspace(void **state) {
     (void)state;
     char content[8192];
@@ -2161,6 +2205,7 @@ int main(void) {
         T(test_bad_volume_domain_dir),
         T(test_sr2_config_in_volume),
         T(test_sr2_config_in_workspace),
+        T(test_no_workspace_in_any_directory),
         T(test_data_root_in_workspace),
         T(test_gc_keys),
         T(test_persistent_dirs_default),
