@@ -15,9 +15,10 @@
 #
 # Each stage's wall time is printed as a table at the end, also when a
 # stage fails. The integration tests run in parallel (pytest-xdist), then
-# those marked `serial` alone; both passes share one Storage Root, in which
-# the Debian and agent images are built in the background while the
-# builds, sanitizer and fuzz stages run.
+# those marked `serial` alone, then the agents' (test_agents.py); the
+# passes share one Storage Root, in which the Debian and then the agent
+# images are built in the background from the gcc build on: the agents'
+# tests wait for their images, the others only for the Debian image.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=$(pwd)
@@ -154,6 +155,7 @@ if [ "$(id -u)" -eq 0 ]; then
         XDG_CONFIG_HOME="$boothome/config" XDG_RUNTIME_DIR="$boothome/run" LZ="$stage/bin/lazaret" \
         sh -c 'rc=0 t=$(date +%s); timeout 1200 "$LZ" image bootstrap || rc=1
                echo "image time: debian $(($(date +%s) - t)) s"
+               : >"$HOME/debian.done"
                for a in claude codex opencode; do
                    t=$(date +%s); timeout 1200 "$LZ" image bootstrap --agent "$a" || rc=1
                    echo "image time: $a $(($(date +%s) - t)) s"
@@ -298,10 +300,72 @@ model_pid=""
 echo "checked in $(awk -v a="$model_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s (since its start)"
 tail -3 /tmp/lazaret-model.log
 
-# After the network and root stages (which need no image of the test
-# user's Storage Root), before the integration tests.
+if [ -n "$claude_pid" ]; then
+    wait "$claude_pid" || { tail -5 /tmp/lazaret-claude-install.log; echo "claude: not installed (its two tests skip)"; }
+fi
+[ -x "$claude_dir/node_modules/.bin/claude" ] && export LAZARET_TEST_CLAUDE="$claude_dir/node_modules/.bin/claude"
+
+# Integration tests: first in parallel (pytest-xdist, --jobs workers; the
+# tests of one xdist_group on one worker), then the tests marked `serial`
+# alone. pytest exits 5 when a pass selects no test.
+# --durations: where the time of the pass goes, printed after its summary.
+pytest_args=(-p no:cacheprovider -q -ra --durations=15 ${LAZARET_TEST_ARGS:-})
+if [ "$jobs" -gt 0 ] && ! /usr/bin/python3 -c 'import xdist' 2>/dev/null; then
+    echo "pytest-xdist is missing (python3-pytest-xdist, scripts/setup.sh): one process"
+    jobs=0
+fi
+# The agent images are built last in the background (the Debian image
+# first): every pass but the agents' runs once the Debian image is there,
+# beside the agent builds; the agents' tests and their network stage come
+# after those builds (docs/notes/2026-12-04-ci-time.md).
+agents_test="$stage/tests/integration/test_agents.py"
+if [ "$jobs" -gt 0 ]; then passes=(parallel serial); else passes=(all); fi
+if [ "$(id -u)" -eq 0 ]; then
+    chown -R "$TEST_USER:" "$stage"
+    home=$(getent passwd "$TEST_USER" | cut -d: -f6)
+fi
+# The Debian image (the background build's first): a bounded wait for its
+# mark, left early if the build ended without it (the tests then build it).
 if [ -n "$boot_pid" ]; then
-    step "image builds (in the background since the gcc build; the rest of them)"
+    step "Debian image build (in the background since the gcc build)"
+    for _ in $(seq 1200); do
+        [ ! -e "$boothome/debian.done" ] && kill -0 "$boot_pid" 2>/dev/null || break
+        sleep 1
+    done
+    grep '^image time: debian' /tmp/lazaret-bootstrap.log || echo "no Debian image yet: the tests build it"
+fi
+# integration_pass NAME TARGET: one pytest pass over TARGET.
+integration_pass() {
+    local name=$1 target=$2 rc=0 extra
+    case "$name" in
+        parallel) extra=(-n "$jobs" --dist loadgroup -m "not serial" --ignore="$agents_test") ;;
+        serial) extra=(-m serial --ignore="$agents_test") ;;
+        all) extra=(--ignore="$agents_test") ;;
+        agents) extra=(-m "not serial") ;;
+    esac
+    step "integration tests, ${name} (real runsc, as ${TEST_USER:-$(id -un)}) ${extra[*]}"
+    if [ "$(id -u)" -eq 0 ]; then
+        # From the staged copy: the checkout itself may be private to root
+        # (the README's ~/lazaret is /root/lazaret, mode 0700), and pytest
+        # looks at its working directory.
+        (cd "$stage" && runuser -u "$TEST_USER" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" \
+            USER="$TEST_USER" LANG=C.UTF-8 LAZARET_BIN="$LAZARET_BIN" LAZARET_FIXTURES="$LAZARET_FIXTURES" \
+            LAZARET_TEST_STORAGE="$itstore" LAZARET_TEST_CLAUDE="${LAZARET_TEST_CLAUDE:-}" \
+            /usr/bin/python3 -m pytest "${pytest_args[@]}" "${extra[@]}" "$target") || rc=$?
+    else
+        LAZARET_TEST_STORAGE="$itstore" \
+            /usr/bin/python3 -m pytest "${pytest_args[@]}" "${extra[@]}" "$target" || rc=$?
+    fi
+    [ "$rc" -eq 0 ] || { [ "$rc" -eq 5 ] && [ "$name" != all ]; } || exit "$rc"
+}
+for name in "${passes[@]}"; do
+    integration_pass "$name" "$stage/tests/integration"
+done
+
+# After the integration passes that need only the Debian image, before
+# the agents' network stage and their integration tests.
+if [ -n "$boot_pid" ]; then
+    step "agent image builds (in the background since the gcc build; the rest of them)"
     boot_rc=0
     wait "$boot_pid" || boot_rc=$?
     boot_pid=""
@@ -323,44 +387,4 @@ else
     echo "skipped: creating test hosts needs root (CI runs as root)"
 fi
 
-if [ -n "$claude_pid" ]; then
-    wait "$claude_pid" || { tail -5 /tmp/lazaret-claude-install.log; echo "claude: not installed (its two tests skip)"; }
-fi
-[ -x "$claude_dir/node_modules/.bin/claude" ] && export LAZARET_TEST_CLAUDE="$claude_dir/node_modules/.bin/claude"
-
-# Integration tests: first in parallel (pytest-xdist, --jobs workers; the
-# tests of one xdist_group on one worker), then the tests marked `serial`
-# alone. pytest exits 5 when a pass selects no test.
-# --durations: where the time of the pass goes, printed after its summary.
-pytest_args=(-p no:cacheprovider -q -ra --durations=15 ${LAZARET_TEST_ARGS:-})
-if [ "$jobs" -gt 0 ] && ! /usr/bin/python3 -c 'import xdist' 2>/dev/null; then
-    echo "pytest-xdist is missing (python3-pytest-xdist, scripts/setup.sh): one process"
-    jobs=0
-fi
-if [ "$jobs" -gt 0 ]; then passes=(parallel serial); else passes=(all); fi
-if [ "$(id -u)" -eq 0 ]; then
-    chown -R "$TEST_USER:" "$stage"
-    home=$(getent passwd "$TEST_USER" | cut -d: -f6)
-fi
-for name in "${passes[@]}"; do
-    case "$name" in
-        parallel) extra=(-n "$jobs" --dist loadgroup -m "not serial") ;;
-        serial) extra=(-m serial) ;;
-        *) extra=() ;;
-    esac
-    step "integration tests, ${name} (real runsc, as ${TEST_USER:-$(id -un)}) ${extra[*]}"
-    rc=0
-    if [ "$(id -u)" -eq 0 ]; then
-        # From the staged copy: the checkout itself may be private to root
-        # (the README's ~/lazaret is /root/lazaret, mode 0700), and pytest
-        # looks at its working directory.
-        (cd "$stage" && runuser -u "$TEST_USER" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" \
-            USER="$TEST_USER" LANG=C.UTF-8 LAZARET_BIN="$LAZARET_BIN" LAZARET_FIXTURES="$LAZARET_FIXTURES" \
-            LAZARET_TEST_STORAGE="$itstore" LAZARET_TEST_CLAUDE="${LAZARET_TEST_CLAUDE:-}" \
-            /usr/bin/python3 -m pytest "${pytest_args[@]}" "${extra[@]}" "$stage/tests/integration") || rc=$?
-    else
-        LAZARET_TEST_STORAGE="$itstore" \
-            /usr/bin/python3 -m pytest "${pytest_args[@]}" "${extra[@]}" "$stage/tests/integration" || rc=$?
-    fi
-    [ "$rc" -eq 0 ] || { [ "$rc" -eq 5 ] && [ "$name" != all ]; } || exit "$rc"
-done
+integration_pass agents "$agents_test"
