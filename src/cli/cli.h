@@ -55,6 +55,12 @@ int lz_cmd_events(int argc, char **argv); /* lazaret events */
 bool lz_cli_domain_arg_ok(const char *want);
 int lz_cli_find_running(const char *want, const char *profile, const char *config_path, json_t **ret_list,
                         json_t **ret_hit);
+/* For commands on one running Domain (stop, net, events): the one optional
+ * operand after the options (argv[first]) through lz_cli_find_running; 0
+ * with *ret_list and *ret_hit as above, else the exit status (usage for
+ * more operands or an operand that is no ID, failure otherwise). */
+int lz_cli_running_operand(int argc, char **argv, int first, const char *profile, const char *config_path,
+                           void (*usage)(FILE *), json_t **ret_list, json_t **ret_hit);
 int lz_cmd_internal(int argc, char **argv); /* __coordinator / __supervisor */
 
 /* The process's argv as main() received it. */

@@ -86,14 +86,10 @@ int lz_cmd_events(int argc, char **argv) {
     int first;
     if (!lz_cli_getopt(argc, argv, "events", opts, false, events_usage, &first))
         return first;
-    if (argc - first > 1) {
-        events_usage(stderr);
-        return LZ_EXIT_USAGE;
-    }
-    const char *want = first < argc ? argv[first] : NULL;
     json_t *list = NULL, *hit = NULL;
-    if (lz_cli_find_running(want, profile, config_path, &list, &hit) < 0)
-        return want && !lz_cli_domain_arg_ok(want) ? LZ_EXIT_USAGE : LZ_EXIT_FAILURE;
+    int ex = lz_cli_running_operand(argc, argv, first, profile, config_path, events_usage, &list, &hit);
+    if (ex)
+        return ex;
     struct lz_error err = { 0 };
     json_t *o = NULL;
     int r = lz_control_events(json_string_value(json_object_get(hit, "socket")), &o, &err);

@@ -168,6 +168,18 @@ int lz_cli_find_running(const char *want, const char *profile, const char *confi
     return 0;
 }
 
+int lz_cli_running_operand(int argc, char **argv, int first, const char *profile, const char *config_path,
+                           void (*usage)(FILE *), json_t **ret_list, json_t **ret_hit) {
+    if (argc - first > 1) {
+        usage(stderr);
+        return LZ_EXIT_USAGE;
+    }
+    const char *want = first < argc ? argv[first] : NULL;
+    if (lz_cli_find_running(want, profile, config_path, ret_list, ret_hit) < 0)
+        return want && !lz_cli_domain_arg_ok(want) ? LZ_EXIT_USAGE : LZ_EXIT_FAILURE;
+    return 0;
+}
+
 int lz_cmd_stop(int argc, char **argv) {
     bool force = false;
     const char *profile = NULL, *config_path = NULL;
@@ -180,15 +192,11 @@ int lz_cmd_stop(int argc, char **argv) {
     int first;
     if (!lz_cli_getopt(argc, argv, "stop", opts, false, stop_usage, &first))
         return first;
-    if (argc - first > 1) {
-        stop_usage(stderr);
-        return LZ_EXIT_USAGE;
-    }
-    const char *want = first < argc ? argv[first] : NULL;
     struct lz_error err = { 0 };
     json_t *list = NULL, *hit = NULL;
-    if (lz_cli_find_running(want, profile, config_path, &list, &hit) < 0)
-        return want && !lz_cli_domain_arg_ok(want) ? LZ_EXIT_USAGE : LZ_EXIT_FAILURE;
+    int ex = lz_cli_running_operand(argc, argv, first, profile, config_path, stop_usage, &list, &hit);
+    if (ex)
+        return ex;
     const char *sock = json_string_value(json_object_get(hit, "socket"));
     _cleanup_free_ char *ddir = lz_xstrdup(json_string_value(json_object_get(hit, "domain_dir")) ?: "");
     _cleanup_free_ char *id = lz_xstrdup(json_string_value(json_object_get(hit, "domain_id")));
