@@ -128,6 +128,11 @@ void teardown_router(struct router *r) {
         next = in->hnext;
         free_record(in);
     }
+    for (size_t i = 0; i < RT_NEG_BUCKETS; i++)
+        for (struct rt_neg *n = r->negs[i], *next; n; n = next) {
+            next = n->next;
+            free(n);
+        }
     free(r->buckets);
     free(r->cbuckets);
     free(r->wbuckets);
