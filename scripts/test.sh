@@ -274,7 +274,7 @@ grep -E "^== |ALL PASSED" /tmp/lazaret-router-e2e.log | tail -3
 
 step "network isolation tests (root makes the test hosts; lazaret runs as ${NET_USER})"
 if [ "$(id -u)" -eq 0 ]; then
-    LAZARET_TEST_USER="$NET_USER" /usr/bin/python3 -m pytest -p no:cacheprovider -q -ra tests/network \
+    LAZARET_TEST_USER="$NET_USER" /usr/bin/python3 -m pytest -p no:cacheprovider -q -ra --durations=8 tests/network \
         --ignore=tests/network/test_agents_by_name.py --ignore=tests/network/test_credentials.py
 else
     echo "skipped: creating test hosts needs root (CI runs as root)"
