@@ -11,6 +11,7 @@ The workspace is a Git repository whose committed .gitignore ignores
 anyway (force-added).
 """
 import os
+import re
 import subprocess
 import threading
 from pathlib import Path
@@ -248,15 +249,20 @@ def test_directory_symlink_swap_race_never_reaches_outside(lazaret, env, ws, tmp
     secret.mkdir()
     (secret / "f").write_text("OUTSIDE_SECRET\n")
     up = "../" * 24 + os.path.relpath(secret, "/")
-    script = ("cd /workspace; mkdir -p node_modules/d; echo inner > node_modules/d/f; "
-              "( i=0; while [ $i -lt 300 ]; do mv node_modules/d node_modules/d.real; "
+    # The reader uses shell builtins (no process per read), so it reads
+    # many times in each state of every swap, until the swapper is done.
+    script = ("cd /workspace; mkdir -p node_modules/d; echo inner > node_modules/d/f; rm -f /tmp/swapped; "
+              "( i=0; while [ $i -lt 100 ]; do mv node_modules/d node_modules/d.real; "
               f"ln -s {up} node_modules/d; rm node_modules/d; mv node_modules/d.real node_modules/d; "
-              "i=$((i+1)); done ) & "
-              "j=0; while [ $j -lt 600 ]; do cat node_modules/d/f 2>/dev/null; j=$((j+1)); done; wait; echo finished")
+              "i=$((i+1)); done; : > /tmp/swapped ) & "
+              "j=0; while [ $j -lt 2000000 ] && [ ! -e /tmp/swapped ]; do "
+              "{ read -r a < node_modules/d/f && echo \"$a\"; } 2>/dev/null; j=$((j+1)); done; "
+              "wait; echo reads=$j; echo finished")
     rc, out, err = run(lazaret, env, ws, script, timeout=600)
     assert "finished" in out, (out[-2000:], err[-2000:])
     assert "OUTSIDE_SECRET" not in out
     assert "inner" in out  # the reads did happen
+    assert int(re.search(r"reads=(\d+)", out).group(1)) > 200  # many reads per swap
     # Positive control: followed by the host, such a link does reach it.
     tree = domain_dir_for(env, ws) / "ignored" / "tree" / "node_modules"
     os.symlink(str(secret), tree / "probe")
