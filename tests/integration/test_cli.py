@@ -45,3 +45,23 @@ def test_doctor_reports_each_check(lazaret):
         assert name in r.stdout, r.stdout
     # setup.sh prepared this machine: everything passes.
     assert r.returncode == 0, r.stdout
+
+
+def test_image_commands_work_in_the_home_directory(lazaret, tmp_path):
+    """`lazaret image ...` starts no sandbox: in $HOME, which holds the
+    configuration file and the Storage Root, it works; `lazaret run` there
+    is refused (the control: the workspace's own checks still apply)."""
+    home = tmp_path / "home"
+    cfg = home / ".config" / "lazaret" / "config.toml"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text("[escalation]\n")
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
+           "XDG_RUNTIME_DIR": str(tmp_path / "run")}
+    (tmp_path / "run").mkdir(mode=0o700)
+    r = subprocess.run([lazaret, "image", "ls"], cwd=home, env=env, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert "IMAGES" in r.stdout
+    r = subprocess.run([lazaret, "run", "--", "true"], cwd=home, env=env, stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0
+    assert "overlap" in r.stderr and str(home / ".local" / "share" / "lazaret") in r.stderr, r.stderr
