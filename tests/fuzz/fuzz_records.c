@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint8_t type;
     uint32_t flags;
     if (lz_control_decode(data, size, &type, &flags) == 0 && type != LZ_MSG_STATUS && type != LZ_MSG_NET &&
-        type != LZ_MSG_STOP)
+        type != LZ_MSG_EVENTS && type != LZ_MSG_STOP)
         __builtin_trap();
     if (size > 4096)
         return 0;
