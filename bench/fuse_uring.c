@@ -22,12 +22,15 @@
  * Needs root (mount(2)), and for uring /sys/module/fuse/parameters/enable_uring=Y.
  * Build: cc -O2 -Wall -o fuse_uring bench/fuse_uring.c -luring -lpthread
  * Usage: fuse_uring -m classic|uring|none [-n N] [-c CLIENT_CPU] [-s SERVER_CPU]
- *                   [-t CLIENT_THREADS] [-T CLASSIC_SERVER_THREADS] [-d DEPTH] [-D]
+ *                   [-t CLIENT_THREADS] [-T CLASSIC_SERVER_THREADS] [-d DEPTH] [-D] [-1] [-v]
  *   -c/-s: CPU to pin the client / the server to (-1: not pinned).  In uring
  *          mode -s is relative: queue q's thread goes to CPU (q + s) % ncpu,
  *          so -s 0 keeps every queue on its own CPU and -s 1 moves each to
  *          the next CPU (a client on CPU c is then served on another CPU).
  *   -D:    IORING_SETUP_DEFER_TASKRUN|SINGLE_ISSUER on the queue rings.
+ *   -1:    uring with one thread and one ring holding the entries of every
+ *          queue (pinned to -s), the shape a single-threaded server keeps.
+ *   -v:    print the first uring requests' header lengths to stderr.
  * Prints one line of key=value.
  */
 #define _GNU_SOURCE
@@ -105,6 +108,8 @@ static struct shared *sh;
 static int fuse_fd = -1;
 static int ncpu; /* possible CPUs = kernel's queue count */
 static int opt_server_cpu = -1, opt_depth = 2, opt_defer = 0, opt_classic_threads = 1;
+static int opt_one_ring = 0; /* -1: one thread and one ring register the entries of every queue */
+static int opt_debug = 0;    /* -v: print the first uring requests' header lengths */
 static enum mode opt_mode = M_CLASSIC;
 
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -285,20 +290,25 @@ static void prep_cmd(struct io_uring *ring, int qid, struct ent *e, int idx, uin
 
 static void *uring_queue(void *arg)
 {
-	int qid = (int)(long)arg;
-	pin(opt_server_cpu < 0 ? -1 : (qid + opt_server_cpu) % ncpu);
+	int qid0 = (int)(long)arg, nq = opt_one_ring ? ncpu : 1;
+	if (opt_one_ring)
+		pin(opt_server_cpu);
+	else
+		pin(opt_server_cpu < 0 ? -1 : (qid0 + opt_server_cpu) % ncpu);
 	struct io_uring ring;
 	struct io_uring_params p;
 	memset(&p, 0, sizeof p);
 	p.flags = IORING_SETUP_SQE128;
 	if (opt_defer)
 		p.flags |= IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
-	int r = io_uring_queue_init_params(opt_depth * 2, &ring, &p);
+	int r = io_uring_queue_init_params(opt_depth * nq * 2, &ring, &p);
 	if (r < 0)
-		fail("io_uring_queue_init_params(q%d): %s", qid, strerror(-r));
-	struct ent ents[MAX_D];
-	for (int i = 0; i < opt_depth; i++) {
+		fail("io_uring_queue_init_params(q%d): %s", qid0, strerror(-r));
+	struct ent *ents = calloc((size_t)opt_depth * nq, sizeof *ents);
+	int *qids = calloc((size_t)opt_depth * nq, sizeof *qids);
+	for (int i = 0; i < opt_depth * nq; i++) {
 		struct ent *e = &ents[i];
+		int qid = qids[i] = qid0 + i / opt_depth;
 		if (posix_memalign((void **)&e->hdr, 4096, sizeof *e->hdr) ||
 		    posix_memalign((void **)&e->payload, 4096, BUF_SZ))
 			fail("posix_memalign");
@@ -309,15 +319,15 @@ static void *uring_queue(void *arg)
 	}
 	r = io_uring_submit(&ring);
 	if (r < 0)
-		fail("io_uring_submit REGISTER(q%d): %s", qid, strerror(-r));
+		fail("io_uring_submit REGISTER(q%d): %s", qid0, strerror(-r));
 	for (;;) {
 		struct io_uring_cqe *cqe;
 		r = io_uring_wait_cqe(&ring, &cqe);
 		if (r == -EINTR)
 			continue;
 		if (r < 0)
-			fail("io_uring_wait_cqe(q%d): %s", qid, strerror(-r));
-		int idx = (int)cqe->user_data, res = cqe->res;
+			fail("io_uring_wait_cqe(q%d): %s", qid0, strerror(-r));
+		int idx = (int)cqe->user_data, res = cqe->res, qid = qids[idx];
 		io_uring_cqe_seen(&ring, cqe);
 		if (res < 0) {
 			if (res == -ENOTCONN || res == -ECANCELED || res == -ECONNABORTED)
@@ -329,6 +339,12 @@ static void *uring_queue(void *arg)
 		memcpy(&in, e->hdr->in_out, sizeof in);
 		uint32_t psz = e->hdr->ring_ent_in_out.payload_sz;
 		uint64_t commit_id = e->hdr->ring_ent_in_out.commit_id;
+		if (opt_debug > 0) {
+			opt_debug--;
+			fprintf(stderr, "q%d opcode=%u in.len=%u payload_sz=%u commit_id=%llu unique=%llu\n",
+				qid, in.opcode, in.len, psz, (unsigned long long)commit_id,
+				(unsigned long long)in.unique);
+		}
 		char name[256] = "";
 		if (in.opcode == FUSE_LOOKUP) {
 			size_t l = psz < sizeof name ? psz : sizeof name - 1;
@@ -355,7 +371,7 @@ static void server(void)
 	int agreed = do_init(opt_mode == M_URING);
 	pthread_t t;
 	if (agreed) {
-		for (long q = 0; q < ncpu; q++)
+		for (long q = 0; q < (opt_one_ring ? 1 : ncpu); q++)
 			if (pthread_create(&t, NULL, uring_queue, (void *)q))
 				fail("pthread_create");
 		/* forgets, interrupts, and whatever falls back to /dev/fuse */
@@ -439,7 +455,7 @@ int main(int argc, char **argv)
 {
 	long n = 100000;
 	int client_cpu = -1, client_threads = 1, c;
-	while ((c = getopt(argc, argv, "m:n:c:s:t:T:d:D")) != -1) {
+	while ((c = getopt(argc, argv, "m:n:c:s:t:T:d:D1v")) != -1) {
 		switch (c) {
 		case 'm':
 			opt_mode = !strcmp(optarg, "uring")  ? M_URING
@@ -453,6 +469,8 @@ int main(int argc, char **argv)
 		case 'T': opt_classic_threads = atoi(optarg); break;
 		case 'd': opt_depth = atoi(optarg); break;
 		case 'D': opt_defer = 1; break;
+		case '1': opt_one_ring = 1; break;
+		case 'v': opt_debug = 8; break;
 		default:
 			fprintf(stderr, "usage: see the comment at the top of bench/fuse_uring.c\n");
 			return 2;
@@ -544,14 +562,14 @@ int main(int argc, char **argv)
 	long reqs = total_served() - served0, classic = atomic_load(&sh->served_classic) - classic0;
 	double us = (t1 - t0) * 1e6;
 	long cv = ru1.ru_nvcsw - ru0.ru_nvcsw, ci = ru1.ru_nivcsw - ru0.ru_nivcsw;
-	printf("mode=%s uring=%d n=%ld client_cpu=%d server_cpu=%d client_threads=%d depth=%d defer=%d "
+	printf("mode=%s uring=%d n=%ld client_cpu=%d server_cpu=%d client_threads=%d depth=%d defer=%d one_ring=%d "
 	       "us_per_stat=%.3f reqs_per_stat=%.3f us_per_req=%.3f classic_reqs=%ld "
 	       "client_vcsw_per_stat=%.3f client_ivcsw_per_stat=%.3f "
 	       "server_vcsw_per_stat=%.3f server_ivcsw_per_stat=%.3f "
 	       "client_cpu_us_per_stat=%.3f\n",
 	       opt_mode == M_URING ? "uring" : opt_mode == M_NONE ? "none" : "classic",
 	       atomic_load(&sh->init_uring), n, client_cpu, opt_server_cpu, client_threads, opt_depth,
-	       opt_defer, us / n, (double)reqs / n, reqs ? us / reqs : 0.0, classic, (double)cv / n,
+	       opt_defer, opt_one_ring, us / n, (double)reqs / n, reqs ? us / reqs : 0.0, classic, (double)cv / n,
 	       (double)ci / n, (double)(sv1 - sv0) / n, (double)(si1 - si0) / n,
 	       ((ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) * 1e6 +
 		(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) +

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Runner for bench/fuse_uring.c (issue 26 section 2): classic /dev/fuse
+against FUSE over io_uring, per request, same-CPU and cross-CPU.
+
+Builds the experiment into a temporary directory, switches
+/sys/module/fuse/parameters/enable_uring on if it is off (root only), runs
+every configuration once per round, the rounds interleaved, and prints the
+medians as a Markdown table.  The parameter is put back as it was found.
+
+Usage (as root): bench/fuse_uring.py [--rounds 5] [--n 100000] [--only NAME,...]
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+PARAM = "/sys/module/fuse/parameters/enable_uring"
+
+# name, arguments, description.  -c: client CPU, -s: server CPU (uring:
+# queue q on CPU (q + s) % ncpu), -1 in either: not pinned.
+CONFIGS = [
+    ("floor", ["-m", "none", "-c", "0"], "stat() of a /tmp file, no FUSE"),
+    ("classic-same", ["-m", "classic", "-c", "0", "-s", "0"], "client and server thread on CPU 0"),
+    ("uring-same", ["-m", "uring", "-c", "0", "-s", "0"], "client on CPU 0, queue q's thread on CPU q"),
+    ("uring-same-defer", ["-m", "uring", "-c", "0", "-s", "0", "-D"], "as uring-same, rings with DEFER_TASKRUN"),
+    ("uring-1ring-same", ["-m", "uring", "-c", "0", "-s", "0", "-1"], "one thread and ring for all queues, CPU 0"),
+    ("classic-cross", ["-m", "classic", "-c", "0", "-s", "1"], "client on CPU 0, server thread on CPU 1"),
+    ("uring-cross", ["-m", "uring", "-c", "0", "-s", "1"], "client on CPU 0, queue q's thread on CPU q+1"),
+    ("classic-free", ["-m", "classic", "-c", "-1", "-s", "-1"], "nothing pinned"),
+    ("uring-free-pinnedq", ["-m", "uring", "-c", "-1", "-s", "0"], "client free, queue q's thread on CPU q"),
+    ("uring-free", ["-m", "uring", "-c", "-1", "-s", "-1"], "nothing pinned"),
+    ("classic-2c-2s", ["-m", "classic", "-c", "-1", "-s", "-1", "-t", "2", "-T", "2"], "2 client threads, 2 server threads, free"),
+    ("uring-2c-pinnedq", ["-m", "uring", "-c", "-1", "-s", "0", "-t", "2"], "2 client threads free, queue q on CPU q"),
+]
+
+
+def parse(line):
+    out = {}
+    for kv in line.split():
+        k, _, v = kv.partition("=")
+        out[k] = v
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--n", type=int, default=100000)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--raw", help="append every run's line to this file")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("fuse_uring.py: needs root (mount(2) and the enable_uring parameter)")
+    here = os.path.dirname(os.path.abspath(__file__))
+    tmp = tempfile.mkdtemp(prefix="fuse-uring-bench.")
+    exe = os.path.join(tmp, "fuse_uring")
+    subprocess.run(["cc", "-O2", "-Wall", "-o", exe, os.path.join(here, "fuse_uring.c"),
+                    "-luring", "-lpthread"], check=True)
+    configs = [c for c in CONFIGS if not a.only or c[0] in a.only.split(",")]
+    with open(PARAM) as f:
+        was = f.read().strip()
+    results = {c[0]: [] for c in configs}
+    raw = open(a.raw, "a") if a.raw else None
+    try:
+        if was != "Y":
+            with open(PARAM, "w") as f:
+                f.write("Y")
+        for rnd in range(a.rounds):
+            for name, args, _ in configs:
+                # Bounded: the slowest configuration (cross-CPU) needs ~1 min per 100k.
+                p = subprocess.run([exe, "-n", str(a.n)] + args, capture_output=True, text=True,
+                                   timeout=max(120, a.n // 500))
+                if p.returncode != 0:
+                    print(f"{name}: failed ({p.returncode}): {p.stderr.strip()}", file=sys.stderr)
+                    continue
+                line = p.stdout.strip()
+                if raw:
+                    with open("/proc/loadavg") as f:
+                        load = f.read().split()[0]
+                    raw.write(f"round={rnd} name={name} load1={load} {line}\n")
+                    raw.flush()
+                r = parse(line)
+                if "uring" in name and r.get("uring") != "1":
+                    print(f"{name}: io_uring was not agreed in INIT", file=sys.stderr)
+                results[name].append(r)
+                print(f"round {rnd} {name}: {float(r['us_per_stat']):.1f} us/stat", file=sys.stderr)
+    finally:
+        with open(PARAM, "w") as f:
+            f.write(was)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    def med(rs, k):
+        return statistics.median(float(r[k]) for r in rs)
+
+    with open(f"/proc/sys/kernel/osrelease") as f:
+        kernel = f.read().strip()
+    print(f"kernel {kernel}, {os.cpu_count()} CPUs, N={a.n} stat() per run, "
+          f"medians of {a.rounds} interleaved rounds; enable_uring was {was}, restored")
+    print()
+    print("| configuration | what | µs/stat | requests/stat | µs/request | client csw/stat (vol+invol) "
+          "| server csw/stat (vol+invol) | client CPU µs/stat | requests on /dev/fuse |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, _, what in configs:
+        rs = results[name]
+        if not rs:
+            print(f"| {name} | {what} | failed | | | | | | |")
+            continue
+        print(f"| {name} | {what} | {med(rs, 'us_per_stat'):.1f} | {med(rs, 'reqs_per_stat'):.2f} "
+              f"| {med(rs, 'us_per_req'):.1f} "
+              f"| {med(rs, 'client_vcsw_per_stat'):.2f}+{med(rs, 'client_ivcsw_per_stat'):.2f} "
+              f"| {med(rs, 'server_vcsw_per_stat'):.2f}+{med(rs, 'server_ivcsw_per_stat'):.2f} "
+              f"| {med(rs, 'client_cpu_us_per_stat'):.1f} | {int(med(rs, 'classic_reqs'))} |")
+
+
+if __name__ == "__main__":
+    main()
