@@ -22,7 +22,7 @@
  * Needs root (mount(2)), and for uring /sys/module/fuse/parameters/enable_uring=Y.
  * Build: cc -O2 -Wall -o fuse_uring bench/fuse_uring.c -luring -lpthread
  * Usage: fuse_uring -m classic|uring|none [-n N] [-c CLIENT_CPU] [-s SERVER_CPU]
- *                   [-t CLIENT_THREADS] [-T CLASSIC_SERVER_THREADS] [-d DEPTH] [-D] [-1] [-v]
+ *                   [-t CLIENT_THREADS] [-T CLASSIC_SERVER_THREADS] [-d DEPTH] [-D] [-1] [-v] [-S | -C PATH]
  *   -c/-s: CPU to pin the client / the server to (-1: not pinned).  In uring
  *          mode -s is relative: queue q's thread goes to CPU (q + s) % ncpu,
  *          so -s 0 keeps every queue on its own CPU and -s 1 moves each to
@@ -31,6 +31,11 @@
  *   -1:    uring with one thread and one ring holding the entries of every
  *          queue (pinned to -s), the shape a single-threaded server keeps.
  *   -v:    print the first uring requests' header lengths to stderr.
+ *   -S:    serve only: print "mnt=PATH", then for each line on stdin print
+ *          "served=R classic=C server_vcsw=V server_ivcsw=I" (totals so
+ *          far); unmount at EOF.  For a client elsewhere (inside gVisor).
+ *   -C PATH: client only: stat(PATH) N times (after a warm-up), print
+ *          "us_per_stat=..."; PATH's size must be 42 (the served file's).
  * Prints one line of key=value.
  */
 #define _GNU_SOURCE
@@ -178,6 +183,23 @@ static int handle(const struct fuse_in_header *in, const char *name, void *out)
 	case FUSE_BATCH_FORGET:
 	case FUSE_INTERRUPT:
 		return NO_REPLY;
+	case FUSE_OPEN:
+	case FUSE_OPENDIR: { /* for runsc's gofer, which opens the mount */
+		struct fuse_open_out *o = out;
+		memset(o, 0, sizeof *o);
+		return sizeof *o;
+	}
+	case FUSE_STATFS: {
+		struct fuse_statfs_out *o = out;
+		memset(o, 0, sizeof *o);
+		o->st.bsize = o->st.frsize = 4096;
+		o->st.namelen = 255;
+		return sizeof *o;
+	}
+	case FUSE_READDIR:  /* empty: no entries */
+	case FUSE_RELEASE:
+	case FUSE_RELEASEDIR:
+	case FUSE_FLUSH:
 	case FUSE_DESTROY:
 		return 0;
 	default:
@@ -454,8 +476,9 @@ static double now(void)
 int main(int argc, char **argv)
 {
 	long n = 100000;
-	int client_cpu = -1, client_threads = 1, c;
-	while ((c = getopt(argc, argv, "m:n:c:s:t:T:d:D1v")) != -1) {
+	int client_cpu = -1, client_threads = 1, c, serve_only = 0;
+	const char *client_path = NULL;
+	while ((c = getopt(argc, argv, "m:n:c:s:t:T:d:D1vSC:")) != -1) {
 		switch (c) {
 		case 'm':
 			opt_mode = !strcmp(optarg, "uring")  ? M_URING
@@ -471,6 +494,8 @@ int main(int argc, char **argv)
 		case 'D': opt_defer = 1; break;
 		case '1': opt_one_ring = 1; break;
 		case 'v': opt_debug = 8; break;
+		case 'S': serve_only = 1; break;
+		case 'C': client_path = optarg; break;
 		default:
 			fprintf(stderr, "usage: see the comment at the top of bench/fuse_uring.c\n");
 			return 2;
@@ -479,6 +504,14 @@ int main(int argc, char **argv)
 	if (opt_depth < 1 || opt_depth > MAX_D || client_threads < 1 || client_threads > 64)
 		return 2;
 	ncpu = get_nprocs_conf();
+	if (client_path) {
+		struct client_arg warm = { client_path, 2000, client_cpu }, a = { client_path, n, client_cpu };
+		client_loop(&warm);
+		double t0 = now();
+		client_loop(&a);
+		printf("us_per_stat=%.3f\n", (now() - t0) * 1e6 / n);
+		return 0;
+	}
 	if (ncpu > MAX_Q)
 		return 2;
 	sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -505,7 +538,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		char opts[128];
-		snprintf(opts, sizeof opts, "fd=%d,rootmode=40000,user_id=0,group_id=0", fuse_fd);
+		snprintf(opts, sizeof opts, "fd=%d,rootmode=40000,user_id=0,group_id=0,allow_other", fuse_fd);
 		if (mount("fuse-uring-bench", mnt, "fuse", MS_NOSUID | MS_NODEV, opts) != 0) {
 			perror("mount fuse");
 			rmdir(mnt);
@@ -525,6 +558,20 @@ int main(int argc, char **argv)
 	if (opt_mode != M_NONE && atomic_load(&sh->ready) != 1) {
 		fprintf(stderr, "server not ready: %s\n", sh->err[0] ? sh->err : "timeout");
 		rc = 1;
+		goto out;
+	}
+	if (serve_only) {
+		printf("mnt=%s\n", mnt);
+		fflush(stdout);
+		char line[64];
+		while (fgets(line, sizeof line, stdin)) {
+			long v, i;
+			ctxsw(child, &v, &i);
+			printf("served=%ld classic=%ld server_vcsw=%ld server_ivcsw=%ld uring=%d\n",
+			       total_served(), atomic_load(&sh->served_classic), v, i,
+			       atomic_load(&sh->init_uring));
+			fflush(stdout);
+		}
 		goto out;
 	}
 	/* Warm-up (and, for uring, the ring must be ready before the first

@@ -8,8 +8,17 @@ every configuration once per round, the rounds interleaved, and prints the
 medians as a Markdown table.  The parameter is put back as it was found.
 
 Usage (as root): bench/fuse_uring.py [--rounds 5] [--n 100000] [--only NAME,...]
+                                     [--gvisor [--gvisor-n 20000]]
+
+--gvisor measures instead the router's real shape: the client runs inside a
+runsc sandbox (runsc run, --overlay2=none, --network=none, the served
+directory bind-mounted at /mnt/w the way a workspace is: shared file access,
+so each stat() goes to the host) and the requests reach the FUSE server from
+runsc's own threads.  Against the same stat() of a plain bind of a /tmp
+directory (gvisor-bind).
 """
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -37,6 +46,82 @@ CONFIGS = [
 ]
 
 
+GVISOR_CONFIGS = [
+    ("gvisor-bind", None, "plain bind of a /tmp directory, no FUSE"),
+    ("gvisor-classic", ["-m", "classic", "-s", "-1"], "one server thread, not pinned (the router today)"),
+    ("gvisor-classic-pinned", ["-m", "classic", "-s", "0"], "one server thread on CPU 0"),
+    ("gvisor-uring", ["-m", "uring", "-s", "0"], "queue q's thread on CPU q"),
+    ("gvisor-uring-1ring", ["-m", "uring", "-s", "0", "-1"], "one thread and ring for all queues, CPU 0"),
+]
+
+
+def gvisor_run(exe, tmp, name, args, n, rnd):
+    """One run of the client inside runsc; returns a dict like parse()'s."""
+    bundle = os.path.join(tmp, "bundle")
+    os.makedirs(bundle, exist_ok=True)
+    srv = None
+    try:
+        if args is None:
+            src = tempfile.mkdtemp(prefix="fuse-uring-bind.")
+            with open(os.path.join(src, "f"), "w") as f:
+                f.write("x" * 42)
+        else:
+            srv = subprocess.Popen([exe] + args + ["-S"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   text=True)
+            line = srv.stdout.readline().strip()
+            if not line.startswith("mnt="):
+                raise RuntimeError(f"server did not start: {line!r}")
+            src = line[4:]
+        subprocess.run(["runsc", "spec", "--bundle", bundle], check=True, cwd=bundle,
+                       capture_output=True) if not os.path.exists(os.path.join(bundle, "config.json")) else None
+        with open(os.path.join(bundle, "config.json")) as f:
+            c = json.load(f)
+        c["root"] = {"path": "/", "readonly": True}
+        c["process"]["terminal"] = False
+        c["process"]["args"] = [exe, "-C", "/mnt/w/f", "-n", str(n)]
+        c["mounts"] = [m for m in c["mounts"] if m["destination"] != "/mnt/w"]
+        c["mounts"].append({"destination": "/mnt/w", "type": "bind", "source": src, "options": ["rbind", "rw"]})
+        with open(os.path.join(bundle, "config.json"), "w") as f:
+            json.dump(c, f)
+
+        def counters():
+            if not srv:
+                return {}
+            srv.stdin.write("s\n")
+            srv.stdin.flush()
+            return parse(srv.stdout.readline())
+
+        c0 = counters()
+        cid = f"fuse-uring-{os.getpid()}-{rnd}-{name}"
+        p = subprocess.run(["runsc", "--network=none", "--ignore-cgroups", "--overlay2=none", "run",
+                            "-bundle", bundle, cid], capture_output=True, text=True, timeout=600)
+        subprocess.run(["runsc", "delete", "-force", cid], capture_output=True, timeout=60)
+        c1 = counters()
+        out = parse(p.stdout.strip().splitlines()[-1]) if p.stdout.strip() else {}
+        if p.returncode != 0 or "us_per_stat" not in out:
+            raise RuntimeError(f"runsc: {p.returncode} {p.stderr.strip()[-300:]}")
+        total = n + 2000  # the client's warm-up
+        r = {"us_per_stat": out["us_per_stat"], "uring": c1.get("uring", "0"),
+             "reqs_per_stat": "0", "classic_reqs": "0", "server_vcsw_per_stat": "0",
+             "server_ivcsw_per_stat": "0"}
+        if srv:
+            r["reqs_per_stat"] = str((int(c1["served"]) - int(c0["served"])) / total)
+            r["classic_reqs"] = str(int(c1["classic"]) - int(c0["classic"]))
+            r["server_vcsw_per_stat"] = str((int(c1["server_vcsw"]) - int(c0["server_vcsw"])) / total)
+            r["server_ivcsw_per_stat"] = str((int(c1["server_ivcsw"]) - int(c0["server_ivcsw"])) / total)
+        return r
+    finally:
+        if srv:
+            srv.stdin.close()
+            try:
+                srv.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                srv.kill()
+                srv.wait(timeout=30)
+        elif args is None:
+            shutil.rmtree(src, ignore_errors=True)
+
+
 def parse(line):
     out = {}
     for kv in line.split():
@@ -51,6 +136,8 @@ def main():
     ap.add_argument("--n", type=int, default=100000)
     ap.add_argument("--only", default="")
     ap.add_argument("--raw", help="append every run's line to this file")
+    ap.add_argument("--gvisor", action="store_true", help="client inside runsc instead (see above)")
+    ap.add_argument("--gvisor-n", type=int, default=20000)
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("fuse_uring.py: needs root (mount(2) and the enable_uring parameter)")
@@ -59,7 +146,10 @@ def main():
     exe = os.path.join(tmp, "fuse_uring")
     subprocess.run(["cc", "-O2", "-Wall", "-o", exe, os.path.join(here, "fuse_uring.c"),
                     "-luring", "-lpthread"], check=True)
-    configs = [c for c in CONFIGS if not a.only or c[0] in a.only.split(",")]
+    os.chmod(tmp, 0o755)  # the sandbox runs the client from here
+    configs = [c for c in (GVISOR_CONFIGS if a.gvisor else CONFIGS)
+               if not a.only or c[0] in a.only.split(",")]
+    n = a.gvisor_n if a.gvisor else a.n
     with open(PARAM) as f:
         was = f.read().strip()
     results = {c[0]: [] for c in configs}
@@ -70,13 +160,21 @@ def main():
                 f.write("Y")
         for rnd in range(a.rounds):
             for name, args, _ in configs:
-                # Bounded: the slowest configuration (cross-CPU) needs ~1 min per 100k.
-                p = subprocess.run([exe, "-n", str(a.n)] + args, capture_output=True, text=True,
-                                   timeout=max(120, a.n // 500))
-                if p.returncode != 0:
-                    print(f"{name}: failed ({p.returncode}): {p.stderr.strip()}", file=sys.stderr)
-                    continue
-                line = p.stdout.strip()
+                if a.gvisor:
+                    try:
+                        r = gvisor_run(exe, tmp, name, args, n, rnd)
+                    except (RuntimeError, subprocess.SubprocessError, OSError) as e:
+                        print(f"{name}: failed: {e}", file=sys.stderr)
+                        continue
+                    line = " ".join(f"{k}={v}" for k, v in r.items())
+                else:
+                    # Bounded: the slowest configuration (cross-CPU) needs ~1 min per 100k.
+                    p = subprocess.run([exe, "-n", str(n)] + args, capture_output=True, text=True,
+                                       timeout=max(120, n // 500))
+                    if p.returncode != 0:
+                        print(f"{name}: failed ({p.returncode}): {p.stderr.strip()}", file=sys.stderr)
+                        continue
+                    line = p.stdout.strip()
                 if raw:
                     with open("/proc/loadavg") as f:
                         load = f.read().split()[0]
@@ -97,7 +195,23 @@ def main():
 
     with open(f"/proc/sys/kernel/osrelease") as f:
         kernel = f.read().strip()
-    print(f"kernel {kernel}, {os.cpu_count()} CPUs, N={a.n} stat() per run, "
+    if a.gvisor:
+        print(f"kernel {kernel}, {os.cpu_count()} CPUs, client inside runsc, N={n} stat() per run, "
+              f"medians of {a.rounds} interleaved rounds; enable_uring was {was}, restored")
+        print()
+        print("| configuration | what | µs/stat | FUSE requests/stat | server csw/stat (vol+invol) "
+              "| requests on /dev/fuse |")
+        print("|---|---|---:|---:|---:|---:|")
+        for name, _, what in configs:
+            rs = results[name]
+            if not rs:
+                print(f"| {name} | {what} | failed | | | |")
+                continue
+            print(f"| {name} | {what} | {med(rs, 'us_per_stat'):.1f} | {med(rs, 'reqs_per_stat'):.2f} "
+                  f"| {med(rs, 'server_vcsw_per_stat'):.2f}+{med(rs, 'server_ivcsw_per_stat'):.2f} "
+                  f"| {int(med(rs, 'classic_reqs'))} |")
+        return
+    print(f"kernel {kernel}, {os.cpu_count()} CPUs, N={n} stat() per run, "
           f"medians of {a.rounds} interleaved rounds; enable_uring was {was}, restored")
     print()
     print("| configuration | what | µs/stat | requests/stat | µs/request | client csw/stat (vol+invol) "
