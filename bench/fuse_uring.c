@@ -22,12 +22,14 @@
  * Needs root (mount(2)), and for uring /sys/module/fuse/parameters/enable_uring=Y.
  * Build: cc -O2 -Wall -o fuse_uring bench/fuse_uring.c -luring -lpthread
  * Usage: fuse_uring -m classic|uring|none [-n N] [-c CLIENT_CPU] [-s SERVER_CPU]
- *                   [-t CLIENT_THREADS] [-T CLASSIC_SERVER_THREADS] [-d DEPTH] [-D] [-1] [-v] [-S | -C PATH]
+ *                   [-t CLIENT_THREADS] [-T CLASSIC_SERVER_THREADS] [-d DEPTH] [-D] [-1] [-P] [-v] [-S | -C PATH]
  *   -c/-s: CPU to pin the client / the server to (-1: not pinned).  In uring
  *          mode -s is relative: queue q's thread goes to CPU (q + s) % ncpu,
  *          so -s 0 keeps every queue on its own CPU and -s 1 moves each to
  *          the next CPU (a client on CPU c is then served on another CPU).
  *   -D:    IORING_SETUP_DEFER_TASKRUN|SINGLE_ISSUER on the queue rings.
+ *   -P:    classic: server thread i on CPU (s + i) % ncpu (with -T ncpu, one
+ *          reader per CPU; the kernel still wakes whichever reader waits).
  *   -1:    uring with one thread and one ring holding the entries of every
  *          queue (pinned to -s), the shape a single-threaded server keeps.
  *   -v:    print the first uring requests' header lengths to stderr.
@@ -114,7 +116,8 @@ static int fuse_fd = -1;
 static int ncpu; /* possible CPUs = kernel's queue count */
 static int opt_server_cpu = -1, opt_depth = 2, opt_defer = 0, opt_classic_threads = 1;
 static int opt_one_ring = 0; /* -1: one thread and one ring register the entries of every queue */
-static int opt_debug = 0;    /* -v: print the first uring requests' header lengths */
+static int opt_debug = 0;
+static int opt_spread = 0;   /* -P: classic threads spread over the CPUs from -s */    /* -v: print the first uring requests' header lengths */
 static enum mode opt_mode = M_CLASSIC;
 
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -400,8 +403,12 @@ static void server(void)
 		atomic_store(&sh->ready, 1);
 		classic_loop((void *)-1L);
 	} else {
+		/* -P: thread i on CPU (s + i) % ncpu, one per CPU if -T ncpu */
 		for (long i = 1; i < opt_classic_threads; i++)
-			if (pthread_create(&t, NULL, classic_loop, (void *)(long)opt_server_cpu))
+			if (pthread_create(&t, NULL, classic_loop,
+					   (void *)(long)(opt_spread && opt_server_cpu >= 0
+								  ? (opt_server_cpu + i) % ncpu
+								  : opt_server_cpu)))
 				fail("pthread_create");
 		atomic_store(&sh->ready, 1);
 		classic_loop((void *)(long)opt_server_cpu);
@@ -478,7 +485,7 @@ int main(int argc, char **argv)
 	long n = 100000;
 	int client_cpu = -1, client_threads = 1, c, serve_only = 0;
 	const char *client_path = NULL;
-	while ((c = getopt(argc, argv, "m:n:c:s:t:T:d:D1vSC:")) != -1) {
+	while ((c = getopt(argc, argv, "m:n:c:s:t:T:d:D1vSC:P")) != -1) {
 		switch (c) {
 		case 'm':
 			opt_mode = !strcmp(optarg, "uring")  ? M_URING
@@ -495,6 +502,7 @@ int main(int argc, char **argv)
 		case '1': opt_one_ring = 1; break;
 		case 'v': opt_debug = 8; break;
 		case 'S': serve_only = 1; break;
+		case 'P': opt_spread = 1; break;
 		case 'C': client_path = optarg; break;
 		default:
 			fprintf(stderr, "usage: see the comment at the top of bench/fuse_uring.c\n");

@@ -42,6 +42,8 @@ CONFIGS = [
     ("uring-free-pinnedq", ["-m", "uring", "-c", "-1", "-s", "0"], "client free, queue q's thread on CPU q"),
     ("uring-free", ["-m", "uring", "-c", "-1", "-s", "-1"], "nothing pinned"),
     ("classic-2c-2s", ["-m", "classic", "-c", "-1", "-s", "-1", "-t", "2", "-T", "2"], "2 client threads, 2 server threads, free"),
+    ("classic-2c-percpu", ["-m", "classic", "-c", "-1", "-s", "0", "-t", "2", "-T", str(os.cpu_count()), "-P"],
+     "2 client threads free, one server thread per CPU, pinned"),
     ("uring-2c-pinnedq", ["-m", "uring", "-c", "-1", "-s", "0", "-t", "2"], "2 client threads free, queue q on CPU q"),
 ]
 
@@ -50,6 +52,8 @@ GVISOR_CONFIGS = [
     ("gvisor-bind", None, "plain bind of a /tmp directory, no FUSE"),
     ("gvisor-classic", ["-m", "classic", "-s", "-1"], "one server thread, not pinned (the router today)"),
     ("gvisor-classic-pinned", ["-m", "classic", "-s", "0"], "one server thread on CPU 0"),
+    ("gvisor-classic-percpu", ["-m", "classic", "-s", "0", "-T", str(os.cpu_count()), "-P"],
+     "one reader thread per CPU, pinned"),
     ("gvisor-uring", ["-m", "uring", "-s", "0"], "queue q's thread on CPU q"),
     ("gvisor-uring-1ring", ["-m", "uring", "-s", "0", "-1"], "one thread and ring for all queues, CPU 0"),
 ]
