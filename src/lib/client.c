@@ -304,8 +304,14 @@ int lz_client_session(const struct lz_client_opts *o, struct lz_error *err) {
                 continue;
             }
             if (sr != -EAGAIN) {
-                lost = true;
-                break;
+                /* The coordinator reads no more: the command ended and its
+                 * output and EXIT may be waiting in our receive queue (a
+                 * short command whose stdin we had not closed yet). Stop
+                 * sending and read what is left; EOF without EXIT is the
+                 * loss. */
+                outlen = 0;
+                eof_pending = false;
+                stdin_open = false;
             }
         }
         struct pollfd p[3] = {

@@ -1,8 +1,11 @@
 """`lazaret run -- CMD` with plain pipes: exit status, byte-exact data."""
 import hashlib
 import os
+import select
+import signal
+import subprocess
 
-from conftest import lz_run
+from conftest import domain_dir_for, lz_run, wait_until
 
 
 def test_exit_status_passthrough(lazaret, env, workspace):
@@ -55,3 +58,31 @@ def test_arguments_arrive_verbatim(lazaret, env, workspace):
 def test_command_not_found(lazaret, env, workspace):
     r = lz_run(lazaret, env, workspace, ["/no/such/program"])
     assert r.returncode != 0
+
+
+def test_exit_status_reaches_a_client_that_sends_after_the_command_ended(lazaret, env, workspace):
+    """The command ends and the Domain stops (linger 0) while the client is
+    not running (SIGSTOP: a loaded machine); when it runs again it has stdin
+    to send (its EOF) to a coordinator that is gone. The output and the
+    exit status wait in its receive queue: it must print them and exit with
+    the command's status, not report a coordinator that ended
+    unexpectedly (CI saw that for short commands under load)."""
+    r_fd, w_fd = os.pipe()
+    p = subprocess.Popen([lazaret, "run", "-p", "test", "--", "sh", "-c", "echo started; sleep 1; echo done; exit 3"],
+                         cwd=workspace, env=env.environ(), stdin=r_fd, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    os.close(r_fd)
+    try:
+        ready, _, _ = select.select([p.stdout], [], [], 120)
+        assert ready, "the session did not start"
+        assert p.stdout.readline() == b"started\n"
+        os.kill(p.pid, signal.SIGSTOP)
+        log = domain_dir_for(env, workspace) / "coordinator.log"
+        assert wait_until(lambda: "Domain stopped" in log.read_text(errors="replace"), timeout=60), \
+            log.read_text(errors="replace")[-3000:]
+    finally:
+        os.close(w_fd)
+        os.kill(p.pid, signal.SIGCONT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 3, err
+    assert out == b"done\n", (out, err)
