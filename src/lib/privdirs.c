@@ -1,0 +1,209 @@
+/* privdirs.c — see privdirs.h. */
+#include "privdirs.h"
+
+#include <fcntl.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gitscan.h"
+
+/* Per git run: the checks are a few small runs at every start. */
+#define PRIVDIRS_GIT_TIMEOUT_MS 10000
+
+const char *lz_privdir_invalid(const char *rel) {
+    if (!rel[0])
+        return "it is empty";
+    if (strlen(rel) > LZ_PRIVDIR_PATH_MAX)
+        return "it is too long";
+    if (rel[0] == '/')
+        return "it is absolute (private directories are relative to the workspace)";
+    for (const char *p = rel; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return "it contains a control character";
+    for (const char *p = rel;;) {
+        const char *s = strchr(p, '/');
+        size_t n = s ? (size_t)(s - p) : strlen(p);
+        if (n == 0)
+            return s && !s[1] ? "it ends with '/'" : "it has an empty component";
+        if (n > 255)
+            return "a component is longer than 255 bytes";
+        if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+            return "it has a '.' or '..' component";
+        /* Git's own directory, in any case: the router keeps every `.git`
+         * the host's (docs/security-git.md). */
+        if (n == 4 && strncasecmp(p, ".git", 4) == 0)
+            return "it has a .git component";
+        if (!s)
+            return NULL;
+        p = s + 1;
+    }
+}
+
+bool lz_privdirs_nested(const char *a, const char *b) {
+    size_t na = strlen(a), nb = strlen(b);
+    const char *s = na <= nb ? a : b, *l = na <= nb ? b : a;
+    size_t n = na <= nb ? na : nb;
+    return strncmp(s, l, n) == 0 && (l[n] == '\0' || l[n] == '/');
+}
+
+static void free_env(char **env) {
+    for (char **e = env; e && *e; e++)
+        free(*e);
+    free(env);
+}
+
+/* `git --literal-pathspecs -C workspace CMD... -- path`: the exit status
+ * and, with ret, the output; a negative errno. */
+static int git_at(const char *git, char **env, const char *workspace, const char *cmd1, const char *cmd2,
+                  const char *path, char **ret) {
+    const char *args[] = { "git", "--literal-pathspecs", "-C", workspace, cmd1, cmd2, "--", path, NULL };
+    _cleanup_free_ char *out = NULL;
+    size_t len = 0;
+    int st = lz_gitscan_run_git(git, env, PRIVDIRS_GIT_TIMEOUT_MS, args, &out, &len);
+    if (st >= 0 && ret)
+        *ret = TAKE_PTR(out);
+    return st;
+}
+
+/* 1 if rel (a directory path) is ignored by the host's rules, 0 if not. */
+static int is_ignored(const char *git, char **env, const char *workspace, const char *rel, struct lz_error *err) {
+    /* The trailing '/' makes Git take it for a directory whether or not
+     * it exists: `node_modules/` rules match. */
+    _cleanup_free_ char *dir = lz_xasprintf("%s/", rel);
+    int st = git_at(git, env, workspace, "check-ignore", "-q", dir, NULL);
+    if (st < 0)
+        return lz_error_set(err, st, "private_dirs: cannot run %s check-ignore in %s: %s", git, workspace,
+                            strerror(-st));
+    if (st == 0 || st == 1)
+        return st == 0;
+    return lz_error_set(err, -EINVAL,
+                        "private_dirs: `git check-ignore %s` failed in %s (exit status %d): private directories "
+                        "need the workspace in a Git work tree, and no symlink on the way",
+                        dir, workspace, st);
+}
+
+int lz_privdirs_check(const char *workspace, const char *git, char *const *dirs, size_t n, struct lz_error *err) {
+    if (!n)
+        return 0;
+    if (!git)
+        return lz_error_set(err, -ENOENT,
+                            "private_dirs: no git on PATH to check that they are git-ignored in %s; install git "
+                            "or remove private_dirs from the profile",
+                            workspace);
+    _cleanup_close_ int wfd = open(workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (wfd < 0)
+        return lz_error_set(err, -errno, "cannot open workspace %s: %s", workspace, strerror(errno));
+    char **env = lz_gitscan_git_env();
+    int r = 0;
+    for (size_t i = 0; r >= 0 && i < n; i++) {
+        const char *rel = dirs[i];
+        /* Its parents on the host: directories (a symlink would take the
+         * mount point elsewhere), or absent and ignored (the store's). */
+        _cleanup_free_ char *pre = lz_xstrdup(rel);
+        for (char *s = strchr(pre, '/'); r >= 0 && s; s = strchr(s + 1, '/')) {
+            *s = '\0';
+            struct stat st;
+            if (fstatat(wfd, pre, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+                if (!S_ISDIR(st.st_mode))
+                    r = lz_error_set(err, -ENOTDIR,
+                                     "private_dirs: %s/%s is not a directory (a symlink or a file) in the "
+                                     "workspace: %s cannot be a private directory",
+                                     workspace, pre, rel);
+            } else if (errno != ENOENT && errno != ENOTDIR) {
+                r = lz_error_set(err, -errno, "private_dirs: cannot look at %s/%s: %s", workspace, pre,
+                                 strerror(errno));
+            } else if ((r = is_ignored(git, env, workspace, pre, err)) == 0) {
+                r = lz_error_set(err, -ENOENT,
+                                 "private_dirs: %s: its parent %s does not exist in the workspace and is not "
+                                 "git-ignored; create %s/%s, or name an existing directory",
+                                 rel, pre, workspace, pre);
+            }
+            *s = '/';
+        }
+        if (r < 0)
+            break;
+        if ((r = is_ignored(git, env, workspace, rel, err)) < 0)
+            break;
+        if (r == 0) {
+            r = lz_error_set(err, -EPERM,
+                             "private_dirs: %s is not git-ignored in %s: a private directory is the Domain's "
+                             "own and never reaches the host; add \"/%s/\" to the workspace's .gitignore (or to "
+                             ".git/info/exclude), or remove it from private_dirs",
+                             rel, workspace, rel);
+            break;
+        }
+        _cleanup_free_ char *out = NULL;
+        int st = git_at(git, env, workspace, "ls-files", "--cached", rel, &out);
+        if (st != 0) {
+            r = lz_error_set(err, st < 0 ? st : -EINVAL, "private_dirs: `git ls-files -- %s` failed in %s (%s %d)", rel,
+                             workspace, st < 0 ? "error" : "exit status", st < 0 ? -st : st);
+            break;
+        }
+        if (out && out[0]) {
+            char *nl = strchr(out, '\n');
+            if (nl)
+                *nl = '\0';
+            r = lz_error_set(err, -EPERM,
+                             "private_dirs: %s holds files tracked by Git in %s (%s): a private directory hides "
+                             "the host's files; untrack them (`git rm -r --cached %s`) or remove it from "
+                             "private_dirs",
+                             rel, workspace, out, rel);
+            break;
+        }
+        r = 0;
+    }
+    free_env(env);
+    return r < 0 ? r : 0;
+}
+
+int lz_privdirs_sources(const char *store_tree, char *const *dirs, size_t n, char ***ret, struct lz_error *err) {
+    if (mkdir(store_tree, 0755) < 0 && errno != EEXIST)
+        return lz_error_set(err, -errno, "cannot create %s: %s", store_tree, strerror(errno));
+    _cleanup_close_ int tfd = open(store_tree, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (tfd < 0)
+        return lz_error_set(err, -errno, "cannot open %s: %s", store_tree, strerror(errno));
+    char **v = lz_xcalloc(n + 1, sizeof *v);
+    int r = 0;
+    for (size_t i = 0; i < n; i++) {
+        /* Component by component, never following a symlink: the store
+         * is written by the sandbox, which may have left one where a
+         * private directory is to be. */
+        int fd = fcntl(tfd, F_DUPFD_CLOEXEC, 3);
+        _cleanup_free_ char *rel = lz_xstrdup(dirs[i]);
+        char *save = NULL;
+        for (char *c = strtok_r(rel, "/", &save); fd >= 0 && c; c = strtok_r(NULL, "/", &save)) {
+            if (mkdirat(fd, c, 0755) < 0 && errno != EEXIST) {
+                r = -errno;
+                close(fd);
+                fd = r;
+                break;
+            }
+            int next = openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            r = next < 0 ? -errno : 0;
+            close(fd);
+            fd = next < 0 ? r : next;
+        }
+        if (fd < 0) {
+            r = lz_error_set(err, fd == -ELOOP ? -ENOTDIR : fd,
+                             "private_dirs: cannot use %s/%s: %s (a symlink or a file the sandbox left there? "
+                             "`lazaret state reset --ignored-only` clears the Domain's ignored files)",
+                             store_tree, dirs[i], fd == -ELOOP ? "a symlink is in the way" : strerror(-fd));
+            break;
+        }
+        _cleanup_close_ int dfd = fd;
+        v[i] = lz_xasprintf("%s/%s", store_tree, dirs[i]);
+        struct stat a, b;
+        /* runsc opens the source by path: it must lead where we went. */
+        if (fstat(dfd, &a) < 0 || stat(v[i], &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+            r = lz_error_set(err, -EXDEV, "private_dirs: %s changed while it was checked", v[i]);
+            break;
+        }
+    }
+    if (r < 0) {
+        lz_strv_free(v, n);
+        return r;
+    }
+    *ret = v;
+    return 0;
+}
