@@ -53,11 +53,17 @@ static void free_env(char **env) {
     free(env);
 }
 
-/* `git --literal-pathspecs -C workspace CMD... -- path`: the exit status
- * and, with ret, the output; a negative errno. */
+/* `git -C workspace CMD... -- path`: the exit status and, with ret, the
+ * output; a negative errno. The path is taken literally: with
+ * --literal-pathspecs where the command accepts it (check-ignore does not,
+ * and reads no wildcards; "./" keeps a leading ':' from being magic). */
 static int git_at(const char *git, char **env, const char *workspace, const char *cmd1, const char *cmd2,
                   const char *path, char **ret) {
-    const char *args[] = { "git", "--literal-pathspecs", "-C", workspace, cmd1, cmd2, "--", path, NULL };
+    bool literal = strcmp(cmd1, "check-ignore") != 0;
+    _cleanup_free_ char *dot = literal ? NULL : lz_xasprintf("./%s", path);
+    const char *args[] = { "git", "-C", workspace, literal ? "--literal-pathspecs" : "--no-pager",
+                           cmd1,  cmd2, "--",      literal ? path : dot,
+                           NULL };
     _cleanup_free_ char *out = NULL;
     size_t len = 0;
     int st = lz_gitscan_run_git(git, env, PRIVDIRS_GIT_TIMEOUT_MS, args, &out, &len);
