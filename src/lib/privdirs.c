@@ -104,41 +104,41 @@ int lz_privdirs_check(const char *workspace, const char *git, char *const *dirs,
     int r = 0;
     for (size_t i = 0; r >= 0 && i < n; i++) {
         const char *rel = dirs[i];
-        /* Its parents on the host: directories (a symlink would take the
-         * mount point elsewhere), or absent and ignored (the store's). */
+        /* It and its parents on the host: directories where they exist.
+         * The router routes a symlink or a file by the rules for files (a
+         * `node_modules/` rule does not match it), so the mount point
+         * would be the host's entry, and a symlink would take it
+         * elsewhere. Parents that are absent must be ignored (the store
+         * makes them) or the router would not show them. */
         _cleanup_free_ char *pre = lz_xstrdup(rel);
-        for (char *s = strchr(pre, '/'); r >= 0 && s; s = strchr(s + 1, '/')) {
-            *s = '\0';
+        for (char *end = pre; r >= 0;) {
+            end = strchr(end, '/');
+            if (end)
+                *end = '\0'; /* pre is the prefix up to this component */
             struct stat st;
             if (fstatat(wfd, pre, &st, AT_SYMLINK_NOFOLLOW) == 0) {
                 if (!S_ISDIR(st.st_mode))
                     r = lz_error_set(err, -ENOTDIR,
-                                     "private_dirs: %s/%s is not a directory (a symlink or a file) in the "
-                                     "workspace: %s cannot be a private directory",
-                                     workspace, pre, rel);
+                                     "private_dirs: %s/%s is %s in the workspace, not a directory: remove it "
+                                     "(or remove %s from private_dirs)",
+                                     workspace, pre, S_ISLNK(st.st_mode) ? "a symlink" : "a file", rel);
             } else if (errno != ENOENT && errno != ENOTDIR) {
                 r = lz_error_set(err, -errno, "private_dirs: cannot look at %s/%s: %s", workspace, pre,
                                  strerror(errno));
-            } else if ((r = is_ignored(git, env, workspace, pre, err)) == 0) {
+            } else if (end && (r = is_ignored(git, env, workspace, pre, err)) == 0) {
                 r = lz_error_set(err, -ENOENT,
                                  "private_dirs: %s: its parent %s does not exist in the workspace and is not "
                                  "git-ignored; create %s/%s, or name an existing directory",
                                  rel, pre, workspace, pre);
             }
-            *s = '/';
+            if (!end)
+                break;
+            *end++ = '/';
         }
         if (r < 0)
             break;
-        if ((r = is_ignored(git, env, workspace, rel, err)) < 0)
-            break;
-        if (r == 0) {
-            r = lz_error_set(err, -EPERM,
-                             "private_dirs: %s is not git-ignored in %s: a private directory is the Domain's "
-                             "own and never reaches the host; add \"/%s/\" to the workspace's .gitignore (or to "
-                             ".git/info/exclude), or remove it from private_dirs",
-                             rel, workspace, rel);
-            break;
-        }
+        /* Tracked content first: Git calls a directory holding tracked
+         * files not ignored, and that is not what to fix. */
         _cleanup_free_ char *out = NULL;
         int st = git_at(git, env, workspace, "ls-files", "--cached", rel, &out);
         if (st != 0) {
@@ -155,6 +155,16 @@ int lz_privdirs_check(const char *workspace, const char *git, char *const *dirs,
                              "the host's files; untrack them (`git rm -r --cached %s`) or remove it from "
                              "private_dirs",
                              rel, workspace, out, rel);
+            break;
+        }
+        if ((r = is_ignored(git, env, workspace, rel, err)) < 0)
+            break;
+        if (r == 0) {
+            r = lz_error_set(err, -EPERM,
+                             "private_dirs: %s is not git-ignored in %s: a private directory is the Domain's "
+                             "own and never reaches the host; add \"/%s/\" to the workspace's .gitignore (or to "
+                             ".git/info/exclude), or remove it from private_dirs",
+                             rel, workspace, rel);
             break;
         }
         r = 0;
