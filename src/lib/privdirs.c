@@ -18,6 +18,8 @@ const char *lz_privdir_invalid(const char *rel) {
         return "it is too long";
     if (rel[0] == '/')
         return "it is absolute (private directories are relative to the workspace)";
+    if (rel[strlen(rel) - 1] == '/')
+        return "it ends with '/'";
     for (const char *p = rel; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             return "it contains a control character";
@@ -25,7 +27,7 @@ const char *lz_privdir_invalid(const char *rel) {
         const char *s = strchr(p, '/');
         size_t n = s ? (size_t)(s - p) : strlen(p);
         if (n == 0)
-            return s && !s[1] ? "it ends with '/'" : "it has an empty component";
+            return "it has an empty component";
         if (n > 255)
             return "a component is longer than 255 bytes";
         if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
