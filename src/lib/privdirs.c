@@ -86,9 +86,10 @@ static int is_ignored(const char *git, char **env, const char *workspace, const 
     if (st == 0 || st == 1)
         return st == 0;
     return lz_error_set(err, -EINVAL,
-                        "private_dirs: `git check-ignore %s` failed in %s (exit status %d): private directories "
-                        "need the workspace in a Git work tree, and no symlink on the way",
-                        dir, workspace, st);
+                        "private_dirs: `git check-ignore %s` failed in %s (exit status %d; run `git -C %s "
+                        "check-ignore %s` to see why): private directories need the workspace in a Git work tree "
+                        "that git trusts, and no symlink on the way",
+                        dir, workspace, st, workspace, dir);
 }
 
 int lz_privdirs_check(const char *workspace, const char *git, char *const *dirs, size_t n, struct lz_error *err) {
