@@ -145,8 +145,15 @@ int lz_privdirs_check(const char *workspace, const char *git, char *const *dirs,
         _cleanup_free_ char *out = NULL;
         int st = git_at(git, env, workspace, "ls-files", "--cached", rel, &out);
         if (st != 0) {
-            r = lz_error_set(err, st < 0 ? st : -EINVAL, "private_dirs: `git ls-files -- %s` failed in %s (%s %d)", rel,
-                             workspace, st < 0 ? "error" : "exit status", st < 0 ? -st : st);
+            if (st < 0)
+                r = lz_error_set(err, st, "private_dirs: cannot run %s ls-files in %s: %s", git, workspace,
+                                 strerror(-st));
+            else
+                r = lz_error_set(err, -EINVAL,
+                                 "private_dirs: `git ls-files -- %s` failed in %s (exit status %d; run `git -C %s "
+                                 "status` to see why): private directories need the workspace in a Git work tree "
+                                 "that git trusts",
+                                 rel, workspace, st, workspace);
             break;
         }
         if (out && out[0]) {
