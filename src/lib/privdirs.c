@@ -55,41 +55,120 @@ static void free_env(char **env) {
     free(env);
 }
 
-/* `git -C workspace CMD... -- path`: the exit status and, with ret, the
- * output; a negative errno. The path is taken literally: with
- * --literal-pathspecs where the command accepts it (check-ignore does not,
- * and reads no wildcards; "./" keeps a leading ':' from being magic). */
+/* `git -C workspace CMD1 [CMD2] -- PATHS...` (n paths): the exit status and,
+ * with ret, the output; a negative errno. The paths are taken literally:
+ * with --literal-pathspecs where the command accepts it (check-ignore does
+ * not, and reads no wildcards; "./" keeps a leading ':' from being magic,
+ * and a trailing '/' makes Git take the path for a directory whether or
+ * not it exists, so that `node_modules/` rules match). */
 static int git_at(const char *git, char **env, const char *workspace, const char *cmd1, const char *cmd2,
-                  const char *path, char **ret) {
-    bool literal = strcmp(cmd1, "check-ignore") != 0;
-    _cleanup_free_ char *dot = literal ? NULL : lz_xasprintf("./%s", path);
-    const char *args[] = { "git", "-C", workspace, literal ? "--literal-pathspecs" : "--no-pager",
-                           cmd1,  cmd2, "--",      literal ? path : dot,
-                           NULL };
-    _cleanup_free_ char *out = NULL;
+                  const char *const *paths, size_t n, char **ret) {
+    bool ci = strcmp(cmd1, "check-ignore") == 0;
+    const char **args = lz_xcalloc(n + 8, sizeof *args);
+    char **own = lz_xcalloc(n + 1, sizeof *own);
+    size_t k = 0;
+    args[k++] = "git";
+    args[k++] = "-C";
+    args[k++] = workspace;
+    args[k++] = ci ? "--no-pager" : "--literal-pathspecs";
+    args[k++] = cmd1;
+    if (cmd2)
+        args[k++] = cmd2;
+    args[k++] = "--";
+    for (size_t i = 0; i < n; i++)
+        args[k++] = ci ? (own[i] = lz_xasprintf("./%s/", paths[i])) : paths[i];
+    args[k] = NULL;
+    char *out = NULL;
     size_t len = 0;
     int st = lz_gitscan_run_git(git, env, PRIVDIRS_GIT_TIMEOUT_MS, args, &out, &len);
+    lz_strv_free(own, n);
+    free(args);
     if (st >= 0 && ret)
-        *ret = TAKE_PTR(out);
+        *ret = out;
+    else
+        free(out);
     return st;
+}
+
+static int git_failed(const char *git, const char *workspace, const char *what, int st, struct lz_error *err) {
+    if (st < 0)
+        return lz_error_set(err, st, "private_dirs: cannot run %s %s in %s: %s", git, what, workspace, strerror(-st));
+    return lz_error_set(err, -EINVAL,
+                        "private_dirs: `git %s` failed in %s (exit status %d; run `git -C %s status` to see why): "
+                        "private directories need the workspace in a Git work tree that git trusts",
+                        what, workspace, st, workspace);
 }
 
 /* 1 if rel (a directory path) is ignored by the host's rules, 0 if not. */
 static int is_ignored(const char *git, char **env, const char *workspace, const char *rel, struct lz_error *err) {
-    /* The trailing '/' makes Git take it for a directory whether or not
-     * it exists: `node_modules/` rules match. */
-    _cleanup_free_ char *dir = lz_xasprintf("%s/", rel);
-    int st = git_at(git, env, workspace, "check-ignore", "-q", dir, NULL);
-    if (st < 0)
-        return lz_error_set(err, st, "private_dirs: cannot run %s check-ignore in %s: %s", git, workspace,
-                            strerror(-st));
+    int st = git_at(git, env, workspace, "check-ignore", "-q", &rel, 1, NULL);
     if (st == 0 || st == 1)
         return st == 0;
-    return lz_error_set(err, -EINVAL,
-                        "private_dirs: `git check-ignore %s` failed in %s (exit status %d; run `git -C %s "
-                        "check-ignore %s` to see why): private directories need the workspace in a Git work tree "
-                        "that git trusts, and no symlink on the way",
-                        dir, workspace, st, workspace, dir);
+    return git_failed(git, workspace, "check-ignore", st, err);
+}
+
+/* It and its parents on the host: directories where they exist. The
+ * router routes a symlink or a file by the rules for files (a
+ * `node_modules/` rule does not match it), so the mount point would be the
+ * host's entry, and a symlink would take it elsewhere. Parents that are
+ * absent must be ignored (the store makes them) or the router would not
+ * show them. */
+static int check_shape(int wfd, const char *git, char **env, const char *workspace, const char *rel,
+                       struct lz_error *err) {
+    _cleanup_free_ char *pre = lz_xstrdup(rel);
+    int r = 0;
+    for (char *end = pre; r >= 0;) {
+        end = strchr(end, '/');
+        if (end)
+            *end = '\0'; /* pre is the prefix up to this component */
+        struct stat st;
+        if (fstatat(wfd, pre, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+            if (!S_ISDIR(st.st_mode))
+                r = lz_error_set(err, -ENOTDIR,
+                                 "private_dirs: %s/%s is %s in the workspace, not a directory: remove it "
+                                 "(or remove %s from private_dirs)",
+                                 workspace, pre, S_ISLNK(st.st_mode) ? "a symlink" : "a file", rel);
+        } else if (errno != ENOENT && errno != ENOTDIR) {
+            r = lz_error_set(err, -errno, "private_dirs: cannot look at %s/%s: %s", workspace, pre, strerror(errno));
+        } else if (end && (r = is_ignored(git, env, workspace, pre, err)) == 0) {
+            r = lz_error_set(err, -ENOENT,
+                             "private_dirs: %s: its parent %s does not exist in the workspace and is not "
+                             "git-ignored; create %s/%s, or name an existing directory",
+                             rel, pre, workspace, pre);
+        }
+        if (!end)
+            break;
+        *end++ = '/';
+    }
+    return r < 0 ? r : 0;
+}
+
+/* One directory, for the message: tracked content, then ignored. Tracked
+ * content first: Git calls a directory holding tracked files not ignored,
+ * and that is not what to fix. */
+static int check_one(const char *git, char **env, const char *workspace, const char *rel, struct lz_error *err) {
+    _cleanup_free_ char *out = NULL;
+    int st = git_at(git, env, workspace, "ls-files", "--cached", &rel, 1, &out);
+    if (st != 0)
+        return git_failed(git, workspace, "ls-files", st, err);
+    if (out && out[0]) {
+        char *nl = strchr(out, '\n');
+        if (nl)
+            *nl = '\0';
+        return lz_error_set(err, -EPERM,
+                            "private_dirs: %s holds files tracked by Git in %s (%s): a private directory hides "
+                            "the host's files; untrack them (`git rm -r --cached %s`) or remove it from "
+                            "private_dirs",
+                            rel, workspace, out, rel);
+    }
+    int r = is_ignored(git, env, workspace, rel, err);
+    if (r == 0)
+        return lz_error_set(err, -EPERM,
+                            "private_dirs: %s is not git-ignored in %s: a private directory is the Domain's own "
+                            "and never reaches the host; add \"/%s/\" to the workspace's .gitignore (or to "
+                            ".git/info/exclude), or remove it from private_dirs",
+                            rel, workspace, rel);
+    return r < 0 ? r : 0;
 }
 
 int lz_privdirs_check(const char *workspace, const char *git, char *const *dirs, size_t n, struct lz_error *err) {
@@ -104,81 +183,28 @@ int lz_privdirs_check(const char *workspace, const char *git, char *const *dirs,
     if (wfd < 0)
         return lz_error_set(err, -errno, "cannot open workspace %s: %s", workspace, strerror(errno));
     char **env = lz_gitscan_git_env();
+    const char *const *paths = (const char *const *)dirs;
     int r = 0;
-    for (size_t i = 0; r >= 0 && i < n; i++) {
-        const char *rel = dirs[i];
-        /* It and its parents on the host: directories where they exist.
-         * The router routes a symlink or a file by the rules for files (a
-         * `node_modules/` rule does not match it), so the mount point
-         * would be the host's entry, and a symlink would take it
-         * elsewhere. Parents that are absent must be ignored (the store
-         * makes them) or the router would not show them. */
-        _cleanup_free_ char *pre = lz_xstrdup(rel);
-        for (char *end = pre; r >= 0;) {
-            end = strchr(end, '/');
-            if (end)
-                *end = '\0'; /* pre is the prefix up to this component */
-            struct stat st;
-            if (fstatat(wfd, pre, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-                if (!S_ISDIR(st.st_mode))
-                    r = lz_error_set(err, -ENOTDIR,
-                                     "private_dirs: %s/%s is %s in the workspace, not a directory: remove it "
-                                     "(or remove %s from private_dirs)",
-                                     workspace, pre, S_ISLNK(st.st_mode) ? "a symlink" : "a file", rel);
-            } else if (errno != ENOENT && errno != ENOTDIR) {
-                r = lz_error_set(err, -errno, "private_dirs: cannot look at %s/%s: %s", workspace, pre,
-                                 strerror(errno));
-            } else if (end && (r = is_ignored(git, env, workspace, pre, err)) == 0) {
-                r = lz_error_set(err, -ENOENT,
-                                 "private_dirs: %s: its parent %s does not exist in the workspace and is not "
-                                 "git-ignored; create %s/%s, or name an existing directory",
-                                 rel, pre, workspace, pre);
-            }
-            if (!end)
-                break;
-            *end++ = '/';
-        }
-        if (r < 0)
-            break;
-        /* Tracked content first: Git calls a directory holding tracked
-         * files not ignored, and that is not what to fix. */
-        _cleanup_free_ char *out = NULL;
-        int st = git_at(git, env, workspace, "ls-files", "--cached", rel, &out);
-        if (st != 0) {
-            if (st < 0)
-                r = lz_error_set(err, st, "private_dirs: cannot run %s ls-files in %s: %s", git, workspace,
-                                 strerror(-st));
-            else
-                r = lz_error_set(err, -EINVAL,
-                                 "private_dirs: `git ls-files -- %s` failed in %s (exit status %d; run `git -C %s "
-                                 "status` to see why): private directories need the workspace in a Git work tree "
-                                 "that git trusts",
-                                 rel, workspace, st, workspace);
-            break;
-        }
-        if (out && out[0]) {
-            char *nl = strchr(out, '\n');
-            if (nl)
-                *nl = '\0';
-            r = lz_error_set(err, -EPERM,
-                             "private_dirs: %s holds files tracked by Git in %s (%s): a private directory hides "
-                             "the host's files; untrack them (`git rm -r --cached %s`) or remove it from "
-                             "private_dirs",
-                             rel, workspace, out, rel);
-            break;
-        }
-        if ((r = is_ignored(git, env, workspace, rel, err)) < 0)
-            break;
-        if (r == 0) {
-            r = lz_error_set(err, -EPERM,
-                             "private_dirs: %s is not git-ignored in %s: a private directory is the Domain's "
-                             "own and never reaches the host; add \"/%s/\" to the workspace's .gitignore (or to "
-                             ".git/info/exclude), or remove it from private_dirs",
-                             rel, workspace, rel);
-            break;
-        }
-        r = 0;
+    for (size_t i = 0; r >= 0 && i < n; i++)
+        r = check_shape(wfd, git, env, workspace, dirs[i], err);
+    /* Two git runs for all of them (each costs milliseconds on the start
+     * path); one per directory only to say which failed. check-ignore
+     * prints each ignored path once: as many lines as paths, all ignored. */
+    _cleanup_free_ char *tracked = NULL, *ignored = NULL;
+    int st = r < 0 ? 0 : git_at(git, env, workspace, "ls-files", "--cached", paths, n, &tracked);
+    bool fast = r >= 0 && st == 0 && tracked && !tracked[0];
+    if (fast) {
+        st = git_at(git, env, workspace, "check-ignore", NULL, paths, n, &ignored);
+        size_t lines = 0;
+        for (const char *c = ignored; c && *c; c++)
+            lines += *c == '\n';
+        fast = st == 0 && lines == n;
     }
+    for (size_t i = 0; r >= 0 && !fast && i < n; i++)
+        r = check_one(git, env, workspace, dirs[i], err);
+    if (r >= 0 && !fast)
+        r = lz_error_set(err, -EINVAL, "private_dirs: git's answers in %s do not agree; run `git -C %s status`",
+                         workspace, workspace);
     free_env(env);
     return r < 0 ? r : 0;
 }

@@ -79,6 +79,14 @@ static void test_check(void **state) {
     assert_non_null(strstr(err.msg, "its parent nope"));
     /* A glob or magic in a name is a name. */
     assert_int_equal(check(ws, ":(glob)*", &err), -EPERM);
+    /* Several at once (two git runs), and which one failed. */
+    char *git = lz_gitscan_git_path();
+    char *three[] = { (char *)"node_modules", (char *)"web/node_modules", (char *)"gen/cache" };
+    assert_int_equal(lz_privdirs_check(ws, git, three, 3, &err), 0);
+    char *two[] = { (char *)"node_modules", (char *)"build" };
+    assert_int_equal(lz_privdirs_check(ws, git, two, 2, &err), -EPERM);
+    assert_non_null(strstr(err.msg, "build is not git-ignored"));
+    free(git);
     /* Without git, or outside a work tree: refused, with why. */
     char *dirs[] = { (char *)"node_modules" };
     assert_int_equal(lz_privdirs_check(ws, NULL, dirs, 1, &err), -ENOENT);
