@@ -72,7 +72,7 @@ void lz_gitscan_clear(struct lz_gitscan *s);
 char *lz_gitscan_git_path(void);
 /* The environment the scan gives git: the variables that select the
  * developer's configuration, nothing that could redirect the repository
- * (NULL-terminated, malloc'd; free with lz_strv_free(v, count)). */
+ * (NULL-terminated; each string and the array malloc'd). */
 char **lz_gitscan_git_env(void);
 /* Runs git (args[0] ignored) with envp, no stdin or stderr, cwd "/",
  * waiting at most timeout_ms; its standard output into *ret
