@@ -25,6 +25,9 @@ default modes:
            invalidation)
   shared   the router as shipped but with ignored_state = false (no
            ignored-state routing): what the routing itself costs
+  private  the router as shipped with private_dirs = ["node_modules"]:
+           node_modules/ a direct bind of the Domain's store (istorm and
+           burst run there without the router)
 
 These need a build configured with -Dtest_hooks=true (scripts/itest.sh
 turns it on; they are chosen with the test hook LAZARET_TEST_WORKSPACE, and
@@ -83,7 +86,7 @@ BINARIES = ["lazaret", "lazaret-core", "lazaret-init", "lazaret-router", "lazare
 # Modes chosen with the test hook LAZARET_TEST_WORKSPACE (test builds only),
 # and the hook's value for each.
 HOOK_MODES = {"bind-hook": "bind", "nowatch": "nowatch", "eager": "eager"}
-MODES = ["bind", "watch", "shared", *HOOK_MODES]
+MODES = ["bind", "watch", "shared", "private", *HOOK_MODES]
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--build", required=True, help="meson build directory (a release build will do)")
@@ -182,14 +185,15 @@ def make_repo(path: Path):
     subprocess.run(["git", "-C", str(path), "gc", "-q"], check=True, env=GIT_ENV)
 
 
-def lazaret_env(base: Path, storage: Path, name, ignored_state=True, hook=None):
+def lazaret_env(base: Path, storage: Path, name, ignored_state=True, hook=None, private=False):
     """The environment of `lazaret run` for one mode: its own configuration
     (the bench profile on the Debian image) and runtime directory."""
     cfg = base / f"config-{name}"
     (cfg / "lazaret").mkdir(parents=True)
     (cfg / "lazaret" / "config.toml").write_text(
         f'[storage]\ndata_root = "{storage}"\nlinger_seconds = 0\n\n[profiles.bench]\nimage = "builtin:debian-bookworm"\n'
-        + ("" if ignored_state else "ignored_state = false\n"))
+        + ("" if ignored_state else "ignored_state = false\n")
+        + ('private_dirs = ["node_modules"]\n' if private else ""))
     runtime = Path(tempfile.mkdtemp(prefix="lzrt", dir="/tmp"))
     os.chmod(runtime, 0o700)
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": os.environ.get("HOME", "/"),
@@ -296,7 +300,7 @@ class Mode:
         subprocess.run(["cp", "-a", str(repo), str(self.ws)], check=True)
         self.samples = {op: [] for op in OPS}
         self.env, self.runtime = lazaret_env(base, storage, name, ignored_state=name != "shared",
-                                             hook=HOOK_MODES.get(name))
+                                             hook=HOOK_MODES.get(name), private=name == "private")
 
     def run_inside(self, timeout):
         return subprocess.run([LAZARET, "run", "-p", "bench", "--", "bash", "-c", INSIDE.replace("STORM", str(a.storm))],

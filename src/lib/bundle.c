@@ -3,8 +3,10 @@
  * network files, the State Anchor's directories), and the image's shell. */
 #include "hc_gen.h"
 #include "hc_esc.h"
+#include "gitscan.h"
 #include "ocispec.h"
 #include "paths.h"
+#include "privdirs.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -117,6 +119,31 @@ int hc_write_bundle(struct hc *h, struct lz_error *err) {
                                            lz_xstrdup(c->profile.persistent_dirs[i]), false };
     const char *tw = lz_test_hook("LAZARET_TEST_WORKSPACE");
     bool plain_bind = tw && strcmp(tw, "bind") == 0;
+    /* Private directories: checked against the host's rules at every
+     * start (a .gitignore may have changed), then bound from the store.
+     * Not with the plain bind of the tests and bench (no store there). */
+    struct lz_oci_bind *priv = NULL;
+    size_t npriv = plain_bind ? 0 : c->profile.n_private_dirs;
+    if (npriv) {
+        _cleanup_free_ char *git = lz_gitscan_git_path();
+        _cleanup_free_ char *tree = lz_xasprintf("%s/ignored/tree", c->domain_dir);
+        char **src = NULL;
+        if ((r = lz_privdirs_check(c->workspace, git, c->profile.private_dirs, npriv, err)) < 0 ||
+            (r = lz_privdirs_sources(tree, c->profile.private_dirs, npriv, &src, err)) < 0) {
+            lz_oci_binds_free(binds, nb);
+            lz_oci_binds_free(anchors, c->profile.n_persistent_dirs);
+            return r;
+        }
+        priv = lz_xcalloc(npriv, sizeof *priv);
+        for (size_t i = 0; i < npriv; i++) {
+            priv[i] =
+                (struct lz_oci_bind){ src[i], lz_xasprintf(LZ_SANDBOX_WORKSPACE "/%s", c->profile.private_dirs[i]),
+                                      false };
+            src[i] = NULL;
+        }
+        lz_strv_free(src, npriv);
+        hc_log("private directories: %zu bound from the Domain's store", npriv);
+    }
     struct lz_sandbox_spec spec = {
         .rootfs = h->rootfs,
         .workspace = c->workspace,
@@ -135,11 +162,14 @@ int hc_write_bundle(struct hc *h, struct lz_error *err) {
         .wt_common = h->wt.common,
         .wt_name = h->wt.name,
         .wt_gitdir_file = h->wt_gitdir_file,
+        .private_dirs = priv,
+        .n_private_dirs = npriv,
     };
     _cleanup_free_ char *json = NULL;
     r = lz_oci_sandbox_config(&spec, &json, err);
     lz_oci_binds_free(binds, nb);
     lz_oci_binds_free(anchors, c->profile.n_persistent_dirs);
+    lz_oci_binds_free(priv, npriv);
     if (r < 0)
         return r;
     /* The runtime directory: no fsync (util.h). */

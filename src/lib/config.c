@@ -128,6 +128,7 @@ static void profile_done(struct lz_profile *p) {
     free(p->name);
     free(p->image);
     lz_strv_free(p->persistent_dirs, p->n_persistent_dirs);
+    lz_strv_free(p->private_dirs, p->n_private_dirs);
     cfg_host_tools_free(p);
     lz_strv_free(p->allow_egress, p->n_allow_egress);
     lz_strv_free(p->deny_egress, p->n_deny_egress);
@@ -538,6 +539,7 @@ static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_
                                         "tls_gate",
                                         "publish",
                                         "credentials",
+                                        "private_dirs",
                                         NULL };
     if ((r = cfg_check_keys(ld, t, key, keys)) < 0)
         return r;
@@ -582,6 +584,8 @@ static int parse_profile(struct loader *ld, struct lz_config *c, struct profile_
     if ((v = lz_toml_table_get(t, "publish")) && (r = parse_publish(ld, pi, v)) < 0)
         return r;
     if ((r = cfg_parse_host_tools(ld, pi, t)) < 0)
+        return r;
+    if ((v = lz_toml_table_get(t, "private_dirs")) && (r = cfg_parse_private_dirs(ld, pi, v)) < 0)
         return r;
     if ((r = parse_profile_egress(ld, c, pi)) < 0 || (r = cfg_check_credentials(ld, pi)) < 0)
         return r;

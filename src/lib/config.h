@@ -234,6 +234,11 @@ struct lz_profile {
     size_t n_host_tools_added;
     char **host_tools_removed;
     size_t n_host_tools_removed;
+    /* private_dirs (privdirs.h, docs/ignored-state.md): workspace-relative
+     * git-ignored directories bound from the Domain's store straight
+     * into the sandbox, without the router. Profile order. */
+    char **private_dirs;
+    size_t n_private_dirs;
     bool host_ca_certificates; /* the host's /usr/local/share/ca-certificates trusted inside (hostca.h) */
     /* `command`: the session's argv when `lazaret run` has none (NULL:
      * a login shell). A session default, not a Domain property: it

@@ -98,6 +98,8 @@ int cfg_parse_credentials(struct loader *ld, struct profile_in *pi, const struct
 int cfg_check_credentials(struct loader *ld, struct profile_in *pi);
 int cfg_resolve_credentials(struct loader *ld, struct lz_config *c);
 void cfg_credential_free(struct lz_credential *cr);
+/* private_dirs (privdirs.h): after ignored_state and the host-tool set. */
+int cfg_parse_private_dirs(struct loader *ld, struct profile_in *pi, const struct lz_toml_value *arr);
 int cfg_parse_persistent(struct loader *ld, struct profile_in *pi, const struct lz_toml_value *arr);
 int cfg_parse_volumes(struct loader *ld, struct profile_in *pi, const struct lz_toml_value *arr,
                       const struct expand_ctx *x);

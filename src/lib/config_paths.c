@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 
 #include "autoapprove.h"
+#include "hosttools.h"
+#include "privdirs.h"
 #include "sbwrite.h"
 
 /* Expands a leading "~" or "~/" and, when x is non-NULL, the tokens
@@ -800,5 +802,54 @@ int cfg_locate_config(const struct lz_config_opts *opts, const char *home, char 
         return lz_error_set(err, -errno, "%s: %s", p, strerror(errno));
     }
     *ret_path = rp;
+    return 0;
+}
+
+int cfg_parse_private_dirs(struct loader *ld, struct profile_in *pi, const struct lz_toml_value *arr) {
+    char key[128], d[DISP_MAX], d2[DISP_MAX];
+    struct lz_profile *p = &pi->p;
+    void *v = NULL;
+    int r = profile_array(ld, pi, arr, "private_dirs", sizeof *p->private_dirs, key, sizeof key, &v);
+    if (r < 0)
+        return r;
+    p->private_dirs = v;
+    if (arr->u.array.n > LZ_PRIVDIRS_MAX)
+        return cfg_err(ld, arr->line, key, "more than %d private directories", LZ_PRIVDIRS_MAX);
+    /* They are the Domain's copies of git-ignored paths: without the
+     * Ignored Workspace State there is no such copy (the workspace, ignored
+     * files included, is the host's). */
+    if (arr->u.array.n && !p->ignored_state)
+        return cfg_err(ld, arr->line, key,
+                       "private directories need ignored_state = true (with ignored_state = false every "
+                       "path of the workspace is the host's)");
+    for (size_t i = 0; i < arr->u.array.n; i++) {
+        const struct lz_toml_value *e = arr->u.array.items[i];
+        snprintf(key, sizeof key, "profiles.%s.private_dirs[%zu]", pi->name, i);
+        if ((r = cfg_check_string(ld, e, key)) < 0)
+            return r;
+        const char *s = e->u.string.s, *why = lz_privdir_invalid(s);
+        if (strlen(s) != e->u.string.len)
+            why = "it contains a NUL byte";
+        if (why)
+            return cfg_err(ld, e->line, key, "%s is not a workspace-relative directory: %s", cfg_disp(s, d, sizeof d),
+                           why);
+        /* The host-tool paths are seeded from the host's copy and shown
+         * through the router (docs/host-tools.md): not a plain store. */
+        size_t ht = lz_hosttools_match(p->host_tools, p->n_host_tools, s);
+        if (ht)
+            return cfg_err(ld, e->line, key, "%s is a host-tool configuration path (%.*s), served by the router",
+                           cfg_disp(s, d, sizeof d), (int)ht, s);
+        for (size_t j = 0; j < i; j++) {
+            const char *o = p->private_dirs[j];
+            if (strcmp(o, s) == 0)
+                return cfg_err(ld, e->line, key, "%s is listed twice (also private_dirs[%zu])",
+                               cfg_disp(s, d, sizeof d), j);
+            if (lz_privdirs_nested(o, s))
+                return cfg_err(ld, e->line, key,
+                               "%s overlaps private_dirs[%zu] %s (no private directory may contain another)",
+                               cfg_disp(s, d, sizeof d), j, cfg_disp(o, d2, sizeof d2));
+        }
+        p->private_dirs[p->n_private_dirs++] = lz_xstrdup(s);
+    }
     return 0;
 }

@@ -128,6 +128,7 @@ void lz_config_print(FILE *out, const struct lz_config *c) {
     }
     fprintf(out, "]%s\n", p->n_publish ? "  # host address:host port:sandbox port" : "");
     fprintf(out, "ignored_state = %s\n", p->ignored_state ? "true" : "false");
+    print_list(out, "private_dirs", p->private_dirs, p->n_private_dirs);
     if (p->n_host_tools_added)
         print_list(out, "host_tool_paths_add", p->host_tools_added, p->n_host_tools_added);
     if (p->n_host_tools_removed)

@@ -159,6 +159,15 @@ int lz_config_fingerprint_v1(const struct lz_config *c, uint8_t ret_fp[static 32
      * written before the key existed (it defaults to on) stay the same. */
     if (!p->host_ca_certificates)
         put_str(&st, "host_ca_certificates=false");
+    /* Likewise only with private directories, in profile order (the order
+     * of the binds). */
+    if (p->n_private_dirs) {
+        put_str(&st, "private_dirs");
+        put_u32(&st, (uint32_t)p->n_private_dirs);
+        for (size_t i = 0; i < p->n_private_dirs; i++)
+            if ((r = put_str(&st, p->private_dirs[i])) < 0)
+                return r;
+    }
     /* Likewise only when the profile changed the host-tool paths. */
     if (p->n_host_tools_added || p->n_host_tools_removed) {
         put_str(&st, "host_tool_paths");

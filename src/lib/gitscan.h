@@ -70,6 +70,16 @@ void lz_gitscan_clear(struct lz_gitscan *s);
 /* The host's git as the scan finds it: the first `git` of PATH's absolute
  * entries (malloc'd), or NULL. */
 char *lz_gitscan_git_path(void);
+/* The environment the scan gives git: the variables that select the
+ * developer's configuration, nothing that could redirect the repository
+ * (NULL-terminated; each string and the array malloc'd). */
+char **lz_gitscan_git_env(void);
+/* Runs git (args[0] ignored) with envp, no stdin or stderr, cwd "/",
+ * waiting at most timeout_ms; its standard output into *ret
+ * (NUL-terminated, at most 64 MiB). The exit status, or a negative errno
+ * (-ETIMEDOUT: it was stopped). */
+int lz_gitscan_run_git(const char *git, char **envp, int timeout_ms, const char *const *args, char **ret,
+                       size_t *ret_len);
 
 /* ---- pure parts, exposed for the unit tests ---------------------------- */
 

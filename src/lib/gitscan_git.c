@@ -32,6 +32,8 @@ char *lz_gs_find_git(void) {
 
 char *lz_gitscan_git_path(void) { return lz_gs_find_git(); }
 
+char **lz_gitscan_git_env(void) { return lz_gs_clean_env(); }
+
 /* The environment for git: the variables that select the developer's
  * configuration, nothing that could redirect the repository. */
 char **lz_gs_clean_env(void) {
@@ -49,23 +51,22 @@ char **lz_gs_clean_env(void) {
     return e;
 }
 
-/* Runs git with argv (argv[0] ignored), output into *ret (NUL-terminated).
- * Returns the exit status, or a negative errno. */
-static int run_git(struct scan *s, const char *const *args, char **ret, size_t *ret_len) {
+int lz_gitscan_run_git(const char *git, char **envp, int timeout_ms, const char *const *args, char **ret,
+                       size_t *ret_len) {
     size_t na = 0;
     while (args[na])
         na++;
     _cleanup_free_ char **argv = lz_xcalloc(na + 1, sizeof *argv);
-    argv[0] = s->git;
+    argv[0] = (char *)git;
     for (size_t i = 1; i < na; i++)
         argv[i] = (char *)args[i];
     int pp[2];
     if (pipe2(pp, O_CLOEXEC) < 0)
         return -errno;
     _cleanup_close_ int rd = pp[0];
-    struct lz_spawn_opts o = { .path = s->git,
+    struct lz_spawn_opts o = { .path = git,
                                .argv = argv,
-                               .envp = s->envp,
+                               .envp = envp,
                                .stdin_fd = -1,
                                .stdout_fd = pp[1],
                                .stderr_fd = -1,
@@ -78,7 +79,7 @@ static int run_git(struct scan *s, const char *const *args, char **ret, size_t *
         return r;
     size_t cap = 1 << 16, len = 0;
     char *buf = lz_xmalloc(cap);
-    long deadline = lz_now_ms() + s->timeout_ms;
+    long deadline = lz_now_ms() + timeout_ms;
     r = 0;
     for (;;) {
         long left = deadline - lz_now_ms();
@@ -122,6 +123,12 @@ static int run_git(struct scan *s, const char *const *args, char **ret, size_t *
     *ret = buf;
     *ret_len = len;
     return st;
+}
+
+/* Runs git with argv (argv[0] ignored), output into *ret (NUL-terminated).
+ * Returns the exit status, or a negative errno. */
+static int run_git(struct scan *s, const char *const *args, char **ret, size_t *ret_len) {
+    return lz_gitscan_run_git(s->git, s->envp, s->timeout_ms, args, ret, ret_len);
 }
 
 /* ---- configuration files ---------------------------------------------- */

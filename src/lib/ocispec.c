@@ -177,6 +177,16 @@ int lz_oci_sandbox_config(const struct lz_sandbox_spec *s, char **ret_json, stru
     for (size_t i = 0; i < nwb; i++)
         json_array_append_new(mounts,
                               mount_json(wb[i].destination, "bind", wb[i].source, wb[i].read_only ? ro_o : rw_o));
+    /* Over the router's view, so mounted after it: gVisor's own mount,
+     * which the router never sees (renames and links across it give
+     * EXDEV in the sandbox). No set-id bits and no device nodes, as the
+     * router refuses them elsewhere in /workspace: runsc 20240729 ignores
+     * both options (its gofer makes no device node, and it honours no
+     * set-id bit anywhere), later ones honour nosuid. */
+    static const char *const priv_o[] = { "rbind", "rw", "nosuid", "nodev", NULL };
+    for (size_t i = 0; i < s->n_private_dirs; i++)
+        json_array_append_new(mounts,
+                              mount_json(s->private_dirs[i].destination, "bind", s->private_dirs[i].source, priv_o));
     for (size_t i = 0; i < ntmp; i++) {
         json_array_append_new(mounts, mount_json(tmpd[i], "tmpfs", "tmpfs", hide_o));
         free(tmpd[i]);

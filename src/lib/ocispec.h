@@ -53,6 +53,11 @@ struct lz_sandbox_spec {
      * stale one and delete what it can of it). */
     const char *wt_name;
     const char *wt_gitdir_file;
+    /* Private directories (privdirs.h): store directories (source)
+     * bound read-write, nosuid and nodev, over /workspace/REL
+     * (destination), after the workspace's own mounts. */
+    const struct lz_oci_bind *private_dirs;
+    size_t n_private_dirs;
 };
 
 /* Builds the workspace mount list (the Git protection layout) by looking

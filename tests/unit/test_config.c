@@ -19,6 +19,7 @@
 #include "autoapprove.h"
 #include "config.h"
 #include "domain_id.h"
+#include "privdirs.h"
 #include "procenv.h"
 #include "sbwrite.h"
 
@@ -371,7 +372,7 @@ static const struct bad bad_cases[] = {
     { "bad-profile-key.toml", "claude",
       "bad-profile-key.toml:3: profiles.claude.ignored-state: unknown key (expected one of: image, persistent_dirs, "
       "allow_egress, deny_egress, env, volumes, ignored_state, host_ca_certificates, command, host_tool_paths_add, "
-      "host_tool_paths_remove, egress, allow_hosts, deny_hosts, tls_gate, publish, credentials)" },
+      "host_tool_paths_remove, egress, allow_hosts, deny_hosts, tls_gate, publish, credentials, private_dirs)" },
     { "bad-profile-name-dot.toml", "claude",
       "bad-profile-name-dot.toml:1: profiles.\"a.b\": invalid profile name (must match ^[a-z0-9_-]{2,32}$)" },
     { "bad-profile-name-short.toml", "claude",
@@ -1147,6 +1148,104 @@ static void test_workspace_repository_top(void **state) {
     free(buf);
     lz_config_free(c);
     lz_config_free(top);
+}
+
+/* private_dirs (privdirs.h): workspace-relative, checked strictly, in the
+ * fingerprint only when set. */
+static void test_private_dirs(void **state) {
+    (void)state;
+    char path[8192];
+    snprintf(path, sizeof path, "%s/pd.toml", root);
+    write_file(path, "[profiles.claude]\nimage = \"img\"\n");
+    struct lz_config *c = NULL;
+    struct lz_error err;
+    assert_int_equal(load_path(path, "claude", NULL, &c, &err), 0);
+    assert_int_equal(c->profile.n_private_dirs, 0);
+    uint8_t fp[32];
+    memcpy(fp, c->fingerprint, sizeof fp);
+    lz_config_free(c);
+    /* An empty list is no list: the same fingerprint as before the key. */
+    write_file(path, "[profiles.claude]\nimage = \"img\"\nprivate_dirs = []\n");
+    assert_int_equal(load_path(path, "claude", NULL, &c, &err), 0);
+    assert_memory_equal(c->fingerprint, fp, sizeof fp);
+    lz_config_free(c);
+    write_file(path,
+               "[profiles.claude]\nimage = \"img\"\n"
+               "private_dirs = [\"node_modules\", \"target\", \".venv\", \"web/node_modules\"]\n");
+    assert_int_equal(load_path(path, "claude", NULL, &c, &err), 0);
+    assert_int_equal(c->profile.n_private_dirs, 4);
+    assert_string_equal(c->profile.private_dirs[3], "web/node_modules");
+    assert_memory_not_equal(c->fingerprint, fp, sizeof fp);
+    uint8_t fp2[32];
+    memcpy(fp2, c->fingerprint, sizeof fp2);
+    lz_config_free(c);
+    /* The order is the binds' order: another order, another fingerprint. */
+    write_file(path,
+               "[profiles.claude]\nimage = \"img\"\n"
+               "private_dirs = [\"target\", \"node_modules\", \".venv\", \"web/node_modules\"]\n");
+    assert_int_equal(load_path(path, "claude", NULL, &c, &err), 0);
+    assert_memory_not_equal(c->fingerprint, fp2, sizeof fp2);
+    lz_config_free(c);
+    static const struct {
+        const char *value, *msg;
+    } bad[] = {
+        { "\"\"", "\"\" is not a workspace-relative directory: it is empty" },
+        { "\"/abs\"",
+          "\"/abs\" is not a workspace-relative directory: it is absolute (private directories are "
+          "relative to the workspace)" },
+        { "\"a/../b\"", "\"a/../b\" is not a workspace-relative directory: it has a '.' or '..' component" },
+        { "\"..\"", "\"..\" is not a workspace-relative directory: it has a '.' or '..' component" },
+        { "\"./a\"", "\"./a\" is not a workspace-relative directory: it has a '.' or '..' component" },
+        { "\"a//b\"", "\"a//b\" is not a workspace-relative directory: it has an empty component" },
+        { "\"a/\"", "\"a/\" is not a workspace-relative directory: it ends with '/'" },
+        { "\".git\"", "\".git\" is not a workspace-relative directory: it has a .git component" },
+        { "\"sub/.GIT/x\"", "\"sub/.GIT/x\" is not a workspace-relative directory: it has a .git component" },
+        { "\"a\\nb\"", "\"a\\x0ab\" is not a workspace-relative directory: it contains a control character" },
+        { "\".vscode\"", "\".vscode\" is a host-tool configuration path (.vscode), served by the router" },
+        { "\"x/.claude/y\"", "\"x/.claude/y\" is a host-tool configuration path (x/.claude), served by the router" },
+        { "1", "expected a string, found an integer" },
+    };
+    for (size_t i = 0; i < LZ_ARRAY_SIZE(bad); i++) {
+        char content[512], msg[1024];
+        snprintf(content, sizeof content, "[profiles.claude]\nimage = \"img\"\nprivate_dirs = [%s]\n", bad[i].value);
+        snprintf(msg, sizeof msg, "3: profiles.claude.private_dirs[0]: %s", bad[i].msg);
+        expect_fail_content("pd-bad.toml", content, "claude", msg);
+    }
+    expect_fail_content("pd1.toml", "[profiles.claude]\nimage = \"img\"\nprivate_dirs = [\"a\", \"a\"]\n", "claude",
+                        "3: profiles.claude.private_dirs[1]: \"a\" is listed twice (also private_dirs[0])");
+    expect_fail_content("pd2.toml", "[profiles.claude]\nimage = \"img\"\nprivate_dirs = [\"a/b\", \"a\"]\n", "claude",
+                        "3: profiles.claude.private_dirs[1]: \"a\" overlaps private_dirs[0] \"a/b\" (no private "
+                        "directory may contain another)");
+    /* "ab" is not inside "a". */
+    write_file(path, "[profiles.claude]\nimage = \"img\"\nprivate_dirs = [\"a\", \"ab\", \"a.b\"]\n");
+    assert_int_equal(load_path(path, "claude", NULL, &c, &err), 0);
+    lz_config_free(c);
+    expect_fail_content("pd3.toml", "[profiles.claude]\nimage = \"img\"\nprivate_dirs = \"a\"\n", "claude",
+                        "3: profiles.claude.private_dirs: expected an array, found a string");
+    expect_fail_content("pd4.toml",
+                        "[profiles.claude]\nimage = \"img\"\nignored_state = false\nprivate_dirs = [\"a\"]\n", "claude",
+                        "4: profiles.claude.private_dirs: private directories need ignored_state = true (with "
+                        "ignored_state = false every path of the workspace is the host's)");
+    char many[2048] = "[profiles.claude]\nimage = \"img\"\nprivate_dirs = [";
+    for (int i = 0; i <= LZ_PRIVDIRS_MAX; i++) {
+        char one[32];
+        snprintf(one, sizeof one, "%s\"d%d\"", i ? ", " : "", i);
+        strcat(many, one);
+    }
+    strcat(many, "]\n");
+    expect_fail_content("pd5.toml", many, "claude",
+                        "3: profiles.claude.private_dirs: more than 16 private directories");
+    char longc[300];
+    memset(longc, 'x', 256);
+    longc[256] = '\0';
+    char content[600];
+    snprintf(content, sizeof content, "[profiles.claude]\nimage = \"img\"\nprivate_dirs = [\"%s\"]\n", longc);
+    write_file(path, content);
+    assert_true(load_path(path, "claude", NULL, &c, &err) < 0);
+    assert_non_null(strstr(err.msg, "longer than 255 bytes"));
+    assert_null(lz_privdir_invalid("node_modules"));
+    assert_true(lz_privdirs_nested("a", "a/b") && lz_privdirs_nested("a/b", "a") && lz_privdirs_nested("a", "a"));
+    assert_false(lz_privdirs_nested("a", "ab") || lz_privdirs_nested("a/b", "a/c"));
 }
 
 static void test_fingerprint_stability(void **state) {
@@ -2210,6 +2309,7 @@ int main(void) {
         T(test_gc_keys),
         T(test_persistent_dirs_default),
         T(test_host_tool_paths),
+        T(test_private_dirs),
         T(test_limits),
         T(test_env_non_utf8),
         T(test_builtin_default),
