@@ -44,6 +44,15 @@ def ws(workspace):
     return workspace
 
 
+@pytest.fixture
+def debian_private(debian):
+    """The shared Debian environment (one per worker) with PRIVATE, put
+    back as it was afterwards: the next tests of the worker share it."""
+    debian.write_config(extra_profile=PRIVATE)
+    yield debian
+    debian.write_config()
+
+
 def run(lazaret, env, ws, script, **kw):
     r = lz_run(lazaret, env, ws, ["sh", "-c", script], **kw)
     return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
@@ -137,8 +146,8 @@ def test_a_rule_change_takes_effect_at_the_next_start(lazaret, env, ws):
     assert rc == 0 and out == "x\n", (out, err)
 
 
-def test_renames_and_links_across_the_boundary_give_exdev(lazaret, debian, ws):
-    debian.write_config(extra_profile=PRIVATE)
+def test_renames_and_links_across_the_boundary_give_exdev(lazaret, debian_private, ws):
+    debian = debian_private
     script = r"""cd /workspace; echo in > node_modules/a; echo out > b; mkdir node_modules/d
 rn() { perl -e 'rename($ARGV[0], $ARGV[1]) or die "$!\n"; print "ok\n"' "$1" "$2" 2>&1; }
 echo "out1 $(rn node_modules/a a)"
@@ -252,8 +261,8 @@ def test_reset_ignored_only_clears_private_dirs(lazaret, env, ws):
     assert rc == 0 and "started" in out and " f" not in out and "\nf\n" not in out, (out, err)
 
 
-def test_nested_git_directories_there_are_the_domains(lazaret, debian, ws):
-    debian.write_config(extra_profile=PRIVATE)
+def test_nested_git_directories_there_are_the_domains(lazaret, debian_private, ws):
+    debian = debian_private
     rc, out, err = run(lazaret, debian, ws, "cd /workspace; git init -q node_modules/pkg && echo init=$?; "
                        "git init -q sub 2>&1; echo shared=$?")
     assert "init=0" in out, (out, err)
