@@ -149,6 +149,12 @@ class Env:
         return e
 
 
+def git(ws, *args, check=True):
+    """The host's git in the work tree ws, with the tests' clean environment."""
+    return subprocess.run(["git", "-C", str(ws)] + list(args), check=check, env=git_env(), capture_output=True,
+                          text=True)
+
+
 def make_git_repo(path: Path):
     path.mkdir(parents=True, exist_ok=True)
     env = git_env()

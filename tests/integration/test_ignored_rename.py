@@ -23,16 +23,11 @@ import subprocess
 
 import pytest
 
-from conftest import git_env, lz_run
+from conftest import git, git_env, lz_run
 
 SENT = "LZSENTINEL"
 RULES = "/config/secrets.env\ndeploy/keys/\nnode_modules/\n*.log\nvendor/\n"
 SECRETS = ["config/secrets.env", "deploy/keys/id", "private/token"]
-
-
-def git(ws, *args, check=True):
-    return subprocess.run(["git", "-C", str(ws)] + list(args), check=check, env=git_env(), capture_output=True,
-                          text=True)
 
 
 def make_ws(workspace, excludes):

@@ -18,14 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import domain_dir_for, git_env, lz_run
+from conftest import domain_dir_for, git, lz_run
 
 GITIGNORE = ".env\n*.log\nnode_modules/\nbuild/\n"
-
-
-def git(ws, *args, check=True):
-    return subprocess.run(["git", "-C", str(ws)] + list(args), check=check, env=git_env(), capture_output=True,
-                          text=True)
 
 
 @pytest.fixture

@@ -19,15 +19,10 @@ import subprocess
 import pytest
 from pathlib import Path
 
-from conftest import domain_dir_for, git_env, lz_run
+from conftest import domain_dir_for, git, lz_run
 
 GITIGNORE = ".env\nnode_modules/\ntarget/\nbuild/\n"
 PRIVATE = 'private_dirs = ["node_modules", "target"]\n'
-
-
-def git(ws, *args, check=True):
-    return subprocess.run(["git", "-C", str(ws)] + list(args), check=check, env=git_env(), capture_output=True,
-                          text=True)
 
 
 @pytest.fixture
