@@ -8,9 +8,10 @@ import tempfile
 from pathlib import Path
 
 
-def run_staged_as_user(script, user, storage, builds, make_args, binaries):
+def run_staged_as_user(script, user, storage, builds, make_args, binaries, extra=None):
     """Copies each build's binaries (builds: {subdir: directory holding
-    them}) and the script into a stage under /var/tmp that `user` owns, runs
+    them}), the script and the extra files (extra: {path in the stage: file})
+    into a stage under /var/tmp that `user` owns, runs
     `python3 script *make_args(stage)` as that user with a minimal
     environment, and removes the stage. Returns its exit status."""
     stage = Path(tempfile.mkdtemp(prefix="lazaret-bench.", dir="/var/tmp"))
@@ -22,6 +23,9 @@ def run_staged_as_user(script, user, storage, builds, make_args, binaries):
                 shutil.copy2(Path(src) / b, d / b)
         shutil.copy2(script, stage / Path(script).name)
         shutil.copy2(__file__, stage / "benchlib.py")
+        for rel, src in (extra or {}).items():
+            (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, stage / rel)
         pw = pwd.getpwnam(user)
         subprocess.run(["chown", "-R", f"{user}:", str(stage)], check=True)
         os.chmod(stage, 0o755)

@@ -4,6 +4,7 @@
   bench/workspace.py --build BUILD_DIR [--storage DIR] [--user lzt3]
                      [--modes bind,watch,shared] [--rounds 2]
                      [--files 30000] [--dirs 630] [--storm 20000]
+                     [--ops first,status,...] [--image REF]
 
 BUILD_DIR is a meson build directory; a release build will do
 (`meson setup build-rel --buildtype=release -Dtest_hooks=false`) for the
@@ -61,7 +62,19 @@ Root where it is bootstrapped), timing inside with bash's $EPOCHREALTIME:
            each in node_modules/ (their directories made by one `mkdir -p`,
            the files by bash: one process, as npm is), then `rm -r`
 
-The repository's committed .gitignore ignores node_modules/.
+  npmci    (only when named in --ops) a real `npm ci --offline` of
+           bench/npm/ (467 packages, about 11 000 entries in node_modules/:
+           express, react, lodash, typescript, eslint, webpack, jest) from
+           a prepared npm cache, with --ignore-scripts; then `rm -rf` of
+           what it installed (npmrm). The cache is filled once per run on
+           the host (from the npm registry, before the rounds; `npm` must
+           be on the host) and given to each session on its standard input
+           as a tar stream, unpacked into /tmp untimed: the sandbox needs no
+           network. The image must hold npm: --image builtin:agent-claude
+           (bootstrapped in the Storage Root, or built the first time).
+
+The repository's committed .gitignore ignores node_modules/ (with npmci,
+bench/npm's package.json and package-lock.json are committed too).
 
 It prints medians per mode and the ratio to the first mode (`bind` by
 default), and the host's own `git status` for scale. The Domain is stopped
@@ -87,6 +100,9 @@ BINARIES = ["lazaret", "lazaret-core", "lazaret-init", "lazaret-router", "lazare
 # and the hook's value for each.
 HOOK_MODES = {"bind-hook": "bind", "nowatch": "nowatch", "eager": "eager"}
 MODES = ["bind", "watch", "shared", "private", *HOOK_MODES]
+DEFAULT_OPS = ["first", "status", "storm", "istorm", "grep", "burst"]
+ALL_OPS = [*DEFAULT_OPS, "npmci"]
+NPM_DIR = Path(__file__).resolve().parent / "npm"
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--build", required=True, help="meson build directory (a release build will do)")
@@ -98,6 +114,10 @@ ap.add_argument("--rounds", type=int, default=2)
 ap.add_argument("--files", type=int, default=30000)
 ap.add_argument("--dirs", type=int, default=630)
 ap.add_argument("--storm", type=int, default=20000)
+ap.add_argument("--ops", default=",".join(DEFAULT_OPS),
+                help=f"comma-separated, in this order: {', '.join(ALL_OPS)} (npmci also times npmrm)")
+ap.add_argument("--image", default="builtin:debian-bookworm",
+                help="the bench profile's image (npmci needs npm: builtin:agent-claude)")
 a = ap.parse_args()
 
 modes_asked = a.modes.split(",")
@@ -106,6 +126,17 @@ for m in modes_asked:
         ap.error(f"unknown mode {m!r} (modes: {', '.join(MODES)})")
 if len(set(modes_asked)) != len(modes_asked):
     ap.error("a mode is named twice")
+ops_asked = a.ops.split(",")
+for o in ops_asked:
+    if o not in ALL_OPS:
+        ap.error(f"unknown operation {o!r} (operations: {', '.join(ALL_OPS)})")
+if ops_asked != [o for o in ALL_OPS if o in ops_asked]:
+    ap.error(f"--ops: name the operations once each, in this order: {', '.join(ALL_OPS)}")
+NPM = "npmci" in ops_asked
+if NPM and not all((NPM_DIR / f).is_file() for f in ("package.json", "package-lock.json")):
+    sys.exit(f"workspace.py: npmci needs {NPM_DIR}/package.json and package-lock.json")
+if NPM and not shutil.which("npm"):
+    sys.exit("workspace.py: npmci fills its npm cache on the host first: install npm (apt-get install npm)")
 
 
 def has_test_hooks(build):
@@ -127,7 +158,10 @@ def reexec_as_user():
     return run_staged_as_user(
         __file__, a.user, a.storage, {"bin": a.build},
         lambda st: ["--build", str(st / "bin"), "--modes", a.modes, "--rounds", str(a.rounds),
-                    "--files", str(a.files), "--dirs", str(a.dirs), "--storm", str(a.storm)], BINARIES)
+                    "--files", str(a.files), "--dirs", str(a.dirs), "--storm", str(a.storm),
+                    "--ops", a.ops, "--image", a.image], BINARIES,
+        extra={"npm/package.json": NPM_DIR / "package.json", "npm/package-lock.json": NPM_DIR / "package-lock.json"}
+        if NPM else None)
 
 
 if os.geteuid() == 0:
@@ -138,26 +172,41 @@ GIT_ENV = {
     "GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@x.invalid",
     "GIT_COMMITTER_NAME": "Dev", "GIT_COMMITTER_EMAIL": "dev@x.invalid",
 }
-INSIDE = r"""
+# The script each session runs: one part per operation of --ops, in
+# order; each part prints "OP MICROSECONDS".
+INSIDE_PARTS = {
+    "": r"""
 set -e
 cd /workspace
 us() { echo "${EPOCHREALTIME/./}"; }
-t=$(us); git status >/dev/null; echo "first $(( $(us) - t ))"
-for i in 1 2 3; do t=$(us); git status >/dev/null; echo "status $(( $(us) - t ))"; done
 n=STORM; per=$(( n / 100 ))
+""",
+    "first": r"""
+t=$(us); git status >/dev/null; echo "first $(( $(us) - t ))"
+""",
+    "status": r"""
+for i in 1 2 3; do t=$(us); git status >/dev/null; echo "status $(( $(us) - t ))"; done
+""",
+    "storm": r"""
 t=$(us)
 mkdir storm{0..99}
 for ((d = 0; d < 100; d++)); do for ((f = 0; f < per; f++)); do : > "storm$d/f$f"; done; done
 for ((d = 0; d < 100; d++)); do for ((f = 0; f < per; f++)); do [ -f "storm$d/f$f" ]; done; done
 rm -r storm*
 echo "storm $(( $(us) - t ))"
+""",
+    "istorm": r"""
 mkdir -p node_modules; t=$(us)
 mkdir node_modules/storm{0..99}
 for ((d = 0; d < 100; d++)); do for ((f = 0; f < per; f++)); do : > "node_modules/storm$d/f$f"; done; done
 for ((d = 0; d < 100; d++)); do for ((f = 0; f < per; f++)); do [ -f "node_modules/storm$d/f$f" ]; done; done
 rm -r node_modules/storm*
 echo "istorm $(( $(us) - t ))"
+""",
+    "grep": r"""
 t=$(us); grep -r -q NOT-IN-ANY-FILE d* || true; echo "grep $(( $(us) - t ))"
+""",
+    "burst": r"""
 t=$(us)
 mkdir -p node_modules/pkg{0..999}/lib
 for ((p = 0; p < 1000; p++)); do
@@ -165,9 +214,20 @@ for ((p = 0; p < 1000; p++)); do
 done
 rm -r node_modules/pkg*
 echo "burst $(( $(us) - t ))"
-"""
-
-OPS = ["first", "status", "storm", "istorm", "grep", "burst"]
+""",
+    # The npm cache arrives on standard input (a tar stream), unpacked untimed.
+    "npmci": r"""
+command -v npm >/dev/null || { echo "npmci: no npm in this image (--image builtin:agent-claude)" >&2; exit 3; }
+c=$(mktemp -d /tmp/npmc.XXXXXX); tar -x -C "$c"
+t=$(us); npm ci --offline --cache "$c" --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
+echo "npmci $(( $(us) - t ))"
+echo "npmfiles $(find node_modules | wc -l)"
+t=$(us); rm -rf node_modules/* node_modules/.[!.]*; echo "npmrm $(( $(us) - t ))"
+rm -rf "$c"
+""",
+}
+OPS = [*ops_asked, *(["npmrm"] if NPM else [])]
+INSIDE = "".join(INSIDE_PARTS[o] for o in ["", *ops_asked]).replace("STORM", str(a.storm))
 
 
 def make_repo(path: Path):
@@ -179,6 +239,9 @@ def make_repo(path: Path):
         for f in range(per_dir):
             (dd / f"f{f:02d}.txt").write_text(f"file {d}/{f}\n")
     (path / ".gitignore").write_text("node_modules/\n")
+    if NPM:
+        for f in ("package.json", "package-lock.json"):
+            shutil.copyfile(NPM_DIR / f, path / f)
     subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True, env=GIT_ENV)
     subprocess.run(["git", "-C", str(path), "add", "-A"], check=True, env=GIT_ENV)
     subprocess.run(["git", "-C", str(path), "-c", "gc.auto=0", "commit", "-qm", "initial"], check=True, env=GIT_ENV)
@@ -191,7 +254,7 @@ def lazaret_env(base: Path, storage: Path, name, ignored_state=True, hook=None, 
     cfg = base / f"config-{name}"
     (cfg / "lazaret").mkdir(parents=True)
     (cfg / "lazaret" / "config.toml").write_text(
-        f'[storage]\ndata_root = "{storage}"\nlinger_seconds = 0\n\n[profiles.bench]\nimage = "builtin:debian-bookworm"\n'
+        f'[storage]\ndata_root = "{storage}"\nlinger_seconds = 0\n\n[profiles.bench]\nimage = "{a.image}"\n'
         + ("" if ignored_state else "ignored_state = false\n")
         + ('private_dirs = ["node_modules"]\n' if private else ""))
     runtime = Path(tempfile.mkdtemp(prefix="lzrt", dir="/tmp"))
@@ -204,6 +267,35 @@ def lazaret_env(base: Path, storage: Path, name, ignored_state=True, hook=None, 
 
 
 LAZARET = str(Path(a.build) / "lazaret")
+NPM_TAR = None  # the npm cache as a tar stream (npmci), made by prepare_npm()
+
+
+def session_stdin():
+    """Each session's standard input: the npm cache for npmci, else nothing."""
+    return open(NPM_TAR, "rb") if NPM else subprocess.DEVNULL
+
+
+def prepare_npm(base: Path):
+    """Fills an npm cache for bench/npm/ on the host (from the registry,
+    once per run) and packs it as the sessions' tar stream."""
+    global NPM_TAR
+    proj, cache = base / "npm-project", base / "npm-cache"
+    proj.mkdir()
+    for f in ("package.json", "package-lock.json"):
+        shutil.copyfile(NPM_DIR / f, proj / f)
+    t = time.monotonic()
+    r = subprocess.run(["npm", "ci", "--cache", str(cache), "--ignore-scripts", "--no-audit", "--no-fund",
+                        "--loglevel=error"], cwd=proj, capture_output=True, text=True, timeout=1800)
+    if r.returncode != 0:
+        sys.exit(f"workspace.py: filling the npm cache on the host failed (the npm registry must be reachable"
+                 f" from the host):\n{r.stderr[-2000:]}")
+    entries = sum(1 for _ in (proj / "node_modules").rglob("*"))
+    print(f"npm cache filled on the host in {time.monotonic() - t:.0f} s ({entries} entries in node_modules/ there)",
+          flush=True)
+    shutil.rmtree(proj / "node_modules")
+    NPM_TAR = base / "npm-cache.tar"
+    subprocess.run(["tar", "-c", "-f", str(NPM_TAR), "-C", str(cache), "."], check=True)
+    shutil.rmtree(cache)
 END = b"\0LZBENCH-ENV-END\0"
 
 
@@ -299,12 +391,13 @@ class Mode:
         self.ws = base / f"ws-{name}"
         subprocess.run(["cp", "-a", str(repo), str(self.ws)], check=True)
         self.samples = {op: [] for op in OPS}
+        self.npmfiles = set()
         self.env, self.runtime = lazaret_env(base, storage, name, ignored_state=name != "shared",
                                              hook=HOOK_MODES.get(name), private=name == "private")
 
     def run_inside(self, timeout):
-        return subprocess.run([LAZARET, "run", "-p", "bench", "--", "bash", "-c", INSIDE.replace("STORM", str(a.storm))],
-                              cwd=self.ws, env=self.env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        return subprocess.run([LAZARET, "run", "-p", "bench", "--", "bash", "-c", INSIDE],
+                              cwd=self.ws, env=self.env, stdin=session_stdin(), capture_output=True, text=True,
                               timeout=timeout)
 
     def after_round(self):
@@ -318,6 +411,8 @@ class Mode:
             op, _, us = line.partition(" ")
             if op in self.samples:
                 self.samples[op].append(int(us) / 1000.0)
+            elif op == "npmfiles":
+                self.npmfiles.add(int(us))
         self.after_round()
 
     def cleanup(self):
@@ -346,6 +441,7 @@ class Floor(Mode):
         self.ws = base / f"ws-{name}"
         subprocess.run(["cp", "-a", str(repo), str(self.ws)], check=True)
         self.samples = {op: [] for op in OPS}
+        self.npmfiles = set()
         spec, envv = json.loads(json.dumps(captured[0])), captured[1]
         d = base / f"floor-{name}"
         rootfs = spec["root"]["path"]
@@ -368,7 +464,7 @@ class Floor(Mode):
                 self.anchors += [str(lower), str(upper), str(work), str(target)]
                 m["source"] = str(target)
         # The session's process: its environment, user and capabilities.
-        spec["process"].update(args=["bash", "-c", INSIDE.replace("STORM", str(a.storm))], env=envv,
+        spec["process"].update(args=["bash", "-c", INSIDE], env=envv,
                                cwd="/workspace", terminal=False)
         # --network=host uses the namespace runsc runs in (a fresh one from unshare).
         spec["linux"]["namespaces"] = [n for n in spec["linux"]["namespaces"] if n["type"] != "network"]
@@ -384,7 +480,7 @@ class Floor(Mode):
             ["unshare", "--map-root-user", "--map-auto", "--net", "--mount", "sh", "-c", MOUNT_ANCHORS, "sh",
              *self.anchors, "--", "runsc", "--root", str(self.state), "--network=host", "--ignore-cgroups",
              f"--overlay2=root:dir={self.overlay}", "run", "--bundle", str(self.bundle), f"lzws-{os.getpid()}-{self.n}"],
-            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+            stdin=session_stdin(), capture_output=True, text=True, timeout=timeout)
 
     def after_round(self):
         pass
@@ -399,6 +495,8 @@ def main():
     repo = base / "repo"
     print(f"repository: {a.files} files in {a.dirs} directories; storm {a.storm} files", flush=True)
     make_repo(repo)
+    if NPM:
+        prepare_npm(base)
     captured = capture(base, storage) if "bind" in modes_asked else None
     modes = [Floor(m, base, repo, captured) if m == "bind" else Mode(m, base, storage, repo) for m in modes_asked]
     for n in range(a.rounds):
@@ -422,6 +520,8 @@ def main():
     print(f"native   status {statistics.median(host):.0f} ms (the host's git on the same tree)")
     for m in modes:
         print(f"{m.name}: " + "; ".join(f"{op} {' '.join(f'{x:.0f}' for x in v)}" for op, v in m.samples.items()))
+    if NPM:  # every mode installed the same tree
+        print("npm ci entries in node_modules/: " + "; ".join(f"{m.name} {sorted(m.npmfiles)}" for m in modes))
     for m in modes:
         m.cleanup()
     # overlayfs leaves its work directories mode 000.
