@@ -489,6 +489,14 @@ class Floor(Mode):
         pass
 
 
+def paired(m, ref, op):
+    """The median over rounds of m's time / ref's time in the same round
+    (an operation timed k times a round: the sum of its k runs)."""
+    k = len(m.samples[op]) // a.rounds
+    per = [(sum(m.samples[op][i * k:(i + 1) * k]), sum(ref.samples[op][i * k:(i + 1) * k])) for i in range(a.rounds)]
+    return statistics.median(x / y for x, y in per)
+
+
 def main():
     base = Path(tempfile.mkdtemp(prefix="lzbench-ws."))
     storage = Path(a.storage) if a.storage else base / "storage"
@@ -512,6 +520,12 @@ def main():
         med = [statistics.median(m.samples[op]) for op in OPS]
         rmed = [statistics.median(ref.samples[op]) for op in OPS]
         print(f"{m.name:9}" + "".join(f"{x:12.0f}" for x in med) + "".join(f"{x / y:{w}.2f}" for x, y in zip(med, rmed)))
+    # The rounds interleave the modes: a round's ratio compares runs made
+    # minutes apart, under the same load.
+    print(f"\n{'paired':9}" + "".join(f"{op + '/' + ref.name:>{w}}" for op in OPS)
+          + "   (median over rounds of the round's ratio; status: its 3 runs' sum)")
+    for m in modes[1:]:
+        print(f"{m.name:9}" + "".join(f"{paired(m, ref, op):{w}.2f}" for op in OPS))
     host = []
     for _ in range(3):
         t = time.monotonic()
