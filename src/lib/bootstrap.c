@@ -32,11 +32,15 @@ static int bootstrap_image(const struct lz_oci_store *st, const char *suite, con
          * (SSL_CERT_FILE, as lz_tool_env passes it, or Debian's) is lent to
          * npm for the build only, so that a TLS-intercepting proxy whose CA
          * the host trusts works; it and npm's cache are removed before the
-         * tar is written. `--version` proves the agent starts. */
+         * tar is written. `--version` proves the agent starts. The chroot
+         * gets Debian's PATH, not the caller's: npm links the agent into
+         * /usr/local/bin, which a minimal PATH (cron, `env -i`, a service)
+         * leaves out. */
         hook =
             lz_xasprintf("--customize-hook="
                          "cp \"${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}\" \"$1/tmp/lazaret-ca.crt\" || :; "
-                         "chroot \"$1\" env HOME=/root NODE_EXTRA_CA_CERTS=/tmp/lazaret-ca.crt sh -c "
+                         "chroot \"$1\" env HOME=/root PATH=" LZ_CHROOT_PATH " "
+                         "NODE_EXTRA_CA_CERTS=/tmp/lazaret-ca.crt sh -c "
                          "'npm install --global --no-fund --no-audit --no-update-notifier %s && %s --version'; "
                          "r=$?; rm -rf \"$1/tmp/lazaret-ca.crt\" \"$1/root/.npm\"; exit $r",
                          a->npm_package, a->name);

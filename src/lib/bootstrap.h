@@ -19,6 +19,8 @@
 
 /* Packages added to --variant=minbase by lz_image_bootstrap. */
 #define LZ_BOOTSTRAP_PACKAGES "bash,git,ca-certificates,less,vim-tiny,procps,ncurses-base"
+/* The PATH of commands run inside the new root (Debian's default). */
+#define LZ_CHROOT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 struct lz_oci_store;
 

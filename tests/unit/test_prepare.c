@@ -982,6 +982,9 @@ static void test_agent_bootstrap(void **state) {
                            "npm install --global --no-fund --no-audit --no-update-notifier "
                            "@anthropic-ai/claude-code && claude --version"));
     assert_non_null(strstr(text, "NODE_EXTRA_CA_CERTS=/tmp/lazaret-ca.crt"));
+    /* This test's PATH (no /usr/local/bin, where npm links the agent) is
+     * not what the chroot gets. */
+    assert_non_null(strstr(text, "chroot \"$1\" env HOME=/root PATH=" LZ_CHROOT_PATH " "));
     assert_non_null(strstr(text, "\nbookworm\n"));
     free(text);
 
