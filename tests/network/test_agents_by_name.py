@@ -58,7 +58,6 @@ import re
 import shutil
 import socket
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -66,7 +65,8 @@ import pytest
 
 import netlib
 
-from test_names import SERVER, DnsLog, ServerLog, dns_ask, sh, user_pids
+from netlib import FakeLog, World
+from test_names import SERVER, DnsLog, ServerLog, dns_answered, dns_ask, user_pids
 
 LAZARET = os.environ.get("LAZARET_BIN", "")
 FIXTURES = Path(os.environ.get("LAZARET_FIXTURES", ""))
@@ -111,83 +111,29 @@ def dnsmasq_args(log):
             f"--host-record={API_NAME},{API_IP}", f"--host-record={EXFIL_NAME},{EXF_IP}"]
 
 
-class FakeLog:
-    """The fake model servers' request log (one JSON line per request)."""
-
-    def __init__(self, path):
-        self.path = path
-
-    def mark(self):
-        return self.path.stat().st_size
-
-    def requests(self, since=0):
-        with open(self.path, "rb") as f:
-            f.seek(since)
-            text = f.read().decode(errors="replace")
-        return [json.loads(ln) for ln in text.splitlines() if ln.startswith("{")]
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     d = tmp_path_factory.mktemp("agw-world")
     (d / "server.py").write_text(SERVER)
-    procs = []
-
-    def gone():
-        for p in procs:
-            p.kill()
-            p.wait(timeout=10)
-        for ns in (DNS_NS, API_NS, EXF_NS):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-            subprocess.run(["ip", "link", "del", f"v-{ns}"], capture_output=True)
-
-    def start(cmd, expect, **kw):
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=kw.pop("stderr", subprocess.STDOUT), text=True,
-                             **kw)
-        procs.append(p)
-        if expect is not None:
-            line = p.stdout.readline().strip()
-            assert line == expect, f"{cmd[:8]}: {line}"
-        return p
-
-    gone()
+    w = World((DNS_NS, API_NS, EXF_NS))
     try:
         for ns, hostip, peer in ((DNS_NS, DNS_HOST, DNS_IP), (API_NS, API_HOST, API_IP), (EXF_NS, EXF_HOST, EXF_IP)):
-            sh("ip", "netns", "add", ns)
-            sh("ip", "link", "add", f"v-{ns}", "type", "veth", "peer", "name", "eth0", "netns", ns)
-            sh("ip", "addr", "add", f"{hostip}/24", "dev", f"v-{ns}")
-            sh("ip", "link", "set", f"v-{ns}", "up")
-            sh("ip", "-n", ns, "addr", "add", f"{peer}/24", "dev", "eth0")
-            sh("ip", "-n", ns, "link", "set", "eth0", "up")
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
-            sh("ip", "-n", ns, "route", "add", "default", "via", hostip)
+            w.host(ns, hostip, [peer])
         logs = {k: d / f"{k}.log" for k in ("dns", "fake", "exfil")}
         for p in logs.values():
             p.write_text("")
         fake_err = open(logs["fake"], "a", buffering=1)
         for server, port, _ in AGENTS.values():
             # Each prints its port once it listens.
-            start(["ip", "netns", "exec", API_NS, "env", f"FAKE_HOST={API_IP}", f"FAKE_PORT={port}", "node",
-                   str(FIXTURES / "fake-model" / f"{server}.js")], str(port), stderr=fake_err)
-        start(["ip", "netns", "exec", EXF_NS, "/usr/bin/python3", str(d / "server.py"), EXF_IP, str(logs["exfil"]),
-               ",".join(map(str, EXF_PORTS)), ""], "ready")
-        dns = start(["ip", "netns", "exec", DNS_NS] + dnsmasq_args(logs["dns"]), None)
-        end = time.monotonic() + 10
-        while True:
-            try:
-                if dns_ask(DNS_IP, API_NAME, timeout=0.5)[0] == 0:
-                    break
-            except OSError:
-                pass
-            assert dns.poll() is None, dns.stdout.read()
-            assert time.monotonic() < end, "dnsmasq did not answer in 10 s"
-            time.sleep(0.1)
+            w.start(["ip", "netns", "exec", API_NS, "env", f"FAKE_HOST={API_IP}", f"FAKE_PORT={port}", "node",
+                     str(FIXTURES / "fake-model" / f"{server}.js")], str(port), stderr=fake_err)
+        w.start(["ip", "netns", "exec", EXF_NS, "/usr/bin/python3", str(d / "server.py"), EXF_IP, str(logs["exfil"]),
+                 ",".join(map(str, EXF_PORTS)), ""], "ready")
+        dns = w.start(["ip", "netns", "exec", DNS_NS] + dnsmasq_args(logs["dns"]))
+        w.wait_answered(dns, lambda: dns_answered(DNS_IP, API_NAME), "dnsmasq")
         yield {"dns": DnsLog(logs["dns"]), "fake": FakeLog(logs["fake"]), "exfil": ServerLog(logs["exfil"])}
     finally:
-        gone()
-        for p in procs:
-            if p.stdout:
-                p.stdout.close()
+        w.end()
 
 
 def environ(e):
@@ -227,11 +173,7 @@ def user_env(world):
     if not storage.exists():
         storage.mkdir(parents=True)
         shutil.chown(storage, USER, USER)
-    base = Path(tempfile.mkdtemp(prefix="lzagw", dir="/tmp"))
-    os.chmod(base, 0o755)
-    for sub in ("config/lazaret", "build-config/lazaret", "build-cwd", "run"):
-        (base / sub).mkdir(parents=True, exist_ok=True)
-    (base / "run").chmod(0o700)
+    base = netlib.user_base("lzagw", ("config/lazaret", "build-config/lazaret", "build-cwd", "run"))
     for agent in AGENTS:
         (base / f"ws-{agent}").mkdir()
         (base / f"ws-{agent}" / PROBE_FILE).write_text(PROBE)
@@ -241,9 +183,7 @@ def user_env(world):
     # Image builds (only of an image the Storage Root lacks) reach the
     # Debian mirror and npm through the host's own resolver.
     (base / "build-config/lazaret/config.toml").write_text(f'[storage]\ndata_root = "{storage}"\n')
-    shutil.chown(base, USER, USER)
-    for p in base.rglob("*"):
-        shutil.chown(p, USER, USER)
+    netlib.give_to(base, USER)
     e = {"base": base, "uid": pw.pw_uid}
     yield e
     shutil.rmtree(base, ignore_errors=True)
@@ -251,19 +191,8 @@ def user_env(world):
 
 @pytest.fixture(scope="module")
 def agent_image(user_env):
-    """Builds an agent image once unless the Storage Root holds it
-    (`image bootstrap --agent` keeps a stored image)."""
-    done = set()
-
-    def need(agent):
-        if agent in done:
-            return
-        r = subprocess.run(as_user(user_env, [LAZARET, "image", "bootstrap", "--agent", agent], "build-config"),
-                           cwd=user_env["base"] / "build-cwd", capture_output=True, text=True,
-                           timeout=BUILD_TIMEOUT)
-        assert r.returncode == 0, r.stderr[-3000:]
-        done.add(agent)
-    return need
+    return netlib.image_builder(lambda argv: as_user(user_env, argv, "build-config"), user_env["base"] / "build-cwd",
+                                LAZARET, BUILD_TIMEOUT)
 
 
 @pytest.fixture

@@ -53,13 +53,13 @@ import shutil
 import socket
 import ssl
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 import netlib
+from netlib import FakeLog, LogFile, World, sh
 
 LAZARET = os.environ.get("LAZARET_BIN", "")
 FIXTURES = Path(os.environ.get("LAZARET_FIXTURES", ""))
@@ -108,12 +108,6 @@ AGENT_KEYS = {"claude": "sk-ant-real-" + secrets.token_hex(16), "codex": "sk-oai
 SECRETS = [REAL_KEY, GIT_TOKEN, *AGENT_KEYS.values()]
 
 
-def sh(*args, **kw):
-    r = subprocess.run(args, capture_output=True, text=True, timeout=60, **kw)
-    assert r.returncode == 0, f"{args}: exit {r.returncode}\n{r.stdout}{r.stderr}"
-    return r
-
-
 # ---- the world ----
 
 def make_pki(d):
@@ -132,19 +126,11 @@ def make_pki(d):
         os.chmod(d / f, 0o644)
 
 
-class WorldLog:
+class WorldLog(LogFile):
     """server.py's log: connections, whole requests, ends, Git requests."""
 
-    def __init__(self, path):
-        self.path = path
-
-    def mark(self):
-        return self.path.stat().st_size
-
     def entries(self, since=0):
-        with open(self.path, "rb") as f:
-            f.seek(since)
-            return [json.loads(ln) for ln in f.read().decode().splitlines() if ln.startswith("{")]
+        return [json.loads(ln) for ln in self.read(since).splitlines() if ln.startswith("{")]
 
     def conns(self):
         return {e["id"]: e for e in self.entries() if e["ev"] == "conn"}
@@ -166,56 +152,14 @@ class WorldLog:
         return [e for e in self.entries(since) if e["ev"] == "git"]
 
 
-class FakeLog:
-    """The fake model servers' request log (one JSON line per request)."""
-
-    def __init__(self, path):
-        self.path = path
-
-    def mark(self):
-        return self.path.stat().st_size
-
-    def requests(self, since=0):
-        with open(self.path, "rb") as f:
-            f.seek(since)
-            text = f.read().decode(errors="replace")
-        return [json.loads(ln) for ln in text.splitlines() if ln.startswith("{")]
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     d = tmp_path_factory.mktemp("credworld")
     os.chmod(d, 0o755)
-    procs = []
-
-    def gone():
-        for p in procs:
-            p.kill()
-            p.wait(timeout=10)
-        for ns in (DNS_NS, WEB_NS):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-            subprocess.run(["ip", "link", "del", f"v-{ns}"], capture_output=True)
-
-    def start(cmd, expect, **kw):
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=kw.pop("stderr", subprocess.STDOUT), text=True,
-                             **kw)
-        procs.append(p)
-        if expect is not None:
-            line = p.stdout.readline().strip()
-            assert line == expect, f"{cmd[:8]}: {line}"
-        return p
-
-    gone()
+    w = World((DNS_NS, WEB_NS))
     try:
-        for ns, hostip, peers in ((DNS_NS, DNS_HOST, [DNS_IP]), (WEB_NS, WEB_HOST, WEB_IPS)):
-            sh("ip", "netns", "add", ns)
-            sh("ip", "link", "add", f"v-{ns}", "type", "veth", "peer", "name", "eth0", "netns", ns)
-            sh("ip", "addr", "add", f"{hostip}/24", "dev", f"v-{ns}")
-            sh("ip", "link", "set", f"v-{ns}", "up")
-            for a in peers:
-                sh("ip", "-n", ns, "addr", "add", f"{a}/24", "dev", "eth0")
-            sh("ip", "-n", ns, "link", "set", "eth0", "up")
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
+        w.host(DNS_NS, DNS_HOST, [DNS_IP], route=False)
+        w.host(WEB_NS, WEB_HOST, WEB_IPS, route=False)
         make_pki(d)
         # The Git server's repositories: repo.git (the sandbox's) with one
         # commit on main, control.git (the harness's own pushes).
@@ -237,26 +181,22 @@ def world(tmp_path_factory):
         (d / "server.json").write_text(json.dumps({
             "log": str(log), "cert": str(d / "leaf.crt"), "key": str(d / "leaf.key"), "git_root": str(git_root),
             "git_token": GIT_TOKEN, "listen": listen}))
-        start(["ip", "netns", "exec", WEB_NS, "/usr/bin/python3", str(FIXTURES / "cred-world" / "server.py"),
-               str(d / "server.json")], "ready")
+        w.start(["ip", "netns", "exec", WEB_NS, "/usr/bin/python3", str(FIXTURES / "cred-world" / "server.py"),
+                 str(d / "server.json")], "ready")
         fake_err = open(fake_log, "a", buffering=1)
         for server, name, ip, *_ in AGENTS.values():
-            start(["ip", "netns", "exec", WEB_NS, "env", f"FAKE_HOST={ip}", "FAKE_PORT=443",
-                   f"FAKE_TLS_CERT={d / 'leaf.crt'}", f"FAKE_TLS_KEY={d / 'leaf.key'}",
-                   "FAKE_LOG_HEADERS=x-api-key,authorization", "node",
-                   str(FIXTURES / "fake-model" / f"{server}.js")], "443", stderr=fake_err)
-        dns = start(["ip", "netns", "exec", DNS_NS, "dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null",
-                     "--no-resolv", "--no-hosts", "--port=53", f"--listen-address={DNS_IP}", "--bind-interfaces",
-                     "--user=root", "--group=root", "--pid-file=", "--local-ttl=300"]
-                    + [f"--host-record={n},{ip}" for n, ip in NAMES.items()], None)
-        end = time.monotonic() + 10
-        while not netlib.dns_answers(DNS_IP, API, API_IP):
-            assert dns.poll() is None, dns.stdout.read()
-            assert time.monotonic() < end, "dnsmasq did not answer in 10 s"
-            time.sleep(0.1)
+            w.start(["ip", "netns", "exec", WEB_NS, "env", f"FAKE_HOST={ip}", "FAKE_PORT=443",
+                     f"FAKE_TLS_CERT={d / 'leaf.crt'}", f"FAKE_TLS_KEY={d / 'leaf.key'}",
+                     "FAKE_LOG_HEADERS=x-api-key,authorization", "node",
+                     str(FIXTURES / "fake-model" / f"{server}.js")], "443", stderr=fake_err)
+        dns = w.start(["ip", "netns", "exec", DNS_NS, "dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null",
+                       "--no-resolv", "--no-hosts", "--port=53", f"--listen-address={DNS_IP}", "--bind-interfaces",
+                       "--user=root", "--group=root", "--pid-file=", "--local-ttl=300"]
+                      + [f"--host-record={n},{ip}" for n, ip in NAMES.items()])
+        w.wait_answered(dns, lambda: netlib.dns_answers(DNS_IP, API, API_IP), "dnsmasq")
         yield {"dir": d, "ca": d / "ca.crt", "log": WorldLog(log), "fake": FakeLog(fake_log), "git_root": git_root}
     finally:
-        gone()
+        w.end()
 
 
 def tls_exchange(world, ip, sni, data, alpn=None, port=443, plain=False, timeout=5):
@@ -330,11 +270,7 @@ def user_env(world):
     if not storage.exists():
         storage.mkdir(parents=True)
         shutil.chown(storage, USER, USER)
-    base = Path(tempfile.mkdtemp(prefix="lzcred", dir="/tmp"))
-    os.chmod(base, 0o755)
-    for sub in ("config/lazaret", "build-config/lazaret", "build-cwd", "run", "host-ca/test", "ws-cred"):
-        (base / sub).mkdir(parents=True, exist_ok=True)
-    (base / "run").chmod(0o700)
+    base = netlib.user_base("lzcred", ("config/lazaret", "build-config/lazaret", "build-cwd", "run", "host-ca/test", "ws-cred"))
     # The host trusts the test CA (what update-ca-certificates would read).
     shutil.copy(world["ca"], base / "host-ca" / "test" / "cred-test-ca.crt")
     for agent in AGENTS:
@@ -345,9 +281,7 @@ def user_env(world):
         f'[storage]\ndata_root = "{storage}"\nlinger_seconds = 0\n\n[network]\nresolver = "{DNS_IP}"\n\n'
         + cred_profile(storage) + agent_profiles(base))
     (base / "build-config/lazaret/config.toml").write_text(f'[storage]\ndata_root = "{storage}"\n')
-    shutil.chown(base, USER, USER)
-    for p in base.rglob("*"):
-        shutil.chown(p, USER, USER)
+    netlib.give_to(base, USER)
     yield {"base": base, "uid": pw.pw_uid}
     if not os.environ.get("LZ_KEEP"):
         shutil.rmtree(base, ignore_errors=True)
@@ -371,16 +305,8 @@ def lz(e, argv, cwd="ws-cred", timeout=60, config="config"):
 @pytest.fixture(scope="module")
 def agent_image(user_env):
     """Builds an agent image once unless the Storage Root holds it."""
-    done = set()
-
-    def need(agent):
-        if agent in done:
-            return
-        r = subprocess.run(as_user(user_env, [LAZARET, "image", "bootstrap", "--agent", agent], "build-config"),
-                           cwd=user_env["base"] / "build-cwd", capture_output=True, text=True, timeout=1800)
-        assert r.returncode == 0, r.stderr[-3000:]
-        done.add(agent)
-    return need
+    return netlib.image_builder(lambda argv: as_user(user_env, argv, "build-config"), user_env["base"] / "build-cwd",
+                                LAZARET)
 
 
 # ---- the probes (probe.js) ----

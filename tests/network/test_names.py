@@ -35,7 +35,6 @@ import shutil
 import socket
 import struct
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -44,6 +43,7 @@ import pexpect
 import pytest
 
 import netlib
+from netlib import LogFile, World, sh
 
 LAZARET = os.environ.get("LAZARET_BIN", "")
 FIXTURES = Path(os.environ.get("LAZARET_FIXTURES", ""))
@@ -166,10 +166,6 @@ threading.Event().wait()
 '''
 
 
-def sh(*args, **kw):
-    return subprocess.run(args, check=True, capture_output=True, text=True, timeout=30, **kw)
-
-
 # ---- a small DNS client (the host side: harness checks, the bound's flood) ----
 
 def dns_query(name, qtype=1, qid=None):
@@ -224,20 +220,20 @@ def dns_ask(server, name, qtype=1, tcp=False, timeout=3):
     return dns_parse(msg)
 
 
-class DnsLog:
+def dns_answered(server, name):
+    """Does server answer name (rcode 0) within half a second?"""
+    try:
+        return dns_ask(server, name, timeout=0.5)[0] == 0
+    except OSError:
+        return False
+
+
+class DnsLog(LogFile):
     """dnsmasq's query log: what reached the world's resolver since a mark."""
-
-    def __init__(self, path):
-        self.path = path
-
-    def mark(self):
-        return self.path.stat().st_size
 
     def queries(self, since=0):
         time.sleep(0.3)  # dnsmasq writes its log lines after it answers
-        with open(self.path, "rb") as f:
-            f.seek(since)
-            text = f.read().decode(errors="replace")
+        text = self.read(since)
         return [(m.group(1), m.group(2).lower().rstrip(".")) for m in re.finditer(r"query\[(\w+)\] (\S+) from", text)]
 
     def names(self, since=0, qtype=None):
@@ -259,37 +255,10 @@ class ServerLog:
 def world(tmp_path_factory):
     d = tmp_path_factory.mktemp("world")
     (d / "server.py").write_text(SERVER)
-    procs = []
-
-    def gone():
-        for p in procs:
-            p.kill()
-            p.wait(timeout=10)
-        subprocess.run(["ip", "link", "del", LATE_DEV], capture_output=True)
-        for ns in (DNS_NS, WEB_NS):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-            subprocess.run(["ip", "link", "del", f"v-{ns}"], capture_output=True)
-
-    def start(cmd, log=None, ready=True):
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        procs.append(p)
-        if ready:
-            line = p.stdout.readline().strip()
-            assert line == "ready", f"{cmd[:6]}: {line}"
-        return p
-
-    gone()
+    w = World((DNS_NS, WEB_NS), links=[LATE_DEV])
     try:
-        for ns, hostip, peers in ((DNS_NS, DNS_HOST, [DNS_IP]), (WEB_NS, WEB_HOST, [WEB, WEB2, WEB3])):
-            sh("ip", "netns", "add", ns)
-            sh("ip", "link", "add", f"v-{ns}", "type", "veth", "peer", "name", "eth0", "netns", ns)
-            sh("ip", "addr", "add", f"{hostip}/24", "dev", f"v-{ns}")
-            sh("ip", "link", "set", f"v-{ns}", "up")
-            for a in peers:
-                sh("ip", "-n", ns, "addr", "add", f"{a}/24", "dev", "eth0")
-            sh("ip", "-n", ns, "link", "set", "eth0", "up")
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
-            sh("ip", "-n", ns, "route", "add", "default", "via", hostip)
+        w.host(DNS_NS, DNS_HOST, [DNS_IP])
+        w.host(WEB_NS, WEB_HOST, [WEB, WEB2, WEB3])
         # The profile's prefix-allowed address: on the web host, routed there.
         sh("ip", "-n", WEB_NS, "addr", "add", f"{OPEN_IP}/32", "dev", "eth0")
         sh("ip", "route", "add", OPEN_NET, "via", WEB, "dev", f"v-{WEB_NS}")
@@ -298,38 +267,25 @@ def world(tmp_path_factory):
         logs = {k: d / f"{k}.log" for k in ("web", "dns", "dot", "host")}
         for p in logs.values():
             p.write_text("")
-        start(["ip", "netns", "exec", WEB_NS, "/usr/bin/python3", str(d / "server.py"), "0.0.0.0", str(logs["web"]),
-               "443,80,8080", "443"])
-        start(["ip", "netns", "exec", DNS_NS, "/usr/bin/python3", str(d / "server.py"), DNS_IP, str(logs["dot"]),
-               "853", ""])
-        start(["/usr/bin/python3", str(d / "server.py"), WEB_HOST, str(logs["host"]), "443", ""])
-        dns = start(["ip", "netns", "exec", DNS_NS] + dnsmasq_args(d, logs["dns"]), ready=False)
-        end = time.monotonic() + 10
-        while True:
-            try:
-                if dns_ask(DNS_IP, "allowed.test", timeout=0.5)[0] == 0:
-                    break
-            except OSError:
-                pass
-            assert dns.poll() is None, dns.stdout.read()
-            assert time.monotonic() < end, "dnsmasq did not answer in 10 s"
-            time.sleep(0.1)
+        w.start(["ip", "netns", "exec", WEB_NS, "/usr/bin/python3", str(d / "server.py"), "0.0.0.0",
+                 str(logs["web"]), "443,80,8080", "443"], "ready")
+        w.start(["ip", "netns", "exec", DNS_NS, "/usr/bin/python3", str(d / "server.py"), DNS_IP, str(logs["dot"]),
+                 "853", ""], "ready")
+        w.start(["/usr/bin/python3", str(d / "server.py"), WEB_HOST, str(logs["host"]), "443", ""], "ready")
+        dns = w.start(["ip", "netns", "exec", DNS_NS] + dnsmasq_args(d, logs["dns"]))
+        w.wait_answered(dns, lambda: dns_answered(DNS_IP, "allowed.test"), "dnsmasq")
         yield {"dns": DnsLog(logs["dns"]), "web": ServerLog(logs["web"]), "dot": ServerLog(logs["dot"]),
                "host": ServerLog(logs["host"])}
     finally:
-        gone()
+        w.end()
 
 
 @pytest.fixture(scope="module")
 def user_env(world, tmp_path_factory):
     pw = pwd.getpwnam(USER)
-    base = Path(tempfile.mkdtemp(prefix="lznames", dir="/tmp"))
-    os.chmod(base, 0o755)
+    base = netlib.user_base("lznames", ("config/lazaret", "run", "ws", "ws2", "data"))
     img = base / "busybox-oci"
     sh("sh", str(FIXTURES / "make-busybox-oci.sh"), str(img))
-    for sub in ("config/lazaret", "run", "ws", "ws2", "data"):
-        (base / sub).mkdir(parents=True, exist_ok=True)
-    (base / "run").chmod(0o700)
     toml_list = lambda xs: "[" + ", ".join(f'"{x}"' for x in xs) + "]"  # noqa: E731
     (base / "config/lazaret/config.toml").write_text(
         f'[storage]\ndata_root = "{base}/data"\nlinger_seconds = 0\n\n'
@@ -341,9 +297,7 @@ def user_env(world, tmp_path_factory):
         # gate, which wants a ClientHello first, has its own tests
         # (test_tls_gate.py).
         'tls_gate = "off"\n')
-    shutil.chown(base, USER, USER)
-    for p in base.rglob("*"):
-        shutil.chown(p, USER, USER)
+    netlib.give_to(base, USER)
     e = {"base": base, "uid": pw.pw_uid}
     yield e
     shutil.rmtree(base, ignore_errors=True)

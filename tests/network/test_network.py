@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import netlib
+from netlib import World, sh
 
 LAZARET = os.environ.get("LAZARET_BIN", "")
 FIXTURES = Path(os.environ.get("LAZARET_FIXTURES", ""))
@@ -30,10 +31,6 @@ HOSTS = {"allowed": ("lzt-allow", "198.18.7.1", "198.18.7.2"),
 
 if os.geteuid() != 0:
     pytest.skip("network tests create test hosts and must run as root (scripts/test.sh)", allow_module_level=True)
-
-
-def sh(*args, **kw):
-    return subprocess.run(args, check=True, capture_output=True, text=True, timeout=30, **kw)
 
 
 SERVER = r'''
@@ -61,46 +58,26 @@ tcp()
 def testhosts(tmp_path_factory):
     d = tmp_path_factory.mktemp("hosts")
     (d / "server.py").write_text(SERVER)
-    procs = []
-    for name, (ns, hostip, peerip) in HOSTS.items():
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-        subprocess.run(["ip", "link", "del", f"v-{ns}"], capture_output=True)
-        sh("ip", "netns", "add", ns)
-        sh("ip", "link", "add", f"v-{ns}", "type", "veth", "peer", "name", "eth0", "netns", ns)
-        sh("ip", "addr", "add", f"{hostip}/24", "dev", f"v-{ns}")
-        sh("ip", "link", "set", f"v-{ns}", "up")
-        sh("ip", "-n", ns, "addr", "add", f"{peerip}/24", "dev", "eth0")
-        sh("ip", "-n", ns, "link", "set", "eth0", "up")
-        sh("ip", "-n", ns, "link", "set", "lo", "up")
-        sh("ip", "-n", ns, "route", "add", "default", "via", hostip)
-        log = d / f"{name}.log"
-        log.write_text("")
-        p = subprocess.Popen(["ip", "netns", "exec", ns, "/usr/bin/python3", str(d / "server.py"), peerip, str(log)],
-                             stdout=subprocess.PIPE, text=True)
-        assert p.stdout.readline().strip() == "ready"
-        procs.append(p)
-    yield {name: (HOSTS[name][2], d / f"{name}.log") for name in HOSTS}
-    for p in procs:
-        p.kill()
-        p.wait(timeout=10)
-    for ns, _, _ in HOSTS.values():
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-        subprocess.run(["ip", "link", "del", f"v-{ns}"], capture_output=True)
+    w = World(ns for ns, _, _ in HOSTS.values())
+    try:
+        for name, (ns, hostip, peerip) in HOSTS.items():
+            w.host(ns, hostip, [peerip])
+            log = d / f"{name}.log"
+            log.write_text("")
+            w.start(["ip", "netns", "exec", ns, "/usr/bin/python3", str(d / "server.py"), peerip, str(log)], "ready",
+                    stderr=None)
+        yield {name: (HOSTS[name][2], d / f"{name}.log") for name in HOSTS}
+    finally:
+        w.end()
 
 
 @pytest.fixture(scope="module")
 def user_env(tmp_path_factory):
     pw = pwd.getpwnam(USER)
-    base = Path(tempfile.mkdtemp(prefix="lznet", dir="/tmp"))
-    os.chmod(base, 0o755)
+    base = netlib.user_base("lznet", ("config/lazaret", "run", "ws", "data"))
     img = base / "busybox-oci"
     sh("sh", str(FIXTURES / "make-busybox-oci.sh"), str(img))
-    for sub in ("config/lazaret", "run", "ws", "data"):
-        (base / sub).mkdir(parents=True, exist_ok=True)
-    (base / "run").chmod(0o700)
-    shutil.chown(base, USER, USER)
-    for p in base.rglob("*"):
-        shutil.chown(p, USER, USER)
+    netlib.give_to(base, USER)
     e = {"base": base, "image": f"oci:{img}", "uid": pw.pw_uid}
     yield e
     shutil.rmtree(base, ignore_errors=True)

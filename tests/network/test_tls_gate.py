@@ -32,13 +32,13 @@ import socket
 import ssl
 import struct
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 import netlib
+from netlib import World, sh
 
 LAZARET = os.environ.get("LAZARET_BIN", "")
 FIXTURES = Path(os.environ.get("LAZARET_FIXTURES", ""))
@@ -95,10 +95,6 @@ threading.Event().wait()
 '''
 
 
-def sh(*args, **kw):
-    return subprocess.run(args, check=True, capture_output=True, text=True, timeout=30, **kw)
-
-
 def client_hello(name):
     """A real ClientHello (OpenSSL's, through Python's ssl), with SNI name,
     or none when name is None."""
@@ -144,65 +140,34 @@ class ServerLog:
 def world(tmp_path_factory):
     d = tmp_path_factory.mktemp("gateworld")
     (d / "server.py").write_text(SERVER)
-    procs = []
-
-    def gone():
-        for p in procs:
-            p.kill()
-            p.wait(timeout=10)
-        for ns in (DNS_NS, WEB_NS):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-            subprocess.run(["ip", "link", "del", f"v-{ns}"], capture_output=True)
-
-    gone()
+    w = World((DNS_NS, WEB_NS))
     try:
-        for ns, hostip, peers in ((DNS_NS, DNS_HOST, [DNS_IP]), (WEB_NS, WEB_HOST, [WEB, WEB2])):
-            sh("ip", "netns", "add", ns)
-            sh("ip", "link", "add", f"v-{ns}", "type", "veth", "peer", "name", "eth0", "netns", ns)
-            sh("ip", "addr", "add", f"{hostip}/24", "dev", f"v-{ns}")
-            sh("ip", "link", "set", f"v-{ns}", "up")
-            for a in peers:
-                sh("ip", "-n", ns, "addr", "add", f"{a}/24", "dev", "eth0")
-            sh("ip", "-n", ns, "link", "set", "eth0", "up")
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
+        w.host(DNS_NS, DNS_HOST, [DNS_IP], route=False)
+        w.host(WEB_NS, WEB_HOST, [WEB, WEB2], route=False)
         sh("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / "key.pem"), "-out",
            str(d / "cert.pem"), "-subj", "/CN=tls.test", "-days", "2")
         log = d / "web.log"
         log.write_text("")
-        p = subprocess.Popen(["ip", "netns", "exec", WEB_NS, "/usr/bin/python3", str(d / "server.py"),
-                              str(d / "cert.pem"), str(d / "key.pem"), str(log), WEB, WEB2],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        procs.append(p)
-        assert p.stdout.readline().strip() == "ready"
-        dns = subprocess.Popen(["ip", "netns", "exec", DNS_NS, "dnsmasq", "--keep-in-foreground",
-                                "--conf-file=/dev/null", "--no-resolv", "--no-hosts", "--port=53",
-                                f"--listen-address={DNS_IP}", "--bind-interfaces", "--user=root", "--group=root",
-                                "--pid-file=", "--local-ttl=300", f"--host-record=tls.test,{WEB}",
-                                f"--host-record=tls-other.test,{WEB}", f"--host-record=front.test,{WEB}",
-                                f"--host-record=far.test,{WEB2}"],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        procs.append(dns)
+        w.start(["ip", "netns", "exec", WEB_NS, "/usr/bin/python3", str(d / "server.py"), str(d / "cert.pem"),
+                 str(d / "key.pem"), str(log), WEB, WEB2], "ready")
+        dns = w.start(["ip", "netns", "exec", DNS_NS, "dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null",
+                       "--no-resolv", "--no-hosts", "--port=53", f"--listen-address={DNS_IP}", "--bind-interfaces",
+                       "--user=root", "--group=root", "--pid-file=", "--local-ttl=300",
+                       f"--host-record=tls.test,{WEB}", f"--host-record=tls-other.test,{WEB}",
+                       f"--host-record=front.test,{WEB}", f"--host-record=far.test,{WEB2}"])
         # The harness itself: dnsmasq answers tls.test with its address.
-        end = time.monotonic() + 10
-        while not netlib.dns_answers(DNS_IP, "tls.test", WEB):
-            assert dns.poll() is None, dns.stdout.read()
-            assert time.monotonic() < end, "dnsmasq did not answer in 10 s"
-            time.sleep(0.1)
+        w.wait_answered(dns, lambda: netlib.dns_answers(DNS_IP, "tls.test", WEB), "dnsmasq")
         yield {"web": ServerLog(log)}
     finally:
-        gone()
+        w.end()
 
 
 @pytest.fixture(scope="module")
 def user_env(world, tmp_path_factory):
     pw = pwd.getpwnam(USER)
-    base = Path(tempfile.mkdtemp(prefix="lzgate", dir="/tmp"))
-    os.chmod(base, 0o755)
+    base = netlib.user_base("lzgate", ("config/lazaret", "run", "ws", "data"))
     img = base / "busybox-oci"
     sh("sh", str(FIXTURES / "make-busybox-oci.sh"), str(img))
-    for sub in ("config/lazaret", "run", "ws", "data"):
-        (base / sub).mkdir(parents=True, exist_ok=True)
-    (base / "run").chmod(0o700)
     allow = "[" + ", ".join(f'"{x}"' for x in ALLOW) + "]"
     prof = f'image = "oci:{img}"\npersistent_dirs = []\negress = "locked"\nallow_hosts = {allow}\n'
     (base / "config/lazaret/config.toml").write_text(
@@ -214,9 +179,7 @@ def user_env(world, tmp_path_factory):
     (ws / "hello-none.bin").write_bytes(client_hello(None))
     (ws / "hello-ech.bin").write_bytes(with_ech(client_hello("tls.test")))
     (ws / "http.bin").write_bytes(b"GET / HTTP/1.1\r\nHost: tls.test\r\n\r\n")
-    shutil.chown(base, USER, USER)
-    for p in base.rglob("*"):
-        shutil.chown(p, USER, USER)
+    netlib.give_to(base, USER)
     yield {"base": base, "uid": pw.pw_uid}
     if not os.environ.get("LZ_KEEP"):
         shutil.rmtree(base, ignore_errors=True)
