@@ -49,26 +49,34 @@ NET_USER=${LAZARET_TEST_NET_USER:-lznet}
 
 # Stage timer: step() closes the running stage and opens the next; the
 # table is printed on exit, whatever the exit (a failing stage is marked).
-stage_names=() stage_secs=()
-cur_stage="" cur_start="" run_start=$EPOCHREALTIME
+# Each stage also gets how busy the machine's CPUs were meanwhile (all of
+# them, background jobs included, from /proc/stat): a stage near 100 %
+# gains nothing from running beside another, one far below it may.
+stage_names=() stage_secs=() stage_cpu=()
+cur_stage="" cur_start="" cur_ticks="" run_start=$EPOCHREALTIME
+cpu_ticks() { # "busy total" jiffies of all CPUs so far
+    awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t; exit }' /proc/stat 2>/dev/null || echo "0 0"
+}
 end_stage() {
     [ -n "$cur_stage" ] || return 0
     stage_names+=("$cur_stage")
     stage_secs+=("$(awk -v a="$cur_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')")
+    stage_cpu+=("$(awk -v a="$cur_ticks" -v b="$(cpu_ticks)" 'BEGIN { split(a, x, " "); split(b, y, " ");
+        d = y[2] - x[2]; if (d > 0) printf "%3.0f%%", 100 * (y[1] - x[1]) / d; else printf "   -" }')")
     cur_stage=""
 }
 step() {
     end_stage
-    cur_stage=$*; cur_start=$EPOCHREALTIME
+    cur_stage=$*; cur_start=$EPOCHREALTIME; cur_ticks=$(cpu_ticks)
     printf '\n==== %s\n' "$*"
 }
 cleanup_paths=()
 on_exit() {
     local rc=$? i failed=${cur_stage:-}
     end_stage
-    printf '\n==== stage times (wall, %s)\n' "$([ "$rc" -eq 0 ] && echo passed || echo "FAILED, exit $rc")"
+    printf '\n==== stage times (wall; CPUs busy; %s)\n' "$([ "$rc" -eq 0 ] && echo passed || echo "FAILED, exit $rc")"
     for i in "${!stage_names[@]}"; do
-        printf '%6d s  %s%s\n' "${stage_secs[$i]}" "${stage_names[$i]:0:70}" \
+        printf '%6d s %s  %s%s\n' "${stage_secs[$i]}" "${stage_cpu[$i]}" "${stage_names[$i]:0:70}" \
             "$([ "$rc" -ne 0 ] && [ "${stage_names[$i]}" = "$failed" ] && echo "  <- failed")"
     done
     printf '%6.0f s  total\n' "$(awk -v a="$run_start" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')"
