@@ -6,8 +6,14 @@
  * 10.0.2.2 does not lead to the host's loopback; --disable-dns: slirp4netns
  * forwards nothing from 10.0.2.3 to the host's resolver (the Domain's own
  * resolver answers there, resolver.h); --enable-sandbox and
- * --enable-seccomp: the helper locks itself down. Its readiness is its
- * own protocol (one byte '1' on --ready-fd), read bounded here.
+ * --enable-seccomp: the helper locks itself down. No --configure: the
+ * helper only makes tap0; the Runtime Supervisor configures it
+ * (lz_netpolicy_tap_up) and installs the policy, so no route of the
+ * helper's own ever leaves the namespace while the sandbox boots beside it
+ * (docs/network.md, "Readiness"). LAZARET_TEST_NET=helper-configures
+ * (test builds only) passes --configure again: the positive control of
+ * tests/network/test_start_overlap.py. Its readiness is its own protocol
+ * (one byte '1' on --ready-fd, once tap0 exists), read bounded here.
  */
 #pragma once
 
@@ -21,6 +27,8 @@
 int lz_slirp_spawn(pid_t netns_pid, const char *api_path, struct lz_child *ret, int *ret_ready_fd,
                    struct lz_error *err);
 /* Waits at most timeout_ms for the readiness byte: 0, or -EIO. */
+/* The readiness byte, read now (the fd polled readable): 0, or -EIO. */
+int lz_slirp_read_ready(int ready_fd);
 int lz_slirp_await_ready(int ready_fd, int timeout_ms);
 
 struct lz_publish;
