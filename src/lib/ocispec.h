@@ -60,7 +60,7 @@ struct lz_sandbox_spec {
     size_t n_private_dirs;
     /* Test builds only (LAZARET_TEST_INIT_PRELUDE): a shell command the
      * sandbox's first process runs in the background before it execs
-     * lazaret-init (tests/network/test_start_overlap.py); NULL: none. */
+     * lazaret-init (tests/network/test_network.py, test_first_process_*); NULL: none. */
     const char *test_prelude;
 };
 

@@ -12,7 +12,7 @@
  * helper's own ever leaves the namespace while the sandbox boots beside it
  * (docs/network.md, "Readiness"). LAZARET_TEST_NET=helper-configures
  * (test builds only) passes --configure again: the positive control of
- * tests/network/test_start_overlap.py. Its readiness is its own protocol
+ * tests/network/test_network.py, test_first_process_*. Its readiness is its own protocol
  * (one byte '1' on --ready-fd, once tap0 exists), read bounded here.
  */
 #pragma once

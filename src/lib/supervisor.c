@@ -592,7 +592,7 @@ static int net_install(const struct lz_supervisor_args *a, struct lz_netpolicy *
     struct lz_error err = { 0 };
     int r = lz_netpolicy_tap_up(&err);
     /* Test builds: widen the window between the helper's tap and the
-     * policy (tests/network/test_start_overlap.py). */
+     * policy (tests/network/test_network.py, test_first_process_*). */
     const char *delay = lz_test_hook("LAZARET_TEST_NET_DELAY_MS");
     long ms = delay ? strtol(delay, NULL, 10) : 0;
     if (r == 0 && ms > 0 && ms <= 10000) {
