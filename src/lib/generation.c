@@ -766,14 +766,18 @@ static int sandbox_start(struct hc *h, struct lz_error *err) {
         }
         long now = lz_now_ms();
         long left = deadline - now;
-        if (!helper_ready && slirp_deadline - now < left)
+        if (!helper_ready && runsc_released && slirp_deadline - now < left)
             left = slirp_deadline - now;
         if (left <= 0)
             return lz_error_set(err, -ETIMEDOUT,
                                 helper_ready ? "the Runtime Supervisor did not report readiness"
                                              : "the connectivity helper (slirp4netns) did not become ready in time");
+        /* The helper's readiness is taken once runsc is released: its
+         * commit (a sync) then runs during the boot, not in front of the
+         * routers' and runsc's staging (NET waits for both anyway). */
         struct pollfd pf[2] = { { .fd = h->rs_ctl, .events = POLLIN },
-                                { .fd = helper_ready ? -1 : h->boot.slirp_ready_fd, .events = POLLIN } };
+                                { .fd = helper_ready || !runsc_released ? -1 : h->boot.slirp_ready_fd,
+                                  .events = POLLIN } };
         if (poll(pf, 2, (int)left) < 0 && errno != EINTR)
             return lz_error_set(err, -errno, "poll: %s", strerror(errno));
         if (pf[1].revents) {
