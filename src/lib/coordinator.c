@@ -380,9 +380,7 @@ static int coordinator_start(struct hc *h, struct lz_error *err) {
     static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE, 0 };
     h->sfd = lz_signalfd_block(sigs);
 
-    /* The resolver starts inside the generation's start, once the policy
-     * is in place (generation.c, sandbox_start). */
-    if ((r = hc_start_generation(h, err)) < 0 || (!h->net && (r = hc_net_start(h, err)) < 0)) {
+    if ((r = hc_start_generation(h, err)) < 0 || (r = hc_net_start(h, err)) < 0) {
         hc_log("start failed: %s", err->msg);
         /* The client hears of the failure once nothing of it is left. */
         hc_session_drop_pre(h);

@@ -2,7 +2,6 @@
 #include "hc_gen.h"
 #include "hc_creds.h"
 #include "hc_esc.h"
-#include "hc_net.h"
 #include "hc_session.h"
 #include "hc_refusal.h"
 #include "anchor.h"
@@ -825,19 +824,14 @@ static int sandbox_start(struct hc *h, struct lz_error *err) {
             net_ready = true;
             hc_log("network policy in place: %s", m.str);
             hc_model_action(HC_START_SIDECAR, "d=%.12s", h->cfg->domain_id_hex);
-            /* The Domain's resolver and TLS gate, on the sockets passed at
-             * BOOT, once the policy they complete is in place: their start
-             * runs while runsc boots too (before, it came after
-             * publication, in front of the first session). */
-            if ((r = hc_net_start(h, err)) < 0)
-                return r;
             continue;
         }
         if (m.kind == LZ_RS_READY) {
-            /* The Supervisor reports READY only after the policy
-             * (NET_READY, where the resolver took the sockets it passed
-             * before it started runsc). */
-            if (!net_ready || !h->net)
+            /* The Supervisor passes them before it starts runsc, and
+             * reports READY only after the policy (NET_READY). */
+            if (h->boot.dns_fd[0] < 0)
+                return lz_error_set(err, -EPROTO, "the Runtime Supervisor did not pass the resolver's sockets");
+            if (!net_ready)
                 return lz_error_set(err, -EPROTO, "the Runtime Supervisor reported readiness before the network");
             readiness_fingerprint(h, m.u[0]);
             char line[512];
