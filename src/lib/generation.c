@@ -85,15 +85,15 @@ static int record_proc(struct hc *h, enum lz_role role, const char *slot, const 
     return 0;
 }
 
+/* The helper's readiness bound, from its release. */
+#define LZ_SLIRP_READY_MS 15000
+
 /* STAGE (pid, slot): the Supervisor holds that child (lazaret-router, a
  * writable volume's router "vol<i>", or runsc) at its barrier. Its
  * identity is read through our own pidfd for the PID (the child is the
  * Supervisor's and cannot be reaped before it is released, so the PID
  * names exactly it) and recorded staged; then the Supervisor is told to
  * release it (STAGED). */
-/* The helper's readiness bound, from its release. */
-#define LZ_SLIRP_READY_MS 15000
-
 static int stage_rs_child(struct hc *h, const struct lz_rsmsg *m, struct lz_error *err) {
     const char *slot = m->str;
     struct lz_rs_slot t;
@@ -769,8 +769,9 @@ static int sandbox_start(struct hc *h, struct lz_error *err) {
             left = slirp_deadline - now;
         if (left <= 0)
             return lz_error_set(err, -ETIMEDOUT,
-                                helper_ready ? "the Runtime Supervisor did not report readiness"
-                                             : "the connectivity helper (slirp4netns) did not become ready in time");
+                                !helper_ready && runsc_released
+                                    ? "the connectivity helper (slirp4netns) did not become ready in time"
+                                    : "the Runtime Supervisor did not report readiness");
         /* The helper's readiness is taken once runsc is released: its
          * commit (a sync) then runs during the boot, not in front of the
          * routers' and runsc's staging (NET waits for both anyway). */

@@ -9,7 +9,6 @@
 #include <sys/un.h>
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 
 int lz_slirp_spawn(pid_t netns_pid, const char *api_path, struct lz_child *ret, int *ret_ready_fd,
@@ -77,13 +76,6 @@ int lz_slirp_spawn(pid_t netns_pid, const char *api_path, struct lz_child *ret, 
 int lz_slirp_read_ready(int ready_fd) {
     char b[8] = "";
     ssize_t n = read(ready_fd, b, sizeof b);
-    return n < 1 || b[0] != '1' ? -EIO : 0;
-}
-
-int lz_slirp_await_ready(int ready_fd, int timeout_ms) {
-    char b[8] = "";
-    struct pollfd p = { .fd = ready_fd, .events = POLLIN };
-    ssize_t n = poll(&p, 1, timeout_ms) > 0 ? read(ready_fd, b, sizeof b) : -1;
     return n < 1 || b[0] != '1' ? -EIO : 0;
 }
 

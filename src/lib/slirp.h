@@ -13,7 +13,8 @@
  * (docs/network.md, "Readiness"). LAZARET_TEST_NET=helper-configures
  * (test builds only) passes --configure again: the positive control of
  * tests/network/test_network.py, test_first_process_*. Its readiness is its own protocol
- * (one byte '1' on --ready-fd, once tap0 exists), read bounded here.
+ * (one byte '1' on --ready-fd, once tap0 exists and its API socket
+ * listens), read by the coordinator within a bound (generation.c).
  */
 #pragma once
 
@@ -26,10 +27,9 @@
  * none. */
 int lz_slirp_spawn(pid_t netns_pid, const char *api_path, struct lz_child *ret, int *ret_ready_fd,
                    struct lz_error *err);
-/* Waits at most timeout_ms for the readiness byte: 0, or -EIO. */
-/* The readiness byte, read now (the fd polled readable): 0, or -EIO. */
+/* The readiness byte, read now (the fd polled readable; the caller bounds
+ * the wait): 0, or -EIO (end of file: the helper died first). */
 int lz_slirp_read_ready(int ready_fd);
-int lz_slirp_await_ready(int ready_fd, int timeout_ms);
 
 struct lz_publish;
 /* Publishes one port (publish.h) through the API socket of a ready
