@@ -517,9 +517,9 @@ def test_address_burst_overflow_is_reconciled(testhosts, user_env, host_address_
 # the policy is installed while runsc boots. The sandbox's first process
 # (a test prelude beside lazaret-init, test builds only) sends to the
 # denied host from its first moment, for at most 40 s or until the session
-# says stop; the policy's install waits 2 s after the helper's tap is up
-# (a test hook), so the attack runs while the helper is ready and the
-# policy is not in place yet.
+# says stop; the policy's install waits 3 s after the helper's tap is up
+# (a test hook; runsc boots in well under that), so the attack runs while
+# the helper is ready and the policy is not in place yet.
 ATTACK = ("end=$(( $(busybox date +%s) + 40 )); i=0; "
           "while [ $i -lt 4000 ] && [ $(busybox date +%s) -lt $end ] && [ ! -e /tmp/attack.stop ]; do "
           "busybox nc -w 1 {denied} 8080 </dev/null >/dev/null 2>/tmp/attack.err; rc=$?; "
@@ -534,7 +534,7 @@ def overlap_attack(testhosts, user_env, extra_env):
     denied, dlog = testhosts["denied"]
     dlog.write_text("")
     write_config(user_env)
-    env = {"LAZARET_TEST_INIT_PRELUDE": ATTACK.format(denied=denied), "LAZARET_TEST_NET_DELAY_MS": "2000"}
+    env = {"LAZARET_TEST_INIT_PRELUDE": ATTACK.format(denied=denied), "LAZARET_TEST_NET_DELAY_MS": "3000"}
     env.update(extra_env)
     r = lz(user_env, OVERLAP_READ, env=env)
     counts = dict(re.findall(r"^(attempts|unreachable|connected)=(\d+)$", r.stdout, re.M))
