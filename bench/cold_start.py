@@ -36,6 +36,7 @@ ap.add_argument("--image", required=True, help="image reference, e.g. oci:/path"
 ap.add_argument("-n", type=int, default=7)
 ap.add_argument("--baseline", help="another build's lazaret, measured interleaved as 'fresh (baseline)'")
 ap.add_argument("--keep-logs", help="copy each fresh Domain's coordinator.log into this directory")
+ap.add_argument("--raw", help="write every run's seconds and phases (JSON) to this file, for paired ratios")
 ap.add_argument("--git", action="store_true",
                 help="make each fresh workspace a small Git repository (one commit), as a user's project is: "
                      "the host Git scan and the router's repository read are then on the path")
@@ -74,9 +75,13 @@ PHASES = [
     # then ends at the Trust Anchor.
     ("Supervisor staged, ID maps, released, State Anchor mounted", r"State Anchor mounted|Trust Anchor created"),
     ("Trust Anchor, network intents, slirp4netns staged", r"helper process slirp4netns staged"),
-    ("slirp4netns to ready, committed", r"connectivity helper slirp4netns started"),
-    ("bundle, NET, policy, routers, runsc staged", r"sandbox process runsc staged"),
-    ("runsc run to init ready", r"sandbox ready:"),
+    # Since the start overlap (docs/network.md, "Readiness") the helper is
+    # only launched here; its readiness, its commit and the policy come
+    # while runsc boots (inside "runsc run to init ready"). Builds before
+    # it log "started" after the helper was ready and committed.
+    ("slirp4netns launched (before the overlap: to ready, committed)", r"connectivity helper slirp4netns (started|launched)"),
+    ("bundle, BOOT, routers, runsc staged (before: NET, policy too)", r"sandbox process runsc staged"),
+    ("runsc run to init ready (and the policy, since the overlap)", r"sandbox ready:"),
     ("ready commit, publication", r"generation \d+ publication -> committed"),
     # The first session's runsc exec client is started while runsc boots
     # (session.c, hc_session_prestart): here only its process spec is given.
@@ -254,7 +259,19 @@ for i in range(a.n):
     res["existing"].append(lz(ws0))
     wait_gone()
 
+if a.raw:
+    Path(a.raw).write_text(json.dumps({"runs": res, "phases": phase_runs, "baseline_phases": base_phase_runs}))
 med = {k: statistics.median(v) for k, v in res.items()}
+# Paired per round (floor, fresh and baseline measured back to back): the
+# median of the per-round ratios is steadier than the ratio of medians
+# when the machine's load drifts during a run.
+paired = [f / fl for f, fl in zip(res["fresh"], res["floor"])]
+print(f"paired fresh/floor, median of {len(paired)} rounds: {statistics.median(paired):.2f}")
+if a.baseline:
+    pb = [b / fl for b, fl in zip(res["fresh (baseline)"], res["floor"])]
+    pf = [f / b for f, b in zip(res["fresh"], res["fresh (baseline)"])]
+    print(f"paired baseline fresh/floor: {statistics.median(pb):.2f}; paired fresh/baseline fresh: "
+          f"{statistics.median(pf):.3f}")
 print(f"fresh workspaces: {'small Git repositories' if a.git else 'plain directories'}")
 print(f"cold start, medians of {a.n} (s): floor (Lazaret's spec, --network=host) {med['floor']:.3f}  "
       f"floor (--network=none) {med['floor-none']:.3f}  fresh Domain {med['fresh']:.3f}  "

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the benchmarks as the unprivileged test user against build/.
 # Usage: bench/run.sh [cold_start|anchor|repeat|escalation|... ...] (default: cold_start)
+# LAZARET_BENCH_BUILD=DIR measures DIR instead of build/ (benchmarks want a release build:
+#   meson setup build-rel --buildtype=release -Dtest_hooks=false -Dtests=false).
 # LAZARET_BENCH_N=7 sets cold_start's number of interleaved runs;
 # LAZARET_BENCH_BASELINE=/path/to/other/build adds that build's fresh start, interleaved.
 # LAZARET_BENCH_DEBIAN=builtin:debian-bookworm adds the apt-get part of anchor.
@@ -8,10 +10,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TEST_USER=${LAZARET_TEST_USER:-lztest}
+build=${LAZARET_BENCH_BUILD:-build}
 stage=$(mktemp -d /var/tmp/lazaret-bench.XXXXXX)
 trap 'rm -rf "$stage"' EXIT
-cp build/lazaret build/lazaret-core build/lazaret-init build/lazaret-escalate build/lazaret-gate "$stage/"
-[ -x build/lazaret-router ] && cp build/lazaret-router "$stage/"
+cp "$build"/lazaret "$build"/lazaret-core "$build"/lazaret-init "$build"/lazaret-escalate "$build"/lazaret-gate "$stage/"
+[ -x "$build"/lazaret-router ] && cp "$build"/lazaret-router "$stage/"
 if [ -n "${LAZARET_BENCH_BASELINE:-}" ]; then
     # Another build directory, measured interleaved by cold_start.
     mkdir "$stage/baseline"

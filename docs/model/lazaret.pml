@@ -108,6 +108,14 @@
  *   BUG_PROMPT_LEAK      deliberately broken: PromptTimeout leaves the prompt
  *                        state (drawn, edited) behind (must fail
  *                        PromptStateClosed).
+ *   BUG_HELPER_ROUTES    deliberately broken: the connectivity helper
+ *                        configures its own route out of the enforcement
+ *                        namespace when it starts (slirp4netns --configure),
+ *                        before the policy replaces it, while the sandbox
+ *                        boots beside it (must fail EgressOnlyThroughPolicy).
+ *   BUG_READY_BEFORE_POLICY deliberately broken: the booted sandbox is ready
+ *                        without waiting for the network sidecar (must fail
+ *                        OrderedNetworkStartup).
  */
 
 /* ---------------------------------------------------------------------
@@ -278,6 +286,17 @@ byte  sessionGrant[NS];     /* [s] approvals of the session: bit c set =
                                the rest of this Client Session */
 byte  execCommand[NR] = NoCommand; /* the argv the host process runs */
 bool  lingering[ND];        /* the Domain is Ready, idle, in its linger period */
+/* Extension, start overlap: the network sidecar and the sandbox start side
+ * by side. sidecarLaunched: the connectivity helper runs (it has made its
+ * tap device), the policy is not in place yet (sidecarState is Ready only
+ * once the policy is installed, read back and probed). sandboxBooting: runsc
+ * boots, its processes exist in the enforcement namespace, it is not ready.
+ * routeOut: the enforcement namespace has a route out that is not the
+ * policy's (only the helper's own configuration makes one:
+ * BUG_HELPER_ROUTES); the policy's routes are sidecarState == X_Ready. */
+bool  sidecarLaunched[ND];
+bool  sandboxBooting[ND];
+bool  routeOut[ND];
 /* ghosts: observe the developer's approval key press, no protocol effect */
 byte  confirmedCommand[NR] = NoCommand; /* argv on screen at [a]/[s] */
 bool  approvalDrawn[NR];    /* [a]/[s] was accepted on a drawn, settled prompt */
@@ -379,7 +398,9 @@ hidden byte stutter; /* target of the Environment's stuttering step; not part of
 #define ACT_FailHostExecution 39
 #define ACT_TimeoutHostExecution 40
 #define ACT_DenyWithoutPrompt 41
-#define N_ACTIONS 42
+#define ACT_LaunchSidecar 42
+#define ACT_BootSandbox 43
+#define N_ACTIONS 44
 
 #ifdef COVERAGE
 c_decl {
@@ -425,7 +446,9 @@ c_decl {
         "StartHostExecutionPiped",
         "FailHostExecution",
         "TimeoutHostExecution",
-        "DenyWithoutPrompt"
+        "DenyWithoutPrompt",
+        "LaunchSidecar",
+        "BootSandbox"
     };
     static unsigned long lz_action_count[N_ACTIONS];
     static int lz_cover_armed;
@@ -531,28 +554,81 @@ inline CreateTrustAnchor(d) {
     }
 }
 
-/* TLA+: StartSidecar(d) */
+/* Extension: the start overlap. TLA+'s StartSidecar and StartSandbox are
+ * each split in two: LaunchSidecar (the connectivity helper started, its
+ * tap made, no route out) and StartSidecar (the policy installed, read
+ * back and probed: network readiness); BootSandbox (runsc released: the
+ * sandbox's processes exist in the enforcement namespace, beside the
+ * helper's start) and StartSandbox (its init is ready, and the sidecar is:
+ * the readiness the coordinator commits). The TLA+ order of the two
+ * Ready transitions is unchanged (OrderedNetworkStartup); what runs side
+ * by side is the helper's start and the policy install with runsc's boot,
+ * which is safe only because no route leaves the namespace before the
+ * policy is in place (EgressOnlyThroughPolicy). */
+inline LaunchSidecar(d) {
+    d_step {
+        domainPhase[d] == D_Starting &&
+        stateAnchorState[d] == M_Mounted &&
+        trustReady[d] &&
+        sidecarState[d] == X_Stopped &&
+        !sidecarLaunched[d]
+        ->
+        sidecarLaunched[d] = true;
+#ifdef BUG_HELPER_ROUTES
+        routeOut[d] = true;     /* slirp4netns --configure: its default route */
+#endif
+        COVER(ACT_LaunchSidecar);
+        printf("ACTION LaunchSidecar(d%d)\n", d)
+    }
+}
+
+/* TLA+: StartSidecar(d); extension: after LaunchSidecar, and the policy's
+ * routes replace whatever route the helper made. */
 inline StartSidecar(d) {
     d_step {
         domainPhase[d] == D_Starting &&
         stateAnchorState[d] == M_Mounted &&
         trustReady[d] &&
-        sidecarState[d] == X_Stopped
+        sidecarState[d] == X_Stopped &&
+        sidecarLaunched[d]
         ->
         sidecarState[d] = X_Ready;
+        sidecarLaunched[d] = false;
+        routeOut[d] = false;
         COVER(ACT_StartSidecar);
         printf("ACTION StartSidecar(d%d)\n", d)
     }
 }
 
-/* TLA+: StartSandbox(d) */
+/* Extension: runsc boots once the helper is launched (its start runs
+ * beside the boot), before the policy is in place. */
+inline BootSandbox(d) {
+    d_step {
+        domainPhase[d] == D_Starting &&
+        stateAnchorState[d] == M_Mounted &&
+        trustReady[d] &&
+        (sidecarLaunched[d] || sidecarState[d] == X_Ready) &&
+        sandboxState[d] == X_Stopped &&
+        !sandboxBooting[d]
+        ->
+        sandboxBooting[d] = true;
+        COVER(ACT_BootSandbox);
+        printf("ACTION BootSandbox(d%d)\n", d)
+    }
+}
+
+/* TLA+: StartSandbox(d); extension: the booted sandbox's readiness. */
 inline StartSandbox(d) {
     d_step {
         domainPhase[d] == D_Starting &&
+#ifndef BUG_READY_BEFORE_POLICY
         sidecarState[d] == X_Ready &&
-        sandboxState[d] == X_Stopped
+#endif
+        sandboxState[d] == X_Stopped &&
+        sandboxBooting[d]
         ->
         sandboxState[d] = X_Ready;
+        sandboxBooting[d] = false;
         COVER(ACT_StartSandbox);
         printf("ACTION StartSandbox(d%d)\n", d)
     }
@@ -1189,6 +1265,9 @@ inline FailDomain(d) {
         lockOwner[d] = NoSession;
         published[d] = false;
         lingering[d] = false;       /* extension */
+        sidecarLaunched[d] = false; /* extension: a failure of either side */
+        sandboxBooting[d] = false;  /* during the overlap stops both */
+        routeOut[d] = false;
         for (ii : 0 .. NS - 1) {
             registered[d].has[ii] = false;
             connected[d].has[ii] = false;
@@ -1248,7 +1327,9 @@ end_DomainProgress:
     do
     :: MountStateAnchor(d)
     :: CreateTrustAnchor(d)
+    :: LaunchSidecar(d)
     :: StartSidecar(d)
+    :: BootSandbox(d)
     :: StartSandbox(d)
     :: PublishDomain(d)
     :: StartLinger(d)
@@ -1464,8 +1545,20 @@ init {
  * mounted State Anchor and a Trust Anchor, i.e. that the anchor is mounted
  * before and unmounted after the network and the sandbox. */
 #define RN_d(d, _) ((sandboxState[d] != X_Ready || sidecarState[d] == X_Ready) && \
-    (sidecarState[d] != X_Ready || (stateAnchorState[d] == M_Mounted && trustReady[d])))
+    (sidecarState[d] != X_Ready || (stateAnchorState[d] == M_Mounted && trustReady[d])) && \
+    (!sidecarLaunched[d] || (stateAnchorState[d] == M_Mounted && trustReady[d] && \
+                             sidecarState[d] == X_Stopped)) && \
+    (!sandboxBooting[d] || (stateAnchorState[d] == M_Mounted && trustReady[d] && \
+                            sandboxState[d] == X_Stopped && \
+                            (sidecarLaunched[d] || sidecarState[d] == X_Ready))))
 #define ResourceNesting ALL_D(RN_d, 0)
+
+/* Extension, start overlap (ours): EgressOnlyThroughPolicy. While any
+ * process of the sandbox exists (booting or ready), every route out of the
+ * enforcement namespace is the policy's: before the policy is in place
+ * there is none, so nothing the sandbox sends leaves it. */
+#define EOTP_d(d, _) (!(sandboxBooting[d] || sandboxState[d] == X_Ready) || !routeOut[d])
+#define EgressOnlyThroughPolicy ALL_D(EOTP_d, 0)
 
 /* Extension, escalation (ours). */
 
@@ -1517,6 +1610,7 @@ init {
     stateAnchorState[d] == M_Unmounted && sidecarState[d] == X_Stopped && \
     sandboxState[d] == X_Stopped && !trustReady[d] && \
     lockOwner[d] == NoSession && !published[d] && !lingering[d] && \
+    !sidecarLaunched[d] && !sandboxBooting[d] && !routeOut[d] && \
     ALL_S(NotRegistered, d) && ALL_S(NotConnected, d))
 #define QC_s(s, _) ((sessionPhase[s] == S_Closed || sessionPhase[s] == S_Failed) && \
     terminalRoute[s] == T_Detached && connectionState[s] == K_Disconnected && \
@@ -1551,7 +1645,8 @@ init {
     ApprovalOnlyAfterDraw && \
     SessionApprovalScoped && \
     LingerOnlyWhenIdle && \
-    PromptStateClosed)
+    PromptStateClosed && \
+    EgressOnlyThroughPolicy)
 #endif
 
 active proctype Invariants() {
@@ -1578,6 +1673,7 @@ end_Invariants:
         if :: !(SessionApprovalScoped) -> printf("VIOLATED SessionApprovalScoped\n") :: else -> skip fi;
         if :: !(LingerOnlyWhenIdle) -> printf("VIOLATED LingerOnlyWhenIdle\n") :: else -> skip fi;
         if :: !(PromptStateClosed) -> printf("VIOLATED PromptStateClosed\n") :: else -> skip fi;
+        if :: !(EgressOnlyThroughPolicy) -> printf("VIOLATED EgressOnlyThroughPolicy\n") :: else -> skip fi;
 #endif
         assert(AllInvariants)
        }

@@ -164,7 +164,10 @@ int hc_write_bundle(struct hc *h, struct lz_error *err) {
         .wt_gitdir_file = h->wt_gitdir_file,
         .private_dirs = priv,
         .n_private_dirs = npriv,
+        .test_prelude = lz_test_hook("LAZARET_TEST_INIT_PRELUDE"),
     };
+    if (spec.test_prelude)
+        hc_log("WARNING: the sandbox's first process runs a test prelude (a test hook; test builds only)");
     _cleanup_free_ char *json = NULL;
     r = lz_oci_sandbox_config(&spec, &json, err);
     lz_oci_binds_free(binds, nb);

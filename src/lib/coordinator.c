@@ -257,6 +257,11 @@ static void hc_done(struct hc *h) {
     lz_closep(&h->boot.mbox_fd[1]);
     for (size_t i = 0; i < LZ_ARRAY_SIZE(h->boot.dns_fd); i++)
         lz_closep(&h->boot.dns_fd[i]);
+    lz_closep(&h->boot.slirp_ready_fd);
+    if (h->boot.slirp_api)
+        (void)unlink(h->boot.slirp_api);
+    free(h->boot.slirp_api);
+    h->boot.slirp_api = NULL;
     lz_store_close(h->st);
     free(h->rootfs);
     free(h->anchor_root);
@@ -411,7 +416,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
                                        .listen_fd = -EBADF,
                                        .sfd = -EBADF,
                                        .lock_fd = -EBADF,
-                                       .boot = { .addr_fd = -EBADF, .policy_fd = -EBADF } };
+                                       .boot = { .addr_fd = -EBADF, .policy_fd = -EBADF, .slirp_ready_fd = -EBADF } };
     h.boot.mbox_fd[0] = h.boot.mbox_fd[1] = -EBADF; /* before any exit: hc_done closes them */
     for (size_t i = 0; i < LZ_ARRAY_SIZE(h.boot.dns_fd); i++)
         h.boot.dns_fd[i] = -EBADF;

@@ -85,6 +85,9 @@ static int record_proc(struct hc *h, enum lz_role role, const char *slot, const 
     return 0;
 }
 
+/* The helper's readiness bound, from its release. */
+#define LZ_SLIRP_READY_MS 15000
+
 /* STAGE (pid, slot): the Supervisor holds that child (lazaret-router, a
  * writable volume's router "vol<i>", or runsc) at its barrier. Its
  * identity is read through our own pidfd for the PID (the child is the
@@ -161,13 +164,15 @@ static int rs_recv_dns(struct hc *h, int timeout_ms, struct lz_rsmsg *m) {
     return ok ? 1 : -EBADMSG;
 }
 
-static int start_slirp(struct hc *h, struct lz_error *err) {
-    _cleanup_close_ int ready_fd = -EBADF;
+/* The connectivity helper, staged and released; its readiness is read
+ * while runsc boots (sandbox_start, slirp_ready). */
+static int launch_slirp(struct hc *h, struct lz_error *err) {
     const struct lz_profile *prof = &h->cfg->profile;
     /* Published ports need the helper's API socket, for the time it takes
-     * to ask (removed once they are published). */
-    _cleanup_free_ char *api = prof->n_publish ? lz_xasprintf("%s/%.32s.slirp", h->rt, h->cfg->domain_id_hex) : NULL;
-    int r = lz_slirp_spawn(h->rs.pid, api, &h->slirp, &ready_fd, err);
+     * to ask (removed once they are published, or by hc_done). */
+    if (prof->n_publish)
+        h->boot.slirp_api = lz_xasprintf("%s/%.32s.slirp", h->rt, h->cfg->domain_id_hex);
+    int r = lz_slirp_spawn(h->rs.pid, h->boot.slirp_api, &h->slirp, &h->boot.slirp_ready_fd, err);
     if (r < 0)
         return r;
     /* Staged ownership before the helper may proceed. */
@@ -175,21 +180,36 @@ static int start_slirp(struct hc *h, struct lz_error *err) {
         return r;
     if ((r = lz_child_release(&h->slirp)) < 0)
         return lz_error_errno(err, r, "slirp4netns failed to start");
-    if (lz_slirp_await_ready(ready_fd, 15000) < 0)
+    h->boot.t_slirp = lz_now_ms();
+    return 0;
+}
+
+/* The helper's readiness byte came (its tap0 exists in the enforcement
+ * namespace, with no address or route: slirp.h): its published ports,
+ * then it is committed. The Supervisor configures tap0 and installs the
+ * policy when it gets NET. */
+static int slirp_ready(struct hc *h, struct lz_error *err) {
+    const struct lz_profile *prof = &h->cfg->profile;
+    int r = lz_slirp_read_ready(h->boot.slirp_ready_fd);
+    lz_closep(&h->boot.slirp_ready_fd);
+    if (r < 0)
         return lz_error_set(err, -EIO,
                             "the connectivity helper (slirp4netns) did not become ready; "
                             "is /dev/net/tun usable? (lazaret doctor)");
+    hc_log("connectivity helper slirp4netns ready (pid %d) in %ld ms", (int)h->slirp.pid,
+           lz_now_ms() - h->boot.t_slirp);
     for (size_t i = 0; i < prof->n_publish; i++) {
-        if ((r = lz_slirp_publish(api, &prof->publish[i], err)) < 0) {
-            (void)unlink(api);
+        if ((r = lz_slirp_publish(h->boot.slirp_api, &prof->publish[i], err)) < 0)
             return r;
-        }
         char t[LZ_PUBLISH_TEXT_MAX];
         lz_publish_format(&prof->publish[i], t, sizeof t);
         hc_log("published %s (host address:host port:sandbox port)", t);
     }
-    if (api)
-        (void)unlink(api);
+    if (h->boot.slirp_api) {
+        (void)unlink(h->boot.slirp_api);
+        free(h->boot.slirp_api);
+        h->boot.slirp_api = NULL;
+    }
     /* Its process and the participant committed: nothing physical happens
      * between the two records, so one transaction (one sync). */
     if ((r = lz_store_begin(h->st, err)) < 0 ||
@@ -704,34 +724,73 @@ static int network_intents(struct hc *h, struct lz_error *err) {
 }
 
 /* The connectivity helper, in our (host) network namespace, attached to
- * the enforcement namespace; ownership recorded before readiness. */
-static int helper_start(struct hc *h, struct lz_error *err) {
+ * the enforcement namespace, where it makes tap0 and nothing else; its
+ * ownership is recorded before it may proceed. Its readiness is not
+ * waited for here: its start runs beside the routers' and runsc's
+ * (sandbox_start). */
+static int helper_launch(struct hc *h, struct lz_error *err) {
     int r;
-    if ((r = start_slirp(h, err)) < 0)
+    if ((r = launch_slirp(h, err)) < 0)
         return r;
-    hc_log("connectivity helper slirp4netns started (pid %d)", (int)h->slirp.pid);
+    hc_log("connectivity helper slirp4netns launched (pid %d)", (int)h->slirp.pid);
     return 0;
 }
 
-/* The OCI bundle, then NET: the Supervisor installs the policy, starts the
- * routers and runsc, staging each (STAGE -> stage_rs_child: the crash
- * points "router-staged", "runsc-staged"), and reports READY; readiness
- * commits network, Git routing and sandbox in one transaction. */
+/* The start overlap (docs/network.md, "Readiness"; the model's
+ * LaunchSidecar, BootSandbox, StartSidecar, StartSandbox). The OCI bundle,
+ * then BOOT: the Supervisor prepares the namespace (no route out), passes
+ * the resolver's sockets, starts the routers and runsc, staging each
+ * (STAGE -> stage_rs_child: the crash points "router-staged",
+ * "runsc-staged"). Meanwhile the helper becomes ready (slirp_ready: its
+ * ports published, committed); once it is and runsc is released, NET: the
+ * Supervisor configures tap0, installs and probes the policy while runsc
+ * boots (NET_READY), and reports READY only when lazaret-init is ready
+ * too; readiness commits network, Git routing and sandbox in one
+ * transaction. A failure of either side fails the start: the release
+ * stops both (hc_stop_generation). */
 static int sandbox_start(struct hc *h, struct lz_error *err) {
     struct lz_config *c = h->cfg;
     int r;
     if ((r = hc_write_bundle(h, err)) < 0)
         return r;
-    (void)lz_rschan_send(h->rs_ctl, LZ_RS_NET, NULL, NULL);
+    (void)lz_rschan_send(h->rs_ctl, LZ_RS_BOOT, NULL, NULL);
 
-    /* Wait for READY or FAIL. */
+    bool helper_ready = false, runsc_released = false, net_sent = false, net_ready = false;
     long deadline = lz_now_ms() + LZ_RS_T_READY_MS;
+    long slirp_deadline = h->boot.t_slirp + LZ_SLIRP_READY_MS;
     for (;;) {
-        long left = deadline - lz_now_ms();
+        if (helper_ready && runsc_released && !net_sent) {
+            (void)lz_rschan_send(h->rs_ctl, LZ_RS_NET, NULL, NULL);
+            net_sent = true;
+        }
+        long now = lz_now_ms();
+        long left = deadline - now;
+        if (!helper_ready && runsc_released && slirp_deadline - now < left)
+            left = slirp_deadline - now;
+        if (left <= 0)
+            return lz_error_set(err, -ETIMEDOUT,
+                                !helper_ready && runsc_released
+                                    ? "the connectivity helper (slirp4netns) did not become ready in time"
+                                    : "the Runtime Supervisor did not report readiness");
+        /* The helper's readiness is taken once runsc is released: its
+         * commit (a sync) then runs during the boot, not in front of the
+         * routers' and runsc's staging (NET waits for both anyway). */
+        struct pollfd pf[2] = { { .fd = h->rs_ctl, .events = POLLIN },
+                                { .fd = helper_ready || !runsc_released ? -1 : h->boot.slirp_ready_fd,
+                                  .events = POLLIN } };
+        if (poll(pf, 2, (int)left) < 0 && errno != EINTR)
+            return lz_error_set(err, -errno, "poll: %s", strerror(errno));
+        if (pf[1].revents) {
+            if ((r = slirp_ready(h, err)) < 0)
+                return r;
+            helper_ready = true;
+        }
+        if (!pf[0].revents)
+            continue;
         struct lz_rsmsg m;
-        int n = rs_recv_dns(h, left > 0 ? (int)left : 0, &m);
+        int n = rs_recv_dns(h, 0, &m);
         if (n == -ETIMEDOUT)
-            return lz_error_set(err, -ETIMEDOUT, "the Runtime Supervisor did not report readiness");
+            continue;
         if (n == -EBADMSG)
             return lz_error_set(err, -EPROTO, "malformed message from the Runtime Supervisor");
         if (n <= 0)
@@ -740,12 +799,16 @@ static int sandbox_start(struct hc *h, struct lz_error *err) {
         if (m.kind == LZ_RS_STAGE) {
             if ((r = stage_rs_child(h, &m, err)) < 0)
                 return r;
+            struct lz_rs_slot t;
+            if (lz_rs_slot_parse(m.str, &t) < 0 || t.kind != LZ_SLOT_RUNSC)
+                continue;
+            runsc_released = true;
+            hc_model_action(HC_BOOT_SANDBOX, "d=%.12s", h->cfg->domain_id_hex);
             /* runsc boots now: the starting client's exec client does its
              * own start-up meanwhile and then waits for its process spec,
              * which only that client's hello gives it, after publication
              * (session.c). Without it the hello starts one as usual. */
-            struct lz_rs_slot t;
-            if (lz_rs_slot_parse(m.str, &t) == 0 && t.kind == LZ_SLOT_RUNSC && h->a->first_session >= 0 && !h->pre) {
+            if (h->a->first_session >= 0 && !h->pre) {
                 struct lz_error perr = { 0 };
                 if (hc_session_prestart(h, h->a->first_session == 1, &perr) < 0)
                     hc_log("the first session's exec client was not started ahead: %s", perr.msg);
@@ -756,10 +819,21 @@ static int sandbox_start(struct hc *h, struct lz_error *err) {
             hc_log("the Domain resolver's sockets received from the Runtime Supervisor");
             continue;
         }
+        if (m.kind == LZ_RS_NET_READY) {
+            if (!net_sent || net_ready)
+                return lz_error_set(err, -EPROTO, "unexpected network readiness from the Runtime Supervisor");
+            net_ready = true;
+            hc_log("network policy in place: %s", m.str);
+            hc_model_action(HC_START_SIDECAR, "d=%.12s", h->cfg->domain_id_hex);
+            continue;
+        }
         if (m.kind == LZ_RS_READY) {
-            /* The Supervisor passes them before it starts runsc. */
+            /* The Supervisor passes them before it starts runsc, and
+             * reports READY only after the policy (NET_READY). */
             if (h->boot.dns_fd[0] < 0)
                 return lz_error_set(err, -EPROTO, "the Runtime Supervisor did not pass the resolver's sockets");
+            if (!net_ready)
+                return lz_error_set(err, -EPROTO, "the Runtime Supervisor reported readiness before the network");
             readiness_fingerprint(h, m.u[0]);
             char line[512];
             lz_rschan_format(&m, line, sizeof line);
@@ -846,7 +920,9 @@ static const struct gen_step acquire[] = {
     { "state anchor", anchor_prepared, "anchor-prepared", HC_MOUNT_STATE_ANCHOR },
     { "trust anchor", trust_anchor, "trust-anchor", HC_CREATE_TRUST_ANCHOR },
     { "routing, network, helper", network_intents, NULL, HC_NO_ACTION },
-    { "helper", helper_start, NULL, HC_START_SIDECAR },
+    { "helper", helper_launch, NULL, HC_LAUNCH_SIDECAR },
+    /* the helper's readiness and the policy (StartSidecar) run beside the
+     * routers' and runsc's start (BootSandbox): both logged inside */
     { "sandbox", sandbox_start, NULL, HC_START_SANDBOX }, /* router-staged, runsc-staged */
     { "publication", publish, "running", HC_PUBLISH_DOMAIN },
 };

@@ -193,6 +193,12 @@ struct hc {
          * (rschan.h), in the order LZ_NET_DNS_UDP, _TCP, _RTNL, _DIAG
          * (netpolicy.h), until the resolver takes them; -EBADF when absent. */
         int dns_fd[LZ_NET_DNS_FDS];
+        /* The connectivity helper's readiness pipe (slirp.h), from its
+         * launch until it reported (read while runsc boots), and its API
+         * socket path for published ports (NULL: none). */
+        int slirp_ready_fd;
+        char *slirp_api;
+        long t_slirp; /* its release (lz_now_ms), for the log */
     } boot;
     struct hc_net *net; /* hc_net.c: the resolver and what it reported (NULL before hc_net_start) */
     struct hc_ref *ref; /* hc_refusal.c: the routers' refusals (NULL before the Supervisor's spawn) */

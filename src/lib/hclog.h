@@ -22,7 +22,9 @@ enum hc_action {
     HC_RESTART_WAITING_DOMAIN,
     HC_MOUNT_STATE_ANCHOR,
     HC_CREATE_TRUST_ANCHOR,
+    HC_LAUNCH_SIDECAR, /* extension: the start overlap */
     HC_START_SIDECAR,
+    HC_BOOT_SANDBOX, /* extension: the start overlap */
     HC_START_SANDBOX,
     HC_PUBLISH_DOMAIN,
     HC_ADVANCE_WAITING_SESSION,

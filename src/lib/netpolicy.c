@@ -11,6 +11,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sodium.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -423,6 +424,61 @@ static int write_sysctl(const char *path, const char *v) {
     return lz_write_full(fd, v, strlen(v));
 }
 
+int lz_netpolicy_prepare(struct lz_error *err) {
+    int r;
+    if ((r = write_sysctl("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1")) < 0 ||
+        (r = write_sysctl("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1")) < 0)
+        return lz_error_set(err, r, "cannot disable IPv6 in the Domain network namespace: %s", strerror(-r));
+    return lz_netpolicy_dns_local(err);
+}
+
+/* 10.0.2.100/24 on tap0 without the connected /24 route the kernel would
+ * add with it (the policy decides about 10.0.2.0/24 like any prefix). */
+static int tap_addr(struct nl *nl, unsigned tap) {
+    char buf[512];
+    struct nlmsghdr *h = mnl_nlmsg_put_header(buf);
+    h->nlmsg_type = RTM_NEWADDR;
+    h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE;
+    struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(h, sizeof *ifa);
+    ifa->ifa_family = AF_INET;
+    ifa->ifa_prefixlen = 24;
+    ifa->ifa_scope = RT_SCOPE_UNIVERSE;
+    ifa->ifa_index = tap;
+    mnl_attr_put_u32(h, IFA_LOCAL, htonl(LZ_NET_ADDR));
+    mnl_attr_put_u32(h, IFA_ADDRESS, htonl(LZ_NET_ADDR));
+    mnl_attr_put_u32(h, IFA_BROADCAST, htonl(LZ_NET_ADDR | 0xffu));
+    mnl_attr_put_u32(h, IFA_FLAGS, IFA_F_NOPREFIXROUTE);
+    return nl_talk(nl, h);
+}
+
+int lz_netpolicy_tap_up(struct lz_error *err) {
+    unsigned tap = if_nametoindex(LZ_NET_TAP);
+    if (!tap)
+        return lz_error_set(err, -ENODEV, "the connectivity helper's %s is missing", LZ_NET_TAP);
+    struct nl nl;
+    int r = nl_open(&nl);
+    if (r < 0)
+        return lz_error_set(err, r, "netlink: %s", strerror(-r));
+    r = tap_addr(&nl, tap);
+    mnl_socket_close(nl.s);
+    if (r < 0)
+        return lz_error_set(err, r, "cannot put 10.0.2.100/24 on %s: %s", LZ_NET_TAP, strerror(-r));
+    _cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return lz_error_set(err, -errno, "socket: %s", strerror(errno));
+    struct ifreq ifr = { 0 };
+    snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", LZ_NET_TAP);
+    ifr.ifr_mtu = LZ_NET_MTU;
+    if (ioctl(s, SIOCSIFMTU, &ifr) < 0)
+        return lz_error_set(err, -errno, "cannot set the MTU of %s: %s", LZ_NET_TAP, strerror(errno));
+    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+        return lz_error_set(err, -errno, "cannot read the flags of %s: %s", LZ_NET_TAP, strerror(errno));
+    ifr.ifr_flags |= IFF_UP;
+    if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+        return lz_error_set(err, -errno, "cannot bring %s up: %s", LZ_NET_TAP, strerror(errno));
+    return 0;
+}
+
 int lz_netpolicy_install(const struct lz_netpolicy *p, struct lz_error *err) {
     unsigned tap = if_nametoindex(LZ_NET_TAP);
     if (!tap)
@@ -441,8 +497,9 @@ int lz_netpolicy_install(const struct lz_netpolicy *p, struct lz_error *err) {
     }
     nl.portid = mnl_socket_get_portid(nl.s);
     nl.seq = (unsigned)time(NULL);
-    /* What slirp4netns --configure set up is replaced by the policy: the
-     * default route and the helper's connected /24 (same keys: REPLACE). */
+    /* What a helper that configured tap0 itself set up (slirp4netns
+     * --configure; lz_netpolicy_tap_up adds neither) is replaced by the
+     * policy: the default route and the connected /24. */
     route(&nl, RTM_DELROUTE, 0, 0, 0, RTN_UNICAST, RT_SCOPE_NOWHERE, 0, 0, false);
     route(&nl, RTM_DELROUTE, 0, LZ_NET_GW & 0xffffff00u, 24, RTN_UNICAST, RT_SCOPE_NOWHERE, 0, tap, false);
     bool have_default = false;

@@ -35,6 +35,7 @@
 #define LZ_NET_ADDR 0x0a000264u /* 10.0.2.100 */
 #define LZ_NET_GW 0x0a000202u   /* 10.0.2.2 */
 #define LZ_NET_DNS 0x0a000203u  /* 10.0.2.3: the Domain's resolver (resolver.h), on the namespace's lo */
+#define LZ_NET_MTU 65520        /* tap0's MTU, as slirp4netns --mtu (slirp.c) */
 /* The host's own addresses, each a /32 prohibit route in a table of their
  * own, looked up by a rule before every other (the learned-address rules
  * of egress by name, fqdnroute.h, included): a host address is refused
@@ -87,8 +88,22 @@ void lz_netpolicy_digest(const uint8_t *buf, size_t len, uint8_t ret[32]);
 enum lz_net_action lz_netpolicy_lookup(const struct lz_netpolicy *p, uint32_t addr);
 void lz_netpolicy_clear(struct lz_netpolicy *p);
 
-/* In the enforcement namespace (Runtime Supervisor): replaces the routes
- * slirp4netns configured with the policy's, disables IPv6, and puts the
+/* In the enforcement namespace (Runtime Supervisor), before anything of
+ * the sandbox exists and before the helper has made its tap: disables IPv6
+ * (for tap0 too, which comes later: the default) and puts the resolver's
+ * address 10.0.2.3/32 on lo. The namespace then has no route out at all:
+ * only lo. */
+int lz_netpolicy_prepare(struct lz_error *err);
+/* The helper's tap0, configured here rather than by slirp4netns (which
+ * runs without --configure and so never adds a route of its own): MTU
+ * LZ_NET_MTU, 10.0.2.100/24 without its prefix route (IFA_F_NOPREFIXROUTE),
+ * up. Still no route out of the namespace: only lz_netpolicy_install adds
+ * routes, so the booting sandbox sends nothing before the policy is in
+ * place (docs/network.md, "Readiness"). */
+int lz_netpolicy_tap_up(struct lz_error *err);
+/* In the enforcement namespace (Runtime Supervisor): replaces any route to
+ * or through tap0 (a helper that configured it itself) with the policy's,
+ * disables IPv6, and puts the
  * resolver's address 10.0.2.3/32 on lo (lz_netpolicy_dns_local). The
  * policy's allow of 10.0.2.3/32 (lz_netpolicy_derive) is that address, not
  * a route of the main table: the local table is looked up first, so the

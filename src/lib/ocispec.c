@@ -113,7 +113,14 @@ int lz_oci_sandbox_config(const struct lz_sandbox_spec *s, char **ret_json, stru
     json_t *proc = json_object();
     json_object_set_new(proc, "terminal", json_false());
     json_object_set_new(proc, "user", json_pack("{s:i,s:i}", "uid", 0, "gid", 0));
-    json_object_set_new(proc, "args", json_pack("[s]", "/run/lazaret/init"));
+    if (s->test_prelude) {
+        /* Test builds only (bundle.c): the prelude runs beside init, from
+         * the sandbox's first moment; init still becomes PID 1. */
+        _cleanup_free_ char *script = lz_xasprintf("( %s ) & exec /run/lazaret/init", s->test_prelude);
+        json_object_set_new(proc, "args", json_pack("[sss]", "/bin/sh", "-c", script));
+    } else {
+        json_object_set_new(proc, "args", json_pack("[s]", "/run/lazaret/init"));
+    }
     json_object_set_new(proc, "env",
                         json_pack("[s]", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
     json_object_set_new(proc, "cwd", json_string("/"));

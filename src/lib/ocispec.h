@@ -58,6 +58,10 @@ struct lz_sandbox_spec {
      * (destination), after the workspace's own mounts. */
     const struct lz_oci_bind *private_dirs;
     size_t n_private_dirs;
+    /* Test builds only (LAZARET_TEST_INIT_PRELUDE): a shell command the
+     * sandbox's first process runs in the background before it execs
+     * lazaret-init (tests/network/test_network.py, test_first_process_*); NULL: none. */
+    const char *test_prelude;
 };
 
 /* Builds the workspace mount list (the Git protection layout) by looking

@@ -20,6 +20,9 @@ const char *const lz_env_hooks[] = {
     "LAZARET_TEST_BOOT_ID",
     "LAZARET_TEST_CRASH",
     "LAZARET_TEST_NETFOLLOW",
+    "LAZARET_TEST_NET",          /* helper-configures: the start overlap's positive control */
+    "LAZARET_TEST_NET_DELAY_MS", /* the Supervisor's policy install waits (slirp.h, supervisor.c) */
+    "LAZARET_TEST_INIT_PRELUDE", /* a shell command the sandbox runs beside lazaret-init (bundle.c) */
     "LAZARET_TEST_AUTO_APPROVE",
     "LAZARET_TEST_WORKSPACE",
     "LAZARET_TEST_TEARDOWN_PAUSE_MS",

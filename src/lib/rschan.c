@@ -26,6 +26,8 @@ static const struct {
     [LZ_RS_UNMOUNT] = { "unmount", 0, 0 },
     [LZ_RS_MAILBOX] = { "mailbox", 0, 0 },
     [LZ_RS_DNS] = { "dns", 0, 0 },
+    [LZ_RS_BOOT] = { "boot", 0, 0 },
+    [LZ_RS_NET_READY] = { "net-ready", 0, 255 },
 };
 
 static bool kind_valid(unsigned k) { return k > 0 && k < LZ_RS_KIND_MAX && schema[k].name; }
@@ -244,6 +246,8 @@ void lz_rschan_format(const struct lz_rsmsg *m, char *buf, size_t len) {
     case LZ_RS_UNMOUNT:
     case LZ_RS_MAILBOX:
     case LZ_RS_DNS:
+    case LZ_RS_BOOT:
+    case LZ_RS_NET_READY:
     case LZ_RS_KIND_MAX:
     default: snprintf(buf, len, "%s%s%s", name, m->str[0] ? " " : "", m->str); break;
     }

@@ -15,11 +15,13 @@
  *
  * RS -> HC                         HC -> RS, in this order
  *   MAILBOX  (first; with 2 fds)     ANCHOR   mount the State Anchor
- *   STAGE    pid; slot
- *   ANCHORED ; mount identity        STAGED   ; slot (release that child)
- *   DNS      (after NET; 4 fds)      NET      helper attached: policy, routers, runsc
+ *   ANCHORED ; mount identity        BOOT     helper launched, bundle written:
+ *   DNS      (after BOOT; 5 fds)              namespace basics, routers, runsc
+ *   STAGE    pid; slot               STAGED   ; slot (release that child)
+ *   NET_READY ; observed policy      NET      the helper's tap is there: the
+ *                                             policy (after runsc's STAGED)
  *   READY    netns,userns,mntns;     STOP     stop the sandbox
- *            observed policy
+ *            observed policy (after NET_READY and lazaret-init's ready line)
  *   FAIL     ; message               UNMOUNT  release intent committed: unmount
  *   EXITED   status; reason ("" | "router" | "address-follow")
  *   UNMOUNTED, UNMOUNT_FAILED ; message
@@ -50,12 +52,21 @@ enum lz_rs_kind {
      * mailbox's req/ and res/ tmpfs mounted (supervisor.h), their root
      * directories attached (SCM_RIGHTS, lz_rschan_send_fds). */
     LZ_RS_MAILBOX,
-    /* Runtime Supervisor -> Host Coordinator, after the policy is
-     * installed and probed, before the routers and runsc: the Domain
-     * resolver's sockets, opened in the enforcement namespace before
-     * CAP_NET_ADMIN went (netpolicy.h, lz_netpolicy_dns_sockets), attached
-     * in the order LZ_NET_DNS_UDP, _TCP, _RTNL, _DIAG (4 fds). */
+    /* Runtime Supervisor -> Host Coordinator, after BOOT, before the
+     * routers and runsc (so that nothing of the sandbox can bind their
+     * addresses first): the Domain resolver's sockets, opened in the
+     * enforcement namespace while CAP_NET_ADMIN counts there (netpolicy.h,
+     * lz_netpolicy_dns_sockets), attached in the order LZ_NET_DNS_UDP,
+     * _TCP, _RTNL, _DIAG, _GATE (5 fds). */
     LZ_RS_DNS,
+    /* Host Coordinator -> Runtime Supervisor: the connectivity helper is
+     * launched and the bundle written; prepare the namespace (no route
+     * out), start the routers and runsc. The policy follows with NET, while
+     * runsc boots (docs/network.md, "Readiness"). */
+    LZ_RS_BOOT,
+    /* Runtime Supervisor -> Host Coordinator: the policy is installed, read
+     * back and probed on the helper's tap (the model's StartSidecar). */
+    LZ_RS_NET_READY,
     LZ_RS_KIND_MAX, /* not a kind */
 };
 
@@ -79,7 +90,7 @@ struct lz_rsmsg {
 #define LZ_RS_T_STAGE_MS 10000        /* RS: STAGE -> the coordinator's STAGED */
 #define LZ_RS_T_ROUTER_READY_MS 15000 /* RS: a router mounts its view */
 #define LZ_RS_T_ANCHOR_CMD_MS 30000   /* RS: start -> ANCHOR (the coordinator records its intent first) */
-#define LZ_RS_T_NET_CMD_MS 30000      /* RS: -> NET (the coordinator starts the helper) */
+#define LZ_RS_T_BOOT_CMD_MS 30000     /* RS: -> BOOT (the coordinator launches the helper) */
 #define LZ_RS_T_UNMOUNT_CMD_MS 30000  /* RS: sandbox gone -> UNMOUNT */
 #define LZ_RS_T_RUNSC_TERM_MS 5000    /* RS stop: runsc run after SIGTERM */
 #define LZ_RS_T_RUNSC_KILL_MS 5000    /* RS stop: `runsc kill --all KILL` */
@@ -93,7 +104,8 @@ struct lz_rsmsg {
 #define LZ_RS_T_EXIT_MS 30000         /* HC: the RS process exits after its last report */
 #define LZ_RS_T_MAILBOX_MS 10000      /* HC: released -> MAILBOX (two tmpfs mounts) */
 
-/* HC: NET -> READY or FAIL. */
+/* HC: BOOT -> READY or FAIL (the Supervisor's start bound covers NET too:
+ * READY waits for both). */
 #define LZ_RS_T_READY_MS (LZ_RS_T_START_MS + LZ_RS_T_START_MARGIN_MS)
 
 /* HC: STOP -> EXITED: the Supervisor's stop sequence of the sandbox

@@ -6,8 +6,15 @@
  * 10.0.2.2 does not lead to the host's loopback; --disable-dns: slirp4netns
  * forwards nothing from 10.0.2.3 to the host's resolver (the Domain's own
  * resolver answers there, resolver.h); --enable-sandbox and
- * --enable-seccomp: the helper locks itself down. Its readiness is its
- * own protocol (one byte '1' on --ready-fd), read bounded here.
+ * --enable-seccomp: the helper locks itself down. No --configure: the
+ * helper only makes tap0; the Runtime Supervisor configures it
+ * (lz_netpolicy_tap_up) and installs the policy, so no route of the
+ * helper's own ever leaves the namespace while the sandbox boots beside it
+ * (docs/network.md, "Readiness"). LAZARET_TEST_NET=helper-configures
+ * (test builds only) passes --configure again: the positive control of
+ * tests/network/test_network.py, test_first_process_*. Its readiness is its own protocol
+ * (one byte '1' on --ready-fd, once tap0 exists and its API socket
+ * listens), read by the coordinator within a bound (generation.c).
  */
 #pragma once
 
@@ -20,8 +27,9 @@
  * none. */
 int lz_slirp_spawn(pid_t netns_pid, const char *api_path, struct lz_child *ret, int *ret_ready_fd,
                    struct lz_error *err);
-/* Waits at most timeout_ms for the readiness byte: 0, or -EIO. */
-int lz_slirp_await_ready(int ready_fd, int timeout_ms);
+/* The readiness byte, read now (the fd polled readable; the caller bounds
+ * the wait): 0, or -EIO (end of file: the helper died first). */
+int lz_slirp_read_ready(int ready_fd);
 
 struct lz_publish;
 /* Publishes one port (publish.h) through the API socket of a ready

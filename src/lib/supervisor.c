@@ -490,20 +490,55 @@ static int pass_dns(int ctl, struct lz_error *err) {
     return r;
 }
 
-/* Waits for the coordinator's "net" (the helper is attached), then installs
- * the policy it sent, checks it from this namespace's own view, passes the
- * resolver's sockets (DNS), and drops
- * CAP_NET_ADMIN from the bounding set so that nothing started after this
- * (router, runsc, the sandbox) can ever change it. With the host-address
- * watch (a->addr_fd, netfollow.h) it starts the follower (*ret_follow) and
- * keeps CAP_NET_ADMIN in its own permitted set only, for the follower's
- * /32 denies. */
-static int setup_network(const struct lz_supervisor_args *a, char *msg, size_t msglen, char *observed, size_t obslen,
-                         struct lz_netfollow **ret_follow) {
+/* CAP_NET_ADMIN and CAP_NET_RAW out of what anything we exec can get: the
+ * bounding and inheritable sets, and the ambient set cleared (as root in
+ * the Domain user namespace, an exec's permitted set is inheritable |
+ * bounding). Before the routers and runsc start, so that nothing started
+ * after this (router, runsc, the sandbox) can ever change the policy.
+ * With `own` also from our own effective and permitted sets (the policy is
+ * final), but with `keep_admin` CAP_NET_ADMIN stays permitted (not
+ * effective) for the host-address follower's /32 denies. */
+static int drop_net_caps(bool own, bool keep_admin) {
+    if (!own &&
+        (prctl(PR_CAPBSET_DROP, CAP_NET_ADMIN, 0, 0, 0) < 0 || prctl(PR_CAPBSET_DROP, CAP_NET_RAW, 0, 0, 0) < 0))
+        return -errno;
+    struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+    struct __user_cap_data_struct caps[2];
+    if (syscall(SYS_capget, &hdr, caps) < 0)
+        return -errno;
+    for (int i = 0; i < 2; i++) {
+        uint32_t drop = 0;
+        if (CAP_NET_ADMIN / 32 == i)
+            drop |= 1u << (CAP_NET_ADMIN % 32);
+        if (CAP_NET_RAW / 32 == i)
+            drop |= 1u << (CAP_NET_RAW % 32);
+        caps[i].inheritable &= ~drop;
+        if (!own)
+            continue;
+        caps[i].effective &= ~drop;
+        if (keep_admin && CAP_NET_ADMIN / 32 == i)
+            drop &= ~(1u << (CAP_NET_ADMIN % 32));
+        caps[i].permitted &= ~drop;
+    }
+    if (syscall(SYS_capset, &hdr, caps) < 0)
+        return -errno;
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        return -errno;
+    return 0;
+}
+
+/* BOOT: the helper is launched, the bundle written. Before anything of the
+ * sandbox exists: checks the policy against its digest (kept in *pol for
+ * NET), disables IPv6 and puts the resolver's address on lo (the namespace
+ * has no route out: only lo, and tap0 once the helper makes it, without
+ * address, routes or link), passes the resolver's sockets (bound before
+ * the sandbox could bind their addresses), and drops the network
+ * capabilities from everything we start (drop_net_caps). */
+static int net_prepare(const struct lz_supervisor_args *a, struct lz_netpolicy *pol, char *msg, size_t msglen) {
     struct lz_rsmsg got;
-    int w = wait_command(a->ctl_fd, LZ_RS_NET, NULL, LZ_RS_T_NET_CMD_MS, &got);
+    int w = wait_command(a->ctl_fd, LZ_RS_BOOT, NULL, LZ_RS_T_BOOT_CMD_MS, &got);
     if (w == -ETIMEDOUT) {
-        snprintf(msg, msglen, "the connectivity helper was not attached in time");
+        snprintf(msg, msglen, "the coordinator did not launch the connectivity helper in time");
         return -ETIMEDOUT;
     }
     if (w < 0) {
@@ -526,59 +561,66 @@ static int setup_network(const struct lz_supervisor_args *a, char *msg, size_t m
         return -EBADMSG;
     }
     struct lz_error err = { 0 };
-    struct lz_netpolicy pol;
-    int r = lz_netpolicy_decode(buf, (size_t)len, &pol, &err);
+    int r = lz_netpolicy_decode(buf, (size_t)len, pol, &err);
     if (r == 0)
-        r = lz_netpolicy_install(&pol, &err);
-    if (r == 0)
-        r = lz_netpolicy_observe(&pol, observed, obslen, &err);
-    if (r == 0)
-        r = lz_netpolicy_probe(&pol, &err);
-    /* The follower, with a first reconcile: it closes the window between
-     * the coordinator's snapshot of the host's addresses and now. */
-    struct lz_netfollow *follow = NULL;
-    if (r == 0 && a->addr_fd >= 0 && (r = lz_netfollow_new(a->addr_fd, &pol, follow_log, NULL, &follow, &err)) == 0)
-        r = lz_netfollow_reconcile(follow, "start", &err);
-    lz_netpolicy_clear(&pol);
-    /* The resolver's sockets, while CAP_NET_ADMIN still counts here (the
-     * netlink socket's opener is checked at every route change): to the
+        r = lz_netpolicy_prepare(&err);
+    /* The resolver's sockets, while CAP_NET_ADMIN counts here (the netlink
+     * socket's opener is checked at every route change): to the
      * coordinator, none kept. */
     if (r == 0 && (r = pass_dns(a->ctl_fd, &err)) < 0 && !err.msg[0])
         lz_error_set(&err, r, "cannot pass the resolver's sockets to the coordinator: %s", strerror(-r));
+    if (r < 0) {
+        snprintf(msg, msglen, "%s", err.msg);
+        return r;
+    }
+    if ((r = drop_net_caps(false, false)) < 0) {
+        snprintf(msg, msglen, "cannot drop network-administration capabilities: %s", strerror(-r));
+        return r;
+    }
+    return 0;
+}
+
+/* NET: the helper's tap0 exists (runsc boots meanwhile). Configures it
+ * with no route (lz_netpolicy_tap_up), installs the policy, reads it back
+ * and probes it from this namespace's own view; with the host-address
+ * watch (a->addr_fd, netfollow.h) starts the follower (*ret_follow, which
+ * takes *pol) with a first reconcile; then drops the network capabilities
+ * from our own sets too, but for the follower's CAP_NET_ADMIN. Only after
+ * this can anything leave the namespace, and only as the policy says. */
+static int net_install(const struct lz_supervisor_args *a, struct lz_netpolicy *pol, char *observed, size_t obslen,
+                       struct lz_netfollow **ret_follow, char *msg, size_t msglen) {
+    struct lz_error err = { 0 };
+    int r = lz_netpolicy_tap_up(&err);
+    /* Test builds: widen the window between the helper's tap and the
+     * policy (tests/network/test_network.py, test_first_process_*). */
+    const char *delay = lz_test_hook("LAZARET_TEST_NET_DELAY_MS");
+    long ms = delay ? strtol(delay, NULL, 10) : 0;
+    if (r == 0 && ms > 0 && ms <= 10000) {
+        fprintf(stderr, "rs[%d]: WARNING: the policy waits %ld ms (a test hook; test builds only)\n", (int)getpid(),
+                ms);
+        (void)nanosleep(&(struct timespec){ ms / 1000, (ms % 1000) * 1000000L }, NULL);
+    }
+    if (r == 0)
+        r = lz_netpolicy_install(pol, &err);
+    if (r == 0)
+        r = lz_netpolicy_observe(pol, observed, obslen, &err);
+    if (r == 0)
+        r = lz_netpolicy_probe(pol, &err);
+    /* The follower, with a first reconcile: it closes the window between
+     * the coordinator's snapshot of the host's addresses and now. */
+    struct lz_netfollow *follow = NULL;
+    if (r == 0 && a->addr_fd >= 0 && (r = lz_netfollow_new(a->addr_fd, pol, follow_log, NULL, &follow, &err)) == 0)
+        r = lz_netfollow_reconcile(follow, "start", &err);
     if (r < 0) {
         lz_netfollow_free(follow);
         snprintf(msg, msglen, "%s", err.msg);
         return r;
     }
-    if (prctl(PR_CAPBSET_DROP, CAP_NET_ADMIN, 0, 0, 0) < 0 || prctl(PR_CAPBSET_DROP, CAP_NET_RAW, 0, 0, 0) < 0) {
-        r = -errno;
+    if ((r = drop_net_caps(true, follow != NULL)) < 0) {
         lz_netfollow_free(follow);
         snprintf(msg, msglen, "cannot drop network-administration capabilities: %s", strerror(-r));
         return r;
     }
-    /* And from our own sets: the policy is final for this generation, but
-     * for the follower's host-address denies. Those keep CAP_NET_ADMIN in
-     * our permitted set (raised into the effective set only around a route
-     * change); not being in the bounding, inheritable or ambient sets, it
-     * reaches nothing we exec. */
-    struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-    struct __user_cap_data_struct caps[2];
-    if (syscall(SYS_capget, &hdr, caps) == 0) {
-        for (int i = 0; i < 2; i++) {
-            uint32_t drop = 0;
-            if (CAP_NET_ADMIN / 32 == i)
-                drop |= 1u << (CAP_NET_ADMIN % 32);
-            if (CAP_NET_RAW / 32 == i)
-                drop |= 1u << (CAP_NET_RAW % 32);
-            caps[i].effective &= ~drop;
-            caps[i].inheritable &= ~drop;
-            if (follow && CAP_NET_ADMIN / 32 == i)
-                drop &= ~(1u << (CAP_NET_ADMIN % 32));
-            caps[i].permitted &= ~drop;
-        }
-        syscall(SYS_capset, &hdr, caps);
-    }
-    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
     *ret_follow = follow;
     return 0;
 }
@@ -682,6 +724,7 @@ struct rs_run {
     struct lz_child runsc, router;
     bool runsc_ran;
     struct lz_netfollow *follow;
+    struct lz_netpolicy pol; /* from BOOT to NET (then the follower's, or cleared) */
     int outp[2], errp[2];
     bool exited; /* report EXITED (status, reason) after the stop */
     int status;
@@ -697,6 +740,7 @@ static void rs_run_end(struct rs_run *x) {
     stop_router(x->a, &x->router);
     owned[0] = owned[1] = NULL;
     lz_netfollow_free(x->follow);
+    lz_netpolicy_clear(&x->pol);
     lz_close_pairp(&x->outp);
     lz_close_pairp(&x->errp);
     if (x->exited)
@@ -729,11 +773,8 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
 
     char msg[512];
     char observed[128] = "";
-    long t_net = lz_now_ms();
-    if ((r = setup_network(a, msg, sizeof msg, observed, sizeof observed, &x.follow)) < 0)
+    if ((r = net_prepare(a, &x.pol, msg, sizeof msg)) < 0)
         return rs_fail(&x, "%s", msg);
-    fprintf(stderr, "rs[%d]: network policy installed, read back and probed in %ld ms (%s)\n", (int)getpid(),
-            lz_now_ms() - t_net, observed);
     const char *wmode = lz_test_hook("LAZARET_TEST_WORKSPACE");
     if ((!wmode || strcmp(wmode, "nohot") != 0) && pipe2(hot_pipe, O_CLOEXEC) < 0)
         return rs_fail(&x, "pipe: %s", strerror(errno));
@@ -783,7 +824,10 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
     struct tail t = { .len = 0 };
     char linebuf[256];
     size_t linelen = 0;
-    bool ready = false, stopping = false;
+    /* READY once both lazaret-init said so and the policy is in place
+     * (NET, while runsc boots): the model's StartSandbox after its
+     * StartSidecar. */
+    bool ready = false, init_ready = false, net_ready = false, stopping = false;
     long deadline = lz_now_ms() + a->start_timeout_ms;
 
     for (;;) {
@@ -804,8 +848,8 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
         if (!ready) {
             long left = deadline - lz_now_ms();
             if (left <= 0)
-                return rs_fail(&x, "the sandbox did not start within %d s (runsc: %s)", a->start_timeout_ms / 1000,
-                               tail_last_line(&t));
+                return rs_fail(&x, "the sandbox did not start within %d s (%s: %s)", a->start_timeout_ms / 1000,
+                               init_ready ? "no network policy" : "runsc", tail_last_line(&t));
             timeout = (int)left;
         }
         if (poll(p, (nfds_t)np, timeout) < 0) {
@@ -824,16 +868,12 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
         if (p[2].revents & (POLLIN | POLLHUP)) {
             char b[256];
             ssize_t n = read(x.outp[0], b, sizeof b);
-            if (n > 0 && !ready) {
+            if (n > 0 && !init_ready) {
                 size_t take = (size_t)n < sizeof linebuf - 1 - linelen ? (size_t)n : sizeof linebuf - 1 - linelen;
                 memcpy(linebuf + linelen, b, take);
                 linelen += take;
                 linebuf[linelen] = '\0';
-                if (strstr(linebuf, READY_LINE)) {
-                    ready = true;
-                    uint64_t ino[3] = { ns_ino("net"), ns_ino("user"), ns_ino("mnt") };
-                    (void)lz_rschan_send(ctl, LZ_RS_READY, ino, observed);
-                }
+                init_ready = strstr(linebuf, READY_LINE) != NULL;
             } else if (n == 0) {
                 lz_closep(&x.outp[0]);
             }
@@ -855,6 +895,15 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
             int n = lz_rschan_recv(ctl, 0, &m);
             if (n == 0 || (n == 1 && m.kind == LZ_RS_STOP))
                 stopping = true; /* STOP, or the coordinator is gone */
+            if (n == 1 && m.kind == LZ_RS_NET && !net_ready && !stopping) {
+                long t_net = lz_now_ms();
+                if ((r = net_install(a, &x.pol, observed, sizeof observed, &x.follow, msg, sizeof msg)) < 0)
+                    return rs_fail(&x, "%s", msg);
+                net_ready = true;
+                fprintf(stderr, "rs[%d]: network policy installed, read back and probed in %ld ms (%s)\n",
+                        (int)getpid(), lz_now_ms() - t_net, observed);
+                (void)lz_rschan_send(ctl, LZ_RS_NET_READY, NULL, observed);
+            }
         }
         /* A volume router gone is a volume the sandbox cannot use safely. */
         bool vol_gone = false;
@@ -893,6 +942,11 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
         if (stopping) {
             rs_exited(&x, 0, NULL);
             return 0;
+        }
+        if (init_ready && net_ready && !ready) {
+            ready = true;
+            uint64_t ino[3] = { ns_ino("net"), ns_ino("user"), ns_ino("mnt") };
+            (void)lz_rschan_send(ctl, LZ_RS_READY, ino, observed);
         }
         if (p[1].revents & POLLIN) {
             int st = 0;

@@ -227,7 +227,10 @@ def test_coordinator_killed_while_a_session_starts(lazaret, env, workspace, step
     assert rows and all(r == ("clean", "unassigned") for r in rows), rows
 
 
-MODEL_ORDER = ["StartNewDomain", "MountStateAnchor", "CreateTrustAnchor", "StartSidecar", "StartSandbox", "PublishDomain",
+# The start overlap: the helper is launched, runsc boots, and only then is
+# the policy in place (NET after runsc's release) and the sandbox ready.
+MODEL_ORDER = ["StartNewDomain", "MountStateAnchor", "CreateTrustAnchor", "LaunchSidecar", "BootSandbox",
+               "StartSidecar", "StartSandbox", "PublishDomain",
                "RegisterSession", "BeginTeardown", "StopSandbox", "StopSidecar", "UnmountStateAnchor",
                "FinishTeardown"]
 

@@ -229,7 +229,7 @@ liveness=(SessionEventuallyResolves RequestEventuallyResolves
           EmptyDomainStopsWhenIdle PromptEventuallyEnds DomainEventuallyStops)
 # the slow ones on FIXTURE_WIDE, run only with LAZARET_MODEL_FULL=1
 wide_full_only=" EmptyDomainStopsWhenIdle DomainEventuallyStops "
-safety_label="safety: 12 TLA+ invariants + 7 extras"
+safety_label="safety: 12 TLA+ invariants + 8 extras"
 # actions of the prompt, never enabled where no prompt can happen
 prompt_actions=(QueuePrompt BeginPrompt PromptDrawn DiscardTypeahead
                 DeveloperApprove DeveloperApproveSession DeveloperEdit
@@ -319,6 +319,8 @@ safety_bug seed bug-cancel-orphan NoOrphanHostProcess -DBUG_CANCEL_ORPHAN
 safety_bug seed bug-disconnect-orphan NoOrphanHostProcess -DBUG_DISCONNECT_ORPHAN
 safety_bug seed bug-linger-no-cancel LingerOnlyWhenIdle -DBUG_LINGER_NO_CANCEL
 safety_bug seed bug-prompt-leak PromptStateClosed -DBUG_PROMPT_LEAK
+safety_bug seed bug-helper-routes EgressOnlyThroughPolicy -DBUG_HELPER_ROUTES
+safety_bug seed bug-ready-before-policy OrderedNetworkStartup -DBUG_READY_BEFORE_POLICY
 
 build bug-noprompttimeout fair3 -DBUG_NO_PROMPT_TIMEOUT || true
 for p in PromptEventuallyEnds RequestEventuallyResolves; do

@@ -488,3 +488,67 @@ def test_address_burst_overflow_is_reconciled(testhosts, user_env, host_address_
     print("\n".join(line for line in log.splitlines() if " rs[" in line and "host address" in line))
     assert "host addresses reconciled (events lost (ENOBUFS))" in log, log[-3000:]
     assert no_leftovers(user_env["uid"])
+
+
+# The start overlap (docs/network.md, "Readiness"): the helper starts and
+# the policy is installed while runsc boots. The sandbox's first process
+# (a test prelude beside lazaret-init, test builds only) sends to the
+# denied host from its first moment, for at most 40 s or until the session
+# says stop; the policy's install waits 3 s after the helper's tap is up
+# (a test hook; runsc boots in well under that), so the attack runs while
+# the helper is ready and the policy is not in place yet.
+ATTACK = ("end=$(( $(busybox date +%s) + 40 )); i=0; "
+          "while [ $i -lt 4000 ] && [ $(busybox date +%s) -lt $end ] && [ ! -e /tmp/attack.stop ]; do "
+          "busybox nc -w 1 {denied} 8080 </dev/null >/dev/null 2>/tmp/attack.err; rc=$?; "
+          "echo \"rc=$rc $(busybox head -c 100 /tmp/attack.err)\" >>/tmp/attack.log; i=$((i+1)); done")
+OVERLAP_READ = ("busybox touch /tmp/attack.stop; busybox sleep 1.5; "
+                "echo attempts=$(busybox wc -l </tmp/attack.log); "
+                "echo unreachable=$(busybox grep -c nreachable /tmp/attack.log); "
+                "echo connected=$(busybox grep -c '^rc=0' /tmp/attack.log)")
+
+
+def overlap_attack(testhosts, user_env, extra_env):
+    denied, dlog = testhosts["denied"]
+    dlog.write_text("")
+    write_config(user_env)
+    env = {"LAZARET_TEST_INIT_PRELUDE": ATTACK.format(denied=denied), "LAZARET_TEST_NET_DELAY_MS": "3000"}
+    env.update(extra_env)
+    r = lz(user_env, OVERLAP_READ, env=env)
+    counts = dict(re.findall(r"^(attempts|unreachable|connected)=(\d+)$", r.stdout, re.M))
+    counts = {k: int(v) for k, v in counts.items()}
+    print("attack:", counts)
+    return r, counts, dlog.read_text()
+
+
+def test_first_process_sends_nothing_before_the_policy(testhosts, user_env):
+    """The sandbox's first process sends to a denied host while the helper
+    is ready and the policy not yet installed: nothing leaves (no route out
+    of the namespace before the policy), and after it the policy denies."""
+    r, counts, dlog = overlap_attack(testhosts, user_env, {})
+    assert r.returncode == 0, r.stdout + r.stderr
+    # It ran before the policy was in place (no route: unreachable)...
+    assert counts.get("unreachable", 0) > 0, r.stdout
+    # ...and nothing of it reached the denied host, before or after.
+    assert counts.get("connected", -1) == 0, r.stdout
+    assert dlog == ""
+    assert no_leftovers(user_env["uid"])
+
+
+def test_first_process_reaches_out_when_the_helper_makes_a_route(testhosts, user_env):
+    """Positive control of the test above: with the helper configuring its
+    own default route (slirp4netns --configure, what the model's
+    BUG_HELPER_ROUTES stands for) the same attack reaches the denied host
+    in the window before the policy replaces that route."""
+    r, counts, dlog = overlap_attack(testhosts, user_env, {"LAZARET_TEST_NET": "helper-configures"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert counts.get("connected", 0) > 0, r.stdout
+    # busybox nc ends as soon as it is connected and its stdin is at its
+    # end; the test host's server accepts (and logs) on its own time.
+    path = testhosts["denied"][1]
+    end = time.monotonic() + 10
+    while "tcp " not in dlog and time.monotonic() < end:
+        time.sleep(0.1)
+        dlog = path.read_text()
+    assert "tcp " in dlog, (r.stdout, r.stderr, dlog)
+    testhosts["denied"][1].write_text("")
+    assert no_leftovers(user_env["uid"])
