@@ -22,6 +22,7 @@ const char *const lz_env_hooks[] = {
     "LAZARET_TEST_NETFOLLOW",
     "LAZARET_TEST_AUTO_APPROVE",
     "LAZARET_TEST_WORKSPACE",
+    "LAZARET_TEST_FUSE", /* the routers' --fuse-transport (supervisor.c) */
     "LAZARET_TEST_TEARDOWN_PAUSE_MS",
     "LAZARET_TEST_MAILBOX_UNBOUNDED",
     "LAZARET_TEST_HOST_CA_DIR", /* the gate's trust of the host's CAs (hc_creds.c) */

@@ -19,7 +19,7 @@
  *   ANCHORED ; mount identity        STAGED   ; slot (release that child)
  *   DNS      (after NET; 4 fds)      NET      helper attached: policy, routers, runsc
  *   READY    netns,userns,mntns;     STOP     stop the sandbox
- *            observed policy
+ *            observed policy [LZ_RS_TRANSPORT_SEP transport]
  *   FAIL     ; message               UNMOUNT  release intent committed: unmount
  *   EXITED   status; reason ("" | "router" | "address-follow")
  *   UNMOUNTED, UNMOUNT_FAILED ; message
@@ -58,6 +58,10 @@ enum lz_rs_kind {
     LZ_RS_DNS,
     LZ_RS_KIND_MAX, /* not a kind */
 };
+
+/* In READY's string, after the observed policy: the FUSE transport the
+ * workspace router reported ("io_uring, 2 queues", "/dev/fuse (...)"). */
+#define LZ_RS_TRANSPORT_SEP "; workspace transport: "
 
 #define LZ_RSCHAN_HDR 8
 #define LZ_RSCHAN_U64_MAX 3
