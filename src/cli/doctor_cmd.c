@@ -57,7 +57,8 @@ int lz_cmd_doctor(int argc, char **argv) {
             : v[i].status == LZ_CHECK_WARN           ? "\033[33m"
                                                      : "\033[31m";
         printf("%s[%s]%s %-32s %s\n", color ? col : "", tag, color ? "\033[0m" : "", v[i].name, v[i].detail);
-        if (v[i].status != LZ_CHECK_OK)
+        /* An informative check may say what to do too (optional). */
+        if (v[i].status != LZ_CHECK_OK || v[i].fix[0])
             printf("       -> %s\n", v[i].fix);
         if (v[i].status == LZ_CHECK_FAIL)
             failed++;
