@@ -449,8 +449,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "lazaret-router: session loop failed: %s\n", strerror(-rc));
 
 out_unmount:
-    if (transport_started)
+    if (transport_started) {
         rt_uring_stop();
+        if (rt_transport_bad() > 0)
+            fprintf(stderr, "lazaret-router: %lu io_uring request(s) refused for lengths that disagree\n",
+                    rt_transport_bad());
+    }
     if (watching) {
         uint64_t one = 1;
         if (write(r.stop_fd, &one, sizeof one) == (ssize_t)sizeof one)

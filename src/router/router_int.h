@@ -449,7 +449,6 @@ bool rt_transport_uring_wanted(void);
 int rt_transport_loop(void);
 /* Ends the queue threads (bounded) and frees the rings. */
 void rt_uring_stop(void);
-int rt_uring_prepare(void);
 /* Ring entries refused for lengths that disagree. */
 unsigned long rt_transport_bad(void);
 

@@ -48,6 +48,7 @@
 #define RT_URING_GO_MS 30000  /* a queue thread waits this long for the INIT reply */
 #define RT_URING_REG_MS 5000  /* the main thread waits this long for the REGISTERs */
 #define RT_INIT_MS 10000      /* the INIT request, queued by the mount itself */
+#define RT_URING_ERRORS 100   /* ring errors in a row before a queue thread gives up */
 
 struct ent {
     char *mem; /* LZ_FRING_ROOM, then the payload */
@@ -99,6 +100,8 @@ static struct {
 };
 
 static __thread struct ent *cur_ent;
+
+static int rt_uring_prepare(void);
 
 /* ---- the session's I/O ---- */
 
@@ -275,8 +278,11 @@ static void *queue_main(void *arg) {
     if (rc < 0)
         return NULL;
 
-    unsigned live = RT_URING_DEPTH;
-    while (live > 0) {
+    /* A queue thread that left would hang its CPU's requesters: errors of
+     * the ring itself are retried (the next wait submits what is pending),
+     * up to RT_URING_ERRORS in a row. */
+    unsigned live = RT_URING_DEPTH, errors = 0;
+    while (live > 0 && errors < RT_URING_ERRORS) {
         struct __kernel_timespec ts = { .tv_sec = RT_URING_WAIT_MS / 1000,
                                         .tv_nsec = (RT_URING_WAIT_MS % 1000) * 1000000L };
         rc = io_uring_wait_cqe_timeout(&q->ring, &cqe, &ts);
@@ -285,8 +291,11 @@ static void *queue_main(void *arg) {
                 break;
             continue;
         }
-        if (rc < 0)
-            break;
+        if (rc < 0) {
+            errors++;
+            continue;
+        }
+        errors = 0;
         unsigned i = (unsigned)(cqe->user_data % RT_URING_DEPTH);
         int res = cqe->res;
         io_uring_cqe_seen(&q->ring, cqe);
@@ -299,9 +308,8 @@ static void *queue_main(void *arg) {
             continue;
         }
         serve_one(q, i);
-        rc = io_uring_submit(&q->ring);
-        if (rc < 0 && rc != -EINTR)
-            break;
+        if (io_uring_submit(&q->ring) < 0)
+            errors++;
     }
     return NULL;
 }
@@ -331,7 +339,7 @@ static void free_queues(void) {
 
 /* Everything that can fail, before the INIT reply agrees to io_uring:
  * the rings, the buffers, the threads (waiting for the reply). */
-int rt_uring_prepare(void) {
+static int rt_uring_prepare(void) {
     unsigned nq = possible_cpus();
     if (nq == 0)
         return -ENOENT;
