@@ -44,11 +44,12 @@
 #define RT_URING_DEPTH 2               /* entries per queue */
 #define RT_URING_MAX_WRITE (128 << 10) /* conn->max_write with io_uring: each entry's payload */
 #define RT_URING_MAX_QUEUES 1024
-#define RT_URING_WAIT_MS 1000 /* a queue thread looks at `stop` this often */
-#define RT_URING_GO_MS 30000  /* a queue thread waits this long for the INIT reply */
-#define RT_URING_REG_MS 5000  /* the main thread waits this long for the REGISTERs */
-#define RT_INIT_MS 10000      /* the INIT request, queued by the mount itself */
-#define RT_URING_ERRORS 100   /* ring errors in a row before a queue thread gives up */
+#define RT_URING_WAIT_MS 1000        /* a queue thread looks at `stop` this often (else stop_fd wakes it) */
+#define RT_URING_STOP_TAG UINT64_MAX /* user_data of the poll on stop_fd */
+#define RT_URING_GO_MS 30000         /* a queue thread waits this long for the INIT reply */
+#define RT_URING_REG_MS 5000         /* the main thread waits this long for the REGISTERs */
+#define RT_INIT_MS 10000             /* the INIT request, queued by the mount itself */
+#define RT_URING_ERRORS 100          /* ring errors in a row before a queue thread gives up */
 
 struct ent {
     char *mem; /* LZ_FRING_ROOM, then the payload */
@@ -73,6 +74,7 @@ static struct {
     struct router *r;
     struct fuse_session *se;
     int fd;
+    int stop_fd; /* an eventfd: written once at stop; each queue polls it */
     enum rt_transport_mode mode;
     /* INIT, seen by the read hook (main thread, before anything else) */
     bool init_seen;
@@ -94,6 +96,7 @@ static struct {
     unsigned long n_bad; /* entries whose lengths disagreed */
 } U = {
     .fd = -1,
+    .stop_fd = -1,
     .serve = PTHREAD_MUTEX_INITIALIZER,
     .m = PTHREAD_MUTEX_INITIALIZER,
     .cv = PTHREAD_COND_INITIALIZER,
@@ -263,13 +266,23 @@ static void *queue_main(void *arg) {
 
     for (unsigned i = 0; i < RT_URING_DEPTH; i++)
         prep_cmd(q, i, LZ_FUSE_IO_URING_CMD_REGISTER, 0);
+    /* The stop, at once rather than at the next timeout: the teardown of
+     * a Domain waits for its routers. */
+    struct io_uring_sqe *psqe = io_uring_get_sqe(&q->ring);
+    unsigned want = RT_URING_DEPTH;
+    if (psqe) {
+        memset(psqe, 0, 128);
+        io_uring_prep_poll_add(psqe, U.stop_fd, POLLIN);
+        psqe->user_data = RT_URING_STOP_TAG;
+        want++;
+    }
     int rc = io_uring_submit(&q->ring);
-    if (rc >= 0 && rc != RT_URING_DEPTH)
+    if (rc >= 0 && rc != (int)want)
         rc = -EIO;
     /* A REGISTER that fails completes at once; one that works completes
      * only with a request. */
     struct io_uring_cqe *cqe;
-    if (rc >= 0 && io_uring_peek_cqe(&q->ring, &cqe) == 0 && cqe->res < 0) {
+    if (rc >= 0 && io_uring_peek_cqe(&q->ring, &cqe) == 0 && cqe->res < 0 && cqe->user_data != RT_URING_STOP_TAG) {
         rc = cqe->res;
         q->ent[cqe->user_data % RT_URING_DEPTH].dead = true;
         io_uring_cqe_seen(&q->ring, cqe);
@@ -296,6 +309,12 @@ static void *queue_main(void *arg) {
             continue;
         }
         errors = 0;
+        if (cqe->user_data == RT_URING_STOP_TAG) {
+            io_uring_cqe_seen(&q->ring, cqe);
+            if (stopping())
+                break;
+            continue;
+        }
         unsigned i = (unsigned)(cqe->user_data % RT_URING_DEPTH);
         int res = cqe->res;
         io_uring_cqe_seen(&q->ring, cqe);
@@ -343,6 +362,9 @@ static int rt_uring_prepare(void) {
     unsigned nq = possible_cpus();
     if (nq == 0)
         return -ENOENT;
+    U.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (U.stop_fd < 0)
+        return -errno;
     U.payload_cap = RT_URING_MAX_WRITE;
     U.q = calloc(nq, sizeof *U.q);
     if (!U.q)
@@ -395,6 +417,10 @@ void rt_uring_stop(void) {
     U.stop = true;
     pthread_cond_broadcast(&U.cv);
     pthread_mutex_unlock(&U.m);
+    if (U.stop_fd >= 0) {
+        uint64_t one = 1;
+        (void)!write(U.stop_fd, &one, sizeof one);
+    }
     if (U.serving_locked) {
         U.serving_locked = false;
         pthread_mutex_unlock(&U.serve);
@@ -405,6 +431,10 @@ void rt_uring_stop(void) {
             U.q[k].started = false;
         }
     free_queues();
+    if (U.stop_fd >= 0) {
+        close(U.stop_fd);
+        U.stop_fd = -1;
+    }
 }
 
 /* ---- the session ---- */
