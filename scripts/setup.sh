@@ -153,8 +153,8 @@ chmod 0666 /dev/fuse /dev/net/tun
 # router's transport"): a kernel built with CONFIG_FUSE_IO_URING (6.14+)
 # has the fuse module's enable_uring parameter, off by default and root's
 # to switch. It is host-wide: every FUSE server that asks for io_uring gets
-# it; one that does not ask is unchanged. Opt-in: it gained 23-24 % on the
-# create/stat storm and the npm-like burst, under the 25 % asked of it
+# it; one that does not ask is unchanged. Opt-in: it gained 19 % on the
+# create/stat storm and 25 % on the npm-like burst, under the 25 % asked of it
 # (docs/notes/2026-12-05-router-transport.md), and it opens new kernel code
 # to every user who can mount FUSE. LAZARET_SETUP_FUSE_URING=1 switches it
 # on and keeps it on (scripts/test.sh does, so that both transports are
