@@ -41,6 +41,16 @@ the script refuses them on a build without the hook):
   nowatch  the router with timeouts of 0 (before --watch)
   eager    the router as shipped but with --eager-open: an OPEN and a
            RELEASE per file opened (before zero-message opens)
+  classic  the router as shipped but on /dev/fuse even where FUSE over
+           io_uring is on (LAZARET_TEST_FUSE=classic)
+  pinned   the same with its one /dev/fuse thread pinned to one CPU
+           (LAZARET_TEST_FUSE=pinned)
+
+With --before BUILD_DIR, a second build (the build before a change):
+
+  before   that build's `watch`, in the same run and rounds (interleaved
+           with the others), so that a change is measured against the
+           build before it
 
 Run as root, the script stages the binaries where the user can read them
 and runs itself again as that user. A repository of --files small files in
@@ -99,7 +109,9 @@ BINARIES = ["lazaret", "lazaret-core", "lazaret-init", "lazaret-router", "lazare
 # Modes chosen with the test hook LAZARET_TEST_WORKSPACE (test builds only),
 # and the hook's value for each.
 HOOK_MODES = {"bind-hook": "bind", "nowatch": "nowatch", "eager": "eager"}
-MODES = ["bind", "watch", "shared", "private", *HOOK_MODES]
+# Modes chosen with the test hook LAZARET_TEST_FUSE (test builds only).
+FUSE_MODES = {"classic": "classic", "pinned": "pinned"}
+MODES = ["bind", "watch", "shared", "private", "before", *HOOK_MODES, *FUSE_MODES]
 DEFAULT_OPS = ["first", "status", "storm", "istorm", "grep", "burst"]
 ALL_OPS = [*DEFAULT_OPS, "npmci"]
 NPM_DIR = Path(__file__).resolve().parent / "npm"
@@ -118,6 +130,7 @@ ap.add_argument("--ops", default=",".join(DEFAULT_OPS),
                 help=f"comma-separated, in this order: {', '.join(ALL_OPS)} (npmci also times npmrm)")
 ap.add_argument("--image", default="builtin:debian-bookworm",
                 help="the bench profile's image (npmci needs npm: builtin:agent-claude)")
+ap.add_argument("--before", help="a second build directory, for the mode `before`")
 a = ap.parse_args()
 
 modes_asked = a.modes.split(",")
@@ -137,6 +150,8 @@ if NPM and not all((NPM_DIR / f).is_file() for f in ("package.json", "package-lo
     sys.exit(f"workspace.py: npmci needs {NPM_DIR}/package.json and package-lock.json")
 if NPM and not shutil.which("npm"):
     sys.exit("workspace.py: npmci fills its npm cache on the host first: install npm (apt-get install npm)")
+if ("before" in modes_asked) != bool(a.before):
+    ap.error("the mode `before` and --before BUILD_DIR go together")
 
 
 def has_test_hooks(build):
@@ -146,7 +161,7 @@ def has_test_hooks(build):
     return b"LAZARET_TEST_WORKSPACE" in (Path(build) / "lazaret-core").read_bytes()
 
 
-hooked = [m for m in modes_asked if m in HOOK_MODES]
+hooked = [m for m in modes_asked if m in HOOK_MODES or m in FUSE_MODES]
 if hooked and not has_test_hooks(a.build):
     sys.exit(f"workspace.py: mode{'s' if len(hooked) > 1 else ''} {', '.join(hooked)} need{'' if len(hooked) > 1 else 's'}"
              f" a build configured with -Dtest_hooks=true (they are chosen with the test hook"
@@ -156,10 +171,11 @@ if hooked and not has_test_hooks(a.build):
 def reexec_as_user():
     """As root: stage the build where the user can read it, run as the user."""
     return run_staged_as_user(
-        __file__, a.user, a.storage, {"bin": a.build},
+        __file__, a.user, a.storage, {"bin": a.build, **({"before": a.before} if a.before else {})},
         lambda st: ["--build", str(st / "bin"), "--modes", a.modes, "--rounds", str(a.rounds),
                     "--files", str(a.files), "--dirs", str(a.dirs), "--storm", str(a.storm),
-                    "--ops", a.ops, "--image", a.image], BINARIES,
+                    "--ops", a.ops, "--image", a.image]
+        + (["--before", str(st / "before")] if a.before else []), BINARIES,
         extra={"npm/package.json": NPM_DIR / "package.json", "npm/package-lock.json": NPM_DIR / "package-lock.json"}
         if NPM else None)
 
@@ -248,7 +264,7 @@ def make_repo(path: Path):
     subprocess.run(["git", "-C", str(path), "gc", "-q"], check=True, env=GIT_ENV)
 
 
-def lazaret_env(base: Path, storage: Path, name, ignored_state=True, hook=None, private=False):
+def lazaret_env(base: Path, storage: Path, name, ignored_state=True, hook=None, private=False, fuse=None):
     """The environment of `lazaret run` for one mode: its own configuration
     (the bench profile on the Debian image) and runtime directory."""
     cfg = base / f"config-{name}"
@@ -263,6 +279,8 @@ def lazaret_env(base: Path, storage: Path, name, ignored_state=True, hook=None, 
            "XDG_CONFIG_HOME": str(cfg), "XDG_RUNTIME_DIR": str(runtime), "LANG": "C.UTF-8"}
     if hook:
         env["LAZARET_TEST_WORKSPACE"] = hook
+    if fuse:
+        env["LAZARET_TEST_FUSE"] = fuse
     return env, runtime
 
 
@@ -393,15 +411,17 @@ class Mode:
         self.samples = {op: [] for op in OPS}
         self.npmfiles = set()
         self.env, self.runtime = lazaret_env(base, storage, name, ignored_state=name != "shared",
-                                             hook=HOOK_MODES.get(name), private=name == "private")
+                                             hook=HOOK_MODES.get(name), private=name == "private",
+                                             fuse=FUSE_MODES.get(name))
+        self.lazaret = str(Path(a.before) / "lazaret") if name == "before" else LAZARET
 
     def run_inside(self, timeout):
-        return subprocess.run([LAZARET, "run", "-p", "bench", "--", "bash", "-c", INSIDE],
+        return subprocess.run([self.lazaret, "run", "-p", "bench", "--", "bash", "-c", INSIDE],
                               cwd=self.ws, env=self.env, stdin=session_stdin(), capture_output=True, text=True,
                               timeout=timeout)
 
     def after_round(self):
-        subprocess.run([LAZARET, "stop", "-p", "bench"], cwd=self.ws, env=self.env, capture_output=True, timeout=120)
+        subprocess.run([self.lazaret, "stop", "-p", "bench"], cwd=self.ws, env=self.env, capture_output=True, timeout=120)
 
     def round(self, timeout=1800):
         r = self.run_inside(timeout)
@@ -510,8 +530,8 @@ def main():
     for n in range(a.rounds):
         for m in (modes if n % 2 == 0 else modes[::-1]):
             m.round()
-            print(f"round {n} {m.name}: " + "; ".join(f"{op} {v[-1]:.0f}" for op, v in m.samples.items() if v),
-                  flush=True)
+            print(f"round {n} {m.name}: " + "; ".join(f"{op} {v[-1]:.0f}" for op, v in m.samples.items() if v)
+                  + f"  (load {os.getloadavg()[0]:.2f})", flush=True)
     ref = modes[0]
     w = max(16, len("status/" + ref.name) + 2)
     print(f"\n{'mode':9}" + "".join(f"{op + ' ms':>12}" for op in OPS) + "".join(
@@ -520,12 +540,15 @@ def main():
         med = [statistics.median(m.samples[op]) for op in OPS]
         rmed = [statistics.median(ref.samples[op]) for op in OPS]
         print(f"{m.name:9}" + "".join(f"{x:12.0f}" for x in med) + "".join(f"{x / y:{w}.2f}" for x, y in zip(med, rmed)))
-    # The rounds interleave the modes: a round's ratio compares runs made
-    # minutes apart, under the same load.
-    print(f"\n{'paired':9}" + "".join(f"{op + '/' + ref.name:>{w}}" for op in OPS)
+    # Paired: per round, each mode against `before` (or the first mode) of
+    # the same round; the median over rounds. The machine's load moves
+    # between rounds, much less within one.
+    pref = next((m for m in modes if m.name == "before"), ref)
+    print(f"\n{'paired':9}" + "".join(f"{op + '/' + pref.name:>{w}}" for op in OPS)
           + "   (median over rounds of the round's ratio; status: its 3 runs' sum)")
-    for m in modes[1:]:
-        print(f"{m.name:9}" + "".join(f"{paired(m, ref, op):{w}.2f}" for op in OPS))
+    for m in modes:
+        if m is not pref:
+            print(f"{m.name:9}" + "".join(f"{paired(m, pref, op):{w}.2f}" for op in OPS))
     host = []
     for _ in range(3):
         t = time.monotonic()

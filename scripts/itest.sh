@@ -59,7 +59,7 @@ cd "$stage/tests"
 run_pytest() {
     runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" USER="$user" LANG=C.UTF-8 \
         LAZARET_BIN="$stage/bin/lazaret" LAZARET_FIXTURES="$stage/tests/fixtures" \
-        ${storage:+LAZARET_TEST_STORAGE="$storage"} ${LAZARET_TEST_CLAUDE:+LAZARET_TEST_CLAUDE="$LAZARET_TEST_CLAUDE"} \
+        ${storage:+LAZARET_TEST_STORAGE="$storage"} ${LAZARET_TEST_CLAUDE:+LAZARET_TEST_CLAUDE="$LAZARET_TEST_CLAUDE"} ${LAZARET_TEST_FUSE:+LAZARET_TEST_FUSE="$LAZARET_TEST_FUSE"} \
         /usr/bin/python3 -m pytest -p no:cacheprovider -q -ra --basetemp "$stage/tmp$((++passes))" "$@" \
         "$stage/tests/integration"
 }

@@ -78,7 +78,7 @@ setup_packages() {
     printf '%s\n' \
         build-essential meson ninja-build clang clang-format llvm \
         libsqlite3-dev libsodium-dev libjansson-dev libarchive-dev libmnl-dev libssl-dev \
-        libgit2-dev libfuse3-dev libcmocka-dev libedit-dev \
+        libgit2-dev libfuse3-dev liburing-dev libcmocka-dev libedit-dev \
         fuse3 fuse-overlayfs uidmap slirp4netns iproute2 iputils-ping dnsmasq-base nodejs \
         mmdebstrap skopeo busybox-static git zstd lintian \
         python3-pytest python3-pytest-xdist python3-pexpect spin sqlite3 util-linux procps cppcheck
@@ -103,7 +103,7 @@ fi
 TEST_USER=${LAZARET_TEST_USER:-lztest}
 
 if [ "$(id -u)" -ne 0 ]; then
-    exec sudo --preserve-env=LAZARET_TEST_USER,LAZARET_SETUP_RELEASE "$0" "$@"
+    exec sudo --preserve-env=LAZARET_TEST_USER,LAZARET_SETUP_RELEASE,LAZARET_SETUP_FUSE_URING "$0" "$@"
 fi
 
 export DEBIAN_FRONTEND=noninteractive
@@ -148,6 +148,35 @@ fi
 
 # Stock distributions ship these 0666; some minimal images ship 0600.
 chmod 0666 /dev/fuse /dev/net/tun
+
+# FUSE over io_uring for the workspace routers (docs/state.md, "The
+# router's transport"): a kernel built with CONFIG_FUSE_IO_URING (6.14+)
+# has the fuse module's enable_uring parameter, off by default and root's
+# to switch. It is host-wide: every FUSE server that asks for io_uring gets
+# it; one that does not ask is unchanged. Opt-in: it gained 19 % on the
+# create/stat storm and 25 % on the npm-like burst, under the 25 % asked of it
+# (docs/notes/2026-12-05-router-transport.md), and it opens new kernel code
+# to every user who can mount FUSE. LAZARET_SETUP_FUSE_URING=1 switches it
+# on and keeps it on; without it, it is left as it is (scripts/test.sh
+# switches it on for its own run only, and puts it back).
+uring=/sys/module/fuse/parameters/enable_uring
+if [ ! -e "$uring" ]; then
+    echo "lazaret setup: note: this kernel has no FUSE over io_uring ($uring): the routers use /dev/fuse"
+elif [ "${LAZARET_SETUP_FUSE_URING:-0}" != 1 ]; then
+    echo "lazaret setup: FUSE over io_uring left as it is ($uring = $(cat "$uring");" \
+        "LAZARET_SETUP_FUSE_URING=1 switches it on)"
+else
+    echo Y > "$uring"
+    # Kept across boots: tmpfiles.d when fuse is built in or loaded early,
+    # the module option when it is a module loaded later.
+    kept=/etc/tmpfiles.d/lazaret-fuse-uring.conf
+    printf 'w %s - - - - Y\n' "$uring" > "$kept"
+    if [ -e /sys/module/fuse/initstate ]; then
+        echo "options fuse enable_uring=Y" > /etc/modprobe.d/lazaret-fuse-uring.conf
+        kept="$kept and /etc/modprobe.d/lazaret-fuse-uring.conf"
+    fi
+    echo "lazaret setup: FUSE over io_uring switched on ($uring = $(cat "$uring"); kept across boots by $kept)"
+fi
 
 # ensure_subids USER: a range of 65536 subordinate uids and gids for USER,
 # after every range already given (Lazaret maps them into each Domain so

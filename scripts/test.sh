@@ -71,6 +71,7 @@ step() {
     printf '\n==== %s\n' "$*"
 }
 cleanup_paths=()
+uring_param=/sys/module/fuse/parameters/enable_uring uring_was=""
 on_exit() {
     local rc=$? i failed=${cur_stage:-}
     end_stage
@@ -85,6 +86,7 @@ on_exit() {
     [ -z "${root_pid:-}" ] || { kill "$root_pid" 2>/dev/null; wait "$root_pid" 2>/dev/null; } || :
     [ -z "${model_pid:-}" ] || { pkill -TERM -P "$model_pid" 2>/dev/null; kill "$model_pid" 2>/dev/null; wait "$model_pid" 2>/dev/null; } || :
     [ "${#cleanup_paths[@]}" -eq 0 ] || rm -rf "${cleanup_paths[@]}" || :
+    [ -z "$uring_was" ] || echo "$uring_was" >"$uring_param" || :
 }
 trap on_exit EXIT
 # Runs a command, showing its output only when it fails.
@@ -106,6 +108,17 @@ else
     sudo -n bash scripts/setup.sh >/tmp/lazaret-setup.log 2>&1 || { cat /tmp/lazaret-setup.log; exit 1; }
 fi
 tail -1 /tmp/lazaret-setup.log
+# FUSE over io_uring (opt-in for users, docs/state.md) on for this run
+# only, so that the routers' io_uring path is tested as well as the forced
+# /dev/fuse one (test_fuse_transport.py); the host's own setting is put
+# back at the end (on_exit), and nothing is kept across boots.
+if [ "$(id -u)" -eq 0 ] && [ -w "$uring_param" ]; then
+    uring_was=$(cat "$uring_param")
+    echo Y >"$uring_param"
+    echo "FUSE over io_uring on for this run ($uring_param was $uring_was; put back at the end)"
+else
+    echo "FUSE over io_uring left as it is (${uring_param}: $(cat "$uring_param" 2>/dev/null || echo absent))"
+fi
 
 # Every build here has the test hooks (meson option test_hooks): the
 # integration tests crash the coordinator and Supervisor at each step

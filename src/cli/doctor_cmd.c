@@ -1,7 +1,28 @@
 /* doctor_cmd.c — `lazaret doctor`. */
 #include "cli.h"
 #include "config.h"
+#include "control.h"
 #include "doctor.h"
+
+#include <jansson.h>
+
+/* The transport each running Domain's workspace router got: what the
+ * host allows is one thing, what a router got (a REGISTER refused, a
+ * Domain started before the switch) another. */
+static void print_transports(void) {
+    struct lz_error err = { 0 };
+    json_t *list = NULL;
+    if (lz_control_list(&list, &err) < 0)
+        return;
+    size_t i;
+    json_t *d;
+    json_array_foreach(list, i, d) {
+        const char *ft = json_string_value(json_object_get(d, "fuse_transport"));
+        printf("[info] Domain %.12s workspace FUSE transport: %s\n", json_string_value(json_object_get(d, "domain_id")),
+               ft ? ft : "not reported");
+    }
+    json_decref(list);
+}
 
 int lz_cmd_doctor(int argc, char **argv) {
     const char *config_path = NULL;
@@ -36,13 +57,15 @@ int lz_cmd_doctor(int argc, char **argv) {
             : v[i].status == LZ_CHECK_WARN           ? "\033[33m"
                                                      : "\033[31m";
         printf("%s[%s]%s %-32s %s\n", color ? col : "", tag, color ? "\033[0m" : "", v[i].name, v[i].detail);
-        if (v[i].status != LZ_CHECK_OK)
+        /* An informative check may say what to do too (optional). */
+        if (v[i].status != LZ_CHECK_OK || v[i].fix[0])
             printf("       -> %s\n", v[i].fix);
         if (v[i].status == LZ_CHECK_FAIL)
             failed++;
     }
     if (!cfg)
         printf("[FAIL] configuration                    %s\n", err.msg), failed++;
+    print_transports();
     free(v);
     lz_config_free(cfg);
     return failed ? LZ_EXIT_FAILURE : LZ_EXIT_OK;

@@ -63,6 +63,9 @@ int lz_cmd_ps(int argc, char **argv) {
                json_string_value(json_object_get(d, "domain_id")), json_string_value(json_object_get(d, "profile")),
                json_integer_value(json_object_get(d, "generation")), json_array_size(ss),
                json_array_size(ss) == 1 ? "" : "s", state, json_string_value(json_object_get(d, "workspace")));
+        const char *ft = json_string_value(json_object_get(d, "fuse_transport"));
+        if (ft)
+            printf("    workspace FUSE transport %s\n", ft);
         const char *repo = json_string_value(json_object_get(d, "repository"));
         const char *branch = json_string_value(json_object_get(d, "branch"));
         const char *wt = json_string_value(json_object_get(d, "worktree"));

@@ -86,6 +86,8 @@ static void control_request(struct hc *h, struct session *s, const uint8_t *buf,
     }
     json_object_set_new(o, "domain_dir", json_string(h->cfg->domain_dir));
     json_object_set_new(o, "refusals", json_integer((json_int_t)hc_ref_total(h)));
+    if (h->fuse_transport[0])
+        json_object_set_new(o, "fuse_transport", json_string(h->fuse_transport));
     /* Which repository and branch the Domain works on, read now (the
      * agent switches branches): a linked worktree's own HEAD, or the
      * workspace's `.git`. */

@@ -34,6 +34,14 @@ enum lz_userns_block {
 };
 enum lz_userns_block lz_doctor_userns_block(const char *root);
 
+/* Fills c, the FUSE-over-io_uring check, from root's
+ * sys/module/fuse/parameters/enable_uring and proc/sys/kernel/io_uring_*:
+ * "enabled", "available but off" (with, in fix, the root commands to switch
+ * it on and keep it on), "not in this kernel" or "io_uring disabled"; all
+ * OK: informative, the routers use /dev/fuse, which always works, and
+ * io_uring is an opt-in. */
+void lz_doctor_judge_fuse_uring(struct lz_check *c, const char *root);
+
 /* Fills c, the user-namespace check, from whether the probe created the
  * namespaces and what root's /proc says: which switch to turn when it
  * did not and, under AppArmor's restriction, whether Lazaret's profile

@@ -835,6 +835,8 @@ static int sandbox_start(struct hc *h, struct lz_error *err) {
             if (!net_ready)
                 return lz_error_set(err, -EPROTO, "the Runtime Supervisor reported readiness before the network");
             readiness_fingerprint(h, m.u[0]);
+            const char *tr = strstr(m.str, LZ_RS_TRANSPORT_SEP);
+            snprintf(h->fuse_transport, sizeof h->fuse_transport, "%s", tr ? tr + strlen(LZ_RS_TRANSPORT_SEP) : "");
             char line[512];
             lz_rschan_format(&m, line, sizeof line);
             hc_log("sandbox ready: %s", line);

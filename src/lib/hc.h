@@ -128,6 +128,9 @@ struct hc {
     uint8_t policy_digest[32];
     uint8_t sidecar_id[16];
     uint8_t readiness[32];
+    /* The FUSE transport the workspace router got (its readiness line,
+     * passed on in the Supervisor's READY): `lazaret ps`, `doctor`. */
+    char fuse_transport[128];
     int listen_fd;
     int lock_fd; /* the Domain flock, for the coordinator's life */
     int sfd;

@@ -4,19 +4,22 @@
 #include <poll.h>
 
 static const char ok_line[] = "ready\n";
+static const char ok_word[] = "ready ";
 static const char err_word[] = "error ";
 #define ERR_WORD_LEN (sizeof err_word - 1)
+#define OK_WORD_LEN (sizeof ok_word - 1)
+_Static_assert(OK_WORD_LEN == ERR_WORD_LEN, "both words bound the line alike");
 
 size_t lz_ready_encode(enum lz_ready_status status, const char *msg, char *buf, size_t cap) {
     if (cap < LZ_READY_LINE_MAX)
         abort(); /* the caller's buffer: a programming error */
-    if (status == LZ_READY_OK) {
+    if (status == LZ_READY_OK && (!msg || !msg[0])) {
         memcpy(buf, ok_line, sizeof ok_line - 1);
         return sizeof ok_line - 1;
     }
     if (!msg || !msg[0])
         msg = "unknown error";
-    memcpy(buf, err_word, ERR_WORD_LEN);
+    memcpy(buf, status == LZ_READY_OK ? ok_word : err_word, ERR_WORD_LEN);
     size_t n = ERR_WORD_LEN;
     for (size_t i = 0; i < LZ_ERROR_MAX - 1 && msg[i]; i++) {
         unsigned char ch = (unsigned char)msg[i];
@@ -34,7 +37,8 @@ int lz_ready_decode(const char *buf, size_t len, struct lz_ready *ret) {
         ret->msg[0] = '\0';
         return 0;
     }
-    if (len < ERR_WORD_LEN + 2 || memcmp(buf, err_word, ERR_WORD_LEN))
+    bool ok = len >= OK_WORD_LEN && !memcmp(buf, ok_word, OK_WORD_LEN);
+    if (len < ERR_WORD_LEN + 2 || (!ok && memcmp(buf, err_word, ERR_WORD_LEN)))
         return -EBADMSG;
     const char *m = buf + ERR_WORD_LEN;
     size_t mlen = len - ERR_WORD_LEN - 1;
@@ -43,7 +47,7 @@ int lz_ready_decode(const char *buf, size_t len, struct lz_ready *ret) {
     for (size_t i = 0; i < mlen; i++)
         if ((unsigned char)m[i] < 0x20 || m[i] == 0x7f)
             return -EBADMSG;
-    ret->status = LZ_READY_ERROR;
+    ret->status = ok ? LZ_READY_OK : LZ_READY_ERROR;
     memcpy(ret->msg, m, mlen);
     ret->msg[mlen] = '\0';
     return 0;

@@ -7,6 +7,8 @@
  * a bounded message, one line:
  *
  *   "ready\n"            LZ_READY_OK
+ *   "ready <detail>\n"   LZ_READY_OK with a detail, as bounded as a message
+ *                        (the router: the FUSE transport it got)
  *   "error <message>\n"  LZ_READY_ERROR; the message is 1..LZ_ERROR_MAX-1
  *                        bytes, none of them a control character
  *
@@ -30,12 +32,12 @@ enum lz_ready_status {
 
 struct lz_ready {
     enum lz_ready_status status;
-    char msg[LZ_ERROR_MAX]; /* LZ_READY_ERROR: the message; else "" */
+    char msg[LZ_ERROR_MAX]; /* the message, or LZ_READY_OK's detail; "" when none */
 };
 
 /* The line of (status, msg) in buf (cap >= LZ_READY_LINE_MAX; msg may be
- * NULL: with LZ_READY_ERROR it becomes "unknown error"). Returns its
- * length. */
+ * NULL: with LZ_READY_ERROR it becomes "unknown error", with LZ_READY_OK
+ * the line is "ready\n"). Returns its length. */
 size_t lz_ready_encode(enum lz_ready_status status, const char *msg, char *buf, size_t cap);
 /* 0 with *ret filled, or -EBADMSG (ret untouched). */
 int lz_ready_decode(const char *buf, size_t len, struct lz_ready *ret);

@@ -21,7 +21,8 @@
  *   NET_READY ; observed policy      NET      the helper's tap is there: the
  *                                             policy (after runsc's STAGED)
  *   READY    netns,userns,mntns;     STOP     stop the sandbox
- *            observed policy (after NET_READY and lazaret-init's ready line)
+ *            observed policy [LZ_RS_TRANSPORT_SEP transport] (after NET_READY
+ *            and lazaret-init's ready line)
  *   FAIL     ; message               UNMOUNT  release intent committed: unmount
  *   EXITED   status; reason ("" | "router" | "address-follow")
  *   UNMOUNTED, UNMOUNT_FAILED ; message
@@ -69,6 +70,10 @@ enum lz_rs_kind {
     LZ_RS_NET_READY,
     LZ_RS_KIND_MAX, /* not a kind */
 };
+
+/* In READY's string, after the observed policy: the FUSE transport the
+ * workspace router reported ("io_uring, 2 queues", "/dev/fuse (...)"). */
+#define LZ_RS_TRANSPORT_SEP "; workspace transport: "
 
 #define LZ_RSCHAN_HDR 8
 #define LZ_RSCHAN_U64_MAX 3

@@ -290,6 +290,10 @@ static int stage_child(int ctl, const struct lz_rs_slot *t, struct lz_child *c, 
  * tests' control): no pipe, init pokes nothing. */
 static int hot_pipe[2] = { -EBADF, -EBADF };
 
+/* The FUSE transport the workspace router reported it got (its readiness
+ * line), passed on in READY. */
+static char ws_transport[LZ_ERROR_MAX];
+
 /* Starts lazaret-router on `source` (the workspace, a writable volume
  * with `plain`, or with `worktree` a linked worktree's common Git
  * directory) at `view`, staged as `slot`, and waits until it mounted. */
@@ -336,6 +340,13 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
      * opens), for the bench. */
     if (wmode && strcmp(wmode, "eager") == 0)
         argv[n++] = (char *)"--eager-open";
+    /* LAZARET_TEST_FUSE=classic|pinned: /dev/fuse even where io_uring is
+     * on (the tests of both paths, the bench's levers). */
+    const char *fmode = lz_test_hook("LAZARET_TEST_FUSE");
+    if (fmode && (!strcmp(fmode, "classic") || !strcmp(fmode, "pinned"))) {
+        argv[n++] = (char *)"--fuse-transport";
+        argv[n++] = (char *)fmode;
+    }
     for (size_t i = 0; i < a->n_deny_link && i < LZ_RS_DENY_MAX; i++) {
         argv[n++] = (char *)"--deny-link-target";
         argv[n++] = a->deny_link[i];
@@ -412,8 +423,13 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
     struct lz_ready rd;
     r = lz_ready_read(rp[0], LZ_RS_T_ROUTER_READY_MS, &rd);
     close(rp[0]);
-    if (r == 0 && rd.status == LZ_READY_OK)
+    if (r == 0 && rd.status == LZ_READY_OK) {
+        if (slot->kind == LZ_SLOT_ROUTER) {
+            snprintf(ws_transport, sizeof ws_transport, "%s", rd.msg[0] ? rd.msg : "/dev/fuse");
+            fprintf(stderr, "rs[%d]: workspace router's FUSE transport: %s\n", (int)getpid(), ws_transport);
+        }
         return 0;
+    }
     snprintf(msg, msglen, "lazaret-router did not mount the %s view (see the coordinator log)",
              worktree    ? "common Git directory"
                  : plain ? "volume"
@@ -946,7 +962,8 @@ static int run_sandbox(const struct lz_supervisor_args *a) {
         if (init_ready && net_ready && !ready) {
             ready = true;
             uint64_t ino[3] = { ns_ino("net"), ns_ino("user"), ns_ino("mnt") };
-            (void)lz_rschan_send(ctl, LZ_RS_READY, ino, observed);
+            _cleanup_free_ char *rstr = lz_xasprintf("%s" LZ_RS_TRANSPORT_SEP "%s", observed, ws_transport);
+            (void)lz_rschan_send(ctl, LZ_RS_READY, ino, rstr);
         }
         if (p[1].revents & POLLIN) {
             int st = 0;

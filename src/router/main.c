@@ -5,6 +5,7 @@
  *                  [--watch SECONDS [--notify-fd N]] [--max-held-fds N] [--allow-other] [--quiet]
  *                  [--plain] [--deny-link-target ABS]...
  *                  [--linked-worktree NAME] [--refusal-fd N [--refusal-tag T]]
+ *                  [--fuse-transport auto|classic|pinned]
  *
  * A libfuse3 low-level passthrough of the real workspace directory that asks
  * the Git-protection policy (src/lib/router.h, docs/security-git.md) before
@@ -24,6 +25,7 @@ static void usage(FILE *f) {
           "                      [--eager-open]\n"
           "                      [--plain] [--deny-link-target ABS]...\n"
           "                      [--linked-worktree NAME] [--refusal-fd N [--refusal-tag T]]\n"
+          "                      [--fuse-transport auto|classic|pinned]\n"
           "                      [--ignored-state DIR [--git-home DIR] [--git-xdg-config DIR]\n"
           "                       [--no-ignore-rules] [--host-tool NAME]...]\n",
           f);
@@ -53,6 +55,14 @@ static void rt_init(void *userdata, struct fuse_conn_info *conn) {
                               FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_CACHE_SYMLINKS);
     if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
         conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+    /* With io_uring, replies go into the ring's entries, not into
+     * /dev/fuse (no splice), and each entry holds a whole WRITE: 128 KiB
+     * keeps them small (uring.c). */
+    if (rt_transport_uring_wanted()) {
+        conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_MOVE);
+        conn->max_write = 128 << 10;
+        return;
+    }
     if (conn->capable & FUSE_CAP_SPLICE_WRITE)
         conn->want |= FUSE_CAP_SPLICE_WRITE;
     if (conn->capable & FUSE_CAP_SPLICE_READ)
@@ -118,6 +128,7 @@ int main(int argc, char **argv) {
         { "refusal-fd", required_argument, NULL, 'F' },
         { "refusal-tag", required_argument, NULL, 'G' },
         { "notify-fd", required_argument, NULL, 'n' },
+        { "fuse-transport", required_argument, NULL, 'U' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -135,6 +146,8 @@ int main(int argc, char **argv) {
     pthread_t watcher;
     bool watching = false;
     const char *source = NULL, *mountpoint = NULL;
+    enum rt_transport_mode transport = RT_TRANSPORT_AUTO;
+    bool transport_started = false;
     int ready_fd = -1, c, ret = 1;
     bool allow_other = false;
     struct lz_error err = { 0 };
@@ -262,6 +275,20 @@ int main(int argc, char **argv) {
             r.ref_tag = (uint8_t)v;
             break;
         }
+        /* auto: io_uring when the kernel offers it; classic and pinned
+         * (one /dev/fuse thread on one CPU) for tests and the bench. */
+        case 'U':
+            if (!strcmp(optarg, "auto"))
+                transport = RT_TRANSPORT_AUTO;
+            else if (!strcmp(optarg, "classic"))
+                transport = RT_TRANSPORT_CLASSIC;
+            else if (!strcmp(optarg, "pinned"))
+                transport = RT_TRANSPORT_PINNED;
+            else {
+                fprintf(stderr, "lazaret-router: --fuse-transport %s: want auto, classic or pinned\n", optarg);
+                return 2;
+            }
+            break;
         case 'I': ign.state = optarg; break;
         case 'H': ign.home = optarg; break;
         case 'X': ign.xdg = optarg; break;
@@ -372,6 +399,20 @@ int main(int argc, char **argv) {
         goto out_signals;
     }
     r.se = se;
+    /* INIT first (the mount queued it), so that the readiness report says
+     * which transport the kernel and the router agreed on. */
+    char tdesc[160] = "";
+    int trc = rt_transport_setup(&r, se, transport);
+    if (trc == 0) {
+        transport_started = true;
+        trc = rt_transport_init(tdesc, sizeof tdesc);
+    }
+    if (trc < 0) {
+        fprintf(stderr, "lazaret-router: the FUSE session did not start (INIT): %s\n", strerror(-trc));
+        goto out_unmount;
+    }
+    if (!r.quiet)
+        fprintf(stderr, "lazaret-router: FUSE transport: %s\n", tdesc);
     if (r.watch) {
         /* Signals (SIGTERM ends the session loop) go to the main thread. */
         int prc = lz_thread_start_blocked(&watcher, watch_main, &r);
@@ -382,7 +423,7 @@ int main(int argc, char **argv) {
         watching = true;
     }
     if (ready_fd >= 0) {
-        int rc = lz_ready_write(ready_fd, LZ_READY_OK, NULL);
+        int rc = lz_ready_write(ready_fd, LZ_READY_OK, tdesc);
         close(ready_fd);
         ready_fd = -1;
         if (rc < 0) {
@@ -401,13 +442,19 @@ int main(int argc, char **argv) {
             goto out_unmount;
         }
     }
-    int rc = fuse_session_loop(se);
+    int rc = rt_transport_loop();
     /* 0 when unmounted, a signal number after SIGTERM/SIGINT/SIGHUP. */
     ret = rc < 0 ? 1 : 0;
     if (rc < 0)
         fprintf(stderr, "lazaret-router: session loop failed: %s\n", strerror(-rc));
 
 out_unmount:
+    if (transport_started) {
+        rt_uring_stop();
+        if (rt_transport_bad() > 0)
+            fprintf(stderr, "lazaret-router: %lu io_uring request(s) refused for lengths that disagree\n",
+                    rt_transport_bad());
+    }
     if (watching) {
         uint64_t one = 1;
         if (write(r.stop_fd, &one, sizeof one) == (ssize_t)sizeof one)

@@ -430,6 +430,28 @@ void rt_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 void *watch_main(void *arg);
 void hot_wrap_ops(struct fuse_lowlevel_ops *ops);
 
+/* uring.c: the FUSE transport. AUTO: FUSE over io_uring when the kernel
+ * offers it, else /dev/fuse; CLASSIC: /dev/fuse always; PINNED: /dev/fuse,
+ * its one thread pinned to the CPU it starts on (the cheap lever measured
+ * against io_uring; docs/notes/2026-12-05-router-transport.md). */
+enum rt_transport_mode { RT_TRANSPORT_AUTO, RT_TRANSPORT_CLASSIC, RT_TRANSPORT_PINNED };
+/* After fuse_session_mount: the session's I/O through the transport. */
+int rt_transport_setup(struct router *r, struct fuse_session *se, enum rt_transport_mode mode);
+/* Serves INIT (queued by the mount) and, with io_uring agreed, waits for
+ * the queues' registration, all bounded; desc: what the router got
+ * ("io_uring, 2 queues", "/dev/fuse (...)"). 0 or negative errno. */
+int rt_transport_init(char *desc, size_t len);
+/* Whether the INIT reply will agree to io_uring (rt_init: smaller writes,
+ * no splice, since replies go into the ring's entries). */
+bool rt_transport_uring_wanted(void);
+/* The session loop on /dev/fuse (with io_uring: FORGET, INTERRUPT, the
+ * end); 0 at unmount or a signal, else negative errno. */
+int rt_transport_loop(void);
+/* Ends the queue threads (bounded) and frees the rings. */
+void rt_uring_stop(void);
+/* Ring entries refused for lengths that disagree. */
+unsigned long rt_transport_bad(void);
+
 /* setup.c */
 int setup_ignored_check(struct router *r, const struct rt_ignored_opts *o, int *ret_sfd, struct lz_error *err);
 void *ignored_open_main(void *p);

@@ -145,6 +145,11 @@ class Env:
             # directory of the test's, empty unless a test fills it.
             "LAZARET_TEST_HOST_CA_DIR": str(self.base / "host-ca"),
         }
+        # LAZARET_TEST_FUSE=classic in the tests' own environment runs
+        # every test's routers on /dev/fuse where FUSE over io_uring is on
+        # (test_fuse_transport.py tests both).
+        if os.environ.get("LAZARET_TEST_FUSE"):
+            e["LAZARET_TEST_FUSE"] = os.environ["LAZARET_TEST_FUSE"]
         e.update(kw)
         return e
 

@@ -92,7 +92,7 @@ start_router() {
         3>"$W/ready" 2>>"$W/router.log" &
     RPID=$!
     for _ in $(seq 200); do
-        grep -qx ready "$W/ready" 2>/dev/null && return 0
+        grep -q "^ready" "$W/ready" 2>/dev/null && return 0
         kill -0 $RPID 2>/dev/null || break
         sleep 0.05
     done

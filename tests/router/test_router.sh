@@ -89,7 +89,7 @@ start_router() {
     "$ROUTER" --source "${RSRC:-$W/ws}" --mountpoint "$mnt" --ready-fd 3 ${LZ_ROUTER_OPTS:-} "$@" 3>"$W/ready" 2>>"$W/router.log" &
     RPID=$!
     for i in $(seq 100); do
-        grep -qx ready "$W/ready" 2>/dev/null && return 0
+        grep -q "^ready" "$W/ready" 2>/dev/null && return 0
         kill -0 $RPID 2>/dev/null || break
         sleep 0.05
     done
@@ -102,7 +102,7 @@ start_router() {
 phase_attacks() {
     cd "$W" || exit 1
     start_router "$W/mnt" --protect .husky || exit 1
-    grep -qx ready "$W/ready" && pass "router wrote 'ready' on --ready-fd"
+    grep -q "^ready" "$W/ready" && pass "router wrote 'ready' on --ready-fd"
     local M=$W/mnt S=$W/sentinel
     cd "$M" || exit 1
 

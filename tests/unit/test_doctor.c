@@ -97,6 +97,47 @@ static void test_userns_block(void **state) {
     assert_int_equal(lz_doctor_userns_block(f->root), LZ_USERNS_NO_BLOCK);
 }
 
+#define URING "sys/module/fuse/parameters/enable_uring"
+
+static void judge_uring(struct lz_check *c, const char *root) {
+    memset(c, 0, sizeof *c);
+    lz_doctor_judge_fuse_uring(c, root);
+}
+
+static void test_fuse_uring(void **state) {
+    struct fake *f = *state;
+    struct lz_check c;
+    /* No parameter: an older kernel, or one built without it. */
+    judge_uring(&c, f->root);
+    assert_int_equal(c.status, LZ_CHECK_OK);
+    assert_non_null(strstr(c.detail, "not in this kernel"));
+    /* This machine's default: available, off; the fix is root's, once
+     * and to keep. */
+    put(f, URING, "N\n");
+    put(f, "proc/sys/kernel/io_uring_disabled", "0\n");
+    judge_uring(&c, f->root);
+    assert_int_equal(c.status, LZ_CHECK_OK); /* an opt-in: informative */
+    assert_non_null(strstr(c.detail, "available but off"));
+    assert_non_null(strstr(c.fix, "echo Y > /sys/module/fuse/parameters/enable_uring"));
+    assert_non_null(strstr(c.fix, "/etc/tmpfiles.d/"));
+    assert_non_null(strstr(c.fix, "host-wide"));
+    put(f, URING, "Y\n");
+    judge_uring(&c, f->root);
+    assert_int_equal(c.status, LZ_CHECK_OK);
+    assert_non_null(strstr(c.detail, "enabled"));
+    assert_null(strstr(c.detail, "io_uring_disabled"));
+    put(f, "proc/sys/kernel/io_uring_disabled", "1\n");
+    put(f, "proc/sys/kernel/io_uring_group", "1234\n");
+    judge_uring(&c, f->root);
+    assert_int_equal(c.status, LZ_CHECK_OK);
+    assert_non_null(strstr(c.detail, "io_uring_disabled=1"));
+    assert_non_null(strstr(c.detail, "io_uring_group 1234"));
+    put(f, "proc/sys/kernel/io_uring_disabled", "2\n");
+    judge_uring(&c, f->root);
+    assert_int_equal(c.status, LZ_CHECK_OK);
+    assert_non_null(strstr(c.detail, "io_uring is disabled"));
+}
+
 static void judge(struct lz_check *c, bool created, const char *root) {
     memset(c, 0, sizeof *c);
     c->name = "unprivileged user namespaces";
@@ -164,6 +205,7 @@ int main(void) {
         cmocka_unit_test(test_runsc_recent),
         cmocka_unit_test_setup_teardown(test_userns_block, fake_setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_judge_userns, fake_setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_fuse_uring, fake_setup, fake_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

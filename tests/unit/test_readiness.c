@@ -16,12 +16,18 @@ static void test_lines(void **state) {
     (void)state;
     char b[LZ_READY_LINE_MAX];
     struct lz_ready r;
-    size_t n = lz_ready_encode(LZ_READY_OK, "ignored", b, sizeof b);
+    size_t n = lz_ready_encode(LZ_READY_OK, NULL, b, sizeof b);
     assert_int_equal(n, 6);
     assert_memory_equal(b, "ready\n", 6); /* what tests/router/test_router.sh reads */
     assert_int_equal(lz_ready_decode(b, n, &r), 0);
     assert_int_equal(r.status, LZ_READY_OK);
     assert_string_equal(r.msg, "");
+    /* With a detail (the router's transport), bounded as a message. */
+    n = lz_ready_encode(LZ_READY_OK, "io_uring, 2 queues", b, sizeof b);
+    assert_memory_equal(b, "ready io_uring, 2 queues\n", n);
+    assert_int_equal(lz_ready_decode(b, n, &r), 0);
+    assert_int_equal(r.status, LZ_READY_OK);
+    assert_string_equal(r.msg, "io_uring, 2 queues");
 
     n = lz_ready_encode(LZ_READY_ERROR, "cannot start: no runsc", b, sizeof b);
     assert_int_equal(lz_ready_decode(b, n, &r), 0);
