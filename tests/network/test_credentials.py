@@ -878,6 +878,12 @@ def test_gate_killed_fails_closed(world, inside):
     while not by_probe(log.requests(m), "hold") and time.monotonic() < end:
         time.sleep(0.1)
     assert by_probe(log.requests(m), "hold"), "positive control: the held connection's request reached the server"
+    # And its answer reached the client (HELD): killed before the answer
+    # got through, the gate would leave the probe nothing to hold.
+    end = time.monotonic() + 30
+    while "HELD hold" not in inside.run("cat /var/tmp/hold.out") and time.monotonic() < end:
+        time.sleep(0.1)
+    assert "HELD hold" in inside.run("cat /var/tmp/hold.out"), "positive control: the held connection was answered"
     ends = len([e for e in log.entries(m) if e["ev"] == "end"])
     gates = cred_gates(inside)
     assert len(gates) == 1, gates
