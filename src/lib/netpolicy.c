@@ -317,21 +317,30 @@ static int policy_route(struct nl *nl, uint32_t addr, unsigned len, uint8_t acti
                  tap, true);
 }
 
-/* 10.0.2.3/32 on lo (scope host): the kernel's local route for it. */
-static int dns_addr(struct nl *nl, unsigned lo) {
+/* Adds (or replaces) the IPv4 address addr/len on interface ifindex;
+ * with a nonzero broadcast, that and IFA_F_NOPREFIXROUTE (no connected
+ * route for the prefix). */
+static int add_addr(struct nl *nl, unsigned ifindex, uint32_t addr, unsigned len, uint8_t scope, uint32_t broadcast) {
     char buf[512];
     struct nlmsghdr *h = mnl_nlmsg_put_header(buf);
     h->nlmsg_type = RTM_NEWADDR;
     h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE;
     struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(h, sizeof *ifa);
     ifa->ifa_family = AF_INET;
-    ifa->ifa_prefixlen = 32;
-    ifa->ifa_scope = RT_SCOPE_HOST;
-    ifa->ifa_index = lo;
-    mnl_attr_put_u32(h, IFA_LOCAL, htonl(LZ_NET_DNS));
-    mnl_attr_put_u32(h, IFA_ADDRESS, htonl(LZ_NET_DNS));
+    ifa->ifa_prefixlen = len;
+    ifa->ifa_scope = scope;
+    ifa->ifa_index = ifindex;
+    mnl_attr_put_u32(h, IFA_LOCAL, htonl(addr));
+    mnl_attr_put_u32(h, IFA_ADDRESS, htonl(addr));
+    if (broadcast) {
+        mnl_attr_put_u32(h, IFA_BROADCAST, htonl(broadcast));
+        mnl_attr_put_u32(h, IFA_FLAGS, IFA_F_NOPREFIXROUTE);
+    }
     return nl_talk(nl, h);
 }
+
+/* 10.0.2.3/32 on lo (scope host): the kernel's local route for it. */
+static int dns_addr(struct nl *nl, unsigned lo) { return add_addr(nl, lo, LZ_NET_DNS, 32, RT_SCOPE_HOST, 0); }
 
 static int nl_open(struct nl *nl);
 
@@ -435,20 +444,7 @@ int lz_netpolicy_prepare(struct lz_error *err) {
 /* 10.0.2.100/24 on tap0 without the connected /24 route the kernel would
  * add with it (the policy decides about 10.0.2.0/24 like any prefix). */
 static int tap_addr(struct nl *nl, unsigned tap) {
-    char buf[512];
-    struct nlmsghdr *h = mnl_nlmsg_put_header(buf);
-    h->nlmsg_type = RTM_NEWADDR;
-    h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE;
-    struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(h, sizeof *ifa);
-    ifa->ifa_family = AF_INET;
-    ifa->ifa_prefixlen = 24;
-    ifa->ifa_scope = RT_SCOPE_UNIVERSE;
-    ifa->ifa_index = tap;
-    mnl_attr_put_u32(h, IFA_LOCAL, htonl(LZ_NET_ADDR));
-    mnl_attr_put_u32(h, IFA_ADDRESS, htonl(LZ_NET_ADDR));
-    mnl_attr_put_u32(h, IFA_BROADCAST, htonl(LZ_NET_ADDR | 0xffu));
-    mnl_attr_put_u32(h, IFA_FLAGS, IFA_F_NOPREFIXROUTE);
-    return nl_talk(nl, h);
+    return add_addr(nl, tap, LZ_NET_ADDR, 24, RT_SCOPE_UNIVERSE, LZ_NET_ADDR | 0xffu);
 }
 
 int lz_netpolicy_tap_up(struct lz_error *err) {
