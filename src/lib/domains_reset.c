@@ -12,7 +12,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <time.h>
 
 /* The deletion inside the Domain's user namespace. */
 #define RM_CHILD_TIMEOUT_MS (30 * 60 * 1000)
@@ -182,17 +181,10 @@ static int reset_lock(const char *data_root, const char *id, int *ret_rootfd, in
         return rootfd;
     _cleanup_close_ int lockfd = -EBADF;
     int r = dom_lock(rootfd, &lockfd, err);
-    /* The lock is held and there is no socket: the Domain is stopping (its
-     * coordinator removed the socket, the first step of its teardown, and
-     * lets go of the lock in a moment) or starting (the socket comes with
-     * publication, the last step of a start). Looked at again every 50 ms,
-     * bounded: a stopping one is waited for, a starting one is running as
-     * soon as its socket is there, and is refused below without waiting
-     * out the bound. */
-    for (int i = 0; r == 0 && i < RESET_STOP_WAIT_S * 20 && lz_domain_stopping(id); i++) {
-        (void)nanosleep(&(struct timespec){ .tv_nsec = 50 * 1000 * 1000 }, NULL);
-        r = dom_lock(rootfd, &lockfd, err);
-    }
+    if (r == 0 && lz_domain_stopping(id))
+        /* Its coordinator removed its socket, the first step of its
+         * teardown: it lets go of the lock in a moment (bounded). */
+        r = dom_lock_wait(rootfd, RESET_STOP_WAIT_S, &lockfd, err);
     if (r == 0) {
         /* Running with no session left (the warm linger after the last
          * one): stopped for the reset, as nothing uses it. The coordinator
