@@ -479,20 +479,10 @@ int lz_netpolicy_install(const struct lz_netpolicy *p, struct lz_error *err) {
     unsigned tap = if_nametoindex(LZ_NET_TAP);
     if (!tap)
         return lz_error_set(err, -ENODEV, "the connectivity helper's %s is missing", LZ_NET_TAP);
-    int r;
-    if ((r = write_sysctl("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1")) < 0 ||
-        (r = write_sysctl("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1")) < 0)
-        return lz_error_set(err, r, "cannot disable IPv6 in the Domain network namespace: %s", strerror(-r));
-    struct nl nl = { .s = mnl_socket_open(NETLINK_ROUTE) };
-    if (!nl.s)
-        return lz_error_set(err, -errno, "netlink: %s", strerror(errno));
-    if (mnl_socket_bind(nl.s, 0, MNL_SOCKET_AUTOPID) < 0) {
-        r = -errno;
-        mnl_socket_close(nl.s);
-        return lz_error_set(err, r, "netlink bind: %s", strerror(-r));
-    }
-    nl.portid = mnl_socket_get_portid(nl.s);
-    nl.seq = (unsigned)time(NULL);
+    struct nl nl;
+    int r = nl_open(&nl);
+    if (r < 0)
+        return lz_error_set(err, r, "netlink: %s", strerror(-r));
     /* What a helper that configured tap0 itself set up (slirp4netns
      * --configure; lz_netpolicy_tap_up adds neither) is replaced by the
      * policy: the default route and the connected /24. */
@@ -525,12 +515,6 @@ int lz_netpolicy_install(const struct lz_netpolicy *p, struct lz_error *err) {
             r = publish_rule(&nl, p->publish[i]);
         if (r < 0)
             lz_error_set(err, r, "cannot install the routes of the published ports: %s", strerror(-r));
-    }
-    if (r >= 0) {
-        unsigned lo = if_nametoindex("lo");
-        r = lo ? dns_addr(&nl, lo) : -ENODEV;
-        if (r < 0)
-            lz_error_set(err, r, "cannot put the resolver's address 10.0.2.3 on lo: %s", strerror(-r));
     }
     mnl_socket_close(nl.s);
     return r < 0 ? r : 0;

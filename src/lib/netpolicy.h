@@ -101,14 +101,15 @@ int lz_netpolicy_prepare(struct lz_error *err);
  * routes, so the booting sandbox sends nothing before the policy is in
  * place (docs/network.md, "Readiness"). */
 int lz_netpolicy_tap_up(struct lz_error *err);
-/* In the enforcement namespace (Runtime Supervisor): replaces any route to
- * or through tap0 (a helper that configured it itself) with the policy's,
- * disables IPv6, and puts the
- * resolver's address 10.0.2.3/32 on lo (lz_netpolicy_dns_local). The
- * policy's allow of 10.0.2.3/32 (lz_netpolicy_derive) is that address, not
- * a route of the main table: the local table is looked up first, so the
- * sandbox's DNS reaches the socket bound there (lz_netpolicy_dns_sockets)
- * and nothing else; slirp4netns runs with --disable-dns (slirp.c). */
+/* In the enforcement namespace (Runtime Supervisor), after
+ * lz_netpolicy_prepare (IPv6 off, the resolver's address 10.0.2.3/32 on
+ * lo; lz_netpolicy_observe and _probe check both): replaces any route to
+ * or through tap0 (a helper that configured it itself) with the policy's.
+ * The policy's allow of 10.0.2.3/32 (lz_netpolicy_derive) is that address,
+ * not a route of the main table: the local table is looked up first, so
+ * the sandbox's DNS reaches the socket bound there
+ * (lz_netpolicy_dns_sockets) and nothing else; slirp4netns runs with
+ * --disable-dns (slirp.c). */
 int lz_netpolicy_install(const struct lz_netpolicy *p, struct lz_error *err);
 /* Reads back, with netlink, what the namespace holds: the main table's
  * IPv4 routes must be exactly the policy's (type and prefix; none for
@@ -123,8 +124,8 @@ int lz_netpolicy_observe(const struct lz_netpolicy *p, char *ret_summary, size_t
  * IPv6 must be unavailable. Sends no packet (UDP connect only). */
 int lz_netpolicy_probe(const struct lz_netpolicy *p, struct lz_error *err);
 
-/* 10.0.2.3/32 on lo, alone (lz_netpolicy_install does it too); needs
- * CAP_NET_ADMIN in the namespace. Idempotent. */
+/* 10.0.2.3/32 on lo, alone (lz_netpolicy_prepare does it with IPv6
+ * off); needs CAP_NET_ADMIN in the namespace. Idempotent. */
 int lz_netpolicy_dns_local(struct lz_error *err);
 /* The resolver's sockets, opened in the caller's network namespace (the
  * enforcement namespace, before CAP_NET_ADMIN is dropped), all

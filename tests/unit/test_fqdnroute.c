@@ -406,7 +406,8 @@ static void test_dns_sockets(void **state) {
     close(fds[LZ_NET_DNS_TCP]);
 }
 
-/* The policy's own install: 10.0.2.3 on lo, no main route to it. */
+/* The policy's own preparation and install: 10.0.2.3 on lo, no main
+ * route to it. */
 static void test_policy_dns_local(void **state) {
     (void)state;
     NEED_NS();
@@ -417,6 +418,8 @@ static void test_policy_dns_local(void **state) {
     struct lz_netpolicy p;
     struct lz_error err = { 0 };
     assert_int_equal(lz_netpolicy_derive(&c, NULL, 0, &p, &err), 0);
+    if (lz_netpolicy_prepare(&err) < 0)
+        fail_msg("prepare: %s", err.msg);
     if (lz_netpolicy_install(&p, &err) < 0)
         fail_msg("install: %s", err.msg);
     char sum[128];
