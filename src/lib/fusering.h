@@ -65,7 +65,7 @@ struct lz_fuse_uring_cmd_req {
 int lz_fring_request(const struct lz_fuse_uring_req_header *hdr, char *payload, size_t payload_cap, char **ret_req,
                      size_t *ret_len);
 
-/* The unique of the request in the entry (0 if none can be read). */
+/* The unique of the request in the entry (its fuse_in_header's). */
 uint64_t lz_fring_unique(const struct lz_fuse_uring_req_header *hdr);
 
 /* Puts a classic reply (iov[0] the fuse_out_header, the rest its arguments,

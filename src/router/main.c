@@ -60,7 +60,7 @@ static void rt_init(void *userdata, struct fuse_conn_info *conn) {
      * keeps them small (uring.c). */
     if (rt_transport_uring_wanted()) {
         conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_MOVE);
-        conn->max_write = 128 << 10;
+        conn->max_write = RT_URING_MAX_WRITE;
         return;
     }
     if (conn->capable & FUSE_CAP_SPLICE_WRITE)

@@ -435,6 +435,9 @@ void hot_wrap_ops(struct fuse_lowlevel_ops *ops);
  * its one thread pinned to the CPU it starts on (the cheap lever measured
  * against io_uring; docs/notes/2026-12-05-router-transport.md). */
 enum rt_transport_mode { RT_TRANSPORT_AUTO, RT_TRANSPORT_CLASSIC, RT_TRANSPORT_PINNED };
+/* conn->max_write with io_uring (rt_init), and so the payload of each
+ * ring entry, which holds a whole WRITE. */
+#define RT_URING_MAX_WRITE (128 << 10)
 /* After fuse_session_mount: the session's I/O through the transport. */
 int rt_transport_setup(struct router *r, struct fuse_session *se, enum rt_transport_mode mode);
 /* Serves INIT (queued by the mount) and, with io_uring agreed, waits for

@@ -41,8 +41,7 @@
 #include <sched.h>
 #include <sys/sysinfo.h>
 
-#define RT_URING_DEPTH 2               /* entries per queue */
-#define RT_URING_MAX_WRITE (128 << 10) /* conn->max_write with io_uring: each entry's payload */
+#define RT_URING_DEPTH 2 /* entries per queue */
 #define RT_URING_MAX_QUEUES 1024
 #define RT_URING_WAIT_MS 1000        /* a queue thread looks at `stop` this often (else stop_fd wakes it) */
 #define RT_URING_STOP_TAG UINT64_MAX /* user_data of the poll on stop_fd */
