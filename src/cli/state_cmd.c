@@ -494,7 +494,7 @@ static int cmd_reset(const struct lz_config *cfg, char **ids, size_t n_ids, bool
         for (size_t i = 0; i < l.n; i++) {
             /* A stopping one is waited for, a lingering one (no session
              * left) stopped: only sessions keep a Domain out. */
-            if (l.v[i].running && !lz_domain_stopping(l.v[i].id) && !lz_domain_lingering(l.v[i].id)) {
+            if (l.v[i].running && lz_domain_serving(l.v[i].id)) {
                 lz_cli_error("state reset: Domain %.12s is running with sessions; skipped (exit them, or run "
                              "`lazaret stop`, first)",
                              l.v[i].id);

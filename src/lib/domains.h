@@ -164,15 +164,14 @@ int lz_domain_reset(const char *data_root, const char *id, lz_domain_log_fn log,
  * lz_domain_reset does too, with the same locking. */
 int lz_domain_reset_ignored(const char *data_root, const char *id, lz_domain_log_fn log, void *ud,
                             struct lz_error *err);
-/* A Domain whose lock is held but whose coordinator has removed its socket
- * (the first step of its teardown): it is stopping, and lz_domain_reset
- * waits for it (bounded) instead of refusing. */
-bool lz_domain_stopping(const char *id);
-/* A running Domain whose coordinator says it has no session left (the warm
- * linger after the last one): lz_domain_reset stops it instead of refusing.
- * Only a hint for choosing (the answer may change a moment later); the
- * coordinator decides again when the reset asks it to stop. */
-bool lz_domain_lingering(const char *id);
+/* A running Domain whose coordinator answers and does not linger: it has
+ * sessions (or is starting one), and lz_domain_reset refuses it. A Domain
+ * without a socket (starting, or stopping), one that lingers (no session
+ * left) and one whose coordinator ends while asked are not: the reset
+ * waits for them or stops them. Only a hint for choosing (the answer may
+ * change a moment later); the coordinator decides again when the reset
+ * asks it to stop. */
+bool lz_domain_serving(const char *id);
 
 /* Opens the Domain Store of Domain `id` (a validated ID) under data_root
  * read-only, without the Domain flock: the coordinator of a running Domain

@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <time.h>
 
 /* The deletion inside the Domain's user namespace. */
 #define RM_CHILD_TIMEOUT_MS (30 * 60 * 1000)
@@ -150,17 +151,7 @@ static int meta_int(struct lz_store *st, const char *key, int64_t *ret, struct l
 
 #define RESET_STOP_WAIT_S 30
 
-/* The Domain's lock is held but its coordinator has no socket any more:
- * it is stopping (a session just ended it), not running. */
-bool lz_domain_stopping(const char *id) {
-    _cleanup_free_ char *rt = NULL;
-    if (lz_runtime_dir(&rt, NULL) < 0)
-        return false;
-    _cleanup_free_ char *sock = lz_domain_socket_path(rt, id);
-    return access(sock, F_OK) < 0 && errno == ENOENT;
-}
-
-bool lz_domain_lingering(const char *id) {
+bool lz_domain_serving(const char *id) {
     _cleanup_free_ char *rt = NULL;
     if (lz_runtime_dir(&rt, NULL) < 0)
         return false;
@@ -170,31 +161,43 @@ bool lz_domain_lingering(const char *id) {
         return false;
     bool lingering = json_is_true(json_object_get(st, "lingering"));
     json_decref(st);
-    return lingering;
+    return !lingering;
 }
 
 /* Opens the Domain Root of `id` and takes its lock for a reset: -EBUSY
- * when it runs; a stopping one is waited for (bounded). */
+ * when it runs with a session; a stopping or lingering one is waited for.
+ *
+ * The lock is held by a Domain that is starting (its socket comes with
+ * publication, the last step of a start), running, or stopping (its
+ * coordinator removes the socket first, then lets go of the lock in a
+ * moment). Looked at every 50 ms, within one bound:
+ *   - no socket: starting or stopping, look again;
+ *   - a socket: the coordinator decides. It stops a lingering Domain
+ *     (nothing uses it; a session joining meanwhile keeps it running) and
+ *     refuses while sessions are live. A coordinator that ends while it is
+ *     asked (the last session's client got its exit status a moment
+ *     before: `lazaret run -- X; lazaret state reset`) closes the
+ *     connection; that is a stop too, so look again. */
 static int reset_lock(const char *data_root, const char *id, int *ret_rootfd, int *ret_lockfd, struct lz_error *err) {
     _cleanup_close_ int rootfd = dom_open_by_id(data_root, id, err);
     if (rootfd < 0)
         return rootfd;
     _cleanup_close_ int lockfd = -EBADF;
+    _cleanup_free_ char *rt = NULL, *sock = NULL;
+    if (lz_runtime_dir(&rt, NULL) == 0)
+        sock = lz_domain_socket_path(rt, id);
     int r = dom_lock(rootfd, &lockfd, err);
-    if (r == 0 && lz_domain_stopping(id))
-        /* Its coordinator removed its socket, the first step of its
-         * teardown: it lets go of the lock in a moment (bounded). */
-        r = dom_lock_wait(rootfd, RESET_STOP_WAIT_S, &lockfd, err);
-    if (r == 0) {
-        /* Running with no session left (the warm linger after the last
-         * one): stopped for the reset, as nothing uses it. The coordinator
-         * decides, so a session joining meanwhile keeps it running. */
-        _cleanup_free_ char *rt = NULL;
-        if (lz_runtime_dir(&rt, NULL) == 0) {
-            _cleanup_free_ char *sock = lz_domain_socket_path(rt, id);
-            if (lz_control_stop_if_lingering(sock, NULL) == 1)
-                r = dom_lock_wait(rootfd, RESET_STOP_WAIT_S, &lockfd, err);
+    long deadline = lz_now_ms() + RESET_STOP_WAIT_S * 1000L;
+    bool stopped = false; /* the coordinator agreed to stop */
+    while (r == 0 && lz_now_ms() < deadline) {
+        if (!stopped && sock && access(sock, F_OK) == 0) {
+            int s = lz_control_stop_if_lingering(sock, NULL);
+            if (s == 0)
+                break; /* sessions are live (or starting) */
+            stopped = s == 1;
         }
+        (void)nanosleep(&(struct timespec){ .tv_nsec = 50 * 1000 * 1000 }, NULL);
+        r = dom_lock(rootfd, &lockfd, err);
     }
     if (r < 0)
         return r;

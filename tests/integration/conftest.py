@@ -258,12 +258,40 @@ def wait_until(pred, timeout=30.0, interval=0.05):
     return pred()
 
 
+def stuck_report() -> str:
+    """What this worker's Lazaret and runsc processes are doing: each
+    thread's state and the kernel function it waits in (wchan), read before
+    they are killed. A hang (a FUSE request nobody answers, a lock) shows
+    here: which process waits, in which thread, on what."""
+    lines = []
+    pids = sorted(set(user_processes("lazaret") + user_processes("runsc")))
+    for pid in pids[:40]:
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+            lines.append(f"{pid} {cmd[:160]}")
+            waits = {}
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                try:
+                    stat = open(f"/proc/{pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()[0]
+                    comm = open(f"/proc/{pid}/task/{tid}/comm").read().strip()
+                    wchan = open(f"/proc/{pid}/task/{tid}/wchan").read().strip() or "-"
+                except OSError:
+                    continue
+                waits.setdefault(f"{stat} {wchan} ({comm})", []).append(tid)
+            for k, tids in sorted(waits.items()):
+                lines.append(f"    {len(tids):3d} thread(s) {k}")
+        except OSError:
+            continue
+    return "\n".join(lines)
+
+
 @pytest.fixture(autouse=True)
 def no_leftover_sandboxes(request):
     """After each test every Domain it started must be torn down."""
     yield
     ok = wait_until(lambda: not user_processes("runsc"), timeout=45)
     if not ok:
+        report = stuck_report()
         for pid in user_processes("lazaret-core __coordinator"):
             os.kill(pid, signal.SIGKILL)
         for pid in user_processes("runsc"):
@@ -271,7 +299,7 @@ def no_leftover_sandboxes(request):
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        pytest.fail("runsc processes were still running 45 s after the test")
+        pytest.fail("runsc processes were still running 45 s after the test; what they were doing:\n" + report)
 
 
 @pytest.fixture(scope="session")

@@ -267,6 +267,61 @@ def test_running_domain_is_not_touched(lazaret, senv, tmp_path):
     assert run_ok(lazaret, senv, ws, "cat /root/old") == "kept\n"
 
 
+def test_reset_during_a_start_refuses_as_soon_as_the_domain_runs(lazaret, senv, tmp_path):
+    """A start holds the Domain's lock before its socket exists (publication
+    is its last step), as a stopping Domain does once it removed its socket.
+    A reset that comes in that window must not wait out its 30 s bound for
+    a Domain that then runs with a session, but refuse it as soon as its
+    socket is there. The start is held back 4 s (LAZARET_TEST_NET_DELAY_MS:
+    the network policy's install waits) so that the reset comes in it."""
+    ws = make_git_repo(tmp_path / "ws")
+    did = used_domain(lazaret, senv, ws)
+    p = subprocess.Popen([lazaret, "run", "-p", "test", "--", "sh", "-c", "echo started; exec cat"], cwd=ws,
+                         env=senv.environ(LAZARET_TEST_NET_DELAY_MS="4000"), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        # The lock is taken (`ls` says running) while the start waits.
+        assert wait_until(lambda: listed(lazaret, senv)[did]["running"], timeout=60, interval=0.05)
+        started = time.monotonic()
+        r = state(lazaret, senv, "reset", did[:8], "--yes")
+        took = time.monotonic() - started
+        assert r.returncode == 1, (r.stdout, r.stderr)
+        assert f"Domain {did[:12]} is running with sessions" in r.stderr, r.stderr
+        # Refused once the Domain was up, not after the 30 s bound (which
+        # the reset waited out before, then refused the same way).
+        assert took < 20, f"the reset took {took:.1f} s"
+        ready, _, _ = select.select([p.stdout], [], [], 60)
+        line = p.stdout.readline() if ready else b"(nothing in 60 s)"
+        assert line == b"started\n", line
+    finally:
+        p.stdin.close()
+        p.wait(timeout=60)
+    wait_inactive(lazaret, senv, did)
+    assert run_ok(lazaret, senv, ws, "cat /root/old") == "kept\n"
+
+
+def test_reset_right_after_run_returns_is_not_refused(lazaret, senv, tmp_path):
+    """`lazaret run -- X; lazaret state reset ID`: the run's client has its
+    exit status, and the coordinator (no linger here) is about to stop, but
+    its socket is still there for a moment. A reset that asks it then is
+    left unanswered and sees the connection close as the coordinator ends:
+    that is a stop, not "running with sessions". The test hook holds the
+    coordinator in that window (before it removes its socket) for 1.5 s;
+    before the fix the reset was refused."""
+    ws = make_git_repo(tmp_path / "ws")
+    did = used_domain(lazaret, senv, ws)
+    for args in ([did, "--yes"], ["--ignored-only", did, "--yes"], ["--all", "--yes"]):
+        r = subprocess.run([lazaret, "run", "-p", "test", "--", "true"], cwd=ws,
+                           env=senv.environ(LAZARET_TEST_EXIT_PAUSE_MS="1500"), capture_output=True,
+                           timeout=STATE_TIMEOUT)
+        assert r.returncode == 0, r.stderr
+        assert listed(lazaret, senv)[did]["running"]  # the window is open
+        r = state(lazaret, senv, "reset", *args)
+        assert r.returncode == 0, (args, r.stdout, r.stderr)
+        assert "running with sessions" not in r.stderr, (args, r.stderr)
+        assert f"{did[:12]}" in r.stdout, (args, r.stdout)
+
+
 def test_interrupted_generation_is_reported_then_recovered(lazaret, senv, tmp_path):
     ws = make_git_repo(tmp_path / "ws")
     did = used_domain(lazaret, senv, ws)
