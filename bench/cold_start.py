@@ -37,6 +37,9 @@ ap.add_argument("-n", type=int, default=7)
 ap.add_argument("--baseline", help="another build's lazaret, measured interleaved as 'fresh (baseline)'")
 ap.add_argument("--keep-logs", help="copy each fresh Domain's coordinator.log into this directory")
 ap.add_argument("--raw", help="write every run's seconds and phases (JSON) to this file, for paired ratios")
+ap.add_argument("--exec-floor", action="store_true",
+                help="also time runsc's own `exec /bin/true` into a running sandbox of the same spec (the part "
+                     "of a session's start that is runsc's, with no Lazaret in it), interleaved")
 ap.add_argument("--git", action="store_true",
                 help="make each fresh workspace a small Git repository (one commit), as a user's project is: "
                      "the host Git scan and the router's repository read are then on the path")
@@ -225,6 +228,30 @@ def floor_none(i):
     return time.perf_counter() - t
 
 
+# The exec floor: one shell in the same kind of namespaces runs the sandbox
+# detached (its first process sleeps), times runsc's `exec /bin/true` into
+# it (date +%s%N around it), then kills and deletes it.
+bundle_sleep = base / "bundle-sleep"
+bundle_sleep.mkdir()
+spec_sleep = json.loads((bundle / "config.json").read_text())
+spec_sleep["process"]["args"] = ["/bin/sleep", "120"]
+(bundle_sleep / "config.json").write_text(json.dumps(spec_sleep))
+
+
+def exec_floor(i):
+    r = ["runsc", "--root", str(state), "--network=host", "--ignore-cgroups", f"--overlay2=root:dir={overlay}"]
+    q = " ".join(r)
+    script = (f"{q} run -detach --bundle {bundle_sleep} x{i} >/dev/null 2>&1 </dev/null || exit 1; "
+              f"t0=$(date +%s%N); {q} exec x{i} /bin/true </dev/null >/dev/null 2>&1; rc=$?; t1=$(date +%s%N); "
+              f"{q} kill x{i} KILL >/dev/null 2>&1; {q} delete -force x{i} >/dev/null 2>&1; "
+              f"[ $rc -eq 0 ] && echo $((t1 - t0))")
+    out = subprocess.run(["unshare", "--map-root-user", "--map-auto", "--net", "--mount", "sh", "-c", script],
+                         capture_output=True, text=True, timeout=120)
+    if out.returncode != 0 or not out.stdout.strip().isdigit():
+        sys.exit(f"cold_start: the exec floor failed: {out.stderr[-500:]}")
+    return int(out.stdout) / 1e9
+
+
 def new_workspace(ws):
     ws.mkdir()
     if a.git:
@@ -239,6 +266,8 @@ phase_runs, base_phase_runs = [], []
 for i in range(a.n):
     res["floor"].append(floor(i))
     res["floor-none"].append(floor_none(i))
+    if a.exec_floor:
+        res.setdefault("runsc exec", []).append(exec_floor(i))
     ws = base / f"fresh{i}"
     new_workspace(ws)
     wall = []
@@ -288,6 +317,10 @@ if a.baseline:
     print(f"fresh Domain (baseline build) {med['fresh (baseline)']:.3f}  "
           f"ratio baseline fresh/floor = {med['fresh (baseline)'] / med['floor']:.2f}  "
           f"own time {1000 * (med['fresh (baseline)'] - med['floor']):.0f} ms")
+if a.exec_floor:
+    ex = [r["runsc exec + command to its exit"] for r in phase_runs]
+    print(f"runsc's own exec of /bin/true into a running sandbox: median {1000 * med['runsc exec']:.1f} ms"
+          + (f"; Lazaret's first session, spec given to exit (below): {statistics.median(ex):.1f} ms" if ex else ""))
 if phase_runs:
     cols = [phase_runs] + ([base_phase_runs] if base_phase_runs else [])
     print(f"fresh Domain phases (coordinator log, ms resolution; medians of {len(phase_runs)})"
