@@ -306,7 +306,7 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
     char fdstr[16];
     snprintf(fdstr, sizeof fdstr, "%d", rp[1]);
     _cleanup_free_ char **argv =
-        lz_xcalloc(33 + 2 * a->n_protect + 2 * LZ_RS_DENY_MAX + 2 * a->n_host_tools, sizeof *argv);
+        lz_xcalloc(35 + 2 * a->n_protect + 2 * LZ_RS_DENY_MAX + 2 * a->n_host_tools, sizeof *argv);
     size_t n = 0;
     argv[n++] = (char *)a->router;
     argv[n++] = (char *)"--source";
@@ -341,11 +341,17 @@ static int start_router(const struct lz_supervisor_args *a, const char *source, 
     if (wmode && strcmp(wmode, "eager") == 0)
         argv[n++] = (char *)"--eager-open";
     /* LAZARET_TEST_FUSE=classic|pinned: /dev/fuse even where io_uring is
-     * on (the tests of both paths, the bench's levers). */
+     * on (the tests of both paths, the bench's levers); break-commit: the
+     * workspace router's 200th reply under io_uring goes with a commit ID
+     * the kernel does not know (it must end its session, not hang). */
     const char *fmode = lz_test_hook("LAZARET_TEST_FUSE");
     if (fmode && (!strcmp(fmode, "classic") || !strcmp(fmode, "pinned"))) {
         argv[n++] = (char *)"--fuse-transport";
         argv[n++] = (char *)fmode;
+    }
+    if (fmode && !strcmp(fmode, "break-commit") && !plain && !worktree) {
+        argv[n++] = (char *)"--test-break-commit";
+        argv[n++] = (char *)"200";
     }
     for (size_t i = 0; i < a->n_deny_link && i < LZ_RS_DENY_MAX; i++) {
         argv[n++] = (char *)"--deny-link-target";

@@ -5,7 +5,7 @@
  *                  [--watch SECONDS [--notify-fd N]] [--max-held-fds N] [--allow-other] [--quiet]
  *                  [--plain] [--deny-link-target ABS]...
  *                  [--linked-worktree NAME] [--refusal-fd N [--refusal-tag T]]
- *                  [--fuse-transport auto|classic|pinned]
+ *                  [--fuse-transport auto|classic|pinned] [--test-break-commit N]
  *
  * A libfuse3 low-level passthrough of the real workspace directory that asks
  * the Git-protection policy (src/lib/router.h, docs/security-git.md) before
@@ -25,7 +25,7 @@ static void usage(FILE *f) {
           "                      [--eager-open]\n"
           "                      [--plain] [--deny-link-target ABS]...\n"
           "                      [--linked-worktree NAME] [--refusal-fd N [--refusal-tag T]]\n"
-          "                      [--fuse-transport auto|classic|pinned]\n"
+          "                      [--fuse-transport auto|classic|pinned] [--test-break-commit N]\n"
           "                      [--ignored-state DIR [--git-home DIR] [--git-xdg-config DIR]\n"
           "                       [--no-ignore-rules] [--host-tool NAME]...]\n",
           f);
@@ -129,6 +129,7 @@ int main(int argc, char **argv) {
         { "refusal-tag", required_argument, NULL, 'G' },
         { "notify-fd", required_argument, NULL, 'n' },
         { "fuse-transport", required_argument, NULL, 'U' },
+        { "test-break-commit", required_argument, NULL, 'B' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -289,6 +290,17 @@ int main(int argc, char **argv) {
                 return 2;
             }
             break;
+        case 'B': {
+            char *end;
+            errno = 0;
+            unsigned long n = strtoul(optarg, &end, 10);
+            if (errno || end == optarg || *end || n == 0) {
+                fprintf(stderr, "lazaret-router: --test-break-commit %s: want a positive number\n", optarg);
+                return 2;
+            }
+            rt_transport_test_break_commit(n);
+            break;
+        }
         case 'I': ign.state = optarg; break;
         case 'H': ign.home = optarg; break;
         case 'X': ign.xdg = optarg; break;

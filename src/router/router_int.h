@@ -454,6 +454,10 @@ int rt_transport_loop(void);
 void rt_uring_stop(void);
 /* Ring entries refused for lengths that disagree. */
 unsigned long rt_transport_bad(void);
+/* Tests (--test-break-commit N): the Nth reply under io_uring is committed
+ * with a commit ID the kernel does not know, as a kernel that lost an
+ * entry would answer; the router must end its session, not hang. */
+void rt_transport_test_break_commit(unsigned long n);
 
 /* setup.c */
 int setup_ignored_check(struct router *r, const struct rt_ignored_opts *o, int *ret_sfd, struct lz_error *err);

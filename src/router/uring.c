@@ -49,6 +49,7 @@
 #define RT_URING_REG_MS 5000         /* the main thread waits this long for the REGISTERs */
 #define RT_INIT_MS 10000             /* the INIT request, queued by the mount itself */
 #define RT_URING_ERRORS 100          /* ring errors in a row before a queue thread gives up */
+#define RT_URING_SUBMIT_TRIES 1000   /* a submission refused for a moment (EAGAIN, EBUSY) is retried */
 
 struct ent {
     char *mem; /* LZ_FRING_ROOM, then the payload */
@@ -58,6 +59,10 @@ struct ent {
     uint64_t unique; /* of the request being served */
     bool replied;
     bool dead; /* its command ended (unmount) */
+    /* The command in flight, sent again when the kernel asks (a
+     * completion with -EAGAIN or -EINTR). */
+    uint32_t last_op;
+    uint64_t last_commit;
 };
 
 struct queue {
@@ -92,7 +97,9 @@ static struct {
     bool go, stop;
     unsigned n_reported, n_registered;
     int reg_err;
-    unsigned long n_bad; /* entries whose lengths disagreed */
+    unsigned long n_bad;        /* entries whose lengths disagreed */
+    unsigned long break_commit; /* tests: the reply whose commit ID is broken (0: none) */
+    unsigned long n_commits;
 } U = {
     .fd = -1,
     .stop_fd = -1,
@@ -187,6 +194,8 @@ static void prep_cmd(struct queue *q, unsigned i, uint32_t op, uint64_t commit_i
      * at most one command in flight. */
     if (!sqe)
         abort();
+    q->ent[i].last_op = op;
+    q->ent[i].last_commit = commit_id;
     memset(sqe, 0, 128); /* SQE128 */
     sqe->opcode = IORING_OP_URING_CMD;
     sqe->fd = U.fd;
@@ -222,7 +231,38 @@ static void serve_one(struct queue *q, unsigned i) {
         if (!e->replied)
             lz_fring_error(e->hdr, e->unique, -EIO);
     }
+    if (U.break_commit && __atomic_add_fetch(&U.n_commits, 1, __ATOMIC_RELAXED) == U.break_commit)
+        commit_id = ~commit_id;
     prep_cmd(q, i, LZ_FUSE_IO_URING_CMD_COMMIT_AND_FETCH, commit_id);
+}
+
+/* Everything queued in the submission ring, sent: a submission the kernel
+ * refuses for a moment is tried again (bounded); a commit left unsent
+ * would hold its request's reply, and its caller, until another request
+ * came to this queue. False when the ring refuses for good. */
+static bool submit_all(struct queue *q) {
+    for (int tries = 0; tries < RT_URING_SUBMIT_TRIES; tries++) {
+        if (io_uring_sq_ready(&q->ring) == 0)
+            return true;
+        int rc = io_uring_submit(&q->ring);
+        if (rc >= 0)
+            continue;
+        if (rc != -EAGAIN && rc != -EINTR && rc != -EBUSY)
+            return false;
+        (void)nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+    }
+    return io_uring_sq_ready(&q->ring) == 0;
+}
+
+/* A queue that cannot go on would leave every request of its CPU waiting
+ * forever (a FLUSH's caller cannot even be killed): the FUSE session is
+ * ended instead, as SIGTERM does (the main thread's loop), so that the
+ * kernel ends every request with an error and the Supervisor sees its
+ * router gone: the Domain fails, loudly. */
+static void queue_fatal(struct queue *q, const char *what, int err) {
+    fprintf(stderr, "lazaret-router: io_uring queue %u: %s: %s; ending the FUSE session\n", q->qid, what,
+            strerror(err < 0 ? -err : err));
+    (void)kill(getpid(), SIGTERM);
 }
 
 static void report(int err) {
@@ -291,10 +331,15 @@ static void *queue_main(void *arg) {
         return NULL;
 
     /* A queue thread that left would hang its CPU's requesters: errors of
-     * the ring itself are retried (the next wait submits what is pending),
-     * up to RT_URING_ERRORS in a row. */
+     * the wait itself are retried, up to RT_URING_ERRORS in a row, and
+     * then, as any error the kernel gives a command but "try again", end
+     * the session (queue_fatal). */
     unsigned live = RT_URING_DEPTH, errors = 0;
-    while (live > 0 && errors < RT_URING_ERRORS) {
+    while (live > 0) {
+        if (errors >= RT_URING_ERRORS) {
+            queue_fatal(q, "waiting for requests keeps failing", rc);
+            break;
+        }
         struct __kernel_timespec ts = { .tv_sec = RT_URING_WAIT_MS / 1000,
                                         .tv_nsec = (RT_URING_WAIT_MS % 1000) * 1000000L };
         rc = io_uring_wait_cqe_timeout(&q->ring, &cqe, &ts);
@@ -317,17 +362,35 @@ static void *queue_main(void *arg) {
         unsigned i = (unsigned)(cqe->user_data % RT_URING_DEPTH);
         int res = cqe->res;
         io_uring_cqe_seen(&q->ring, cqe);
-        if (res < 0) {
-            /* -ENOTCONN, -ECANCELED, -ECONNABORTED: the connection ends. */
+        if (res == -EAGAIN || res == -EINTR) {
+            /* The kernel asks for the same command again. */
+            prep_cmd(q, i, q->ent[i].last_op, q->ent[i].last_commit);
+        } else if (res < 0) {
             if (!q->ent[i].dead) {
                 q->ent[i].dead = true;
                 live--;
             }
+            /* -ENOTCONN, -ECANCELED, -ECONNABORTED: the connection ends
+             * (unmount, teardown). A REGISTER the kernel refuses turns
+             * io_uring off for the connection (its requests come on
+             * /dev/fuse). Any other refused command, while the connection
+             * lives, leaves this entry serving no more, and what waits
+             * for it would wait forever. */
+            if (q->ent[i].last_op == LZ_FUSE_IO_URING_CMD_REGISTER) {
+                fprintf(stderr, "lazaret-router: io_uring queue %u: REGISTER failed: %s (requests come on /dev/fuse)\n",
+                        q->qid, strerror(-res));
+            } else if (res != -ENOTCONN && res != -ECANCELED && res != -ECONNABORTED && !stopping()) {
+                queue_fatal(q, "COMMIT_AND_FETCH failed", res);
+                break;
+            }
             continue;
+        } else {
+            serve_one(q, i);
         }
-        serve_one(q, i);
-        if (io_uring_submit(&q->ring) < 0)
-            errors++;
+        if (!submit_all(q)) {
+            queue_fatal(q, "the ring refuses the next command", -EIO);
+            break;
+        }
     }
     return NULL;
 }
@@ -532,3 +595,5 @@ int rt_transport_loop(void) {
 }
 
 unsigned long rt_transport_bad(void) { return __atomic_load_n(&U.n_bad, __ATOMIC_RELAXED); }
+
+void rt_transport_test_break_commit(unsigned long n) { U.break_commit = n; }

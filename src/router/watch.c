@@ -42,7 +42,8 @@
  * The thread never touches the session's request path: the notifications
  * are written to /dev/fuse from the thread, holding no lock the main loop
  * needs (the kernel may wait for a request in flight before it can
- * invalidate; that request is answered by the main thread meanwhile). */
+ * invalidate; that request is answered meanwhile by the main thread, or
+ * under io_uring by its queue's thread). */
 
 struct rt_inval {
     fuse_ino_t parent; /* 0: no entry to drop */

@@ -146,3 +146,27 @@ def test_dev_fuse_when_off(lazaret, ft_env, tmp_path):
     assert dom.get("fuse_transport", "").startswith("/dev/fuse ("), dom
     check_workload(out, ws)
     assert "available but off" in doctor or "not in this kernel" in doctor or "disabled" in doctor, doctor
+
+
+@pytest.mark.skipif(not uring_on(), reason="FUSE over io_uring is off on this host (enable_uring N)")
+def test_a_refused_commit_fails_the_domain_instead_of_hanging(lazaret, ft_env, tmp_path):
+    """A reply the kernel cannot match (a commit ID it does not know, as a
+    lost ring entry would give) leaves its request unanswered: before, the
+    entry was quietly dropped, and that request's caller (here a write of
+    the workload; a FLUSH's caller cannot even be killed) waited forever,
+    the sandbox with it. The router must end its session instead: the
+    kernel ends every request with an error, and the Domain fails with a
+    reason, in bounded time. LAZARET_TEST_FUSE=break-commit breaks the
+    workspace router's 200th reply."""
+    ws = make_git_repo(tmp_path / "ws")
+    e = ft_env.environ(LAZARET_TEST_FUSE="break-commit")
+    try:
+        r = subprocess.run([lazaret, "run", "-p", "debian-ft", "--", "bash", "-c", WORKLOAD], cwd=ws, env=e,
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=150)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the session hung after the refused commit (no answer in 150 s)")
+    assert r.returncode != 0 and "WORKLOAD-DONE" not in r.stdout, (r.stdout[-1000:], r.stderr[-1000:])
+    logs = [p.read_text(errors="replace") for p in Path(ft_env.storage).glob("domains/*/coordinator.log")]
+    mine = [t for t in logs if f"workspace {ws})" in t]
+    assert len(mine) == 1, len(mine)
+    assert "COMMIT_AND_FETCH failed" in mine[0] and "ending the FUSE session" in mine[0], mine[0][-3000:]
