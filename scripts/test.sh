@@ -108,14 +108,19 @@ else
     sudo -n bash scripts/setup.sh >/tmp/lazaret-setup.log 2>&1 || { cat /tmp/lazaret-setup.log; exit 1; }
 fi
 tail -1 /tmp/lazaret-setup.log
-# FUSE over io_uring (opt-in for users, docs/state.md) on for this run
-# only, so that the routers' io_uring path is tested as well as the forced
-# /dev/fuse one (test_fuse_transport.py); the host's own setting is put
-# back at the end (on_exit), and nothing is kept across boots.
+# FUSE over io_uring (opt-in for users, docs/state.md): everything runs on
+# the transport users get by default (/dev/fuse: enable_uring off), then
+# the router-heavy integration tests again with it on, in a stage of their
+# own (uring_stage below). The host's own setting is put back at the end
+# (on_exit), and nothing is kept across boots.
+uring_set() {
+    [ -n "$uring_was" ] || return 0
+    echo "$1" >"$uring_param"
+}
 if [ "$(id -u)" -eq 0 ] && [ -w "$uring_param" ]; then
     uring_was=$(cat "$uring_param")
-    echo Y >"$uring_param"
-    echo "FUSE over io_uring on for this run ($uring_param was $uring_was; put back at the end)"
+    uring_set N
+    echo "FUSE over io_uring off for this run but its own stage ($uring_param was $uring_was; put back at the end)"
 else
     echo "FUSE over io_uring left as it is (${uring_param}: $(cat "$uring_param" 2>/dev/null || echo absent))"
 fi
@@ -355,11 +360,14 @@ if [ -n "$boot_pid" ]; then
     done
     grep '^image time: debian' /tmp/lazaret-bootstrap.log || echo "no Debian image yet: the tests build it"
 fi
-# integration_pass NAME TARGET: one pytest pass over TARGET.
+# integration_pass NAME TARGET...: one pytest pass over the TARGETs.
 integration_pass() {
-    local name=$1 target=$2 rc=0 extra
+    local name=$1 rc=0 extra
+    shift
+    local target=("$@")
     case "$name" in
         parallel) extra=(-n "$jobs" --dist loadgroup -m "not serial" --ignore="$agents_test") ;;
+        io_uring) extra=(-m "not serial") ;;
         serial) extra=(-m serial --ignore="$agents_test") ;;
         all) extra=(--ignore="$agents_test") ;;
         agents) extra=(-m "not serial") ;;
@@ -372,16 +380,35 @@ integration_pass() {
         (cd "$stage" && runuser -u "$TEST_USER" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" \
             USER="$TEST_USER" LANG=C.UTF-8 LAZARET_BIN="$LAZARET_BIN" LAZARET_FIXTURES="$LAZARET_FIXTURES" \
             LAZARET_TEST_STORAGE="$itstore" LAZARET_TEST_CLAUDE="${LAZARET_TEST_CLAUDE:-}" \
-            /usr/bin/python3 -m pytest "${pytest_args[@]}" "${extra[@]}" "$target") || rc=$?
+            /usr/bin/python3 -m pytest "${pytest_args[@]}" "${extra[@]}" "${target[@]}") || rc=$?
     else
         LAZARET_TEST_STORAGE="$itstore" \
-            /usr/bin/python3 -m pytest "${pytest_args[@]}" "${extra[@]}" "$target" || rc=$?
+            /usr/bin/python3 -m pytest "${pytest_args[@]}" "${extra[@]}" "${target[@]}" || rc=$?
     fi
     [ "$rc" -eq 0 ] || { [ "$rc" -eq 5 ] && [ "$name" != all ]; } || exit "$rc"
 }
 for name in "${passes[@]}"; do
     integration_pass "$name" "$stage/tests/integration"
 done
+# The router-heavy tests again on FUSE over io_uring (the opt-in
+# transport): the transport's own tests (test_fuse_transport.py: both
+# paths, a refused reply), Git through the router, the workspace, its
+# cache and hot reload, the ignored state, private directories and the
+# POSIX cases.
+if [ -n "$uring_was" ]; then
+    uring_set Y
+    uring_sel=()
+    for f in test_fuse_transport test_git test_git_workload test_workspace test_workspace_cache test_hot_reload \
+        test_ignored_state test_ignored_rename test_private_dirs test_posix_cases; do
+        uring_sel+=("$stage/tests/integration/$f.py")
+    done
+    [ "$jobs" -gt 0 ] && uring_extra=(-n "$jobs" --dist loadgroup) || uring_extra=()
+    pytest_args_saved=("${pytest_args[@]}")
+    pytest_args+=("${uring_extra[@]}")
+    integration_pass io_uring "${uring_sel[@]}"
+    pytest_args=("${pytest_args_saved[@]}")
+    uring_set N
+fi
 
 # After the integration passes that need only the Debian image, before
 # the agents' network stage and their integration tests.

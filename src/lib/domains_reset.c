@@ -188,12 +188,16 @@ static int reset_lock(const char *data_root, const char *id, int *ret_rootfd, in
         sock = lz_domain_socket_path(rt, id);
     int r = dom_lock(rootfd, &lockfd, err);
     long deadline = lz_now_ms() + RESET_STOP_WAIT_S * 1000L;
-    bool stopped = false; /* the coordinator agreed to stop */
+    bool stopped = false, sessions = false; /* what the coordinator answered */
+    struct lz_error cerr = { 0 };           /* why it did not */
     while (r == 0 && lz_now_ms() < deadline) {
         if (!stopped && sock && access(sock, F_OK) == 0) {
-            int s = lz_control_stop_if_lingering(sock, NULL);
-            if (s == 0)
-                break; /* sessions are live (or starting) */
+            cerr = (struct lz_error){ 0 };
+            int s = lz_control_stop_if_lingering(sock, &cerr);
+            if (s == 0) {
+                sessions = true; /* live (or starting) */
+                break;
+            }
             stopped = s == 1;
         }
         (void)nanosleep(&(struct timespec){ .tv_nsec = 50 * 1000 * 1000 }, NULL);
@@ -201,6 +205,15 @@ static int reset_lock(const char *data_root, const char *id, int *ret_rootfd, in
     }
     if (r < 0)
         return r;
+    if (r == 0 && !sessions && (stopped || !sock || access(sock, F_OK) < 0))
+        return lz_error_set(err, -EBUSY,
+                            "Domain %.12s is starting or stopping and still held its lock after %d s; try again", id,
+                            RESET_STOP_WAIT_S);
+    if (r == 0 && !sessions && cerr.msg[0])
+        return lz_error_set(err, -EBUSY,
+                            "Domain %.12s is running and its coordinator did not answer (%s); try again, or run "
+                            "`lazaret stop --force` first",
+                            id, cerr.msg);
     if (r == 0)
         return lz_error_set(err, -EBUSY,
                             "Domain %.12s is running with sessions; exit them (or run `lazaret stop`) first", id);
