@@ -88,6 +88,18 @@ def root_of(env, did):
 # ---- ls / inspect / verify ----
 
 
+def end_session(p):
+    """Ends a session whose command reads its standard input (`cat`)."""
+    p.stdin.close()
+    p.wait(timeout=60)
+
+
+def assert_kept_after_stop(lazaret, env, ws, did):
+    """The Domain stops, and what used_domain left in it is still there."""
+    wait_inactive(lazaret, env, did)
+    assert run_ok(lazaret, env, ws, "cat /root/old") == "kept\n"
+
+
 def test_ls_without_domains(lazaret, senv):
     r = state(lazaret, senv, "ls")
     assert r.returncode == 0, r.stderr
@@ -261,10 +273,8 @@ def test_running_domain_is_not_touched(lazaret, senv, tmp_path):
         r = state(lazaret, senv, "ls")
         assert re.search(rf"^{did[:12]}\s+test\s+yes\s+now\b", r.stdout, re.M), r.stdout
     finally:
-        p.stdin.close()
-        p.wait(timeout=60)
-    wait_inactive(lazaret, senv, did)
-    assert run_ok(lazaret, senv, ws, "cat /root/old") == "kept\n"
+        end_session(p)
+    assert_kept_after_stop(lazaret, senv, ws, did)
 
 
 def test_reset_during_a_start_refuses_as_soon_as_the_domain_runs(lazaret, senv, tmp_path):
@@ -294,10 +304,8 @@ def test_reset_during_a_start_refuses_as_soon_as_the_domain_runs(lazaret, senv, 
         line = p.stdout.readline() if ready else b"(nothing in 60 s)"
         assert line == b"started\n", line
     finally:
-        p.stdin.close()
-        p.wait(timeout=60)
-    wait_inactive(lazaret, senv, did)
-    assert run_ok(lazaret, senv, ws, "cat /root/old") == "kept\n"
+        end_session(p)
+    assert_kept_after_stop(lazaret, senv, ws, did)
 
 
 def test_reset_right_after_run_returns_is_not_refused(lazaret, senv, tmp_path):
