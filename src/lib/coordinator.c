@@ -135,6 +135,9 @@ static void control_request(struct hc *h, struct session *s, const uint8_t *buf,
 
 /* The event loop's fixed descriptors, before the sessions' (below). */
 #define NFIXED 7
+/* The latest the resolver and gate start after publication when no
+ * session has its process spec by then (net_start_when_due). */
+#define NET_START_WAIT_MS 200
 
 static void accept_clients(struct hc *h) {
     for (int k = 0; k < 16; k++) {
@@ -391,14 +394,40 @@ static int coordinator_start(struct hc *h, struct lz_error *err) {
     static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGPIPE, 0 };
     h->sfd = lz_signalfd_block(sigs);
 
-    if ((r = hc_start_generation(h, err)) < 0 || (r = hc_net_start(h, err)) < 0) {
+    if ((r = hc_start_generation(h, err)) < 0) {
         hc_log("start failed: %s", err->msg);
         /* The client hears of the failure once nothing of it is left. */
         hc_session_drop_pre(h);
         hc_stop_generation(h);
         return r;
     }
+    h->net_due = lz_now_ms() + NET_START_WAIT_MS;
     return 0;
+}
+
+/* The Domain's resolver and TLS gate: started after publication, once the
+ * first session's process has its spec (or NET_START_WAIT_MS after
+ * publication when no session came), so that their start is not in front
+ * of the first command. Nothing is lost meanwhile: the resolver's sockets
+ * (10.0.2.3:53) and the gate's listener (:443) were bound, and the
+ * listener listening, by the Supervisor before runsc started, so a query
+ * or a connection waits there; no name resolves before, so no learned
+ * route exists either (the policy's routes are in place since NET_READY).
+ * A start that fails stops the Domain, with the reason for its sessions. */
+static void net_start_when_due(struct hc *h) {
+    if (h->net_tried || h->stopping || (!h->session_fed && lz_now_ms() < h->net_due))
+        return;
+    h->net_tried = true;
+    struct lz_error err = { 0 };
+    /* Test builds: LAZARET_TEST_RESOLVER=fail, a start that fails. */
+    const char *hook = lz_test_hook("LAZARET_TEST_RESOLVER");
+    int r = hook && !strcmp(hook, "fail") ? lz_error_set(&err, -EIO, "the test hook LAZARET_TEST_RESOLVER=fail")
+                                          : hc_net_start(h, &err);
+    if (r < 0) {
+        char why[LZ_ERROR_MAX + 64];
+        snprintf(why, sizeof why, "the Domain's resolver could not start: %s; the Domain is stopped", err.msg);
+        hc_begin_stop(h, why, true);
+    }
 }
 
 /* Escalation's port: requests no rule approves are asked on the requesting
@@ -513,6 +542,11 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
             if (left < timeout)
                 timeout = left > 0 ? (int)left : 0;
         }
+        if (!h.net_tried) {
+            long left = h.net_due - lz_now_ms();
+            if (left < timeout)
+                timeout = left > 0 ? (int)left : 0;
+        }
         timeout = hc_prompt_poll_timeout(&h, timeout);
         if (poll(p, np, timeout) < 0 && errno != EINTR)
             break;
@@ -599,6 +633,7 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
             if (s->state == S_DONE)
                 hc_session_free(&h, s);
         }
+        net_start_when_due(&h);
         int live = live_sessions(&h);
         bool idle_timeout = !h.had_session && live == 0 && lz_now_ms() >= idle_deadline;
         bool rs_gone = h.rs_ctl < 0 || h.rs_exited_msg;

@@ -139,6 +139,13 @@ struct hc {
      * waiting for its process spec (session.c, hc_session_prestart), until
      * the starting client's hello takes it; NULL otherwise. */
     struct session *pre;
+    /* The Domain's resolver and TLS gate (hc_net.c) start once the first
+     * session has its process spec, or at net_due (monotonic ms) when none
+     * comes: their sockets exist since the boot, so what the sandbox sends
+     * them meanwhile waits there (coordinator.c, net_start_when_due). */
+    bool net_tried;
+    bool session_fed;
+    long net_due;
     int next_id;
     bool had_session;
     bool stopping;

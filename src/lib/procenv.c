@@ -28,6 +28,7 @@ const char *const lz_env_hooks[] = {
     "LAZARET_TEST_FUSE", /* the routers' --fuse-transport (supervisor.c) */
     "LAZARET_TEST_TEARDOWN_PAUSE_MS",
     "LAZARET_TEST_EXIT_PAUSE_MS", /* the coordinator's teardown waits before removing its socket */
+    "LAZARET_TEST_RESOLVER",      /* fail: the Domain's resolver and gate do not start (coordinator.c) */
     "LAZARET_TEST_MAILBOX_UNBOUNDED",
     "LAZARET_TEST_HOST_CA_DIR", /* the gate's trust of the host's CAs (hc_creds.c) */
 #endif

@@ -512,6 +512,7 @@ static int session_start_exec(struct hc *h, struct session *s, struct lz_hello *
         r = exec_feed(h, s, hello, err);
     if (r < 0)
         return r;
+    h->session_fed = true;
     hc_log("session %d: exec started (pid %d, %s%s)", s->id, (int)s->exec.pid, s->tty ? "tty" : "pipes",
            ahead ? ", started ahead" : "");
     hc_model_action(HC_REGISTER_SESSION, "s=%d", s->id);

@@ -137,6 +137,24 @@ def test_stop_force_and_bad_domain_argument(lazaret, env, workspace):
     assert b.wait(timeout=30) == 137  # SIGKILL at once, the traps did not matter
 
 
+def test_resolver_that_cannot_start_stops_the_domain_with_the_reason(lazaret, env, workspace):
+    """The Domain's resolver and TLS gate start once the first session has
+    its process (their sockets exist since the boot, so nothing sent to
+    them is lost meanwhile). A start of theirs that fails must stop the
+    Domain, with the reason on the session's terminal, not leave the
+    sandbox running without names. LAZARET_TEST_RESOLVER=fail makes it
+    fail."""
+    r = subprocess.run([lazaret, "run", "-p", "test", "--", "sh", "-c", "sleep 20; echo survived"], cwd=workspace,
+                       env=env.environ(LAZARET_TEST_RESOLVER="fail"), capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "survived" not in r.stdout, (r.returncode, r.stdout, r.stderr)
+    assert "the Domain's resolver could not start: the test hook LAZARET_TEST_RESOLVER=fail" in r.stderr, r.stderr
+    assert wait_until(lambda: not sandbox_processes(), timeout=45)
+    # Control: the same command without the hook runs to its end.
+    r = subprocess.run([lazaret, "run", "-p", "test", "--", "sh", "-c", "echo survived"], cwd=workspace,
+                       env=env.environ(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout == "survived\n", (r.stdout, r.stderr)
+
+
 KILL_TARGETS = ["coordinator", "supervisor", "runsc", "slirp4netns", "router"]
 
 
