@@ -447,14 +447,21 @@ static int tap_addr(struct nl *nl, unsigned tap) {
     return add_addr(nl, tap, LZ_NET_ADDR, 24, RT_SCOPE_UNIVERSE, LZ_NET_ADDR | 0xffu);
 }
 
-int lz_netpolicy_tap_up(struct lz_error *err) {
-    unsigned tap = if_nametoindex(LZ_NET_TAP);
-    if (!tap)
+/* The helper's tap0 (its index) and a netlink socket to configure it. */
+static int tap_nl_open(unsigned *ret_tap, struct nl *nl, struct lz_error *err) {
+    *ret_tap = if_nametoindex(LZ_NET_TAP);
+    if (!*ret_tap)
         return lz_error_set(err, -ENODEV, "the connectivity helper's %s is missing", LZ_NET_TAP);
+    int r = nl_open(nl);
+    return r < 0 ? lz_error_set(err, r, "netlink: %s", strerror(-r)) : 0;
+}
+
+int lz_netpolicy_tap_up(struct lz_error *err) {
+    unsigned tap;
     struct nl nl;
-    int r = nl_open(&nl);
+    int r = tap_nl_open(&tap, &nl, err);
     if (r < 0)
-        return lz_error_set(err, r, "netlink: %s", strerror(-r));
+        return r;
     r = tap_addr(&nl, tap);
     mnl_socket_close(nl.s);
     if (r < 0)
@@ -476,13 +483,11 @@ int lz_netpolicy_tap_up(struct lz_error *err) {
 }
 
 int lz_netpolicy_install(const struct lz_netpolicy *p, struct lz_error *err) {
-    unsigned tap = if_nametoindex(LZ_NET_TAP);
-    if (!tap)
-        return lz_error_set(err, -ENODEV, "the connectivity helper's %s is missing", LZ_NET_TAP);
+    unsigned tap;
     struct nl nl;
-    int r = nl_open(&nl);
+    int r = tap_nl_open(&tap, &nl, err);
     if (r < 0)
-        return lz_error_set(err, r, "netlink: %s", strerror(-r));
+        return r;
     /* What a helper that configured tap0 itself set up (slirp4netns
      * --configure; lz_netpolicy_tap_up adds neither) is replaced by the
      * policy: the default route and the connected /24. */
