@@ -367,7 +367,10 @@ integration_pass() {
     local target=("$@")
     case "$name" in
         parallel) extra=(-n "$jobs" --dist loadgroup -m "not serial" --ignore="$agents_test") ;;
-        io_uring) extra=(-m "not serial") ;;
+        io_uring)
+            extra=(-m "not serial")
+            [ "$jobs" -eq 0 ] || extra+=(-n "$jobs" --dist loadgroup)
+            ;;
         serial) extra=(-m serial --ignore="$agents_test") ;;
         all) extra=(--ignore="$agents_test") ;;
         agents) extra=(-m "not serial") ;;
@@ -402,11 +405,7 @@ if [ -n "$uring_was" ]; then
         test_ignored_state test_ignored_rename test_private_dirs test_posix_cases; do
         uring_sel+=("$stage/tests/integration/$f.py")
     done
-    [ "$jobs" -gt 0 ] && uring_extra=(-n "$jobs" --dist loadgroup) || uring_extra=()
-    pytest_args_saved=("${pytest_args[@]}")
-    pytest_args+=("${uring_extra[@]}")
     integration_pass io_uring "${uring_sel[@]}"
-    pytest_args=("${pytest_args_saved[@]}")
     uring_set N
 fi
 
