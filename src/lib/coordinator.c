@@ -176,15 +176,6 @@ static int live_sessions(struct hc *h) {
     return n;
 }
 
-/* Test builds: sleeps the milliseconds (at most 10 s) the hook `name`
- * says; release builds: nothing. */
-static void test_pause(const char *name) {
-    const char *v = lz_test_hook(name);
-    long ms = v ? strtol(v, NULL, 10) : 0;
-    if (ms > 0 && ms <= 10000)
-        (void)nanosleep(&(struct timespec){ ms / 1000, (ms % 1000) * 1000000L }, NULL);
-}
-
 /* The warm linger ([storage] linger_seconds): when the last session has
  * left a running Domain, it stays up for the linger period so that the
  * next command joins it instead of paying a cold start; a session that
@@ -647,12 +638,12 @@ int lz_coordinator_main(const struct lz_coordinator_args *a) {
     /* Test builds: widen the window between the last session's EXIT
      * (its client has returned) and the socket's removal, in which a
      * `lazaret state reset` may connect and be left unanswered. */
-    test_pause("LAZARET_TEST_EXIT_PAUSE_MS");
+    lz_sleep_ms(lz_test_hook_ms("LAZARET_TEST_EXIT_PAUSE_MS"));
     /* Teardown: new clients must not reach this generation any more. */
     unlink(h.sock_path);
     /* Test builds: widen the window between "no socket" and "lock
      * released" that `lazaret state reset` must wait through. */
-    test_pause("LAZARET_TEST_TEARDOWN_PAUSE_MS");
+    lz_sleep_ms(lz_test_hook_ms("LAZARET_TEST_TEARDOWN_PAUSE_MS"));
     lz_closep(&h.listen_fd);
     for (int i = 0; i < MAX_SESSIONS; i++)
         if (h.s[i])

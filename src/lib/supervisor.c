@@ -615,12 +615,11 @@ static int net_install(const struct lz_supervisor_args *a, struct lz_netpolicy *
     int r = lz_netpolicy_tap_up(&err);
     /* Test builds: widen the window between the helper's tap and the
      * policy (tests/network/test_network.py, test_first_process_*). */
-    const char *delay = lz_test_hook("LAZARET_TEST_NET_DELAY_MS");
-    long ms = delay ? strtol(delay, NULL, 10) : 0;
-    if (r == 0 && ms > 0 && ms <= 10000) {
+    long ms = lz_test_hook_ms("LAZARET_TEST_NET_DELAY_MS");
+    if (r == 0 && ms > 0) {
         fprintf(stderr, "rs[%d]: WARNING: the policy waits %ld ms (a test hook; test builds only)\n", (int)getpid(),
                 ms);
-        (void)nanosleep(&(struct timespec){ ms / 1000, (ms % 1000) * 1000000L }, NULL);
+        lz_sleep_ms(ms);
     }
     if (r == 0)
         r = lz_netpolicy_install(pol, &err);

@@ -402,6 +402,17 @@ void lz_logf(lz_log_fn log, void *ud, const char *fmt, ...) {
 const char *lz_test_hook(const char *name) { return getenv(name); }
 #endif
 
+long lz_test_hook_ms(const char *name) {
+    const char *v = lz_test_hook(name);
+    long ms = v ? strtol(v, NULL, 10) : 0;
+    return ms > 0 && ms <= 10000 ? ms : 0;
+}
+
+void lz_sleep_ms(long ms) {
+    if (ms > 0)
+        (void)nanosleep(&(struct timespec){ ms / 1000, (ms % 1000) * 1000000L }, NULL);
+}
+
 long lz_now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);

@@ -203,3 +203,9 @@ const char *lz_test_hook(const char *name);
 #else
 #define lz_test_hook(name) ((void)sizeof(name), (const char *)NULL)
 #endif
+/* A test hook that names a delay in milliseconds (LAZARET_TEST_*_MS): its
+ * value when it is a number from 1 to 10000, else 0 (unset, malformed, or
+ * a release build). */
+long lz_test_hook_ms(const char *name);
+/* Sleeps ms milliseconds; nothing when ms <= 0. */
+void lz_sleep_ms(long ms);
